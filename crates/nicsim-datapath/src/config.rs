@@ -1,0 +1,621 @@
+//! The datapath configuration: one TOML (or JSON) document, validated once on load.
+//!
+//! Deserialisation rejects unknown keys and wrong types with the key path
+//! (`traffic.rate_gbps: invalid type ...`); [`Config::validate`] then checks meaning
+//! (chains naming known offloads, capacities that hold a maximum-size packet, ...) and reports
+//! the key path of the first problem. Every field carries its unit in its name.
+
+use serde::Deserialize;
+
+/// A configuration error: `path` is the key path (`flows[2].chain[1]`), `msg` what was expected.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{path}: {msg}")]
+pub struct ConfigError {
+    pub path: String,
+    pub msg: String,
+}
+
+fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError { path: path.into(), msg: msg.into() })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    Flexpipe,
+    Staticpipe,
+    Panic,
+}
+
+impl Arch {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Arch::Flexpipe => "flexpipe",
+            Arch::Staticpipe => "staticpipe",
+            Arch::Panic => "panic",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SimMode {
+    /// Jump over idle time (default).
+    #[default]
+    Skip,
+    /// Visit every clock edge (for cross-checking).
+    Stepped,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    pub arch: Arch,
+    /// Really compute the offloads (CRC, AES, ...) on real frames; off = timing only.
+    #[serde(default)]
+    pub functional: bool,
+    #[serde(default)]
+    pub mode: SimMode,
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    pub offloads: Vec<OffloadCfg>,
+    #[serde(default)]
+    pub panic: PanicCfg,
+    pub traffic: Traffic,
+    pub flows: Vec<FlowCfg>,
+    #[serde(default)]
+    pub measure: Measure,
+    #[serde(default)]
+    pub firewall: FirewallCfg,
+    #[serde(default)]
+    pub remap: Vec<RemapCfg>,
+}
+
+fn d_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Pipeline {
+    pub width_bits: u32,
+    pub clock_mhz: u32,
+    /// Traffic Arbiter FIFOs (bypass and unit side) of every Offload.
+    pub arbiter_fifo_bytes: u32,
+    /// Skid buffer at the input of every stage (Pre-Processor, Offloads, Egress, DMA).
+    pub stage_fifo_bytes: u32,
+    /// Input queue of every Offload Unit.
+    pub unit_queue_bytes: u32,
+    /// FIFO from the Egress to the Ingress Traffic Controller.
+    pub recirc_fifo_bytes: u32,
+    /// FIFO from the Pre-Processor to the Ingress Traffic Controller.
+    pub ingress_fifo_bytes: u32,
+    pub preprocessor_latency_cycles: u32,
+    pub dma_latency_cycles: u32,
+    /// DMA engine to host: width and clock (PCIe side).
+    pub dma_width_bits: u32,
+    pub dma_clock_mhz: u32,
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline {
+            width_bits: 512,
+            clock_mhz: 250,
+            arbiter_fifo_bytes: 16384,
+            stage_fifo_bytes: 4096,
+            unit_queue_bytes: 4096,
+            recirc_fifo_bytes: 16384,
+            ingress_fifo_bytes: 16384,
+            preprocessor_latency_cycles: 4,
+            dma_latency_cycles: 0,
+            dma_width_bits: 512,
+            dma_clock_mhz: 250,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadCfg {
+    pub name: String,
+    /// Functional kind (crc, firewall, sha3, aes, jpeg, rss); defaults to `name`.
+    pub kind: Option<String>,
+    pub width_bits: u32,
+    pub clock_mhz: u32,
+    #[serde(default)]
+    pub delay_cycles: u32,
+    /// Number of units; default from Eq. 1.
+    pub units: Option<u32>,
+}
+
+impl OffloadCfg {
+    /// Eq. 1 of the FlexPipe paper: n = ceil(w_pipe/w_unit · f_pipe/f_unit + delay), in exact
+    /// integer arithmetic.
+    pub fn eq1_units(&self, p: &Pipeline) -> u32 {
+        let num = p.width_bits as u64 * p.clock_mhz as u64;
+        let den = self.width_bits as u64 * self.clock_mhz as u64;
+        (num + self.delay_cycles as u64 * den).div_ceil(den) as u32
+    }
+    pub fn units(&self, p: &Pipeline) -> u32 {
+        self.units.unwrap_or_else(|| self.eq1_units(p))
+    }
+    pub fn kind_name(&self) -> &str {
+        self.kind.as_deref().unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PanicVariant {
+    /// The FlexPipe paper's evaluation variant of the PANIC prototype.
+    #[default]
+    Eval,
+    /// PANIC as its OSDI'20 paper describes it.
+    Full,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PanicCfg {
+    pub variant: PanicVariant,
+    pub descriptor_bits: u32,
+    pub pifo_clock_mhz: u32,
+    pub pifo_entries: u32,
+    /// PIFO cycles the scheduler spends per dispatched packet (enqueue + dequeue).
+    pub pifo_cycles_per_packet: u32,
+    /// Credits per unit (packets a unit may have queued).
+    pub credits: u32,
+    pub crossbar_ports: u32,
+    pub crossbar_latency_cycles: u32,
+    pub crossbar_port_buffer_bytes: u32,
+    pub cell_bytes: u32,
+    pub buffer_cells: u32,
+    pub parser_latency_cycles: u32,
+    /// Offload every chain starts with in the eval variant.
+    pub first_offload: Option<String>,
+}
+
+impl Default for PanicCfg {
+    fn default() -> Self {
+        PanicCfg {
+            variant: PanicVariant::Eval,
+            descriptor_bits: 96,
+            pifo_clock_mhz: 125,
+            pifo_entries: 128,
+            pifo_cycles_per_packet: 1,
+            credits: 4,
+            crossbar_ports: 8,
+            crossbar_latency_cycles: 2,
+            crossbar_port_buffer_bytes: 4096,
+            cell_bytes: 1536,
+            buffer_cells: 1024,
+            parser_latency_cycles: 4,
+            first_offload: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    #[default]
+    Constant,
+    Poisson,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SizeDist {
+    /// Uniform choice from a set (the paper: 64, 128, 256, 512, 1024, 1500).
+    UniformSet { values: Vec<u32> },
+    Fixed { bytes: u32 },
+    Weighted { values: Vec<u32>, weights: Vec<f64> },
+    Exponential { mean_bytes: f64, min_bytes: u32, max_bytes: u32 },
+    Lognormal { mu: f64, sigma: f64, min_bytes: u32, max_bytes: u32 },
+    /// Sizes drawn from the frames of a capture.
+    Capture { path: String },
+}
+
+impl Default for SizeDist {
+    fn default() -> Self {
+        SizeDist::UniformSet { values: vec![64, 128, 256, 512, 1024, 1500] }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayTiming {
+    /// Keep the capture's inter-arrival times.
+    #[default]
+    Original,
+    /// Rescale to `traffic.rate_gbps`.
+    Rate,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replay {
+    pub path: String,
+    #[serde(default)]
+    pub timing: ReplayTiming,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// Share of packets whose FCS is corrupted on the wire.
+    pub bad_fcs: f64,
+    /// Share of packets whose SHA-3 tag is corrupted.
+    pub bad_tag: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    #[serde(default = "d_packets")]
+    pub packets: u64,
+    pub rate_gbps: f64,
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    #[serde(default)]
+    pub size: SizeDist,
+    pub replay: Option<Replay>,
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+fn d_packets() -> u64 {
+    11000
+}
+
+/// A port or a port range: `80` or `"1000-2000"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PortSpec {
+    One(u16),
+    Range(String),
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct MatchCfg {
+    /// Prefixes such as `10.0.0.0/8` or `2001:db8::/32`.
+    pub src: Option<String>,
+    pub dst: Option<String>,
+    pub sport: Option<PortSpec>,
+    pub dport: Option<PortSpec>,
+    pub proto: Option<String>,
+    pub tos: Option<u8>,
+    pub vlan: Option<u16>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowCfg {
+    pub name: String,
+    #[serde(default = "d_weight")]
+    pub weight: f64,
+    pub chain: Vec<String>,
+    #[serde(default)]
+    pub priority: u8,
+    /// Header fields of generated packets.
+    #[serde(default = "d_src")]
+    pub src: String,
+    #[serde(default = "d_dst")]
+    pub dst: String,
+    #[serde(default = "d_proto")]
+    pub proto: String,
+    #[serde(default = "d_sport")]
+    pub sport: u16,
+    #[serde(default = "d_dport")]
+    pub dport: u16,
+    #[serde(default)]
+    pub tos: u8,
+    pub vlan: Option<u16>,
+    /// Pre-Processor match for this flow type; default: exact match on the header fields.
+    #[serde(rename = "match")]
+    pub match_: Option<MatchCfg>,
+}
+
+fn d_weight() -> f64 {
+    1.0
+}
+fn d_src() -> String {
+    "10.0.0.1".into()
+}
+fn d_dst() -> String {
+    "10.0.1.1".into()
+}
+fn d_proto() -> String {
+    "udp".into()
+}
+fn d_sport() -> u16 {
+    1024
+}
+fn d_dport() -> u16 {
+    4791
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Measure {
+    /// Received-packet indices [start, end) over which throughput and latency are measured.
+    pub window: [u64; 2],
+    /// Write delivered packets to `egress.pcap` in the output folder.
+    pub egress_pcap: bool,
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Measure { window: [500, 10500], egress_pcap: false }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct FirewallCfg {
+    /// Rules, one per entry, in the firewall's line format (`deny tcp 10.0.0.0/8 any dport 22`).
+    pub rules: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemapCfg {
+    pub at_us: f64,
+    pub flow: String,
+    pub chain: Vec<String>,
+}
+
+impl Config {
+    /// Parse TOML text. Errors carry the key path.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let de = toml::Deserializer::new(text);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let msg = inner.message().to_string();
+            let path = if path == "." { String::new() } else { path };
+            ConfigError { path, msg }
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Parse JSON text (what the Python front end sends after applying overrides).
+    pub fn from_json(text: &str) -> Result<Config, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
+            path: e.path().to_string(),
+            msg: strip_position(&e.into_inner().to_string()),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn offload_index(&self, name: &str) -> Option<usize> {
+        self.offloads.iter().position(|o| o.name == name)
+    }
+
+    fn check_chain(&self, path: &str, chain: &[String]) -> Result<(), ConfigError> {
+        if chain.len() > crate::packet::MAX_CHAIN {
+            return err(path, format!("chain has {} hops, at most {} supported", chain.len(), crate::packet::MAX_CHAIN));
+        }
+        for (i, name) in chain.iter().enumerate() {
+            if self.offload_index(name).is_none() {
+                let known: Vec<&str> = self.offloads.iter().map(|o| o.name.as_str()).collect();
+                return err(format!("{path}[{i}]"), format!("unknown offload '{name}' (known: {})", known.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Check meaning beyond types. The first problem is reported with its key path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let p = &self.pipeline;
+        for (key, v) in [("pipeline.width_bits", p.width_bits), ("pipeline.clock_mhz", p.clock_mhz), ("pipeline.dma_width_bits", p.dma_width_bits), ("pipeline.dma_clock_mhz", p.dma_clock_mhz)] {
+            if v == 0 {
+                return err(key, "must be > 0");
+            }
+        }
+        let max_size = self.max_packet_bytes();
+        for (key, v) in [
+            ("pipeline.arbiter_fifo_bytes", p.arbiter_fifo_bytes),
+            ("pipeline.stage_fifo_bytes", p.stage_fifo_bytes),
+            ("pipeline.unit_queue_bytes", p.unit_queue_bytes),
+            ("pipeline.recirc_fifo_bytes", p.recirc_fifo_bytes),
+            ("pipeline.ingress_fifo_bytes", p.ingress_fifo_bytes),
+        ] {
+            if v < max_size {
+                return err(key, format!("{v} bytes cannot hold the largest packet ({max_size} bytes)"));
+            }
+        }
+        if self.offloads.is_empty() {
+            return err("offloads", "at least one offload is required");
+        }
+        if self.offloads.len() > 15 {
+            return err("offloads", "at most 15 offloads are supported");
+        }
+        for (i, o) in self.offloads.iter().enumerate() {
+            let path = format!("offloads[{i}]");
+            if o.width_bits == 0 || o.width_bits % 8 != 0 {
+                return err(format!("{path}.width_bits"), "must be a positive multiple of 8");
+            }
+            if o.clock_mhz == 0 {
+                return err(format!("{path}.clock_mhz"), "must be > 0");
+            }
+            if o.units == Some(0) {
+                return err(format!("{path}.units"), "must be > 0");
+            }
+            if self.offloads[..i].iter().any(|x| x.name == o.name) {
+                return err(format!("{path}.name"), format!("duplicate offload name '{}'", o.name));
+            }
+            if self.functional {
+                let k = o.kind_name();
+                if k.parse::<nicsim_offloads::OffloadKind>().is_err() {
+                    return err(format!("{path}.kind"), format!("unknown offload kind '{k}' (expected crc, firewall, sha3, aes, jpeg or rss)"));
+                }
+            }
+        }
+        let t = &self.traffic;
+        if !(t.rate_gbps.is_finite() && t.rate_gbps > 0.0) {
+            return err("traffic.rate_gbps", "must be a positive number");
+        }
+        if t.packets == 0 {
+            return err("traffic.packets", "must be > 0");
+        }
+        for (key, v) in [("traffic.faults.bad_fcs", t.faults.bad_fcs), ("traffic.faults.bad_tag", t.faults.bad_tag)] {
+            if !(0.0..=1.0).contains(&v) {
+                return err(key, "must be a share between 0 and 1");
+            }
+        }
+        match &t.size {
+            SizeDist::UniformSet { values } => check_sizes("traffic.size.values", values)?,
+            SizeDist::Fixed { bytes } => check_sizes("traffic.size.bytes", &[*bytes])?,
+            SizeDist::Weighted { values, weights } => {
+                check_sizes("traffic.size.values", values)?;
+                if weights.len() != values.len() {
+                    return err("traffic.size.weights", format!("has {} entries, values has {}", weights.len(), values.len()));
+                }
+                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || weights.iter().sum::<f64>() <= 0.0 {
+                    return err("traffic.size.weights", "must be non-negative with a positive sum");
+                }
+            }
+            SizeDist::Exponential { mean_bytes, min_bytes, max_bytes } => {
+                if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
+                    return err("traffic.size.mean_bytes", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Lognormal { sigma, min_bytes, max_bytes, .. } => {
+                if !(sigma.is_finite() && *sigma > 0.0) {
+                    return err("traffic.size.sigma", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Capture { .. } => {}
+        }
+        if self.flows.is_empty() {
+            return err("flows", "at least one flow is required");
+        }
+        if self.flows.len() > u16::MAX as usize {
+            return err("flows", "too many flows");
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let path = format!("flows[{i}]");
+            if self.flows[..i].iter().any(|x| x.name == f.name) {
+                return err(format!("{path}.name"), format!("duplicate flow name '{}'", f.name));
+            }
+            if !(f.weight.is_finite() && f.weight >= 0.0) {
+                return err(format!("{path}.weight"), "must be a non-negative number");
+            }
+            self.check_chain(&format!("{path}.chain"), &f.chain)?;
+            crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError { path: format!("{path}.proto"), msg: m })?;
+            for (k, a) in [("src", &f.src), ("dst", &f.dst)] {
+                a.parse::<std::net::IpAddr>().map_err(|_| ConfigError { path: format!("{path}.{k}"), msg: format!("'{a}' is not an IP address") })?;
+            }
+            if let Some(m) = &f.match_ {
+                crate::preproc::Rule::from_cfg(m).map_err(|(k, msg)| ConfigError { path: format!("{path}.match.{k}"), msg })?;
+            }
+        }
+        if self.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 && t.replay.is_none() {
+            return err("flows", "flow weights must have a positive sum");
+        }
+        let [a, b] = self.measure.window;
+        if a >= b {
+            return err("measure.window", format!("start {a} must be below end {b}"));
+        }
+        for (i, r) in self.remap.iter().enumerate() {
+            let path = format!("remap[{i}]");
+            if !(r.at_us.is_finite() && r.at_us >= 0.0) {
+                return err(format!("{path}.at_us"), "must be a non-negative time in µs");
+            }
+            if !self.flows.iter().any(|f| f.name == r.flow) {
+                return err(format!("{path}.flow"), format!("unknown flow '{}'", r.flow));
+            }
+            self.check_chain(&format!("{path}.chain"), &r.chain)?;
+        }
+        if self.arch == Arch::Panic {
+            let c = &self.panic;
+            if c.pifo_clock_mhz == 0 || c.credits == 0 || c.pifo_entries == 0 || c.cell_bytes == 0 {
+                return err("panic", "pifo_clock_mhz, credits, pifo_entries and cell_bytes must be > 0");
+            }
+            if c.cell_bytes < max_size {
+                return err("panic.cell_bytes", format!("{} bytes cannot hold the largest packet ({max_size} bytes)", c.cell_bytes));
+            }
+            if c.crossbar_port_buffer_bytes < max_size {
+                return err("panic.crossbar_port_buffer_bytes", format!("cannot hold the largest packet ({max_size} bytes)"));
+            }
+            if let Some(f) = &c.first_offload {
+                if self.offload_index(f).is_none() {
+                    return err("panic.first_offload", format!("unknown offload '{f}'"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest packet the traffic can hold (bytes), for capacity checks.
+    pub fn max_packet_bytes(&self) -> u32 {
+        match &self.traffic.size {
+            SizeDist::UniformSet { values } | SizeDist::Weighted { values, .. } => values.iter().copied().max().unwrap_or(0),
+            SizeDist::Fixed { bytes } => *bytes,
+            SizeDist::Exponential { max_bytes, .. } | SizeDist::Lognormal { max_bytes, .. } => *max_bytes,
+            SizeDist::Capture { .. } => 1522,
+        }
+        .max(if self.traffic.replay.is_some() { 1522 } else { 0 })
+    }
+
+    /// Every clock of the run, for the timebase.
+    pub fn clocks_mhz(&self) -> Vec<u32> {
+        let mut v = vec![self.pipeline.clock_mhz, self.pipeline.dma_clock_mhz];
+        v.extend(self.offloads.iter().map(|o| o.clock_mhz));
+        if self.arch == Arch::Panic {
+            v.push(self.panic.pifo_clock_mhz);
+        }
+        v
+    }
+}
+
+fn check_sizes(key: &str, v: &[u32]) -> Result<(), ConfigError> {
+    if v.is_empty() {
+        return err(key, "needs at least one size");
+    }
+    if let Some(s) = v.iter().find(|&&s| !(64..=9600).contains(&s)) {
+        return err(key, format!("packet size {s} outside 64..=9600 bytes"));
+    }
+    Ok(())
+}
+
+fn check_bounds(min: u32, max: u32) -> Result<(), ConfigError> {
+    if min < 64 || max > 9600 || min > max {
+        return err("traffic.size", format!("bounds {min}..{max} must satisfy 64 <= min <= max <= 9600"));
+    }
+    Ok(())
+}
+
+fn strip_position(s: &str) -> String {
+    match s.find(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paper_offloads() -> Vec<OffloadCfg> {
+        let mk = |n: &str, w, f, d| OffloadCfg { name: n.into(), kind: None, width_bits: w, clock_mhz: f, delay_cycles: d, units: None };
+        vec![mk("crc", 64, 250, 0), mk("firewall", 8, 150, 21), mk("sha3", 64, 150, 25), mk("aes", 128, 250, 0), mk("jpeg", 32, 100, 0), mk("rss", 256, 200, 0)]
+    }
+
+    #[test]
+    fn eq1_gives_table2() {
+        let p = Pipeline::default();
+        let units: Vec<u32> = paper_offloads().iter().map(|o| o.eq1_units(&p)).collect();
+        assert_eq!(units, vec![8, 128, 39, 4, 40, 3]);
+    }
+}

@@ -1,0 +1,470 @@
+//! FlexPipe (Zyla et al., 2023), Fig. 1 and Fig. 2, and StaticPipe on the same structure.
+//!
+//! Ingress Traffic Controller (recirculated traffic first, then new traffic) → Offloads in their
+//! physical order → Egress Traffic Controller (done → DMA engine; not done → recirculate).
+//! Each Offload: Traffic Splitter (process here, or bypass) → Load Balancer (least-loaded unit
+//! by byte counters: +size when storing starts, −fragment as the unit reads) → N Offload Units
+//! (a unit of w bits at f MHz with d non-pipelined cycles serves s bytes in ceil(8s/w) + d
+//! cycles) → nested round robin over units that finished a whole packet → Traffic Arbiter
+//! (highest demand first between the bypass FIFO and the units' FIFO, 16 kB each).
+//! StaticPipe is this structure with every packet's chain set to every offload.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use nicsim_kernel::{Clock, Component, Link, Slot, Time};
+
+use crate::packet::Pkt;
+use crate::world::{FifoId, World};
+
+/// Merges recirculated and new traffic into the first Offload; recirculated packets go first
+/// so that the loop always drains.
+pub struct IngressTc {
+    pub new: FifoId,
+    pub recirc: FifoId,
+    pub out: FifoId,
+    pub link: Link,
+}
+
+impl Component<World> for IngressTc {
+    fn has_edge(&self, t: Time) -> bool {
+        self.link.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.link.clock.edge_after(t)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        if !self.link.is_free(now) {
+            return;
+        }
+        for from in [self.recirc, self.new] {
+            if let Some(p) = w.ready_front(from, now) {
+                if w.fifos[self.out].has_room(p.size) {
+                    w.forward(now, &mut self.link, from, self.out, 0);
+                }
+                return;
+            }
+        }
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        [self.recirc, self.new]
+            .iter()
+            .filter(|&&f| w.fifos[f].front().is_some_and(|s| w.fifos[self.out].has_room(s.bytes)))
+            .filter_map(|&f| w.forward_wake(now, &self.link, f))
+            .min()
+    }
+}
+
+/// Sends finished packets to the DMA engine and the others back to the Ingress Traffic Controller.
+pub struct EgressTc {
+    pub inp: FifoId,
+    pub dma: FifoId,
+    pub recirc: FifoId,
+    pub link: Link,
+}
+
+impl EgressTc {
+    fn target(&self, p: &Pkt) -> FifoId {
+        if p.done() {
+            self.dma
+        } else {
+            self.recirc
+        }
+    }
+}
+
+impl Component<World> for EgressTc {
+    fn has_edge(&self, t: Time) -> bool {
+        self.link.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.link.clock.edge_after(t)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        let Some(p) = w.ready_front(self.inp, now) else { return };
+        let to = self.target(p);
+        if !self.link.is_free(now) || !w.fifos[to].has_room(p.size) {
+            return;
+        }
+        if to == self.recirc {
+            // The metadata update travels with the packet: count the extra pass.
+            if let Some(front) = w.fifos[self.inp].front_mut() {
+                front.item.recircs = front.item.recircs.saturating_add(1);
+            }
+        }
+        w.forward(now, &mut self.link, self.inp, to, 0);
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        let s = w.fifos[self.inp].front()?;
+        if !w.fifos[self.target(&s.item)].has_room(s.bytes) {
+            return None;
+        }
+        w.forward_wake(now, &self.link, self.inp)
+    }
+}
+
+/// One Offload Unit.
+struct Unit {
+    queue: VecDeque<Slot<Pkt>>,
+    queued_bytes: u64,
+    /// Packet in service: (packet, bytes, start, end).
+    cur: Option<(Pkt, u32, Time, Time)>,
+    /// Finished packets waiting for the round robin.
+    done: VecDeque<(Pkt, u32)>,
+    done_bytes: u64,
+    /// The unit may start its next packet from then on (PANIC's engine idles after a hand-over).
+    free_at: Time,
+    /// Packets assigned to the unit and not yet handed on (for credits).
+    held: u32,
+}
+
+/// How a packet is steered to one of an offload's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steering {
+    /// FlexPipe's Load Balancer: the unit with the smallest byte counter; a unit takes a
+    /// packet while its input queue has room for it.
+    LeastLoaded,
+    /// PANIC's credit scheme: a unit holds at most `credits` packets. `sticky`: keep sending to
+    /// the same unit until it runs out of credits (as the FlexPipe paper describes PANIC's
+    /// steering); otherwise the unit with the most credits.
+    Credits { credits: u32, sticky: bool },
+}
+
+/// Geometry and timing of one offload's units.
+#[derive(Debug, Clone)]
+pub struct UnitSpec {
+    pub width_bits: u32,
+    pub clock: Clock,
+    pub delay_cycles: u32,
+    pub queue_bytes: u32,
+    /// Output buffer of every unit: finished packets wait there for the round robin.
+    pub out_bytes: u32,
+    pub steering: Steering,
+    /// Extra beats on the Offload's output (PANIC's descriptor ahead of the packet).
+    pub descriptor_beats: u64,
+    /// Pipeline cycles a unit idles after handing over a packet (PANIC's compute engine).
+    pub idle_cycles: u32,
+}
+
+impl UnitSpec {
+    /// Unit cycles to serve `bytes`: ceil(8 s / w) + d.
+    pub fn service_cycles(&self, bytes: u32) -> u64 {
+        (8 * bytes as u64).div_ceil(self.width_bits as u64) + self.delay_cycles as u64
+    }
+}
+
+pub struct Offload {
+    pub idx: u8,
+    pub name: String,
+    pclk: Clock,
+    spec: UnitSpec,
+    /// Process every packet here (StaticPipe).
+    process_all: bool,
+    inp: FifoId,
+    bypass: FifoId,
+    ufifo: FifoId,
+    out: FifoId,
+    split_link: Link,
+    rr_link: Link,
+    arb_link: Link,
+    units: Vec<Unit>,
+    ready: Vec<u64>,
+    rr_next: usize,
+    sticky_unit: usize,
+    /// The splitter found no unit able to take its packet; only a unit event can change that.
+    lb_blocked: bool,
+    wakes: BinaryHeap<Reverse<(Time, u32)>>,
+}
+
+impl Offload {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(idx: u8, name: String, n_units: u32, spec: UnitSpec, pipe: (u32, Clock), process_all: bool, fifos: [FifoId; 4]) -> Offload {
+        let [inp, bypass, ufifo, out] = fifos;
+        let units = (0..n_units)
+            .map(|_| Unit { queue: VecDeque::new(), queued_bytes: 0, cur: None, done: VecDeque::new(), done_bytes: 0, free_at: 0, held: 0 })
+            .collect();
+        let link = Link::new(pipe.0, pipe.1);
+        Offload {
+            idx,
+            name,
+            pclk: pipe.1,
+            spec,
+            process_all,
+            inp,
+            bypass,
+            ufifo,
+            out,
+            split_link: link.clone(),
+            rr_link: link.clone(),
+            arb_link: link,
+            units,
+            ready: vec![0; (n_units as usize).div_ceil(64)],
+            rr_next: 0,
+            sticky_unit: 0,
+            lb_blocked: false,
+            wakes: BinaryHeap::new(),
+        }
+    }
+
+    pub fn n_units(&self) -> usize {
+        self.units.len()
+    }
+
+    fn wants(&self, p: &Pkt) -> bool {
+        self.process_all || p.next_offload() == Some(self.idx)
+    }
+
+    /// The Load Balancer's counter: bytes stored for the unit that it has not yet read.
+    fn load(&self, u: usize, now: Time) -> u64 {
+        let unit = &self.units[u];
+        let mut l = unit.queued_bytes;
+        if let Some((_, bytes, start, _)) = &unit.cur {
+            let cycles = now.saturating_sub(*start) / self.spec.clock.period;
+            let read = (cycles * self.spec.width_bits as u64 / 8).min(*bytes as u64);
+            l += *bytes as u64 - read;
+        }
+        l
+    }
+
+    /// The unit a packet of `bytes` would be steered to at `now`, if one can take it.
+    fn steer(&self, now: Time, bytes: u32) -> Option<usize> {
+        match self.spec.steering {
+            Steering::LeastLoaded => {
+                let mut best = (u64::MAX, 0);
+                for u in 0..self.units.len() {
+                    let l = self.load(u, now);
+                    if l < best.0 {
+                        best = (l, u);
+                        if l == 0 {
+                            break;
+                        }
+                    }
+                }
+                let u = best.1;
+                (self.units[u].queued_bytes + bytes as u64 <= self.spec.queue_bytes as u64).then_some(u)
+            }
+            Steering::Credits { credits, sticky: true } => {
+                let n = self.units.len();
+                (0..n).map(|k| (self.sticky_unit + k) % n).find(|&u| self.units[u].held < credits)
+            }
+            Steering::Credits { credits, sticky: false } => {
+                let u = (0..self.units.len()).min_by_key(|&u| self.units[u].held)?;
+                (self.units[u].held < credits).then_some(u)
+            }
+        }
+    }
+
+    fn set_ready(&mut self, u: usize, on: bool) {
+        let (w, b) = (u / 64, 1u64 << (u % 64));
+        if on {
+            self.ready[w] |= b;
+        } else {
+            self.ready[w] &= !b;
+        }
+    }
+
+    /// The next unit with a finished packet, in round-robin order from `rr_next`.
+    fn next_ready(&self) -> Option<usize> {
+        let n = self.units.len();
+        let scan = |from: usize, to: usize| -> Option<usize> {
+            let mut u = from;
+            while u < to {
+                let word = self.ready[u / 64] >> (u % 64);
+                if word != 0 {
+                    let c = u + word.trailing_zeros() as usize;
+                    return (c < to).then_some(c);
+                }
+                u = (u / 64 + 1) * 64;
+            }
+            None
+        };
+        scan(self.rr_next, n).or_else(|| scan(0, self.rr_next))
+    }
+
+    /// Schedule unit `u` to look at its queue at the first unit edge at or after `t`.
+    fn wake_unit(&mut self, u: usize, t: Time) {
+        self.wakes.push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
+    }
+
+    /// A unit event at unit edge `now`: finish the packet in service, start the next.
+    fn unit_event(&mut self, u: usize, now: Time, w: &mut World) {
+        let unit = &mut self.units[u];
+        if let Some((_, _, _, end)) = &unit.cur {
+            if *end > now {
+                return;
+            }
+            let (mut pkt, bytes, start, end) = unit.cur.take().unwrap();
+            w.unit_busy_ticks[self.idx as usize] += end - start;
+            let verdict = match (&w.funcs, pkt.frame.as_mut()) {
+                (Some(f), Some(fr)) => f[self.idx as usize].process(&mut fr.bytes, &mut fr.meta),
+                _ => Ok(()),
+            };
+            match verdict {
+                Ok(()) => {
+                    pkt.trace.push(self.idx);
+                    if pkt.next_offload() == Some(self.idx) {
+                        pkt.next += 1;
+                    }
+                    unit.done.push_back((pkt, bytes));
+                    unit.done_bytes += bytes as u64;
+                    self.set_ready(u, true);
+                }
+                Err(reason) => {
+                    unit.held -= 1;
+                    w.drop_pkt(reason.as_str());
+                }
+            }
+        }
+        let unit = &mut self.units[u];
+        if unit.cur.is_some() || now < unit.free_at {
+            return;
+        }
+        let Some(front) = unit.queue.front() else { return };
+        if unit.done_bytes + front.bytes as u64 > self.spec.out_bytes as u64 {
+            return; // output buffer full: wait for the round robin
+        }
+        let clk = self.spec.clock;
+        if clk.edge_at_or_after(front.head) > now {
+            let t = front.head;
+            self.wake_unit(u, t);
+            return;
+        }
+        let slot = unit.queue.pop_front().unwrap();
+        unit.queued_bytes -= slot.bytes as u64;
+        let beats = (8 * slot.bytes as u64).div_ceil(self.spec.width_bits as u64);
+        // The unit cannot read the last fragment before it has arrived.
+        let read_end = (now + clk.cycles(beats)).max(clk.edge_at_or_after(slot.tail) + clk.period);
+        let end = read_end + clk.cycles(self.spec.delay_cycles as u64);
+        unit.cur = Some((slot.item, slot.bytes, now, end));
+        self.wakes.push(Reverse((end, u as u32)));
+    }
+
+    /// The Traffic Arbiter's choice: the FIFO with the highest fill level among those whose
+    /// front packet has arrived (units' FIFO on a tie).
+    fn arbiter_pick(&self, now: Time, w: &World) -> Option<FifoId> {
+        let ready = |f: FifoId| w.fifos[f].front().is_some_and(|s| s.head <= now);
+        match (ready(self.ufifo), ready(self.bypass)) {
+            (true, true) => Some(if w.fifos[self.bypass].used_bytes() > w.fifos[self.ufifo].used_bytes() { self.bypass } else { self.ufifo }),
+            (true, false) => Some(self.ufifo),
+            (false, true) => Some(self.bypass),
+            (false, false) => None,
+        }
+    }
+}
+
+impl Component<World> for Offload {
+    fn has_edge(&self, t: Time) -> bool {
+        self.pclk.is_edge(t) || self.spec.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.pclk.edge_after(t).min(self.spec.clock.edge_after(t))
+    }
+
+    fn step(&mut self, now: Time, w: &mut World) {
+        // Units.
+        while let Some(&Reverse((t, u))) = self.wakes.peek() {
+            if t > now {
+                break;
+            }
+            self.wakes.pop();
+            self.lb_blocked = false;
+            self.unit_event(u as usize, now, w);
+        }
+        if !self.pclk.is_edge(now) {
+            return;
+        }
+        // Traffic Arbiter → next Offload.
+        if self.arb_link.is_free(now) {
+            if let Some(from) = self.arbiter_pick(now, w) {
+                let bytes = w.fifos[from].front().unwrap().bytes;
+                if w.fifos[self.out].has_room(bytes) {
+                    let slot = w.fifos[from].pop(now).unwrap();
+                    let beats = self.arb_link.beats_for(slot.bytes) + self.spec.descriptor_beats;
+                    let tr = self.arb_link.send_beats(now, beats, slot.tail);
+                    w.fifos[self.out].push(now, slot.item, slot.bytes, tr.head, tr.tail);
+                }
+            }
+        }
+        // Nested round robin: a unit that finished a whole packet → units' FIFO.
+        if self.rr_link.is_free(now) {
+            if let Some(u) = self.next_ready() {
+                let bytes = self.units[u].done.front().unwrap().1;
+                if w.fifos[self.ufifo].has_room(bytes) {
+                    let unit = &mut self.units[u];
+                    let (pkt, bytes) = unit.done.pop_front().unwrap();
+                    unit.done_bytes -= bytes as u64;
+                    unit.held -= 1;
+                    let empty = unit.done.is_empty();
+                    let tr = self.rr_link.send(now, bytes, now);
+                    w.fifos[self.ufifo].push(now, pkt, bytes, tr.head, tr.tail);
+                    if self.spec.idle_cycles > 0 {
+                        let unit = &mut self.units[u];
+                        unit.free_at = unit.free_at.max(tr.tail + self.pclk.cycles(self.spec.idle_cycles as u64));
+                    }
+                    if empty {
+                        self.set_ready(u, false);
+                    }
+                    self.rr_next = (u + 1) % self.units.len();
+                    let t = self.units[u].free_at.max(now);
+                    self.wake_unit(u, t);
+                }
+            }
+        }
+        // Traffic Splitter and Load Balancer.
+        if self.split_link.is_free(now) {
+            let Some(p) = w.ready_front(self.inp, now) else { return };
+            let bytes = w.fifos[self.inp].front().unwrap().bytes;
+            if self.wants(p) {
+                let target = self.steer(now, bytes);
+                self.lb_blocked = target.is_none();
+                if let Some(u) = target {
+                    self.sticky_unit = u;
+                    let slot = w.fifos[self.inp].pop(now).unwrap();
+                    let tr = self.split_link.send(now, slot.bytes, slot.tail);
+                    let unit = &mut self.units[u];
+                    unit.queued_bytes += slot.bytes as u64;
+                    unit.held += 1;
+                    unit.queue.push_back(Slot { item: slot.item, bytes: slot.bytes, head: tr.head, tail: tr.tail, enq: now });
+                    if unit.cur.is_none() && unit.queue.len() == 1 {
+                        let t = tr.head.max(unit.free_at);
+                        self.wake_unit(u, t);
+                    }
+                }
+            } else if w.fifos[self.bypass].has_room(bytes) {
+                w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
+            }
+        }
+    }
+
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        let mut t = self.wakes.peek().map(|Reverse((t, _))| *t);
+        let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
+        // Arbiter.
+        for f in [self.bypass, self.ufifo] {
+            if let Some(s) = w.fifos[f].front() {
+                if w.fifos[self.out].has_room(s.bytes) {
+                    consider(self.arb_link.free_edge(s.head.max(now + 1)));
+                }
+            }
+        }
+        // Round robin.
+        if let Some(u) = self.next_ready() {
+            if w.fifos[self.ufifo].has_room(self.units[u].done.front().unwrap().1) {
+                consider(self.rr_link.free_edge(now + 1));
+            }
+        }
+        // Splitter.
+        if let Some(s) = w.fifos[self.inp].front() {
+            let at = self.split_link.free_edge(s.head.max(now + 1));
+            let room = if self.wants(&s.item) {
+                !self.lb_blocked
+            } else {
+                w.fifos[self.bypass].has_room(s.bytes)
+            };
+            if room {
+                consider(at);
+            }
+        }
+        t
+    }
+}

@@ -1,0 +1,19 @@
+//! nicsim-datapath: SmartNIC datapath models over the nicsim kernel.
+//!
+//! Traffic ([`traffic`]) → Pre-Processor and the architecture's components ([`stages`],
+//! [`flexpipe`], [`panic`]) → DMA engine → sink ([`measure`]) → summary ([`model`]). Data flows
+//! one way; components share only the FIFOs and tables in [`world::World`].
+
+pub mod config;
+pub mod flexpipe;
+pub mod measure;
+pub mod model;
+pub mod packet;
+pub mod panic;
+pub mod preproc;
+pub mod stages;
+pub mod traffic;
+pub mod world;
+
+pub use config::{Config, ConfigError};
+pub use model::Datapath;

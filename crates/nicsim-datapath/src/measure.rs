@@ -1,0 +1,194 @@
+//! The traffic sink: throughput over a window of received packets (the paper measures from the
+//! 500th to the 10,500th of 11,000), latency from the Pre-Processor to the sink overall, per
+//! flow and per size (mean, min, p50, p99, max), and the check that every delivered packet
+//! passed exactly its chain, in order, with its payload restored. Statistics stream: memory
+//! does not grow with the number of packets.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use nicsim_kernel::{Time, Timebase};
+use serde_json::{json, Value};
+
+use crate::packet::Pkt;
+
+/// Latency statistics in ticks.
+#[derive(Clone)]
+pub struct LatStats {
+    n: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+    hist: Histogram<u64>,
+}
+
+impl Default for LatStats {
+    fn default() -> Self {
+        LatStats { n: 0, sum: 0, min: u64::MAX, max: 0, hist: Histogram::new(3).unwrap() }
+    }
+}
+
+impl LatStats {
+    pub fn record(&mut self, ticks: u64) {
+        self.n += 1;
+        self.sum += ticks as u128;
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
+        self.hist.saturating_record(ticks);
+    }
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+    pub fn mean_ticks(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    pub fn to_json(&self, tb: &Timebase) -> Value {
+        if self.n == 0 {
+            return json!({"packets": 0});
+        }
+        let us = |t: f64| t / tb.ticks_per_us() as f64;
+        json!({
+            "packets": self.n,
+            "mean": us(self.mean_ticks()),
+            "min": us(self.min as f64),
+            "p50": us(self.hist.value_at_quantile(0.5) as f64),
+            "p99": us(self.hist.value_at_quantile(0.99) as f64),
+            "max": us(self.max as f64),
+        })
+    }
+}
+
+#[derive(Clone, Default)]
+struct FlowStats {
+    lat: LatStats,
+    per_size: BTreeMap<u32, LatStats>,
+    delivered: u64,
+    bytes: u64,
+}
+
+/// Delivered packets that did not pass exactly their chain, or whose payload was not restored.
+#[derive(Debug, Clone, Default)]
+pub struct Verify {
+    pub checked: u64,
+    pub chain_mismatches: u64,
+    pub payload_mismatches: u64,
+}
+
+pub struct Sink {
+    window: [u64; 2],
+    pub received: u64,
+    pub delivered_bytes: u64,
+    t_window_start: Option<Time>,
+    t_window_end: Time,
+    window_bytes: u64,
+    overall: LatStats,
+    flows: Vec<FlowStats>,
+    pub verify: Verify,
+    pub recirculated: u64,
+    pub last_rx: Time,
+    pub egress: Option<Box<dyn FnMut(Time, &Pkt)>>,
+}
+
+impl Sink {
+    pub fn new(window: [u64; 2], n_flows: usize) -> Sink {
+        Sink {
+            window,
+            received: 0,
+            delivered_bytes: 0,
+            t_window_start: if window[0] == 0 { Some(0) } else { None },
+            t_window_end: 0,
+            window_bytes: 0,
+            overall: LatStats::default(),
+            flows: vec![FlowStats::default(); n_flows],
+            verify: Verify::default(),
+            recirculated: 0,
+            last_rx: 0,
+            egress: None,
+        }
+    }
+
+    /// A packet's last byte reached the sink at `t_rx`.
+    pub fn deliver(&mut self, t_rx: Time, pkt: &Pkt) {
+        let k = self.received;
+        self.received += 1;
+        self.delivered_bytes += pkt.size as u64;
+        self.last_rx = self.last_rx.max(t_rx);
+        if pkt.recircs > 0 {
+            self.recirculated += 1;
+        }
+        self.verify.checked += 1;
+        if pkt.trace != pkt.chain {
+            self.verify.chain_mismatches += 1;
+        }
+        if let Some(f) = &pkt.frame {
+            let end = f.plain_offset + f.plain.len();
+            if f.bytes.get(f.plain_offset..end) != Some(&f.plain[..]) {
+                self.verify.payload_mismatches += 1;
+            }
+        }
+        if let Some(cb) = self.egress.as_mut() {
+            cb(t_rx, pkt);
+        }
+        let [a, b] = self.window;
+        if k + 1 == a {
+            self.t_window_start = Some(t_rx);
+        }
+        if k >= a && k < b {
+            self.window_bytes += pkt.size as u64;
+            self.t_window_end = t_rx;
+            let lat = t_rx - pkt.t_parse;
+            self.overall.record(lat);
+            if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
+                fs.lat.record(lat);
+                fs.per_size.entry(pkt.size).or_default().record(lat);
+                fs.delivered += 1;
+                fs.bytes += pkt.size as u64;
+            }
+        }
+    }
+
+    /// Throughput over the window in Gbit/s (over whatever part of it was received).
+    pub fn throughput_gbps(&self, tb: &Timebase) -> f64 {
+        match self.t_window_start {
+            Some(t0) if self.t_window_end > t0 => self.window_bytes as f64 * 8.0 / (tb.to_ns(self.t_window_end - t0)),
+            _ => 0.0,
+        }
+    }
+
+    pub fn window_seconds(&self, tb: &Timebase) -> f64 {
+        match self.t_window_start {
+            Some(t0) if self.t_window_end > t0 => tb.to_us(self.t_window_end - t0) / 1e6,
+            _ => 0.0,
+        }
+    }
+
+    pub fn latency_json(&self, tb: &Timebase) -> Value {
+        self.overall.to_json(tb)
+    }
+
+    pub fn mean_latency_us(&self, tb: &Timebase) -> f64 {
+        self.overall.mean_ticks() / tb.ticks_per_us() as f64
+    }
+
+    pub fn per_flow_json(&self, tb: &Timebase, names: &[String]) -> Value {
+        let secs = self.window_seconds(tb);
+        let mut m = serde_json::Map::new();
+        for (name, fs) in names.iter().zip(&self.flows) {
+            let sizes: serde_json::Map<String, Value> = fs.per_size.iter().map(|(s, l)| (s.to_string(), l.to_json(tb))).collect();
+            m.insert(
+                name.clone(),
+                json!({
+                    "delivered_in_window": fs.delivered,
+                    "throughput_gbps": if secs > 0.0 { fs.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+                    "latency_us": fs.lat.to_json(tb),
+                    "per_size": sizes,
+                }),
+            );
+        }
+        Value::Object(m)
+    }
+}

@@ -1,0 +1,254 @@
+//! Builds a datapath (FlexPipe, StaticPipe or PANIC) from a [`Config`], runs it, and reports.
+//!
+//! `Datapath` is also the run-time handle behind the Python API: run to a time, rewrite a
+//! flow's chain as an SDN controller would, run on.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use nicsim_kernel::{Component, Engine, Link, Mode, Time, Timebase};
+use serde_json::{json, Value};
+
+use crate::config::{Arch, Config, SimMode};
+use crate::flexpipe::{EgressTc, IngressTc, Offload, Steering, UnitSpec};
+use crate::measure::Sink;
+use crate::packet::Chain;
+use crate::preproc::{MatchTable, Rule};
+use crate::stages::{ChainPolicy, Dma, Generator, PreProcessor};
+use crate::traffic::{Funcs, Source};
+use crate::world::World;
+
+/// Per-offload facts the summary needs after the run.
+pub struct OffloadInfo {
+    pub name: String,
+    pub units: u32,
+}
+
+pub struct Datapath {
+    pub cfg: Config,
+    pub tb: Timebase,
+    pub engine: Engine<World>,
+    offloads: Vec<OffloadInfo>,
+    pub finished: bool,
+}
+
+fn chain_of(cfg: &Config, names: &[String]) -> Chain {
+    Chain::new(&names.iter().map(|n| cfg.offload_index(n).unwrap() as u8).collect::<Vec<_>>())
+}
+
+/// Error building a run (bad capture, ...), already phrased for the user.
+pub type BuildError = String;
+
+impl Datapath {
+    pub fn new(cfg: Config) -> Result<Datapath, BuildError> {
+        let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
+        let p = cfg.pipeline.clone();
+        let pclk = tb.clock(p.clock_mhz);
+        let funcs: Option<Funcs> = if cfg.functional {
+            let mut params = nicsim_offloads::OffloadParams::default();
+            if !cfg.firewall.rules.is_empty() {
+                let text = cfg.firewall.rules.join("\n");
+                params.firewall = Some(nicsim_offloads::RuleSet::parse(&text).map_err(|e| format!("firewall.rules: {e}"))?);
+            }
+            Some(Arc::new(cfg.offloads.iter().map(|o| nicsim_offloads::build(o.kind_name().parse().unwrap(), &params)).collect()))
+        } else {
+            None
+        };
+        let source = Source::new(&cfg, tb, cfg.functional || cfg.measure.egress_pcap)?;
+        // The Pre-Processor's table: each flow's explicit match, else an exact match on its headers.
+        let mut table = MatchTable::default();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let rule = match &f.match_ {
+                Some(m) => Rule::from_cfg(m).map_err(|(k, m)| format!("flows[{i}].match.{k}: {m}"))?,
+                None => {
+                    let spec_key = crate::packet::HeaderKey {
+                        src: f.src.parse().unwrap(),
+                        dst: f.dst.parse().unwrap(),
+                        sport: f.sport,
+                        dport: f.dport,
+                        proto: crate::traffic::parse_proto(&f.proto).unwrap(),
+                        tos: f.tos,
+                        vlan: f.vlan,
+                    };
+                    Rule::exact(&spec_key)
+                }
+            };
+            table.rules.push((rule, i as u16));
+        }
+        let chains: Vec<Chain> = cfg.flows.iter().map(|f| chain_of(&cfg, &f.chain)).collect();
+        let mut remaps: Vec<(Time, u16, Chain)> = cfg
+            .remap
+            .iter()
+            .map(|r| (tb.from_us(r.at_us), cfg.flows.iter().position(|f| f.name == r.flow).unwrap() as u16, chain_of(&cfg, &r.chain)))
+            .collect();
+        remaps.sort_by_key(|r| r.0);
+        let mut world = World {
+            fifos: Vec::new(),
+            fifo_names: Vec::new(),
+            table,
+            chains,
+            remaps: VecDeque::from(remaps),
+            drops: BTreeMap::new(),
+            sink: Sink::new(cfg.measure.window, cfg.flows.len()),
+            funcs,
+            offered: 0,
+            unit_busy_ticks: vec![0; cfg.offloads.len()],
+            free_cells: cfg.panic.buffer_cells,
+            module_free_credits: Vec::new(),
+        };
+        let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
+        let mode = match cfg.mode {
+            SimMode::Skip => Mode::Skip,
+            SimMode::Stepped => Mode::Stepped,
+        };
+        let mut comps: Vec<Box<dyn Component<World>>> = Vec::new();
+        let mut offloads = Vec::new();
+        let link = Link::new(p.width_bits, pclk);
+        let priorities: Vec<u8> = cfg.flows.iter().map(|f| f.priority).collect();
+        match cfg.arch {
+            Arch::Flexpipe | Arch::Staticpipe => {
+                let staticpipe = cfg.arch == Arch::Staticpipe;
+                let pre_in = world.add_fifo("preprocessor.in", p.stage_fifo_bytes);
+                let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
+                let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
+                let stage_in: Vec<usize> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.in", o.name), p.stage_fifo_bytes)).collect();
+                let egress_in = world.add_fifo("egress.in", p.stage_fifo_bytes);
+                let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
+                // Consumers first.
+                comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
+                comps.push(Box::new(EgressTc { inp: egress_in, dma: dma_in, recirc, link: link.clone() }));
+                for (i, o) in cfg.offloads.iter().enumerate().rev() {
+                    let bypass = world.add_fifo(format!("{}.bypass", o.name), p.arbiter_fifo_bytes);
+                    let ufifo = world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
+                    let out = if i + 1 < cfg.offloads.len() { stage_in[i + 1] } else { egress_in };
+                    let spec = UnitSpec {
+                        width_bits: o.width_bits,
+                        clock: tb.clock(o.clock_mhz),
+                        delay_cycles: o.delay_cycles,
+                        queue_bytes: p.unit_queue_bytes,
+                        out_bytes: p.unit_queue_bytes,
+                        steering: Steering::LeastLoaded,
+                        descriptor_beats: 0,
+                        idle_cycles: 0,
+                    };
+                    let units = o.units(&p);
+                    offloads.push(OffloadInfo { name: o.name.clone(), units });
+                    comps.push(Box::new(Offload::new(i as u8, o.name.clone(), units, spec, (p.width_bits, pclk), staticpipe, [stage_in[i], bypass, ufifo, out])));
+                }
+                offloads.reverse();
+                comps.push(Box::new(IngressTc { new: ing_new, recirc, out: stage_in[0], link: link.clone() }));
+                comps.push(Box::new(PreProcessor {
+                    inp: pre_in,
+                    out: ing_new,
+                    link: link.clone(),
+                    latency: pclk.cycles(p.preprocessor_latency_cycles as u64),
+                    policy: if staticpipe { ChainPolicy::All(all) } else { ChainPolicy::Table },
+                    descriptor_beats: 0,
+                    priorities,
+                }));
+                comps.push(Box::new(Generator::new(source, link, pre_in, staticpipe.then_some(all))));
+            }
+            Arch::Panic => {
+                crate::panic::build(&cfg, &tb, &mut world, &mut comps, &mut offloads, source, priorities)?;
+            }
+        }
+        Ok(Datapath { cfg, tb, engine: Engine::new(comps, world, mode), offloads, finished: false })
+    }
+
+    /// Run until simulated time `until_us` (or to the end with `None`). Returns true when done.
+    pub fn run(&mut self, until_us: Option<f64>) -> bool {
+        let until = until_us.map_or(Time::MAX, |u| self.tb.from_us(u));
+        self.finished = self.engine.run_until(until);
+        self.finished
+    }
+
+    /// The SDN controller's update: packets parsed from now on get `chain`; packets in flight
+    /// keep the metadata they have.
+    pub fn remap(&mut self, flow: &str, chain: &[String]) -> Result<(), String> {
+        let f = self.cfg.flows.iter().position(|x| x.name == flow).ok_or_else(|| format!("unknown flow '{flow}'"))?;
+        if let Some(bad) = chain.iter().find(|n| self.cfg.offload_index(n).is_none()) {
+            return Err(format!("unknown offload '{bad}'"));
+        }
+        self.engine.world.chains[f] = chain_of(&self.cfg, chain);
+        Ok(())
+    }
+
+    pub fn now_us(&self) -> f64 {
+        self.tb.to_us(self.engine.now)
+    }
+
+    /// Install a callback that sees every delivered packet (egress capture).
+    pub fn on_egress(&mut self, cb: Box<dyn FnMut(Time, &crate::packet::Pkt)>) {
+        self.engine.world.sink.egress = Some(cb);
+    }
+
+    /// The run's summary (see docs/summary-schema.md).
+    pub fn summary(&mut self) -> Value {
+        let tb = self.tb;
+        let now = self.engine.now;
+        let w = &mut self.engine.world;
+        let dropped: u64 = w.drops.values().sum();
+        let delivered = w.sink.received;
+        let offered = w.offered;
+        let names: Vec<String> = self.cfg.flows.iter().map(|f| f.name.clone()).collect();
+        let mut fifos = serde_json::Map::new();
+        let horizon = now.max(1);
+        for (i, f) in w.fifos.iter_mut().enumerate() {
+            let cap = f.capacity_bytes();
+            let s = f.stats_at(horizon).clone();
+            let t_us = tb.to_us(horizon);
+            let l = s.packet_area as f64 / horizon as f64;
+            let lambda = s.pops as f64 / t_us;
+            let w_us = if s.pops > 0 { tb.to_us(0) + s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64 } else { 0.0 };
+            fifos.insert(
+                w.fifo_names[i].clone(),
+                json!({
+                    "capacity_bytes": cap,
+                    "mean_bytes": s.byte_area as f64 / horizon as f64,
+                    "max_bytes": s.max_bytes,
+                    "mean_packets": l,
+                    "max_packets": s.max_packets,
+                    "arrivals": s.pushes,
+                    "departures": s.pops,
+                    "littles_law": {"L_packets": l, "lambda_per_us": lambda, "W_us": w_us},
+                }),
+            );
+        }
+        let mut units = serde_json::Map::new();
+        for (i, o) in self.offloads.iter().enumerate() {
+            let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon as f64);
+            units.insert(o.name.clone(), json!({"units": o.units, "utilisation": util}));
+        }
+        let sink = &w.sink;
+        json!({
+            "arch": self.cfg.arch.as_str(),
+            "seed": self.cfg.seed,
+            "functional": self.cfg.functional,
+            "offered_gbps": self.cfg.traffic.rate_gbps,
+            "throughput_gbps": sink.throughput_gbps(&tb),
+            "sim_time_us": tb.to_us(now),
+            "finished": self.finished,
+            "packets": {
+                "offered": offered,
+                "delivered": delivered,
+                "dropped": w.drops,
+                "dropped_total": dropped,
+                "in_flight": offered - delivered - dropped,
+            },
+            "latency_us": sink.latency_json(&tb),
+            "per_flow": sink.per_flow_json(&tb, &names),
+            "recirculation": {
+                "packets_recirculated": sink.recirculated,
+                "fraction": if delivered > 0 { sink.recirculated as f64 / delivered as f64 } else { 0.0 },
+            },
+            "verify": {
+                "checked": sink.verify.checked,
+                "chain_mismatches": sink.verify.chain_mismatches,
+                "payload_mismatches": sink.verify.payload_mismatches,
+            },
+            "fifos": fifos,
+            "offloads": units,
+            "engine": {"instants": self.engine.stats.instants, "steps": self.engine.stats.steps, "ticks_per_us": tb.ticks_per_us()},
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! The packet as the datapath models see it: the metadata FlexPipe's Pre-Processor writes
+//! (size, flow type, priority, offload chain, next offload, timestamp) and that travels beside
+//! the data, plus the frame bytes when functional offloads are on.
+
+use std::net::IpAddr;
+
+use nicsim_kernel::Time;
+use nicsim_offloads::FuncMeta;
+
+/// Longest offload chain a packet can carry.
+pub const MAX_CHAIN: usize = 8;
+
+/// A sequence of offload indices (positions in the physical order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Chain {
+    hops: [u8; MAX_CHAIN],
+    len: u8,
+}
+
+impl Chain {
+    pub fn new(hops: &[u8]) -> Chain {
+        let mut c = Chain::default();
+        for &h in hops {
+            c.push(h);
+        }
+        c
+    }
+    /// Appends a hop; beyond `MAX_CHAIN` hops the chain saturates (and will not compare equal).
+    pub fn push(&mut self, hop: u8) {
+        if (self.len as usize) < MAX_CHAIN {
+            self.hops[self.len as usize] = hop;
+        }
+        self.len = self.len.saturating_add(1);
+    }
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn get(&self, i: usize) -> Option<u8> {
+        (i < self.len() && i < MAX_CHAIN).then(|| self.hops[i])
+    }
+    pub fn hops(&self) -> &[u8] {
+        &self.hops[..self.len().min(MAX_CHAIN)]
+    }
+    /// Passes through the physical order this chain needs: one, plus one per step backwards.
+    pub fn passes(&self) -> usize {
+        1 + self.hops().windows(2).filter(|w| w[1] <= w[0]).count()
+    }
+}
+
+/// Header fields the Pre-Processor matches on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+    pub tos: u8,
+    pub vlan: Option<u16>,
+}
+
+/// The frame bytes of a functional run, and what the sink needs to check them.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// The frame as it currently is, including the 4-byte FCS.
+    pub bytes: Vec<u8>,
+    /// The L4 payload bytes the sender meant to deliver (the region offloads transform).
+    pub plain: Vec<u8>,
+    /// Where `plain` sits in `bytes`.
+    pub plain_offset: usize,
+    pub meta: FuncMeta,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pkt {
+    pub id: u64,
+    /// Bytes on the datapath (the Ethernet frame including FCS).
+    pub size: u32,
+    pub hdr: HeaderKey,
+    /// Flow type written by the Pre-Processor (index into the configured flows).
+    pub flow: u16,
+    pub priority: u8,
+    pub chain: Chain,
+    /// Index into `chain` of the next required offload.
+    pub next: u8,
+    /// Offloads that actually processed the packet, in order.
+    pub trace: Chain,
+    pub recircs: u8,
+    pub t_arrival: Time,
+    pub t_parse: Time,
+    pub frame: Option<Box<Frame>>,
+}
+
+impl Pkt {
+    /// The offload this packet needs next, if any.
+    #[inline]
+    pub fn next_offload(&self) -> Option<u8> {
+        self.chain.get(self.next as usize)
+    }
+    #[inline]
+    pub fn done(&self) -> bool {
+        self.next as usize >= self.chain.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_count_backward_steps() {
+        assert_eq!(Chain::new(&[0, 1, 2, 3, 5]).passes(), 1);
+        assert_eq!(Chain::new(&[2, 3, 5, 0, 1]).passes(), 2);
+        assert_eq!(Chain::new(&[5, 3, 0]).passes(), 3);
+    }
+}

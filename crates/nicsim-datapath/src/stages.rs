@@ -1,0 +1,165 @@
+//! Components every architecture shares: the traffic generator (the MAC side), the
+//! Pre-Processor / parser (match-action tables that write the metadata), and the DMA engine
+//! that hands packets to the host and the sink.
+
+use nicsim_kernel::{Component, Link, Time};
+
+use crate::packet::{Chain, Pkt};
+use crate::traffic::Source;
+use crate::world::{FifoId, World};
+
+/// Pushes the source's packets into the datapath at their arrival times, as fast as the
+/// first link and backpressure allow (packets wait at the MAC, unmeasured, when it is busy).
+pub struct Generator {
+    pub source: Source,
+    pub link: Link,
+    pub out: FifoId,
+    pending: Option<Pkt>,
+    /// Chain to prepare frames for when it does not come from the flow table (StaticPipe).
+    pub fixed_chain: Option<Chain>,
+}
+
+impl Generator {
+    pub fn new(source: Source, link: Link, out: FifoId, fixed_chain: Option<Chain>) -> Generator {
+        Generator { source, link, out, pending: None, fixed_chain }
+    }
+    fn refill(&mut self, w: &mut World) {
+        if self.pending.is_none() && self.source.next_arrival().is_some() {
+            let fixed = self.fixed_chain;
+            let (table, chains) = (&w.table, &w.chains);
+            let chain_for = |h: &crate::packet::HeaderKey, hint: Option<u16>| -> Option<Chain> {
+                fixed.or_else(|| hint.or_else(|| table.lookup(h)).and_then(|f| chains.get(f as usize).copied()))
+            };
+            self.pending = Some(self.source.take(&chain_for, w.funcs.as_ref()));
+            w.offered += 1;
+        }
+    }
+}
+
+impl Component<World> for Generator {
+    fn has_edge(&self, t: Time) -> bool {
+        self.link.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.link.clock.edge_after(t)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        self.refill(w);
+        let Some(p) = &self.pending else { return };
+        if p.t_arrival <= now && self.link.is_free(now) && w.fifos[self.out].has_room(p.size) {
+            let p = self.pending.take().unwrap();
+            let tr = self.link.send(now, p.size, now);
+            let size = p.size;
+            w.fifos[self.out].push(now, p, size, tr.head, tr.tail);
+            self.refill(w);
+        }
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        match &self.pending {
+            Some(p) if w.fifos[self.out].has_room(p.size) => Some(self.link.free_edge(p.t_arrival.max(now + 1))),
+            Some(_) => None,
+            None => self.source.next_arrival().map(|a| self.link.clock.edge_at_or_after(a.max(now + 1))),
+        }
+    }
+}
+
+/// How the Pre-Processor assigns a chain once the flow type is known.
+#[derive(Debug, Clone, Copy)]
+pub enum ChainPolicy {
+    /// The flow table's chain (FlexPipe, PANIC full).
+    Table,
+    /// Every offload in physical order (StaticPipe).
+    All(Chain),
+    /// The table's chain, starting with this offload (PANIC evaluation variant).
+    FirstFixed(u8),
+}
+
+/// Match-action tables on header fields → flow type → chain; writes the metadata beside the
+/// data (FlexPipe) or as a descriptor beat ahead of it (PANIC, `descriptor_beats` > 0).
+pub struct PreProcessor {
+    pub inp: FifoId,
+    pub out: FifoId,
+    pub link: Link,
+    pub latency: Time,
+    pub policy: ChainPolicy,
+    pub descriptor_beats: u64,
+    pub priorities: Vec<u8>,
+}
+
+impl Component<World> for PreProcessor {
+    fn has_edge(&self, t: Time) -> bool {
+        self.link.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.link.clock.edge_after(t)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        let Some(p) = w.ready_front(self.inp, now) else { return };
+        if !self.link.is_free(now) || !w.fifos[self.out].has_room(p.size) {
+            return;
+        }
+        w.apply_remaps(now);
+        let slot = w.fifos[self.inp].pop(now).unwrap();
+        let mut pkt = slot.item;
+        let beats = self.link.beats_for(slot.bytes) + self.descriptor_beats;
+        let tr = self.link.send_beats(now, beats, slot.tail);
+        let Some(flow) = w.table.lookup(&pkt.hdr) else {
+            w.drop_pkt("no_flow");
+            return;
+        };
+        pkt.flow = flow;
+        pkt.priority = self.priorities.get(flow as usize).copied().unwrap_or(0);
+        pkt.t_parse = now;
+        pkt.chain = match self.policy {
+            ChainPolicy::Table => w.chains[flow as usize],
+            ChainPolicy::All(c) => c,
+            ChainPolicy::FirstFixed(first) => {
+                let c = w.chains[flow as usize];
+                if c.get(0) == Some(first) {
+                    c
+                } else {
+                    let mut n = Chain::new(&[first]);
+                    c.hops().iter().for_each(|&h| n.push(h));
+                    n
+                }
+            }
+        };
+        w.fifos[self.out].push(now, pkt, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        let s = w.fifos[self.inp].front()?;
+        if !w.fifos[self.out].has_room(s.bytes) {
+            return None;
+        }
+        w.forward_wake(now, &self.link, self.inp)
+    }
+}
+
+/// The DMA engine: moves finished packets to the host over its own link; the sink records
+/// each packet when its last byte lands.
+pub struct Dma {
+    pub inp: FifoId,
+    pub link: Link,
+    pub latency: Time,
+}
+
+impl Component<World> for Dma {
+    fn has_edge(&self, t: Time) -> bool {
+        self.link.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.link.clock.edge_after(t)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        if w.ready_front(self.inp, now).is_none() || !self.link.is_free(now) {
+            return;
+        }
+        let slot = w.fifos[self.inp].pop(now).unwrap();
+        let tr = self.link.send(now, slot.bytes, slot.tail);
+        w.sink.deliver(tr.tail + self.latency, &slot.item);
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        w.forward_wake(now, &self.link, self.inp)
+    }
+}
+

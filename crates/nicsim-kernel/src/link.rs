@@ -1,0 +1,87 @@
+//! Streams between modules.
+//!
+//! A [`Link`] is an AXI4-Stream-like connection `width_bits` wide that moves one beat per cycle
+//! of its sender's clock. A packet of `s` bytes takes `ceil(8 s / width_bits)` beats, packets are
+//! never interleaved, and the receiver sees the first beat one cycle after the transfer starts
+//! (cut-through). The sender cannot forward a beat before it has arrived, so a transfer fed by a
+//! slower upstream ends one cycle after that upstream's last beat at the earliest.
+//! Backpressure (ready) is the caller's check that the receiving FIFO has room before `send`.
+
+use crate::time::{Clock, Time};
+
+/// When a transfer started, and when its first and last beats are available at the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    pub start: Time,
+    pub head: Time,
+    pub tail: Time,
+}
+
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub width_bits: u32,
+    pub clock: Clock,
+    busy_until: Time,
+    /// Ticks during which the link moved beats.
+    pub busy_ticks: u64,
+    pub packets: u64,
+    pub beats: u64,
+}
+
+impl Link {
+    pub fn new(width_bits: u32, clock: Clock) -> Link {
+        Link { width_bits, clock, busy_until: 0, busy_ticks: 0, packets: 0, beats: 0 }
+    }
+    /// Beats needed for `bytes`.
+    #[inline]
+    pub fn beats_for(&self, bytes: u32) -> u64 {
+        (8 * bytes as u64).div_ceil(self.width_bits as u64)
+    }
+    /// The link can start a transfer at `now` (an edge of its clock).
+    #[inline]
+    pub fn is_free(&self, now: Time) -> bool {
+        now >= self.busy_until
+    }
+    /// The first edge at or after `t` at which the link is free.
+    #[inline]
+    pub fn free_edge(&self, t: Time) -> Time {
+        self.clock.edge_at_or_after(t.max(self.busy_until))
+    }
+    /// Start moving `bytes` at `now`; `src_tail` is when the last byte reaches the sender.
+    pub fn send(&mut self, now: Time, bytes: u32, src_tail: Time) -> Transfer {
+        let beats = self.beats_for(bytes);
+        self.send_beats(now, beats, src_tail)
+    }
+    /// Like [`Link::send`] for a transfer of a given number of beats (e.g. a descriptor beat
+    /// ahead of the packet's data beats).
+    pub fn send_beats(&mut self, now: Time, beats: u64, src_tail: Time) -> Transfer {
+        debug_assert!(self.is_free(now) && self.clock.is_edge(now));
+        let p = self.clock.period;
+        let tail = (now + beats * p).max(self.clock.edge_at_or_after(src_tail) + p);
+        self.busy_until = tail;
+        self.busy_ticks += tail - now;
+        self.packets += 1;
+        self.beats += beats;
+        Transfer { start: now, head: now + p, tail }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_beat_per_cycle_and_no_overtaking() {
+        let c = Clock { mhz: 250, period: 12 };
+        let mut l = Link::new(512, c);
+        assert_eq!(l.beats_for(64), 1);
+        assert_eq!(l.beats_for(65), 2);
+        assert_eq!(l.beats_for(1500), 24);
+        let t = l.send(0, 1500, 0);
+        assert_eq!((t.head, t.tail), (12, 24 * 12));
+        assert!(!l.is_free(24 * 12 - 12) && l.is_free(24 * 12));
+        // Fed by a slow source whose last byte arrives at 1000: cannot finish before it.
+        let t2 = l.send(l.free_edge(0), 64, 1000);
+        assert_eq!(t2.tail, c.edge_at_or_after(1000) + 12);
+    }
+}

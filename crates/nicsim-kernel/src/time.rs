@@ -1,0 +1,111 @@
+//! Integer simulation time.
+//!
+//! One tick is `1 / lcm(all clock frequencies in MHz)` microseconds, so every clock period is a
+//! whole number of ticks and edge `n` of a clock at `f` MHz sits at exactly `n / f` µs. With the
+//! datapath's 100, 125, 150, 200 and 250 MHz the tick is 1/3000 µs (0.333 ns); u64 ticks then
+//! cover 194 years, far beyond any run.
+
+/// A point in simulated time, in ticks of the run's [`Timebase`].
+pub type Time = u64;
+
+/// Converts between ticks and physical units for one simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timebase {
+    ticks_per_us: u64,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Timebase {
+    /// The coarsest timebase in which every given clock has an integer period.
+    /// Frequencies are in MHz and must be non-zero.
+    pub fn for_clocks_mhz(clocks_mhz: &[u32]) -> Timebase {
+        let lcm = clocks_mhz
+            .iter()
+            .filter(|&&f| f > 0)
+            .fold(1u64, |acc, &f| acc / gcd(acc, f as u64) * f as u64);
+        Timebase { ticks_per_us: lcm }
+    }
+    /// Ticks in one microsecond.
+    pub fn ticks_per_us(&self) -> u64 {
+        self.ticks_per_us
+    }
+    /// A clock of `mhz` in this timebase. Panics if the timebase was not built for it.
+    pub fn clock(&self, mhz: u32) -> Clock {
+        assert!(
+            mhz > 0 && self.ticks_per_us % mhz as u64 == 0,
+            "clock {mhz} MHz not in timebase"
+        );
+        Clock { mhz, period: self.ticks_per_us / mhz as u64 }
+    }
+    pub fn to_us(&self, t: Time) -> f64 {
+        t as f64 / self.ticks_per_us as f64
+    }
+    pub fn to_ns(&self, t: Time) -> f64 {
+        t as f64 * 1e3 / self.ticks_per_us as f64
+    }
+    /// The nearest tick to `us` microseconds (for arrival processes given in real time).
+    pub fn from_us(&self, us: f64) -> Time {
+        (us * self.ticks_per_us as f64).round() as Time
+    }
+}
+
+/// A clock domain: edges at every multiple of `period` ticks, starting at time 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub mhz: u32,
+    pub period: Time,
+}
+
+impl Clock {
+    /// The first edge at or after `t`.
+    #[inline]
+    pub fn edge_at_or_after(&self, t: Time) -> Time {
+        t.div_ceil(self.period) * self.period
+    }
+    /// The first edge strictly after `t`.
+    #[inline]
+    pub fn edge_after(&self, t: Time) -> Time {
+        (t / self.period + 1) * self.period
+    }
+    #[inline]
+    pub fn is_edge(&self, t: Time) -> bool {
+        t % self.period == 0
+    }
+    /// Duration of `n` cycles.
+    #[inline]
+    pub fn cycles(&self, n: u64) -> Time {
+        n * self.period
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datapath_clocks_share_an_exact_base() {
+        let tb = Timebase::for_clocks_mhz(&[250, 150, 100, 200, 125]);
+        assert_eq!(tb.ticks_per_us(), 3000);
+        let c150 = tb.clock(150);
+        // 150 cycles of a 150 MHz clock are exactly one microsecond: no drift.
+        assert_eq!(c150.cycles(150), tb.ticks_per_us());
+        assert_eq!(tb.to_us(c150.cycles(150_000_000)), 1_000_000.0);
+    }
+
+    #[test]
+    fn edges() {
+        let c = Clock { mhz: 250, period: 12 };
+        assert_eq!(c.edge_at_or_after(0), 0);
+        assert_eq!(c.edge_at_or_after(1), 12);
+        assert_eq!(c.edge_at_or_after(12), 12);
+        assert_eq!(c.edge_after(12), 24);
+        assert!(c.is_edge(24) && !c.is_edge(25));
+    }
+}

@@ -1,0 +1,613 @@
+//! Reading and writing packet captures in pcap and pcapng format, on top of `pcap-file`.
+//!
+//! [`CaptureReader`] detects the format from the magic number (pcap in either byte order with
+//! micro- or nanosecond timestamps, or pcapng), streams one record at a time, and never panics:
+//! it frames every record itself (so corrupt lengths are caught before `pcap-file` sees them
+//! and errors can name the offset) and hands complete records to `pcap-file`'s parsers.
+//! Every [`CaptureError`] is one line saying what went wrong and at which file offset.
+//! [`CaptureWriter`] writes pcap (nanosecond magic) or pcapng (SHB, IDB with `if_tsresol` 9,
+//! EPBs), always with the Ethernet link type.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use byteorder_slice::{BigEndian, LittleEndian};
+
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::blocks::{ENHANCED_PACKET_BLOCK, SECTION_HEADER_BLOCK, SIMPLE_PACKET_BLOCK};
+use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
+use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
+
+/// Largest record or block accepted when reading (a bound on memory use for corrupt files).
+pub const MAX_RECORD_LEN: u32 = 16 << 20;
+
+const PCAP_HEADER_LEN: usize = 24;
+const PCAP_RECORD_HEADER_LEN: usize = 16;
+const PCAPNG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
+
+/// One captured packet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// Captured bytes (possibly cut to the snap length).
+    pub data: Vec<u8>,
+    /// Length of the packet on the wire; larger than `data.len()` when cut.
+    pub orig_len: u32,
+    /// Link type (1 = Ethernet).
+    pub linktype: u32,
+}
+
+/// Capture file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CaptureFormat {
+    /// Classic libpcap format.
+    Pcap,
+    /// pcapng.
+    PcapNg,
+}
+
+/// A capture read or write failure; the message is one line naming what and where.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The operating system reported an error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, on which file.
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The file starts with neither a pcap nor a pcapng magic number.
+    #[error("bad magic number {magic:#010x} at offset 0 (not a pcap or pcapng file)")]
+    BadMagic {
+        /// The first four bytes, big-endian.
+        magic: u32,
+    },
+    /// The file ends inside a fixed-size header.
+    #[error("truncated {what} at offset {offset}: needs {needed} bytes, {present} present")]
+    TruncatedHeader {
+        /// Which header.
+        what: &'static str,
+        /// File offset of the header.
+        offset: u64,
+        /// Header size.
+        needed: u64,
+        /// Bytes present.
+        present: u64,
+    },
+    /// The file ends before the length a record header announces.
+    #[error(
+        "truncated {what} at offset {offset}: header says {expected} bytes, {present} present"
+    )]
+    Truncated {
+        /// Which record.
+        what: &'static str,
+        /// File offset of the record.
+        offset: u64,
+        /// Length announced by the record header.
+        expected: u64,
+        /// Bytes present.
+        present: u64,
+    },
+    /// A header or record holds an impossible value.
+    #[error("invalid {what} at offset {offset}: {reason}")]
+    Invalid {
+        /// Which header or record.
+        what: &'static str,
+        /// File offset of the header or record.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A packet could not be written.
+    #[error("cannot write packet to {path}: {reason}")]
+    Write {
+        /// Output file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn invalid(what: &'static str, offset: u64, reason: impl ToString) -> CaptureError {
+    CaptureError::Invalid {
+        what,
+        offset,
+        reason: reason.to_string(),
+    }
+}
+
+/// The byte source with the framing state shared by both formats.
+struct Source {
+    inner: BufReader<Box<dyn Read + Send>>,
+    name: String,
+    /// File offset of the record in `buf`, or of the next one once it is consumed.
+    offset: u64,
+    /// The current record or block, header included.
+    buf: Vec<u8>,
+}
+
+impl Source {
+    /// Appends up to `n` bytes to `buf`; fewer only at end of file. Returns how many.
+    fn read_more(&mut self, n: usize) -> Result<usize, CaptureError> {
+        let start = self.buf.len();
+        (&mut self.inner)
+            .take(n as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(|source| CaptureError::Io {
+                context: format!(
+                    "cannot read {} at offset {}",
+                    self.name,
+                    self.offset + start as u64
+                ),
+                source,
+            })?;
+        Ok(self.buf.len() - start)
+    }
+
+    /// Completes the `len`-byte fixed header at the start of `buf`. `Ok(false)` at a clean end of
+    /// file (nothing read at all).
+    fn header(&mut self, len: usize, what: &'static str) -> Result<bool, CaptureError> {
+        let have = self.buf.len();
+        let present = have + self.read_more(len.saturating_sub(have))?;
+        match present {
+            0 => Ok(false),
+            _ if present < len => Err(CaptureError::TruncatedHeader {
+                what,
+                offset: self.offset,
+                needed: len as u64,
+                present: present as u64,
+            }),
+            _ => Ok(true),
+        }
+    }
+
+    /// Completes a record of `total` bytes, header included, and moves past it. Returns the
+    /// record's offset. `skip` header bytes are left out of the lengths reported on truncation.
+    fn record(&mut self, total: u64, what: &'static str, skip: u64) -> Result<u64, CaptureError> {
+        let have = self.buf.len() as u64;
+        let present = have + self.read_more(total.saturating_sub(have) as usize)? as u64;
+        if present < total {
+            return Err(CaptureError::Truncated {
+                what,
+                offset: self.offset,
+                expected: total - skip,
+                present: present - skip,
+            });
+        }
+        let at = self.offset;
+        self.offset += total;
+        Ok(at)
+    }
+
+    /// Reads the next pcapng block into `buf` (which may hold its first bytes already).
+    /// `Ok(None)` at a clean end of file; otherwise the block's offset.
+    fn pcapng_block(&mut self, endianness: Endianness) -> Result<Option<u64>, CaptureError> {
+        // Type, length, and the byte-order magic of a section header (or 4 more bytes).
+        if !self.header(12, "pcapng block header")? {
+            return Ok(None);
+        }
+        let endianness = if read_u32(&self.buf, 0, Endianness::Big) == SECTION_HEADER_BLOCK {
+            match read_u32(&self.buf, 8, Endianness::Big) {
+                PCAPNG_BYTE_ORDER_MAGIC => Endianness::Big,
+                magic if magic == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => Endianness::Little,
+                magic => {
+                    return Err(invalid(
+                        "pcapng section header",
+                        self.offset,
+                        format!("bad byte-order magic {magic:#010x}"),
+                    ))
+                }
+            }
+        } else {
+            endianness
+        };
+        let len = read_u32(&self.buf, 4, endianness);
+        if !len.is_multiple_of(4) || !(12..=MAX_RECORD_LEN).contains(&len) {
+            let reason = format!(
+                "block length {len} is not a multiple of 4 between 12 and {MAX_RECORD_LEN}"
+            );
+            return Err(invalid("pcapng block", self.offset, reason));
+        }
+        self.record(len.into(), "pcapng block", 0).map(Some)
+    }
+}
+
+fn read_u32(buf: &[u8], at: usize, endianness: Endianness) -> u32 {
+    let bytes = crate::bytes(buf, at);
+    match endianness {
+        Endianness::Big => u32::from_be_bytes(bytes),
+        Endianness::Little => u32::from_le_bytes(bytes),
+    }
+}
+
+enum Decoder {
+    Pcap(PcapParser),
+    PcapNg(PcapNgParser),
+}
+
+/// Streams records from a pcap or pcapng file, holding one record in memory at a time.
+/// pcapng blocks other than enhanced and simple packet blocks are skipped. After the first
+/// error the reader is exhausted.
+pub struct CaptureReader {
+    source: Source,
+    decoder: Decoder,
+    failed: bool,
+}
+
+impl CaptureReader {
+    /// Opens a capture file.
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let name = path.display().to_string();
+        let file = File::open(path).map_err(|source| CaptureError::Io {
+            context: format!("cannot open {name}"),
+            source,
+        })?;
+        Self::new(Box::new(file), name)
+    }
+
+    /// Reads a capture held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, CaptureError> {
+        Self::new(
+            Box::new(Cursor::new(bytes)),
+            "capture in memory".to_string(),
+        )
+    }
+
+    fn new(inner: Box<dyn Read + Send>, name: String) -> Result<Self, CaptureError> {
+        let mut source = Source {
+            inner: BufReader::with_capacity(1 << 16, inner),
+            name,
+            offset: 0,
+            buf: Vec::new(),
+        };
+        if !source.header(4, "file header")? {
+            return Err(CaptureError::TruncatedHeader {
+                what: "file header",
+                offset: 0,
+                needed: 4,
+                present: 0,
+            });
+        }
+        let decoder = match read_u32(&source.buf, 0, Endianness::Big) {
+            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => {
+                source.header(PCAP_HEADER_LEN, "pcap file header")?;
+                source.offset = PCAP_HEADER_LEN as u64;
+                let (_, parser) =
+                    PcapParser::new(&source.buf).map_err(|e| invalid("pcap file header", 0, e))?;
+                Decoder::Pcap(parser)
+            }
+            SECTION_HEADER_BLOCK => {
+                source.pcapng_block(Endianness::Big)?;
+                let (_, parser) = PcapNgParser::new(&source.buf)
+                    .map_err(|e| invalid("pcapng section header", 0, e))?;
+                Decoder::PcapNg(parser)
+            }
+            magic => return Err(CaptureError::BadMagic { magic }),
+        };
+        Ok(CaptureReader {
+            source,
+            decoder,
+            failed: false,
+        })
+    }
+
+    /// The detected file format.
+    pub fn format(&self) -> CaptureFormat {
+        match self.decoder {
+            Decoder::Pcap(_) => CaptureFormat::Pcap,
+            Decoder::PcapNg(_) => CaptureFormat::PcapNg,
+        }
+    }
+
+    /// The next record, `None` at end of file or after an error.
+    pub fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
+        if self.failed {
+            return None;
+        }
+        let result = match &mut self.decoder {
+            Decoder::Pcap(parser) => next_pcap(&mut self.source, parser),
+            Decoder::PcapNg(parser) => next_pcapng(&mut self.source, parser),
+        };
+        self.failed = result.is_err();
+        result.transpose()
+    }
+}
+
+impl Iterator for CaptureReader {
+    type Item = Result<Record, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record()
+    }
+}
+
+fn next_pcap(source: &mut Source, parser: &PcapParser) -> Result<Option<Record>, CaptureError> {
+    let header = parser.header();
+    source.buf.clear();
+    if !source.header(PCAP_RECORD_HEADER_LEN, "pcap record header")? {
+        return Ok(None);
+    }
+    let incl_len = read_u32(&source.buf, 8, header.endianness);
+    if incl_len > MAX_RECORD_LEN {
+        let reason = format!("captured length {incl_len} exceeds the {MAX_RECORD_LEN}-byte limit");
+        return Err(invalid("record", source.offset, reason));
+    }
+    let header_len = PCAP_RECORD_HEADER_LEN as u64;
+    let at = source.record(header_len + u64::from(incl_len), "record", header_len)?;
+    let (_, raw) = parser
+        .next_raw_packet(&source.buf)
+        .map_err(|e| invalid("record", at, e))?;
+    let (frac_ns, limit) = match header.ts_resolution {
+        TsResolution::MicroSecond => (u64::from(raw.ts_frac) * 1_000, 1_000_000),
+        TsResolution::NanoSecond => (u64::from(raw.ts_frac), 1_000_000_000),
+    };
+    if raw.ts_frac >= limit {
+        return Err(invalid(
+            "record",
+            at,
+            format!("timestamp fraction {} is not below {limit}", raw.ts_frac),
+        ));
+    }
+    check_lengths("record", at, raw.incl_len, raw.orig_len)?;
+    Ok(Some(Record {
+        ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
+        data: raw.data.into_owned(),
+        orig_len: raw.orig_len,
+        linktype: header.datalink.into(),
+    }))
+}
+
+fn next_pcapng(
+    source: &mut Source,
+    parser: &mut PcapNgParser,
+) -> Result<Option<Record>, CaptureError> {
+    loop {
+        // The first block was read (and parsed) when the reader was created.
+        source.buf.clear();
+        let Some(at) = source.pcapng_block(parser.section().endianness)? else {
+            return Ok(None);
+        };
+        // Only section headers and interface descriptions are decoded by `next_raw_block`.
+        let (_, raw) = parser
+            .next_raw_block(&source.buf)
+            .map_err(|e| invalid("pcapng block", at, e))?;
+        if raw.type_ != ENHANCED_PACKET_BLOCK && raw.type_ != SIMPLE_PACKET_BLOCK {
+            continue;
+        }
+        let block = match parser.section().endianness {
+            Endianness::Big => raw.try_into_block::<BigEndian>(),
+            Endianness::Little => raw.try_into_block::<LittleEndian>(),
+        }
+        .map_err(|e| invalid("pcapng packet block", at, e))?;
+        let (interface_id, units, orig_len, data, simple) = match block {
+            Block::EnhancedPacket(epb) => (
+                epb.interface_id,
+                epb.timestamp.as_nanos(),
+                epb.original_len,
+                epb.data,
+                false,
+            ),
+            Block::SimplePacket(spb) => (0, 0, spb.original_len, spb.data, true),
+            _ => continue,
+        };
+        let interface = parser
+            .interfaces()
+            .get(interface_id as usize)
+            .ok_or_else(|| {
+                invalid(
+                    "pcapng packet block",
+                    at,
+                    format!("undeclared interface {interface_id}"),
+                )
+            })?;
+        let mut data = data.into_owned();
+        if simple {
+            // Simple packet blocks hold min(original length, snap length) bytes plus padding.
+            let snaplen = if interface.snaplen == 0 {
+                u32::MAX
+            } else {
+                interface.snaplen
+            };
+            data.truncate(orig_len.min(snaplen) as usize);
+        }
+        let incl_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        check_lengths("pcapng packet block", at, incl_len, orig_len)?;
+        let ts_ns = pcapng_ts_ns(units, interface).ok_or_else(|| {
+            invalid(
+                "pcapng packet block",
+                at,
+                "timestamp out of range for its interface resolution",
+            )
+        })?;
+        return Ok(Some(Record {
+            ts_ns,
+            data,
+            orig_len,
+            linktype: interface.linktype.into(),
+        }));
+    }
+}
+
+fn check_lengths(
+    what: &'static str,
+    at: u64,
+    incl_len: u32,
+    orig_len: u32,
+) -> Result<(), CaptureError> {
+    if incl_len > orig_len {
+        return Err(invalid(
+            what,
+            at,
+            format!("captured length {incl_len} exceeds original length {orig_len}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Converts a pcapng timestamp in interface units to nanoseconds, honouring the interface's
+/// `if_tsresol` (default: microseconds) and `if_tsoffset` (seconds).
+fn pcapng_ts_ns(units: u128, interface: &InterfaceDescriptionBlock) -> Option<u64> {
+    let mut per_second = 1_000_000_u128;
+    let mut offset_s = 0_i128;
+    for option in &interface.options {
+        match option {
+            InterfaceDescriptionOption::IfTsResol(r) if r & 0x80 == 0 => {
+                per_second = 10_u128.checked_pow((*r).into())?
+            }
+            InterfaceDescriptionOption::IfTsResol(r) => {
+                per_second = 1_u128.checked_shl((r & 0x7f).into())?
+            }
+            // The field is signed; pcap-file exposes it as unsigned.
+            InterfaceDescriptionOption::IfTsOffset(s) => offset_s = (*s as i64).into(),
+            _ => {}
+        }
+    }
+    let ns = i128::try_from(units.checked_mul(1_000_000_000)? / per_second).ok()?
+        + offset_s * 1_000_000_000;
+    u64::try_from(ns).ok()
+}
+
+enum Sink {
+    Pcap(PcapWriter<BufWriter<File>>),
+    PcapNg(PcapNgWriter<BufWriter<File>>),
+}
+
+/// Writes Ethernet packets to a pcap or pcapng file. Call [`CaptureWriter::finish`] to flush
+/// and see any final write error.
+pub struct CaptureWriter {
+    sink: Sink,
+    path: String,
+    snaplen: u32,
+}
+
+impl CaptureWriter {
+    /// Creates (or truncates) `path` and writes the file header. Packets longer than `snaplen`
+    /// are stored cut to `snaplen` bytes, with their full length as original length.
+    pub fn create(path: &Path, format: CaptureFormat, snaplen: u32) -> Result<Self, CaptureError> {
+        let path = path.display().to_string();
+        let file = File::create(&path).map_err(|source| CaptureError::Io {
+            context: format!("cannot create {path}"),
+            source,
+        })?;
+        let out = BufWriter::new(file);
+        let sink = match format {
+            CaptureFormat::Pcap => {
+                let header = PcapHeader {
+                    snaplen,
+                    datalink: DataLink::ETHERNET,
+                    ts_resolution: TsResolution::NanoSecond,
+                    endianness: Endianness::native(),
+                    ..PcapHeader::default()
+                };
+                PcapWriter::with_header(out, header).map(Sink::Pcap)
+            }
+            CaptureFormat::PcapNg => PcapNgWriter::new(out).and_then(|mut writer| {
+                let options = vec![InterfaceDescriptionOption::IfTsResol(9)];
+                writer.write_pcapng_block(InterfaceDescriptionBlock {
+                    linktype: DataLink::ETHERNET,
+                    snaplen,
+                    options,
+                })?;
+                Ok(Sink::PcapNg(writer))
+            }),
+        }
+        .map_err(|e| write_error(&path, e))?;
+        Ok(CaptureWriter {
+            sink,
+            path,
+            snaplen,
+        })
+    }
+
+    /// Appends a packet captured at `ts_ns` nanoseconds since the Unix epoch.
+    pub fn write(&mut self, ts_ns: u64, data: &[u8]) -> Result<(), CaptureError> {
+        let orig_len = u32::try_from(data.len()).map_err(|_| CaptureError::Write {
+            path: self.path.clone(),
+            reason: format!("packet of {} bytes is too long", data.len()),
+        })?;
+        let data = data.get(..self.snaplen as usize).unwrap_or(data);
+        let timestamp = Duration::from_nanos(ts_ns);
+        match &mut self.sink {
+            Sink::Pcap(writer) => writer.write_packet(&PcapPacket::new(timestamp, orig_len, data)),
+            Sink::PcapNg(writer) => writer.write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp,
+                original_len: orig_len,
+                data: Cow::Borrowed(data),
+                options: vec![],
+            }),
+        }
+        .map(drop)
+        .map_err(|e| write_error(&self.path, e))
+    }
+
+    /// Flushes buffered packets to the file.
+    pub fn finish(self) -> Result<(), CaptureError> {
+        let mut out = match self.sink {
+            Sink::Pcap(writer) => writer.into_writer(),
+            Sink::PcapNg(writer) => writer.into_inner(),
+        };
+        out.flush().map_err(|source| CaptureError::Io {
+            context: format!("cannot write {}", self.path),
+            source,
+        })
+    }
+}
+
+fn write_error(path: &str, error: PcapError) -> CaptureError {
+    match error {
+        PcapError::IoError(source) => CaptureError::Io {
+            context: format!("cannot write {path}"),
+            source,
+        },
+        other => CaptureError::Write {
+            path: path.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcapng_timestamp_resolutions() {
+        let idb = |options| InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options,
+        };
+        assert_eq!(pcapng_ts_ns(7, &idb(vec![])), Some(7_000));
+        assert_eq!(
+            pcapng_ts_ns(7, &idb(vec![InterfaceDescriptionOption::IfTsResol(9)])),
+            Some(7)
+        );
+        assert_eq!(
+            pcapng_ts_ns(
+                2048,
+                &idb(vec![InterfaceDescriptionOption::IfTsResol(0x80 | 10)])
+            ),
+            Some(2_000_000_000)
+        );
+        let offset = InterfaceDescriptionOption::IfTsOffset(-2_i64 as u64);
+        assert_eq!(
+            pcapng_ts_ns(3_000_000, &idb(vec![offset.clone()])),
+            Some(1_000_000_000)
+        );
+        assert_eq!(pcapng_ts_ns(1, &idb(vec![offset])), None);
+        assert_eq!(
+            pcapng_ts_ns(1, &idb(vec![InterfaceDescriptionOption::IfTsResol(127)])),
+            None
+        );
+    }
+}

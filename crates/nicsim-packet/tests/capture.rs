@@ -1,0 +1,305 @@
+//! pcap / pcapng writing and reading, corrupt files, and interoperability with tshark.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use nicsim_packet::capture::{CaptureError, CaptureFormat, CaptureReader, CaptureWriter, Record};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+use pcap_file::pcapng::PcapNgWriter;
+use pcap_file::{DataLink, Endianness, TsResolution};
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nicsim-packet-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Test packets: (timestamp ns, bytes).
+fn packets() -> Vec<(u64, Vec<u8>)> {
+    (0..20u64)
+        .map(|i| {
+            let len = 60 + (i as usize * 37) % 1400;
+            (
+                1_700_000_000_123_456_789 + i * 1_000_000_007,
+                (0..len).map(|b| (b as u8) ^ (i as u8)).collect(),
+            )
+        })
+        .collect()
+}
+
+fn write_file(name: &str, format: CaptureFormat, snaplen: u32) -> PathBuf {
+    let path = temp_path(name);
+    let mut writer = CaptureWriter::create(&path, format, snaplen).unwrap();
+    for (ts, data) in packets() {
+        writer.write(ts, &data).unwrap();
+    }
+    writer.finish().unwrap();
+    path
+}
+
+fn read_all(path: &Path) -> Vec<Record> {
+    CaptureReader::open(path)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn round_trip_preserves_timestamps_and_bytes() {
+    for (format, name) in [
+        (CaptureFormat::Pcap, "rt.pcap"),
+        (CaptureFormat::PcapNg, "rt.pcapng"),
+    ] {
+        let path = write_file(name, format, 65535);
+        assert_eq!(CaptureReader::open(&path).unwrap().format(), format);
+        let records = read_all(&path);
+        let expected: Vec<Record> = packets()
+            .into_iter()
+            .map(|(ts_ns, data)| Record {
+                ts_ns,
+                orig_len: data.len() as u32,
+                data,
+                linktype: 1,
+            })
+            .collect();
+        assert_eq!(records, expected, "{format:?}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            CaptureReader::from_bytes(bytes).unwrap().count(),
+            expected.len()
+        );
+    }
+}
+
+#[test]
+fn snaplen_cut_packets_are_records_not_errors() {
+    for (format, name) in [
+        (CaptureFormat::Pcap, "snap.pcap"),
+        (CaptureFormat::PcapNg, "snap.pcapng"),
+    ] {
+        let path = write_file(name, format, 100);
+        for (record, (ts, data)) in read_all(&path).into_iter().zip(packets()) {
+            assert_eq!(record.ts_ns, ts);
+            assert_eq!(record.orig_len as usize, data.len());
+            assert_eq!(record.data, data[..data.len().min(100)]);
+        }
+    }
+}
+
+#[test]
+fn truncated_files_give_one_line_errors() {
+    let bytes = std::fs::read(write_file("trunc.pcap", CaptureFormat::Pcap, 65535)).unwrap();
+    // First record: 16-byte header at offset 24, then 60 bytes of data.
+    let error = |bytes: &[u8]| -> String {
+        match CaptureReader::from_bytes(bytes.to_vec()) {
+            Err(e) => e.to_string(),
+            Ok(reader) => reader
+                .filter_map(Result::err)
+                .map(|e| e.to_string())
+                .next()
+                .expect("an error"),
+        }
+    };
+    assert_eq!(
+        error(&bytes[..24 + 16 + 40]),
+        "truncated record at offset 24: header says 60 bytes, 40 present"
+    );
+    assert_eq!(
+        error(&bytes[..24 + 10]),
+        "truncated pcap record header at offset 24: needs 16 bytes, 10 present"
+    );
+    assert_eq!(
+        error(&bytes[..20]),
+        "truncated pcap file header at offset 0: needs 24 bytes, 20 present"
+    );
+    assert_eq!(
+        error(&bytes[..0]),
+        "truncated file header at offset 0: needs 4 bytes, 0 present"
+    );
+    assert_eq!(
+        error(&[0xde, 0xad, 0xbe, 0xef, 0, 0]),
+        "bad magic number 0xdeadbeef at offset 0 (not a pcap or pcapng file)"
+    );
+
+    let ng = std::fs::read(write_file("trunc.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
+    // SHB is 28 bytes, IDB with if_tsresol 32; the first EPB (60 bytes of data) is 92 bytes.
+    assert_eq!(
+        error(&ng[..60 + 50]),
+        "truncated pcapng block at offset 60: header says 92 bytes, 50 present"
+    );
+    let mut bad_len = ng.clone();
+    bad_len[64..68].copy_from_slice(&13u32.to_le_bytes());
+    assert!(error(&bad_len)
+        .starts_with("invalid pcapng block at offset 60: block length 13 is not a multiple of 4"));
+
+    // A truncated record is reported once; the reader then stops.
+    let mut reader = CaptureReader::from_bytes(bytes[..bytes.len() - 1].to_vec()).unwrap();
+    assert_eq!(
+        reader.by_ref().filter(Result::is_ok).count(),
+        packets().len() - 1
+    );
+    assert!(reader.next().is_none());
+}
+
+#[test]
+fn reads_microsecond_and_big_endian_pcap() {
+    for (endianness, ts_resolution) in [
+        (Endianness::Big, TsResolution::MicroSecond),
+        (Endianness::Little, TsResolution::MicroSecond),
+        (Endianness::Big, TsResolution::NanoSecond),
+    ] {
+        let header = PcapHeader {
+            endianness,
+            ts_resolution,
+            snaplen: 200,
+            ..PcapHeader::default()
+        };
+        let mut writer = PcapWriter::with_header(Vec::new(), header).unwrap();
+        writer
+            .write_packet(&PcapPacket::new(
+                Duration::new(1_600_000_000, 123_456_000),
+                300,
+                &[7; 200],
+            ))
+            .unwrap();
+        let records: Vec<Record> = CaptureReader::from_bytes(writer.into_writer())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let expected = Record {
+            ts_ns: 1_600_000_000_123_456_000,
+            data: vec![7; 200],
+            orig_len: 300,
+            linktype: 1,
+        };
+        assert_eq!(records, [expected], "{endianness:?} {ts_resolution:?}");
+    }
+}
+
+#[test]
+fn reads_pcapng_with_default_resolution_and_either_byte_order() {
+    for endianness in [Endianness::Big, Endianness::Little] {
+        let mut writer = PcapNgWriter::with_endianness(Vec::new(), endianness).unwrap();
+        writer
+            .write_pcapng_block(InterfaceDescriptionBlock::new(DataLink::RAW, 0))
+            .unwrap();
+        // Without if_tsresol, timestamps count microseconds; pcap-file stores the raw count.
+        let epb = EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(1_600_000_000_000_001),
+            original_len: 3,
+            data: Cow::Borrowed(&[0x45, 0, 0]),
+            options: vec![],
+        };
+        writer.write_pcapng_block(epb.clone()).unwrap();
+        let records: Vec<Record> = CaptureReader::from_bytes(writer.into_inner())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let expected = Record {
+            ts_ns: 1_600_000_000_000_001_000,
+            data: vec![0x45, 0, 0],
+            orig_len: 3,
+            linktype: 101,
+        };
+        assert_eq!(records, [expected], "{endianness:?}");
+    }
+}
+
+#[test]
+fn skips_unparsed_pcapng_blocks_and_rejects_unknown_interfaces() {
+    let mut file = std::fs::read(write_file("nrb.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
+    // A name resolution block whose record lacks its padding (pcap-file would panic on it),
+    // inserted after the IDB; it is skipped unparsed.
+    let mut nrb = 4u32.to_le_bytes().to_vec();
+    nrb.extend(24u32.to_le_bytes());
+    nrb.extend([1, 0, 5, 0, 10, 0, 0, 1, b'a', 0, 0, 0]);
+    nrb.extend(24u32.to_le_bytes());
+    file.splice(60..60, nrb);
+    assert_eq!(
+        CaptureReader::from_bytes(file.clone())
+            .unwrap()
+            .map(Result::unwrap)
+            .count(),
+        packets().len()
+    );
+
+    // The first EPB (now at 84) names interface 3.
+    file[92..96].copy_from_slice(&3u32.to_le_bytes());
+    let mut reader = CaptureReader::from_bytes(file).unwrap();
+    let error = reader.next().unwrap().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid pcapng packet block at offset 84: undeclared interface 3"
+    );
+    assert!(matches!(error, CaptureError::Invalid { offset: 84, .. }));
+}
+
+#[test]
+fn missing_file_error_names_the_path() {
+    let error = CaptureReader::open(Path::new("/nonexistent/x.pcap"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.starts_with("cannot open /nonexistent/x.pcap: "),
+        "{error}"
+    );
+}
+
+/// tshark, when installed, must read both formats and agree on times and lengths.
+#[test]
+fn tshark_reads_written_files() {
+    if Command::new("tshark").arg("--version").output().is_err() {
+        eprintln!("tshark not installed; skipping");
+        return;
+    }
+    for (format, name) in [
+        (CaptureFormat::Pcap, "ts.pcap"),
+        (CaptureFormat::PcapNg, "ts.pcapng"),
+    ] {
+        let path = write_file(name, format, 1000);
+        let output = Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(&path)
+            .args([
+                "-T",
+                "fields",
+                "-e",
+                "frame.time_epoch",
+                "-e",
+                "frame.len",
+                "-e",
+                "frame.cap_len",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let lines: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let expected: Vec<String> = packets()
+            .iter()
+            .map(|(ts, data)| {
+                format!(
+                    "{}.{:09}\t{}\t{}",
+                    ts / 1_000_000_000,
+                    ts % 1_000_000_000,
+                    data.len(),
+                    data.len().min(1000)
+                )
+            })
+            .collect();
+        assert_eq!(lines, expected, "{format:?}");
+    }
+}

@@ -1,0 +1,132 @@
+//! nicsim-py: the PyO3 bindings, and the only crate that knows about Python.
+//!
+//! It converts types and maps errors: a configuration problem becomes `nicsim.ConfigError`
+//! (key path and message), any other bad input `nicsim.InputError`. Everything else lives in
+//! the pure-Rust crates.
+
+use std::path::PathBuf;
+
+use nicsim_datapath::{Config, Datapath as Model};
+use nicsim_packet::capture::{CaptureFormat, CaptureWriter};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(_core, ConfigError, PyValueError, "A configuration value is missing, unknown or wrong.");
+create_exception!(_core, InputError, PyValueError, "An input file (capture, rule set, ...) is unusable.");
+
+fn parse_config(config_json: &str) -> PyResult<Config> {
+    Config::from_json(config_json).map_err(|e| ConfigError::new_err((e.path, e.msg)))
+}
+
+/// A datapath simulation that can be run in slices and reconfigured between them.
+#[pyclass(unsendable)]
+struct Datapath {
+    model: Model,
+    pcap: Option<std::rc::Rc<std::cell::RefCell<Option<CaptureWriter>>>>,
+}
+
+#[pymethods]
+impl Datapath {
+    /// Build from a configuration (JSON text). `egress_pcap`: write delivered packets there.
+    #[new]
+    #[pyo3(signature = (config_json, egress_pcap=None))]
+    fn new(config_json: &str, egress_pcap: Option<PathBuf>) -> PyResult<Self> {
+        let cfg = parse_config(config_json)?;
+        let mut model = Model::new(cfg).map_err(InputError::new_err)?;
+        let mut pcap = None;
+        if let Some(path) = egress_pcap {
+            let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535).map_err(|e| InputError::new_err(format!("{}: {e}", path.display())))?;
+            let cell = std::rc::Rc::new(std::cell::RefCell::new(Some(w)));
+            let c2 = cell.clone();
+            let ns_per_tick = 1e3 / model.tb.ticks_per_us() as f64;
+            model.on_egress(Box::new(move |t, pkt| {
+                if let (Some(w), Some(f)) = (c2.borrow_mut().as_mut(), pkt.frame.as_ref()) {
+                    // Write errors surface when the capture is finished.
+                    let _ = w.write((t as f64 * ns_per_tick) as u64, &f.bytes);
+                }
+            }));
+            pcap = Some(cell);
+        }
+        Ok(Datapath { model, pcap })
+    }
+
+    /// Run to simulated time `until_us` (to the end when omitted). True when the run is over.
+    #[pyo3(signature = (until_us=None))]
+    fn run(&mut self, py: Python<'_>, until_us: Option<f64>) -> PyResult<bool> {
+        let mut done = false;
+        // Run in slices so that Ctrl-C is seen.
+        let slice_us = 50.0;
+        loop {
+            let target = match until_us {
+                Some(u) => (self.model.now_us() + slice_us).min(u),
+                None => self.model.now_us() + slice_us,
+            };
+            let finished = py.detach(|| self.model.run(Some(target)));
+            py.check_signals()?;
+            if finished {
+                done = true;
+                break;
+            }
+            if until_us.is_some_and(|u| target >= u) {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Give flow `flow` a new offload chain; packets already parsed keep theirs.
+    fn remap(&mut self, flow: &str, chain: Vec<String>) -> PyResult<()> {
+        self.model.remap(flow, &chain).map_err(ConfigError::new_err)
+    }
+
+    /// Current simulated time in µs.
+    #[getter]
+    fn now_us(&self) -> f64 {
+        self.model.now_us()
+    }
+
+    /// The summary as JSON text; finishes the egress capture.
+    fn summary(&mut self) -> PyResult<String> {
+        if let Some(cell) = &self.pcap {
+            if let Some(w) = cell.borrow_mut().take() {
+                w.finish().map_err(|e| InputError::new_err(e.to_string()))?;
+            }
+        }
+        Ok(self.model.summary().to_string())
+    }
+}
+
+/// Validate a configuration (JSON text) and return Eq. 1's table as JSON.
+#[pyfunction]
+fn offload_units(config_json: &str) -> PyResult<String> {
+    let cfg = parse_config(config_json)?;
+    let rows: Vec<serde_json::Value> = cfg
+        .offloads
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "name": o.name, "width_bits": o.width_bits, "clock_mhz": o.clock_mhz,
+                "delay_cycles": o.delay_cycles, "eq1_units": o.eq1_units(&cfg.pipeline), "units": o.units(&cfg.pipeline),
+                "unit_gbps": o.width_bits as f64 * o.clock_mhz as f64 / 1e3,
+            })
+        })
+        .collect();
+    Ok(serde_json::Value::Array(rows).to_string())
+}
+
+/// Toeplitz RSS hash (for tests against the published vectors).
+#[pyfunction]
+fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
+    nicsim_offloads::toeplitz_hash(key, data)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Datapath>()?;
+    m.add_function(wrap_pyfunction!(offload_units, m)?)?;
+    m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    Ok(())
+}
