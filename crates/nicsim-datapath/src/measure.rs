@@ -68,6 +68,8 @@ struct FlowStats {
     per_size: BTreeMap<u32, LatStats>,
     delivered: u64,
     bytes: u64,
+    /// Delivered packets (whole run) by the chain they carried.
+    chains: BTreeMap<Vec<u8>, u64>,
 }
 
 /// Delivered packets that did not pass exactly their chain, or whose payload was not restored.
@@ -130,6 +132,9 @@ impl Sink {
                 self.verify.payload_mismatches += 1;
             }
         }
+        if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
+            *fs.chains.entry(pkt.chain.hops().to_vec()).or_default() += 1;
+        }
         if let Some(cb) = self.egress.as_mut() {
             cb(t_rx, pkt);
         }
@@ -174,11 +179,16 @@ impl Sink {
         self.overall.mean_ticks() / tb.ticks_per_us() as f64
     }
 
-    pub fn per_flow_json(&self, tb: &Timebase, names: &[String]) -> Value {
+    pub fn per_flow_json(&self, tb: &Timebase, names: &[String], offloads: &[String]) -> Value {
         let secs = self.window_seconds(tb);
         let mut m = serde_json::Map::new();
         for (name, fs) in names.iter().zip(&self.flows) {
             let sizes: serde_json::Map<String, Value> = fs.per_size.iter().map(|(s, l)| (s.to_string(), l.to_json(tb))).collect();
+            let chains: serde_json::Map<String, Value> = fs
+                .chains
+                .iter()
+                .map(|(c, n)| (c.iter().map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str())).collect::<Vec<_>>().join(">"), json!(n)))
+                .collect();
             m.insert(
                 name.clone(),
                 json!({
@@ -186,6 +196,7 @@ impl Sink {
                     "throughput_gbps": if secs > 0.0 { fs.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
                     "latency_us": fs.lat.to_json(tb),
                     "per_size": sizes,
+                    "chains": chains,
                 }),
             );
         }

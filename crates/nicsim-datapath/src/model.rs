@@ -191,6 +191,7 @@ impl Datapath {
         let delivered = w.sink.received;
         let offered = w.offered;
         let names: Vec<String> = self.cfg.flows.iter().map(|f| f.name.clone()).collect();
+        let offload_names: Vec<String> = self.cfg.offloads.iter().map(|o| o.name.clone()).collect();
         let mut fifos = serde_json::Map::new();
         let horizon = now.max(1);
         for (i, f) in w.fifos.iter_mut().enumerate() {
@@ -199,7 +200,7 @@ impl Datapath {
             let t_us = tb.to_us(horizon);
             let l = s.packet_area as f64 / horizon as f64;
             let lambda = s.pops as f64 / t_us;
-            let w_us = if s.pops > 0 { tb.to_us(0) + s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64 } else { 0.0 };
+            let w_us = if s.pops > 0 { s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64 } else { 0.0 };
             fifos.insert(
                 w.fifo_names[i].clone(),
                 json!({
@@ -236,7 +237,7 @@ impl Datapath {
                 "in_flight": offered - delivered - dropped,
             },
             "latency_us": sink.latency_json(&tb),
-            "per_flow": sink.per_flow_json(&tb, &names),
+            "per_flow": sink.per_flow_json(&tb, &names, &offload_names),
             "recirculation": {
                 "packets_recirculated": sink.recirculated,
                 "fraction": if delivered > 0 { sink.recirculated as f64 / delivered as f64 } else { 0.0 },

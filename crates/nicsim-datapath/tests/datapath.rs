@@ -1,0 +1,190 @@
+//! Behavioural tests of the datapath models: cycle-stepped and event-skipping runs agree,
+//! queueing theory (M/D/1, Little's law), conservation, determinism, run-time remapping,
+//! functional checks and configuration errors.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use nicsim_datapath::config::{Arch, Arrivals, SimMode, SizeDist};
+use nicsim_datapath::{Config, Datapath};
+use serde_json::Value;
+
+fn paper() -> Config {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/flexpipe_paper.toml")).unwrap();
+    Config::from_toml(&text).unwrap()
+}
+
+fn run(cfg: Config) -> Value {
+    let mut d = Datapath::new(cfg).unwrap();
+    assert!(d.run(None), "run did not finish");
+    d.summary()
+}
+
+fn without_engine(mut v: Value) -> Value {
+    v.as_object_mut().unwrap().remove("engine");
+    v
+}
+
+#[test]
+fn stepped_and_skipping_runs_are_identical() {
+    for arch in [Arch::Flexpipe, Arch::Staticpipe, Arch::Panic] {
+        let mut cfg = paper();
+        cfg.arch = arch;
+        cfg.traffic.packets = 300;
+        cfg.traffic.rate_gbps = 110.0;
+        cfg.measure.window = [20, 280];
+        let skip = run(cfg.clone());
+        cfg.mode = SimMode::Stepped;
+        let stepped = run(cfg);
+        assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
+        assert_eq!(without_engine(skip), without_engine(stepped), "{arch:?}");
+    }
+}
+
+/// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
+/// unit's queue is M/D/1's Pollaczek–Khinchine W_q = ρ D / (2 (1 − ρ)).
+#[test]
+fn single_unit_matches_md1() {
+    for rho in [0.5, 0.8] {
+        let mut cfg = paper();
+        cfg.offloads.truncate(1);
+        cfg.offloads[0].units = Some(1);
+        cfg.offloads[0].width_bits = 8; // 64 B → 64 cycles at 250 MHz
+        cfg.pipeline.unit_queue_bytes = 1 << 24;
+        cfg.flows.truncate(1);
+        cfg.flows[0].chain = vec!["crc".into()];
+        cfg.traffic.size = SizeDist::Fixed { bytes: 64 };
+        cfg.traffic.arrivals = Arrivals::Poisson;
+        cfg.traffic.packets = 300_000;
+        cfg.measure.window = [1000, 299_000];
+        let d_us = 64.0 / 250.0;
+        // ρ = λ D with λ = rate / (8 · 64 bits).
+        cfg.traffic.rate_gbps = rho / d_us * 8.0 * 64.0 / 1e3;
+        let s = run(cfg);
+        let wait = s["latency_us"]["mean"].as_f64().unwrap() - s["latency_us"]["min"].as_f64().unwrap();
+        let pk = rho * d_us / (2.0 * (1.0 - rho));
+        let err = (wait - pk).abs() / pk;
+        eprintln!("M/D/1 rho {rho}: simulated {wait:.4} µs, theory {pk:.4} µs");
+        assert!(err < 0.03, "rho {rho}: simulated wait {wait:.4} µs vs M/D/1 {pk:.4} µs ({:.1} %)", err * 100.0);
+    }
+}
+
+#[test]
+fn littles_law_holds_for_every_fifo() {
+    for arch in [Arch::Flexpipe, Arch::Panic] {
+        let mut cfg = paper();
+        cfg.arch = arch;
+        cfg.traffic.packets = 3000;
+        cfg.traffic.rate_gbps = 120.0;
+        cfg.measure.window = [100, 2900];
+        let s = run(cfg);
+        let fifos = s["fifos"].as_object().unwrap();
+        assert!(fifos.len() > 10);
+        for (name, f) in fifos {
+            let ll = &f["littles_law"];
+            let (l, lambda, w) = (ll["L_packets"].as_f64().unwrap(), ll["lambda_per_us"].as_f64().unwrap(), ll["W_us"].as_f64().unwrap());
+            assert!((l - lambda * w).abs() <= 1e-9 * l.max(1.0), "{name}: L {l} vs λW {}", lambda * w);
+            assert_eq!(f["arrivals"], f["departures"], "{name} not drained");
+        }
+    }
+}
+
+#[test]
+fn packets_are_conserved_and_runs_are_deterministic() {
+    for arch in [Arch::Flexpipe, Arch::Staticpipe, Arch::Panic] {
+        let mut cfg = paper();
+        cfg.arch = arch;
+        cfg.traffic.packets = 2000;
+        cfg.traffic.rate_gbps = 128.0; // PANIC drops here
+        cfg.measure.window = [100, 1900];
+        let a = run(cfg.clone());
+        let p = &a["packets"];
+        let dropped: u64 = p["dropped"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(p["offered"].as_u64().unwrap(), p["delivered"].as_u64().unwrap() + dropped + p["in_flight"].as_u64().unwrap());
+        assert_eq!(p["in_flight"], 0);
+        assert_eq!(a.to_string(), run(cfg.clone()).to_string(), "{arch:?}: same seed, different result");
+        cfg.seed = 2;
+        assert_ne!(a["latency_us"], run(cfg)["latency_us"]);
+    }
+}
+
+#[test]
+fn remap_takes_effect_for_new_packets_only() {
+    let mut cfg = paper();
+    cfg.traffic.packets = 3000;
+    let at_us = 60.0;
+    cfg.remap.push(nicsim_datapath::config::RemapCfg { at_us, flow: "flow4".into(), chain: vec!["crc".into(), "rss".into()] });
+    let mut d = Datapath::new(cfg).unwrap();
+    let seen = Rc::new(RefCell::new((0u32, 0u32)));
+    let s2 = seen.clone();
+    let at = d.tb.from_us(at_us);
+    d.on_egress(Box::new(move |_, p| {
+        if p.flow == 3 {
+            let mut s = s2.borrow_mut();
+            if p.t_parse < at {
+                assert_eq!(p.chain.hops(), &[0, 1], "parsed before the remap");
+                s.0 += 1;
+            } else {
+                assert_eq!(p.chain.hops(), &[0, 5], "parsed after the remap");
+                s.1 += 1;
+            }
+            assert_eq!(p.trace, p.chain);
+        }
+    }));
+    d.run(None);
+    let (before, after) = *seen.borrow();
+    assert!(before > 50 && after > 50, "{before} / {after}");
+    // And through the API, between two slices of a run.
+    let mut cfg = paper();
+    cfg.traffic.packets = 3000;
+    let mut d = Datapath::new(cfg).unwrap();
+    assert!(!d.run(Some(30.0)));
+    d.remap("flow4", &["crc".into(), "rss".into()]).unwrap();
+    assert!(d.remap("flow9", &[]).is_err());
+    d.run(None);
+    let chains = &d.summary()["per_flow"]["flow4"]["chains"];
+    assert!(chains["crc>firewall"].as_u64().unwrap() > 0 && chains["crc>rss"].as_u64().unwrap() > 0, "{chains}");
+}
+
+#[test]
+fn functional_offloads_check_every_packet_and_drop_with_reasons() {
+    for arch in [Arch::Flexpipe, Arch::Staticpipe, Arch::Panic] {
+        let mut cfg = paper();
+        cfg.arch = arch;
+        cfg.functional = true;
+        cfg.traffic.packets = 1500;
+        cfg.measure.window = [100, 1400];
+        cfg.traffic.faults.bad_fcs = 0.02;
+        cfg.traffic.faults.bad_tag = 0.02;
+        cfg.firewall.rules = vec!["deny udp any any dport 5004".into()];
+        let s = run(cfg);
+        let drops = &s["packets"]["dropped"];
+        assert!(drops["bad_fcs"].as_u64().unwrap() > 10, "{arch:?} {drops}");
+        assert!(drops["firewall_deny"].as_u64().unwrap() > 200, "{drops}");
+        // Only flows whose chain (or StaticPipe's every-offload chain) holds SHA-3 see bad tags.
+        assert!(drops["bad_tag"].as_u64().unwrap() > 5, "{drops}");
+        let v = &s["verify"];
+        assert_eq!(v["chain_mismatches"], 0);
+        assert_eq!(v["payload_mismatches"], 0);
+        assert_eq!(v["checked"], s["packets"]["delivered"]);
+        assert_eq!(s["packets"]["in_flight"], 0);
+    }
+}
+
+#[test]
+fn config_errors_name_the_key() {
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/flexpipe_paper.toml")).unwrap();
+    let cases = [
+        ("rate_gbps = 90.0", "rate_gbps = \"fast\"", "traffic.rate_gbps"),
+        ("rate_gbps = 90.0", "rate_gbps = -1.0", "traffic.rate_gbps"),
+        ("chain = [\"crc\", \"firewall\"]", "chain = [\"crc\", \"nat\"]", "flows[3].chain[1]"),
+        ("width_bits = 512", "width_bits = 512\nwidht = 3", "pipeline"),
+        ("clock_mhz = 150\ndelay_cycles = 21", "clock_mhz = 0\ndelay_cycles = 21", "offloads[1].clock_mhz"),
+        ("window = [500, 10500]", "window = [500, 100]", "measure.window"),
+    ];
+    for (from, to, key) in cases {
+        assert!(base.contains(from), "{from}");
+        let e = Config::from_toml(&base.replacen(from, to, 1)).unwrap_err();
+        assert!(e.path.starts_with(key), "expected key {key}, got '{e}'");
+    }
+}
