@@ -15,7 +15,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use nicsim_kernel::{Clock, Component, Link, Slot, Time};
 
 use crate::packet::Pkt;
-use crate::world::{FifoId, World};
+use crate::world::{bit, FifoId, World};
 
 /// Merges recirculated and new traffic into the first Offload; recirculated packets go first
 /// so that the loop always drains.
@@ -32,6 +32,9 @@ impl Component<World> for IngressTc {
     }
     fn edge_after(&self, t: Time) -> Time {
         self.link.clock.edge_after(t)
+    }
+    fn watches(&self) -> u128 {
+        bit(self.new) | bit(self.recirc) | bit(self.out)
     }
     fn step(&mut self, now: Time, w: &mut World) {
         if !self.link.is_free(now) {
@@ -80,6 +83,9 @@ impl Component<World> for EgressTc {
     fn edge_after(&self, t: Time) -> Time {
         self.link.clock.edge_after(t)
     }
+    fn watches(&self) -> u128 {
+        bit(self.inp) | bit(self.dma) | bit(self.recirc)
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         let Some(p) = w.ready_front(self.inp, now) else { return };
         let to = self.target(p);
@@ -88,7 +94,7 @@ impl Component<World> for EgressTc {
         }
         if to == self.recirc {
             // The metadata update travels with the packet: count the extra pass.
-            if let Some(front) = w.fifos[self.inp].front_mut() {
+            if let Some(front) = w.front_mut(self.inp) {
                 front.item.recircs = front.item.recircs.saturating_add(1);
             }
         }
@@ -263,6 +269,17 @@ impl Offload {
         }
     }
 
+    /// A unit took (+1) or handed on (−1) a packet: PANIC's credit counters follow.
+    fn hold(&mut self, u: usize, delta: i32, w: &mut World) {
+        let unit = &mut self.units[u];
+        unit.held = unit.held.wrapping_add_signed(delta);
+        if let Steering::Credits { .. } = self.spec.steering {
+            let c = &mut w.module_free_credits[self.idx as usize];
+            *c = c.wrapping_add_signed(-delta);
+            w.changed |= bit(self.inp);
+        }
+    }
+
     /// The next unit with a finished packet, in round-robin order from `rr_next`.
     fn next_ready(&self) -> Option<usize> {
         let n = self.units.len();
@@ -310,7 +327,7 @@ impl Offload {
                     self.set_ready(u, true);
                 }
                 Err(reason) => {
-                    unit.held -= 1;
+                    self.hold(u, -1, w);
                     w.drop_pkt(reason.as_str());
                 }
             }
@@ -360,6 +377,9 @@ impl Component<World> for Offload {
         self.pclk.edge_after(t).min(self.spec.clock.edge_after(t))
     }
 
+    fn watches(&self) -> u128 {
+        bit(self.inp) | bit(self.bypass) | bit(self.ufifo) | bit(self.out)
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         // Units.
         while let Some(&Reverse((t, u))) = self.wakes.peek() {
@@ -378,10 +398,10 @@ impl Component<World> for Offload {
             if let Some(from) = self.arbiter_pick(now, w) {
                 let bytes = w.fifos[from].front().unwrap().bytes;
                 if w.fifos[self.out].has_room(bytes) {
-                    let slot = w.fifos[from].pop(now).unwrap();
+                    let slot = w.pop(from, now).unwrap();
                     let beats = self.arb_link.beats_for(slot.bytes) + self.spec.descriptor_beats;
                     let tr = self.arb_link.send_beats(now, beats, slot.tail);
-                    w.fifos[self.out].push(now, slot.item, slot.bytes, tr.head, tr.tail);
+                    w.push(self.out, now, slot.item, slot.bytes, tr.head, tr.tail);
                 }
             }
         }
@@ -393,10 +413,10 @@ impl Component<World> for Offload {
                     let unit = &mut self.units[u];
                     let (pkt, bytes) = unit.done.pop_front().unwrap();
                     unit.done_bytes -= bytes as u64;
-                    unit.held -= 1;
                     let empty = unit.done.is_empty();
                     let tr = self.rr_link.send(now, bytes, now);
-                    w.fifos[self.ufifo].push(now, pkt, bytes, tr.head, tr.tail);
+                    w.push(self.ufifo, now, pkt, bytes, tr.head, tr.tail);
+                    self.hold(u, -1, w);
                     if self.spec.idle_cycles > 0 {
                         let unit = &mut self.units[u];
                         unit.free_at = unit.free_at.max(tr.tail + self.pclk.cycles(self.spec.idle_cycles as u64));
@@ -419,16 +439,16 @@ impl Component<World> for Offload {
                 self.lb_blocked = target.is_none();
                 if let Some(u) = target {
                     self.sticky_unit = u;
-                    let slot = w.fifos[self.inp].pop(now).unwrap();
+                    let slot = w.pop(self.inp, now).unwrap();
                     let tr = self.split_link.send(now, slot.bytes, slot.tail);
                     let unit = &mut self.units[u];
                     unit.queued_bytes += slot.bytes as u64;
-                    unit.held += 1;
                     unit.queue.push_back(Slot { item: slot.item, bytes: slot.bytes, head: tr.head, tail: tr.tail, enq: now });
                     if unit.cur.is_none() && unit.queue.len() == 1 {
                         let t = tr.head.max(unit.free_at);
                         self.wake_unit(u, t);
                     }
+                    self.hold(u, 1, w);
                 }
             } else if w.fifos[self.bypass].has_room(bytes) {
                 w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);

@@ -95,6 +95,7 @@ impl Datapath {
             unit_busy_ticks: vec![0; cfg.offloads.len()],
             free_cells: cfg.panic.buffer_cells,
             module_free_credits: Vec::new(),
+            changed: 0,
         };
         let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
         let mode = match cfg.mode {

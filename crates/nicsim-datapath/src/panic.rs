@@ -22,7 +22,7 @@ use crate::model::{BuildError, OffloadInfo};
 use crate::packet::Pkt;
 use crate::stages::{ChainPolicy, Dma, Generator, PreProcessor};
 use crate::traffic::Source;
-use crate::world::{FifoId, World};
+use crate::world::{bit, FifoId, World};
 
 /// A PIFO entry: higher priority first, then arrival order.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -48,7 +48,6 @@ pub struct Scheduler {
     cdc_latency: Time,
     /// Crossbar input FIFO of each offload module (to count packets already sent its way).
     module_in: Vec<FifoId>,
-    credits_total: Vec<u32>,
     dispatch_depth: usize,
 }
 
@@ -86,6 +85,9 @@ impl Component<World> for Scheduler {
     fn edge_after(&self, t: Time) -> Time {
         self.fclk.edge_after(t).min(self.pclk.edge_after(t))
     }
+    fn watches(&self) -> u128 {
+        self.module_in.iter().fold(bit(self.inp) | bit(self.out), |m, &f| m | bit(f))
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         if self.fclk.is_edge(now) {
             // Write arriving packets into the buffer; the descriptor crosses to the PIFO domain.
@@ -93,7 +95,7 @@ impl Component<World> for Scheduler {
                 if s.head > now {
                     break;
                 }
-                let s = w.fifos[self.inp].pop(now).unwrap();
+                let s = w.pop(self.inp, now).unwrap();
                 if w.free_cells == 0 {
                     w.drop_pkt("buffer_full");
                     continue;
@@ -130,7 +132,7 @@ impl Component<World> for Scheduler {
             }
             let (_, PktBox(pkt, bytes, _)) = self.pifos[o].pop().unwrap();
             let ready = self.fclk.edge_at_or_after(now + self.cdc_latency);
-            w.fifos[self.out].push(now, pkt, bytes, ready, ready);
+            w.push(self.out, now, pkt, bytes, ready, ready);
             self.next_deq[o] = now + self.deq_interval;
         }
     }
@@ -152,7 +154,6 @@ impl Component<World> for Scheduler {
                 }
             }
         }
-        let _ = &self.credits_total;
         t
     }
 }
@@ -184,6 +185,9 @@ impl Component<World> for Crossbar {
     fn edge_after(&self, t: Time) -> Time {
         self.clk.edge_after(t)
     }
+    fn watches(&self) -> u128 {
+        self.srcs.iter().chain(&self.dsts).fold(0, |m, &f| m | bit(f))
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         let n = self.srcs.len();
         for d in 0..self.dsts.len() {
@@ -199,14 +203,14 @@ impl Component<World> for Crossbar {
                 if self.dest_of(p) != d || !w.fifos[self.dsts[d]].has_room(p.size) {
                     continue;
                 }
-                let slot = w.fifos[self.srcs[s]].pop(now).unwrap();
+                let slot = w.pop(self.srcs[s], now).unwrap();
                 if s == 0 {
                     w.free_cells += 1; // read out of the central buffer
                 }
                 let beats = self.src_links[s].beats_for(slot.bytes) + self.descriptor_beats;
                 let tr = self.src_links[s].send_beats(now, beats, slot.tail);
                 self.dst_links[d].send_beats(now, beats, slot.tail);
-                w.fifos[self.dsts[d]].push(now, slot.item, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+                w.push(self.dsts[d], now, slot.item, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
                 self.rr[d] = (s + 1) % n;
                 break;
             }
@@ -303,7 +307,6 @@ pub fn build(
         deq_interval: pifo_clk.cycles(c.pifo_cycles_per_packet as u64),
         cdc_latency: pifo_clk.cycles(2),
         module_in: mod_in,
-        credits_total: vec![],
         dispatch_depth: 8,
     }));
     comps.push(Box::new(PreProcessor {

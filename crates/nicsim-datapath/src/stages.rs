@@ -6,7 +6,7 @@ use nicsim_kernel::{Component, Link, Time};
 
 use crate::packet::{Chain, Pkt};
 use crate::traffic::Source;
-use crate::world::{FifoId, World};
+use crate::world::{bit, FifoId, World};
 
 /// Pushes the source's packets into the datapath at their arrival times, as fast as the
 /// first link and backpressure allow (packets wait at the MAC, unmeasured, when it is busy).
@@ -43,6 +43,9 @@ impl Component<World> for Generator {
     fn edge_after(&self, t: Time) -> Time {
         self.link.clock.edge_after(t)
     }
+    fn watches(&self) -> u128 {
+        bit(self.out)
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         self.refill(w);
         let Some(p) = &self.pending else { return };
@@ -50,7 +53,7 @@ impl Component<World> for Generator {
             let p = self.pending.take().unwrap();
             let tr = self.link.send(now, p.size, now);
             let size = p.size;
-            w.fifos[self.out].push(now, p, size, tr.head, tr.tail);
+            w.push(self.out, now, p, size, tr.head, tr.tail);
             self.refill(w);
         }
     }
@@ -93,13 +96,16 @@ impl Component<World> for PreProcessor {
     fn edge_after(&self, t: Time) -> Time {
         self.link.clock.edge_after(t)
     }
+    fn watches(&self) -> u128 {
+        bit(self.inp) | bit(self.out)
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         let Some(p) = w.ready_front(self.inp, now) else { return };
         if !self.link.is_free(now) || !w.fifos[self.out].has_room(p.size) {
             return;
         }
         w.apply_remaps(now);
-        let slot = w.fifos[self.inp].pop(now).unwrap();
+        let slot = w.pop(self.inp, now).unwrap();
         let mut pkt = slot.item;
         let beats = self.link.beats_for(slot.bytes) + self.descriptor_beats;
         let tr = self.link.send_beats(now, beats, slot.tail);
@@ -124,7 +130,7 @@ impl Component<World> for PreProcessor {
                 }
             }
         };
-        w.fifos[self.out].push(now, pkt, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+        w.push(self.out, now, pkt, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
     }
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
         let s = w.fifos[self.inp].front()?;
@@ -150,11 +156,14 @@ impl Component<World> for Dma {
     fn edge_after(&self, t: Time) -> Time {
         self.link.clock.edge_after(t)
     }
+    fn watches(&self) -> u128 {
+        bit(self.inp)
+    }
     fn step(&mut self, now: Time, w: &mut World) {
         if w.ready_front(self.inp, now).is_none() || !self.link.is_free(now) {
             return;
         }
-        let slot = w.fifos[self.inp].pop(now).unwrap();
+        let slot = w.pop(self.inp, now).unwrap();
         let tr = self.link.send(now, slot.bytes, slot.tail);
         w.sink.deliver(tr.tail + self.latency, &slot.item);
     }

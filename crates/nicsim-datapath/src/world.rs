@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use nicsim_kernel::{Fifo, Link, Time};
+use nicsim_kernel::{Changes, Fifo, Link, Slot, Time};
 
 use crate::measure::Sink;
 use crate::packet::{Chain, Pkt};
@@ -32,6 +32,23 @@ pub struct World {
     pub free_cells: u32,
     /// PANIC: credits each offload module has free (units × credits − packets held).
     pub module_free_credits: Vec<u32>,
+    /// Resources changed in the current instant (bit `id % 128` per FIFO).
+    pub changed: u128,
+}
+
+/// The change bit of FIFO `id`.
+#[inline]
+pub fn bit(id: FifoId) -> u128 {
+    1u128 << (id % 128)
+}
+
+impl Changes for World {
+    fn changes(&self) -> u128 {
+        self.changed
+    }
+    fn take_changes(&mut self) -> u128 {
+        std::mem::take(&mut self.changed)
+    }
 }
 
 impl World {
@@ -39,6 +56,24 @@ impl World {
         self.fifos.push(Fifo::new(capacity_bytes as u64));
         self.fifo_names.push(name.into());
         self.fifos.len() - 1
+    }
+
+    #[inline]
+    pub fn push(&mut self, id: FifoId, now: Time, item: Pkt, bytes: u32, head: Time, tail: Time) {
+        self.changed |= bit(id);
+        self.fifos[id].push(now, item, bytes, head, tail);
+    }
+
+    #[inline]
+    pub fn pop(&mut self, id: FifoId, now: Time) -> Option<Slot<Pkt>> {
+        self.changed |= bit(id);
+        self.fifos[id].pop(now)
+    }
+
+    #[inline]
+    pub fn front_mut(&mut self, id: FifoId) -> Option<&mut Slot<Pkt>> {
+        self.changed |= bit(id);
+        self.fifos[id].front_mut()
     }
 
     pub fn drop_pkt(&mut self, reason: &'static str) {
@@ -64,9 +99,9 @@ impl World {
 
     /// Move the front packet of `from` into `to` over `link` at `now` (caller checked room).
     pub fn forward(&mut self, now: Time, link: &mut Link, from: FifoId, to: FifoId, latency: Time) {
-        let slot = self.fifos[from].pop(now).expect("forward from an empty FIFO");
+        let slot = self.pop(from, now).expect("forward from an empty FIFO");
         let tr = link.send(now, slot.bytes, slot.tail);
-        self.fifos[to].push(now, slot.item, slot.bytes, tr.head + latency, tr.tail + latency);
+        self.push(to, now, slot.item, slot.bytes, tr.head + latency, tr.tail + latency);
     }
 
     /// When a forward from `from` over `link` could next happen, ignoring room downstream.

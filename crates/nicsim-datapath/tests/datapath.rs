@@ -10,7 +10,7 @@ use nicsim_datapath::{Config, Datapath};
 use serde_json::Value;
 
 fn paper() -> Config {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/flexpipe_paper.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
     Config::from_toml(&text).unwrap()
 }
 
@@ -173,7 +173,7 @@ fn functional_offloads_check_every_packet_and_drop_with_reasons() {
 
 #[test]
 fn config_errors_name_the_key() {
-    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/flexpipe_paper.toml")).unwrap();
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
     let cases = [
         ("rate_gbps = 90.0", "rate_gbps = \"fast\"", "traffic.rate_gbps"),
         ("rate_gbps = 90.0", "rate_gbps = -1.0", "traffic.rate_gbps"),

@@ -17,5 +17,5 @@ pub mod time;
 
 pub use fifo::{Fifo, FifoStats, Slot};
 pub use link::{Link, Transfer};
-pub use sim::{Component, Engine, Mode, RunStats};
+pub use sim::{Changes, Component, Engine, Mode, RunStats};
 pub use time::{Clock, Time, Timebase};

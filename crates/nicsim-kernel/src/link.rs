@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn one_beat_per_cycle_and_no_overtaking() {
-        let c = Clock { mhz: 250, period: 12 };
+        let c = Clock::new(250, 12);
         let mut l = Link::new(512, c);
         assert_eq!(l.beats_for(64), 1);
         assert_eq!(l.beats_for(65), 2);

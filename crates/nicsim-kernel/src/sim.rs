@@ -10,6 +10,13 @@
 //! seen by the producer in the same cycle). Both modes give identical results when every
 //! component's `step` is a no-op at instants where it has nothing to do and `next_wake` never
 //! overshoots; the models' tests check this.
+//!
+//! In skipping mode the loop also caches every component's wake-up. The world reports which
+//! shared resources (FIFOs, counters; up to 128 bits, aliased beyond) changed, each component
+//! says which it watches, and a component is stepped at an instant only if it is due there or
+//! something it watches changed earlier in the same instant; its wake-up is recomputed only if
+//! it was stepped or something it watches changed. That keeps both modes identical while an
+//! instant costs only the few components that take part in it.
 
 use crate::time::Time;
 
@@ -23,6 +30,18 @@ pub trait Component<W> {
     /// The earliest instant after `now` at which `step` could change anything, or `None`
     /// if only another component's action can give it work.
     fn next_wake(&self, now: Time, world: &W) -> Option<Time>;
+    /// Bits of the shared resources whose changes can give this component work.
+    fn watches(&self) -> u128 {
+        u128::MAX
+    }
+}
+
+/// The shared world tells the loop which resources changed since it last asked.
+pub trait Changes {
+    /// Bits changed since the last `take_changes`.
+    fn changes(&self) -> u128;
+    /// Return and clear the changed bits.
+    fn take_changes(&mut self) -> u128;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +68,36 @@ pub struct Engine<W> {
     pub now: Time,
     pub stats: RunStats,
     visited: bool,
+    wakes: Vec<Option<Time>>,
+    watches: Vec<u128>,
+    stepped: Vec<bool>,
 }
 
-impl<W> Engine<W> {
+impl<W: Changes> Engine<W> {
     pub fn new(components: Vec<Box<dyn Component<W>>>, world: W, mode: Mode) -> Engine<W> {
-        Engine { components, world, mode, now: 0, stats: RunStats::default(), visited: false }
+        let n = components.len();
+        let watches = components.iter().map(|c| c.watches()).collect();
+        // Every component is due at time 0.
+        Engine { components, world, mode, now: 0, stats: RunStats::default(), visited: false, wakes: vec![Some(0); n], watches, stepped: vec![false; n] }
+    }
+
+    fn visit(&mut self) {
+        let now = self.now;
+        self.stats.instants += 1;
+        for (i, c) in self.components.iter_mut().enumerate() {
+            let due = self.mode == Mode::Stepped || self.wakes[i].is_some_and(|t| t <= now) || self.world.changes() & self.watches[i] != 0;
+            self.stepped[i] = due && c.has_edge(now);
+            if self.stepped[i] {
+                c.step(now, &mut self.world);
+                self.stats.steps += 1;
+            }
+        }
+        let changed = self.world.take_changes();
+        for (i, c) in self.components.iter().enumerate() {
+            if self.mode == Mode::Stepped || self.stepped[i] || changed & self.watches[i] != 0 || self.wakes[i].is_some_and(|t| t <= now) {
+                self.wakes[i] = c.next_wake(now, &self.world);
+            }
+        }
     }
 
     /// Run until no component has anything left to do (returns `true`) or the next instant
@@ -61,18 +105,11 @@ impl<W> Engine<W> {
     pub fn run_until(&mut self, until: Time) -> bool {
         loop {
             if !self.visited {
-                self.stats.instants += 1;
-                for c in self.components.iter_mut() {
-                    if c.has_edge(self.now) {
-                        c.step(self.now, &mut self.world);
-                        self.stats.steps += 1;
-                    }
-                }
+                self.visit();
                 self.visited = true;
             }
             let t = self.now;
-            let Some(wake) = self.components.iter().filter_map(|c| c.next_wake(t, &self.world)).min()
-            else {
+            let Some(wake) = self.wakes.iter().flatten().copied().min() else {
                 return true;
             };
             debug_assert!(wake > t, "next_wake must lie in the future");

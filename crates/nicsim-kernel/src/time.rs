@@ -42,7 +42,7 @@ impl Timebase {
             mhz > 0 && self.ticks_per_us % mhz as u64 == 0,
             "clock {mhz} MHz not in timebase"
         );
-        Clock { mhz, period: self.ticks_per_us / mhz as u64 }
+        Clock::new(mhz, self.ticks_per_us / mhz as u64)
     }
     pub fn to_us(&self, t: Time) -> f64 {
         t as f64 / self.ticks_per_us as f64
@@ -57,26 +57,52 @@ impl Timebase {
 }
 
 /// A clock domain: edges at every multiple of `period` ticks, starting at time 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Edge arithmetic divides by the period on every call in the simulator's hot loop, so the
+/// divisor is strength-reduced once (multiply and shift instead of a hardware divide).
+#[derive(Clone, Copy)]
 pub struct Clock {
     pub mhz: u32,
     pub period: Time,
+    div: strength_reduce::StrengthReducedU64,
 }
 
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock({} MHz, {} ticks)", self.mhz, self.period)
+    }
+}
+
+impl PartialEq for Clock {
+    fn eq(&self, o: &Clock) -> bool {
+        self.period == o.period
+    }
+}
+impl Eq for Clock {}
+
 impl Clock {
+    /// A clock of `mhz` whose period is `period` ticks (> 0).
+    pub fn new(mhz: u32, period: Time) -> Clock {
+        Clock { mhz, period, div: strength_reduce::StrengthReducedU64::new(period) }
+    }
     /// The first edge at or after `t`.
     #[inline]
     pub fn edge_at_or_after(&self, t: Time) -> Time {
-        t.div_ceil(self.period) * self.period
+        let q = t / self.div;
+        if q * self.period == t {
+            t
+        } else {
+            (q + 1) * self.period
+        }
     }
     /// The first edge strictly after `t`.
     #[inline]
     pub fn edge_after(&self, t: Time) -> Time {
-        (t / self.period + 1) * self.period
+        (t / self.div + 1) * self.period
     }
     #[inline]
     pub fn is_edge(&self, t: Time) -> bool {
-        t % self.period == 0
+        t % self.div == 0
     }
     /// Duration of `n` cycles.
     #[inline]
@@ -101,7 +127,7 @@ mod tests {
 
     #[test]
     fn edges() {
-        let c = Clock { mhz: 250, period: 12 };
+        let c = Clock::new(250, 12);
         assert_eq!(c.edge_at_or_after(0), 0);
         assert_eq!(c.edge_at_or_after(1), 12);
         assert_eq!(c.edge_at_or_after(12), 12);

@@ -1,0 +1,23 @@
+//! Times the FlexPipe paper experiment and a long run: `cargo run --release --example simbench -- [packets] [arch] [functional]`.
+use nicsim_datapath::{Config, Datapath};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let packets: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(11000);
+    let arch = args.get(2).cloned().unwrap_or_else(|| "flexpipe".into());
+    let functional = args.get(3).is_some_and(|s| s == "functional");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
+    let text = text.replace("arch = \"flexpipe\"", &format!("arch = \"{arch}\""));
+    let mut cfg = Config::from_toml(&text).unwrap();
+    cfg.traffic.packets = packets;
+    cfg.functional = functional;
+    let t = std::time::Instant::now();
+    let mut d = Datapath::new(cfg).unwrap();
+    d.run(None);
+    let dt = t.elapsed().as_secs_f64();
+    let s = d.summary();
+    println!(
+        "{{\"arch\": \"{arch}\", \"packets\": {packets}, \"functional\": {functional}, \"seconds\": {dt:.4}, \"packets_per_second\": {:.0}, \"throughput_gbps\": {:.2}, \"instants\": {}}}",
+        packets as f64 / dt, s["throughput_gbps"].as_f64().unwrap(), s["engine"]["instants"]
+    );
+}

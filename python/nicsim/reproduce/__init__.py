@@ -1,0 +1,1 @@
+"""Experiments that reproduce the seed papers' results, one module per paper."""
