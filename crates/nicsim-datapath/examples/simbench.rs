@@ -1,4 +1,5 @@
-//! Times the FlexPipe paper experiment and a long run: `cargo run --release --example simbench -- [packets] [arch] [functional]`.
+//! Times the FlexPipe paper experiment and a long run:
+//! `cargo run --release --example simbench -- [packets] [arch] [timing|functional] [rate_gbps]`.
 use nicsim_datapath::{Config, Datapath};
 
 fn main() {
@@ -11,13 +12,16 @@ fn main() {
     let mut cfg = Config::from_toml(&text).unwrap();
     cfg.traffic.packets = packets;
     cfg.functional = functional;
+    if let Some(r) = args.get(4).and_then(|s| s.parse().ok()) {
+        cfg.traffic.rate_gbps = r;
+    }
     let t = std::time::Instant::now();
     let mut d = Datapath::new(cfg).unwrap();
     d.run(None);
     let dt = t.elapsed().as_secs_f64();
     let s = d.summary();
     println!(
-        "{{\"arch\": \"{arch}\", \"packets\": {packets}, \"functional\": {functional}, \"seconds\": {dt:.4}, \"packets_per_second\": {:.0}, \"throughput_gbps\": {:.2}, \"instants\": {}}}",
-        packets as f64 / dt, s["throughput_gbps"].as_f64().unwrap(), s["engine"]["instants"]
+        "{{\"arch\": \"{arch}\", \"packets\": {packets}, \"functional\": {functional}, \"seconds\": {dt:.4}, \"packets_per_second\": {:.0}, \"throughput_gbps\": {:.2}, \"instants\": {}, \"latency_mean_us\": {:.3}, \"dropped\": {}}}",
+        packets as f64 / dt, s["throughput_gbps"].as_f64().unwrap(), s["engine"]["instants"], s["latency_us"]["mean"].as_f64().unwrap_or(0.0), s["packets"]["dropped"]
     );
 }

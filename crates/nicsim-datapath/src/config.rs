@@ -157,6 +157,15 @@ pub enum PanicVariant {
     Full,
 }
 
+impl PanicVariant {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PanicVariant::Eval => "eval",
+            PanicVariant::Full => "full",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PanicCfg {
@@ -168,13 +177,15 @@ pub struct PanicCfg {
     pub pifo_cycles_per_packet: u32,
     /// Credits per unit (packets a unit may have queued).
     pub credits: u32,
+    /// The prototype's crossbar ports (informative: the eval variant has offloads + 2 ports,
+    /// the full variant units + 2).
     pub crossbar_ports: u32,
     pub crossbar_latency_cycles: u32,
     pub crossbar_port_buffer_bytes: u32,
     pub cell_bytes: u32,
     pub buffer_cells: u32,
     pub parser_latency_cycles: u32,
-    /// Offload every chain starts with in the eval variant.
+    /// Offload every chain starts with in the eval variant (ignored by the full variant).
     pub first_offload: Option<String>,
 }
 
@@ -185,13 +196,13 @@ impl Default for PanicCfg {
             descriptor_bits: 96,
             pifo_clock_mhz: 125,
             pifo_entries: 128,
-            pifo_cycles_per_packet: 1,
-            credits: 4,
+            pifo_cycles_per_packet: 2,
+            credits: 2,
             crossbar_ports: 8,
             crossbar_latency_cycles: 2,
             crossbar_port_buffer_bytes: 4096,
             cell_bytes: 1536,
-            buffer_cells: 1024,
+            buffer_cells: 84,
             parser_latency_cycles: 4,
             first_offload: None,
         }

@@ -180,6 +180,13 @@ pub struct Offload {
     /// The splitter found no unit able to take its packet; only a unit event can change that.
     lb_blocked: bool,
     wakes: BinaryHeap<Reverse<(Time, u32)>>,
+    /// Where this Offload's credits live in `World::module_free_credits` (PANIC).
+    credit_id: usize,
+    /// PANIC full variant (one unit per Offload): a packet that finds no free credit goes back
+    /// out through the bypass path with `detour` set, and credits come back when the last beat
+    /// of a finished packet has left the unit (`returns`: when, unit).
+    detour: bool,
+    returns: VecDeque<(Time, usize)>,
 }
 
 impl Offload {
@@ -209,7 +216,26 @@ impl Offload {
             sticky_unit: 0,
             lb_blocked: false,
             wakes: BinaryHeap::new(),
+            credit_id: idx as usize,
+            detour: false,
+            returns: VecDeque::new(),
         }
+    }
+
+    /// Make this one-unit Offload a PANIC compute engine of the full variant: its credits are
+    /// `World::module_free_credits[credit_id]`, which the scheduler also takes at dispatch; a
+    /// packet is admitted if it carries a credit (`credited`) or a credit is free, otherwise it
+    /// is detoured back to the scheduler; credits return when a packet's last beat has left.
+    pub fn panic_engine(mut self, credit_id: usize) -> Offload {
+        assert_eq!(self.units.len(), 1, "a PANIC engine is one unit");
+        self.credit_id = credit_id;
+        self.detour = true;
+        self
+    }
+
+    /// Full variant: whether the unit admits `p` (else it is detoured).
+    fn admits(&self, p: &Pkt, w: &World) -> bool {
+        p.credited || w.module_free_credits[self.credit_id] > 0
     }
 
     pub fn n_units(&self) -> usize {
@@ -274,7 +300,7 @@ impl Offload {
         let unit = &mut self.units[u];
         unit.held = unit.held.wrapping_add_signed(delta);
         if let Steering::Credits { .. } = self.spec.steering {
-            let c = &mut w.module_free_credits[self.idx as usize];
+            let c = &mut w.module_free_credits[self.credit_id];
             *c = c.wrapping_add_signed(-delta);
             w.changed |= bit(self.inp);
         }
@@ -393,6 +419,14 @@ impl Component<World> for Offload {
         if !self.pclk.is_edge(now) {
             return;
         }
+        // Credits of packets whose last beat has left the unit (full PANIC variant).
+        while let Some(&(t, u)) = self.returns.front() {
+            if t > now {
+                break;
+            }
+            self.returns.pop_front();
+            self.hold(u, -1, w);
+        }
         // Traffic Arbiter → next Offload.
         if self.arb_link.is_free(now) {
             if let Some(from) = self.arbiter_pick(now, w) {
@@ -416,7 +450,11 @@ impl Component<World> for Offload {
                     let empty = unit.done.is_empty();
                     let tr = self.rr_link.send(now, bytes, now);
                     w.push(self.ufifo, now, pkt, bytes, tr.head, tr.tail);
-                    self.hold(u, -1, w);
+                    if self.detour {
+                        self.returns.push_back((tr.tail, u));
+                    } else {
+                        self.hold(u, -1, w);
+                    }
                     if self.spec.idle_cycles > 0 {
                         let unit = &mut self.units[u];
                         unit.free_at = unit.free_at.max(tr.tail + self.pclk.cycles(self.spec.idle_cycles as u64));
@@ -434,12 +472,24 @@ impl Component<World> for Offload {
         if self.split_link.is_free(now) {
             let Some(p) = w.ready_front(self.inp, now) else { return };
             let bytes = w.fifos[self.inp].front().unwrap().bytes;
-            if self.wants(p) {
-                let target = self.steer(now, bytes);
+            if self.detour && self.wants(p) && !self.admits(p, w) {
+                // No credit: the whole packet goes back to the scheduler.
+                if w.fifos[self.bypass].has_room(bytes) {
+                    w.front_mut(self.inp).unwrap().item.detour = true;
+                    w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
+                    w.detours += 1;
+                }
+            } else if self.wants(p) {
+                let target = if self.detour { Some(0) } else { self.steer(now, bytes) };
                 self.lb_blocked = target.is_none();
                 if let Some(u) = target {
                     self.sticky_unit = u;
-                    let slot = w.pop(self.inp, now).unwrap();
+                    let mut slot = w.pop(self.inp, now).unwrap();
+                    if std::mem::take(&mut slot.item.credited) {
+                        // The scheduler took this unit's credit at dispatch: hand it back
+                        // so that `hold` takes it again.
+                        w.module_free_credits[self.credit_id] += 1;
+                    }
                     let tr = self.split_link.send(now, slot.bytes, slot.tail);
                     let unit = &mut self.units[u];
                     unit.queued_bytes += slot.bytes as u64;
@@ -459,6 +509,9 @@ impl Component<World> for Offload {
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
         let mut t = self.wakes.peek().map(|Reverse((t, _))| *t);
         let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
+        if let Some(&(r, _)) = self.returns.front() {
+            consider(self.pclk.edge_at_or_after(r.max(now + 1)));
+        }
         // Arbiter.
         for f in [self.bypass, self.ufifo] {
             if let Some(s) = w.fifos[f].front() {
@@ -476,7 +529,9 @@ impl Component<World> for Offload {
         // Splitter.
         if let Some(s) = w.fifos[self.inp].front() {
             let at = self.split_link.free_edge(s.head.max(now + 1));
-            let room = if self.wants(&s.item) {
+            let room = if self.detour && self.wants(&s.item) {
+                self.admits(&s.item, w) || w.fifos[self.bypass].has_room(s.bytes)
+            } else if self.wants(&s.item) {
                 !self.lb_blocked
             } else {
                 w.fifos[self.bypass].has_room(s.bytes)

@@ -95,6 +95,8 @@ impl Datapath {
             unit_busy_ticks: vec![0; cfg.offloads.len()],
             free_cells: cfg.panic.buffer_cells,
             module_free_credits: Vec::new(),
+            detours: 0,
+            crossbar_ports: 0,
             changed: 0,
         };
         let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
@@ -222,7 +224,7 @@ impl Datapath {
             units.insert(o.name.clone(), json!({"units": o.units, "utilisation": util}));
         }
         let sink = &w.sink;
-        json!({
+        let mut out = json!({
             "arch": self.cfg.arch.as_str(),
             "seed": self.cfg.seed,
             "functional": self.cfg.functional,
@@ -251,6 +253,16 @@ impl Datapath {
             "fifos": fifos,
             "offloads": units,
             "engine": {"instants": self.engine.stats.instants, "steps": self.engine.stats.steps, "ticks_per_us": tb.ticks_per_us()},
-        })
+        });
+        if self.cfg.arch == Arch::Panic {
+            // Detours: packets a unit sent back to the scheduler for lack of credit (full
+            // variant; always 0 in the eval variant). Crossbar ports as modelled.
+            out["panic"] = json!({
+                "variant": self.cfg.panic.variant.as_str(),
+                "detours": w.detours,
+                "crossbar_ports": w.crossbar_ports,
+            });
+        }
+        out
     }
 }

@@ -89,6 +89,15 @@ pub struct Pkt {
     /// Offloads that actually processed the packet, in order.
     pub trace: Chain,
     pub recircs: u8,
+    /// PANIC (full variant): the crossbar port (global unit index) the scheduler dispatched
+    /// the packet to; meaningful while `credited` is set.
+    pub dest_unit: u16,
+    /// PANIC (full variant): the scheduler took a credit of `dest_unit` for this packet at
+    /// dispatch; the unit accepts it unconditionally and clears the flag.
+    pub credited: bool,
+    /// PANIC (full variant): the receiving unit had no credit left; the crossbar sends the
+    /// packet back to the scheduler, which clears the flag.
+    pub detour: bool,
     pub t_arrival: Time,
     pub t_parse: Time,
     pub frame: Option<Box<Frame>>,

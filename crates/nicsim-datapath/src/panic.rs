@@ -1,16 +1,50 @@
-//! PANIC (Lin et al., OSDI 2020) as the FlexPipe paper evaluates it, following the public RTL.
+//! PANIC (Lin et al., OSDI 2020), following its public RTL (`panic_define.v`,
+//! `compute_engine.v`, `panic_scheduler.v`, `pifo_warp.v`), in two variants (`panic.variant`).
 //!
-//! Parser (writes a 96-bit descriptor that travels as its own beat *ahead of* the packet on
-//! every link) → central Scheduler (packet buffer of 1536-byte cells; one PIFO per offload in a
-//! 125 MHz clock domain, one enqueue per PIFO cycle and one dequeue every
-//! `pifo_cycles_per_packet` PIFO cycles; dispatch only while the first offload has credit) →
-//! crossbar (a transfer holds the sender's and the receiver's port for descriptor + data
-//! beats; round robin per receiving port) → offload modules (the evaluation variant: units of
-//! one type grouped behind one port, the unit chosen at the module's ingress by credits) →
-//! push-based chaining to the next module over the crossbar → DMA engine.
+//! Common to both: the parser (Pre-Processor, `panic.parser_latency_cycles`) writes a descriptor
+//! of `panic.descriptor_bits` that travels as its own beat(s) *ahead of* the packet on every
+//! link → the central Scheduler: a packet buffer of `panic.buffer_cells` cells of
+//! `panic.cell_bytes` (no free cell → drop `buffer_full`; a cell is freed when the crossbar reads
+//! the packet out), one PIFO of `panic.pifo_entries` per offload (full → drop `pifo_full`) in a
+//! `panic.pifo_clock_mhz` domain behind clock-domain crossings of 2 PIFO cycles, one enqueue per
+//! PIFO cycle and one dequeue per PIFO every `panic.pifo_cycles_per_packet` PIFO cycles, at most
+//! 8 descriptors in the dispatch FIFO → a crossbar of 512-bit (`pipeline.width_bits`) ports at
+//! the pipeline clock (a transfer holds the sender's and the receiver's port for descriptor +
+//! data beats, round robin per receiving port, `panic.crossbar_latency_cycles`, an input buffer
+//! of `panic.crossbar_port_buffer_bytes` per port) → compute engines (the `Offload` component;
+//! an engine idles one cycle after handing a packet on; `panic.credits` per engine) → the next
+//! offload over the crossbar (push-based chaining) → the DMA engine.
 //!
-//! The evaluation variant has no detours and a fixed first offload (`panic.first_offload`, by
-//! default the first offload in physical order).
+//! **`eval`** (default): the FlexPipe paper's evaluation variant (its §IV). The units of one
+//! offload sit behind one crossbar port (`offloads.len() + 2` ports: 8 for the paper's six, the
+//! prototype's `panic.crossbar_ports`); the scheduler dispatches while the module has credit
+//! (units × credits minus packets held or on their way); the module's ingress picks the unit
+//! (sticky: the same unit until it has no credit); no detours; every chain starts with a fixed
+//! offload (`panic.first_offload`, by default the first in physical order), prepended if absent.
+//!
+//! **`full`**: PANIC as published. Every unit is its own crossbar port, so the crossbar grows to
+//! units + 2 ports (scheduler, DMA engine) whatever `panic.crossbar_ports` says (the summary's
+//! `panic.crossbar_ports` gives the modelled count). Chains are the flow table's, unchanged;
+//! `panic.first_offload` is ignored. Credits are per unit (`World::module_free_credits`, one
+//! slot per unit): free = credits − packets the unit holds − credits the scheduler took for
+//! packets on their way to it.
+//! - First hop: the PIFO of the packet's first offload dequeues only when some unit of that
+//!   offload has a free credit; the packet goes to the unit with the most (lowest index on a
+//!   tie), whose credit is taken at dispatch (`Pkt::credited`, `Pkt::dest_unit`).
+//! - Push-based chaining: a finished packet goes straight to its next offload's predetermined
+//!   unit with no credit check by the sender. Per offload a sticky pointer (kept by the
+//!   crossbar, standing for the scheduler's table) names that unit; it stays while the unit has
+//!   a free credit and otherwise moves, at the next push, to the unit with the most free
+//!   credits (lowest index on a tie; it stays if none has one).
+//! - The receiving unit decides on arrival: a `credited` packet, or any packet while a credit
+//!   is free, is accepted (taking the credit); otherwise the whole packet goes back out of the
+//!   unit with `Pkt::detour` set and the crossbar sends it to the scheduler's port (a *detour*,
+//!   counted in the summary as `panic.detours`). The scheduler writes it back into a buffer cell
+//!   and enqueues it in the PIFO of that offload with priority − 1 (saturating at 0; the
+//!   descriptor's priority is rewritten); it is then dispatched like a first hop.
+//! - A credit comes back when the last beat of the finished packet has left the engine.
+//! - A finished packet (or one with an empty chain, through an extra PIFO without credits) goes
+//!   to the DMA engine's port.
 
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -46,9 +80,34 @@ pub struct Scheduler {
     pifo_entries: usize,
     deq_interval: Time,
     cdc_latency: Time,
-    /// Crossbar input FIFO of each offload module (to count packets already sent its way).
+    /// Crossbar input FIFO of each offload module (to count packets already sent its way);
+    /// in the full variant of each unit (their change bits carry the units' credit changes).
     module_in: Vec<FifoId>,
     dispatch_depth: usize,
+    /// The full variant's per-unit credits and detour input.
+    full: Option<FullSched>,
+}
+
+/// What the scheduler of the full variant knows beyond the eval variant's.
+struct FullSched {
+    /// Units of offload `o` are `base[o]..base[o + 1]` (global unit indices, which are also
+    /// their crossbar ports and their slots in `World::module_free_credits`).
+    base: Vec<usize>,
+    /// The scheduler's crossbar input: detoured packets.
+    detour_in: FifoId,
+}
+
+impl FullSched {
+    /// The unit of offload `o` with the most free credits (the lowest index on a tie).
+    fn best_unit(&self, o: usize, w: &World) -> usize {
+        let mut best = self.base[o];
+        for u in self.base[o] + 1..self.base[o + 1] {
+            if w.module_free_credits[u] > w.module_free_credits[best] {
+                best = u;
+            }
+        }
+        best
+    }
 }
 
 /// A packet waiting in a PIFO (ordering ignores it).
@@ -73,6 +132,10 @@ impl Ord for PktBox {
 impl Scheduler {
     /// Credits the module of offload `o` has left after what is already on its way there.
     fn credit_left(&self, o: usize, w: &World) -> bool {
+        if let Some(f) = &self.full {
+            // The last PIFO holds packets with an empty chain: straight to the DMA engine.
+            return o + 1 == self.pifos.len() || w.module_free_credits[f.best_unit(o, w)] > 0;
+        }
         let in_flight = w.fifos[self.module_in[o]].len() + w.fifos[self.out].iter().filter(|s| s.item.next_offload() == Some(o as u8)).count();
         (w.module_free_credits[o] as usize) > in_flight
     }
@@ -86,22 +149,30 @@ impl Component<World> for Scheduler {
         self.fclk.edge_after(t).min(self.pclk.edge_after(t))
     }
     fn watches(&self) -> u128 {
-        self.module_in.iter().fold(bit(self.inp) | bit(self.out), |m, &f| m | bit(f))
+        let detour = self.full.as_ref().map_or(0, |f| bit(f.detour_in));
+        self.module_in.iter().fold(bit(self.inp) | bit(self.out) | detour, |m, &f| m | bit(f))
     }
     fn step(&mut self, now: Time, w: &mut World) {
         if self.fclk.is_edge(now) {
-            // Write arriving packets into the buffer; the descriptor crosses to the PIFO domain.
-            while let Some(s) = w.fifos[self.inp].front() {
-                if s.head > now {
-                    break;
+            // Write arriving packets (detoured ones first, full variant) into the buffer; the
+            // descriptor crosses to the PIFO domain. A detoured packet loses one priority level.
+            let detour_in = self.full.as_ref().map(|f| f.detour_in);
+            for from in detour_in.into_iter().chain([self.inp]) {
+                while let Some(s) = w.fifos[from].front() {
+                    if s.head > now {
+                        break;
+                    }
+                    let mut s = w.pop(from, now).unwrap();
+                    if w.free_cells == 0 {
+                        w.drop_pkt("buffer_full");
+                        continue;
+                    }
+                    w.free_cells -= 1;
+                    if std::mem::take(&mut s.item.detour) {
+                        s.item.priority = s.item.priority.saturating_sub(1);
+                    }
+                    self.cdc_in.push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
                 }
-                let s = w.pop(self.inp, now).unwrap();
-                if w.free_cells == 0 {
-                    w.drop_pkt("buffer_full");
-                    continue;
-                }
-                w.free_cells -= 1;
-                self.cdc_in.push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
             }
         }
         if !self.pclk.is_edge(now) {
@@ -111,7 +182,8 @@ impl Component<World> for Scheduler {
         if let Some((t, _, _, _)) = self.cdc_in.front() {
             if *t <= now {
                 let (_, pkt, bytes, tail) = self.cdc_in.pop_front().unwrap();
-                let o = pkt.next_offload().unwrap_or(0) as usize;
+                let done_pifo = if self.full.is_some() { self.pifos.len() - 1 } else { 0 };
+                let o = pkt.next_offload().map_or(done_pifo, |o| o as usize);
                 if self.pifos[o].len() >= self.pifo_entries {
                     w.free_cells += 1;
                     w.drop_pkt("pifo_full");
@@ -130,7 +202,15 @@ impl Component<World> for Scheduler {
             if *tail > now || !self.credit_left(o, w) {
                 continue;
             }
-            let (_, PktBox(pkt, bytes, _)) = self.pifos[o].pop().unwrap();
+            let (_, PktBox(mut pkt, bytes, _)) = self.pifos[o].pop().unwrap();
+            if let Some(f) = self.full.as_ref().filter(|_| o + 1 < self.pifos.len()) {
+                // Take a credit of the unit with the most: the packet is on its way there.
+                let u = f.best_unit(o, w);
+                w.module_free_credits[u] -= 1;
+                w.changed |= bit(self.module_in[u]);
+                pkt.dest_unit = u as u16;
+                pkt.credited = true;
+            }
             let ready = self.fclk.edge_at_or_after(now + self.cdc_latency);
             w.push(self.out, now, pkt, bytes, ready, ready);
             self.next_deq[o] = now + self.deq_interval;
@@ -140,6 +220,9 @@ impl Component<World> for Scheduler {
         let mut t: Option<Time> = None;
         let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
         if let Some(s) = w.fifos[self.inp].front() {
+            consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
+        }
+        if let Some(s) = self.full.as_ref().and_then(|f| w.fifos[f.detour_in].front()) {
             consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
         }
         if let Some((r, _, _, _)) = self.cdc_in.front() {
@@ -231,6 +314,129 @@ impl Component<World> for Crossbar {
     }
 }
 
+/// The full variant's crossbar: one port per unit, one for the scheduler and one for the DMA
+/// engine. Sources are the scheduler's dispatch FIFO and every unit's output; destinations every
+/// unit's input, the scheduler's detour input and the DMA engine. A packet the scheduler
+/// dispatched goes to the unit it took a credit of; a pushed packet (push-based chaining, no
+/// credit check by the sender) to its next offload's predetermined unit; a detoured one to the
+/// scheduler; a finished one to the DMA engine. A transfer holds the sender's and the
+/// receiver's port for descriptor + data beats; round robin per receiving port.
+pub struct UnitCrossbar {
+    clk: Clock,
+    srcs: Vec<FifoId>,
+    src_links: Vec<Link>,
+    dsts: Vec<FifoId>,
+    dst_links: Vec<Link>,
+    rr: Vec<usize>,
+    /// Units of offload `o` are `base[o]..base[o + 1]`.
+    base: Vec<usize>,
+    /// Per offload: the predetermined unit pushed packets go to. It stays while that unit has
+    /// a free credit and then moves to the unit with the most (the lowest index on a tie).
+    sticky: Vec<usize>,
+    descriptor_beats: u64,
+    latency: Time,
+    /// Per destination, the source granted in the current cycle (`usize::MAX`: none yet).
+    pick: Vec<usize>,
+    /// Destinations granted in the current cycle.
+    granted: Vec<usize>,
+}
+
+impl UnitCrossbar {
+    fn n_units(&self) -> usize {
+        self.base[self.base.len() - 1]
+    }
+    /// The unit a packet pushed to offload `o` goes to.
+    fn push_target(&self, o: usize, w: &World) -> usize {
+        let mut best = self.sticky[o];
+        if w.module_free_credits[best] == 0 {
+            for u in self.base[o]..self.base[o + 1] {
+                if w.module_free_credits[u] > w.module_free_credits[best] {
+                    best = u;
+                }
+            }
+        }
+        best
+    }
+    fn dest_of(&self, p: &Pkt, w: &World) -> usize {
+        let n = self.n_units();
+        if p.detour {
+            n
+        } else if p.credited {
+            p.dest_unit as usize
+        } else {
+            p.next_offload().map_or(n + 1, |o| self.push_target(o as usize, w))
+        }
+    }
+}
+
+impl Component<World> for UnitCrossbar {
+    fn has_edge(&self, t: Time) -> bool {
+        self.clk.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.clk.edge_after(t)
+    }
+    fn watches(&self) -> u128 {
+        // Units' credit changes mark their input FIFO's bit.
+        self.srcs.iter().chain(&self.dsts).fold(0, |m, &f| m | bit(f))
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        let n = self.srcs.len();
+        // Requests: each source's front packet asks for one destination.
+        for s in 0..n {
+            if !self.src_links[s].is_free(now) {
+                continue;
+            }
+            let Some(p) = w.ready_front(self.srcs[s], now) else { continue };
+            let d = self.dest_of(p, w);
+            if !self.dst_links[d].is_free(now) || !w.fifos[self.dsts[d]].has_room(p.size) {
+                continue;
+            }
+            let rr = self.rr[d];
+            let dist = |x: usize| (x + n - rr) % n;
+            if self.pick[d] == usize::MAX {
+                self.granted.push(d);
+                self.pick[d] = s;
+            } else if dist(s) < dist(self.pick[d]) {
+                self.pick[d] = s;
+            }
+        }
+        // Grants: one source per destination, round robin from `rr`.
+        for i in 0..self.granted.len() {
+            let d = self.granted[i];
+            let s = std::mem::replace(&mut self.pick[d], usize::MAX);
+            let slot = w.pop(self.srcs[s], now).unwrap();
+            if s == 0 {
+                w.free_cells += 1; // read out of the central buffer
+            }
+            if d < self.n_units() && !slot.item.credited {
+                if let Some(o) = slot.item.next_offload() {
+                    self.sticky[o as usize] = d;
+                }
+            }
+            let beats = self.src_links[s].beats_for(slot.bytes) + self.descriptor_beats;
+            let tr = self.src_links[s].send_beats(now, beats, slot.tail);
+            self.dst_links[d].send_beats(now, beats, slot.tail);
+            w.push(self.dsts[d], now, slot.item, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+            self.rr[d] = (s + 1) % n;
+        }
+        self.granted.clear();
+    }
+    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        (0..self.srcs.len())
+            .filter_map(|s| {
+                let f = w.fifos[self.srcs[s]].front()?;
+                let d = self.dest_of(&f.item, w);
+                if !w.fifos[self.dsts[d]].has_room(f.bytes) {
+                    return None;
+                }
+                let t = f.head.max(now + 1);
+                Some(self.src_links[s].free_edge(t).max(self.dst_links[d].free_edge(t)))
+            })
+            .min()
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     cfg: &Config,
@@ -244,7 +450,8 @@ pub fn build(
     let p = &cfg.pipeline;
     let c = &cfg.panic;
     if c.variant == PanicVariant::Full {
-        return Err("panic.variant: 'full' is not implemented yet; use 'eval'".into());
+        build_full(cfg, tb, world, comps, offloads, source, priorities);
+        return Ok(());
     }
     let fclk = tb.clock(p.clock_mhz);
     let pifo_clk = tb.clock(c.pifo_clock_mhz);
@@ -261,6 +468,7 @@ pub fn build(
     let mod_in: Vec<FifoId> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.xbar_in", o.name), c.crossbar_port_buffer_bytes)).collect();
     let mod_out: Vec<FifoId> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.xbar_out", o.name), c.crossbar_port_buffer_bytes)).collect();
     world.module_free_credits = cfg.offloads.iter().map(|o| o.units(p) * c.credits).collect();
+    world.crossbar_ports = cfg.offloads.len() as u32 + 2;
 
     comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
     let mut srcs = vec![sched_out];
@@ -308,6 +516,7 @@ pub fn build(
         cdc_latency: pifo_clk.cycles(2),
         module_in: mod_in,
         dispatch_depth: 8,
+        full: None,
     }));
     comps.push(Box::new(PreProcessor {
         inp: pre_in,
@@ -320,4 +529,102 @@ pub fn build(
     }));
     comps.push(Box::new(Generator::new(source, link, pre_in, None)));
     Ok(())
+}
+
+/// The full variant: every unit its own crossbar port, first hops dispatched by credits,
+/// push-based chaining to a predetermined unit, detours back to the scheduler.
+fn build_full(cfg: &Config, tb: &Timebase, world: &mut World, comps: &mut Vec<Box<dyn Component<World>>>, offloads: &mut Vec<OffloadInfo>, source: Source, priorities: Vec<u8>) {
+    let p = &cfg.pipeline;
+    let c = &cfg.panic;
+    let fclk = tb.clock(p.clock_mhz);
+    let pifo_clk = tb.clock(c.pifo_clock_mhz);
+    let link = Link::new(p.width_bits, fclk);
+    let desc_beats = (c.descriptor_bits as u64).div_ceil(p.width_bits as u64);
+    let pre_in = world.add_fifo("parser.in", p.stage_fifo_bytes);
+    let sched_in = world.add_fifo("scheduler.in", p.stage_fifo_bytes);
+    let sched_out = world.add_fifo("scheduler.dispatch", u32::MAX);
+    let detour_in = world.add_fifo("scheduler.detour_in", c.crossbar_port_buffer_bytes);
+    let dma_in = world.add_fifo("dma.in", c.crossbar_port_buffer_bytes);
+    let mut base = vec![0usize];
+    for o in &cfg.offloads {
+        base.push(base[base.len() - 1] + o.units(p) as usize);
+    }
+    let n_units = base[base.len() - 1];
+    let mut unit_in = Vec::with_capacity(n_units);
+    let mut unit_out = Vec::with_capacity(n_units);
+    for o in &cfg.offloads {
+        for k in 0..o.units(p) {
+            unit_in.push(world.add_fifo(format!("{}[{k}].xbar_in", o.name), c.crossbar_port_buffer_bytes));
+            unit_out.push(world.add_fifo(format!("{}[{k}].xbar_out", o.name), c.crossbar_port_buffer_bytes));
+        }
+    }
+    world.module_free_credits = vec![c.credits; n_units];
+    world.crossbar_ports = n_units as u32 + 2;
+
+    comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
+    let mut srcs = vec![sched_out];
+    srcs.extend(&unit_out);
+    let mut dsts = unit_in.clone();
+    dsts.extend([detour_in, dma_in]);
+    comps.push(Box::new(UnitCrossbar {
+        clk: fclk,
+        src_links: srcs.iter().map(|_| link.clone()).collect(),
+        dst_links: dsts.iter().map(|_| link.clone()).collect(),
+        rr: vec![0; dsts.len()],
+        pick: vec![usize::MAX; dsts.len()],
+        granted: Vec::new(),
+        srcs,
+        dsts,
+        sticky: base[..cfg.offloads.len()].to_vec(),
+        base: base.clone(),
+        descriptor_beats: desc_beats,
+        latency: fclk.cycles(c.crossbar_latency_cycles as u64),
+    }));
+    for (i, o) in cfg.offloads.iter().enumerate() {
+        let spec = UnitSpec {
+            width_bits: o.width_bits,
+            clock: tb.clock(o.clock_mhz),
+            delay_cycles: o.delay_cycles,
+            queue_bytes: u32::MAX,
+            out_bytes: c.crossbar_port_buffer_bytes,
+            steering: Steering::Credits { credits: c.credits, sticky: false },
+            descriptor_beats: 0,
+            idle_cycles: 1,
+        };
+        offloads.push(OffloadInfo { name: o.name.clone(), units: o.units(p) });
+        for u in base[i]..base[i + 1] {
+            let name = format!("{}[{}]", o.name, u - base[i]);
+            let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
+            let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
+            let engine = Offload::new(i as u8, name, 1, spec.clone(), (p.width_bits, fclk), true, [unit_in[u], detour, ufifo, unit_out[u]]);
+            comps.push(Box::new(engine.panic_engine(u)));
+        }
+    }
+    let n_pifos = cfg.offloads.len() + 1;
+    comps.push(Box::new(Scheduler {
+        fclk,
+        pclk: pifo_clk,
+        inp: sched_in,
+        out: sched_out,
+        pifos: (0..n_pifos).map(|_| BinaryHeap::new()).collect(),
+        cdc_in: VecDeque::new(),
+        next_deq: vec![0; n_pifos],
+        seq: 0,
+        pifo_entries: c.pifo_entries as usize,
+        deq_interval: pifo_clk.cycles(c.pifo_cycles_per_packet as u64),
+        cdc_latency: pifo_clk.cycles(2),
+        module_in: unit_in,
+        dispatch_depth: 8,
+        full: Some(FullSched { base, detour_in }),
+    }));
+    comps.push(Box::new(PreProcessor {
+        inp: pre_in,
+        out: sched_in,
+        link: link.clone(),
+        latency: fclk.cycles(c.parser_latency_cycles as u64),
+        policy: ChainPolicy::Table,
+        descriptor_beats: desc_beats,
+        priorities,
+    }));
+    comps.push(Box::new(Generator::new(source, link, pre_in, None)));
 }

@@ -30,8 +30,14 @@ pub struct World {
     pub unit_busy_ticks: Vec<u64>,
     /// PANIC: free cells in the central packet buffer.
     pub free_cells: u32,
-    /// PANIC: credits each offload module has free (units × credits − packets held).
+    /// PANIC: free credits per credit holder. Eval variant: one per offload module
+    /// (units × credits − packets held); full variant: one per unit (credits − packets held −
+    /// credits the scheduler took for packets on their way to it).
     pub module_free_credits: Vec<u32>,
+    /// PANIC: packets sent back to the scheduler because their next unit had no credit.
+    pub detours: u64,
+    /// PANIC: ports of the crossbar as modelled (for the summary).
+    pub crossbar_ports: u32,
     /// Resources changed in the current instant (bit `id % 128` per FIFO).
     pub changed: u128,
 }

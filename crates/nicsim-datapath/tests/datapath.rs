@@ -5,13 +5,25 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use nicsim_datapath::config::{Arch, Arrivals, SimMode, SizeDist};
+use nicsim_datapath::config::{Arch, Arrivals, PanicVariant, SimMode, SizeDist};
 use nicsim_datapath::{Config, Datapath};
 use serde_json::Value;
 
 fn paper() -> Config {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
     Config::from_toml(&text).unwrap()
+}
+
+/// Every architecture and variant: FlexPipe, StaticPipe, PANIC (eval), PANIC (full).
+fn archs() -> Vec<(Arch, PanicVariant)> {
+    vec![(Arch::Flexpipe, PanicVariant::Eval), (Arch::Staticpipe, PanicVariant::Eval), (Arch::Panic, PanicVariant::Eval), (Arch::Panic, PanicVariant::Full)]
+}
+
+fn paper_as(arch: Arch, variant: PanicVariant) -> Config {
+    let mut cfg = paper();
+    cfg.arch = arch;
+    cfg.panic.variant = variant;
+    cfg
 }
 
 fn run(cfg: Config) -> Value {
@@ -27,17 +39,24 @@ fn without_engine(mut v: Value) -> Value {
 
 #[test]
 fn stepped_and_skipping_runs_are_identical() {
-    for arch in [Arch::Flexpipe, Arch::Staticpipe, Arch::Panic] {
-        let mut cfg = paper();
-        cfg.arch = arch;
+    let mut cases: Vec<(Arch, PanicVariant, u32)> = archs().into_iter().map(|(a, v)| (a, v, 2)).collect();
+    // PANIC full with one credit per unit: detours all the time.
+    cases.push((Arch::Panic, PanicVariant::Full, 1));
+    for (arch, variant, credits) in cases {
+        let mut cfg = paper_as(arch, variant);
+        cfg.panic.credits = credits;
         cfg.traffic.packets = 300;
         cfg.traffic.rate_gbps = 110.0;
         cfg.measure.window = [20, 280];
         let skip = run(cfg.clone());
+        if variant == PanicVariant::Full {
+            // The credit/detour paths must actually be exercised.
+            assert!(skip["panic"]["detours"].as_u64().unwrap() > 0, "credits {credits}: {}", skip["panic"]);
+        }
         cfg.mode = SimMode::Stepped;
         let stepped = run(cfg);
         assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
-        assert_eq!(without_engine(skip), without_engine(stepped), "{arch:?}");
+        assert_eq!(without_engine(skip), without_engine(stepped), "{arch:?} {variant:?} credits {credits}");
     }
 }
 
@@ -71,9 +90,8 @@ fn single_unit_matches_md1() {
 
 #[test]
 fn littles_law_holds_for_every_fifo() {
-    for arch in [Arch::Flexpipe, Arch::Panic] {
-        let mut cfg = paper();
-        cfg.arch = arch;
+    for (arch, variant) in [(Arch::Flexpipe, PanicVariant::Eval), (Arch::Panic, PanicVariant::Eval), (Arch::Panic, PanicVariant::Full)] {
+        let mut cfg = paper_as(arch, variant);
         cfg.traffic.packets = 3000;
         cfg.traffic.rate_gbps = 120.0;
         cfg.measure.window = [100, 2900];
@@ -91,9 +109,8 @@ fn littles_law_holds_for_every_fifo() {
 
 #[test]
 fn packets_are_conserved_and_runs_are_deterministic() {
-    for arch in [Arch::Flexpipe, Arch::Staticpipe, Arch::Panic] {
-        let mut cfg = paper();
-        cfg.arch = arch;
+    for (arch, variant) in archs() {
+        let mut cfg = paper_as(arch, variant);
         cfg.traffic.packets = 2000;
         cfg.traffic.rate_gbps = 128.0; // PANIC drops here
         cfg.measure.window = [100, 1900];
@@ -102,7 +119,7 @@ fn packets_are_conserved_and_runs_are_deterministic() {
         let dropped: u64 = p["dropped"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
         assert_eq!(p["offered"].as_u64().unwrap(), p["delivered"].as_u64().unwrap() + dropped + p["in_flight"].as_u64().unwrap());
         assert_eq!(p["in_flight"], 0);
-        assert_eq!(a.to_string(), run(cfg.clone()).to_string(), "{arch:?}: same seed, different result");
+        assert_eq!(a.to_string(), run(cfg.clone()).to_string(), "{arch:?} {variant:?}: same seed, different result");
         cfg.seed = 2;
         assert_ne!(a["latency_us"], run(cfg)["latency_us"]);
     }
@@ -181,10 +198,44 @@ fn config_errors_name_the_key() {
         ("width_bits = 512", "width_bits = 512\nwidht = 3", "pipeline"),
         ("clock_mhz = 150\ndelay_cycles = 21", "clock_mhz = 0\ndelay_cycles = 21", "offloads[1].clock_mhz"),
         ("window = [500, 10500]", "window = [500, 100]", "measure.window"),
+        ("[measure]", "[panic]\nvariant = \"ful\"\n\n[measure]", "panic.variant"),
     ];
     for (from, to, key) in cases {
         assert!(base.contains(from), "{from}");
         let e = Config::from_toml(&base.replacen(from, to, 1)).unwrap_err();
         assert!(e.path.starts_with(key), "expected key {key}, got '{e}'");
     }
+}
+
+/// PANIC as published: under overload with 2 credits per unit, pushed packets find their unit
+/// full and are detoured back to the scheduler, and still pass exactly their chain (functional
+/// offloads on: payloads restored too); with credits to spare nothing is detoured.
+#[test]
+fn panic_full_detours_under_overload_and_keeps_chains() {
+    let mut cfg = paper_as(Arch::Panic, PanicVariant::Full);
+    cfg.functional = true;
+    cfg.traffic.packets = 2000;
+    cfg.traffic.rate_gbps = 128.0;
+    cfg.measure.window = [100, 1900];
+    cfg.panic.credits = 2;
+    let s = run(cfg.clone());
+    let detours = s["panic"]["detours"].as_u64().unwrap();
+    assert!(detours > 0, "{}", s["panic"]);
+    assert_eq!(s["panic"]["crossbar_ports"], 8 + 128 + 39 + 4 + 40 + 3 + 2);
+    let v = &s["verify"];
+    assert_eq!(v["chain_mismatches"], 0, "{v}");
+    assert_eq!(v["payload_mismatches"], 0, "{v}");
+    assert!(v["checked"].as_u64().unwrap() > 1000);
+    assert_eq!(v["checked"], s["packets"]["delivered"]);
+    assert_eq!(s["packets"]["in_flight"], 0);
+    // Every detour came back through the scheduler's crossbar port.
+    assert_eq!(s["fifos"]["scheduler.detour_in"]["arrivals"].as_u64().unwrap(), detours);
+
+    cfg.panic.credits = 1_000_000;
+    let s = run(cfg);
+    assert_eq!(s["panic"]["detours"], 0, "{}", s["panic"]);
+    assert_eq!(s["verify"]["chain_mismatches"], 0);
+    // The eval variant never detours.
+    let s = run(paper_as(Arch::Panic, PanicVariant::Eval));
+    assert_eq!(s["panic"]["detours"], 0);
 }
