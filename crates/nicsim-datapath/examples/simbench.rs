@@ -7,7 +7,11 @@ fn main() {
     let packets: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(11000);
     let arch = args.get(2).cloned().unwrap_or_else(|| "flexpipe".into());
     let functional = args.get(3).is_some_and(|s| s == "functional");
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
     let text = text.replace("arch = \"flexpipe\"", &format!("arch = \"{arch}\""));
     let mut cfg = Config::from_toml(&text).unwrap();
     cfg.traffic.packets = packets;

@@ -16,7 +16,10 @@ pub struct ConfigError {
 }
 
 fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError { path: path.into(), msg: msg.into() })
+    Err(ConfigError {
+        path: path.into(),
+        msg: msg.into(),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -221,18 +224,38 @@ pub enum Arrivals {
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SizeDist {
     /// Uniform choice from a set (the paper: 64, 128, 256, 512, 1024, 1500).
-    UniformSet { values: Vec<u32> },
-    Fixed { bytes: u32 },
-    Weighted { values: Vec<u32>, weights: Vec<f64> },
-    Exponential { mean_bytes: f64, min_bytes: u32, max_bytes: u32 },
-    Lognormal { mu: f64, sigma: f64, min_bytes: u32, max_bytes: u32 },
+    UniformSet {
+        values: Vec<u32>,
+    },
+    Fixed {
+        bytes: u32,
+    },
+    Weighted {
+        values: Vec<u32>,
+        weights: Vec<f64>,
+    },
+    Exponential {
+        mean_bytes: f64,
+        min_bytes: u32,
+        max_bytes: u32,
+    },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+        min_bytes: u32,
+        max_bytes: u32,
+    },
     /// Sizes drawn from the frames of a capture.
-    Capture { path: String },
+    Capture {
+        path: String,
+    },
 }
 
 impl Default for SizeDist {
     fn default() -> Self {
-        SizeDist::UniformSet { values: vec![64, 128, 256, 512, 1024, 1500] }
+        SizeDist::UniformSet {
+            values: vec![64, 128, 256, 512, 1024, 1500],
+        }
     }
 }
 
@@ -361,7 +384,10 @@ pub struct Measure {
 
 impl Default for Measure {
     fn default() -> Self {
-        Measure { window: [500, 10500], egress_pcap: false }
+        Measure {
+            window: [500, 10500],
+            egress_pcap: false,
+        }
     }
 }
 
@@ -412,12 +438,22 @@ impl Config {
 
     fn check_chain(&self, path: &str, chain: &[String]) -> Result<(), ConfigError> {
         if chain.len() > crate::packet::MAX_CHAIN {
-            return err(path, format!("chain has {} hops, at most {} supported", chain.len(), crate::packet::MAX_CHAIN));
+            return err(
+                path,
+                format!(
+                    "chain has {} hops, at most {} supported",
+                    chain.len(),
+                    crate::packet::MAX_CHAIN
+                ),
+            );
         }
         for (i, name) in chain.iter().enumerate() {
             if self.offload_index(name).is_none() {
                 let known: Vec<&str> = self.offloads.iter().map(|o| o.name.as_str()).collect();
-                return err(format!("{path}[{i}]"), format!("unknown offload '{name}' (known: {})", known.join(", ")));
+                return err(
+                    format!("{path}[{i}]"),
+                    format!("unknown offload '{name}' (known: {})", known.join(", ")),
+                );
             }
         }
         Ok(())
@@ -426,7 +462,12 @@ impl Config {
     /// Check meaning beyond types. The first problem is reported with its key path.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let p = &self.pipeline;
-        for (key, v) in [("pipeline.width_bits", p.width_bits), ("pipeline.clock_mhz", p.clock_mhz), ("pipeline.dma_width_bits", p.dma_width_bits), ("pipeline.dma_clock_mhz", p.dma_clock_mhz)] {
+        for (key, v) in [
+            ("pipeline.width_bits", p.width_bits),
+            ("pipeline.clock_mhz", p.clock_mhz),
+            ("pipeline.dma_width_bits", p.dma_width_bits),
+            ("pipeline.dma_clock_mhz", p.dma_clock_mhz),
+        ] {
             if v == 0 {
                 return err(key, "must be > 0");
             }
@@ -440,7 +481,10 @@ impl Config {
             ("pipeline.ingress_fifo_bytes", p.ingress_fifo_bytes),
         ] {
             if v < max_size {
-                return err(key, format!("{v} bytes cannot hold the largest packet ({max_size} bytes)"));
+                return err(
+                    key,
+                    format!("{v} bytes cannot hold the largest packet ({max_size} bytes)"),
+                );
             }
         }
         if self.offloads.is_empty() {
@@ -452,7 +496,10 @@ impl Config {
         for (i, o) in self.offloads.iter().enumerate() {
             let path = format!("offloads[{i}]");
             if o.width_bits == 0 || o.width_bits % 8 != 0 {
-                return err(format!("{path}.width_bits"), "must be a positive multiple of 8");
+                return err(
+                    format!("{path}.width_bits"),
+                    "must be a positive multiple of 8",
+                );
             }
             if o.clock_mhz == 0 {
                 return err(format!("{path}.clock_mhz"), "must be > 0");
@@ -461,7 +508,10 @@ impl Config {
                 return err(format!("{path}.units"), "must be > 0");
             }
             if self.offloads[..i].iter().any(|x| x.name == o.name) {
-                return err(format!("{path}.name"), format!("duplicate offload name '{}'", o.name));
+                return err(
+                    format!("{path}.name"),
+                    format!("duplicate offload name '{}'", o.name),
+                );
             }
             if self.functional {
                 let k = o.kind_name();
@@ -477,7 +527,10 @@ impl Config {
         if t.packets == 0 {
             return err("traffic.packets", "must be > 0");
         }
-        for (key, v) in [("traffic.faults.bad_fcs", t.faults.bad_fcs), ("traffic.faults.bad_tag", t.faults.bad_tag)] {
+        for (key, v) in [
+            ("traffic.faults.bad_fcs", t.faults.bad_fcs),
+            ("traffic.faults.bad_tag", t.faults.bad_tag),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return err(key, "must be a share between 0 and 1");
             }
@@ -488,19 +541,36 @@ impl Config {
             SizeDist::Weighted { values, weights } => {
                 check_sizes("traffic.size.values", values)?;
                 if weights.len() != values.len() {
-                    return err("traffic.size.weights", format!("has {} entries, values has {}", weights.len(), values.len()));
+                    return err(
+                        "traffic.size.weights",
+                        format!("has {} entries, values has {}", weights.len(), values.len()),
+                    );
                 }
-                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || weights.iter().sum::<f64>() <= 0.0 {
-                    return err("traffic.size.weights", "must be non-negative with a positive sum");
+                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+                    || weights.iter().sum::<f64>() <= 0.0
+                {
+                    return err(
+                        "traffic.size.weights",
+                        "must be non-negative with a positive sum",
+                    );
                 }
             }
-            SizeDist::Exponential { mean_bytes, min_bytes, max_bytes } => {
+            SizeDist::Exponential {
+                mean_bytes,
+                min_bytes,
+                max_bytes,
+            } => {
                 if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
                     return err("traffic.size.mean_bytes", "must be positive");
                 }
                 check_bounds(*min_bytes, *max_bytes)?;
             }
-            SizeDist::Lognormal { sigma, min_bytes, max_bytes, .. } => {
+            SizeDist::Lognormal {
+                sigma,
+                min_bytes,
+                max_bytes,
+                ..
+            } => {
                 if !(sigma.is_finite() && *sigma > 0.0) {
                     return err("traffic.size.sigma", "must be positive");
                 }
@@ -517,18 +587,30 @@ impl Config {
         for (i, f) in self.flows.iter().enumerate() {
             let path = format!("flows[{i}]");
             if self.flows[..i].iter().any(|x| x.name == f.name) {
-                return err(format!("{path}.name"), format!("duplicate flow name '{}'", f.name));
+                return err(
+                    format!("{path}.name"),
+                    format!("duplicate flow name '{}'", f.name),
+                );
             }
             if !(f.weight.is_finite() && f.weight >= 0.0) {
                 return err(format!("{path}.weight"), "must be a non-negative number");
             }
             self.check_chain(&format!("{path}.chain"), &f.chain)?;
-            crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError { path: format!("{path}.proto"), msg: m })?;
+            crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError {
+                path: format!("{path}.proto"),
+                msg: m,
+            })?;
             for (k, a) in [("src", &f.src), ("dst", &f.dst)] {
-                a.parse::<std::net::IpAddr>().map_err(|_| ConfigError { path: format!("{path}.{k}"), msg: format!("'{a}' is not an IP address") })?;
+                a.parse::<std::net::IpAddr>().map_err(|_| ConfigError {
+                    path: format!("{path}.{k}"),
+                    msg: format!("'{a}' is not an IP address"),
+                })?;
             }
             if let Some(m) = &f.match_ {
-                crate::preproc::Rule::from_cfg(m).map_err(|(k, msg)| ConfigError { path: format!("{path}.match.{k}"), msg })?;
+                crate::preproc::Rule::from_cfg(m).map_err(|(k, msg)| ConfigError {
+                    path: format!("{path}.match.{k}"),
+                    msg,
+                })?;
             }
         }
         if self.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 && t.replay.is_none() {
@@ -551,13 +633,25 @@ impl Config {
         if self.arch == Arch::Panic {
             let c = &self.panic;
             if c.pifo_clock_mhz == 0 || c.credits == 0 || c.pifo_entries == 0 || c.cell_bytes == 0 {
-                return err("panic", "pifo_clock_mhz, credits, pifo_entries and cell_bytes must be > 0");
+                return err(
+                    "panic",
+                    "pifo_clock_mhz, credits, pifo_entries and cell_bytes must be > 0",
+                );
             }
             if c.cell_bytes < max_size {
-                return err("panic.cell_bytes", format!("{} bytes cannot hold the largest packet ({max_size} bytes)", c.cell_bytes));
+                return err(
+                    "panic.cell_bytes",
+                    format!(
+                        "{} bytes cannot hold the largest packet ({max_size} bytes)",
+                        c.cell_bytes
+                    ),
+                );
             }
             if c.crossbar_port_buffer_bytes < max_size {
-                return err("panic.crossbar_port_buffer_bytes", format!("cannot hold the largest packet ({max_size} bytes)"));
+                return err(
+                    "panic.crossbar_port_buffer_bytes",
+                    format!("cannot hold the largest packet ({max_size} bytes)"),
+                );
             }
             if let Some(f) = &c.first_offload {
                 if self.offload_index(f).is_none() {
@@ -571,12 +665,20 @@ impl Config {
     /// The largest packet the traffic can hold (bytes), for capacity checks.
     pub fn max_packet_bytes(&self) -> u32 {
         match &self.traffic.size {
-            SizeDist::UniformSet { values } | SizeDist::Weighted { values, .. } => values.iter().copied().max().unwrap_or(0),
+            SizeDist::UniformSet { values } | SizeDist::Weighted { values, .. } => {
+                values.iter().copied().max().unwrap_or(0)
+            }
             SizeDist::Fixed { bytes } => *bytes,
-            SizeDist::Exponential { max_bytes, .. } | SizeDist::Lognormal { max_bytes, .. } => *max_bytes,
+            SizeDist::Exponential { max_bytes, .. } | SizeDist::Lognormal { max_bytes, .. } => {
+                *max_bytes
+            }
             SizeDist::Capture { .. } => 1522,
         }
-        .max(if self.traffic.replay.is_some() { 1522 } else { 0 })
+        .max(if self.traffic.replay.is_some() {
+            1522
+        } else {
+            0
+        })
     }
 
     /// Every clock of the run, for the timebase.
@@ -602,7 +704,10 @@ fn check_sizes(key: &str, v: &[u32]) -> Result<(), ConfigError> {
 
 fn check_bounds(min: u32, max: u32) -> Result<(), ConfigError> {
     if min < 64 || max > 9600 || min > max {
-        return err("traffic.size", format!("bounds {min}..{max} must satisfy 64 <= min <= max <= 9600"));
+        return err(
+            "traffic.size",
+            format!("bounds {min}..{max} must satisfy 64 <= min <= max <= 9600"),
+        );
     }
     Ok(())
 }
@@ -619,8 +724,22 @@ mod tests {
     use super::*;
 
     fn paper_offloads() -> Vec<OffloadCfg> {
-        let mk = |n: &str, w, f, d| OffloadCfg { name: n.into(), kind: None, width_bits: w, clock_mhz: f, delay_cycles: d, units: None };
-        vec![mk("crc", 64, 250, 0), mk("firewall", 8, 150, 21), mk("sha3", 64, 150, 25), mk("aes", 128, 250, 0), mk("jpeg", 32, 100, 0), mk("rss", 256, 200, 0)]
+        let mk = |n: &str, w, f, d| OffloadCfg {
+            name: n.into(),
+            kind: None,
+            width_bits: w,
+            clock_mhz: f,
+            delay_cycles: d,
+            units: None,
+        };
+        vec![
+            mk("crc", 64, 250, 0),
+            mk("firewall", 8, 150, 21),
+            mk("sha3", 64, 150, 25),
+            mk("aes", 128, 250, 0),
+            mk("jpeg", 32, 100, 0),
+            mk("rss", 256, 200, 0),
+        ]
     }
 
     #[test]

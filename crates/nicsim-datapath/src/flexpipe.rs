@@ -52,7 +52,11 @@ impl Component<World> for IngressTc {
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
         [self.recirc, self.new]
             .iter()
-            .filter(|&&f| w.fifos[f].front().is_some_and(|s| w.fifos[self.out].has_room(s.bytes)))
+            .filter(|&&f| {
+                w.fifos[f]
+                    .front()
+                    .is_some_and(|s| w.fifos[self.out].has_room(s.bytes))
+            })
             .filter_map(|&f| w.forward_wake(now, &self.link, f))
             .min()
     }
@@ -87,7 +91,9 @@ impl Component<World> for EgressTc {
         bit(self.inp) | bit(self.dma) | bit(self.recirc)
     }
     fn step(&mut self, now: Time, w: &mut World) {
-        let Some(p) = w.ready_front(self.inp, now) else { return };
+        let Some(p) = w.ready_front(self.inp, now) else {
+            return;
+        };
         let to = self.target(p);
         if !self.link.is_free(now) || !w.fifos[to].has_room(p.size) {
             return;
@@ -191,10 +197,26 @@ pub struct Offload {
 
 impl Offload {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(idx: u8, name: String, n_units: u32, spec: UnitSpec, pipe: (u32, Clock), process_all: bool, fifos: [FifoId; 4]) -> Offload {
+    pub fn new(
+        idx: u8,
+        name: String,
+        n_units: u32,
+        spec: UnitSpec,
+        pipe: (u32, Clock),
+        process_all: bool,
+        fifos: [FifoId; 4],
+    ) -> Offload {
         let [inp, bypass, ufifo, out] = fifos;
         let units = (0..n_units)
-            .map(|_| Unit { queue: VecDeque::new(), queued_bytes: 0, cur: None, done: VecDeque::new(), done_bytes: 0, free_at: 0, held: 0 })
+            .map(|_| Unit {
+                queue: VecDeque::new(),
+                queued_bytes: 0,
+                cur: None,
+                done: VecDeque::new(),
+                done_bytes: 0,
+                free_at: 0,
+                held: 0,
+            })
             .collect();
         let link = Link::new(pipe.0, pipe.1);
         Offload {
@@ -273,13 +295,22 @@ impl Offload {
                     }
                 }
                 let u = best.1;
-                (self.units[u].queued_bytes + bytes as u64 <= self.spec.queue_bytes as u64).then_some(u)
+                (self.units[u].queued_bytes + bytes as u64 <= self.spec.queue_bytes as u64)
+                    .then_some(u)
             }
-            Steering::Credits { credits, sticky: true } => {
+            Steering::Credits {
+                credits,
+                sticky: true,
+            } => {
                 let n = self.units.len();
-                (0..n).map(|k| (self.sticky_unit + k) % n).find(|&u| self.units[u].held < credits)
+                (0..n)
+                    .map(|k| (self.sticky_unit + k) % n)
+                    .find(|&u| self.units[u].held < credits)
             }
-            Steering::Credits { credits, sticky: false } => {
+            Steering::Credits {
+                credits,
+                sticky: false,
+            } => {
                 let u = (0..self.units.len()).min_by_key(|&u| self.units[u].held)?;
                 (self.units[u].held < credits).then_some(u)
             }
@@ -326,7 +357,8 @@ impl Offload {
 
     /// Schedule unit `u` to look at its queue at the first unit edge at or after `t`.
     fn wake_unit(&mut self, u: usize, t: Time) {
-        self.wakes.push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
+        self.wakes
+            .push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
     }
 
     /// A unit event at unit edge `now`: finish the packet in service, start the next.
@@ -362,7 +394,9 @@ impl Offload {
         if unit.cur.is_some() || now < unit.free_at {
             return;
         }
-        let Some(front) = unit.queue.front() else { return };
+        let Some(front) = unit.queue.front() else {
+            return;
+        };
         if unit.done_bytes + front.bytes as u64 > self.spec.out_bytes as u64 {
             return; // output buffer full: wait for the round robin
         }
@@ -387,7 +421,13 @@ impl Offload {
     fn arbiter_pick(&self, now: Time, w: &World) -> Option<FifoId> {
         let ready = |f: FifoId| w.fifos[f].front().is_some_and(|s| s.head <= now);
         match (ready(self.ufifo), ready(self.bypass)) {
-            (true, true) => Some(if w.fifos[self.bypass].used_bytes() > w.fifos[self.ufifo].used_bytes() { self.bypass } else { self.ufifo }),
+            (true, true) => Some(
+                if w.fifos[self.bypass].used_bytes() > w.fifos[self.ufifo].used_bytes() {
+                    self.bypass
+                } else {
+                    self.ufifo
+                },
+            ),
             (true, false) => Some(self.ufifo),
             (false, true) => Some(self.bypass),
             (false, false) => None,
@@ -457,7 +497,9 @@ impl Component<World> for Offload {
                     }
                     if self.spec.idle_cycles > 0 {
                         let unit = &mut self.units[u];
-                        unit.free_at = unit.free_at.max(tr.tail + self.pclk.cycles(self.spec.idle_cycles as u64));
+                        unit.free_at = unit
+                            .free_at
+                            .max(tr.tail + self.pclk.cycles(self.spec.idle_cycles as u64));
                     }
                     if empty {
                         self.set_ready(u, false);
@@ -470,7 +512,9 @@ impl Component<World> for Offload {
         }
         // Traffic Splitter and Load Balancer.
         if self.split_link.is_free(now) {
-            let Some(p) = w.ready_front(self.inp, now) else { return };
+            let Some(p) = w.ready_front(self.inp, now) else {
+                return;
+            };
             let bytes = w.fifos[self.inp].front().unwrap().bytes;
             if self.detour && self.wants(p) && !self.admits(p, w) {
                 // No credit: the whole packet goes back to the scheduler.
@@ -480,7 +524,11 @@ impl Component<World> for Offload {
                     w.detours += 1;
                 }
             } else if self.wants(p) {
-                let target = if self.detour { Some(0) } else { self.steer(now, bytes) };
+                let target = if self.detour {
+                    Some(0)
+                } else {
+                    self.steer(now, bytes)
+                };
                 self.lb_blocked = target.is_none();
                 if let Some(u) = target {
                     self.sticky_unit = u;
@@ -493,7 +541,13 @@ impl Component<World> for Offload {
                     let tr = self.split_link.send(now, slot.bytes, slot.tail);
                     let unit = &mut self.units[u];
                     unit.queued_bytes += slot.bytes as u64;
-                    unit.queue.push_back(Slot { item: slot.item, bytes: slot.bytes, head: tr.head, tail: tr.tail, enq: now });
+                    unit.queue.push_back(Slot {
+                        item: slot.item,
+                        bytes: slot.bytes,
+                        head: tr.head,
+                        tail: tr.tail,
+                        enq: now,
+                    });
                     if unit.cur.is_none() && unit.queue.len() == 1 {
                         let t = tr.head.max(unit.free_at);
                         self.wake_unit(u, t);

@@ -24,7 +24,13 @@ pub struct LatStats {
 
 impl Default for LatStats {
     fn default() -> Self {
-        LatStats { n: 0, sum: 0, min: u64::MAX, max: 0, hist: Histogram::new(3).unwrap() }
+        LatStats {
+            n: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            hist: Histogram::new(3).unwrap(),
+        }
     }
 }
 
@@ -80,6 +86,9 @@ pub struct Verify {
     pub payload_mismatches: u64,
 }
 
+/// A callback that sees every delivered packet with its arrival time (egress capture).
+pub type EgressHook = Box<dyn FnMut(Time, &Pkt)>;
+
 pub struct Sink {
     window: [u64; 2],
     pub received: u64,
@@ -92,7 +101,7 @@ pub struct Sink {
     pub verify: Verify,
     pub recirculated: u64,
     pub last_rx: Time,
-    pub egress: Option<Box<dyn FnMut(Time, &Pkt)>>,
+    pub egress: Option<EgressHook>,
 }
 
 impl Sink {
@@ -159,7 +168,9 @@ impl Sink {
     /// Throughput over the window in Gbit/s (over whatever part of it was received).
     pub fn throughput_gbps(&self, tb: &Timebase) -> f64 {
         match self.t_window_start {
-            Some(t0) if self.t_window_end > t0 => self.window_bytes as f64 * 8.0 / (tb.to_ns(self.t_window_end - t0)),
+            Some(t0) if self.t_window_end > t0 => {
+                self.window_bytes as f64 * 8.0 / (tb.to_ns(self.t_window_end - t0))
+            }
             _ => 0.0,
         }
     }
@@ -183,11 +194,23 @@ impl Sink {
         let secs = self.window_seconds(tb);
         let mut m = serde_json::Map::new();
         for (name, fs) in names.iter().zip(&self.flows) {
-            let sizes: serde_json::Map<String, Value> = fs.per_size.iter().map(|(s, l)| (s.to_string(), l.to_json(tb))).collect();
+            let sizes: serde_json::Map<String, Value> = fs
+                .per_size
+                .iter()
+                .map(|(s, l)| (s.to_string(), l.to_json(tb)))
+                .collect();
             let chains: serde_json::Map<String, Value> = fs
                 .chains
                 .iter()
-                .map(|(c, n)| (c.iter().map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str())).collect::<Vec<_>>().join(">"), json!(n)))
+                .map(|(c, n)| {
+                    (
+                        c.iter()
+                            .map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str()))
+                            .collect::<Vec<_>>()
+                            .join(">"),
+                        json!(n),
+                    )
+                })
                 .collect();
             m.insert(
                 name.clone(),

@@ -33,7 +33,12 @@ pub struct Datapath {
 }
 
 fn chain_of(cfg: &Config, names: &[String]) -> Chain {
-    Chain::new(&names.iter().map(|n| cfg.offload_index(n).unwrap() as u8).collect::<Vec<_>>())
+    Chain::new(
+        &names
+            .iter()
+            .map(|n| cfg.offload_index(n).unwrap() as u8)
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Error building a run (bad capture, ...), already phrased for the user.
@@ -48,9 +53,17 @@ impl Datapath {
             let mut params = nicsim_offloads::OffloadParams::default();
             if !cfg.firewall.rules.is_empty() {
                 let text = cfg.firewall.rules.join("\n");
-                params.firewall = Some(nicsim_offloads::RuleSet::parse(&text).map_err(|e| format!("firewall.rules: {e}"))?);
+                params.firewall = Some(
+                    nicsim_offloads::RuleSet::parse(&text)
+                        .map_err(|e| format!("firewall.rules: {e}"))?,
+                );
             }
-            Some(Arc::new(cfg.offloads.iter().map(|o| nicsim_offloads::build(o.kind_name().parse().unwrap(), &params)).collect()))
+            Some(Arc::new(
+                cfg.offloads
+                    .iter()
+                    .map(|o| nicsim_offloads::build(o.kind_name().parse().unwrap(), &params))
+                    .collect(),
+            ))
         } else {
             None
         };
@@ -59,7 +72,9 @@ impl Datapath {
         let mut table = MatchTable::default();
         for (i, f) in cfg.flows.iter().enumerate() {
             let rule = match &f.match_ {
-                Some(m) => Rule::from_cfg(m).map_err(|(k, m)| format!("flows[{i}].match.{k}: {m}"))?,
+                Some(m) => {
+                    Rule::from_cfg(m).map_err(|(k, m)| format!("flows[{i}].match.{k}: {m}"))?
+                }
                 None => {
                     let spec_key = crate::packet::HeaderKey {
                         src: f.src.parse().unwrap(),
@@ -79,7 +94,13 @@ impl Datapath {
         let mut remaps: Vec<(Time, u16, Chain)> = cfg
             .remap
             .iter()
-            .map(|r| (tb.from_us(r.at_us), cfg.flows.iter().position(|f| f.name == r.flow).unwrap() as u16, chain_of(&cfg, &r.chain)))
+            .map(|r| {
+                (
+                    tb.from_us(r.at_us),
+                    cfg.flows.iter().position(|f| f.name == r.flow).unwrap() as u16,
+                    chain_of(&cfg, &r.chain),
+                )
+            })
             .collect();
         remaps.sort_by_key(|r| r.0);
         let mut world = World {
@@ -114,16 +135,36 @@ impl Datapath {
                 let pre_in = world.add_fifo("preprocessor.in", p.stage_fifo_bytes);
                 let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
                 let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
-                let stage_in: Vec<usize> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.in", o.name), p.stage_fifo_bytes)).collect();
+                let stage_in: Vec<usize> = cfg
+                    .offloads
+                    .iter()
+                    .map(|o| world.add_fifo(format!("{}.in", o.name), p.stage_fifo_bytes))
+                    .collect();
                 let egress_in = world.add_fifo("egress.in", p.stage_fifo_bytes);
                 let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
                 // Consumers first.
-                comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
-                comps.push(Box::new(EgressTc { inp: egress_in, dma: dma_in, recirc, link: link.clone() }));
+                comps.push(Box::new(Dma {
+                    inp: dma_in,
+                    link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
+                    latency: tb
+                        .clock(p.dma_clock_mhz)
+                        .cycles(p.dma_latency_cycles as u64),
+                }));
+                comps.push(Box::new(EgressTc {
+                    inp: egress_in,
+                    dma: dma_in,
+                    recirc,
+                    link: link.clone(),
+                }));
                 for (i, o) in cfg.offloads.iter().enumerate().rev() {
                     let bypass = world.add_fifo(format!("{}.bypass", o.name), p.arbiter_fifo_bytes);
-                    let ufifo = world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
-                    let out = if i + 1 < cfg.offloads.len() { stage_in[i + 1] } else { egress_in };
+                    let ufifo =
+                        world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
+                    let out = if i + 1 < cfg.offloads.len() {
+                        stage_in[i + 1]
+                    } else {
+                        egress_in
+                    };
                     let spec = UnitSpec {
                         width_bits: o.width_bits,
                         clock: tb.clock(o.clock_mhz),
@@ -135,27 +176,66 @@ impl Datapath {
                         idle_cycles: 0,
                     };
                     let units = o.units(&p);
-                    offloads.push(OffloadInfo { name: o.name.clone(), units });
-                    comps.push(Box::new(Offload::new(i as u8, o.name.clone(), units, spec, (p.width_bits, pclk), staticpipe, [stage_in[i], bypass, ufifo, out])));
+                    offloads.push(OffloadInfo {
+                        name: o.name.clone(),
+                        units,
+                    });
+                    comps.push(Box::new(Offload::new(
+                        i as u8,
+                        o.name.clone(),
+                        units,
+                        spec,
+                        (p.width_bits, pclk),
+                        staticpipe,
+                        [stage_in[i], bypass, ufifo, out],
+                    )));
                 }
                 offloads.reverse();
-                comps.push(Box::new(IngressTc { new: ing_new, recirc, out: stage_in[0], link: link.clone() }));
+                comps.push(Box::new(IngressTc {
+                    new: ing_new,
+                    recirc,
+                    out: stage_in[0],
+                    link: link.clone(),
+                }));
                 comps.push(Box::new(PreProcessor {
                     inp: pre_in,
                     out: ing_new,
                     link: link.clone(),
                     latency: pclk.cycles(p.preprocessor_latency_cycles as u64),
-                    policy: if staticpipe { ChainPolicy::All(all) } else { ChainPolicy::Table },
+                    policy: if staticpipe {
+                        ChainPolicy::All(all)
+                    } else {
+                        ChainPolicy::Table
+                    },
                     descriptor_beats: 0,
                     priorities,
                 }));
-                comps.push(Box::new(Generator::new(source, link, pre_in, staticpipe.then_some(all))));
+                comps.push(Box::new(Generator::new(
+                    source,
+                    link,
+                    pre_in,
+                    staticpipe.then_some(all),
+                )));
             }
             Arch::Panic => {
-                crate::panic::build(&cfg, &tb, &mut world, &mut comps, &mut offloads, source, priorities)?;
+                crate::panic::build(
+                    &cfg,
+                    &tb,
+                    &mut world,
+                    &mut comps,
+                    &mut offloads,
+                    source,
+                    priorities,
+                )?;
             }
         }
-        Ok(Datapath { cfg, tb, engine: Engine::new(comps, world, mode), offloads, finished: false })
+        Ok(Datapath {
+            cfg,
+            tb,
+            engine: Engine::new(comps, world, mode),
+            offloads,
+            finished: false,
+        })
     }
 
     /// Run until simulated time `until_us` (or to the end with `None`). Returns true when done.
@@ -168,7 +248,12 @@ impl Datapath {
     /// The SDN controller's update: packets parsed from now on get `chain`; packets in flight
     /// keep the metadata they have.
     pub fn remap(&mut self, flow: &str, chain: &[String]) -> Result<(), String> {
-        let f = self.cfg.flows.iter().position(|x| x.name == flow).ok_or_else(|| format!("unknown flow '{flow}'"))?;
+        let f = self
+            .cfg
+            .flows
+            .iter()
+            .position(|x| x.name == flow)
+            .ok_or_else(|| format!("unknown flow '{flow}'"))?;
         if let Some(bad) = chain.iter().find(|n| self.cfg.offload_index(n).is_none()) {
             return Err(format!("unknown offload '{bad}'"));
         }
@@ -181,7 +266,7 @@ impl Datapath {
     }
 
     /// Install a callback that sees every delivered packet (egress capture).
-    pub fn on_egress(&mut self, cb: Box<dyn FnMut(Time, &crate::packet::Pkt)>) {
+    pub fn on_egress(&mut self, cb: crate::measure::EgressHook) {
         self.engine.world.sink.egress = Some(cb);
     }
 
@@ -203,7 +288,11 @@ impl Datapath {
             let t_us = tb.to_us(horizon);
             let l = s.packet_area as f64 / horizon as f64;
             let lambda = s.pops as f64 / t_us;
-            let w_us = if s.pops > 0 { s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64 } else { 0.0 };
+            let w_us = if s.pops > 0 {
+                s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64
+            } else {
+                0.0
+            };
             fifos.insert(
                 w.fifo_names[i].clone(),
                 json!({
@@ -221,7 +310,10 @@ impl Datapath {
         let mut units = serde_json::Map::new();
         for (i, o) in self.offloads.iter().enumerate() {
             let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon as f64);
-            units.insert(o.name.clone(), json!({"units": o.units, "utilisation": util}));
+            units.insert(
+                o.name.clone(),
+                json!({"units": o.units, "utilisation": util}),
+            );
         }
         let sink = &w.sink;
         let mut out = json!({

@@ -136,7 +136,11 @@ impl Scheduler {
             // The last PIFO holds packets with an empty chain: straight to the DMA engine.
             return o + 1 == self.pifos.len() || w.module_free_credits[f.best_unit(o, w)] > 0;
         }
-        let in_flight = w.fifos[self.module_in[o]].len() + w.fifos[self.out].iter().filter(|s| s.item.next_offload() == Some(o as u8)).count();
+        let in_flight = w.fifos[self.module_in[o]].len()
+            + w.fifos[self.out]
+                .iter()
+                .filter(|s| s.item.next_offload() == Some(o as u8))
+                .count();
         (w.module_free_credits[o] as usize) > in_flight
     }
 }
@@ -150,7 +154,9 @@ impl Component<World> for Scheduler {
     }
     fn watches(&self) -> u128 {
         let detour = self.full.as_ref().map_or(0, |f| bit(f.detour_in));
-        self.module_in.iter().fold(bit(self.inp) | bit(self.out) | detour, |m, &f| m | bit(f))
+        self.module_in
+            .iter()
+            .fold(bit(self.inp) | bit(self.out) | detour, |m, &f| m | bit(f))
     }
     fn step(&mut self, now: Time, w: &mut World) {
         if self.fclk.is_edge(now) {
@@ -171,7 +177,8 @@ impl Component<World> for Scheduler {
                     if std::mem::take(&mut s.item.detour) {
                         s.item.priority = s.item.priority.saturating_sub(1);
                     }
-                    self.cdc_in.push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
+                    self.cdc_in
+                        .push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
                 }
             }
         }
@@ -182,14 +189,24 @@ impl Component<World> for Scheduler {
         if let Some((t, _, _, _)) = self.cdc_in.front() {
             if *t <= now {
                 let (_, pkt, bytes, tail) = self.cdc_in.pop_front().unwrap();
-                let done_pifo = if self.full.is_some() { self.pifos.len() - 1 } else { 0 };
+                let done_pifo = if self.full.is_some() {
+                    self.pifos.len() - 1
+                } else {
+                    0
+                };
                 let o = pkt.next_offload().map_or(done_pifo, |o| o as usize);
                 if self.pifos[o].len() >= self.pifo_entries {
                     w.free_cells += 1;
                     w.drop_pkt("pifo_full");
                 } else {
                     self.seq += 1;
-                    self.pifos[o].push((Entry { priority: pkt.priority, seq: std::cmp::Reverse(self.seq) }, PktBox(pkt, bytes, tail)));
+                    self.pifos[o].push((
+                        Entry {
+                            priority: pkt.priority,
+                            seq: std::cmp::Reverse(self.seq),
+                        },
+                        PktBox(pkt, bytes, tail),
+                    ));
                 }
             }
         }
@@ -198,7 +215,9 @@ impl Component<World> for Scheduler {
             if now < self.next_deq[o] || w.fifos[self.out].len() >= self.dispatch_depth {
                 continue;
             }
-            let Some((_, PktBox(_, _, tail))) = self.pifos[o].peek() else { continue };
+            let Some((_, PktBox(_, _, tail))) = self.pifos[o].peek() else {
+                continue;
+            };
             if *tail > now || !self.credit_left(o, w) {
                 continue;
             }
@@ -222,7 +241,11 @@ impl Component<World> for Scheduler {
         if let Some(s) = w.fifos[self.inp].front() {
             consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
         }
-        if let Some(s) = self.full.as_ref().and_then(|f| w.fifos[f.detour_in].front()) {
+        if let Some(s) = self
+            .full
+            .as_ref()
+            .and_then(|f| w.fifos[f.detour_in].front())
+        {
             consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
         }
         if let Some((r, _, _, _)) = self.cdc_in.front() {
@@ -232,7 +255,10 @@ impl Component<World> for Scheduler {
             for o in 0..self.pifos.len() {
                 if let Some((_, PktBox(_, _, tail))) = self.pifos[o].peek() {
                     if self.credit_left(o, w) {
-                        consider(self.pclk.edge_at_or_after(self.next_deq[o].max(*tail).max(now + 1)));
+                        consider(
+                            self.pclk
+                                .edge_at_or_after(self.next_deq[o].max(*tail).max(now + 1)),
+                        );
                     }
                 }
             }
@@ -269,7 +295,10 @@ impl Component<World> for Crossbar {
         self.clk.edge_after(t)
     }
     fn watches(&self) -> u128 {
-        self.srcs.iter().chain(&self.dsts).fold(0, |m, &f| m | bit(f))
+        self.srcs
+            .iter()
+            .chain(&self.dsts)
+            .fold(0, |m, &f| m | bit(f))
     }
     fn step(&mut self, now: Time, w: &mut World) {
         let n = self.srcs.len();
@@ -282,7 +311,9 @@ impl Component<World> for Crossbar {
                 if !self.src_links[s].is_free(now) {
                     continue;
                 }
-                let Some(p) = w.ready_front(self.srcs[s], now) else { continue };
+                let Some(p) = w.ready_front(self.srcs[s], now) else {
+                    continue;
+                };
                 if self.dest_of(p) != d || !w.fifos[self.dsts[d]].has_room(p.size) {
                     continue;
                 }
@@ -293,7 +324,14 @@ impl Component<World> for Crossbar {
                 let beats = self.src_links[s].beats_for(slot.bytes) + self.descriptor_beats;
                 let tr = self.src_links[s].send_beats(now, beats, slot.tail);
                 self.dst_links[d].send_beats(now, beats, slot.tail);
-                w.push(self.dsts[d], now, slot.item, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+                w.push(
+                    self.dsts[d],
+                    now,
+                    slot.item,
+                    slot.bytes,
+                    tr.head + self.latency,
+                    tr.tail + self.latency,
+                );
                 self.rr[d] = (s + 1) % n;
                 break;
             }
@@ -308,7 +346,11 @@ impl Component<World> for Crossbar {
                     return None;
                 }
                 let t = f.head.max(now + 1);
-                Some(self.src_links[s].free_edge(t).max(self.dst_links[d].free_edge(t)))
+                Some(
+                    self.src_links[s]
+                        .free_edge(t)
+                        .max(self.dst_links[d].free_edge(t)),
+                )
             })
             .min()
     }
@@ -364,7 +406,8 @@ impl UnitCrossbar {
         } else if p.credited {
             p.dest_unit as usize
         } else {
-            p.next_offload().map_or(n + 1, |o| self.push_target(o as usize, w))
+            p.next_offload()
+                .map_or(n + 1, |o| self.push_target(o as usize, w))
         }
     }
 }
@@ -378,7 +421,10 @@ impl Component<World> for UnitCrossbar {
     }
     fn watches(&self) -> u128 {
         // Units' credit changes mark their input FIFO's bit.
-        self.srcs.iter().chain(&self.dsts).fold(0, |m, &f| m | bit(f))
+        self.srcs
+            .iter()
+            .chain(&self.dsts)
+            .fold(0, |m, &f| m | bit(f))
     }
     fn step(&mut self, now: Time, w: &mut World) {
         let n = self.srcs.len();
@@ -387,7 +433,9 @@ impl Component<World> for UnitCrossbar {
             if !self.src_links[s].is_free(now) {
                 continue;
             }
-            let Some(p) = w.ready_front(self.srcs[s], now) else { continue };
+            let Some(p) = w.ready_front(self.srcs[s], now) else {
+                continue;
+            };
             let d = self.dest_of(p, w);
             if !self.dst_links[d].is_free(now) || !w.fifos[self.dsts[d]].has_room(p.size) {
                 continue;
@@ -417,7 +465,14 @@ impl Component<World> for UnitCrossbar {
             let beats = self.src_links[s].beats_for(slot.bytes) + self.descriptor_beats;
             let tr = self.src_links[s].send_beats(now, beats, slot.tail);
             self.dst_links[d].send_beats(now, beats, slot.tail);
-            w.push(self.dsts[d], now, slot.item, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+            w.push(
+                self.dsts[d],
+                now,
+                slot.item,
+                slot.bytes,
+                tr.head + self.latency,
+                tr.tail + self.latency,
+            );
             self.rr[d] = (s + 1) % n;
         }
         self.granted.clear();
@@ -431,7 +486,11 @@ impl Component<World> for UnitCrossbar {
                     return None;
                 }
                 let t = f.head.max(now + 1);
-                Some(self.src_links[s].free_edge(t).max(self.dst_links[d].free_edge(t)))
+                Some(
+                    self.src_links[s]
+                        .free_edge(t)
+                        .max(self.dst_links[d].free_edge(t)),
+                )
             })
             .min()
     }
@@ -465,12 +524,30 @@ pub fn build(
     let sched_in = world.add_fifo("scheduler.in", p.stage_fifo_bytes);
     let sched_out = world.add_fifo("scheduler.dispatch", u32::MAX);
     let dma_in = world.add_fifo("dma.in", c.crossbar_port_buffer_bytes);
-    let mod_in: Vec<FifoId> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.xbar_in", o.name), c.crossbar_port_buffer_bytes)).collect();
-    let mod_out: Vec<FifoId> = cfg.offloads.iter().map(|o| world.add_fifo(format!("{}.xbar_out", o.name), c.crossbar_port_buffer_bytes)).collect();
-    world.module_free_credits = cfg.offloads.iter().map(|o| o.units(p) * c.credits).collect();
+    let mod_in: Vec<FifoId> = cfg
+        .offloads
+        .iter()
+        .map(|o| world.add_fifo(format!("{}.xbar_in", o.name), c.crossbar_port_buffer_bytes))
+        .collect();
+    let mod_out: Vec<FifoId> = cfg
+        .offloads
+        .iter()
+        .map(|o| world.add_fifo(format!("{}.xbar_out", o.name), c.crossbar_port_buffer_bytes))
+        .collect();
+    world.module_free_credits = cfg
+        .offloads
+        .iter()
+        .map(|o| o.units(p) * c.credits)
+        .collect();
     world.crossbar_ports = cfg.offloads.len() as u32 + 2;
 
-    comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
+    comps.push(Box::new(Dma {
+        inp: dma_in,
+        link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
+        latency: tb
+            .clock(p.dma_clock_mhz)
+            .cycles(p.dma_latency_cycles as u64),
+    }));
     let mut srcs = vec![sched_out];
     srcs.extend(&mod_out);
     let mut dsts = mod_in.clone();
@@ -493,14 +570,28 @@ pub fn build(
             delay_cycles: o.delay_cycles,
             queue_bytes: u32::MAX,
             out_bytes: c.crossbar_port_buffer_bytes,
-            steering: Steering::Credits { credits: c.credits, sticky: true },
+            steering: Steering::Credits {
+                credits: c.credits,
+                sticky: true,
+            },
             descriptor_beats: 0,
             idle_cycles: 1,
         };
         let ufifo = world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
         let bypass = world.add_fifo(format!("{}.unused", o.name), p.arbiter_fifo_bytes);
-        offloads.push(OffloadInfo { name: o.name.clone(), units });
-        comps.push(Box::new(Offload::new(i as u8, o.name.clone(), units, spec, (p.width_bits, fclk), true, [mod_in[i], bypass, ufifo, mod_out[i]])));
+        offloads.push(OffloadInfo {
+            name: o.name.clone(),
+            units,
+        });
+        comps.push(Box::new(Offload::new(
+            i as u8,
+            o.name.clone(),
+            units,
+            spec,
+            (p.width_bits, fclk),
+            true,
+            [mod_in[i], bypass, ufifo, mod_out[i]],
+        )));
     }
     comps.push(Box::new(Scheduler {
         fclk,
@@ -533,7 +624,15 @@ pub fn build(
 
 /// The full variant: every unit its own crossbar port, first hops dispatched by credits,
 /// push-based chaining to a predetermined unit, detours back to the scheduler.
-fn build_full(cfg: &Config, tb: &Timebase, world: &mut World, comps: &mut Vec<Box<dyn Component<World>>>, offloads: &mut Vec<OffloadInfo>, source: Source, priorities: Vec<u8>) {
+fn build_full(
+    cfg: &Config,
+    tb: &Timebase,
+    world: &mut World,
+    comps: &mut Vec<Box<dyn Component<World>>>,
+    offloads: &mut Vec<OffloadInfo>,
+    source: Source,
+    priorities: Vec<u8>,
+) {
     let p = &cfg.pipeline;
     let c = &cfg.panic;
     let fclk = tb.clock(p.clock_mhz);
@@ -554,14 +653,26 @@ fn build_full(cfg: &Config, tb: &Timebase, world: &mut World, comps: &mut Vec<Bo
     let mut unit_out = Vec::with_capacity(n_units);
     for o in &cfg.offloads {
         for k in 0..o.units(p) {
-            unit_in.push(world.add_fifo(format!("{}[{k}].xbar_in", o.name), c.crossbar_port_buffer_bytes));
-            unit_out.push(world.add_fifo(format!("{}[{k}].xbar_out", o.name), c.crossbar_port_buffer_bytes));
+            unit_in.push(world.add_fifo(
+                format!("{}[{k}].xbar_in", o.name),
+                c.crossbar_port_buffer_bytes,
+            ));
+            unit_out.push(world.add_fifo(
+                format!("{}[{k}].xbar_out", o.name),
+                c.crossbar_port_buffer_bytes,
+            ));
         }
     }
     world.module_free_credits = vec![c.credits; n_units];
     world.crossbar_ports = n_units as u32 + 2;
 
-    comps.push(Box::new(Dma { inp: dma_in, link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)), latency: tb.clock(p.dma_clock_mhz).cycles(p.dma_latency_cycles as u64) }));
+    comps.push(Box::new(Dma {
+        inp: dma_in,
+        link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
+        latency: tb
+            .clock(p.dma_clock_mhz)
+            .cycles(p.dma_latency_cycles as u64),
+    }));
     let mut srcs = vec![sched_out];
     srcs.extend(&unit_out);
     let mut dsts = unit_in.clone();
@@ -587,16 +698,30 @@ fn build_full(cfg: &Config, tb: &Timebase, world: &mut World, comps: &mut Vec<Bo
             delay_cycles: o.delay_cycles,
             queue_bytes: u32::MAX,
             out_bytes: c.crossbar_port_buffer_bytes,
-            steering: Steering::Credits { credits: c.credits, sticky: false },
+            steering: Steering::Credits {
+                credits: c.credits,
+                sticky: false,
+            },
             descriptor_beats: 0,
             idle_cycles: 1,
         };
-        offloads.push(OffloadInfo { name: o.name.clone(), units: o.units(p) });
+        offloads.push(OffloadInfo {
+            name: o.name.clone(),
+            units: o.units(p),
+        });
         for u in base[i]..base[i + 1] {
             let name = format!("{}[{}]", o.name, u - base[i]);
             let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
             let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
-            let engine = Offload::new(i as u8, name, 1, spec.clone(), (p.width_bits, fclk), true, [unit_in[u], detour, ufifo, unit_out[u]]);
+            let engine = Offload::new(
+                i as u8,
+                name,
+                1,
+                spec.clone(),
+                (p.width_bits, fclk),
+                true,
+                [unit_in[u], detour, ufifo, unit_out[u]],
+            );
             comps.push(Box::new(engine.panic_engine(u)));
         }
     }

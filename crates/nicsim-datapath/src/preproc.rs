@@ -27,19 +27,37 @@ impl Prefix {
             Some((a, l)) => (a, Some(l)),
             None => (s, None),
         };
-        let addr: IpAddr = a.parse().map_err(|_| format!("'{s}' is not an address or prefix"))?;
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("'{s}' is not an address or prefix"))?;
         let (v6, value) = addr_bits(&addr);
         let bits = if v6 { 128 } else { 32 };
         let len: u32 = match len {
-            Some(l) => l.parse().ok().filter(|&n| n <= bits).ok_or_else(|| format!("bad prefix length in '{s}' (0..={bits})"))?,
+            Some(l) => l
+                .parse()
+                .ok()
+                .filter(|&n| n <= bits)
+                .ok_or_else(|| format!("bad prefix length in '{s}' (0..={bits})"))?,
             None => bits,
         };
-        let mask = if len == 0 { 0 } else { (!0u128 >> (128 - bits)) & !((1u128 << (bits - len)) - 1) };
-        Ok(Prefix { v6, value: value & mask, mask })
+        let mask = if len == 0 {
+            0
+        } else {
+            (!0u128 >> (128 - bits)) & !((1u128 << (bits - len)) - 1)
+        };
+        Ok(Prefix {
+            v6,
+            value: value & mask,
+            mask,
+        })
     }
     pub fn exact(a: &IpAddr) -> Prefix {
         let (v6, value) = addr_bits(a);
-        Prefix { v6, value, mask: if v6 { !0 } else { u32::MAX as u128 } }
+        Prefix {
+            v6,
+            value,
+            mask: if v6 { !0 } else { u32::MAX as u128 },
+        }
     }
     #[inline]
     pub fn matches(&self, a: &IpAddr) -> bool {
@@ -54,7 +72,10 @@ fn parse_ports(p: &PortSpec) -> Result<(u16, u16), String> {
         PortSpec::Range(s) => {
             let bad = || format!("'{s}' is not a port or a range like 1000-2000");
             let (a, b) = s.split_once('-').ok_or_else(bad)?;
-            let (a, b): (u16, u16) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+            let (a, b): (u16, u16) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
             if a > b {
                 return Err(bad());
             }
@@ -79,11 +100,36 @@ impl Rule {
     /// Build from config; an error is (key, message).
     pub fn from_cfg(m: &MatchCfg) -> Result<Rule, (&'static str, String)> {
         Ok(Rule {
-            src: m.src.as_deref().map(Prefix::parse).transpose().map_err(|e| ("src", e))?,
-            dst: m.dst.as_deref().map(Prefix::parse).transpose().map_err(|e| ("dst", e))?,
-            sport: m.sport.as_ref().map(parse_ports).transpose().map_err(|e| ("sport", e))?,
-            dport: m.dport.as_ref().map(parse_ports).transpose().map_err(|e| ("dport", e))?,
-            proto: m.proto.as_deref().map(crate::traffic::parse_proto).transpose().map_err(|e| ("proto", e))?,
+            src: m
+                .src
+                .as_deref()
+                .map(Prefix::parse)
+                .transpose()
+                .map_err(|e| ("src", e))?,
+            dst: m
+                .dst
+                .as_deref()
+                .map(Prefix::parse)
+                .transpose()
+                .map_err(|e| ("dst", e))?,
+            sport: m
+                .sport
+                .as_ref()
+                .map(parse_ports)
+                .transpose()
+                .map_err(|e| ("sport", e))?,
+            dport: m
+                .dport
+                .as_ref()
+                .map(parse_ports)
+                .transpose()
+                .map_err(|e| ("dport", e))?,
+            proto: m
+                .proto
+                .as_deref()
+                .map(crate::traffic::parse_proto)
+                .transpose()
+                .map_err(|e| ("proto", e))?,
             tos: m.tos,
             vlan: m.vlan,
         })
@@ -122,7 +168,10 @@ impl MatchTable {
     /// The flow type of the first matching rule.
     #[inline]
     pub fn lookup(&self, h: &HeaderKey) -> Option<u16> {
-        self.rules.iter().find(|(r, _)| r.matches(h)).map(|(_, f)| *f)
+        self.rules
+            .iter()
+            .find(|(r, _)| r.matches(h))
+            .map(|(_, f)| *f)
     }
 }
 
@@ -131,17 +180,33 @@ mod tests {
     use super::*;
 
     fn key(src: &str, dport: u16) -> HeaderKey {
-        HeaderKey { src: src.parse().unwrap(), dst: "10.0.1.1".parse().unwrap(), sport: 1, dport, proto: 17, tos: 0, vlan: None }
+        HeaderKey {
+            src: src.parse().unwrap(),
+            dst: "10.0.1.1".parse().unwrap(),
+            sport: 1,
+            dport,
+            proto: 17,
+            tos: 0,
+            vlan: None,
+        }
     }
 
     #[test]
     fn first_match_wins_with_prefixes_and_ranges() {
-        let m1 = MatchCfg { src: Some("10.0.0.0/8".into()), dport: Some(PortSpec::Range("100-200".into())), ..Default::default() };
-        let t = MatchTable { rules: vec![(Rule::from_cfg(&m1).unwrap(), 0), (Rule::default(), 1)] };
+        let m1 = MatchCfg {
+            src: Some("10.0.0.0/8".into()),
+            dport: Some(PortSpec::Range("100-200".into())),
+            ..Default::default()
+        };
+        let t = MatchTable {
+            rules: vec![(Rule::from_cfg(&m1).unwrap(), 0), (Rule::default(), 1)],
+        };
         assert_eq!(t.lookup(&key("10.9.9.9", 150)), Some(0));
         assert_eq!(t.lookup(&key("11.0.0.1", 150)), Some(1));
         assert_eq!(t.lookup(&key("10.0.0.1", 201)), Some(1));
         assert!(Prefix::parse("10.0.0.0/33").is_err());
-        assert!(Prefix::parse("2001:db8::/32").unwrap().matches(&"2001:db8::1".parse().unwrap()));
+        assert!(Prefix::parse("2001:db8::/32")
+            .unwrap()
+            .matches(&"2001:db8::1".parse().unwrap()));
     }
 }

@@ -21,14 +21,23 @@ pub struct Generator {
 
 impl Generator {
     pub fn new(source: Source, link: Link, out: FifoId, fixed_chain: Option<Chain>) -> Generator {
-        Generator { source, link, out, pending: None, fixed_chain }
+        Generator {
+            source,
+            link,
+            out,
+            pending: None,
+            fixed_chain,
+        }
     }
     fn refill(&mut self, w: &mut World) {
         if self.pending.is_none() && self.source.next_arrival().is_some() {
             let fixed = self.fixed_chain;
             let (table, chains) = (&w.table, &w.chains);
             let chain_for = |h: &crate::packet::HeaderKey, hint: Option<u16>| -> Option<Chain> {
-                fixed.or_else(|| hint.or_else(|| table.lookup(h)).and_then(|f| chains.get(f as usize).copied()))
+                fixed.or_else(|| {
+                    hint.or_else(|| table.lookup(h))
+                        .and_then(|f| chains.get(f as usize).copied())
+                })
             };
             self.pending = Some(self.source.take(&chain_for, w.funcs.as_ref()));
             w.offered += 1;
@@ -59,9 +68,14 @@ impl Component<World> for Generator {
     }
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
         match &self.pending {
-            Some(p) if w.fifos[self.out].has_room(p.size) => Some(self.link.free_edge(p.t_arrival.max(now + 1))),
+            Some(p) if w.fifos[self.out].has_room(p.size) => {
+                Some(self.link.free_edge(p.t_arrival.max(now + 1)))
+            }
             Some(_) => None,
-            None => self.source.next_arrival().map(|a| self.link.clock.edge_at_or_after(a.max(now + 1))),
+            None => self
+                .source
+                .next_arrival()
+                .map(|a| self.link.clock.edge_at_or_after(a.max(now + 1))),
         }
     }
 }
@@ -100,7 +114,9 @@ impl Component<World> for PreProcessor {
         bit(self.inp) | bit(self.out)
     }
     fn step(&mut self, now: Time, w: &mut World) {
-        let Some(p) = w.ready_front(self.inp, now) else { return };
+        let Some(p) = w.ready_front(self.inp, now) else {
+            return;
+        };
         if !self.link.is_free(now) || !w.fifos[self.out].has_room(p.size) {
             return;
         }
@@ -130,7 +146,14 @@ impl Component<World> for PreProcessor {
                 }
             }
         };
-        w.push(self.out, now, pkt, slot.bytes, tr.head + self.latency, tr.tail + self.latency);
+        w.push(
+            self.out,
+            now,
+            pkt,
+            slot.bytes,
+            tr.head + self.latency,
+            tr.tail + self.latency,
+        );
     }
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
         let s = w.fifos[self.inp].front()?;
@@ -171,4 +194,3 @@ impl Component<World> for Dma {
         w.forward_wake(now, &self.link, self.inp)
     }
 }
-

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use nicsim_kernel::{Time, Timebase};
-use nicsim_offloads::{FunctionalOffload, FuncMeta};
+use nicsim_offloads::{FuncMeta, FunctionalOffload};
 use nicsim_packet::{capture::CaptureReader, FrameSpec, L4Proto};
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::{Rng, SeedableRng};
@@ -23,7 +23,9 @@ pub fn parse_proto(s: &str) -> Result<u8, String> {
     match s.to_ascii_lowercase().as_str() {
         "tcp" => Ok(6),
         "udp" => Ok(17),
-        other => other.parse().map_err(|_| format!("'{s}' is not tcp, udp or a protocol number")),
+        other => other
+            .parse()
+            .map_err(|_| format!("'{s}' is not tcp, udp or a protocol number")),
     }
 }
 
@@ -82,7 +84,10 @@ fn load_capture(path: &str) -> Result<Vec<Captured>, String> {
     let mut out = Vec::new();
     for rec in reader {
         let rec = rec.map_err(|e| format!("{path}: {e}"))?;
-        out.push(Captured { ts_ns: rec.ts_ns, frame: rec.data });
+        out.push(Captured {
+            ts_ns: rec.ts_ns,
+            frame: rec.data,
+        });
     }
     if out.is_empty() {
         return Err(format!("{path}: the capture holds no packets"));
@@ -108,7 +113,15 @@ fn header_key(spec: &FrameSpec) -> HeaderKey {
 /// Header key of a captured frame (without FCS); non-IP frames get unspecified addresses.
 pub fn key_of_frame(frame: &[u8]) -> HeaderKey {
     let unspecified: IpAddr = "0.0.0.0".parse().unwrap();
-    let mut k = HeaderKey { src: unspecified, dst: unspecified, sport: 0, dport: 0, proto: 0, tos: 0, vlan: None };
+    let mut k = HeaderKey {
+        src: unspecified,
+        dst: unspecified,
+        sport: 0,
+        dport: 0,
+        proto: 0,
+        tos: 0,
+        vlan: None,
+    };
     if let Ok(p) = nicsim_packet::parse(frame) {
         k.vlan = p.vlan;
         if let Some(ip) = p.ip {
@@ -125,16 +138,27 @@ impl Source {
     pub fn new(cfg: &Config, tb: Timebase, build_frames: bool) -> Result<Source, String> {
         let seed = cfg.seed;
         let t = &cfg.traffic;
-        let stream = |k: u64| ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
+        let stream =
+            |k: u64| ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
         let mut flows = Vec::new();
         for f in &cfg.flows {
             let spec = FrameSpec {
                 eth_src: [0x02, 0, 0, 0, 0, 1],
                 eth_dst: [0x02, 0, 0, 0, 0, 2],
                 vlan: f.vlan,
-                src: f.src.parse().map_err(|_| format!("bad address {}", f.src))?,
-                dst: f.dst.parse().map_err(|_| format!("bad address {}", f.dst))?,
-                proto: if parse_proto(&f.proto)? == 6 { L4Proto::Tcp } else { L4Proto::Udp },
+                src: f
+                    .src
+                    .parse()
+                    .map_err(|_| format!("bad address {}", f.src))?,
+                dst: f
+                    .dst
+                    .parse()
+                    .map_err(|_| format!("bad address {}", f.dst))?,
+                proto: if parse_proto(&f.proto)? == 6 {
+                    L4Proto::Tcp
+                } else {
+                    L4Proto::Udp
+                },
                 sport: f.sport,
                 dport: f.dport,
                 tos: f.tos,
@@ -151,30 +175,70 @@ impl Source {
         let (sizes, mean_size) = match &t.size {
             SizeDist::UniformSet { values } => {
                 let m = values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64;
-                (Sizes::Choice(values.clone(), WeightedIndex::new(vec![1.0; values.len()]).unwrap()), m)
+                (
+                    Sizes::Choice(
+                        values.clone(),
+                        WeightedIndex::new(vec![1.0; values.len()]).unwrap(),
+                    ),
+                    m,
+                )
             }
-            SizeDist::Fixed { bytes } => (Sizes::Choice(vec![*bytes], WeightedIndex::new([1.0]).unwrap()), *bytes as f64),
+            SizeDist::Fixed { bytes } => (
+                Sizes::Choice(vec![*bytes], WeightedIndex::new([1.0]).unwrap()),
+                *bytes as f64,
+            ),
             SizeDist::Weighted { values, weights } => {
                 let s: f64 = weights.iter().sum();
-                let m = values.iter().zip(weights).map(|(&v, w)| v as f64 * w).sum::<f64>() / s;
-                (Sizes::Choice(values.clone(), WeightedIndex::new(weights).map_err(|e| format!("traffic.size.weights: {e}"))?), m)
+                let m = values
+                    .iter()
+                    .zip(weights)
+                    .map(|(&v, w)| v as f64 * w)
+                    .sum::<f64>()
+                    / s;
+                (
+                    Sizes::Choice(
+                        values.clone(),
+                        WeightedIndex::new(weights)
+                            .map_err(|e| format!("traffic.size.weights: {e}"))?,
+                    ),
+                    m,
+                )
             }
-            SizeDist::Exponential { mean_bytes, min_bytes, max_bytes } => {
+            SizeDist::Exponential {
+                mean_bytes,
+                min_bytes,
+                max_bytes,
+            } => {
                 let d = Sizes::Exp(Exp::new(1.0 / mean_bytes).unwrap(), *min_bytes, *max_bytes);
                 let m = sample_mean(&d, seed);
                 (d, m)
             }
-            SizeDist::Lognormal { mu, sigma, min_bytes, max_bytes } => {
-                let d = Sizes::LogN(LogNormal::new(*mu, *sigma).map_err(|e| format!("traffic.size: {e}"))?, *min_bytes, *max_bytes);
+            SizeDist::Lognormal {
+                mu,
+                sigma,
+                min_bytes,
+                max_bytes,
+            } => {
+                let d = Sizes::LogN(
+                    LogNormal::new(*mu, *sigma).map_err(|e| format!("traffic.size: {e}"))?,
+                    *min_bytes,
+                    *max_bytes,
+                );
                 let m = sample_mean(&d, seed);
                 (d, m)
             }
             SizeDist::Capture { path } => {
                 let caps = load_capture(path)?;
-                let v: Vec<u32> = caps.iter().map(|c| (c.frame.len() as u32 + 4).max(64)).collect();
+                let v: Vec<u32> = caps
+                    .iter()
+                    .map(|c| (c.frame.len() as u32 + 4).max(64))
+                    .collect();
                 let m = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
                 let n = v.len();
-                (Sizes::Choice(v, WeightedIndex::new(vec![1.0; n]).unwrap()), m)
+                (
+                    Sizes::Choice(v, WeightedIndex::new(vec![1.0; n]).unwrap()),
+                    m,
+                )
             }
         };
         let replay = match &t.replay {
@@ -231,7 +295,11 @@ impl Source {
     }
 
     /// The next packet; `chain_for` gives the chain it will be prepared for (functional runs).
-    pub fn take(&mut self, chain_for: &dyn Fn(&HeaderKey, Option<u16>) -> Option<Chain>, funcs: Option<&Funcs>) -> Pkt {
+    pub fn take(
+        &mut self,
+        chain_for: &dyn Fn(&HeaderKey, Option<u16>) -> Option<Chain>,
+        funcs: Option<&Funcs>,
+    ) -> Pkt {
         let t_arrival = self.next_arrival.unwrap_or(0);
         let id = self.made;
         self.made += 1;
@@ -246,17 +314,22 @@ impl Source {
                 (size, key, None, self.build_frames.then_some(f))
             }
             None => {
-                let fi = self.flow_pick.as_ref().map(|w| w.sample(&mut self.rng_flow)).unwrap_or(0);
+                let fi = self
+                    .flow_pick
+                    .as_ref()
+                    .map(|w| w.sample(&mut self.rng_flow))
+                    .unwrap_or(0);
                 let size = self.sizes.as_ref().unwrap().sample(&mut self.rng_size);
                 let (spec, key) = &self.flows[fi];
                 let size = size.max(spec.min_frame_len() as u32);
                 let bytes = if self.build_frames {
                     let payload_len = size as usize - spec.header_len() - 4;
                     let mut payload = vec![0u8; payload_len];
-                    payload[..4.min(payload_len)].copy_from_slice(&(id as u32).to_be_bytes()[..4.min(payload_len)]);
+                    payload[..4.min(payload_len)]
+                        .copy_from_slice(&(id as u32).to_be_bytes()[..4.min(payload_len)]);
                     if payload_len >= 12 {
                         let body = &mut payload[4..payload_len - 8];
-                        if body.len() >= self.jpeg.len() && id % 2 == 0 {
+                        if body.len() >= self.jpeg.len() && id.is_multiple_of(2) {
                             body[..self.jpeg.len()].copy_from_slice(&self.jpeg);
                         } else {
                             self.rng_payload.fill(body);
@@ -271,7 +344,9 @@ impl Source {
         };
         let frame = bytes.take().map(|mut b| {
             let (plain_offset, plain) = match nicsim_packet::parse_five_tuple(&b[..b.len() - 4]) {
-                Some((_, off)) if b.len() >= off + 4 + 12 => (off + 4, b[off + 4..b.len() - 4 - 8].to_vec()),
+                Some((_, off)) if b.len() >= off + 4 + 12 => {
+                    (off + 4, b[off + 4..b.len() - 4 - 8].to_vec())
+                }
                 _ => (0, Vec::new()),
             };
             if let (Some(funcs), Some(chain)) = (funcs, chain_for(&key, flow_hint)) {
@@ -288,7 +363,12 @@ impl Source {
             if self.bad_fcs > 0.0 && self.rng_fault.gen_bool(self.bad_fcs) {
                 b[n - 1] ^= 0xff;
             }
-            Box::new(Frame { bytes: b, plain, plain_offset, meta: FuncMeta::default() })
+            Box::new(Frame {
+                bytes: b,
+                plain,
+                plain_offset,
+                meta: FuncMeta::default(),
+            })
         });
         self.advance(size);
         Pkt {
@@ -319,7 +399,8 @@ impl Source {
         let next = match &self.replay {
             Some((caps, ReplayTiming::Original)) => {
                 let i = self.made as usize;
-                self.tb.from_us((caps[i].ts_ns.saturating_sub(caps[0].ts_ns)) as f64 / 1e3)
+                self.tb
+                    .from_us((caps[i].ts_ns.saturating_sub(caps[0].ts_ns)) as f64 / 1e3)
             }
             _ => match self.arrivals {
                 // Exact byte rate: packet i+1 arrives once packet i's bits have been offered.

@@ -100,14 +100,24 @@ impl World {
     /// The front packet of `from`, if its first beat is there by `now`, and the link is free.
     #[inline]
     pub fn ready_front(&self, from: FifoId, now: Time) -> Option<&Pkt> {
-        self.fifos[from].front().filter(|s| s.head <= now).map(|s| &s.item)
+        self.fifos[from]
+            .front()
+            .filter(|s| s.head <= now)
+            .map(|s| &s.item)
     }
 
     /// Move the front packet of `from` into `to` over `link` at `now` (caller checked room).
     pub fn forward(&mut self, now: Time, link: &mut Link, from: FifoId, to: FifoId, latency: Time) {
         let slot = self.pop(from, now).expect("forward from an empty FIFO");
         let tr = link.send(now, slot.bytes, slot.tail);
-        self.push(to, now, slot.item, slot.bytes, tr.head + latency, tr.tail + latency);
+        self.push(
+            to,
+            now,
+            slot.item,
+            slot.bytes,
+            tr.head + latency,
+            tr.tail + latency,
+        );
     }
 
     /// When a forward from `from` over `link` could next happen, ignoring room downstream.

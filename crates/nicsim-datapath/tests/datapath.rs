@@ -10,13 +10,22 @@ use nicsim_datapath::{Config, Datapath};
 use serde_json::Value;
 
 fn paper() -> Config {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
     Config::from_toml(&text).unwrap()
 }
 
 /// Every architecture and variant: FlexPipe, StaticPipe, PANIC (eval), PANIC (full).
 fn archs() -> Vec<(Arch, PanicVariant)> {
-    vec![(Arch::Flexpipe, PanicVariant::Eval), (Arch::Staticpipe, PanicVariant::Eval), (Arch::Panic, PanicVariant::Eval), (Arch::Panic, PanicVariant::Full)]
+    vec![
+        (Arch::Flexpipe, PanicVariant::Eval),
+        (Arch::Staticpipe, PanicVariant::Eval),
+        (Arch::Panic, PanicVariant::Eval),
+        (Arch::Panic, PanicVariant::Full),
+    ]
 }
 
 fn paper_as(arch: Arch, variant: PanicVariant) -> Config {
@@ -39,7 +48,8 @@ fn without_engine(mut v: Value) -> Value {
 
 #[test]
 fn stepped_and_skipping_runs_are_identical() {
-    let mut cases: Vec<(Arch, PanicVariant, u32)> = archs().into_iter().map(|(a, v)| (a, v, 2)).collect();
+    let mut cases: Vec<(Arch, PanicVariant, u32)> =
+        archs().into_iter().map(|(a, v)| (a, v, 2)).collect();
     // PANIC full with one credit per unit: detours all the time.
     cases.push((Arch::Panic, PanicVariant::Full, 1));
     for (arch, variant, credits) in cases {
@@ -51,12 +61,20 @@ fn stepped_and_skipping_runs_are_identical() {
         let skip = run(cfg.clone());
         if variant == PanicVariant::Full {
             // The credit/detour paths must actually be exercised.
-            assert!(skip["panic"]["detours"].as_u64().unwrap() > 0, "credits {credits}: {}", skip["panic"]);
+            assert!(
+                skip["panic"]["detours"].as_u64().unwrap() > 0,
+                "credits {credits}: {}",
+                skip["panic"]
+            );
         }
         cfg.mode = SimMode::Stepped;
         let stepped = run(cfg);
         assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
-        assert_eq!(without_engine(skip), without_engine(stepped), "{arch:?} {variant:?} credits {credits}");
+        assert_eq!(
+            without_engine(skip),
+            without_engine(stepped),
+            "{arch:?} {variant:?} credits {credits}"
+        );
     }
 }
 
@@ -80,17 +98,26 @@ fn single_unit_matches_md1() {
         // ρ = λ D with λ = rate / (8 · 64 bits).
         cfg.traffic.rate_gbps = rho / d_us * 8.0 * 64.0 / 1e3;
         let s = run(cfg);
-        let wait = s["latency_us"]["mean"].as_f64().unwrap() - s["latency_us"]["min"].as_f64().unwrap();
+        let wait =
+            s["latency_us"]["mean"].as_f64().unwrap() - s["latency_us"]["min"].as_f64().unwrap();
         let pk = rho * d_us / (2.0 * (1.0 - rho));
         let err = (wait - pk).abs() / pk;
         eprintln!("M/D/1 rho {rho}: simulated {wait:.4} µs, theory {pk:.4} µs");
-        assert!(err < 0.03, "rho {rho}: simulated wait {wait:.4} µs vs M/D/1 {pk:.4} µs ({:.1} %)", err * 100.0);
+        assert!(
+            err < 0.03,
+            "rho {rho}: simulated wait {wait:.4} µs vs M/D/1 {pk:.4} µs ({:.1} %)",
+            err * 100.0
+        );
     }
 }
 
 #[test]
 fn littles_law_holds_for_every_fifo() {
-    for (arch, variant) in [(Arch::Flexpipe, PanicVariant::Eval), (Arch::Panic, PanicVariant::Eval), (Arch::Panic, PanicVariant::Full)] {
+    for (arch, variant) in [
+        (Arch::Flexpipe, PanicVariant::Eval),
+        (Arch::Panic, PanicVariant::Eval),
+        (Arch::Panic, PanicVariant::Full),
+    ] {
         let mut cfg = paper_as(arch, variant);
         cfg.traffic.packets = 3000;
         cfg.traffic.rate_gbps = 120.0;
@@ -100,8 +127,16 @@ fn littles_law_holds_for_every_fifo() {
         assert!(fifos.len() > 10);
         for (name, f) in fifos {
             let ll = &f["littles_law"];
-            let (l, lambda, w) = (ll["L_packets"].as_f64().unwrap(), ll["lambda_per_us"].as_f64().unwrap(), ll["W_us"].as_f64().unwrap());
-            assert!((l - lambda * w).abs() <= 1e-9 * l.max(1.0), "{name}: L {l} vs λW {}", lambda * w);
+            let (l, lambda, w) = (
+                ll["L_packets"].as_f64().unwrap(),
+                ll["lambda_per_us"].as_f64().unwrap(),
+                ll["W_us"].as_f64().unwrap(),
+            );
+            assert!(
+                (l - lambda * w).abs() <= 1e-9 * l.max(1.0),
+                "{name}: L {l} vs λW {}",
+                lambda * w
+            );
             assert_eq!(f["arrivals"], f["departures"], "{name} not drained");
         }
     }
@@ -116,10 +151,22 @@ fn packets_are_conserved_and_runs_are_deterministic() {
         cfg.measure.window = [100, 1900];
         let a = run(cfg.clone());
         let p = &a["packets"];
-        let dropped: u64 = p["dropped"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-        assert_eq!(p["offered"].as_u64().unwrap(), p["delivered"].as_u64().unwrap() + dropped + p["in_flight"].as_u64().unwrap());
+        let dropped: u64 = p["dropped"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            p["offered"].as_u64().unwrap(),
+            p["delivered"].as_u64().unwrap() + dropped + p["in_flight"].as_u64().unwrap()
+        );
         assert_eq!(p["in_flight"], 0);
-        assert_eq!(a.to_string(), run(cfg.clone()).to_string(), "{arch:?} {variant:?}: same seed, different result");
+        assert_eq!(
+            a.to_string(),
+            run(cfg.clone()).to_string(),
+            "{arch:?} {variant:?}: same seed, different result"
+        );
         cfg.seed = 2;
         assert_ne!(a["latency_us"], run(cfg)["latency_us"]);
     }
@@ -130,7 +177,11 @@ fn remap_takes_effect_for_new_packets_only() {
     let mut cfg = paper();
     cfg.traffic.packets = 3000;
     let at_us = 60.0;
-    cfg.remap.push(nicsim_datapath::config::RemapCfg { at_us, flow: "flow4".into(), chain: vec!["crc".into(), "rss".into()] });
+    cfg.remap.push(nicsim_datapath::config::RemapCfg {
+        at_us,
+        flow: "flow4".into(),
+        chain: vec!["crc".into(), "rss".into()],
+    });
     let mut d = Datapath::new(cfg).unwrap();
     let seen = Rc::new(RefCell::new((0u32, 0u32)));
     let s2 = seen.clone();
@@ -160,7 +211,10 @@ fn remap_takes_effect_for_new_packets_only() {
     assert!(d.remap("flow9", &[]).is_err());
     d.run(None);
     let chains = &d.summary()["per_flow"]["flow4"]["chains"];
-    assert!(chains["crc>firewall"].as_u64().unwrap() > 0 && chains["crc>rss"].as_u64().unwrap() > 0, "{chains}");
+    assert!(
+        chains["crc>firewall"].as_u64().unwrap() > 0 && chains["crc>rss"].as_u64().unwrap() > 0,
+        "{chains}"
+    );
 }
 
 #[test]
@@ -190,15 +244,43 @@ fn functional_offloads_check_every_packet_and_drop_with_reasons() {
 
 #[test]
 fn config_errors_name_the_key() {
-    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../python/nicsim/configs/flexpipe_paper.toml")).unwrap();
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
     let cases = [
-        ("rate_gbps = 90.0", "rate_gbps = \"fast\"", "traffic.rate_gbps"),
+        (
+            "rate_gbps = 90.0",
+            "rate_gbps = \"fast\"",
+            "traffic.rate_gbps",
+        ),
         ("rate_gbps = 90.0", "rate_gbps = -1.0", "traffic.rate_gbps"),
-        ("chain = [\"crc\", \"firewall\"]", "chain = [\"crc\", \"nat\"]", "flows[3].chain[1]"),
-        ("width_bits = 512", "width_bits = 512\nwidht = 3", "pipeline"),
-        ("clock_mhz = 150\ndelay_cycles = 21", "clock_mhz = 0\ndelay_cycles = 21", "offloads[1].clock_mhz"),
-        ("window = [500, 10500]", "window = [500, 100]", "measure.window"),
-        ("[measure]", "[panic]\nvariant = \"ful\"\n\n[measure]", "panic.variant"),
+        (
+            "chain = [\"crc\", \"firewall\"]",
+            "chain = [\"crc\", \"nat\"]",
+            "flows[3].chain[1]",
+        ),
+        (
+            "width_bits = 512",
+            "width_bits = 512\nwidht = 3",
+            "pipeline",
+        ),
+        (
+            "clock_mhz = 150\ndelay_cycles = 21",
+            "clock_mhz = 0\ndelay_cycles = 21",
+            "offloads[1].clock_mhz",
+        ),
+        (
+            "window = [500, 10500]",
+            "window = [500, 100]",
+            "measure.window",
+        ),
+        (
+            "[measure]",
+            "[panic]\nvariant = \"ful\"\n\n[measure]",
+            "panic.variant",
+        ),
     ];
     for (from, to, key) in cases {
         assert!(base.contains(from), "{from}");
@@ -229,7 +311,12 @@ fn panic_full_detours_under_overload_and_keeps_chains() {
     assert_eq!(v["checked"], s["packets"]["delivered"]);
     assert_eq!(s["packets"]["in_flight"], 0);
     // Every detour came back through the scheduler's crossbar port.
-    assert_eq!(s["fifos"]["scheduler.detour_in"]["arrivals"].as_u64().unwrap(), detours);
+    assert_eq!(
+        s["fifos"]["scheduler.detour_in"]["arrivals"]
+            .as_u64()
+            .unwrap(),
+        detours
+    );
 
     cfg.panic.credits = 1_000_000;
     let s = run(cfg);

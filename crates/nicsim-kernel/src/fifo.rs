@@ -44,7 +44,12 @@ pub struct Fifo<T> {
 
 impl<T> Fifo<T> {
     pub fn new(capacity_bytes: u64) -> Fifo<T> {
-        Fifo { capacity_bytes, used_bytes: 0, q: VecDeque::new(), stats: FifoStats::default() }
+        Fifo {
+            capacity_bytes,
+            used_bytes: 0,
+            q: VecDeque::new(),
+            stats: FifoStats::default(),
+        }
     }
     #[inline]
     pub fn has_room(&self, bytes: u32) -> bool {
@@ -89,7 +94,13 @@ impl<T> Fifo<T> {
         debug_assert!(self.has_room(bytes));
         self.account(now);
         self.used_bytes += bytes as u64;
-        self.q.push_back(Slot { item, bytes, head, tail, enq: now });
+        self.q.push_back(Slot {
+            item,
+            bytes,
+            head,
+            tail,
+            enq: now,
+        });
         self.stats.pushes += 1;
         self.stats.max_bytes = self.stats.max_bytes.max(self.used_bytes);
         self.stats.max_packets = self.stats.max_packets.max(self.q.len() as u64);

@@ -30,7 +30,14 @@ pub struct Link {
 
 impl Link {
     pub fn new(width_bits: u32, clock: Clock) -> Link {
-        Link { width_bits, clock, busy_until: 0, busy_ticks: 0, packets: 0, beats: 0 }
+        Link {
+            width_bits,
+            clock,
+            busy_until: 0,
+            busy_ticks: 0,
+            packets: 0,
+            beats: 0,
+        }
     }
     /// Beats needed for `bytes`.
     #[inline]
@@ -62,7 +69,11 @@ impl Link {
         self.busy_ticks += tail - now;
         self.packets += 1;
         self.beats += beats;
-        Transfer { start: now, head: now + p, tail }
+        Transfer {
+            start: now,
+            head: now + p,
+            tail,
+        }
     }
 }
 

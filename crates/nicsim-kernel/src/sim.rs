@@ -78,14 +78,26 @@ impl<W: Changes> Engine<W> {
         let n = components.len();
         let watches = components.iter().map(|c| c.watches()).collect();
         // Every component is due at time 0.
-        Engine { components, world, mode, now: 0, stats: RunStats::default(), visited: false, wakes: vec![Some(0); n], watches, stepped: vec![false; n] }
+        Engine {
+            components,
+            world,
+            mode,
+            now: 0,
+            stats: RunStats::default(),
+            visited: false,
+            wakes: vec![Some(0); n],
+            watches,
+            stepped: vec![false; n],
+        }
     }
 
     fn visit(&mut self) {
         let now = self.now;
         self.stats.instants += 1;
         for (i, c) in self.components.iter_mut().enumerate() {
-            let due = self.mode == Mode::Stepped || self.wakes[i].is_some_and(|t| t <= now) || self.world.changes() & self.watches[i] != 0;
+            let due = self.mode == Mode::Stepped
+                || self.wakes[i].is_some_and(|t| t <= now)
+                || self.world.changes() & self.watches[i] != 0;
             self.stepped[i] = due && c.has_edge(now);
             if self.stepped[i] {
                 c.step(now, &mut self.world);
@@ -94,7 +106,11 @@ impl<W: Changes> Engine<W> {
         }
         let changed = self.world.take_changes();
         for (i, c) in self.components.iter().enumerate() {
-            if self.mode == Mode::Stepped || self.stepped[i] || changed & self.watches[i] != 0 || self.wakes[i].is_some_and(|t| t <= now) {
+            if self.mode == Mode::Stepped
+                || self.stepped[i]
+                || changed & self.watches[i] != 0
+                || self.wakes[i].is_some_and(|t| t <= now)
+            {
                 self.wakes[i] = c.next_wake(now, &self.world);
             }
         }
@@ -115,7 +131,12 @@ impl<W: Changes> Engine<W> {
             debug_assert!(wake > t, "next_wake must lie in the future");
             let next = match self.mode {
                 Mode::Skip => wake,
-                Mode::Stepped => self.components.iter().map(|c| c.edge_after(t)).min().unwrap_or(wake),
+                Mode::Stepped => self
+                    .components
+                    .iter()
+                    .map(|c| c.edge_after(t))
+                    .min()
+                    .unwrap_or(wake),
             };
             if next > until {
                 return false;

@@ -39,7 +39,7 @@ impl Timebase {
     /// A clock of `mhz` in this timebase. Panics if the timebase was not built for it.
     pub fn clock(&self, mhz: u32) -> Clock {
         assert!(
-            mhz > 0 && self.ticks_per_us % mhz as u64 == 0,
+            mhz > 0 && self.ticks_per_us.is_multiple_of(mhz as u64),
             "clock {mhz} MHz not in timebase"
         );
         Clock::new(mhz, self.ticks_per_us / mhz as u64)
@@ -83,7 +83,11 @@ impl Eq for Clock {}
 impl Clock {
     /// A clock of `mhz` whose period is `period` ticks (> 0).
     pub fn new(mhz: u32, period: Time) -> Clock {
-        Clock { mhz, period, div: strength_reduce::StrengthReducedU64::new(period) }
+        Clock {
+            mhz,
+            period,
+            div: strength_reduce::StrengthReducedU64::new(period),
+        }
     }
     /// The first edge at or after `t`.
     #[inline]

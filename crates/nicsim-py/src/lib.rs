@@ -12,8 +12,18 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-create_exception!(_core, ConfigError, PyValueError, "A configuration value is missing, unknown or wrong.");
-create_exception!(_core, InputError, PyValueError, "An input file (capture, rule set, ...) is unusable.");
+create_exception!(
+    _core,
+    ConfigError,
+    PyValueError,
+    "A configuration value is missing, unknown or wrong."
+);
+create_exception!(
+    _core,
+    InputError,
+    PyValueError,
+    "An input file (capture, rule set, ...) is unusable."
+);
 
 fn parse_config(config_json: &str) -> PyResult<Config> {
     Config::from_json(config_json).map_err(|e| ConfigError::new_err((e.path, e.msg)))
@@ -36,7 +46,8 @@ impl Datapath {
         let mut model = Model::new(cfg).map_err(InputError::new_err)?;
         let mut pcap = None;
         if let Some(path) = egress_pcap {
-            let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535).map_err(|e| InputError::new_err(format!("{}: {e}", path.display())))?;
+            let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535)
+                .map_err(|e| InputError::new_err(format!("{}: {e}", path.display())))?;
             let cell = std::rc::Rc::new(std::cell::RefCell::new(Some(w)));
             let c2 = cell.clone();
             let ns_per_tick = 1e3 / model.tb.ticks_per_us() as f64;
@@ -62,7 +73,9 @@ impl Datapath {
                 Some(u) => (self.model.now_us() + slice_us).min(u),
                 None => self.model.now_us() + slice_us,
             };
-            let finished = py.detach(|| self.model.run(Some(target)));
+            // The model is single-threaded (unsendable): it runs with the GIL held, and sweeps
+            // run in processes.
+            let finished = self.model.run(Some(target));
             py.check_signals()?;
             if finished {
                 done = true;
