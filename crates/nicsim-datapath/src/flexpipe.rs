@@ -435,19 +435,9 @@ impl Offload {
     }
 }
 
-impl Component<World> for Offload {
-    fn has_edge(&self, t: Time) -> bool {
-        self.pclk.is_edge(t) || self.spec.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.pclk.edge_after(t).min(self.spec.clock.edge_after(t))
-    }
-
-    fn watches(&self) -> u128 {
-        bit(self.inp) | bit(self.bypass) | bit(self.ufifo) | bit(self.out)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        // Units.
+impl Offload {
+    /// Unit events due at or before `now`.
+    fn unit_events(&mut self, now: Time, w: &mut World) {
         while let Some(&Reverse((t, u))) = self.wakes.peek() {
             if t > now {
                 break;
@@ -456,9 +446,10 @@ impl Component<World> for Offload {
             self.lb_blocked = false;
             self.unit_event(u as usize, now, w);
         }
-        if !self.pclk.is_edge(now) {
-            return;
-        }
+    }
+
+    /// Traffic Arbiter, nested round robin, Traffic Splitter and Load Balancer at a pipeline edge.
+    fn pipeline_step(&mut self, now: Time, w: &mut World) {
         // Credits of packets whose last beat has left the unit (full PANIC variant).
         while let Some(&(t, u)) = self.returns.front() {
             if t > now {
@@ -557,6 +548,27 @@ impl Component<World> for Offload {
             } else if w.fifos[self.bypass].has_room(bytes) {
                 w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
             }
+        }
+    }
+}
+
+impl Component<World> for Offload {
+    fn has_edge(&self, t: Time) -> bool {
+        self.pclk.is_edge(t) || self.spec.clock.is_edge(t)
+    }
+    fn edge_after(&self, t: Time) -> Time {
+        self.pclk.edge_after(t).min(self.spec.clock.edge_after(t))
+    }
+
+    fn watches(&self) -> u128 {
+        bit(self.inp) | bit(self.bypass) | bit(self.ufifo) | bit(self.out)
+    }
+    fn step(&mut self, now: Time, w: &mut World) {
+        self.unit_events(now, w);
+        if self.pclk.is_edge(now) {
+            self.pipeline_step(now, w);
+            // Units the round robin or the balancer woke for this very edge.
+            self.unit_events(now, w);
         }
     }
 

@@ -40,7 +40,7 @@ impl LatStats {
         self.sum += ticks as u128;
         self.min = self.min.min(ticks);
         self.max = self.max.max(ticks);
-        self.hist.saturating_record(ticks);
+        self.hist.saturating_record(ticks.max(1));
     }
     pub fn count(&self) -> u64 {
         self.n

@@ -18,6 +18,9 @@
 //! it was stepped or something it watches changed. That keeps both modes identical while an
 //! instant costs only the few components that take part in it.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::time::Time;
 
 pub trait Component<W> {
@@ -60,6 +63,50 @@ pub struct RunStats {
     pub steps: u64,
 }
 
+/// A set of component indices.
+#[derive(Debug, Clone, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    #[inline]
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    #[inline]
+    fn clear(&mut self, i: usize) {
+        self.0[i / 64] &= !(1 << (i % 64));
+    }
+    /// The first member at or after `from`.
+    #[inline]
+    fn next_from(&self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut word = *self.0.get(w)? & (!0u64 << (from % 64));
+        loop {
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
+            w += 1;
+            word = *self.0.get(w)?;
+        }
+    }
+    /// Add the members of `other` that are at or after `from`.
+    fn union_from(&mut self, other: &Bits, from: usize) {
+        for (w, (a, b)) in self.0.iter_mut().zip(&other.0).enumerate() {
+            if (w + 1) * 64 <= from {
+                continue;
+            }
+            let mask = if w * 64 >= from { !0 } else { !0u64 << (from % 64) };
+            *a |= b & mask;
+        }
+    }
+    fn union(&mut self, other: &Bits) {
+        self.union_from(other, 0);
+    }
+}
+
 /// Components, the world they share, and the current instant.
 pub struct Engine<W> {
     pub components: Vec<Box<dyn Component<W>>>,
@@ -69,15 +116,28 @@ pub struct Engine<W> {
     pub stats: RunStats,
     visited: bool,
     wakes: Vec<Option<Time>>,
-    watches: Vec<u128>,
-    stepped: Vec<bool>,
+    /// Wake-ups, earliest first; an entry is current iff it equals `wakes[i]`.
+    heap: BinaryHeap<Reverse<(Time, usize)>>,
+    /// For every change bit, the components that watch it.
+    watchers: Vec<Bits>,
+    pending: Bits,
+    recompute: Bits,
 }
 
 impl<W: Changes> Engine<W> {
     pub fn new(components: Vec<Box<dyn Component<W>>>, world: W, mode: Mode) -> Engine<W> {
         let n = components.len();
-        let watches = components.iter().map(|c| c.watches()).collect();
+        let mut watchers = vec![Bits::new(n); 128];
+        for (i, c) in components.iter().enumerate() {
+            let w = c.watches();
+            for (b, set) in watchers.iter_mut().enumerate() {
+                if w >> b & 1 == 1 {
+                    set.set(i);
+                }
+            }
+        }
         // Every component is due at time 0.
+        let heap = (0..n).map(|i| Reverse((0, i))).collect();
         Engine {
             components,
             world,
@@ -86,34 +146,77 @@ impl<W: Changes> Engine<W> {
             stats: RunStats::default(),
             visited: false,
             wakes: vec![Some(0); n],
-            watches,
-            stepped: vec![false; n],
+            heap,
+            watchers,
+            pending: Bits::new(n),
+            recompute: Bits::new(n),
         }
     }
 
     fn visit(&mut self) {
         let now = self.now;
+        let n = self.components.len();
         self.stats.instants += 1;
-        for (i, c) in self.components.iter_mut().enumerate() {
-            let due = self.mode == Mode::Stepped
-                || self.wakes[i].is_some_and(|t| t <= now)
-                || self.world.changes() & self.watches[i] != 0;
-            self.stepped[i] = due && c.has_edge(now);
-            if self.stepped[i] {
-                c.step(now, &mut self.world);
-                self.stats.steps += 1;
+        // Due components, then (in order) those whose watched resources change as we go.
+        if self.mode == Mode::Stepped {
+            (0..n).for_each(|i| self.pending.set(i));
+        }
+        while let Some(&Reverse((t, i))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            if self.wakes[i] == Some(t) {
+                self.pending.set(i);
             }
         }
-        let changed = self.world.take_changes();
-        for (i, c) in self.components.iter().enumerate() {
-            if self.mode == Mode::Stepped
-                || self.stepped[i]
-                || changed & self.watches[i] != 0
-                || self.wakes[i].is_some_and(|t| t <= now)
-            {
-                self.wakes[i] = c.next_wake(now, &self.world);
+        self.recompute.union(&self.pending);
+        let mut seen = 0u128;
+        let mut from = 0;
+        while let Some(i) = self.pending.next_from(from) {
+            self.pending.clear(i);
+            from = i + 1;
+            let c = &mut self.components[i];
+            if !c.has_edge(now) {
+                continue;
+            }
+            c.step(now, &mut self.world);
+            self.stats.steps += 1;
+            let changes = self.world.changes();
+            let mut new = changes & !seen;
+            seen = changes;
+            while new != 0 {
+                let b = new.trailing_zeros() as usize;
+                new &= new - 1;
+                self.pending.union_from(&self.watchers[b], from);
+                self.recompute.union(&self.watchers[b]);
             }
         }
+        self.world.take_changes();
+        let mut from = 0;
+        while let Some(i) = self.recompute.next_from(from) {
+            self.recompute.clear(i);
+            from = i + 1;
+            let w = self.components[i].next_wake(now, &self.world);
+            if w != self.wakes[i] || self.mode == Mode::Stepped {
+                self.wakes[i] = w;
+                if let Some(t) = w {
+                    assert!(t > now, "component {i}: next_wake {t} is not after {now}");
+                    self.heap.push(Reverse((t, i)));
+                }
+            }
+        }
+    }
+
+    /// The earliest pending wake-up.
+    fn earliest(&mut self) -> Option<Time> {
+        while let Some(&Reverse((t, i))) = self.heap.peek() {
+            if self.wakes[i] == Some(t) {
+                return Some(t);
+            }
+            self.heap.pop();
+        }
+        None
     }
 
     /// Run until no component has anything left to do (returns `true`) or the next instant
@@ -125,10 +228,9 @@ impl<W: Changes> Engine<W> {
                 self.visited = true;
             }
             let t = self.now;
-            let Some(wake) = self.wakes.iter().flatten().copied().min() else {
+            let Some(wake) = self.earliest() else {
                 return true;
             };
-            debug_assert!(wake > t, "next_wake must lie in the future");
             let next = match self.mode {
                 Mode::Skip => wake,
                 Mode::Stepped => self

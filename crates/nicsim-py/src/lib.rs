@@ -99,14 +99,19 @@ impl Datapath {
         self.model.now_us()
     }
 
-    /// The summary as JSON text; finishes the egress capture.
-    fn summary(&mut self) -> PyResult<String> {
+    /// The summary so far, as JSON text.
+    fn summary(&mut self) -> String {
+        self.model.summary().to_string()
+    }
+
+    /// Finish the egress capture (flush and close it); later packets are not written.
+    fn finish(&mut self) -> PyResult<()> {
         if let Some(cell) = &self.pcap {
             if let Some(w) = cell.borrow_mut().take() {
                 w.finish().map_err(|e| InputError::new_err(e.to_string()))?;
             }
         }
-        Ok(self.model.summary().to_string())
+        Ok(())
     }
 }
 

@@ -1,0 +1,83 @@
+# nicsim build plumbing. Two commands do everything from a fresh clone:
+#   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
+#   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
+# Also: make bench, make lint. Rust is built once per run, in release mode, into $(CARGO_TARGET_DIR);
+# `cargo test --release` reuses that profile and target directory.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := demo
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+CARGO ?= cargo
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+# Ray: no usage-statistics prompt or upload from tests.
+export RAY_USAGE_STATS_ENABLED := 0
+
+# $(call need,COMMAND,APT_PACKAGE): make sure COMMAND exists. When it is missing, install
+# APT_PACKAGE with apt if we are root, otherwise stop with a one-line message naming the package.
+# Use in a recipe line:  @$(call need,tshark,tshark)
+define need
+command -v $(1) >/dev/null 2>&1 || { \
+  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "nicsim: installing $(2) (provides $(1))" >&2; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+  else \
+    echo "nicsim: '$(1)' is missing: install the package '$(2)' (apt-get install $(2)) and re-run" >&2; \
+    exit 1; \
+  fi; }
+endef
+
+# Requirements of one or more sections of pyproject.toml, one per line:
+# `build` (build-system), `deps` (project dependencies) or an optional-dependency extra.
+define reqs
+$(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
+  s = {"build": p["build-system"]["requires"], "deps": p["project"]["dependencies"], **p["project"]["optional-dependencies"]}; \
+  print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
+endef
+
+.PHONY: demo test bench lint develop tools
+
+tools:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "nicsim: '$(PYTHON)' is missing: install Python >= 3.11 (package python3)" >&2; exit 1; }
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "nicsim: 'cargo' is missing: install Rust from https://rustup.rs" >&2; exit 1; }
+
+$(PY): | tools
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+# Python dependencies, installed once; re-installed when pyproject.toml changes.
+$(VENV)/.deps: pyproject.toml | $(PY)
+	$(call reqs,build deps dev) > $(VENV)/requirements.txt
+	$(PIP) install -r $(VENV)/requirements.txt
+	@touch $@
+
+# The optional Ray extra, for the test suite's distributed-sweep test.
+$(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
+	$(call reqs,ray) > $(VENV)/requirements-ray.txt
+	$(PIP) install -r $(VENV)/requirements-ray.txt
+	@touch $@
+
+# Build the Rust core (release) and install the package into .venv (editable Python sources).
+develop: $(VENV)/.deps
+	$(VENV)/bin/maturin develop --release
+
+demo: develop
+	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
+
+test: develop $(VENV)/.deps-ray
+	$(CARGO) test --release --workspace --exclude nicsim-py
+	$(VENV)/bin/pytest -q tests
+
+bench: develop
+	$(PY) benches/run.py
+
+lint: $(VENV)/.deps
+	$(CARGO) clippy --workspace --release -- -D warnings
+	$(CARGO) fmt --all --check
+	$(VENV)/bin/ruff check python tests

@@ -1,0 +1,5 @@
+"""`python -m nicsim` is the `nicsim` command."""
+
+from nicsim.cli import main
+
+main()

@@ -1,0 +1,300 @@
+"""The `nicsim` command line.
+
+One command with a subcommand per job. Every command that produces results writes one output
+folder, atomically. Bad input of any kind (a configuration, a `--param`, a missing file) is
+reported by the single handler in [`main`] as one line, `nicsim: error: <message>`, with exit
+code 2 and no traceback; Ctrl-C exits with 130 after writing what can be written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from nicsim.config import get_key, load_config, parse_sweep_param
+from nicsim.errors import ConfigError, Interrupted, NicsimError
+
+try:  # typer >= 0.22 carries its own copy of click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException
+
+out_console = Console()
+err_console = Console(stderr=True)
+
+app = typer.Typer(
+    name="nicsim",
+    help="SmartNIC design and analysis toolkit: simulate datapaths (FlexPipe, PANIC, StaticPipe), "
+    "size offloads, sweep parameters and reproduce the seed papers' results.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+offloads_app = typer.Typer(help="Offload catalog: how many units each offload needs (Eq. 1).", no_args_is_help=True)
+reproduce_app = typer.Typer(help="Reproduce a seed paper's results with one command.", no_args_is_help=True)
+app.add_typer(offloads_app, name="offloads")
+app.add_typer(reproduce_app, name="reproduce")
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+ConfigArg = Annotated[Path, typer.Argument(help="Datapath configuration (TOML), e.g. configs/flexpipe_paper.toml.",
+                                           show_default=False)]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder; written atomically, replaced if it exists.",
+                                      show_default=False)]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="KEY=VALUE",
+                 help="Override a configuration value (repeatable). KEY is a dotted path with list indices, "
+                      "VALUE a TOML value or a bare string: [b]traffic.rate_gbps=96[/b], "
+                      "[b]flows[0].chain=[\"crc\",\"rss\"][/b], [b]arch=panic[/b]."),
+]
+ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
+                                               help="Where runs execute: a local process pool, or Ray "
+                                                    "(needs the [b]nicsim[ray][/b] extra).")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", min=1,
+                                                help="Parallel runs (default: one per CPU).", show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from nicsim import __version__
+
+        out_console.print(f"nicsim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """SmartNIC design and analysis toolkit."""
+
+
+@app.command("run")
+def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
+            egress_pcap: Annotated[bool, typer.Option("--egress-pcap",
+                                                      help="Write delivered packets to OUT/egress.pcap "
+                                                           "(frames exist with [b]functional = true[/b]).")] = False,
+            ) -> None:
+    """Run one datapath simulation and write OUT/summary.json and OUT/per_flow.csv.
+
+    Shows a progress bar over resolved (delivered or dropped) packets, then a short table of
+    throughput, latency and drops. Ctrl-C stops the run and still writes the summary of what
+    ran, marked [b]"interrupted": true[/b].
+    """
+    from nicsim.datapath import run
+
+    cfg = load_config(config, param or [])
+    want_pcap = egress_pcap or bool(get_key(cfg, "measure.egress_pcap"))
+    if want_pcap and not cfg.get("functional", False):
+        err_console.print("[yellow]note:[/] the egress capture holds frames only when functional = true")
+    total = None if get_key(cfg, "traffic.replay") else get_key(cfg, "traffic.packets") or 11000
+    bar = Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("packets"),
+                   TextColumn("{task.fields[sim]}"), TimeElapsedColumn(), console=err_console)
+    task = bar.add_task("run", total=total, sim="")
+
+    def progress(now_us: float, s: dict[str, Any] | None) -> None:
+        if not bar.live.is_started:  # shown only once the run is under way and takes a while
+            bar.start()
+        done = None if s is None else s["packets"]["delivered"] + s["packets"]["dropped_total"]
+        bar.update(task, completed=done, sim=f"{now_us:,.1f} µs simulated")
+
+    try:
+        summary = run(cfg, out, egress_pcap=want_pcap, progress=progress)
+    except Interrupted as e:
+        summary = e.summary
+    finally:
+        if bar.live.is_started:
+            s = locals().get("summary")
+            if s:
+                p = s["packets"]
+                bar.update(task, completed=p["delivered"] + p["dropped_total"], sim=f"{s['sim_time_us']:,.1f} µs simulated")
+            bar.stop()
+    print_run(summary)
+    files = ["summary.json", "per_flow.csv", "config.json"] + (["egress.pcap"] if want_pcap else [])
+    if summary["interrupted"]:
+        err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
+        raise typer.Exit(130)
+    out_console.print(f"wrote {out}/ ({', '.join(files)})")
+
+
+def print_run(s: dict[str, Any]) -> None:
+    p, lat = s["packets"], s.get("latency_us", {})
+    t = Table(title=f"{s['arch']} — {s['offered_gbps']:g} Gbit/s offered", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    t.add_row("throughput", f"{s['throughput_gbps']:.2f} Gbit/s")
+    if lat.get("packets"):
+        t.add_row("latency mean / p99", f"{lat['mean']:.3f} / {lat['p99']:.3f} µs")
+        t.add_row("latency min / max", f"{lat['min']:.3f} / {lat['max']:.3f} µs")
+    t.add_row("offered / delivered", f"{p['offered']:,} / {p['delivered']:,}")
+    reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(p["dropped"].items()) if v)
+    t.add_row("dropped", f"{p['dropped_total']:,}" + (f" ({reasons})" if reasons else ""))
+    t.add_row("in flight at end", f"{p['in_flight']:,}")
+    t.add_row("simulated time", f"{s['sim_time_us']:,.3f} µs")
+    out_console.print(t)
+
+
+@app.command("sweep")
+def sweep_cmd(
+    config: ConfigArg,
+    out: OutOpt,
+    param: Annotated[list[str], typer.Option("--param", "-p", metavar="KEY=V1,V2,...",
+                                             help="A swept key and its values, comma-separated (repeatable; the "
+                                                  "sweep is the cartesian product). Commas inside brackets do not "
+                                                  "split: [b]flows[0].chain=[\"crc\",\"rss\"],[\"crc\"][/b].",
+                                             show_default=False)],
+    executor: ExecutorOpt = Executor.local,
+    workers: WorkersOpt = None,
+) -> None:
+    """Run a configuration over a grid of parameter values.
+
+    Writes OUT/sweep.csv (one row per point: the parameters, throughput, mean and p99 latency,
+    delivered, dropped), OUT/summary.json (every point with its full summary) and, when one
+    parameter varies, OUT/sweep.png and .svg (throughput and mean latency against it).
+    """
+    from nicsim.output import OutputDir
+    from nicsim.sweep import sweep
+
+    params: dict[str, list[Any]] = {}
+    for text in param:
+        key, values = parse_sweep_param(text)
+        if key in params:
+            raise ConfigError("given twice", path=key, file="--param")
+        params[key] = values
+    cfg = load_config(config)
+    points = sweep(cfg, params, executor=executor.value, workers=workers)
+    rows = [{**pt["params"], **sweep_metrics(pt["summary"])} for pt in points]
+    varied = [k for k, v in params.items() if len(v) > 1]
+    with OutputDir(out) as o:
+        o.csv("sweep.csv", rows)
+        o.json("summary.json", points)
+        if len(varied) == 1:
+            plot_sweep(o, varied[0], rows)
+    fixed = ", ".join(f"{k}={_fmt(v[0])}" for k, v in params.items() if len(v) == 1)
+    t = Table(title=f"{len(points)} runs on {executor.value}" + (f" with {fixed}" if fixed else ""))
+    headers = {"throughput_gbps": "Gbit/s", "latency_mean_us": "mean µs", "latency_p99_us": "p99 µs"}
+    shown = [k for k in rows[0] if k not in params or k in varied] if rows else []
+    for c in shown:
+        t.add_column(headers.get(c, c), justify="right")
+    for r in rows:
+        t.add_row(*(_fmt(r[c]) for c in shown))
+    out_console.print(t)
+    out_console.print(f"wrote {out}/ (sweep.csv, summary.json{', sweep.png, sweep.svg' if len(varied) == 1 else ''})")
+
+
+def sweep_metrics(s: dict[str, Any]) -> dict[str, Any]:
+    lat = s.get("latency_us", {})
+    return {"throughput_gbps": s["throughput_gbps"], "latency_mean_us": lat.get("mean"),
+            "latency_p99_us": lat.get("p99"), "delivered": s["packets"]["delivered"],
+            "dropped": s["packets"]["dropped_total"]}
+
+
+def plot_sweep(o: Any, key: str, rows: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [r[key] for r in rows]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs):
+        xs = [x if isinstance(x, str) else json.dumps(x) for x in xs]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(xs, [r["throughput_gbps"] for r in rows], marker="o", color="tab:blue")
+    ax.set_xlabel(key)
+    ax.set_ylabel("throughput (Gbit/s)", color="tab:blue")
+    ax.grid(alpha=0.3)
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r["latency_mean_us"] for r in rows], marker="s", ls="--", color="tab:red")
+    ax2.set_ylabel("mean latency (µs)", color="tab:red")
+    fig.tight_layout()
+    o.figure("sweep", fig)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+@offloads_app.command("units")
+def offloads_units(config: ConfigArg, param: ParamOpt = None,
+                   as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+                   ) -> None:
+    """Eq. 1 for each offload: n = ceil(w_pipe/w_unit · f_pipe/f_unit + delay).
+
+    Shows each offload's width, clock, non-pipelined delay, one unit's rate, the units Eq. 1
+    asks for to keep up with the datapath, and the units configured (Eq. 1 unless overridden).
+    """
+    from nicsim.config import offload_units
+
+    cfg = load_config(config, param or [])
+    rows = offload_units(cfg)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    pw, pf = get_key(cfg, "pipeline.width_bits") or 512, get_key(cfg, "pipeline.clock_mhz") or 250
+    t = Table(title=f"Offload units (Eq. 1) for a {pw}-bit, {pf} MHz datapath ({pw * pf / 1e3:g} Gbit/s)",
+              box=box.SIMPLE_HEAD)
+    for c in ("offload", "width\n(bit)", "clock\n(MHz)", "delay\n(cycles)", "unit\nGbit/s", "Eq. 1\nunits",
+              "configured\nunits"):
+        t.add_column(c, justify="left" if c == "offload" else "right")
+    for r in rows:
+        t.add_row(r["name"], str(r["width_bits"]), str(r["clock_mhz"]), str(r["delay_cycles"]),
+                  f"{r['unit_gbps']:g}", str(r["eq1_units"]), str(r["units"]))
+    out_console.print(t)
+
+
+@reproduce_app.command("flexpipe")
+def reproduce_flexpipe(
+    out: OutOpt,
+    quick: Annotated[bool, typer.Option("--quick", help="Fewer packets and points: a fast smoke run.")] = False,
+    executor: ExecutorOpt = Executor.local,
+) -> None:
+    """FlexPipe (Zyla et al., 2023): Table II, Fig. 3 (throughput), Fig. 4 (latency per flow and
+    size) and Fig. 5 (recirculation), each next to the paper's numbers."""
+    from nicsim.reproduce import flexpipe
+
+    flexpipe.main(out, quick=quick, executor=executor.value)
+
+
+def _fail(msg: str, code: int = 2) -> NoReturn:
+    print(f"nicsim: error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Entry point of the `nicsim` command; the one place where errors become exit codes."""
+    try:
+        rv = app(args=argv, prog_name="nicsim", standalone_mode=False)
+    except typer.Abort:
+        print("nicsim: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except ClickException as e:  # usage errors: click's message, exit 2
+        e.show()
+        sys.exit(e.exit_code)
+    except NicsimError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

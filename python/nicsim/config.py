@@ -1,0 +1,275 @@
+"""Datapath configurations: TOML files, `--param` overrides, and the hand-over to the core.
+
+A configuration is the TOML document as a dict ([`Config`], which remembers its file). The Rust
+core validates it (types, unknown keys, meaning) and names the key path of the first problem;
+this module adds the file name, so every error reads `FILE: key.path: what was expected`.
+
+Overrides are `key=value` with dotted key paths and list indices (`traffic.rate_gbps=96`,
+`flows[0].chain=["crc","rss"]`); the value is read as a TOML value when it is one (numbers,
+booleans, quoted strings, arrays, inline tables) and kept as a string otherwise. Relative paths
+inside a file (`traffic.replay.path`, `traffic.size.path`) are resolved against the file's
+folder; paths given as overrides against the current directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from nicsim.errors import ConfigError, InputError
+
+#: Keys holding file paths, resolved relative to the configuration file.
+PATH_KEYS = ("traffic.replay.path", "traffic.size.path")
+
+Key = list[str | int]
+Override = tuple[str, Any]
+
+
+class Config(dict):
+    """A configuration document; `source` names the file it came from (for error messages)."""
+
+    source: str | None = None
+
+    def __init__(self, *args: Any, source: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.source = source
+
+
+def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override] | Mapping[str, Any] = ()) -> Config:
+    """Read a TOML configuration, apply overrides (`"key=value"` strings or `(key, value)`
+    pairs) and validate it. Raises [`ConfigError`] naming the file and the key path."""
+    path = Path(path)
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("no such file", file=file) from None
+    except OSError as e:
+        raise ConfigError(e.strerror or str(e), file=file) from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 text (byte {e.start})", file=file) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(*_toml_error(str(e)), file=file) from None
+    _resolve_paths(doc, path.parent)
+    cfg = with_overrides(Config(doc, source=file), overrides)
+    validate(cfg)
+    return cfg
+
+
+def _toml_error(text: str) -> tuple[str, str]:
+    """tomllib's `MSG (at line L, column C)` as (`MSG`, `line L, column C`)."""
+    m = re.fullmatch(r"(.*) \(at (line \d+, column \d+|end of document)\)", text, flags=re.S)
+    return (m.group(1), m.group(2)) if m else (text, "")
+
+
+def with_overrides(
+    config: Mapping[str, Any], overrides: Iterable[str | Override] | Mapping[str, Any], *, relative_to: str | os.PathLike[str] | None = None
+) -> Config:
+    """A copy of `config` with overrides applied. Path values among them are resolved against
+    `relative_to` (default: the current directory). Not validated."""
+    if isinstance(overrides, Mapping):
+        items = list(overrides.items())
+    else:
+        items = [parse_override(o) if isinstance(o, str) else o for o in overrides]
+    out = Config(copy.deepcopy(dict(config)), source=getattr(config, "source", None))
+    touched = []
+    for key, value in items:
+        tokens = parse_key(key)
+        set_key(out, tokens, copy.deepcopy(value), key)
+        touched.append(format_key(tokens))
+    _resolve_paths(out, Path(relative_to) if relative_to is not None else Path.cwd(), only=touched)
+    return out
+
+
+def parse_override(text: str) -> Override:
+    """`"key.path=value"` → (`"key.path"`, parsed value)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected KEY=VALUE (e.g. traffic.rate_gbps=96), got '{text}'", file="--param")
+    return key.strip(), parse_value(value)
+
+
+def parse_sweep_param(text: str) -> tuple[str, list[Any]]:
+    """`"key=v1,v2,..."` → (`"key"`, [v1, v2, ...]); commas inside brackets, braces or quotes
+    do not split (`flows[0].chain=["crc","rss"],["crc"]` has two values)."""
+    key, sep, values = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected KEY=V1,V2,... (e.g. traffic.rate_gbps=64,96,128), got '{text}'", file="--param")
+    parts = split_top_level(values)
+    if any(not p.strip() for p in parts):
+        raise ConfigError(f"empty value in '{values}'", path=key.strip(), file="--param")
+    return key.strip(), [parse_value(p) for p in parts]
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split on `sep` outside brackets, braces and quoted strings."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value (`96`, `1.5`, `true`, `"x"`, `[1, 2]`, `{dist = "fixed", bytes = 64}`) or,
+    when the text is not one, the text itself (so `arch=panic` needs no quotes)."""
+    text = text.strip()
+    try:
+        doc = tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return text
+    return doc["v"] if len(doc) == 1 else text
+
+
+_PART = re.compile(r"([A-Za-z0-9_-]+)((?:\[-?\d+\])*)")
+
+
+def parse_key(key: str) -> Key:
+    """`"flows[0].chain"` → `["flows", 0, "chain"]`."""
+    tokens: Key = []
+    for part in key.split("."):
+        m = _PART.fullmatch(part.strip())
+        if not m:
+            raise ConfigError("not a key path (expected names and [index] joined by dots, e.g. flows[0].chain)", path=key, file="--param")
+        tokens.append(m.group(1))
+        tokens.extend(int(i) for i in re.findall(r"-?\d+", m.group(2)))
+    return tokens
+
+
+def format_key(tokens: Key) -> str:
+    out = ""
+    for t in tokens:
+        out += f"[{t}]" if isinstance(t, int) else (f".{t}" if out else t)
+    return out
+
+
+def set_key(doc: dict[str, Any], tokens: Key, value: Any, key: str = "") -> None:
+    """Set `doc[tokens...] = value`, creating missing tables; an index may append (== length)."""
+    node: Any = doc
+    for i, tok in enumerate(tokens):
+        last = i == len(tokens) - 1
+        here = format_key(tokens[: i + 1])
+        if isinstance(tok, str):
+            if not isinstance(node, dict):
+                raise ConfigError(f"{format_key(tokens[:i])} is not a table", path=key or here, file="--param")
+            if last:
+                node[tok] = value
+            else:
+                if tok not in node:
+                    if isinstance(tokens[i + 1], int):
+                        raise ConfigError(f"{here} does not exist, so it cannot be indexed", path=key or here, file="--param")
+                    node[tok] = {}
+                node = node[tok]
+        else:
+            if not isinstance(node, list):
+                raise ConfigError(f"{format_key(tokens[:i])} is not a list", path=key or here, file="--param")
+            n = len(node)
+            if last and tok == n:
+                node.append(value)
+            elif -n <= tok < n:
+                if last:
+                    node[tok] = value
+                else:
+                    node = node[tok]
+            else:
+                raise ConfigError(f"index {tok} out of range ({format_key(tokens[:i])} has {n} entries)", path=key or here, file="--param")
+
+
+def get_key(doc: Mapping[str, Any], key: str) -> Any:
+    """`doc[...]` at a dotted key path, or None when absent."""
+    node: Any = doc
+    for tok in parse_key(key):
+        try:
+            node = node[tok]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _resolve_paths(doc: dict[str, Any], base: Path, only: Iterable[str] | None = None) -> None:
+    """Make the PATH_KEYS absolute against `base` (only those under the keys in `only`)."""
+    only = None if only is None else list(only)
+    for key in PATH_KEYS:
+        if only is not None and not any(key == o or key.startswith(o + ".") for o in only):
+            continue
+        value = get_key(doc, key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            parent_key, _, leaf = key.rpartition(".")
+            get_key(doc, parent_key)[leaf] = os.path.normpath(base.resolve() / value)
+
+
+def to_json(config: Mapping[str, Any]) -> str:
+    """The configuration as JSON for the core; values JSON cannot hold are reported by key."""
+    _check_json(config, "", getattr(config, "source", None))
+    return json.dumps(config, separators=(",", ":"))
+
+
+def _check_json(v: Any, path: str, file: str | None) -> None:
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _check_json(x, f"{path}.{k}" if path else str(k), file)
+    elif isinstance(v, list | tuple):
+        for i, x in enumerate(v):
+            _check_json(x, f"{path}[{i}]", file)
+    elif isinstance(v, float) and not math.isfinite(v):
+        raise ConfigError("must be a finite number", path=path, file=file)
+    elif not (v is None or isinstance(v, str | int | float | bool)):
+        raise ConfigError(f"a {type(v).__name__} is not a valid value here", path=path, file=file)
+
+
+@contextmanager
+def core_errors(source: str | None) -> Iterator[None]:
+    """Turn the core's exceptions into [`ConfigError`] (with the file) and [`InputError`]."""
+    from nicsim import _core
+
+    try:
+        yield
+    except _core.ConfigError as e:
+        path, msg = e.args if len(e.args) == 2 else ("", str(e.args[0]) if e.args else "")
+        raise ConfigError(str(msg), path="" if path == "." else str(path), file=source) from None
+    except _core.InputError as e:
+        raise InputError(str(e.args[0]) if e.args else str(e)) from None
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """Check a configuration with the core without running it."""
+    from nicsim import _core
+
+    payload = to_json(config)
+    with core_errors(getattr(config, "source", None)):
+        _core.offload_units(payload)
+
+
+def offload_units(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Eq. 1's table: one row per offload (name, width_bits, clock_mhz, delay_cycles, unit_gbps,
+    eq1_units, units)."""
+    from nicsim import _core
+
+    payload = to_json(config)
+    with core_errors(getattr(config, "source", None)):
+        return json.loads(_core.offload_units(payload))

@@ -1,0 +1,44 @@
+"""The errors nicsim reports to users.
+
+Bad input (a configuration, a capture, a rule set, a `--param`) raises a subclass of
+[`NicsimError`]; the CLI prints its message as one line, `nicsim: error: <message>`, and exits
+with code 2. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class NicsimError(Exception):
+    """Bad input a user can fix."""
+
+
+class ConfigError(NicsimError, ValueError):
+    """A configuration value is missing, unknown or wrong.
+
+    `file` is where the configuration came from (a TOML file, or `--param`), `path` the key path
+    inside it (`flows[2].chain[1]`) or a position (`line 3, column 7`), `msg` what was expected.
+    The message reads `FILE: PATH: MSG`, leaving out the parts that are unknown.
+    """
+
+    def __init__(self, msg: str, path: str = "", file: str | None = None) -> None:
+        super().__init__(msg, path, file)
+        self.msg = msg
+        self.path = path
+        self.file = file
+
+    def __str__(self) -> str:
+        return ": ".join(p for p in (self.file, self.path, self.msg) if p)
+
+
+class InputError(NicsimError, ValueError):
+    """An input file (capture, rule set, object file, ...) or argument is unusable."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; `summary` is the valid partial summary of what ran so far."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        super().__init__()
+        self.summary = summary
