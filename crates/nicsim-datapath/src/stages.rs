@@ -87,7 +87,8 @@ pub enum ChainPolicy {
     Table,
     /// Every offload in physical order (StaticPipe).
     All(Chain),
-    /// The table's chain, starting with this offload (PANIC evaluation variant).
+    /// The table's chain with this offload moved or added to its front (PANIC evaluation
+    /// variant, whose scheduler serves only a fixed first offload).
     FirstFixed(u8),
 }
 
@@ -136,14 +137,12 @@ impl Component<World> for PreProcessor {
             ChainPolicy::Table => w.chains[flow as usize],
             ChainPolicy::All(c) => c,
             ChainPolicy::FirstFixed(first) => {
+                // The fixed offload goes first; a chain that names it elsewhere has it moved to
+                // the front (same work, other order), one that lacks it gets it prepended.
                 let c = w.chains[flow as usize];
-                if c.get(0) == Some(first) {
-                    c
-                } else {
-                    let mut n = Chain::new(&[first]);
-                    c.hops().iter().for_each(|&h| n.push(h));
-                    n
-                }
+                let mut n = Chain::new(&[first]);
+                c.hops().iter().filter(|&&h| h != first).for_each(|&h| n.push(h));
+                n
             }
         };
         w.push(

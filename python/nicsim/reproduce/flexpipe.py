@@ -28,6 +28,8 @@ OFFERED_GBPS = (64, 80, 96, 112, 128)
 LATENCY_GBPS = 90
 LOAD_FRACTIONS = (0.5, 0.7, 0.9)
 RECIRC_SHARES = tuple(i / 10 for i in range(11))
+# A finer grid around the paper's knee at 70 % load.
+KNEE_SHARES = tuple(round(0.325 + i * 0.025, 3) for i in range(7))
 LINE_RATE_GBPS = 128.0
 
 # The paper's numbers (section IV and Table II).
@@ -84,7 +86,8 @@ def experiments(quick: bool = False) -> tuple[dict, list[tuple[str, dict]]]:
     shares = RECIRC_SHARES[::2] if quick else RECIRC_SHARES
     for arch in ("flexpipe", "panic"):
         for load in LOAD_FRACTIONS:
-            for share in shares:
+            extra = KNEE_SHARES if load == 0.7 and not quick else ()
+            for share in sorted(set(shares) | set(extra)):
                 c = _with(_recirc_mix(cfg, share), arch=arch, **{"traffic.rate_gbps": load * LINE_RATE_GBPS})
                 runs.append((f"fig5/{arch}/{load}/{share}", c))
     return cfg, runs
@@ -158,6 +161,7 @@ def plot(summary: dict, out: OutputDir) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     colors = {"flexpipe": "tab:blue", "panic": "tab:red", "staticpipe": "tab:green"}
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -195,9 +199,39 @@ def plot(summary: dict, out: OutputDir) -> None:
             ax.plot(*zip(*pts), ls=style, marker=".", label=f"{a} {int(load * 100)} %")
     ax.set(xlabel="share of recirculated packets", ylabel="mean latency (µs)", yscale="log",
            title="Fig. 5: recirculation")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     out.figure("fig5_recirculation", fig)
+
+    # One picture of the three figures, for the README.
+    fig, (a3, a4, a5) = plt.subplots(1, 3, figsize=(15, 4))
+    for a in ARCHS:
+        pts = [(t["offered_gbps"], t["achieved_gbps"]) for t in summary["throughput"] if t["arch"] == a]
+        a3.plot(*zip(*pts), marker="o", label=a, color=colors[a])
+    a3.set(xlabel="offered (Gbit/s)", ylabel="achieved (Gbit/s)", title="Fig. 3: throughput")
+    a3.legend()
+    for k, a in enumerate(ARCHS):
+        means = []
+        for flow in flows:
+            es = [e for e in summary["latency"] if e["arch"] == a and e["flow"] == flow]
+            means.append(sum(e["mean_us"] for e in es) / len(es))
+        a4.bar([i + (k - 1) * width for i in range(len(flows))], means, width, label=a, color=colors[a])
+    a4.set_xticks(range(len(flows)), flows)
+    a4.set(ylabel="mean latency over sizes (µs)", title=f"Fig. 4: latency at {LATENCY_GBPS} Gbit/s")
+    for a, style in (("flexpipe", "-"), ("panic", "--")):
+        pts = sorted((r["recirc_fraction"], r["mean_latency_us"]) for r in summary["recirculation"]
+                     if r["arch"] == a and r["load_fraction"] == 0.7)
+        a5.plot(*zip(*pts), ls=style, marker=".", label=a, color=colors[a])
+    a5.axvline(PAPER_KNEE_AT_70, color="grey", ls=":", label="paper's knee (43 %)")
+    a5.set(xlabel="share of recirculated packets", ylabel="mean latency (µs)",
+           title="Fig. 5: recirculation at 70 % load")
+    a5.legend()
+    for ax in (a3, a4, a5):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    out.figure("overview", fig)
 
 
 def print_comparison(rows: list[dict], console: Console) -> None:
@@ -221,5 +255,5 @@ def main(out: Path, quick: bool = False, executor: str = "local") -> dict:
         o.csv("comparison.csv", rows)
         plot(summary, o)
     print_comparison(rows, console)
-    console.print(f"wrote {out}/summary.json, comparison.csv, fig3_throughput, fig4_latency, fig5_recirculation (.png, .svg)")
+    console.print(f"wrote {out}/summary.json, comparison.csv, fig3_throughput, fig4_latency, fig5_recirculation, overview (.png, .svg)")
     return summary
