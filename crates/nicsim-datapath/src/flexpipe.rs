@@ -181,6 +181,8 @@ pub struct Offload {
     arb_link: Link,
     units: Vec<Unit>,
     ready: Vec<u64>,
+    /// Units with a finished packet (members of `ready`).
+    n_ready: u32,
     rr_next: usize,
     sticky_unit: usize,
     /// The splitter found no unit able to take its packet; only a unit event can change that.
@@ -234,6 +236,7 @@ impl Offload {
             arb_link: link,
             units,
             ready: vec![0; (n_units as usize).div_ceil(64)],
+            n_ready: 0,
             rr_next: 0,
             sticky_unit: 0,
             lb_blocked: false,
@@ -319,11 +322,13 @@ impl Offload {
 
     fn set_ready(&mut self, u: usize, on: bool) {
         let (w, b) = (u / 64, 1u64 << (u % 64));
+        let was = self.ready[w] & b != 0;
         if on {
             self.ready[w] |= b;
         } else {
             self.ready[w] &= !b;
         }
+        self.n_ready = self.n_ready + on as u32 - was as u32;
     }
 
     /// A unit took (+1) or handed on (−1) a packet: PANIC's credit counters follow.
@@ -339,6 +344,9 @@ impl Offload {
 
     /// The next unit with a finished packet, in round-robin order from `rr_next`.
     fn next_ready(&self) -> Option<usize> {
+        if self.n_ready == 0 {
+            return None;
+        }
         let n = self.units.len();
         let scan = |from: usize, to: usize| -> Option<usize> {
             let mut u = from;

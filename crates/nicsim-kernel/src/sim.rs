@@ -120,6 +120,8 @@ pub struct Engine<W> {
     heap: BinaryHeap<Reverse<(Time, usize)>>,
     /// For every change bit, the components that watch it.
     watchers: Vec<Bits>,
+    /// Change bits that some component watches.
+    watched: u128,
     pending: Bits,
     recompute: Bits,
 }
@@ -136,6 +138,7 @@ impl<W: Changes> Engine<W> {
                 }
             }
         }
+        let watched = components.iter().fold(0, |m, c| m | c.watches());
         // Every component is due at time 0.
         let heap = (0..n).map(|i| Reverse((0, i))).collect();
         Engine {
@@ -148,6 +151,7 @@ impl<W: Changes> Engine<W> {
             wakes: vec![Some(0); n],
             heap,
             watchers,
+            watched,
             pending: Bits::new(n),
             recompute: Bits::new(n),
         }
@@ -183,7 +187,7 @@ impl<W: Changes> Engine<W> {
             c.step(now, &mut self.world);
             self.stats.steps += 1;
             let changes = self.world.changes();
-            let mut new = changes & !seen;
+            let mut new = changes & !seen & self.watched;
             seen = changes;
             while new != 0 {
                 let b = new.trailing_zeros() as usize;
