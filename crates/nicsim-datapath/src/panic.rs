@@ -20,7 +20,8 @@
 //! prototype's `panic.crossbar_ports`); the scheduler dispatches while the module has credit
 //! (units × credits minus packets held or on their way); the module's ingress picks the unit
 //! (sticky: the same unit until it has no credit); no detours; every chain starts with a fixed
-//! offload (`panic.first_offload`, by default the first in physical order), prepended if absent.
+//! offload (`panic.first_offload`, by default the first in physical order), moved to the
+//! front of a chain that names it elsewhere and prepended to one that lacks it.
 //!
 //! **`full`**: PANIC as published. Every unit is its own crossbar port, so the crossbar grows to
 //! units + 2 ports (scheduler, DMA engine) whatever `panic.crossbar_ports` says (the summary's
@@ -267,103 +268,16 @@ impl Component<World> for Scheduler {
     }
 }
 
-/// The crossbar: sources are the scheduler and each module's output; destinations each
-/// module's input and the DMA engine. A transfer holds both ports for descriptor + data beats.
+/// The crossbar. Its engine ports are the offload modules (eval variant: one port per offload)
+/// or the units (full variant: `base[o]..base[o + 1]` are offload `o`'s); then come the DMA
+/// engine's port and, in the full variant, the scheduler's detour input. Sources are the
+/// scheduler's dispatch FIFO and every engine port's output. A packet the scheduler dispatched
+/// with a credit goes to the unit it took the credit of; a pushed packet (push-based chaining,
+/// no credit check by the sender) to its next offload's predetermined port; a detoured one to
+/// the scheduler; a finished one to the DMA engine. A transfer holds the sender's and the
+/// receiver's port for descriptor + data beats; each receiving port grants one sender per cycle,
+/// round robin.
 pub struct Crossbar {
-    clk: Clock,
-    srcs: Vec<FifoId>,
-    src_links: Vec<Link>,
-    /// Destination FIFO per offload, then the DMA engine's.
-    dsts: Vec<FifoId>,
-    dst_links: Vec<Link>,
-    rr: Vec<usize>,
-    descriptor_beats: u64,
-    latency: Time,
-}
-
-impl Crossbar {
-    fn dest_of(&self, p: &Pkt) -> usize {
-        p.next_offload().map_or(self.dsts.len() - 1, |o| o as usize)
-    }
-}
-
-impl Component<World> for Crossbar {
-    fn has_edge(&self, t: Time) -> bool {
-        self.clk.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.clk.edge_after(t)
-    }
-    fn watches(&self) -> u128 {
-        self.srcs
-            .iter()
-            .chain(&self.dsts)
-            .fold(0, |m, &f| m | bit(f))
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        let n = self.srcs.len();
-        for d in 0..self.dsts.len() {
-            if !self.dst_links[d].is_free(now) {
-                continue;
-            }
-            for k in 0..n {
-                let s = (self.rr[d] + k) % n;
-                if !self.src_links[s].is_free(now) {
-                    continue;
-                }
-                let Some(p) = w.ready_front(self.srcs[s], now) else {
-                    continue;
-                };
-                if self.dest_of(p) != d || !w.fifos[self.dsts[d]].has_room(p.size) {
-                    continue;
-                }
-                let slot = w.pop(self.srcs[s], now).unwrap();
-                if s == 0 {
-                    w.free_cells += 1; // read out of the central buffer
-                }
-                let beats = self.src_links[s].beats_for(slot.bytes) + self.descriptor_beats;
-                let tr = self.src_links[s].send_beats(now, beats, slot.tail);
-                self.dst_links[d].send_beats(now, beats, slot.tail);
-                w.push(
-                    self.dsts[d],
-                    now,
-                    slot.item,
-                    slot.bytes,
-                    tr.head + self.latency,
-                    tr.tail + self.latency,
-                );
-                self.rr[d] = (s + 1) % n;
-                break;
-            }
-        }
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        (0..self.srcs.len())
-            .filter_map(|s| {
-                let f = w.fifos[self.srcs[s]].front()?;
-                let d = self.dest_of(&f.item);
-                if !w.fifos[self.dsts[d]].has_room(f.bytes) {
-                    return None;
-                }
-                let t = f.head.max(now + 1);
-                Some(
-                    self.src_links[s]
-                        .free_edge(t)
-                        .max(self.dst_links[d].free_edge(t)),
-                )
-            })
-            .min()
-    }
-}
-
-/// The full variant's crossbar: one port per unit, one for the scheduler and one for the DMA
-/// engine. Sources are the scheduler's dispatch FIFO and every unit's output; destinations every
-/// unit's input, the scheduler's detour input and the DMA engine. A packet the scheduler
-/// dispatched goes to the unit it took a credit of; a pushed packet (push-based chaining, no
-/// credit check by the sender) to its next offload's predetermined unit; a detoured one to the
-/// scheduler; a finished one to the DMA engine. A transfer holds the sender's and the
-/// receiver's port for descriptor + data beats; round robin per receiving port.
-pub struct UnitCrossbar {
     clk: Clock,
     srcs: Vec<FifoId>,
     src_links: Vec<Link>,
@@ -383,7 +297,8 @@ pub struct UnitCrossbar {
     granted: Vec<usize>,
 }
 
-impl UnitCrossbar {
+impl Crossbar {
+    /// Engine ports (modules or units).
     fn n_units(&self) -> usize {
         self.base[self.base.len() - 1]
     }
@@ -402,17 +317,17 @@ impl UnitCrossbar {
     fn dest_of(&self, p: &Pkt, w: &World) -> usize {
         let n = self.n_units();
         if p.detour {
-            n
+            n + 1
         } else if p.credited {
             p.dest_unit as usize
         } else {
             p.next_offload()
-                .map_or(n + 1, |o| self.push_target(o as usize, w))
+                .map_or(n, |o| self.push_target(o as usize, w))
         }
     }
 }
 
-impl Component<World> for UnitCrossbar {
+impl Component<World> for Crossbar {
     fn has_edge(&self, t: Time) -> bool {
         self.clk.is_edge(t)
     }
@@ -552,13 +467,23 @@ pub fn build(
     srcs.extend(&mod_out);
     let mut dsts = mod_in.clone();
     dsts.push(dma_in);
+    // One engine port per offload module.
+    let modules: Vec<usize> = (0..cfg.offloads.len()).collect();
     comps.push(Box::new(Crossbar {
         clk: fclk,
         src_links: srcs.iter().map(|_| link.clone()).collect(),
         dst_links: dsts.iter().map(|_| link.clone()).collect(),
         rr: vec![0; dsts.len()],
+        pick: vec![usize::MAX; dsts.len()],
+        granted: Vec::new(),
         srcs,
         dsts,
+        sticky: modules.clone(),
+        base: modules
+            .iter()
+            .copied()
+            .chain([cfg.offloads.len()])
+            .collect(),
         descriptor_beats: desc_beats,
         latency: fclk.cycles(c.crossbar_latency_cycles as u64),
     }));
@@ -676,8 +601,8 @@ fn build_full(
     let mut srcs = vec![sched_out];
     srcs.extend(&unit_out);
     let mut dsts = unit_in.clone();
-    dsts.extend([detour_in, dma_in]);
-    comps.push(Box::new(UnitCrossbar {
+    dsts.extend([dma_in, detour_in]);
+    comps.push(Box::new(Crossbar {
         clk: fclk,
         src_links: srcs.iter().map(|_| link.clone()).collect(),
         dst_links: dsts.iter().map(|_| link.clone()).collect(),

@@ -141,7 +141,10 @@ impl Component<World> for PreProcessor {
                 // the front (same work, other order), one that lacks it gets it prepended.
                 let c = w.chains[flow as usize];
                 let mut n = Chain::new(&[first]);
-                c.hops().iter().filter(|&&h| h != first).for_each(|&h| n.push(h));
+                c.hops()
+                    .iter()
+                    .filter(|&&h| h != first)
+                    .for_each(|&h| n.push(h));
                 n
             }
         };

@@ -98,7 +98,11 @@ impl Bits {
             if (w + 1) * 64 <= from {
                 continue;
             }
-            let mask = if w * 64 >= from { !0 } else { !0u64 << (from % 64) };
+            let mask = if w * 64 >= from {
+                !0
+            } else {
+                !0u64 << (from % 64)
+            };
             *a |= b & mask;
         }
     }
