@@ -76,6 +76,8 @@ def test_run_writes_summary_and_tables(tmp_path: Path) -> None:
     assert s["packets"]["offered"] == 2000
     assert _conserved(s)
     assert LATENCY_KEYS <= set(s["latency_us"])
+    lat = s["latency_us"]
+    assert lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"] and lat["min"] <= lat["mean"] <= lat["max"], lat
     assert set(s["per_flow"]) == {"flow1", "flow2", "flow3", "flow4"}
     assert s["interrupted"] is False
     with (out / "per_flow.csv").open() as f:

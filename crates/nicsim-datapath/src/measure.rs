@@ -29,7 +29,9 @@ impl Default for LatStats {
             sum: 0,
             min: u64::MAX,
             max: 0,
-            hist: Histogram::new(3).unwrap(),
+            // Bounded so that recording never saturates below a real value: 1 tick to 2^50
+            // ticks (over ten years at a 1/3000 µs tick), 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 1 << 50, 3).unwrap(),
         }
     }
 }
@@ -224,5 +226,23 @@ impl Sink {
             );
         }
         Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_lie_between_min_and_max() {
+        let tb = Timebase::for_clocks_mhz(&[250, 150, 100, 200]);
+        let mut l = LatStats::default();
+        for i in 0..10_000u64 {
+            l.record(900 + (i * 7919) % 40_000);
+        }
+        let j = l.to_json(&tb);
+        let [min, p50, p99, max] = ["min", "p50", "p99", "max"].map(|k| j[k].as_f64().unwrap());
+        assert!(min <= p50 && p50 <= p99 && p99 <= max, "{j}");
+        assert!((p50 - (900.0 + 20_000.0) / 3000.0).abs() < 0.1, "{j}");
     }
 }

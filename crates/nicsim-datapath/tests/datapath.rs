@@ -98,8 +98,13 @@ fn single_unit_matches_md1() {
         // ρ = λ D with λ = rate / (8 · 64 bits).
         cfg.traffic.rate_gbps = rho / d_us * 8.0 * 64.0 / 1e3;
         let s = run(cfg);
-        let wait =
-            s["latency_us"]["mean"].as_f64().unwrap() - s["latency_us"]["min"].as_f64().unwrap();
+        let lat = &s["latency_us"];
+        let [min, p50, p99, max] = ["min", "p50", "p99", "max"].map(|k| lat[k].as_f64().unwrap());
+        assert!(
+            min <= p50 && p50 <= p99 && p99 <= max,
+            "percentiles out of order: {lat}"
+        );
+        let wait = lat["mean"].as_f64().unwrap() - min;
         let pk = rho * d_us / (2.0 * (1.0 - rho));
         let err = (wait - pk).abs() / pk;
         eprintln!("M/D/1 rho {rho}: simulated {wait:.4} µs, theory {pk:.4} µs");
