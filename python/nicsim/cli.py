@@ -90,7 +90,7 @@ def _root(
 def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
             egress_pcap: Annotated[bool, typer.Option("--egress-pcap",
                                                       help="Write delivered packets to OUT/egress.pcap "
-                                                           "(frames exist with [b]functional = true[/b]).")] = False,
+                                                           "(as [b]measure.egress_pcap = true[/b]).")] = False,
             ) -> None:
     """Run one datapath simulation and write OUT/summary.json and OUT/per_flow.csv.
 
@@ -100,10 +100,9 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
     """
     from nicsim.datapath import run
 
-    cfg = load_config(config, param or [])
-    want_pcap = egress_pcap or bool(get_key(cfg, "measure.egress_pcap"))
-    if want_pcap and not cfg.get("functional", False):
-        err_console.print("[yellow]note:[/] the egress capture holds frames only when functional = true")
+    # --egress-pcap is measure.egress_pcap: the generator then builds frames even for timing runs.
+    cfg = load_config(config, [*(param or []), *(["measure.egress_pcap=true"] if egress_pcap else [])])
+    want_pcap = bool(get_key(cfg, "measure.egress_pcap"))
     total = None if get_key(cfg, "traffic.replay") else get_key(cfg, "traffic.packets") or 11000
     bar = Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("packets"),
                    TextColumn("{task.fields[sim]}"), TimeElapsedColumn(), console=err_console)

@@ -4,7 +4,9 @@
 //! (key path and message), any other bad input `nicsim.InputError`. Everything else lives in
 //! the pure-Rust crates.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use nicsim_datapath::{Config, Datapath as Model};
 use nicsim_packet::capture::{CaptureFormat, CaptureWriter};
@@ -29,11 +31,18 @@ fn parse_config(config_json: &str) -> PyResult<Config> {
     Config::from_json(config_json).map_err(|e| ConfigError::new_err((e.path, e.msg)))
 }
 
+/// The egress capture: the writer until it is finished, and the first write error, if any.
+#[derive(Default)]
+struct Egress {
+    writer: Option<CaptureWriter>,
+    error: Option<String>,
+}
+
 /// A datapath simulation that can be run in slices and reconfigured between them.
 #[pyclass(unsendable)]
 struct Datapath {
     model: Model,
-    pcap: Option<std::rc::Rc<std::cell::RefCell<Option<CaptureWriter>>>>,
+    pcap: Option<Rc<RefCell<Egress>>>,
 }
 
 #[pymethods]
@@ -48,13 +57,21 @@ impl Datapath {
         if let Some(path) = egress_pcap {
             let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535)
                 .map_err(|e| InputError::new_err(format!("{}: {e}", path.display())))?;
-            let cell = std::rc::Rc::new(std::cell::RefCell::new(Some(w)));
-            let c2 = cell.clone();
+            let cell = Rc::new(RefCell::new(Egress {
+                writer: Some(w),
+                error: None,
+            }));
+            let sink = cell.clone();
             let ns_per_tick = 1e3 / model.tb.ticks_per_us() as f64;
             model.on_egress(Box::new(move |t, pkt| {
-                if let (Some(w), Some(f)) = (c2.borrow_mut().as_mut(), pkt.frame.as_ref()) {
-                    // Write errors surface when the capture is finished.
-                    let _ = w.write((t as f64 * ns_per_tick) as u64, &f.bytes);
+                let mut e = sink.borrow_mut();
+                if let (Some(w), Some(f), None) = (e.writer.as_mut(), pkt.frame.as_ref(), &e.error)
+                {
+                    // As captures usually are: without the 4-byte FCS.
+                    let frame = &f.bytes[..f.bytes.len().saturating_sub(4)];
+                    if let Err(err) = w.write((t as f64 * ns_per_tick) as u64, frame) {
+                        e.error = Some(err.to_string()); // reported by finish()
+                    }
                 }
             }));
             pcap = Some(cell);
@@ -107,7 +124,11 @@ impl Datapath {
     /// Finish the egress capture (flush and close it); later packets are not written.
     fn finish(&mut self) -> PyResult<()> {
         if let Some(cell) = &self.pcap {
-            if let Some(w) = cell.borrow_mut().take() {
+            let mut e = cell.borrow_mut();
+            if let Some(err) = e.error.take() {
+                return Err(InputError::new_err(err));
+            }
+            if let Some(w) = e.writer.take() {
                 w.finish().map_err(|e| InputError::new_err(e.to_string()))?;
             }
         }
