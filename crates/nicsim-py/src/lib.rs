@@ -65,13 +65,17 @@ impl Datapath {
             let ns_per_tick = 1e3 / model.tb.ticks_per_us() as f64;
             model.on_egress(Box::new(move |t, pkt| {
                 let mut e = sink.borrow_mut();
-                if let (Some(w), Some(f), None) = (e.writer.as_mut(), pkt.frame.as_ref(), &e.error)
-                {
-                    // As captures usually are: without the 4-byte FCS.
-                    let frame = &f.bytes[..f.bytes.len().saturating_sub(4)];
-                    if let Err(err) = w.write((t as f64 * ns_per_tick) as u64, frame) {
-                        e.error = Some(err.to_string()); // reported by finish()
-                    }
+                let (Some(f), None) = (pkt.frame.as_ref(), &e.error) else {
+                    return;
+                };
+                // As captures usually are: without the 4-byte FCS.
+                let frame = &f.bytes[..f.bytes.len().saturating_sub(4)];
+                let written = match e.writer.as_mut() {
+                    Some(w) => w.write((t as f64 * ns_per_tick) as u64, frame),
+                    None => return,
+                };
+                if let Err(err) = written {
+                    e.error = Some(err.to_string()); // reported by finish()
                 }
             }));
             pcap = Some(cell);
