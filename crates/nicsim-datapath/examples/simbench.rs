@@ -1,5 +1,5 @@
 //! Times the FlexPipe paper experiment and a long run:
-//! `cargo run --release --example simbench -- [packets] [arch] [timing|functional] [rate_gbps]`.
+//! `cargo run --release --example simbench -- [packets] [arch] [timing|functional] [rate_gbps] [eval|full]`.
 use nicsim_datapath::{Config, Datapath};
 
 fn main() {
@@ -16,6 +16,9 @@ fn main() {
     let mut cfg = Config::from_toml(&text).unwrap();
     cfg.traffic.packets = packets;
     cfg.functional = functional;
+    if args.get(5).is_some_and(|s| s == "full") {
+        cfg.panic.variant = nicsim_datapath::config::PanicVariant::Full;
+    }
     if let Some(r) = args.get(4).and_then(|s| s.parse().ok()) {
         cfg.traffic.rate_gbps = r;
     }

@@ -226,7 +226,7 @@ impl Datapath {
                     &mut offloads,
                     source,
                     priorities,
-                )?;
+                );
             }
         }
         Ok(Datapath {

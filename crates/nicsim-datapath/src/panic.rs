@@ -53,7 +53,7 @@ use nicsim_kernel::{Clock, Component, Link, Time, Timebase};
 
 use crate::config::{Config, PanicVariant};
 use crate::flexpipe::{Offload, Steering, UnitSpec};
-use crate::model::{BuildError, OffloadInfo};
+use crate::model::OffloadInfo;
 use crate::packet::Pkt;
 use crate::stages::{ChainPolicy, Dma, Generator, PreProcessor};
 use crate::traffic::Source;
@@ -411,145 +411,10 @@ impl Component<World> for Crossbar {
     }
 }
 
+/// Build PANIC: the parser, the scheduler, the crossbar and one engine port per offload module
+/// (eval variant, all of an offload's units behind it) or per unit (full variant).
 #[allow(clippy::too_many_arguments)]
 pub fn build(
-    cfg: &Config,
-    tb: &Timebase,
-    world: &mut World,
-    comps: &mut Vec<Box<dyn Component<World>>>,
-    offloads: &mut Vec<OffloadInfo>,
-    source: Source,
-    priorities: Vec<u8>,
-) -> Result<(), BuildError> {
-    let p = &cfg.pipeline;
-    let c = &cfg.panic;
-    if c.variant == PanicVariant::Full {
-        build_full(cfg, tb, world, comps, offloads, source, priorities);
-        return Ok(());
-    }
-    let fclk = tb.clock(p.clock_mhz);
-    let pifo_clk = tb.clock(c.pifo_clock_mhz);
-    let link = Link::new(p.width_bits, fclk);
-    let desc_beats = (c.descriptor_bits as u64).div_ceil(p.width_bits as u64);
-    let first = match &c.first_offload {
-        Some(n) => cfg.offload_index(n).unwrap() as u8,
-        None => 0,
-    };
-    let pre_in = world.add_fifo("parser.in", p.stage_fifo_bytes);
-    let sched_in = world.add_fifo("scheduler.in", p.stage_fifo_bytes);
-    let sched_out = world.add_fifo("scheduler.dispatch", u32::MAX);
-    let dma_in = world.add_fifo("dma.in", c.crossbar_port_buffer_bytes);
-    let mod_in: Vec<FifoId> = cfg
-        .offloads
-        .iter()
-        .map(|o| world.add_fifo(format!("{}.xbar_in", o.name), c.crossbar_port_buffer_bytes))
-        .collect();
-    let mod_out: Vec<FifoId> = cfg
-        .offloads
-        .iter()
-        .map(|o| world.add_fifo(format!("{}.xbar_out", o.name), c.crossbar_port_buffer_bytes))
-        .collect();
-    world.module_free_credits = cfg
-        .offloads
-        .iter()
-        .map(|o| o.units(p) * c.credits)
-        .collect();
-    world.crossbar_ports = cfg.offloads.len() as u32 + 2;
-
-    comps.push(Box::new(Dma {
-        inp: dma_in,
-        link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
-        latency: tb
-            .clock(p.dma_clock_mhz)
-            .cycles(p.dma_latency_cycles as u64),
-    }));
-    let mut srcs = vec![sched_out];
-    srcs.extend(&mod_out);
-    let mut dsts = mod_in.clone();
-    dsts.push(dma_in);
-    // One engine port per offload module.
-    let modules: Vec<usize> = (0..cfg.offloads.len()).collect();
-    comps.push(Box::new(Crossbar {
-        clk: fclk,
-        src_links: srcs.iter().map(|_| link.clone()).collect(),
-        dst_links: dsts.iter().map(|_| link.clone()).collect(),
-        rr: vec![0; dsts.len()],
-        pick: vec![usize::MAX; dsts.len()],
-        granted: Vec::new(),
-        srcs,
-        dsts,
-        sticky: modules.clone(),
-        base: modules
-            .iter()
-            .copied()
-            .chain([cfg.offloads.len()])
-            .collect(),
-        descriptor_beats: desc_beats,
-        latency: fclk.cycles(c.crossbar_latency_cycles as u64),
-    }));
-    for (i, o) in cfg.offloads.iter().enumerate() {
-        let units = o.units(p);
-        let spec = UnitSpec {
-            width_bits: o.width_bits,
-            clock: tb.clock(o.clock_mhz),
-            delay_cycles: o.delay_cycles,
-            queue_bytes: u32::MAX,
-            out_bytes: c.crossbar_port_buffer_bytes,
-            steering: Steering::Credits {
-                credits: c.credits,
-                sticky: true,
-            },
-            descriptor_beats: 0,
-            idle_cycles: 1,
-        };
-        let ufifo = world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
-        let bypass = world.add_fifo(format!("{}.unused", o.name), p.arbiter_fifo_bytes);
-        offloads.push(OffloadInfo {
-            name: o.name.clone(),
-            units,
-        });
-        comps.push(Box::new(Offload::new(
-            i as u8,
-            o.name.clone(),
-            units,
-            spec,
-            (p.width_bits, fclk),
-            true,
-            [mod_in[i], bypass, ufifo, mod_out[i]],
-        )));
-    }
-    comps.push(Box::new(Scheduler {
-        fclk,
-        pclk: pifo_clk,
-        inp: sched_in,
-        out: sched_out,
-        pifos: cfg.offloads.iter().map(|_| BinaryHeap::new()).collect(),
-        cdc_in: VecDeque::new(),
-        next_deq: vec![0; cfg.offloads.len()],
-        seq: 0,
-        pifo_entries: c.pifo_entries as usize,
-        deq_interval: pifo_clk.cycles(c.pifo_cycles_per_packet as u64),
-        cdc_latency: pifo_clk.cycles(2),
-        module_in: mod_in,
-        dispatch_depth: 8,
-        full: None,
-    }));
-    comps.push(Box::new(PreProcessor {
-        inp: pre_in,
-        out: sched_in,
-        link: link.clone(),
-        latency: fclk.cycles(c.parser_latency_cycles as u64),
-        policy: ChainPolicy::FirstFixed(first),
-        descriptor_beats: desc_beats,
-        priorities,
-    }));
-    comps.push(Box::new(Generator::new(source, link, pre_in, None)));
-    Ok(())
-}
-
-/// The full variant: every unit its own crossbar port, first hops dispatched by credits,
-/// push-based chaining to a predetermined unit, detours back to the scheduler.
-fn build_full(
     cfg: &Config,
     tb: &Timebase,
     world: &mut World,
@@ -560,6 +425,7 @@ fn build_full(
 ) {
     let p = &cfg.pipeline;
     let c = &cfg.panic;
+    let full = c.variant == PanicVariant::Full;
     let fclk = tb.clock(p.clock_mhz);
     let pifo_clk = tb.clock(c.pifo_clock_mhz);
     let link = Link::new(p.width_bits, fclk);
@@ -567,29 +433,42 @@ fn build_full(
     let pre_in = world.add_fifo("parser.in", p.stage_fifo_bytes);
     let sched_in = world.add_fifo("scheduler.in", p.stage_fifo_bytes);
     let sched_out = world.add_fifo("scheduler.dispatch", u32::MAX);
-    let detour_in = world.add_fifo("scheduler.detour_in", c.crossbar_port_buffer_bytes);
+    let detour_in =
+        full.then(|| world.add_fifo("scheduler.detour_in", c.crossbar_port_buffer_bytes));
     let dma_in = world.add_fifo("dma.in", c.crossbar_port_buffer_bytes);
+
+    // Engine ports: (offload, units behind the port, name); offload `o` owns ports
+    // `base[o]..base[o + 1]`.
+    let mut ports: Vec<(usize, u32, String)> = Vec::new();
     let mut base = vec![0usize];
-    for o in &cfg.offloads {
-        base.push(base[base.len() - 1] + o.units(p) as usize);
-    }
-    let n_units = base[base.len() - 1];
-    let mut unit_in = Vec::with_capacity(n_units);
-    let mut unit_out = Vec::with_capacity(n_units);
-    for o in &cfg.offloads {
-        for k in 0..o.units(p) {
-            unit_in.push(world.add_fifo(
-                format!("{}[{k}].xbar_in", o.name),
-                c.crossbar_port_buffer_bytes,
-            ));
-            unit_out.push(world.add_fifo(
-                format!("{}[{k}].xbar_out", o.name),
-                c.crossbar_port_buffer_bytes,
-            ));
+    for (i, o) in cfg.offloads.iter().enumerate() {
+        let units = o.units(p);
+        offloads.push(OffloadInfo {
+            name: o.name.clone(),
+            units,
+        });
+        if full {
+            ports.extend((0..units).map(|k| (i, 1, format!("{}[{k}]", o.name))));
+        } else {
+            ports.push((i, units, o.name.clone()));
         }
+        base.push(ports.len());
     }
-    world.module_free_credits = vec![c.credits; n_units];
-    world.crossbar_ports = n_units as u32 + 2;
+    let port_in: Vec<FifoId> = ports
+        .iter()
+        .map(|(_, _, name)| world.add_fifo(format!("{name}.xbar_in"), c.crossbar_port_buffer_bytes))
+        .collect();
+    let port_out: Vec<FifoId> = ports
+        .iter()
+        .map(|(_, _, name)| {
+            world.add_fifo(format!("{name}.xbar_out"), c.crossbar_port_buffer_bytes)
+        })
+        .collect();
+    world.module_free_credits = ports
+        .iter()
+        .map(|&(_, units, _)| units * c.credits)
+        .collect();
+    world.crossbar_ports = ports.len() as u32 + 2;
 
     comps.push(Box::new(Dma {
         inp: dma_in,
@@ -598,10 +477,15 @@ fn build_full(
             .clock(p.dma_clock_mhz)
             .cycles(p.dma_latency_cycles as u64),
     }));
-    let mut srcs = vec![sched_out];
-    srcs.extend(&unit_out);
-    let mut dsts = unit_in.clone();
-    dsts.extend([dma_in, detour_in]);
+    let srcs: Vec<FifoId> = std::iter::once(sched_out)
+        .chain(port_out.iter().copied())
+        .collect();
+    let dsts: Vec<FifoId> = port_in
+        .iter()
+        .copied()
+        .chain([dma_in])
+        .chain(detour_in)
+        .collect();
     comps.push(Box::new(Crossbar {
         clk: fclk,
         src_links: srcs.iter().map(|_| link.clone()).collect(),
@@ -616,7 +500,8 @@ fn build_full(
         descriptor_beats: desc_beats,
         latency: fclk.cycles(c.crossbar_latency_cycles as u64),
     }));
-    for (i, o) in cfg.offloads.iter().enumerate() {
+    for (port, (i, units, name)) in ports.into_iter().enumerate() {
+        let o = &cfg.offloads[i];
         let spec = UnitSpec {
             width_bits: o.width_bits,
             clock: tb.clock(o.clock_mhz),
@@ -625,32 +510,31 @@ fn build_full(
             out_bytes: c.crossbar_port_buffer_bytes,
             steering: Steering::Credits {
                 credits: c.credits,
-                sticky: false,
+                sticky: true,
             },
             descriptor_beats: 0,
             idle_cycles: 1,
         };
-        offloads.push(OffloadInfo {
-            name: o.name.clone(),
-            units: o.units(p),
-        });
-        for u in base[i]..base[i + 1] {
-            let name = format!("{}[{}]", o.name, u - base[i]);
-            let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
-            let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
-            let engine = Offload::new(
-                i as u8,
-                name,
-                1,
-                spec.clone(),
-                (p.width_bits, fclk),
-                true,
-                [unit_in[u], detour, ufifo, unit_out[u]],
-            );
-            comps.push(Box::new(engine.panic_engine(u)));
-        }
+        let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
+        let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
+        let fifos = [port_in[port], detour, ufifo, port_out[port]];
+        let engine = Offload::new(
+            i as u8,
+            name,
+            units,
+            spec,
+            (p.width_bits, fclk),
+            true,
+            fifos,
+        );
+        comps.push(Box::new(if full {
+            engine.panic_engine(port)
+        } else {
+            engine
+        }));
     }
-    let n_pifos = cfg.offloads.len() + 1;
+    // The full variant has one more PIFO, without credits, for packets whose chain is empty.
+    let n_pifos = cfg.offloads.len() + full as usize;
     comps.push(Box::new(Scheduler {
         fclk,
         pclk: pifo_clk,
@@ -663,16 +547,25 @@ fn build_full(
         pifo_entries: c.pifo_entries as usize,
         deq_interval: pifo_clk.cycles(c.pifo_cycles_per_packet as u64),
         cdc_latency: pifo_clk.cycles(2),
-        module_in: unit_in,
+        module_in: port_in,
         dispatch_depth: 8,
-        full: Some(FullSched { base, detour_in }),
+        full: detour_in.map(|detour_in| FullSched { base, detour_in }),
     }));
+    let policy = if full {
+        ChainPolicy::Table
+    } else {
+        let first = c
+            .first_offload
+            .as_ref()
+            .map_or(0, |n| cfg.offload_index(n).unwrap() as u8);
+        ChainPolicy::FirstFixed(first)
+    };
     comps.push(Box::new(PreProcessor {
         inp: pre_in,
         out: sched_in,
         link: link.clone(),
         latency: fclk.cycles(c.parser_latency_cycles as u64),
-        policy: ChainPolicy::Table,
+        policy,
         descriptor_beats: desc_beats,
         priorities,
     }));
