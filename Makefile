@@ -80,4 +80,4 @@ bench: develop
 lint: $(VENV)/.deps
 	$(CARGO) clippy --workspace --release -- -D warnings
 	$(CARGO) fmt --all --check
-	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff check python tests benches
