@@ -65,7 +65,7 @@ ParamOpt = Annotated[
 ]
 ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
                                                help="Where runs execute: a local process pool, or Ray "
-                                                    "(needs the [b]nicsim[ray][/b] extra).")]
+                                                    "(needs the [b]nicsim\\[ray][/b] extra).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", min=1,
                                                 help="Parallel runs (default: one per CPU).", show_default=False)]
 
