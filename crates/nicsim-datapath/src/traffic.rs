@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use nicsim_kernel::{Time, Timebase};
 use nicsim_offloads::{FuncMeta, FunctionalOffload};
-use nicsim_packet::{capture::CaptureReader, FrameSpec, L4Proto};
+use nicsim_packet::capture::{CaptureError, CaptureReader};
+use nicsim_packet::{FrameSpec, L4Proto};
 use rand::distributions::{Distribution, WeightedIndex};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -80,10 +81,15 @@ pub struct Source {
 }
 
 fn load_capture(path: &str) -> Result<Vec<Captured>, String> {
-    let reader = CaptureReader::open(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
+    // I/O errors name the file already; format errors name only their offset.
+    let err = |e: CaptureError| match e {
+        CaptureError::Io { .. } => e.to_string(),
+        _ => format!("{path}: {e}"),
+    };
+    let reader = CaptureReader::open(Path::new(path)).map_err(err)?;
     let mut out = Vec::new();
     for rec in reader {
-        let rec = rec.map_err(|e| format!("{path}: {e}"))?;
+        let rec = rec.map_err(err)?;
         out.push(Captured {
             ts_ns: rec.ts_ns,
             frame: rec.data,
