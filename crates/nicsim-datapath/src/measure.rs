@@ -44,9 +44,6 @@ impl LatStats {
         self.max = self.max.max(ticks);
         self.hist.saturating_record(ticks.max(1));
     }
-    pub fn count(&self) -> u64 {
-        self.n
-    }
     pub fn mean_ticks(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -94,7 +91,6 @@ pub type EgressHook = Box<dyn FnMut(Time, &Pkt)>;
 pub struct Sink {
     window: [u64; 2],
     pub received: u64,
-    pub delivered_bytes: u64,
     t_window_start: Option<Time>,
     t_window_end: Time,
     window_bytes: u64,
@@ -102,7 +98,6 @@ pub struct Sink {
     flows: Vec<FlowStats>,
     pub verify: Verify,
     pub recirculated: u64,
-    pub last_rx: Time,
     pub egress: Option<EgressHook>,
 }
 
@@ -111,7 +106,6 @@ impl Sink {
         Sink {
             window,
             received: 0,
-            delivered_bytes: 0,
             t_window_start: if window[0] == 0 { Some(0) } else { None },
             t_window_end: 0,
             window_bytes: 0,
@@ -119,7 +113,6 @@ impl Sink {
             flows: vec![FlowStats::default(); n_flows],
             verify: Verify::default(),
             recirculated: 0,
-            last_rx: 0,
             egress: None,
         }
     }
@@ -128,8 +121,6 @@ impl Sink {
     pub fn deliver(&mut self, t_rx: Time, pkt: &Pkt) {
         let k = self.received;
         self.received += 1;
-        self.delivered_bytes += pkt.size as u64;
-        self.last_rx = self.last_rx.max(t_rx);
         if pkt.recircs > 0 {
             self.recirculated += 1;
         }
@@ -186,10 +177,6 @@ impl Sink {
 
     pub fn latency_json(&self, tb: &Timebase) -> Value {
         self.overall.to_json(tb)
-    }
-
-    pub fn mean_latency_us(&self, tb: &Timebase) -> f64 {
-        self.overall.mean_ticks() / tb.ticks_per_us() as f64
     }
 
     pub fn per_flow_json(&self, tb: &Timebase, names: &[String], offloads: &[String]) -> Value {

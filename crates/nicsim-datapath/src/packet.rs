@@ -44,10 +44,6 @@ impl Chain {
     pub fn hops(&self) -> &[u8] {
         &self.hops[..self.len().min(MAX_CHAIN)]
     }
-    /// Passes through the physical order this chain needs: one, plus one per step backwards.
-    pub fn passes(&self) -> usize {
-        1 + self.hops().windows(2).filter(|w| w[1] <= w[0]).count()
-    }
 }
 
 /// Header fields the Pre-Processor matches on.
@@ -112,17 +108,5 @@ impl Pkt {
     #[inline]
     pub fn done(&self) -> bool {
         self.next as usize >= self.chain.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passes_count_backward_steps() {
-        assert_eq!(Chain::new(&[0, 1, 2, 3, 5]).passes(), 1);
-        assert_eq!(Chain::new(&[2, 3, 5, 0, 1]).passes(), 2);
-        assert_eq!(Chain::new(&[5, 3, 0]).passes(), 3);
     }
 }

@@ -22,10 +22,6 @@ pub struct Link {
     pub width_bits: u32,
     pub clock: Clock,
     busy_until: Time,
-    /// Ticks during which the link moved beats.
-    pub busy_ticks: u64,
-    pub packets: u64,
-    pub beats: u64,
 }
 
 impl Link {
@@ -34,9 +30,6 @@ impl Link {
             width_bits,
             clock,
             busy_until: 0,
-            busy_ticks: 0,
-            packets: 0,
-            beats: 0,
         }
     }
     /// Beats needed for `bytes`.
@@ -66,9 +59,6 @@ impl Link {
         let p = self.clock.period;
         let tail = (now + beats * p).max(self.clock.edge_at_or_after(src_tail) + p);
         self.busy_until = tail;
-        self.busy_ticks += tail - now;
-        self.packets += 1;
-        self.beats += beats;
         Transfer {
             start: now,
             head: now + p,
