@@ -158,13 +158,6 @@ pub struct UnitSpec {
     pub idle_cycles: u32,
 }
 
-impl UnitSpec {
-    /// Unit cycles to serve `bytes`: ceil(8 s / w) + d.
-    pub fn service_cycles(&self, bytes: u32) -> u64 {
-        (8 * bytes as u64).div_ceil(self.width_bits as u64) + self.delay_cycles as u64
-    }
-}
-
 pub struct Offload {
     pub idx: u8,
     pub name: String,
