@@ -362,7 +362,8 @@ impl Offload {
             .push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
     }
 
-    /// A unit event at unit edge `now`: finish the packet in service, start the next.
+    /// A unit event at unit edge `now` (observed by the rest of the Offload at the next pipeline
+    /// edge): finish the packet in service, start the next.
     fn unit_event(&mut self, u: usize, now: Time, w: &mut World) {
         let unit = &mut self.units[u];
         if let Some((_, _, _, end)) = &unit.cur {
@@ -437,7 +438,10 @@ impl Offload {
 }
 
 impl Offload {
-    /// Unit events due at or before `now`.
+    /// Unit events due at or before pipeline edge `now`, each at its own unit edge: the units
+    /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
+    /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
+    /// crossing.
     fn unit_events(&mut self, now: Time, w: &mut World) {
         while let Some(&Reverse((t, u))) = self.wakes.peek() {
             if t > now {
@@ -445,7 +449,7 @@ impl Offload {
             }
             self.wakes.pop();
             self.lb_blocked = false;
-            self.unit_event(u as usize, now, w);
+            self.unit_event(u as usize, t, w);
         }
     }
 
@@ -554,11 +558,13 @@ impl Offload {
 }
 
 impl Component<World> for Offload {
+    // The Offload acts at pipeline edges; its units' events, at their own edges, are taken up at
+    // the next pipeline edge (see `unit_events`).
     fn has_edge(&self, t: Time) -> bool {
-        self.pclk.is_edge(t) || self.spec.clock.is_edge(t)
+        self.pclk.is_edge(t)
     }
     fn edge_after(&self, t: Time) -> Time {
-        self.pclk.edge_after(t).min(self.spec.clock.edge_after(t))
+        self.pclk.edge_after(t)
     }
 
     fn watches(&self) -> u128 {
@@ -566,15 +572,16 @@ impl Component<World> for Offload {
     }
     fn step(&mut self, now: Time, w: &mut World) {
         self.unit_events(now, w);
-        if self.pclk.is_edge(now) {
-            self.pipeline_step(now, w);
-            // Units the round robin or the balancer woke for this very edge.
-            self.unit_events(now, w);
-        }
+        self.pipeline_step(now, w);
+        // Units the round robin or the balancer woke for this very edge.
+        self.unit_events(now, w);
     }
 
     fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        let mut t = self.wakes.peek().map(|Reverse((t, _))| *t);
+        let mut t = self
+            .wakes
+            .peek()
+            .map(|Reverse((t, _))| self.pclk.edge_at_or_after(*t));
         let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
         if let Some(&(r, _)) = self.returns.front() {
             consider(self.pclk.edge_at_or_after(r.max(now + 1)));

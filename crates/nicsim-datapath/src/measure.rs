@@ -19,7 +19,8 @@ pub struct LatStats {
     sum: u128,
     min: u64,
     max: u64,
-    hist: Histogram<u64>,
+    /// Nanoseconds, for the percentiles.
+    hist: Histogram<u32>,
 }
 
 impl Default for LatStats {
@@ -29,20 +30,21 @@ impl Default for LatStats {
             sum: 0,
             min: u64::MAX,
             max: 0,
-            // Bounded so that recording never saturates below a real value: 1 tick to 2^50
-            // ticks (over ten years at a 1/3000 µs tick), 3 significant digits.
-            hist: Histogram::new_with_bounds(1, 1 << 50, 3).unwrap(),
+            // Bounded (so that recording never resizes or saturates below a real value) from
+            // 1 ns to 2^40 ns (18 minutes), 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 1 << 40, 3).unwrap(),
         }
     }
 }
 
 impl LatStats {
-    pub fn record(&mut self, ticks: u64) {
+    /// Record one latency, given in ticks and in nanoseconds.
+    pub fn record(&mut self, ticks: u64, ns: u64) {
         self.n += 1;
         self.sum += ticks as u128;
         self.min = self.min.min(ticks);
         self.max = self.max.max(ticks);
-        self.hist.saturating_record(ticks.max(1));
+        self.hist.saturating_record(ns.max(1));
     }
     pub fn mean_ticks(&self) -> f64 {
         if self.n == 0 {
@@ -60,8 +62,8 @@ impl LatStats {
             "packets": self.n,
             "mean": us(self.mean_ticks()),
             "min": us(self.min as f64),
-            "p50": us(self.hist.value_at_quantile(0.5) as f64),
-            "p99": us(self.hist.value_at_quantile(0.99) as f64),
+            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
+            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
             "max": us(self.max as f64),
         })
     }
@@ -89,6 +91,7 @@ pub struct Verify {
 pub type EgressHook = Box<dyn FnMut(Time, &Pkt)>;
 
 pub struct Sink {
+    ticks_per_us: u64,
     window: [u64; 2],
     pub received: u64,
     t_window_start: Option<Time>,
@@ -102,8 +105,9 @@ pub struct Sink {
 }
 
 impl Sink {
-    pub fn new(window: [u64; 2], n_flows: usize) -> Sink {
+    pub fn new(window: [u64; 2], n_flows: usize, tb: &Timebase) -> Sink {
         Sink {
+            ticks_per_us: tb.ticks_per_us(),
             window,
             received: 0,
             t_window_start: if window[0] == 0 { Some(0) } else { None },
@@ -148,10 +152,11 @@ impl Sink {
             self.window_bytes += pkt.size as u64;
             self.t_window_end = t_rx;
             let lat = t_rx - pkt.t_parse;
-            self.overall.record(lat);
+            let ns = (lat * 1000).div_ceil(self.ticks_per_us);
+            self.overall.record(lat, ns);
             if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
-                fs.lat.record(lat);
-                fs.per_size.entry(pkt.size).or_default().record(lat);
+                fs.lat.record(lat, ns);
+                fs.per_size.entry(pkt.size).or_default().record(lat, ns);
                 fs.delivered += 1;
                 fs.bytes += pkt.size as u64;
             }
@@ -225,7 +230,8 @@ mod tests {
         let tb = Timebase::for_clocks_mhz(&[250, 150, 100, 200]);
         let mut l = LatStats::default();
         for i in 0..10_000u64 {
-            l.record(900 + (i * 7919) % 40_000);
+            let t = 900 + (i * 7919) % 40_000;
+            l.record(t, (t * 1000).div_ceil(tb.ticks_per_us()));
         }
         let j = l.to_json(&tb);
         let [min, p50, p99, max] = ["min", "p50", "p99", "max"].map(|k| j[k].as_f64().unwrap());

@@ -110,7 +110,7 @@ impl Datapath {
             chains,
             remaps: VecDeque::from(remaps),
             drops: BTreeMap::new(),
-            sink: Sink::new(cfg.measure.window, cfg.flows.len()),
+            sink: Sink::new(cfg.measure.window, cfg.flows.len(), &tb),
             funcs,
             offered: 0,
             unit_busy_ticks: vec![0; cfg.offloads.len()],
