@@ -143,13 +143,7 @@ impl Datapath {
                 let egress_in = world.add_fifo("egress.in", p.stage_fifo_bytes);
                 let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
                 // Consumers first.
-                comps.push(Box::new(Dma {
-                    inp: dma_in,
-                    link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
-                    latency: tb
-                        .clock(p.dma_clock_mhz)
-                        .cycles(p.dma_latency_cycles as u64),
-                }));
+                comps.push(Box::new(Dma::new(dma_in, &p, &tb)));
                 comps.push(Box::new(EgressTc {
                     inp: egress_in,
                     dma: dma_in,

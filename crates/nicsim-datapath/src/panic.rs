@@ -470,13 +470,7 @@ pub fn build(
         .collect();
     world.crossbar_ports = ports.len() as u32 + 2;
 
-    comps.push(Box::new(Dma {
-        inp: dma_in,
-        link: Link::new(p.dma_width_bits, tb.clock(p.dma_clock_mhz)),
-        latency: tb
-            .clock(p.dma_clock_mhz)
-            .cycles(p.dma_latency_cycles as u64),
-    }));
+    comps.push(Box::new(Dma::new(dma_in, p, tb)));
     let srcs: Vec<FifoId> = std::iter::once(sched_out)
         .chain(port_out.iter().copied())
         .collect();

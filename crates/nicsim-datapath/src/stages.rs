@@ -2,7 +2,9 @@
 //! Pre-Processor / parser (match-action tables that write the metadata), and the DMA engine
 //! that hands packets to the host and the sink.
 
-use nicsim_kernel::{Component, Link, Time};
+use nicsim_kernel::{Component, Link, Time, Timebase};
+
+use crate::config::Pipeline;
 
 use crate::packet::{Chain, Pkt};
 use crate::traffic::Source;
@@ -172,6 +174,18 @@ pub struct Dma {
     pub inp: FifoId,
     pub link: Link,
     pub latency: Time,
+}
+
+impl Dma {
+    /// The DMA engine of `pipeline` (its `dma_*` link), reading from `inp`.
+    pub fn new(inp: FifoId, pipeline: &Pipeline, tb: &Timebase) -> Dma {
+        let clock = tb.clock(pipeline.dma_clock_mhz);
+        Dma {
+            inp,
+            link: Link::new(pipeline.dma_width_bits, clock),
+            latency: clock.cycles(pipeline.dma_latency_cycles as u64),
+        }
+    }
 }
 
 impl Component<World> for Dma {
