@@ -41,7 +41,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test bench lint develop tools
+.PHONY: demo test test-tools bench lint develop tools
 
 tools:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "nicsim: '$(PYTHON)' is missing: install Python >= 3.11 (package python3)" >&2; exit 1; }
@@ -70,7 +70,11 @@ develop: $(VENV)/.deps
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
 
-test: develop $(VENV)/.deps-ray
+# tshark checks that the captures nicsim writes are ones Wireshark opens.
+test-tools:
+	@$(call need,tshark,tshark)
+
+test: develop $(VENV)/.deps-ray test-tools
 	$(CARGO) test --release --workspace --exclude nicsim-py
 	$(VENV)/bin/pytest -q tests
 
