@@ -27,11 +27,8 @@ pub struct IngressTc {
 }
 
 impl Component<World> for IngressTc {
-    fn has_edge(&self, t: Time) -> bool {
-        self.link.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.link.clock.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.link.clock
     }
     fn watches(&self) -> u128 {
         bit(self.new) | bit(self.recirc) | bit(self.out)
@@ -81,11 +78,8 @@ impl EgressTc {
 }
 
 impl Component<World> for EgressTc {
-    fn has_edge(&self, t: Time) -> bool {
-        self.link.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.link.clock.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.link.clock
     }
     fn watches(&self) -> u128 {
         bit(self.inp) | bit(self.dma) | bit(self.recirc)
@@ -560,11 +554,8 @@ impl Offload {
 impl Component<World> for Offload {
     // The Offload acts at pipeline edges; its units' events, at their own edges, are taken up at
     // the next pipeline edge (see `unit_events`).
-    fn has_edge(&self, t: Time) -> bool {
-        self.pclk.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.pclk.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.pclk
     }
 
     fn watches(&self) -> u128 {

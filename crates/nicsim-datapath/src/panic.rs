@@ -147,6 +147,9 @@ impl Scheduler {
 }
 
 impl Component<World> for Scheduler {
+    fn clock(&self) -> Clock {
+        self.fclk
+    }
     fn has_edge(&self, t: Time) -> bool {
         self.fclk.is_edge(t) || self.pclk.is_edge(t)
     }
@@ -328,11 +331,8 @@ impl Crossbar {
 }
 
 impl Component<World> for Crossbar {
-    fn has_edge(&self, t: Time) -> bool {
-        self.clk.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.clk.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.clk
     }
     fn watches(&self) -> u128 {
         // Units' credit changes mark their input FIFO's bit.

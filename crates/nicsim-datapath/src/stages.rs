@@ -2,7 +2,7 @@
 //! Pre-Processor / parser (match-action tables that write the metadata), and the DMA engine
 //! that hands packets to the host and the sink.
 
-use nicsim_kernel::{Component, Link, Time, Timebase};
+use nicsim_kernel::{Clock, Component, Link, Time, Timebase};
 
 use crate::config::Pipeline;
 
@@ -48,11 +48,8 @@ impl Generator {
 }
 
 impl Component<World> for Generator {
-    fn has_edge(&self, t: Time) -> bool {
-        self.link.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.link.clock.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.link.clock
     }
     fn watches(&self) -> u128 {
         bit(self.out)
@@ -107,11 +104,8 @@ pub struct PreProcessor {
 }
 
 impl Component<World> for PreProcessor {
-    fn has_edge(&self, t: Time) -> bool {
-        self.link.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.link.clock.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.link.clock
     }
     fn watches(&self) -> u128 {
         bit(self.inp) | bit(self.out)
@@ -189,11 +183,8 @@ impl Dma {
 }
 
 impl Component<World> for Dma {
-    fn has_edge(&self, t: Time) -> bool {
-        self.link.clock.is_edge(t)
-    }
-    fn edge_after(&self, t: Time) -> Time {
-        self.link.clock.edge_after(t)
+    fn clock(&self) -> Clock {
+        self.link.clock
     }
     fn watches(&self) -> u128 {
         bit(self.inp)

@@ -21,13 +21,19 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::time::Time;
+use crate::time::{Clock, Time};
 
 pub trait Component<W> {
-    /// Whether one of this component's clocks has an edge at `t`.
-    fn has_edge(&self, t: Time) -> bool;
+    /// The clock the component acts on.
+    fn clock(&self) -> Clock;
+    /// Whether one of this component's clocks has an edge at `t` (override for several clocks).
+    fn has_edge(&self, t: Time) -> bool {
+        self.clock().is_edge(t)
+    }
     /// The first edge of any of its clocks strictly after `t`.
-    fn edge_after(&self, t: Time) -> Time;
+    fn edge_after(&self, t: Time) -> Time {
+        self.clock().edge_after(t)
+    }
     /// Act at edge `now`.
     fn step(&mut self, now: Time, world: &mut W);
     /// The earliest instant after `now` at which `step` could change anything, or `None`
