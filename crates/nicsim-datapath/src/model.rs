@@ -338,7 +338,7 @@ impl Datapath {
             },
             "fifos": fifos,
             "offloads": units,
-            "engine": {"instants": self.engine.stats.instants, "steps": self.engine.stats.steps, "ticks_per_us": tb.ticks_per_us()},
+            "engine": {"instants": self.engine.stats.instants, "steps": self.engine.stats.steps, "wake_calls": self.engine.stats.wake_calls, "ticks_per_us": tb.ticks_per_us()},
         });
         if self.cfg.arch == Arch::Panic {
             // Detours: packets a unit sent back to the scheduler for lack of credit (full

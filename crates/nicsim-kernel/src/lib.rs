@@ -9,13 +9,16 @@
 //! - [`sim`]: the run loop. Components are cycle-step logic that also report when they next
 //!   have something to do; the loop can step every clock edge (for tests) or skip idle time
 //!   (for speed), and both must give identical results.
+//! - [`wakes`]: the earliest of a fixed set of wake-up times, kept up to date per member.
 
 pub mod fifo;
 pub mod link;
 pub mod sim;
 pub mod time;
+pub mod wakes;
 
 pub use fifo::{Fifo, FifoStats, Slot};
 pub use link::{Link, Transfer};
 pub use sim::{Changes, Component, Engine, Mode, RunStats};
 pub use time::{Clock, Time, Timebase};
+pub use wakes::Wakes;

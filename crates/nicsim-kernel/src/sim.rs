@@ -18,10 +18,8 @@
 //! it was stepped or something it watches changed. That keeps both modes identical while an
 //! instant costs only the few components that take part in it.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::time::{Clock, Time};
+use crate::wakes::Wakes;
 
 pub trait Component<W> {
     /// The clock the component acts on.
@@ -67,6 +65,8 @@ pub struct RunStats {
     pub instants: u64,
     /// `step` calls made.
     pub steps: u64,
+    /// `next_wake` calls made.
+    pub wake_calls: u64,
 }
 
 /// A set of component indices.
@@ -125,9 +125,8 @@ pub struct Engine<W> {
     pub now: Time,
     pub stats: RunStats,
     visited: bool,
-    wakes: Vec<Option<Time>>,
-    /// Wake-ups, earliest first; an entry is current iff it equals `wakes[i]`.
-    heap: BinaryHeap<Reverse<(Time, usize)>>,
+    /// Every component's next wake-up.
+    wakes: Wakes,
     /// For every change bit, the components that watch it.
     watchers: Vec<Bits>,
     /// Change bits that some component watches.
@@ -150,7 +149,8 @@ impl<W: Changes> Engine<W> {
         }
         let watched = components.iter().fold(0, |m, c| m | c.watches());
         // Every component is due at time 0.
-        let heap = (0..n).map(|i| Reverse((0, i))).collect();
+        let mut wakes = Wakes::new(n);
+        (0..n).for_each(|i| wakes.set(i, Some(0)));
         Engine {
             components,
             world,
@@ -158,8 +158,7 @@ impl<W: Changes> Engine<W> {
             now: 0,
             stats: RunStats::default(),
             visited: false,
-            wakes: vec![Some(0); n],
-            heap,
+            wakes,
             watchers,
             watched,
             pending: Bits::new(n),
@@ -175,15 +174,8 @@ impl<W: Changes> Engine<W> {
         if self.mode == Mode::Stepped {
             (0..n).for_each(|i| self.pending.set(i));
         }
-        while let Some(&Reverse((t, i))) = self.heap.peek() {
-            if t > now {
-                break;
-            }
-            self.heap.pop();
-            if self.wakes[i] == Some(t) {
-                self.pending.set(i);
-            }
-        }
+        let pending = &mut self.pending;
+        self.wakes.for_each_due(now, |i| pending.set(i));
         self.recompute.union(&self.pending);
         let mut seen = 0u128;
         let mut from = 0;
@@ -212,25 +204,12 @@ impl<W: Changes> Engine<W> {
             self.recompute.clear(i);
             from = i + 1;
             let w = self.components[i].next_wake(now, &self.world);
-            if w != self.wakes[i] || self.mode == Mode::Stepped {
-                self.wakes[i] = w;
-                if let Some(t) = w {
-                    assert!(t > now, "component {i}: next_wake {t} is not after {now}");
-                    self.heap.push(Reverse((t, i)));
-                }
+            self.stats.wake_calls += 1;
+            if let Some(t) = w {
+                assert!(t > now, "component {i}: next_wake {t} is not after {now}");
             }
+            self.wakes.set(i, w);
         }
-    }
-
-    /// The earliest pending wake-up.
-    fn earliest(&mut self) -> Option<Time> {
-        while let Some(&Reverse((t, i))) = self.heap.peek() {
-            if self.wakes[i] == Some(t) {
-                return Some(t);
-            }
-            self.heap.pop();
-        }
-        None
     }
 
     /// Run until no component has anything left to do (returns `true`) or the next instant
@@ -242,7 +221,7 @@ impl<W: Changes> Engine<W> {
                 self.visited = true;
             }
             let t = self.now;
-            let Some(wake) = self.earliest() else {
+            let Some((wake, _)) = self.wakes.earliest() else {
                 return true;
             };
             let next = match self.mode {
