@@ -33,6 +33,18 @@ command -v $(1) >/dev/null 2>&1 || { \
   fi; }
 endef
 
+# $(call need_file,FILE,APT_PACKAGE): the same for a file (a header).
+define need_file
+test -e $(1) || { \
+  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "nicsim: installing $(2) (provides $(1))" >&2; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+  else \
+    echo "nicsim: '$(1)' is missing: install the package '$(2)' (apt-get install $(2)) and re-run" >&2; \
+    exit 1; \
+  fi; }
+endef
+
 # Requirements of one or more sections of pyproject.toml, one per line:
 # `build` (build-system), `deps` (project dependencies) or an optional-dependency extra.
 define reqs
@@ -41,7 +53,16 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite
+
+# The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
+# with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20.
+XDP_OUT := $(CARGO_TARGET_DIR)/xdp
+XDP_SRC := $(filter-out examples/xdp/count_min.c,$(wildcard examples/xdp/*.c)) $(wildcard tests/xdp/*.c)
+XDP_OBJ := $(addprefix $(XDP_OUT)/,$(notdir $(XDP_SRC:.c=.o))) \
+           $(foreach n,$(shell seq 1 20),$(XDP_OUT)/count_min_$(n).o)
+BPF_CFLAGS := -O2 -g -target bpf -Wall -Iexamples/xdp -I/usr/include/$(shell gcc -print-multiarch 2>/dev/null)
+export NICSIM_XDP_OBJS := $(XDP_OUT)
 
 tools:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "nicsim: '$(PYTHON)' is missing: install Python >= 3.11 (package python3)" >&2; exit 1; }
@@ -70,11 +91,30 @@ develop: $(VENV)/.deps
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
 
+# clang with the BPF target and libbpf's headers build the XDP suite.
+xdp-tools:
+	@$(call need,clang,clang)
+	@$(call need_file,/usr/include/bpf/bpf_helpers.h,libbpf-dev)
+
+$(XDP_OUT)/count_min_%.o: examples/xdp/count_min.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -DSTAGES=$* -c $< -o $@
+
+$(XDP_OUT)/%.o: examples/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -c $< -o $@
+
+$(XDP_OUT)/%.o: tests/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -c $< -o $@
+
+xdp-suite: $(XDP_OBJ)
+
 # tshark checks that the captures nicsim writes are ones Wireshark opens.
 test-tools:
 	@$(call need,tshark,tshark)
 
-test: develop $(VENV)/.deps-ray test-tools
+test: develop $(VENV)/.deps-ray test-tools xdp-suite
 	$(CARGO) test --release --workspace --exclude nicsim-py
 	$(VENV)/bin/pytest -q tests
 

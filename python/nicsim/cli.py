@@ -45,6 +45,9 @@ offloads_app = typer.Typer(help="Offload catalog: how many units each offload ne
 reproduce_app = typer.Typer(help="Reproduce a seed paper's results with one command.", no_args_is_help=True)
 app.add_typer(offloads_app, name="offloads")
 app.add_typer(reproduce_app, name="reproduce")
+xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program always sustains on a target.",
+                      no_args_is_help=True)
+app.add_typer(xdp_app, name="xdp")
 
 
 class Executor(StrEnum):
@@ -258,6 +261,42 @@ def offloads_units(config: ConfigArg, param: ParamOpt = None,
         t.add_row(r["name"], str(r["width_bits"]), str(r["clock_mhz"]), str(r["delay_cycles"]),
                   f"{r['unit_gbps']:g}", str(r["eq1_units"]), str(r["units"]))
     out_console.print(t)
+
+
+@xdp_app.command("analyze")
+def xdp_analyze(
+    obj: Annotated[Path, typer.Argument(help="BPF object built by clang (-target bpf), e.g. build/xdp/parser.o.",
+                                        show_default=False)],
+    out: OutOpt,
+    section: Annotated[str | None, typer.Option("--section", "-s", help="ELF section or function of the program "
+                                                "(needed only if the object holds several XDP programs).")] = None,
+    target: Annotated[str, typer.Option("--target", "-t", help="Target model: [b]nfp[/b] (the paper's Netronome "
+                                        "constants) or a target TOML file.")] = "nfp",
+    loop_bound: Annotated[int | None, typer.Option("--loop-bound", min=0, help="Iterations for loops whose bound "
+                                                   "the code does not make evident (too small a bound is unsound).")] = None,
+) -> None:
+    """Bound the packet and bit rate an XDP program sustains for every packet.
+
+    Loads the object, inlines bpf-to-bpf calls, unrolls loops (finding their bounds where the
+    code makes them evident), costs every edge on the target and reports the naive bound: the
+    slowest path, whether or not a packet can take it. Writes OUT/summary.json.
+    """
+    from nicsim.xdp import analyze
+
+    s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound)
+    g = s["guarantee"]
+    t = Table(title=f"{s['object']['program']} on {s['target']}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    t.add_row("naive bound", f"{g['pps'] / 1e6:,.2f} Mpps  {g['bps'] / 1e9:,.2f} Gbit/s")
+    t.add_row("bottleneck", g["bottleneck"])
+    t.add_row("status", g["status"])
+    t.add_row("graph", f"{s['graph']['nodes']:,} nodes, {s['graph']['paths']} paths")
+    for lp in s["graph"]["loops"]:
+        t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
+                  + ("" if lp["evident"] else " (--loop-bound)"))
+    out_console.print(t)
+    out_console.print(f"wrote {out}/ (summary.json)")
 
 
 @reproduce_app.command("flexpipe")

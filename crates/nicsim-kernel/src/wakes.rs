@@ -158,7 +158,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let i = (x >> 33) as usize % n;
-            let t = if (x >> 20) % 5 == 0 {
+            let t = if (x >> 20).is_multiple_of(5) {
                 None
             } else {
                 Some((x >> 40) % 1000)

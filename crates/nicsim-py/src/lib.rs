@@ -158,6 +158,30 @@ fn offload_units(config_json: &str) -> PyResult<String> {
     Ok(serde_json::Value::Array(rows).to_string())
 }
 
+/// The XDP analyzer's naive bound for an object (`obj`: its bytes) on a target (TOML text,
+/// `target_file` names it in errors); returns the summary as JSON.
+#[pyfunction]
+#[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None))]
+fn xdp_naive(
+    py: Python<'_>,
+    obj: Vec<u8>,
+    target_toml: &str,
+    target_file: &str,
+    section: Option<String>,
+    loop_bound: Option<u32>,
+) -> PyResult<String> {
+    let target = nicsim_xdp::Target::from_toml(target_toml, target_file)
+        .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
+    let opts = nicsim_xdp::Options {
+        section,
+        loop_bound,
+    };
+    py.detach(|| {
+        nicsim_xdp::Analysis::new(&obj, target, &opts).map(|a| a.naive_summary().to_string())
+    })
+    .map_err(|e| InputError::new_err(e.to_string()))
+}
+
 /// Toeplitz RSS hash (for tests against the published vectors).
 #[pyfunction]
 fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
@@ -169,6 +193,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Datapath>()?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_naive, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())

@@ -1,0 +1,641 @@
+//! The loop-free control-flow graph that path enumeration runs on.
+//!
+//! One node per instruction *instance*: bpf-to-bpf calls are inlined (a callee's instructions
+//! get a node per call site), and loops are unrolled (a loop body gets a node per iteration).
+//! Unrolling goes innermost loop first. A loop's bound is the number of times its back edges can
+//! be taken; it is found by running the loop's body again and again over abstract register
+//! values ([`crate::absint`]) until no back edge is reachable any more — which works when the
+//! code makes the bound evident (a counter from a constant, stepped by a constant, compared
+//! with a constant or a masked value). Otherwise the caller's `--loop-bound` is used, and
+//! without one the loop is an error. The unrolled copies are then chained: copy k's back edges
+//! go to copy k+1's header, the last copy's back edges are removed, and instructions that can
+//! no longer reach an `exit` are pruned.
+//!
+//! Invariant after [`build`]: the graph is acyclic, node 0 is the entry, every node reaches a
+//! top-level `exit`, and edges of a node are ordered fall-through first, then taken.
+
+use std::collections::HashMap;
+
+use crate::absint::State;
+use crate::insn::Insn;
+use crate::load::Program;
+
+pub const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// To the next instruction (or an unconditional jump's target).
+    Next,
+    /// A conditional jump taken.
+    Taken,
+    /// A conditional jump not taken.
+    NotTaken,
+    /// Into a bpf-to-bpf callee.
+    Call,
+    /// From a callee's `exit` back to the instruction after the call.
+    Return,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    pub to: u32,
+    pub kind: EdgeKind,
+    /// For a `Return` edge: the call node whose registers r6–r9 the caller gets back.
+    pub call: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Instruction index in the program.
+    pub pc: u32,
+    /// Call depth (0 = the program itself).
+    pub depth: u8,
+    pub succ: Vec<Edge>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    /// Bounds of the unrolled loops: (header instruction, bound, found automatically).
+    pub loops: Vec<LoopInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopInfo {
+    pub header_pc: u32,
+    pub bound: u32,
+    pub evident: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CfgError {
+    #[error("instruction {pc}: jump to {target}, outside the program")]
+    BadJump { pc: usize, target: i64 },
+    #[error("instruction {pc}: falls off the end of the program")]
+    FallsOff { pc: usize },
+    #[error("instruction {pc}: bpf-to-bpf calls nest deeper than 8 frames (recursion?)")]
+    TooDeep { pc: usize },
+    #[error("loop at instruction {pc}{line}: no evident bound; give one with --loop-bound N")]
+    Unbounded { pc: usize, line: String },
+    #[error("loop at instruction {pc}{line}: control flow enters it other than through its head (irreducible)")]
+    Irreducible { pc: usize, line: String },
+    #[error("the unrolled graph would exceed {0} instruction instances")]
+    TooLarge(usize),
+}
+
+/// Limits for [`build`].
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bound for loops whose bound is not evident (`--loop-bound`).
+    pub loop_bound: Option<u32>,
+    /// Most iterations tried when looking for an evident bound.
+    pub max_iterations: u32,
+    pub max_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            loop_bound: None,
+            max_iterations: 1 << 16,
+            max_nodes: 4_000_000,
+        }
+    }
+}
+
+fn line_note(p: &Program, pc: usize) -> String {
+    p.line(pc)
+        .map(|l| format!(" ({}: {})", l.short(), l.text))
+        .unwrap_or_default()
+}
+
+/// The inlined, unrolled graph of `p`.
+pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
+    let mut g = inline(p)?;
+    while let Some(lp) = innermost_loop(&g) {
+        if lp.entered_elsewhere {
+            let pc = g.nodes[lp.header as usize].pc as usize;
+            return Err(CfgError::Irreducible {
+                pc,
+                line: line_note(p, pc),
+            });
+        }
+        let header_pc = g.nodes[lp.header as usize].pc;
+        let (bound, feasible, evident) = match find_bound(p, &g, &lp, limits.max_iterations) {
+            Some((b, f)) => (b, Some(f), true),
+            None => match limits.loop_bound {
+                Some(b) => (b, None, false),
+                None => {
+                    return Err(CfgError::Unbounded {
+                        pc: header_pc as usize,
+                        line: line_note(p, header_pc as usize),
+                    })
+                }
+            },
+        };
+        if g.nodes.len() + lp.body.len() * bound as usize > limits.max_nodes {
+            return Err(CfgError::TooLarge(limits.max_nodes));
+        }
+        unroll(&mut g, &lp, bound, feasible.as_deref());
+        g.loops.push(LoopInfo {
+            header_pc,
+            bound,
+            evident,
+        });
+        prune(&mut g);
+    }
+    prune(&mut g);
+    Ok(g)
+}
+
+/// Inline every call: nodes keyed by (call context, pc).
+fn inline(p: &Program) -> Result<Graph, CfgError> {
+    let n = p.code.len();
+    // Call contexts: (parent context, call node, depth); context 0 is the program itself.
+    let mut ctxs: Vec<(u32, u32, u8)> = vec![(NONE, NONE, 0)];
+    let mut ctx_ids: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut work: Vec<u32> = Vec::new();
+    let mut keys: Vec<(u32, u32)> = Vec::new();
+
+    fn intern(
+        key: (u32, u32),
+        depth: u8,
+        ids: &mut HashMap<(u32, u32), u32>,
+        nodes: &mut Vec<Node>,
+        keys: &mut Vec<(u32, u32)>,
+        work: &mut Vec<u32>,
+    ) -> u32 {
+        *ids.entry(key).or_insert_with(|| {
+            nodes.push(Node {
+                pc: key.1,
+                depth,
+                succ: Vec::new(),
+            });
+            keys.push(key);
+            let id = nodes.len() as u32 - 1;
+            work.push(id);
+            id
+        })
+    }
+
+    intern((0, 0), 0, &mut ids, &mut nodes, &mut keys, &mut work);
+    while let Some(id) = work.pop() {
+        let (ctx, pc) = keys[id as usize];
+        let pcu = pc as usize;
+        let depth = ctxs[ctx as usize].2;
+        let Some(Some(insn)) = p.code.get(pcu) else {
+            return Err(CfgError::FallsOff { pc: pcu });
+        };
+        let target = |t: i64| -> Result<u32, CfgError> {
+            if t < 0 || t as usize >= n || p.code[t as usize].is_none() {
+                Err(CfgError::BadJump { pc: pcu, target: t })
+            } else {
+                Ok(t as u32)
+            }
+        };
+        let mut succ: Vec<(u32, u32, u8, EdgeKind, u32)> = Vec::new(); // (ctx, pc, depth, kind, call)
+        match *insn {
+            Insn::Exit => {
+                let (parent, call, _) = ctxs[ctx as usize];
+                if parent != NONE {
+                    let call_pc = nodes[call as usize].pc;
+                    succ.push((parent, call_pc + 1, depth - 1, EdgeKind::Return, call));
+                }
+            }
+            Insn::Ja { off } => {
+                let t = target(pcu as i64 + 1 + off as i64)?;
+                succ.push((ctx, t, depth, EdgeKind::Next, NONE));
+            }
+            Insn::Jmp { off, .. } => {
+                let t = target(pcu as i64 + 1 + off as i64)?;
+                succ.push((ctx, pc + 1, depth, EdgeKind::NotTaken, NONE));
+                succ.push((ctx, t, depth, EdgeKind::Taken, NONE));
+            }
+            Insn::CallLocal { off } => {
+                let t = target(pcu as i64 + 1 + off as i64)?;
+                if depth >= 7 {
+                    return Err(CfgError::TooDeep { pc: pcu });
+                }
+                let next = ctxs.len() as u32;
+                let c = *ctx_ids.entry((ctx, id)).or_insert_with(|| {
+                    ctxs.push((ctx, id, depth + 1));
+                    next
+                });
+                succ.push((c, t, depth + 1, EdgeKind::Call, NONE));
+            }
+            ref i => {
+                let t = pcu + i.width();
+                if t >= n {
+                    return Err(CfgError::FallsOff { pc: pcu });
+                }
+                succ.push((ctx, t as u32, depth, EdgeKind::Next, NONE));
+            }
+        }
+        for (c, t, d, kind, call) in succ {
+            let to = intern((c, t), d, &mut ids, &mut nodes, &mut keys, &mut work);
+            nodes[id as usize].succ.push(Edge { to, kind, call });
+        }
+    }
+    Ok(Graph {
+        nodes,
+        loops: Vec::new(),
+    })
+}
+
+/// A natural loop: its header, the nodes of its body (header included) and its back edges.
+struct Loop {
+    header: u32,
+    /// Sorted node ids.
+    body: Vec<u32>,
+    in_body: Vec<bool>,
+    /// (latch, index of the back edge in the latch's successors).
+    back: Vec<(u32, usize)>,
+    /// Some node of the body other than the header has a predecessor outside the body.
+    entered_elsewhere: bool,
+}
+
+/// Predecessor lists.
+fn preds(g: &Graph) -> Vec<Vec<u32>> {
+    let mut p = vec![Vec::new(); g.nodes.len()];
+    for (u, n) in g.nodes.iter().enumerate() {
+        for e in &n.succ {
+            p[e.to as usize].push(u as u32);
+        }
+    }
+    p
+}
+
+/// The back edges found by a depth-first search from the entry, grouped by header; returns
+/// the loop with the smallest body (an innermost one), or `None` if the graph is acyclic.
+fn innermost_loop(g: &Graph) -> Option<Loop> {
+    let n = g.nodes.len();
+    // 0 = unseen, 1 = on the stack, 2 = done.
+    let mut color = vec![0u8; n];
+    let mut back: HashMap<u32, Vec<(u32, usize)>> = HashMap::new();
+    let mut stack: Vec<(u32, usize)> = vec![(0, 0)];
+    color[0] = 1;
+    while let Some(&mut (u, ref mut k)) = stack.last_mut() {
+        if let Some(e) = g.nodes[u as usize].succ.get(*k) {
+            let idx = *k;
+            *k += 1;
+            match color[e.to as usize] {
+                0 => {
+                    color[e.to as usize] = 1;
+                    stack.push((e.to, 0));
+                }
+                1 => back.entry(e.to).or_default().push((u, idx)),
+                _ => {}
+            }
+        } else {
+            color[u as usize] = 2;
+            stack.pop();
+        }
+    }
+    if back.is_empty() {
+        return None;
+    }
+    let pr = preds(g);
+    let mut best: Option<Loop> = None;
+    let mut headers: Vec<_> = back.into_iter().collect();
+    headers.sort();
+    for (h, edges) in headers {
+        // Body: the header plus everything that reaches a latch without passing the header.
+        let mut in_body = vec![false; n];
+        in_body[h as usize] = true;
+        let mut work: Vec<u32> = edges.iter().map(|&(l, _)| l).collect();
+        while let Some(v) = work.pop() {
+            if in_body[v as usize] {
+                continue;
+            }
+            in_body[v as usize] = true;
+            work.extend(pr[v as usize].iter().copied());
+        }
+        let body: Vec<u32> = (0..n as u32).filter(|&v| in_body[v as usize]).collect();
+        let entered_elsewhere = body
+            .iter()
+            .any(|&v| v != h && pr[v as usize].iter().any(|&u| !in_body[u as usize]));
+        if best.as_ref().is_none_or(|b| body.len() < b.body.len()) {
+            best = Some(Loop {
+                header: h,
+                body,
+                in_body,
+                back: edges,
+                entered_elsewhere,
+            });
+        }
+    }
+    best
+}
+
+/// Abstract states at every node of `g`, by a worklist over the (possibly cyclic) graph with
+/// widening at nodes seen often.
+fn states(g: &Graph, p: &Program) -> Vec<Option<State>> {
+    let n = g.nodes.len();
+    let mut at: Vec<Option<State>> = vec![None; n];
+    let mut visits = vec![0u32; n];
+    at[0] = Some(State::entry());
+    let mut work = vec![0u32];
+    while let Some(u) = work.pop() {
+        let Some(s) = at[u as usize] else { continue };
+        for (_, to, out) in out_states(g, p, u, &s, &at) {
+            let merged = match at[to as usize] {
+                None => out,
+                Some(old) => {
+                    let j = if visits[to as usize] > 3 {
+                        old.widen(&out)
+                    } else {
+                        old.join(&out)
+                    };
+                    if j == old {
+                        continue;
+                    }
+                    j
+                }
+            };
+            visits[to as usize] += 1;
+            at[to as usize] = Some(merged);
+            work.push(to);
+        }
+    }
+    at
+}
+
+/// The states leaving node `u` (in state `s`) along each feasible edge.
+pub(crate) fn out_states(
+    g: &Graph,
+    p: &Program,
+    u: u32,
+    s: &State,
+    at: &[Option<State>],
+) -> Vec<(usize, u32, State)> {
+    let node = &g.nodes[u as usize];
+    let insn = p.code[node.pc as usize]
+        .as_ref()
+        .expect("node on an instruction");
+    let after = s.step(insn);
+    let (can_take, can_fall) = s.branch(insn);
+    let mut out = Vec::with_capacity(node.succ.len());
+    for (idx, e) in node.succ.iter().enumerate() {
+        let mut t = after;
+        match e.kind {
+            EdgeKind::Taken if !can_take => continue,
+            EdgeKind::NotTaken if !can_fall => continue,
+            EdgeKind::Taken => t.refine(insn, true),
+            EdgeKind::NotTaken => t.refine(insn, false),
+            EdgeKind::Return => {
+                // The caller's r6–r9 come back; r1–r5 are clobbered.
+                if let Some(c) = at.get(e.call as usize).copied().flatten() {
+                    t.regs[6..10].copy_from_slice(&c.regs[6..10]);
+                    t.regs[10] = c.regs[10];
+                } else {
+                    t.regs[6..10].fill(crate::absint::Val::Top);
+                }
+                t.regs[1..6].fill(crate::absint::Val::Top);
+            }
+            EdgeKind::Call | EdgeKind::Next => {}
+        }
+        out.push((idx, e.to, t));
+    }
+    out
+}
+
+/// Edges (node, successor index) that can be taken in one iteration of a loop.
+type Feasible = std::collections::HashSet<(u32, usize)>;
+
+/// How many times the loop's back edges can be taken, if the abstract values show it, and for
+/// every iteration the edges of the body that the abstract values do not rule out.
+fn find_bound(
+    p: &Program,
+    g: &Graph,
+    lp: &Loop,
+    max_iterations: u32,
+) -> Option<(u32, Vec<Feasible>)> {
+    let at = states(g, p);
+    let pr = preds(g);
+    // State on entry: the join over edges into the header from outside the loop.
+    let mut entry: Option<State> = None;
+    for &u in &pr[lp.header as usize] {
+        if lp.in_body[u as usize] {
+            continue;
+        }
+        let Some(s) = at[u as usize] else { continue };
+        for (_, to, t) in out_states(g, p, u, &s, &at) {
+            if to == lp.header {
+                entry = Some(entry.map_or(t, |e| e.join(&t)));
+            }
+        }
+    }
+    let mut cur = entry?;
+    // Topological order of the body without its back edges (inner loops are unrolled).
+    let order = body_order(g, lp);
+    let is_back = |u: u32, k: usize| lp.back.contains(&(u, k));
+    let mut local: HashMap<u32, State> = HashMap::new();
+    let mut feasible: Vec<Feasible> = Vec::new();
+    for k in 0..=max_iterations {
+        local.clear();
+        let mut here = Feasible::new();
+        local.insert(lp.header, cur);
+        let mut next: Option<State> = None;
+        for &u in &order {
+            let Some(s) = local.get(&u).copied() else {
+                continue;
+            };
+            for (idx, to, t) in out_states(g, p, u, &s, &at) {
+                here.insert((u, idx));
+                if is_back(u, idx) {
+                    next = Some(next.map_or(t, |x| x.join(&t)));
+                } else if lp.in_body[to as usize] {
+                    local.entry(to).and_modify(|x| *x = x.join(&t)).or_insert(t);
+                }
+            }
+        }
+        feasible.push(here);
+        match next {
+            None => return Some((k, feasible)),
+            Some(n) if n == cur => return None, // no progress: the loop would never end
+            Some(n) => cur = n,
+        }
+    }
+    None
+}
+
+/// The loop body in topological order (header first), ignoring back edges.
+fn body_order(g: &Graph, lp: &Loop) -> Vec<u32> {
+    let mut indeg: HashMap<u32, usize> = lp.body.iter().map(|&v| (v, 0)).collect();
+    for &u in &lp.body {
+        for (k, e) in g.nodes[u as usize].succ.iter().enumerate() {
+            if lp.in_body[e.to as usize] && !lp.back.contains(&(u, k)) {
+                *indeg.get_mut(&e.to).unwrap() += 1;
+            }
+        }
+    }
+    let mut ready = vec![lp.header];
+    let mut order = Vec::with_capacity(lp.body.len());
+    while let Some(u) = ready.pop() {
+        order.push(u);
+        for (k, e) in g.nodes[u as usize].succ.iter().enumerate() {
+            if lp.in_body[e.to as usize] && !lp.back.contains(&(u, k)) {
+                let d = indeg.get_mut(&e.to).unwrap();
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(e.to);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Replace the loop by `bound + 1` chained copies of its body; copy k keeps only the edges in
+/// `feasible[k]` when given.
+fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&[Feasible]>) {
+    let m = lp.body.len();
+    // copies[k][i] = node id of body node i in copy k (copy 0 = the original nodes).
+    let pos: HashMap<u32, usize> = lp.body.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let mut copies: Vec<Vec<u32>> = vec![lp.body.clone()];
+    for _ in 1..=bound {
+        let base = g.nodes.len() as u32;
+        for &v in &lp.body {
+            let n = g.nodes[v as usize].clone();
+            g.nodes.push(n);
+        }
+        copies.push((0..m as u32).map(|i| base + i).collect());
+    }
+    let header_pos = pos[&lp.header];
+    // The body's edges as they were (copy 0 is rewritten in place).
+    let orig_succ: Vec<Vec<Edge>> = lp
+        .body
+        .iter()
+        .map(|&v| g.nodes[v as usize].succ.clone())
+        .collect();
+    for k in 0..=bound as usize {
+        for i in 0..m {
+            let id = copies[k][i] as usize;
+            let orig = lp.body[i];
+            let mut succ = Vec::with_capacity(g.nodes[id].succ.len());
+            for (idx, &e) in orig_succ[i].iter().enumerate() {
+                let mut e = e;
+                if feasible.is_some_and(|f| !f[k].contains(&(orig, idx))) {
+                    continue; // ruled out in this iteration
+                }
+                if lp.back.contains(&(orig, idx)) {
+                    if k == bound as usize {
+                        continue; // the loop cannot iterate again
+                    }
+                    e.to = copies[k + 1][header_pos];
+                } else if let Some(&j) = pos.get(&e.to) {
+                    e.to = copies[k][j];
+                }
+                if e.kind == EdgeKind::Return {
+                    if let Some(&j) = pos.get(&e.call) {
+                        e.call = copies[k][j];
+                    }
+                }
+                succ.push(e);
+            }
+            g.nodes[id].succ = succ;
+        }
+    }
+}
+
+/// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber.
+fn prune(g: &mut Graph) {
+    let n = g.nodes.len();
+    let mut reach = vec![false; n];
+    let mut work = vec![0u32];
+    reach[0] = true;
+    while let Some(u) = work.pop() {
+        for e in &g.nodes[u as usize].succ {
+            if !reach[e.to as usize] {
+                reach[e.to as usize] = true;
+                work.push(e.to);
+            }
+        }
+    }
+    let pr = preds(g);
+    let mut live = vec![false; n];
+    let mut work: Vec<u32> = (0..n as u32)
+        .filter(|&u| {
+            reach[u as usize]
+                && g.nodes[u as usize].succ.is_empty()
+                && g.nodes[u as usize].depth == 0
+        })
+        .collect();
+    for &u in &work {
+        live[u as usize] = true;
+    }
+    while let Some(u) = work.pop() {
+        for &v in &pr[u as usize] {
+            if reach[v as usize] && !live[v as usize] {
+                live[v as usize] = true;
+                work.push(v);
+            }
+        }
+    }
+    let mut new_id = vec![NONE; n];
+    let mut k = 0u32;
+    for u in 0..n {
+        if live[u] {
+            new_id[u] = k;
+            k += 1;
+        }
+    }
+    let old = std::mem::take(&mut g.nodes);
+    for (u, mut node) in old.into_iter().enumerate() {
+        if !live[u] {
+            continue;
+        }
+        node.succ.retain(|e| live[e.to as usize]);
+        for e in node.succ.iter_mut() {
+            e.to = new_id[e.to as usize];
+            if e.call != NONE {
+                e.call = new_id[e.call as usize];
+            }
+        }
+        g.nodes.push(node);
+    }
+}
+
+impl Graph {
+    /// Number of entry→exit paths (saturating), for tests and reports.
+    pub fn path_count(&self) -> u128 {
+        let order = self.topo_order();
+        let mut count = vec![0u128; self.nodes.len()];
+        for &u in order.iter().rev() {
+            let n = &self.nodes[u as usize];
+            count[u as usize] = if n.succ.is_empty() {
+                1
+            } else {
+                n.succ
+                    .iter()
+                    .fold(0u128, |a, e| a.saturating_add(count[e.to as usize]))
+            };
+        }
+        count[0]
+    }
+
+    /// Nodes in topological order (entry first).
+    pub fn topo_order(&self) -> Vec<u32> {
+        let n = self.nodes.len();
+        let mut indeg = vec![0usize; n];
+        for node in &self.nodes {
+            for e in &node.succ {
+                indeg[e.to as usize] += 1;
+            }
+        }
+        let mut ready: Vec<u32> = (0..n as u32).filter(|&u| indeg[u as usize] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(u) = ready.pop() {
+            order.push(u);
+            for e in &self.nodes[u as usize].succ {
+                indeg[e.to as usize] -= 1;
+                if indeg[e.to as usize] == 0 {
+                    ready.push(e.to);
+                }
+            }
+        }
+        order
+    }
+}

@@ -1,0 +1,291 @@
+//! Per-edge cost vectors and minimum packet sizes on the loop-free graph (paper §4 and §5.2).
+//!
+//! An edge `u → v` carries the cost of executing `u`'s instruction the way the edge leaves it
+//! (a branch taken costs more than one not taken); every top-level `exit` gets an edge to one
+//! virtual sink, so that paths run from node 0 to the sink. Costs are integer milli-units so
+//! that sums and comparisons are exact (millionths of a cycle): component 0 is core cycles, component 1 DRAM-engine
+//! cycles.
+//!
+//! Costs that depend on history are over-estimated, as in the paper: a memory instruction that
+//! waits for its result costs `max(issue, latency − cycles since the previous memory
+//! instruction)`, and "cycles since" is taken as its minimum over all paths into the node.
+//!
+//! The minimum packet size of an edge is what its packet-bounds check guarantees (0 if none);
+//! a path's is the largest over its edges, and never below the target's minimum packet.
+
+use crate::absint::{State, Val};
+use crate::cfg::{EdgeKind, Graph};
+use crate::helpers_table::helper_name;
+use crate::insn::{AluOp, Insn};
+use crate::load::Program;
+use crate::target::Target;
+
+/// Cost components: core cycles and DRAM-engine cycles.
+pub const NC: usize = 2;
+pub const COMPONENTS: [&str; NC] = ["cores", "dram"];
+
+/// Costs are stored in millionths of a cycle.
+pub const UNITS_PER_CYCLE: f64 = 1e6;
+
+fn units(x: f64) -> u64 {
+    (x * UNITS_PER_CYCLE).round() as u64
+}
+
+/// The loop-free graph in compressed form, with a cost vector per edge.
+#[derive(Debug, Clone)]
+pub struct Dag {
+    /// Nodes 0..n; node 0 is the entry and node n−1 the sink.
+    pub n: usize,
+    /// Edges of node u are `first[u]..first[u+1]`.
+    pub first: Vec<u32>,
+    pub to: Vec<u32>,
+    pub cost: Vec<[u64; NC]>,
+    /// Packet bytes the edge's bounds check guarantees (0 if none).
+    pub need: Vec<u32>,
+    /// Instruction the edge executes (the source node's).
+    pub pc: Vec<u32>,
+    pub kind: Vec<EdgeKind>,
+    /// Nodes in topological order.
+    pub topo: Vec<u32>,
+}
+
+impl Dag {
+    pub fn sink(&self) -> u32 {
+        self.n as u32 - 1
+    }
+    pub fn edges(&self, u: u32) -> std::ops::Range<usize> {
+        self.first[u as usize] as usize..self.first[u as usize + 1] as usize
+    }
+    pub fn n_edges(&self) -> usize {
+        self.to.len()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CostError {
+    #[error("instruction {pc}: unsupported helper {name} (id {id}) on target {target}")]
+    UnsupportedHelper {
+        pc: usize,
+        id: u32,
+        name: String,
+        target: String,
+    },
+}
+
+/// Abstract states at every node of an acyclic graph (one pass in topological order).
+pub fn states(p: &Program, g: &Graph, topo: &[u32]) -> Vec<Option<State>> {
+    let mut at: Vec<Option<State>> = vec![None; g.nodes.len()];
+    at[0] = Some(State::entry());
+    for &u in topo {
+        let Some(s) = at[u as usize] else { continue };
+        for (_, to, out) in crate::cfg::out_states(g, p, u, &s, &at) {
+            let slot = &mut at[to as usize];
+            *slot = Some(match slot {
+                None => out,
+                Some(old) => old.join(&out),
+            });
+        }
+    }
+    at
+}
+
+/// Cost of one instruction taking one edge: (core cycles, DRAM cycles, memory wait latency).
+struct InsnCost {
+    cycles: f64,
+    dram: f64,
+    /// Latency the instruction waits for (0: not a waiting memory instruction).
+    wait_latency: f64,
+    /// A memory instruction (resets "cycles since the previous memory instruction").
+    memory: bool,
+}
+
+fn insn_cost(
+    t: &Target,
+    p: &Program,
+    pc: usize,
+    insn: &Insn,
+    s: &State,
+    kind: EdgeKind,
+) -> Result<InsnCost, CostError> {
+    let c = &t.insn;
+    let m = &t.memory;
+    let (dr, dw, da) = t.dram.as_ref().map_or((0.0, 0.0, 0.0), |d| d.cycles());
+    let plain = |cycles: f64| InsnCost {
+        cycles,
+        dram: 0.0,
+        wait_latency: 0.0,
+        memory: false,
+    };
+    let frozen = |v: Val| matches!(v, Val::MapVal(i) if p.maps[i as usize].frozen);
+    Ok(match *insn {
+        Insn::Alu { op, .. } => plain(match op {
+            AluOp::Mul => c.mul,
+            AluOp::Div | AluOp::Mod => c.div,
+            _ => c.alu,
+        }),
+        Insn::End { .. } => plain(c.endian),
+        Insn::LdImm64 { .. } => plain(c.ld_imm64),
+        Insn::Ja { .. } => plain(c.ja),
+        Insn::Exit => plain(c.exit),
+        Insn::CallLocal { .. } => plain(c.call_local),
+        Insn::Jmp { .. } => plain(
+            c.jmp_compare
+                + if kind == EdgeKind::Taken {
+                    c.jmp_taken
+                } else {
+                    c.jmp_not_taken
+                },
+        ),
+        Insn::Ldx { src, .. } => match s.regs[src as usize] {
+            Val::Fp | Val::Ctx => plain(c.stack),
+            // Packet data and read-only tables sit in the cores' local SRAM.
+            v @ (Val::Pkt(_) | Val::MapVal(_)) if matches!(v, Val::Pkt(_)) || frozen(v) => {
+                InsnCost {
+                    cycles: 0.0,
+                    dram: 0.0,
+                    wait_latency: m.packet_latency_cycles,
+                    memory: true,
+                }
+            }
+            // Map values, and any pointer we cannot place, are DRAM.
+            _ => InsnCost {
+                cycles: 0.0,
+                dram: dr,
+                wait_latency: m.map_latency_cycles,
+                memory: true,
+            },
+        },
+        Insn::St { dst, .. } => match s.regs[dst as usize] {
+            Val::Fp | Val::Ctx => plain(c.stack),
+            Val::Pkt(_) => InsnCost {
+                cycles: m.issue_nowait_cycles,
+                dram: 0.0,
+                wait_latency: 0.0,
+                memory: true,
+            },
+            _ => InsnCost {
+                cycles: m.issue_nowait_cycles,
+                dram: dw,
+                wait_latency: 0.0,
+                memory: true,
+            },
+        },
+        Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
+            Val::Fp => plain(c.stack),
+            _ => InsnCost {
+                cycles: if fetch { 0.0 } else { m.issue_nowait_cycles },
+                dram: da,
+                wait_latency: if fetch { m.map_latency_cycles } else { 0.0 },
+                memory: true,
+            },
+        },
+        Insn::Call { helper } => {
+            let name = helper_name(helper);
+            let short = name.trim_start_matches("bpf_");
+            let map_type = match s.regs[1] {
+                Val::MapPtr(i) => Some(p.maps[i as usize].type_name()),
+                _ => None,
+            };
+            let Some(h) = t.helper(short, map_type) else {
+                return Err(CostError::UnsupportedHelper {
+                    pc,
+                    id: helper,
+                    name,
+                    target: t.name.clone(),
+                });
+            };
+            let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
+            InsnCost {
+                cycles: h.cycles,
+                dram,
+                wait_latency: 0.0,
+                memory: dram > 0.0,
+            }
+        }
+        Insn::LdAbs => plain(c.alu),
+    })
+}
+
+/// Build the costed graph of `g` on target `t`.
+pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
+    let topo = g.topo_order();
+    let at = states(p, g, &topo);
+    let n = g.nodes.len() + 1;
+    let sink = (n - 1) as u32;
+    // Cycles since the previous memory instruction, minimum over paths into each node.
+    let mut since = vec![f64::INFINITY; n];
+    since[0] = f64::INFINITY; // nothing outstanding at entry
+                              // Per node: (to, cost, need, kind) of each edge.
+    type Out = (u32, [u64; NC], u32, EdgeKind);
+    let mut per_node: Vec<Vec<Out>> = vec![Vec::new(); n];
+    for &u in &topo {
+        let node = &g.nodes[u as usize];
+        let pc = node.pc as usize;
+        let insn = p.code[pc].as_ref().expect("node on an instruction");
+        let s = at[u as usize].unwrap_or_else(State::entry);
+        let (can_take, can_fall) = s.branch(insn);
+        let mut edges: Vec<(u32, EdgeKind)> = node
+            .succ
+            .iter()
+            .filter(|e| match e.kind {
+                EdgeKind::Taken => can_take,
+                EdgeKind::NotTaken => can_fall,
+                _ => true,
+            })
+            .map(|e| (e.to, e.kind))
+            .collect();
+        if node.succ.is_empty() {
+            edges.push((sink, EdgeKind::Next));
+        }
+        for (to, kind) in edges {
+            let ic = insn_cost(t, p, pc, insn, &s, kind)?;
+            let wait = if ic.wait_latency > 0.0 {
+                t.memory
+                    .issue_wait_cycles
+                    .max(ic.wait_latency - since[u as usize].min(ic.wait_latency))
+            } else {
+                0.0
+            };
+            let cycles = ic.cycles + wait;
+            let after = if ic.memory {
+                0.0
+            } else {
+                since[u as usize] + cycles
+            };
+            if (to as usize) < n {
+                since[to as usize] = since[to as usize].min(after);
+            }
+            let need = if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) {
+                s.len_need(insn, kind == EdgeKind::Taken) as u32
+            } else {
+                0
+            };
+            per_node[u as usize].push((to, [units(cycles), units(ic.dram)], need, kind));
+        }
+    }
+    let mut dag = Dag {
+        n,
+        first: Vec::with_capacity(n + 1),
+        to: Vec::new(),
+        cost: Vec::new(),
+        need: Vec::new(),
+        pc: Vec::new(),
+        kind: Vec::new(),
+        topo: Vec::new(),
+    };
+    for (u, edges) in per_node.into_iter().enumerate() {
+        dag.first.push(dag.to.len() as u32);
+        let pc = g.nodes.get(u).map_or(u32::MAX, |x| x.pc);
+        for (to, c, need, kind) in edges {
+            dag.to.push(to);
+            dag.cost.push(c);
+            dag.need.push(need);
+            dag.pc.push(pc);
+            dag.kind.push(kind);
+        }
+    }
+    dag.first.push(dag.to.len() as u32);
+    dag.topo = topo;
+    dag.topo.push(sink);
+    Ok(dag)
+}

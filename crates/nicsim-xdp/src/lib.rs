@@ -1,0 +1,21 @@
+//! nicsim-xdp: the XDP throughput analyzer (seed 004: Krude et al., "Determination of Throughput
+//! Guarantees for Processor-based SmartNICs", CoNEXT 2021).
+//!
+//! Data flows one way: [`load`] (ELF object → instructions, maps, source lines) → [`cfg`]
+//! (inlined, loop-free control-flow graph) → [`cost`] (per-edge cost vectors on a [`target`]
+//! model, minimum packet size per edge) → [`paths`] (naive bound, then paths from slowest to
+//! fastest) → the guarantee.
+
+pub mod absint;
+pub mod analysis;
+pub mod cfg;
+pub mod cost;
+pub mod helpers_table;
+pub mod insn;
+pub mod load;
+pub mod paths;
+pub mod target;
+
+pub use analysis::{Analysis, Options, XdpError};
+pub use load::{load, LoadError, MapDef, Program};
+pub use target::Target;

@@ -1,0 +1,193 @@
+//! Target models: what each BPF instruction and helper costs on a processor-based NIC (or on the
+//! host's JIT), and the program-independent limits. Targets are TOML data files; `nfp` carries
+//! the paper's Netronome constants (see docs/xdp.md for the source of each), `x86-jit` is
+//! written by `nicsim xdp calibrate` from measurements on the running kernel.
+//!
+//! The throughput of a path is the minimum over its parts (paper §4): the cores
+//! (`count · clock / (overhead + cycles)`), the DRAM engine (`clock / dram_cycles`) and the MAC.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub limits: Limits,
+    pub cores: Cores,
+    /// The DRAM engine; absent on targets where memory costs core time only.
+    #[serde(default)]
+    pub dram: Option<Dram>,
+    pub insn: InsnCosts,
+    pub memory: Memory,
+    /// Helper costs by helper name without `bpf_`; map helpers may be refined per map type
+    /// (`map_lookup_elem.array`), which is looked up first.
+    pub helpers: BTreeMap<String, HelperCost>,
+    /// How the constants were obtained (free-form, kept in the summary).
+    #[serde(default)]
+    pub calibration: Option<toml::Table>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Packets per second the MAC can deliver at most.
+    pub mac_pps: f64,
+    /// Smallest packet the analysis assumes (bytes, without CRC).
+    pub min_packet_bytes: u32,
+    pub mtu_bytes: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cores {
+    pub clock_mhz: f64,
+    pub count: u32,
+    /// Per-packet cycles outside the program (firmware, driver).
+    pub overhead_cycles: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dram {
+    /// The clock the engine's occupancy is counted in.
+    pub clock_mhz: f64,
+    /// Operations per second the engine sustains, in millions.
+    pub read_mops: f64,
+    pub write_mops: f64,
+    pub atomic_mops: f64,
+}
+
+impl Dram {
+    /// Engine cycles one read, write and atomic occupy.
+    pub fn cycles(&self) -> (f64, f64, f64) {
+        (
+            self.clock_mhz / self.read_mops,
+            self.clock_mhz / self.write_mops,
+            self.clock_mhz / self.atomic_mops,
+        )
+    }
+}
+
+/// Core cycles per instruction class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InsnCosts {
+    pub alu: f64,
+    pub mul: f64,
+    pub div: f64,
+    pub endian: f64,
+    pub ld_imm64: f64,
+    /// The compare of a conditional jump.
+    pub jmp_compare: f64,
+    /// A conditional branch taken right after the compare (which set the condition codes).
+    pub jmp_taken: f64,
+    pub jmp_not_taken: f64,
+    pub ja: f64,
+    pub exit: f64,
+    /// A bpf-to-bpf call and its return.
+    pub call_local: f64,
+    /// Loads and stores on the stack or the context.
+    pub stack: f64,
+}
+
+/// Memory instructions: issuing one and, if the program waits for the result, the latency
+/// left after the work done since the previous memory instruction (paper §4.2).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    /// A memory instruction whose result the program waits for costs at least this.
+    pub issue_wait_cycles: f64,
+    /// A memory instruction nobody waits for (atomic add, store).
+    pub issue_nowait_cycles: f64,
+    pub packet_latency_cycles: f64,
+    pub map_latency_cycles: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperCost {
+    pub cycles: f64,
+    #[serde(default)]
+    pub dram_reads: f64,
+    #[serde(default)]
+    pub dram_writes: f64,
+    #[serde(default)]
+    pub dram_atomics: f64,
+    /// Where the figure comes from (`paper`, `estimate`, `measured`).
+    #[serde(default)]
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {path}{sep}{msg}", sep = if path.is_empty() { "" } else { ": " })]
+pub struct TargetError {
+    pub file: String,
+    pub path: String,
+    pub msg: String,
+}
+
+impl Target {
+    /// Parse a target file's text; `file` names it in errors.
+    pub fn from_toml(text: &str, file: &str) -> Result<Target, TargetError> {
+        let de = toml::Deserializer::new(text);
+        let t: Target = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            TargetError {
+                file: file.to_string(),
+                path: if path == "." { String::new() } else { path },
+                msg: e.into_inner().message().to_string(),
+            }
+        })?;
+        let bad = |path: &str, msg: &str| TargetError {
+            file: file.to_string(),
+            path: path.to_string(),
+            msg: msg.to_string(),
+        };
+        if t.cores.clock_mhz <= 0.0 || t.cores.count == 0 {
+            return Err(bad("cores", "clock_mhz and count must be positive"));
+        }
+        if t.limits.mac_pps <= 0.0 || t.limits.min_packet_bytes == 0 {
+            return Err(bad(
+                "limits",
+                "mac_pps and min_packet_bytes must be positive",
+            ));
+        }
+        if let Some(d) = &t.dram {
+            if [d.clock_mhz, d.read_mops, d.write_mops, d.atomic_mops]
+                .iter()
+                .any(|&x| x <= 0.0)
+            {
+                return Err(bad(
+                    "dram",
+                    "clock_mhz and the *_mops rates must be positive",
+                ));
+            }
+        }
+        Ok(t)
+    }
+
+    /// The cost of helper `name` on a map of type `map_type` (`array`, `hash`, …), if the
+    /// target models it.
+    pub fn helper(&self, name: &str, map_type: Option<&str>) -> Option<&HelperCost> {
+        map_type
+            .and_then(|m| self.helpers.get(&format!("{name}.{m}")))
+            .or_else(|| self.helpers.get(name))
+    }
+
+    /// Packets per second the cores sustain at `cycles` program cycles per packet.
+    pub fn cores_pps(&self, cycles: f64) -> f64 {
+        self.cores.count as f64 * self.cores.clock_mhz * 1e6 / (self.cores.overhead_cycles + cycles)
+    }
+
+    /// Packets per second the DRAM engine sustains at `dram_cycles` per packet.
+    pub fn dram_pps(&self, dram_cycles: f64) -> f64 {
+        match &self.dram {
+            Some(d) if dram_cycles > 0.0 => d.clock_mhz * 1e6 / dram_cycles,
+            _ => f64::INFINITY,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The analyzer on the clang-built programs in $NICSIM_XDP_OBJS (`make xdp-suite` builds them;
+//! `make test` does so before running these tests).
+
+use std::path::PathBuf;
+
+use nicsim_xdp::{cfg, Analysis, Options, Target};
+
+fn obj(name: &str) -> Vec<u8> {
+    let dir = std::env::var("NICSIM_XDP_OBJS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
+    let p = PathBuf::from(dir).join(format!("{name}.o"));
+    std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
+}
+
+fn nfp() -> Target {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/xdp/targets/nfp.toml"
+    ))
+    .unwrap();
+    Target::from_toml(&text, "nfp.toml").unwrap()
+}
+
+fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, nicsim_xdp::XdpError> {
+    Analysis::new(
+        &obj(name),
+        nfp(),
+        &Options {
+            section: None,
+            loop_bound,
+        },
+    )
+}
+
+fn bounds(a: &Analysis) -> Vec<(u32, bool)> {
+    a.graph.loops.iter().map(|l| (l.bound, l.evident)).collect()
+}
+
+#[test]
+fn loop_bounds_are_found_where_the_code_makes_them_evident() {
+    // for (i = 0; i < 16; i++), rotated by clang: the back edge is taken 15 times.
+    assert_eq!(bounds(&analysis("loop_const", None).unwrap()), [(15, true)]);
+    // i < (pkt[0] & 31): at most 31 iterations.
+    assert_eq!(
+        bounds(&analysis("loop_masked", None).unwrap()),
+        [(30, true)]
+    );
+    // One non-inlined callee called with 7 and with 10 words: one unrolling per call site.
+    let mut b = bounds(&analysis("calls", None).unwrap());
+    b.sort();
+    assert_eq!(b, [(6, true), (9, true)]);
+    for n in [2u32, 5, 13, 20] {
+        let a = analysis(&format!("count_min_{n}"), None).unwrap();
+        assert_eq!(bounds(&a), [(n - 1, true)], "count_min_{n}");
+    }
+}
+
+#[test]
+fn a_loop_without_evident_bound_needs_one() {
+    let e = analysis("loop_nobound", None).err().expect("must fail");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("no evident bound") && msg.contains("--loop-bound"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("loop_nobound.c:"),
+        "names the source line: {msg}"
+    );
+    let a = analysis("loop_nobound", Some(40)).unwrap();
+    assert_eq!(bounds(&a), [(40, false)]);
+    // The walk reads one byte per iteration: more iterations, slower bound.
+    let b = analysis("loop_nobound", Some(80)).unwrap();
+    assert!(
+        b.naive_summary()["naive"]["pps"].as_f64() < a.naive_summary()["naive"]["pps"].as_f64()
+    );
+}
+
+#[test]
+fn unrolled_graphs_are_acyclic_and_count_paths() {
+    let a = analysis("loop_const", None).unwrap();
+    // Bounds check fails; or 16 iterations then sum odd / even.
+    assert_eq!(a.graph.path_count(), 3);
+    let order = a.graph.topo_order();
+    assert_eq!(order.len(), a.graph.nodes.len(), "acyclic");
+    // Count-Min: two early exits, then one null check per stage.
+    for n in [1u32, 4, 10] {
+        let a = analysis(&format!("count_min_{n}"), None).unwrap();
+        assert_eq!(a.graph.path_count(), 3 + (1u128 << n), "count_min_{n}");
+    }
+}
+
+#[test]
+fn count_min_is_dram_bound_at_the_atomic_add_rate() {
+    // Paper §4.2: the DRAM engine does 248.5 M atomic adds/s; N stages are N adds per packet.
+    for n in [10u32, 15, 20] {
+        let a = analysis(&format!("count_min_{n}"), None).unwrap();
+        let s = a.naive_summary();
+        assert_eq!(s["naive"]["bottleneck"], "dram", "count_min_{n}");
+        let pps = s["naive"]["pps"].as_f64().unwrap();
+        let want = 248.5e6 / n as f64;
+        assert!(
+            (pps / want - 1.0).abs() < 1e-5,
+            "count_min_{n}: {pps} vs {want}"
+        );
+        // 60-byte packets: 119.28/N Gbit/s.
+        let bps = s["naive"]["bps"].as_f64().unwrap();
+        assert!((bps / (want * 480.0) - 1.0).abs() < 1e-5);
+    }
+    // Few stages: the MAC limits.
+    let s = analysis("count_min_1", None).unwrap().naive_summary();
+    assert_eq!(s["naive"]["bottleneck"], "mac");
+}
+
+#[test]
+fn minimum_packet_size_comes_from_the_bounds_checks() {
+    // loop_nobound reads one byte per iteration after checking p + 1 <= end: the slowest
+    // path in the 40-iteration unrolling needs 40 bytes, floored at 60.
+    let a = analysis("loop_nobound", Some(100)).unwrap();
+    let needs: Vec<u32> = a.dag.need.iter().copied().filter(|&n| n > 0).collect();
+    assert!(needs.contains(&1) && needs.contains(&100), "{needs:?}");
+    assert_eq!(nicsim_xdp::paths::mps_classes(&a.dag, &a.target)[0], 60);
+}
+
+#[test]
+fn bad_objects_are_one_line_errors() {
+    let err = |bytes: &[u8], section: Option<&str>| {
+        Analysis::new(
+            bytes,
+            nfp(),
+            &Options {
+                section: section.map(str::to_string),
+                loop_bound: None,
+            },
+        )
+        .err()
+        .expect("must fail")
+        .to_string()
+    };
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    assert!(err(&exe, None).contains("not a BPF object"));
+    let calls = obj("calls");
+    for cut in [0, 16, 100, calls.len() / 2, calls.len() - 1] {
+        let m = err(&calls[..cut], None);
+        assert!(!m.contains('\n'), "{m}");
+    }
+    assert!(err(&calls, Some("nope")).contains("no program in section or function 'nope'"));
+    assert!(err(&obj("two_progs"), None).contains("several XDP programs"));
+    let m = err(&obj("bad_printk"), None);
+    assert!(
+        m.contains("unsupported helper bpf_trace_printk (id 6)"),
+        "{m}"
+    );
+    // An unknown opcode: overwrite the program's first instruction.
+    let mut bytes = obj("loop_const");
+    let f = object::File::parse(&*bytes).unwrap();
+    use object::{Object, ObjectSection};
+    let off = f.section_by_name("xdp").unwrap().file_range().unwrap().0 as usize;
+    drop(f);
+    bytes[off] = 0xff;
+    let m = err(&bytes, None);
+    assert!(
+        m.contains("instruction 0") && m.contains("opcode 0xff"),
+        "{m}"
+    );
+}
+
+#[test]
+fn mutated_objects_never_panic() {
+    // A deterministic smoke version of the fuzz target (crates/nicsim-xdp/fuzz).
+    let base = obj("calls");
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..3000 {
+        let mut b = base.clone();
+        for _ in 0..4 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = (x as usize) % b.len();
+            b[i] = (x >> 32) as u8;
+        }
+        let _ = Analysis::new(&b, nfp(), &Options::default());
+    }
+}
+
+#[test]
+fn legacy_and_btf_maps_load() {
+    let a = analysis("legacy_maps", None).unwrap();
+    let m: Vec<_> = a
+        .program
+        .maps
+        .iter()
+        .map(|m| (m.name.as_str(), m.type_name(), m.value_size))
+        .collect();
+    assert_eq!(m, [("packets", "array", 8)]);
+    let a = analysis("calls", None).unwrap();
+    let m: Vec<_> = a
+        .program
+        .maps
+        .iter()
+        .map(|m| (m.name.as_str(), m.type_name()))
+        .collect();
+    assert_eq!(
+        m,
+        [
+            ("bytes", "percpu_array"),
+            ("counters", "array"),
+            ("seen", "hash")
+        ]
+    );
+    // Source lines come from BTF.
+    assert!(a.program.lines.iter().any(|l| l.file.ends_with("calls.c")));
+    let _ = cfg::Limits::default();
+}
