@@ -27,6 +27,9 @@ fn main() {
     d.run(None);
     let dt = t.elapsed().as_secs_f64();
     let s = d.summary();
+    if std::env::var_os("NICSIM_PORT_STEPS").is_some() {
+        eprintln!("steps per port: {:?}", d.engine.port_steps);
+    }
     println!(
         "{{\"arch\": \"{arch}\", \"packets\": {packets}, \"functional\": {functional}, \"seconds\": {dt:.4}, \"packets_per_second\": {:.0}, \"throughput_gbps\": {:.2}, \"instants\": {}, \"engine\": {}, \"latency_mean_us\": {:.3}, \"dropped\": {}}}",
         packets as f64 / dt, s["throughput_gbps"].as_f64().unwrap(), s["engine"]["instants"], s["engine"], s["latency_us"]["mean"].as_f64().unwrap_or(0.0), s["packets"]["dropped"]

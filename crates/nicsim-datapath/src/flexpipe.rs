@@ -8,14 +8,19 @@
 //! cycles) → nested round robin over units that finished a whole packet → Traffic Arbiter
 //! (highest demand first between the bypass FIFO and the units' FIFO, 16 kB each).
 //! StaticPipe is this structure with every packet's chain set to every offload.
+//!
+//! An Offload acts through five ports, in this order at every pipeline edge: the units' events
+//! (finish a packet, start the next), the Traffic Arbiter, the nested round robin, the Traffic
+//! Splitter with its Load Balancer, and once more the units' events (for a unit the round robin
+//! freed in this very cycle).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use nicsim_kernel::{Clock, Component, Link, Slot, Time};
+use nicsim_kernel::{Clock, Component, Link, Port, Slot, Time, Width};
 
-use crate::packet::Pkt;
-use crate::world::{bit, FifoId, World};
+use crate::packet::{Pkt, PktId};
+use crate::world::{FifoId, World};
 
 /// Merges recirculated and new traffic into the first Offload; recirculated packets go first
 /// so that the loop always drains.
@@ -27,35 +32,26 @@ pub struct IngressTc {
 }
 
 impl Component<World> for IngressTc {
-    fn clock(&self) -> Clock {
-        self.link.clock
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.link.clock)
+            .reads(&[self.new, self.recirc])
+            .writes(&[self.out])]
     }
-    fn watches(&self) -> u128 {
-        bit(self.new) | bit(self.recirc) | bit(self.out)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        if !self.link.is_free(now) {
-            return;
-        }
-        for from in [self.recirc, self.new] {
-            if let Some(p) = w.ready_front(from, now) {
-                if w.fifos[self.out].has_room(p.size) {
-                    w.forward(now, &mut self.link, from, self.out, 0);
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+        if self.link.is_free(now) {
+            for from in [self.recirc, self.new] {
+                if let Some(p) = w.ready_front(from, now) {
+                    if w.room(self.out, p.size) {
+                        w.forward(now, &mut self.link, from, self.out, 0);
+                    }
+                    break;
                 }
-                return;
             }
         }
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        [self.recirc, self.new]
-            .iter()
-            .filter(|&&f| {
-                w.fifos[f]
-                    .front()
-                    .is_some_and(|s| w.fifos[self.out].has_room(s.bytes))
-            })
-            .filter_map(|&f| w.forward_wake(now, &self.link, f))
-            .min()
+        w.cal.busy_until(0, self.link.busy_until());
+        for from in [self.recirc, self.new] {
+            w.wake_forward(0, &self.link, from, self.out);
+        }
     }
 }
 
@@ -78,45 +74,47 @@ impl EgressTc {
 }
 
 impl Component<World> for EgressTc {
-    fn clock(&self) -> Clock {
-        self.link.clock
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.link.clock)
+            .reads(&[self.inp])
+            .writes(&[self.dma, self.recirc])]
     }
-    fn watches(&self) -> u128 {
-        bit(self.inp) | bit(self.dma) | bit(self.recirc)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        let Some(p) = w.ready_front(self.inp, now) else {
-            return;
-        };
-        let to = self.target(p);
-        if !self.link.is_free(now) || !w.fifos[to].has_room(p.size) {
-            return;
-        }
-        if to == self.recirc {
-            // The metadata update travels with the packet: count the extra pass.
-            if let Some(front) = w.front_mut(self.inp) {
-                front.item.recircs = front.item.recircs.saturating_add(1);
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+        if let Some(p) = w.ready_front(self.inp, now) {
+            let to = self.target(p);
+            if self.link.is_free(now) && w.room(to, p.size) {
+                if to == self.recirc {
+                    // The metadata update travels with the packet: count the extra pass.
+                    if let Some(front) = w.front_pkt_mut(self.inp) {
+                        front.recircs = front.recircs.saturating_add(1);
+                    }
+                }
+                w.forward(now, &mut self.link, self.inp, to, 0);
             }
         }
-        w.forward(now, &mut self.link, self.inp, to, 0);
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        let s = w.fifos[self.inp].front()?;
-        if !w.fifos[self.target(&s.item)].has_room(s.bytes) {
-            return None;
+        w.cal.busy_until(0, self.link.busy_until());
+        if let Some(p) = w.front_pkt(self.inp) {
+            let to = self.target(p);
+            w.wake_forward(0, &self.link, self.inp, to);
         }
-        w.forward_wake(now, &self.link, self.inp)
     }
 }
 
 /// One Offload Unit.
 struct Unit {
-    queue: VecDeque<Slot<Pkt>>,
+    queue: VecDeque<Slot<PktId>>,
+    /// Bytes queued, including a packet started ahead (see `ahead`).
     queued_bytes: u64,
     /// Packet in service: (packet, bytes, start, end).
-    cur: Option<(Pkt, u32, Time, Time)>,
+    cur: Option<(PktId, u32, Time, Time)>,
+    /// A packet handed to the unit while it was idle with nothing queued starts at a time
+    /// known then, and `cur` holds it from then on; but the rest of the Offload sees the start
+    /// only from the pipeline edge at which the unit's event would have been taken up (as if
+    /// it had waited in the queue until then): (that edge, its bytes, still in
+    /// `queued_bytes`). Settled by the unit's next event.
+    ahead: Option<(Time, u32)>,
     /// Finished packets waiting for the round robin.
-    done: VecDeque<(Pkt, u32)>,
+    done: VecDeque<(PktId, u32)>,
     done_bytes: u64,
     /// The unit may start its next packet from then on (PANIC's engine idles after a hand-over).
     free_at: Time,
@@ -157,6 +155,8 @@ pub struct Offload {
     pub name: String,
     pclk: Clock,
     spec: UnitSpec,
+    /// The units' data width.
+    width: Width,
     /// Process every packet here (StaticPipe).
     process_all: bool,
     inp: FifoId,
@@ -174,7 +174,12 @@ pub struct Offload {
     sticky_unit: usize,
     /// The splitter found no unit able to take its packet; only a unit event can change that.
     lb_blocked: bool,
-    wakes: BinaryHeap<Reverse<(Time, u32)>>,
+    /// The units' events: (unit edge, unit) at which a unit next looks at its packet in
+    /// service or its queue, earliest first.
+    unit_wakes: BinaryHeap<Reverse<(Time, u32)>>,
+    /// The earliest pipeline edge for which the units' first port has been woken (and not yet
+    /// stepped), so that it is not woken again for a later one.
+    units_woken: Time,
     /// Where this Offload's credits live in `World::module_free_credits` (PANIC).
     credit_id: usize,
     /// PANIC full variant (one unit per Offload): a packet that finds no free credit goes back
@@ -205,6 +210,7 @@ impl Offload {
                 done_bytes: 0,
                 free_at: 0,
                 held: 0,
+                ahead: None,
             })
             .collect();
         let link = Link::new(pipe.0, pipe.1);
@@ -212,6 +218,7 @@ impl Offload {
             idx,
             name,
             pclk: pipe.1,
+            width: Width::new(spec.width_bits),
             spec,
             process_all,
             inp,
@@ -227,7 +234,8 @@ impl Offload {
             rr_next: 0,
             sticky_unit: 0,
             lb_blocked: false,
-            wakes: BinaryHeap::new(),
+            unit_wakes: BinaryHeap::new(),
+            units_woken: Time::MAX,
             credit_id: idx as usize,
             detour: false,
             returns: VecDeque::new(),
@@ -261,13 +269,37 @@ impl Offload {
     /// The Load Balancer's counter: bytes stored for the unit that it has not yet read.
     fn load(&self, u: usize, now: Time) -> u64 {
         let unit = &self.units[u];
-        let mut l = unit.queued_bytes;
+        let mut l = self.queued(u, now);
         if let Some((_, bytes, start, _)) = &unit.cur {
-            let cycles = now.saturating_sub(*start) / self.spec.clock.period;
-            let read = (cycles * self.spec.width_bits as u64 / 8).min(*bytes as u64);
-            l += *bytes as u64 - read;
+            if unit.ahead.is_none_or(|(seen, _)| seen <= now) {
+                let cycles = self.spec.clock.cycles_in(now.saturating_sub(*start));
+                let read = (cycles * self.spec.width_bits as u64 / 8).min(*bytes as u64);
+                l += *bytes as u64 - read;
+            }
         }
         l
+    }
+
+    /// Bytes waiting in unit `u`'s queue as seen at pipeline edge `now`.
+    #[inline]
+    fn queued(&self, u: usize, now: Time) -> u64 {
+        let unit = &self.units[u];
+        match unit.ahead {
+            Some((seen, bytes)) if seen <= now => unit.queued_bytes - bytes as u64,
+            _ => unit.queued_bytes,
+        }
+    }
+
+    /// The unit's start ahead of time is now seen by everyone (`now` ≥ its edge).
+    #[inline]
+    fn settle(&mut self, u: usize, now: Time) {
+        let unit = &mut self.units[u];
+        if let Some((seen, bytes)) = unit.ahead {
+            if seen <= now {
+                unit.queued_bytes -= bytes as u64;
+                unit.ahead = None;
+            }
+        }
     }
 
     /// The unit a packet of `bytes` would be steered to at `now`, if one can take it.
@@ -285,8 +317,7 @@ impl Offload {
                     }
                 }
                 let u = best.1;
-                (self.units[u].queued_bytes + bytes as u64 <= self.spec.queue_bytes as u64)
-                    .then_some(u)
+                (self.queued(u, now) + bytes as u64 <= self.spec.queue_bytes as u64).then_some(u)
             }
             Steering::Credits {
                 credits,
@@ -325,7 +356,8 @@ impl Offload {
         if let Steering::Credits { .. } = self.spec.steering {
             let c = &mut w.module_free_credits[self.credit_id];
             *c = c.wrapping_add_signed(-delta);
-            w.changed |= bit(self.inp);
+            // Whoever looks at these credits (the splitter, the scheduler, the crossbar).
+            w.cal.touched(self.inp);
         }
     }
 
@@ -350,10 +382,28 @@ impl Offload {
         scan(self.rr_next, n).or_else(|| scan(0, self.rr_next))
     }
 
-    /// Schedule unit `u` to look at its queue at the first unit edge at or after `t`.
-    fn wake_unit(&mut self, u: usize, t: Time) {
-        self.wakes
+    /// Schedule unit `u` to look at its queue at the first unit edge at or after `t`; `port` is
+    /// the port asking.
+    fn wake_unit(&mut self, u: usize, t: Time, port: usize, w: &mut World) {
+        self.unit_wakes
             .push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
+        self.wake_units(port, w);
+    }
+
+    /// Wake the port that takes up the units' earliest event: the last port of this very edge
+    /// if the event is due by now and that port is still to come, otherwise the first port at
+    /// the pipeline edge that follows the event.
+    fn wake_units(&mut self, port: usize, w: &mut World) {
+        if let Some(&Reverse((t, _))) = self.unit_wakes.peek() {
+            let now = w.cal.now();
+            if t <= now && port < UNITS_LATE {
+                w.cal.wake_port(UNITS_LATE, now);
+            } else if t < self.units_woken || self.units_woken <= now {
+                let e = self.pclk.edge_at_or_after(t.max(now + 1));
+                self.units_woken = e;
+                w.cal.wake_port(UNITS, e);
+            }
+        }
     }
 
     /// A unit event at unit edge `now` (observed by the rest of the Offload at the next pipeline
@@ -364,8 +414,9 @@ impl Offload {
             if *end > now {
                 return;
             }
-            let (mut pkt, bytes, start, end) = unit.cur.take().unwrap();
+            let (id, bytes, start, end) = unit.cur.take().unwrap();
             w.unit_busy_ticks[self.idx as usize] += end - start;
+            let pkt = &mut w.pkts[id];
             let verdict = match (&w.funcs, pkt.frame.as_mut()) {
                 (Some(f), Some(fr)) => f[self.idx as usize].process(&mut fr.bytes, &mut fr.meta),
                 _ => Ok(()),
@@ -376,13 +427,15 @@ impl Offload {
                     if pkt.next_offload() == Some(self.idx) {
                         pkt.next += 1;
                     }
-                    unit.done.push_back((pkt, bytes));
+                    unit.done.push_back((id, bytes));
                     unit.done_bytes += bytes as u64;
                     self.set_ready(u, true);
+                    // The round robin has a finished packet to take (once its link is free).
+                    w.cal.wake_port(RR, self.rr_link.free_from(w.cal.now()));
                 }
                 Err(reason) => {
                     self.hold(u, -1, w);
-                    w.drop_pkt(reason.as_str());
+                    w.drop_pkt(id, reason.as_str());
                 }
             }
         }
@@ -399,17 +452,25 @@ impl Offload {
         let clk = self.spec.clock;
         if clk.edge_at_or_after(front.head) > now {
             let t = front.head;
-            self.wake_unit(u, t);
+            self.unit_wakes
+                .push(Reverse((clk.edge_at_or_after(t), u as u32)));
             return;
         }
         let slot = unit.queue.pop_front().unwrap();
         unit.queued_bytes -= slot.bytes as u64;
-        let beats = (8 * slot.bytes as u64).div_ceil(self.spec.width_bits as u64);
-        // The unit cannot read the last fragment before it has arrived.
-        let read_end = (now + clk.cycles(beats)).max(clk.edge_at_or_after(slot.tail) + clk.period);
-        let end = read_end + clk.cycles(self.spec.delay_cycles as u64);
-        unit.cur = Some((slot.item, slot.bytes, now, end));
-        self.wakes.push(Reverse((end, u as u32)));
+        let end = self.service_end(now, slot.bytes, slot.tail);
+        self.units[u].cur = Some((slot.item, slot.bytes, now, end));
+        self.unit_wakes.push(Reverse((end, u as u32)));
+    }
+
+    /// When a unit that starts a packet of `bytes` at unit edge `start`, whose last beat lands
+    /// at `tail`, is done with it: ceil(8 s / w) cycles reading (it cannot read the last
+    /// fragment before it has arrived), then the non-pipelined delay.
+    fn service_end(&self, start: Time, bytes: u32, tail: Time) -> Time {
+        let clk = self.spec.clock;
+        let beats = self.width.beats(bytes);
+        let read_end = (start + clk.cycles(beats)).max(clk.edge_at_or_after(tail) + clk.period);
+        read_end + clk.cycles(self.spec.delay_cycles as u64)
     }
 
     /// The Traffic Arbiter's choice: the FIFO with the highest fill level among those whose
@@ -431,25 +492,40 @@ impl Offload {
     }
 }
 
+/// The Offload's ports, in the order they act at a pipeline edge.
+const UNITS: usize = 0;
+const ARB: usize = 1;
+const RR: usize = 2;
+const SPLIT: usize = 3;
+const UNITS_LATE: usize = 4;
+
 impl Offload {
     /// Unit events due at or before pipeline edge `now`, each at its own unit edge: the units
     /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
     /// crossing.
-    fn unit_events(&mut self, now: Time, w: &mut World) {
-        while let Some(&Reverse((t, u))) = self.wakes.peek() {
+    fn unit_events(&mut self, port: usize, now: Time, w: &mut World) {
+        if port == UNITS {
+            self.units_woken = Time::MAX;
+        }
+        while let Some(&Reverse((t, u))) = self.unit_wakes.peek() {
             if t > now {
                 break;
             }
-            self.wakes.pop();
-            self.lb_blocked = false;
+            self.unit_wakes.pop();
+            if std::mem::take(&mut self.lb_blocked) {
+                // A unit changed: the Load Balancer may find room now.
+                w.cal.wake_port(SPLIT, now);
+            }
+            self.settle(u as usize, now);
             self.unit_event(u as usize, t, w);
         }
+        self.wake_units(port, w);
     }
 
-    /// Traffic Arbiter, nested round robin, Traffic Splitter and Load Balancer at a pipeline edge.
-    fn pipeline_step(&mut self, now: Time, w: &mut World) {
-        // Credits of packets whose last beat has left the unit (full PANIC variant).
+    /// Credits of packets whose last beat has left the unit (full PANIC variant), then the
+    /// Traffic Arbiter → next Offload.
+    fn arbiter(&mut self, now: Time, w: &mut World) {
         while let Some(&(t, u)) = self.returns.front() {
             if t > now {
                 break;
@@ -457,11 +533,10 @@ impl Offload {
             self.returns.pop_front();
             self.hold(u, -1, w);
         }
-        // Traffic Arbiter → next Offload.
         if self.arb_link.is_free(now) {
             if let Some(from) = self.arbiter_pick(now, w) {
                 let bytes = w.fifos[from].front().unwrap().bytes;
-                if w.fifos[self.out].has_room(bytes) {
+                if w.room(self.out, bytes) {
                     let slot = w.pop(from, now).unwrap();
                     let beats = self.arb_link.beats_for(slot.bytes) + self.spec.descriptor_beats;
                     let tr = self.arb_link.send_beats(now, beats, slot.tail);
@@ -469,11 +544,26 @@ impl Offload {
                 }
             }
         }
-        // Nested round robin: a unit that finished a whole packet → units' FIFO.
+        w.cal.busy_until(ARB, self.arb_link.busy_until());
+        if let Some(&(r, _)) = self.returns.front() {
+            w.cal.wake_port(ARB, r);
+        }
+        for f in [self.bypass, self.ufifo] {
+            if let Some(s) = w.fifos[f].front() {
+                if w.room(self.out, s.bytes) {
+                    let t = self.arb_link.free_from(s.head);
+                    w.cal.wake_port(ARB, t);
+                }
+            }
+        }
+    }
+
+    /// Nested round robin: a unit that finished a whole packet → units' FIFO.
+    fn round_robin(&mut self, now: Time, w: &mut World) {
         if self.rr_link.is_free(now) {
             if let Some(u) = self.next_ready() {
                 let bytes = self.units[u].done.front().unwrap().1;
-                if w.fifos[self.ufifo].has_room(bytes) {
+                if w.room(self.ufifo, bytes) {
                     let unit = &mut self.units[u];
                     let (pkt, bytes) = unit.done.pop_front().unwrap();
                     unit.done_bytes -= bytes as u64;
@@ -482,6 +572,7 @@ impl Offload {
                     w.push(self.ufifo, now, pkt, bytes, tr.head, tr.tail);
                     if self.detour {
                         self.returns.push_back((tr.tail, u));
+                        w.cal.wake_port(ARB, tr.tail);
                     } else {
                         self.hold(u, -1, w);
                     }
@@ -494,117 +585,135 @@ impl Offload {
                     if empty {
                         self.set_ready(u, false);
                     }
-                    self.rr_next = (u + 1) % self.units.len();
-                    let t = self.units[u].free_at.max(now);
-                    self.wake_unit(u, t);
+                    self.rr_next = if u + 1 == self.units.len() { 0 } else { u + 1 };
+                    // The unit may go on (its output buffer has room, its idle time starts):
+                    // unless it has nothing at all, in service or queued.
+                    let unit = &self.units[u];
+                    if unit.cur.is_some() || !unit.queue.is_empty() {
+                        let t = unit.free_at.max(now);
+                        self.wake_unit(u, t, RR, w);
+                    }
                 }
             }
         }
-        // Traffic Splitter and Load Balancer.
+        if let Some(u) = self.next_ready() {
+            if w.room(self.ufifo, self.units[u].done.front().unwrap().1) {
+                let t = self.rr_link.free_from(now + 1);
+                w.cal.wake_port(RR, t);
+            }
+        }
+    }
+
+    /// Traffic Splitter and Load Balancer.
+    fn splitter(&mut self, now: Time, w: &mut World) {
         if self.split_link.is_free(now) {
-            let Some(p) = w.ready_front(self.inp, now) else {
-                return;
-            };
-            let bytes = w.fifos[self.inp].front().unwrap().bytes;
-            if self.detour && self.wants(p) && !self.admits(p, w) {
-                // No credit: the whole packet goes back to the scheduler.
-                if w.fifos[self.bypass].has_room(bytes) {
-                    w.front_mut(self.inp).unwrap().item.detour = true;
+            if let Some(p) = w.ready_front(self.inp, now) {
+                let bytes = w.fifos[self.inp].front().unwrap().bytes;
+                if self.detour && self.wants(p) && !self.admits(p, w) {
+                    // No credit: the whole packet goes back to the scheduler.
+                    if w.room(self.bypass, bytes) {
+                        w.front_pkt_mut(self.inp).unwrap().detour = true;
+                        w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
+                        w.detours += 1;
+                    }
+                } else if self.wants(p) {
+                    let target = if self.detour {
+                        Some(0)
+                    } else {
+                        self.steer(now, bytes)
+                    };
+                    self.lb_blocked = target.is_none();
+                    if let Some(u) = target {
+                        self.sticky_unit = u;
+                        let slot = w.pop(self.inp, now).unwrap();
+                        if std::mem::take(&mut w.pkts[slot.item].credited) {
+                            // The scheduler took this unit's credit at dispatch: hand it back
+                            // so that `hold` takes it again.
+                            w.module_free_credits[self.credit_id] += 1;
+                        }
+                        let tr = self.split_link.send(now, slot.bytes, slot.tail);
+                        self.settle(u, now);
+                        let unit = &mut self.units[u];
+                        unit.queued_bytes += slot.bytes as u64;
+                        let idle = unit.cur.is_none() && unit.queue.is_empty();
+                        // Nothing can change when an idle unit starts this packet (its first
+                        // edge once the first beat is there and its idle time is over) if its
+                        // output buffer has room, and no hand-over of a finished packet can
+                        // still move its idle time.
+                        if idle
+                            && unit.done_bytes + slot.bytes as u64 <= self.spec.out_bytes as u64
+                            && (self.spec.idle_cycles == 0 || unit.done.is_empty())
+                        {
+                            let clk = self.spec.clock;
+                            let start = clk.edge_at_or_after(tr.head.max(unit.free_at));
+                            let end = self.service_end(start, slot.bytes, tr.tail);
+                            let unit = &mut self.units[u];
+                            unit.cur = Some((slot.item, slot.bytes, start, end));
+                            unit.ahead = Some((self.pclk.edge_at_or_after(start), slot.bytes));
+                            self.unit_wakes.push(Reverse((end, u as u32)));
+                            self.wake_units(SPLIT, w);
+                        } else {
+                            unit.queue.push_back(Slot {
+                                item: slot.item,
+                                bytes: slot.bytes,
+                                head: tr.head,
+                                tail: tr.tail,
+                                enq: now,
+                            });
+                            if idle {
+                                let t = tr.head.max(unit.free_at);
+                                self.wake_unit(u, t, SPLIT, w);
+                            }
+                        }
+                        self.hold(u, 1, w);
+                    }
+                } else if w.room(self.bypass, bytes) {
                     w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
-                    w.detours += 1;
                 }
+            }
+        }
+        w.cal.busy_until(SPLIT, self.split_link.busy_until());
+        if let Some(s) = w.fifos[self.inp].front() {
+            let p = &w.pkts[s.item];
+            let room = if self.detour && self.wants(p) {
+                self.admits(p, w) || w.room(self.bypass, s.bytes)
             } else if self.wants(p) {
-                let target = if self.detour {
-                    Some(0)
-                } else {
-                    self.steer(now, bytes)
-                };
-                self.lb_blocked = target.is_none();
-                if let Some(u) = target {
-                    self.sticky_unit = u;
-                    let mut slot = w.pop(self.inp, now).unwrap();
-                    if std::mem::take(&mut slot.item.credited) {
-                        // The scheduler took this unit's credit at dispatch: hand it back
-                        // so that `hold` takes it again.
-                        w.module_free_credits[self.credit_id] += 1;
+                if self.lb_blocked {
+                    // A start ahead, once seen, frees queue room without a unit event.
+                    if let Some(t) = self.units.iter().filter_map(|u| u.ahead).map(|a| a.0).min() {
+                        w.cal.wake_port(SPLIT, t);
                     }
-                    let tr = self.split_link.send(now, slot.bytes, slot.tail);
-                    let unit = &mut self.units[u];
-                    unit.queued_bytes += slot.bytes as u64;
-                    unit.queue.push_back(Slot {
-                        item: slot.item,
-                        bytes: slot.bytes,
-                        head: tr.head,
-                        tail: tr.tail,
-                        enq: now,
-                    });
-                    if unit.cur.is_none() && unit.queue.len() == 1 {
-                        let t = tr.head.max(unit.free_at);
-                        self.wake_unit(u, t);
-                    }
-                    self.hold(u, 1, w);
                 }
-            } else if w.fifos[self.bypass].has_room(bytes) {
-                w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
+                !self.lb_blocked
+            } else {
+                w.room(self.bypass, s.bytes)
+            };
+            if room {
+                let t = self.split_link.free_from(s.head);
+                w.cal.wake_port(SPLIT, t);
             }
         }
     }
 }
 
 impl Component<World> for Offload {
-    // The Offload acts at pipeline edges; its units' events, at their own edges, are taken up at
+    // Every port acts at pipeline edges; the units' events, at their own edges, are taken up at
     // the next pipeline edge (see `unit_events`).
-    fn clock(&self) -> Clock {
-        self.pclk
+    fn ports(&self) -> Vec<Port> {
+        let p = || Port::new(self.pclk);
+        let mut ports = vec![p(); 5];
+        ports[ARB] = p().reads(&[self.bypass, self.ufifo]).writes(&[self.out]);
+        ports[RR] = p().writes(&[self.ufifo]);
+        ports[SPLIT] = p().reads(&[self.inp]).writes(&[self.bypass]);
+        ports
     }
 
-    fn watches(&self) -> u128 {
-        bit(self.inp) | bit(self.bypass) | bit(self.ufifo) | bit(self.out)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        self.unit_events(now, w);
-        self.pipeline_step(now, w);
-        // Units the round robin or the balancer woke for this very edge.
-        self.unit_events(now, w);
-    }
-
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        let mut t = self
-            .wakes
-            .peek()
-            .map(|Reverse((t, _))| self.pclk.edge_at_or_after(*t));
-        let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
-        if let Some(&(r, _)) = self.returns.front() {
-            consider(self.pclk.edge_at_or_after(r.max(now + 1)));
+    fn step(&mut self, port: usize, now: Time, w: &mut World) {
+        match port {
+            UNITS | UNITS_LATE => self.unit_events(port, now, w),
+            ARB => self.arbiter(now, w),
+            RR => self.round_robin(now, w),
+            _ => self.splitter(now, w),
         }
-        // Arbiter.
-        for f in [self.bypass, self.ufifo] {
-            if let Some(s) = w.fifos[f].front() {
-                if w.fifos[self.out].has_room(s.bytes) {
-                    consider(self.arb_link.free_edge(s.head.max(now + 1)));
-                }
-            }
-        }
-        // Round robin.
-        if let Some(u) = self.next_ready() {
-            if w.fifos[self.ufifo].has_room(self.units[u].done.front().unwrap().1) {
-                consider(self.rr_link.free_edge(now + 1));
-            }
-        }
-        // Splitter.
-        if let Some(s) = w.fifos[self.inp].front() {
-            let at = self.split_link.free_edge(s.head.max(now + 1));
-            let room = if self.detour && self.wants(&s.item) {
-                self.admits(&s.item, w) || w.fifos[self.bypass].has_room(s.bytes)
-            } else if self.wants(&s.item) {
-                !self.lb_blocked
-            } else {
-                w.fifos[self.bypass].has_room(s.bytes)
-            };
-            if room {
-                consider(at);
-            }
-        }
-        t
     }
 }

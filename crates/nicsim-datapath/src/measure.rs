@@ -4,13 +4,11 @@
 //! passed exactly its chain, in order, with its payload restored. Statistics stream: memory
 //! does not grow with the number of packets.
 
-use std::collections::BTreeMap;
-
 use hdrhistogram::Histogram;
 use nicsim_kernel::{Time, Timebase};
 use serde_json::{json, Value};
 
-use crate::packet::Pkt;
+use crate::packet::{Chain, Pkt};
 
 /// Latency statistics in ticks.
 #[derive(Clone)]
@@ -72,11 +70,31 @@ impl LatStats {
 #[derive(Clone, Default)]
 struct FlowStats {
     lat: LatStats,
-    per_size: BTreeMap<u32, LatStats>,
+    /// Per packet size, in the order sizes were first seen (few sizes: a linear search).
+    per_size: Vec<(u32, LatStats)>,
     delivered: u64,
     bytes: u64,
-    /// Delivered packets (whole run) by the chain they carried.
-    chains: BTreeMap<Vec<u8>, u64>,
+    /// Delivered packets (whole run) by the chain they carried (few chains per flow).
+    chains: Vec<(Chain, u64)>,
+}
+
+impl FlowStats {
+    fn size_stats(&mut self, size: u32) -> &mut LatStats {
+        let i = match self.per_size.iter().position(|(s, _)| *s == size) {
+            Some(i) => i,
+            None => {
+                self.per_size.push((size, LatStats::default()));
+                self.per_size.len() - 1
+            }
+        };
+        &mut self.per_size[i].1
+    }
+    fn count_chain(&mut self, chain: Chain) {
+        match self.chains.iter_mut().find(|(c, _)| *c == chain) {
+            Some((_, n)) => *n += 1,
+            None => self.chains.push((chain, 1)),
+        }
+    }
 }
 
 /// Delivered packets that did not pass exactly their chain, or whose payload was not restored.
@@ -139,7 +157,7 @@ impl Sink {
             }
         }
         if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
-            *fs.chains.entry(pkt.chain.hops().to_vec()).or_default() += 1;
+            fs.count_chain(pkt.chain);
         }
         if let Some(cb) = self.egress.as_mut() {
             cb(t_rx, pkt);
@@ -156,7 +174,7 @@ impl Sink {
             self.overall.record(lat, ns);
             if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
                 fs.lat.record(lat, ns);
-                fs.per_size.entry(pkt.size).or_default().record(lat, ns);
+                fs.size_stats(pkt.size).record(lat, ns);
                 fs.delivered += 1;
                 fs.bytes += pkt.size as u64;
             }
@@ -188,17 +206,20 @@ impl Sink {
         let secs = self.window_seconds(tb);
         let mut m = serde_json::Map::new();
         for (name, fs) in names.iter().zip(&self.flows) {
-            let sizes: serde_json::Map<String, Value> = fs
-                .per_size
-                .iter()
+            let mut per_size: Vec<&(u32, LatStats)> = fs.per_size.iter().collect();
+            per_size.sort_by_key(|(s, _)| *s);
+            let sizes: serde_json::Map<String, Value> = per_size
+                .into_iter()
                 .map(|(s, l)| (s.to_string(), l.to_json(tb)))
                 .collect();
-            let chains: serde_json::Map<String, Value> = fs
-                .chains
-                .iter()
+            let mut chains: Vec<&(Chain, u64)> = fs.chains.iter().collect();
+            chains.sort_by(|a, b| a.0.hops().cmp(b.0.hops()));
+            let chains: serde_json::Map<String, Value> = chains
+                .into_iter()
                 .map(|(c, n)| {
                     (
-                        c.iter()
+                        c.hops()
+                            .iter()
                             .map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str()))
                             .collect::<Vec<_>>()
                             .join(">"),

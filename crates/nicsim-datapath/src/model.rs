@@ -104,8 +104,10 @@ impl Datapath {
             .collect();
         remaps.sort_by_key(|r| r.0);
         let mut world = World {
+            pkts: Default::default(),
             fifos: Vec::new(),
             fifo_names: Vec::new(),
+            waiting: Vec::new(),
             table,
             chains,
             remaps: VecDeque::from(remaps),
@@ -118,7 +120,8 @@ impl Datapath {
             module_free_credits: Vec::new(),
             detours: 0,
             crossbar_ports: 0,
-            changed: 0,
+            cal: Default::default(),
+            last_out: 0,
         };
         let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
         let mode = match cfg.mode {
@@ -256,7 +259,7 @@ impl Datapath {
     }
 
     pub fn now_us(&self) -> f64 {
-        self.tb.to_us(self.engine.now)
+        self.tb.to_us(self.engine.now())
     }
 
     /// Install a callback that sees every delivered packet (egress capture).
@@ -267,7 +270,8 @@ impl Datapath {
     /// The run's summary (see docs/summary-schema.md).
     pub fn summary(&mut self) -> Value {
         let tb = self.tb;
-        let now = self.engine.now;
+        let now = self.engine.now();
+        let stats = self.engine.stats();
         let w = &mut self.engine.world;
         let dropped: u64 = w.drops.values().sum();
         let delivered = w.sink.received;
@@ -275,10 +279,18 @@ impl Datapath {
         let names: Vec<String> = self.cfg.flows.iter().map(|f| f.name.clone()).collect();
         let offload_names: Vec<String> = self.cfg.offloads.iter().map(|o| o.name.clone()).collect();
         let mut fifos = serde_json::Map::new();
-        let horizon = now.max(1);
-        for (i, f) in w.fifos.iter_mut().enumerate() {
+        // A finished run ends when its last packet left (not at whatever idle step came
+        // last); a run still going, or one that ended with packets stuck, at the time reached.
+        let in_flight = offered - delivered - dropped;
+        let end = if self.finished && in_flight == 0 {
+            w.last_out
+        } else {
+            now
+        };
+        let horizon = end.max(1);
+        for (i, f) in w.fifos.iter().enumerate() {
             let cap = f.capacity_bytes();
-            let s = f.stats_at(horizon).clone();
+            let s = f.stats_at(horizon);
             let t_us = tb.to_us(horizon);
             let l = s.packet_area as f64 / horizon as f64;
             let lambda = s.pops as f64 / t_us;
@@ -316,14 +328,14 @@ impl Datapath {
             "functional": self.cfg.functional,
             "offered_gbps": self.cfg.traffic.rate_gbps,
             "throughput_gbps": sink.throughput_gbps(&tb),
-            "sim_time_us": tb.to_us(now),
+            "sim_time_us": tb.to_us(end),
             "finished": self.finished,
             "packets": {
                 "offered": offered,
                 "delivered": delivered,
                 "dropped": w.drops,
                 "dropped_total": dropped,
-                "in_flight": offered - delivered - dropped,
+                "in_flight": in_flight,
             },
             "latency_us": sink.latency_json(&tb),
             "per_flow": sink.per_flow_json(&tb, &names, &offload_names),
@@ -338,7 +350,7 @@ impl Datapath {
             },
             "fifos": fifos,
             "offloads": units,
-            "engine": {"instants": self.engine.stats.instants, "steps": self.engine.stats.steps, "wake_calls": self.engine.stats.wake_calls, "ticks_per_us": tb.ticks_per_us()},
+            "engine": {"instants": stats.instants, "steps": stats.steps, "wakes": stats.wakes, "ticks_per_us": tb.ticks_per_us()},
         });
         if self.cfg.arch == Arch::Panic {
             // Detours: packets a unit sent back to the scheduler for lack of credit (full

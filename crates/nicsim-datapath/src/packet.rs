@@ -1,6 +1,8 @@
 //! The packet as the datapath models see it: the metadata FlexPipe's Pre-Processor writes
 //! (size, flow type, priority, offload chain, next offload, timestamp) and that travels beside
-//! the data, plus the frame bytes when functional offloads are on.
+//! the data, plus the frame bytes when functional offloads are on. Packets in flight live in
+//! a slab ([`Pkts`]); FIFOs and units hold their [`PktId`], so moving a packet from one queue to
+//! the next moves four bytes.
 
 use std::net::IpAddr;
 
@@ -108,5 +110,52 @@ impl Pkt {
     #[inline]
     pub fn done(&self) -> bool {
         self.next as usize >= self.chain.len()
+    }
+}
+
+/// A packet in flight: its index in [`Pkts`].
+pub type PktId = u32;
+
+/// The packets in flight. Freed slots are reused, so the slab is as large as the most packets
+/// ever in flight at once.
+#[derive(Default)]
+pub struct Pkts {
+    slots: Vec<Pkt>,
+    free: Vec<PktId>,
+}
+
+impl Pkts {
+    /// Put a packet in flight.
+    pub fn alloc(&mut self, p: Pkt) -> PktId {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = p;
+                id
+            }
+            None => {
+                self.slots.push(p);
+                (self.slots.len() - 1) as PktId
+            }
+        }
+    }
+    /// The packet left the datapath (delivered or dropped).
+    pub fn free(&mut self, id: PktId) {
+        self.slots[id as usize].frame = None;
+        self.free.push(id);
+    }
+}
+
+impl std::ops::Index<PktId> for Pkts {
+    type Output = Pkt;
+    #[inline]
+    fn index(&self, id: PktId) -> &Pkt {
+        &self.slots[id as usize]
+    }
+}
+
+impl std::ops::IndexMut<PktId> for Pkts {
+    #[inline]
+    fn index_mut(&mut self, id: PktId) -> &mut Pkt {
+        &mut self.slots[id as usize]
     }
 }

@@ -49,15 +49,15 @@
 
 use std::collections::{BinaryHeap, VecDeque};
 
-use nicsim_kernel::{Clock, Component, Link, Time, Timebase};
+use nicsim_kernel::{Clock, Component, Link, Port, Time, Timebase};
 
 use crate::config::{Config, PanicVariant};
 use crate::flexpipe::{Offload, Steering, UnitSpec};
 use crate::model::OffloadInfo;
-use crate::packet::Pkt;
+use crate::packet::{Pkt, PktId};
 use crate::stages::{ChainPolicy, Dma, Generator, PreProcessor};
 use crate::traffic::Source;
-use crate::world::{bit, FifoId, World};
+use crate::world::{FifoId, World};
 
 /// A PIFO entry: higher priority first, then arrival order.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -75,7 +75,7 @@ pub struct Scheduler {
     /// Per offload: PIFO of (entry, packet, bytes, data complete at).
     pifos: Vec<BinaryHeap<(Entry, PktBox)>>,
     /// Descriptors crossing into the PIFO domain: (ready at, packet, bytes, tail).
-    cdc_in: VecDeque<(Time, Pkt, u32, Time)>,
+    cdc_in: VecDeque<(Time, PktId, u32, Time)>,
     next_deq: Vec<Time>,
     seq: u64,
     pifo_entries: usize,
@@ -112,7 +112,7 @@ impl FullSched {
 }
 
 /// A packet waiting in a PIFO (ordering ignores it).
-struct PktBox(Pkt, u32, Time);
+struct PktBox(PktId, u32, Time);
 impl PartialEq for PktBox {
     fn eq(&self, _: &Self) -> bool {
         true
@@ -140,55 +140,71 @@ impl Scheduler {
         let in_flight = w.fifos[self.module_in[o]].len()
             + w.fifos[self.out]
                 .iter()
-                .filter(|s| s.item.next_offload() == Some(o as u8))
+                .filter(|s| w.pkts[s.item].next_offload() == Some(o as u8))
                 .count();
         (w.module_free_credits[o] as usize) > in_flight
     }
 }
 
+/// The Scheduler's ports: the packet buffer's write side at the pipeline clock, then the PIFOs
+/// at the PIFO clock.
+const BUFFER: usize = 0;
+const PIFO: usize = 1;
+
 impl Component<World> for Scheduler {
-    fn clock(&self) -> Clock {
-        self.fclk
+    fn ports(&self) -> Vec<Port> {
+        let inputs: Vec<FifoId> = std::iter::once(self.inp)
+            .chain(self.full.as_ref().map(|f| f.detour_in))
+            .collect();
+        vec![
+            Port::new(self.fclk).reads(&inputs),
+            // Dispatch looks at what is on its way to each module (and their credits).
+            Port::new(self.pclk)
+                .writes(&[self.out])
+                .watches(&self.module_in),
+        ]
     }
-    fn has_edge(&self, t: Time) -> bool {
-        self.fclk.is_edge(t) || self.pclk.is_edge(t)
+    fn step(&mut self, port: usize, now: Time, w: &mut World) {
+        if port == BUFFER {
+            self.write_buffer(now, w);
+        } else {
+            self.pifo_cycle(now, w);
+        }
     }
-    fn edge_after(&self, t: Time) -> Time {
-        self.fclk.edge_after(t).min(self.pclk.edge_after(t))
-    }
-    fn watches(&self) -> u128 {
-        let detour = self.full.as_ref().map_or(0, |f| bit(f.detour_in));
-        self.module_in
-            .iter()
-            .fold(bit(self.inp) | bit(self.out) | detour, |m, &f| m | bit(f))
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        if self.fclk.is_edge(now) {
-            // Write arriving packets (detoured ones first, full variant) into the buffer; the
-            // descriptor crosses to the PIFO domain. A detoured packet loses one priority level.
-            let detour_in = self.full.as_ref().map(|f| f.detour_in);
-            for from in detour_in.into_iter().chain([self.inp]) {
-                while let Some(s) = w.fifos[from].front() {
-                    if s.head > now {
-                        break;
-                    }
-                    let mut s = w.pop(from, now).unwrap();
-                    if w.free_cells == 0 {
-                        w.drop_pkt("buffer_full");
-                        continue;
-                    }
-                    w.free_cells -= 1;
-                    if std::mem::take(&mut s.item.detour) {
-                        s.item.priority = s.item.priority.saturating_sub(1);
-                    }
-                    self.cdc_in
-                        .push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
+}
+
+impl Scheduler {
+    /// Write arriving packets (detoured ones first, full variant) into the buffer; the
+    /// descriptor crosses to the PIFO domain. A detoured packet loses one priority level.
+    fn write_buffer(&mut self, now: Time, w: &mut World) {
+        let detour_in = self.full.as_ref().map(|f| f.detour_in);
+        for from in detour_in.into_iter().chain([self.inp]) {
+            while let Some(s) = w.fifos[from].front() {
+                if s.head > now {
+                    break;
                 }
+                let s = w.pop(from, now).unwrap();
+                if w.free_cells == 0 {
+                    w.drop_pkt(s.item, "buffer_full");
+                    continue;
+                }
+                w.free_cells -= 1;
+                let pkt = &mut w.pkts[s.item];
+                if std::mem::take(&mut pkt.detour) {
+                    pkt.priority = pkt.priority.saturating_sub(1);
+                }
+                self.cdc_in
+                    .push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
+                w.cal.wake_port(PIFO, now + self.cdc_latency);
+            }
+            if let Some(s) = w.fifos[from].front() {
+                w.cal.wake_port(BUFFER, s.head);
             }
         }
-        if !self.pclk.is_edge(now) {
-            return;
-        }
+    }
+
+    /// One PIFO cycle: one enqueue, and a dequeue from every PIFO that may.
+    fn pifo_cycle(&mut self, now: Time, w: &mut World) {
         // One enqueue per PIFO cycle.
         if let Some((t, _, _, _)) = self.cdc_in.front() {
             if *t <= now {
@@ -198,15 +214,15 @@ impl Component<World> for Scheduler {
                 } else {
                     0
                 };
-                let o = pkt.next_offload().map_or(done_pifo, |o| o as usize);
+                let o = w.pkts[pkt].next_offload().map_or(done_pifo, |o| o as usize);
                 if self.pifos[o].len() >= self.pifo_entries {
                     w.free_cells += 1;
-                    w.drop_pkt("pifo_full");
+                    w.drop_pkt(pkt, "pifo_full");
                 } else {
                     self.seq += 1;
                     self.pifos[o].push((
                         Entry {
-                            priority: pkt.priority,
+                            priority: w.pkts[pkt].priority,
                             seq: std::cmp::Reverse(self.seq),
                         },
                         PktBox(pkt, bytes, tail),
@@ -225,49 +241,36 @@ impl Component<World> for Scheduler {
             if *tail > now || !self.credit_left(o, w) {
                 continue;
             }
-            let (_, PktBox(mut pkt, bytes, _)) = self.pifos[o].pop().unwrap();
+            let (_, PktBox(pkt, bytes, _)) = self.pifos[o].pop().unwrap();
             if let Some(f) = self.full.as_ref().filter(|_| o + 1 < self.pifos.len()) {
                 // Take a credit of the unit with the most: the packet is on its way there.
                 let u = f.best_unit(o, w);
                 w.module_free_credits[u] -= 1;
-                w.changed |= bit(self.module_in[u]);
-                pkt.dest_unit = u as u16;
-                pkt.credited = true;
+                w.cal.touched(self.module_in[u]);
+                let p = &mut w.pkts[pkt];
+                p.dest_unit = u as u16;
+                p.credited = true;
             }
             let ready = self.fclk.edge_at_or_after(now + self.cdc_latency);
             w.push(self.out, now, pkt, bytes, ready, ready);
             self.next_deq[o] = now + self.deq_interval;
         }
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        let mut t: Option<Time> = None;
-        let mut consider = |x: Time| t = Some(t.map_or(x, |y: Time| y.min(x)));
-        if let Some(s) = w.fifos[self.inp].front() {
-            consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
-        }
-        if let Some(s) = self
-            .full
-            .as_ref()
-            .and_then(|f| w.fifos[f.detour_in].front())
-        {
-            consider(self.fclk.edge_at_or_after(s.head.max(now + 1)));
-        }
+        // Next: the next descriptor to enqueue, and each PIFO's next possible dequeue.
         if let Some((r, _, _, _)) = self.cdc_in.front() {
-            consider(self.pclk.edge_at_or_after((*r).max(now + 1)));
+            w.cal.wake_port(PIFO, *r);
         }
-        if w.fifos[self.out].len() < self.dispatch_depth {
+        if w.fifos[self.out].len() >= self.dispatch_depth {
+            w.wait_for_room(self.out);
+        } else {
             for o in 0..self.pifos.len() {
                 if let Some((_, PktBox(_, _, tail))) = self.pifos[o].peek() {
                     if self.credit_left(o, w) {
-                        consider(
-                            self.pclk
-                                .edge_at_or_after(self.next_deq[o].max(*tail).max(now + 1)),
-                        );
+                        let t = self.next_deq[o].max(*tail);
+                        w.cal.wake_port(PIFO, t);
                     }
                 }
             }
         }
-        t
     }
 }
 
@@ -331,17 +334,30 @@ impl Crossbar {
 }
 
 impl Component<World> for Crossbar {
-    fn clock(&self) -> Clock {
-        self.clk
+    // Units' credit changes touch their input FIFO, which wakes the crossbar as its writer.
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.clk).reads(&self.srcs).writes(&self.dsts)]
     }
-    fn watches(&self) -> u128 {
-        // Units' credit changes mark their input FIFO's bit.
-        self.srcs
-            .iter()
-            .chain(&self.dsts)
-            .fold(0, |m, &f| m | bit(f))
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+        self.grant(now, w);
+        // Next: every source whose front packet's destination has room, when both ports are free.
+        for s in 0..self.srcs.len() {
+            let Some(f) = w.fifos[self.srcs[s]].front() else {
+                continue;
+            };
+            let d = self.dest_of(&w.pkts[f.item], w);
+            if w.fifos[self.dsts[d]].has_room(f.bytes) {
+                let t = self.src_links[s]
+                    .free_from(f.head)
+                    .max(self.dst_links[d].free_from(f.head));
+                w.cal.wake_port(0, t);
+            }
+        }
     }
-    fn step(&mut self, now: Time, w: &mut World) {
+}
+
+impl Crossbar {
+    fn grant(&mut self, now: Time, w: &mut World) {
         let n = self.srcs.len();
         // Requests: each source's front packet asks for one destination.
         for s in 0..n {
@@ -372,8 +388,9 @@ impl Component<World> for Crossbar {
             if s == 0 {
                 w.free_cells += 1; // read out of the central buffer
             }
-            if d < self.n_units() && !slot.item.credited {
-                if let Some(o) = slot.item.next_offload() {
+            let p = &w.pkts[slot.item];
+            if d < self.n_units() && !p.credited {
+                if let Some(o) = p.next_offload() {
                     self.sticky[o as usize] = d;
                 }
             }
@@ -391,23 +408,6 @@ impl Component<World> for Crossbar {
             self.rr[d] = (s + 1) % n;
         }
         self.granted.clear();
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        (0..self.srcs.len())
-            .filter_map(|s| {
-                let f = w.fifos[self.srcs[s]].front()?;
-                let d = self.dest_of(&f.item, w);
-                if !w.fifos[self.dsts[d]].has_room(f.bytes) {
-                    return None;
-                }
-                let t = f.head.max(now + 1);
-                Some(
-                    self.src_links[s]
-                        .free_edge(t)
-                        .max(self.dst_links[d].free_edge(t)),
-                )
-            })
-            .min()
     }
 }
 

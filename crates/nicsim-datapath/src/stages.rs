@@ -2,13 +2,13 @@
 //! Pre-Processor / parser (match-action tables that write the metadata), and the DMA engine
 //! that hands packets to the host and the sink.
 
-use nicsim_kernel::{Clock, Component, Link, Time, Timebase};
+use nicsim_kernel::{Component, Link, Port, Time, Timebase};
 
 use crate::config::Pipeline;
 
 use crate::packet::{Chain, Pkt};
 use crate::traffic::Source;
-use crate::world::{bit, FifoId, World};
+use crate::world::{FifoId, World};
 
 /// Pushes the source's packets into the datapath at their arrival times, as fast as the
 /// first link and backpressure allow (packets wait at the MAC, unmeasured, when it is busy).
@@ -48,33 +48,28 @@ impl Generator {
 }
 
 impl Component<World> for Generator {
-    fn clock(&self) -> Clock {
-        self.link.clock
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.link.clock).writes(&[self.out])]
     }
-    fn watches(&self) -> u128 {
-        bit(self.out)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
         self.refill(w);
         let Some(p) = &self.pending else { return };
-        if p.t_arrival <= now && self.link.is_free(now) && w.fifos[self.out].has_room(p.size) {
+        if p.t_arrival <= now && self.link.is_free(now) && w.room(self.out, p.size) {
             let p = self.pending.take().unwrap();
             let tr = self.link.send(now, p.size, now);
             let size = p.size;
-            w.push(self.out, now, p, size, tr.head, tr.tail);
+            let id = w.pkts.alloc(p);
+            w.push(self.out, now, id, size, tr.head, tr.tail);
             self.refill(w);
         }
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
+        // Next: the pending packet's arrival once the link is free (no room: the reader's
+        // pop wakes us).
         match &self.pending {
-            Some(p) if w.fifos[self.out].has_room(p.size) => {
-                Some(self.link.free_edge(p.t_arrival.max(now + 1)))
+            Some(p) if w.room(self.out, p.size) => {
+                let t = self.link.free_from(p.t_arrival);
+                w.cal.wake_port(0, t);
             }
-            Some(_) => None,
-            None => self
-                .source
-                .next_arrival()
-                .map(|a| self.link.clock.edge_at_or_after(a.max(now + 1))),
+            _ => {}
         }
     }
 }
@@ -104,32 +99,35 @@ pub struct PreProcessor {
 }
 
 impl Component<World> for PreProcessor {
-    fn clock(&self) -> Clock {
-        self.link.clock
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.link.clock)
+            .reads(&[self.inp])
+            .writes(&[self.out])]
     }
-    fn watches(&self) -> u128 {
-        bit(self.inp) | bit(self.out)
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+        self.parse(now, w);
+        w.cal.busy_until(0, self.link.busy_until());
+        w.wake_forward(0, &self.link, self.inp, self.out);
     }
-    fn step(&mut self, now: Time, w: &mut World) {
+}
+
+impl PreProcessor {
+    fn parse(&mut self, now: Time, w: &mut World) {
         let Some(p) = w.ready_front(self.inp, now) else {
             return;
         };
-        if !self.link.is_free(now) || !w.fifos[self.out].has_room(p.size) {
+        if !self.link.is_free(now) || !w.room(self.out, p.size) {
             return;
         }
         w.apply_remaps(now);
         let slot = w.pop(self.inp, now).unwrap();
-        let mut pkt = slot.item;
         let beats = self.link.beats_for(slot.bytes) + self.descriptor_beats;
         let tr = self.link.send_beats(now, beats, slot.tail);
-        let Some(flow) = w.table.lookup(&pkt.hdr) else {
-            w.drop_pkt("no_flow");
+        let Some(flow) = w.table.lookup(&w.pkts[slot.item].hdr) else {
+            w.drop_pkt(slot.item, "no_flow");
             return;
         };
-        pkt.flow = flow;
-        pkt.priority = self.priorities.get(flow as usize).copied().unwrap_or(0);
-        pkt.t_parse = now;
-        pkt.chain = match self.policy {
+        let chain = match self.policy {
             ChainPolicy::Table => w.chains[flow as usize],
             ChainPolicy::All(c) => c,
             ChainPolicy::FirstFixed(first) => {
@@ -144,21 +142,19 @@ impl Component<World> for PreProcessor {
                 n
             }
         };
+        let pkt = &mut w.pkts[slot.item];
+        pkt.flow = flow;
+        pkt.priority = self.priorities.get(flow as usize).copied().unwrap_or(0);
+        pkt.t_parse = now;
+        pkt.chain = chain;
         w.push(
             self.out,
             now,
-            pkt,
+            slot.item,
             slot.bytes,
             tr.head + self.latency,
             tr.tail + self.latency,
         );
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        let s = w.fifos[self.inp].front()?;
-        if !w.fifos[self.out].has_room(s.bytes) {
-            return None;
-        }
-        w.forward_wake(now, &self.link, self.inp)
     }
 }
 
@@ -183,21 +179,19 @@ impl Dma {
 }
 
 impl Component<World> for Dma {
-    fn clock(&self) -> Clock {
-        self.link.clock
+    fn ports(&self) -> Vec<Port> {
+        vec![Port::new(self.link.clock).reads(&[self.inp])]
     }
-    fn watches(&self) -> u128 {
-        bit(self.inp)
-    }
-    fn step(&mut self, now: Time, w: &mut World) {
-        if w.ready_front(self.inp, now).is_none() || !self.link.is_free(now) {
-            return;
+    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+        if w.ready_front(self.inp, now).is_some() && self.link.is_free(now) {
+            let slot = w.pop(self.inp, now).unwrap();
+            let tr = self.link.send(now, slot.bytes, slot.tail);
+            w.deliver(slot.item, tr.tail + self.latency);
+            w.cal.busy_until(0, self.link.busy_until());
         }
-        let slot = w.pop(self.inp, now).unwrap();
-        let tr = self.link.send(now, slot.bytes, slot.tail);
-        w.sink.deliver(tr.tail + self.latency, &slot.item);
-    }
-    fn next_wake(&self, now: Time, w: &World) -> Option<Time> {
-        w.forward_wake(now, &self.link, self.inp)
+        if let Some(s) = w.fifos[self.inp].front() {
+            let t = self.link.free_from(s.head);
+            w.cal.wake_port(0, t);
+        }
     }
 }

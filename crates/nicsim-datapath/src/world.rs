@@ -1,21 +1,27 @@
 //! What the components of one datapath share: the FIFOs between them, the Pre-Processor's
 //! tables (which the SDN controller may rewrite while packets are in flight), the drop
-//! counters, and the sink.
+//! counters, the sink, and the calendar. Putting a packet into a FIFO or taking one out wakes
+//! the ports wired to that FIFO (see `nicsim_kernel::sim`).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 
-use nicsim_kernel::{Changes, Fifo, Link, Slot, Time};
+use nicsim_kernel::{Calendar, Fifo, HasCalendar, Link, Slot, Time};
 
 use crate::measure::Sink;
-use crate::packet::{Chain, Pkt};
+use crate::packet::{Chain, Pkt, PktId, Pkts};
 use crate::preproc::MatchTable;
 use crate::traffic::Funcs;
 
 pub type FifoId = usize;
 
 pub struct World {
-    pub fifos: Vec<Fifo<Pkt>>,
+    /// The packets in flight; FIFOs hold their ids.
+    pub pkts: Pkts,
+    pub fifos: Vec<Fifo<PktId>>,
     pub fifo_names: Vec<String>,
+    /// Per FIFO: a writer found no room in it, so the next pop must wake its writers.
+    pub waiting: Vec<Cell<bool>>,
     /// Header fields → flow type.
     pub table: MatchTable,
     /// Flow type → offload chain.
@@ -38,22 +44,20 @@ pub struct World {
     pub detours: u64,
     /// PANIC: ports of the crossbar as modelled (for the summary).
     pub crossbar_ports: u32,
-    /// Resources changed in the current instant (bit `id % 128` per FIFO).
-    pub changed: u128,
+    /// Pending wake-ups and who is woken by which FIFO.
+    pub cal: Calendar,
+    /// When the last packet so far left the datapath (delivered or dropped).
+    pub last_out: Time,
 }
 
-/// The change bit of FIFO `id`.
-#[inline]
-pub fn bit(id: FifoId) -> u128 {
-    1u128 << (id % 128)
-}
-
-impl Changes for World {
-    fn changes(&self) -> u128 {
-        self.changed
+impl HasCalendar for World {
+    #[inline]
+    fn cal(&mut self) -> &mut Calendar {
+        &mut self.cal
     }
-    fn take_changes(&mut self) -> u128 {
-        std::mem::take(&mut self.changed)
+    #[inline]
+    fn cal_ref(&self) -> &Calendar {
+        &self.cal
     }
 }
 
@@ -61,29 +65,69 @@ impl World {
     pub fn add_fifo(&mut self, name: impl Into<String>, capacity_bytes: u32) -> FifoId {
         self.fifos.push(Fifo::new(capacity_bytes as u64));
         self.fifo_names.push(name.into());
+        self.waiting.push(Cell::new(false));
         self.fifos.len() - 1
     }
 
+    /// Start writing a packet into FIFO `id` (its reader is woken if it was empty).
     #[inline]
-    pub fn push(&mut self, id: FifoId, now: Time, item: Pkt, bytes: u32, head: Time, tail: Time) {
-        self.changed |= bit(id);
-        self.fifos[id].push(now, item, bytes, head, tail);
+    pub fn push(&mut self, id: FifoId, now: Time, item: PktId, bytes: u32, head: Time, tail: Time) {
+        let f = &mut self.fifos[id];
+        let was_empty = f.is_empty();
+        f.push(now, item, bytes, head, tail);
+        self.cal.pushed(id, head, was_empty);
     }
 
+    /// Start reading the front packet of FIFO `id` out (writers that found no room are woken).
     #[inline]
-    pub fn pop(&mut self, id: FifoId, now: Time) -> Option<Slot<Pkt>> {
-        self.changed |= bit(id);
-        self.fifos[id].pop(now)
+    pub fn pop(&mut self, id: FifoId, now: Time) -> Option<Slot<PktId>> {
+        let s = self.fifos[id].pop(now)?;
+        self.cal.popped(id, self.waiting[id].replace(false));
+        Some(s)
     }
 
+    /// Whether FIFO `id` has room for `bytes`. A writer must ask here: when there is no room,
+    /// the FIFO remembers to wake its writers at the next pop.
     #[inline]
-    pub fn front_mut(&mut self, id: FifoId) -> Option<&mut Slot<Pkt>> {
-        self.changed |= bit(id);
-        self.fifos[id].front_mut()
+    pub fn room(&self, id: FifoId, bytes: u32) -> bool {
+        let r = self.fifos[id].has_room(bytes);
+        if !r {
+            self.wait_for_room(id);
+        }
+        r
     }
 
-    pub fn drop_pkt(&mut self, reason: &'static str) {
+    /// A writer waits for FIFO `id` to shrink (for a reason other than bytes: a depth limit).
+    #[inline]
+    pub fn wait_for_room(&self, id: FifoId) {
+        self.waiting[id].set(true);
+    }
+
+    /// The front packet of FIFO `id`.
+    #[inline]
+    pub fn front_pkt(&self, id: FifoId) -> Option<&Pkt> {
+        self.fifos[id].front().map(|s| &self.pkts[s.item])
+    }
+
+    /// The front packet, to update its metadata in place (on its way out).
+    #[inline]
+    pub fn front_pkt_mut(&mut self, id: FifoId) -> Option<&mut Pkt> {
+        let s = self.fifos[id].front()?;
+        Some(&mut self.pkts[s.item])
+    }
+
+    /// Drop a packet in flight, counting the reason.
+    pub fn drop_pkt(&mut self, id: PktId, reason: &'static str) {
+        self.pkts.free(id);
         *self.drops.entry(reason).or_default() += 1;
+        self.last_out = self.last_out.max(self.cal.now());
+    }
+
+    /// A packet's last byte reaches the host at `t_rx`: the sink records it.
+    pub fn deliver(&mut self, id: PktId, t_rx: Time) {
+        self.sink.deliver(t_rx, &self.pkts[id]);
+        self.pkts.free(id);
+        self.last_out = self.last_out.max(t_rx);
     }
 
     /// Apply every scheduled remap due at or before `now`.
@@ -103,7 +147,7 @@ impl World {
         self.fifos[from]
             .front()
             .filter(|s| s.head <= now)
-            .map(|s| &s.item)
+            .map(|s| &self.pkts[s.item])
     }
 
     /// Move the front packet of `from` into `to` over `link` at `now` (caller checked room).
@@ -120,10 +164,16 @@ impl World {
         );
     }
 
-    /// When a forward from `from` over `link` could next happen, ignoring room downstream.
+    /// Wake `port` (of the component being stepped) for the next forward of `from`'s front
+    /// packet over `link` into `to`: when its first beat is there and the link is free. With
+    /// no room in `to`, the pop that makes room wakes it instead.
     #[inline]
-    pub fn forward_wake(&self, now: Time, link: &Link, from: FifoId) -> Option<Time> {
-        let s = self.fifos[from].front()?;
-        Some(link.free_edge(s.head.max(now + 1)))
+    pub fn wake_forward(&mut self, port: usize, link: &Link, from: FifoId, to: FifoId) {
+        if let Some(s) = self.fifos[from].front() {
+            if self.room(to, s.bytes) {
+                let t = link.free_from(s.head);
+                self.cal.wake_port(port, t);
+            }
+        }
     }
 }

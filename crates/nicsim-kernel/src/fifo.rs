@@ -4,6 +4,10 @@
 //! its transfer out starts (`pop`). Each slot also records when the packet's first and last
 //! beats arrive, so a consumer can cut through. The FIFO integrates its own occupancy over time,
 //! which gives mean occupancy and lets tests check Little's law (L = λ W) on every FIFO.
+//!
+//! The integral of occupancy is the sum over packets of what each contributes while it is in:
+//! bytes × sojourn. It is added when a packet leaves, and for the packets still in when the
+//! statistics are read, so a push or a pop costs no multiplication by elapsed time.
 
 use std::collections::VecDeque;
 
@@ -31,7 +35,6 @@ pub struct FifoStats {
     pub packet_area: u128,
     /// Sum over popped packets of (pop time − push time).
     pub sojourn_ticks: u128,
-    last: Time,
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +43,8 @@ pub struct Fifo<T> {
     used_bytes: u64,
     q: VecDeque<Slot<T>>,
     stats: FifoStats,
+    /// Of the popped packets: Σ bytes × sojourn.
+    byte_sojourn: u128,
 }
 
 impl<T> Fifo<T> {
@@ -49,6 +54,7 @@ impl<T> Fifo<T> {
             used_bytes: 0,
             q: VecDeque::new(),
             stats: FifoStats::default(),
+            byte_sojourn: 0,
         }
     }
     #[inline]
@@ -83,16 +89,10 @@ impl<T> Fifo<T> {
     pub fn iter(&self) -> impl Iterator<Item = &Slot<T>> {
         self.q.iter()
     }
-    fn account(&mut self, now: Time) {
-        let dt = (now - self.stats.last) as u128;
-        self.stats.byte_area += dt * self.used_bytes as u128;
-        self.stats.packet_area += dt * self.q.len() as u128;
-        self.stats.last = now;
-    }
     /// Start writing a packet whose first and last beats land at `head` and `tail`.
+    #[inline]
     pub fn push(&mut self, now: Time, item: T, bytes: u32, head: Time, tail: Time) {
         debug_assert!(self.has_room(bytes));
-        self.account(now);
         self.used_bytes += bytes as u64;
         self.q.push_back(Slot {
             item,
@@ -106,18 +106,27 @@ impl<T> Fifo<T> {
         self.stats.max_packets = self.stats.max_packets.max(self.q.len() as u64);
     }
     /// Start reading the front packet out.
+    #[inline]
     pub fn pop(&mut self, now: Time) -> Option<Slot<T>> {
-        self.account(now);
         let s = self.q.pop_front()?;
         self.used_bytes -= s.bytes as u64;
         self.stats.pops += 1;
-        self.stats.sojourn_ticks += (now - s.enq) as u128;
+        let dt = now - s.enq;
+        self.stats.sojourn_ticks += dt as u128;
+        self.byte_sojourn += dt as u128 * s.bytes as u128;
         Some(s)
     }
-    /// Statistics integrated up to `now`.
-    pub fn stats_at(&mut self, now: Time) -> &FifoStats {
-        self.account(now);
-        &self.stats
+    /// Statistics integrated up to `now` (not before the last push or pop).
+    pub fn stats_at(&self, now: Time) -> FifoStats {
+        let mut s = self.stats.clone();
+        s.packet_area = s.sojourn_ticks;
+        s.byte_area = self.byte_sojourn;
+        for slot in &self.q {
+            let dt = (now - slot.enq) as u128;
+            s.packet_area += dt;
+            s.byte_area += dt * slot.bytes as u128;
+        }
+        s
     }
 }
 
@@ -134,9 +143,14 @@ mod tests {
         assert!(!f.has_room(1));
         assert_eq!(f.pop(20).unwrap().item, 1);
         assert_eq!(f.pop(30).unwrap().item, 2);
-        let s = f.stats_at(40).clone();
+        let s = f.stats_at(40);
         // L = area / T, λ = n / T, W = sojourn / n  →  area == sojourn exactly.
         assert_eq!(s.packet_area, s.sojourn_ticks);
         assert_eq!(s.max_bytes, 3000);
+        // Mid-run, with a packet still in: 1500 B from 50 on.
+        f.push(50, 3, 1500, 51, 60);
+        let s = f.stats_at(70);
+        assert_eq!(s.packet_area, 20 + 25 + 20);
+        assert_eq!(s.byte_area, 1500 * (20 + 25 + 20));
     }
 }

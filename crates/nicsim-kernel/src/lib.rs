@@ -6,9 +6,9 @@
 //!   packets are never interleaved, and a transfer starts only when the receiver has room
 //!   (valid/ready backpressure at packet granularity, cut-through at beat granularity).
 //! - [`fifo`]: FIFOs with byte capacities that keep their own occupancy statistics.
-//! - [`sim`]: the run loop. Components are cycle-step logic that also report when they next
-//!   have something to do; the loop can step every clock edge (for tests) or skip idle time
-//!   (for speed), and both must give identical results.
+//! - [`sim`]: the run loop. Components are ports of cycle-step logic, woken by themselves, by
+//!   FIFOs and by each other; the loop can step every clock edge (for tests) or jump from one
+//!   wake-up to the next (for speed), and both must give identical results.
 //! - [`wakes`]: the earliest of a fixed set of wake-up times, kept up to date per member.
 
 pub mod fifo;
@@ -18,7 +18,7 @@ pub mod time;
 pub mod wakes;
 
 pub use fifo::{Fifo, FifoStats, Slot};
-pub use link::{Link, Transfer};
-pub use sim::{Changes, Component, Engine, Mode, RunStats};
+pub use link::{Link, Transfer, Width};
+pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
 pub use time::{Clock, Time, Timebase};
 pub use wakes::Wakes;

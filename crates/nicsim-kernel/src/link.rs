@@ -17,9 +17,38 @@ pub struct Transfer {
     pub tail: Time,
 }
 
+/// A data width: how many beats (cycles of `width_bits` each) a packet of `bytes` takes,
+/// without a divide instruction per packet (a shift for the usual power-of-two widths).
+#[derive(Debug, Clone, Copy)]
+pub struct Width {
+    pub bits: u32,
+    shift: Option<u32>,
+    div: strength_reduce::StrengthReducedU64,
+}
+
+impl Width {
+    /// A width of `bits` (> 0).
+    pub fn new(bits: u32) -> Width {
+        Width {
+            bits,
+            shift: bits.is_power_of_two().then(|| bits.trailing_zeros()),
+            div: strength_reduce::StrengthReducedU64::new(bits as u64),
+        }
+    }
+    /// `ceil(8 · bytes / bits)`.
+    #[inline]
+    pub fn beats(&self, bytes: u32) -> u64 {
+        let n = 8 * bytes as u64 + self.bits as u64 - 1;
+        match self.shift {
+            Some(s) => n >> s,
+            None => n / self.div,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Link {
-    pub width_bits: u32,
+    pub width: Width,
     pub clock: Clock,
     busy_until: Time,
 }
@@ -27,7 +56,7 @@ pub struct Link {
 impl Link {
     pub fn new(width_bits: u32, clock: Clock) -> Link {
         Link {
-            width_bits,
+            width: Width::new(width_bits),
             clock,
             busy_until: 0,
         }
@@ -35,17 +64,23 @@ impl Link {
     /// Beats needed for `bytes`.
     #[inline]
     pub fn beats_for(&self, bytes: u32) -> u64 {
-        (8 * bytes as u64).div_ceil(self.width_bits as u64)
+        self.width.beats(bytes)
+    }
+    /// Until when the link is busy with its last transfer.
+    #[inline]
+    pub fn busy_until(&self) -> Time {
+        self.busy_until
     }
     /// The link can start a transfer at `now` (an edge of its clock).
     #[inline]
     pub fn is_free(&self, now: Time) -> bool {
         now >= self.busy_until
     }
-    /// The first edge at or after `t` at which the link is free.
+    /// The earliest time at or after `t` at which the link is free, for a wake-up (the
+    /// calendar rounds it to the port's clock, which is the link's).
     #[inline]
-    pub fn free_edge(&self, t: Time) -> Time {
-        self.clock.edge_at_or_after(t.max(self.busy_until))
+    pub fn free_from(&self, t: Time) -> Time {
+        t.max(self.busy_until)
     }
     /// Start moving `bytes` at `now`; `src_tail` is when the last byte reaches the sender.
     pub fn send(&mut self, now: Time, bytes: u32, src_tail: Time) -> Transfer {
@@ -57,7 +92,12 @@ impl Link {
     pub fn send_beats(&mut self, now: Time, beats: u64, src_tail: Time) -> Transfer {
         debug_assert!(self.is_free(now) && self.clock.is_edge(now));
         let p = self.clock.period;
-        let tail = (now + beats * p).max(self.clock.edge_at_or_after(src_tail) + p);
+        // A source whose last byte is already here (the usual case) holds nothing up.
+        let tail = if src_tail <= now {
+            now + beats * p
+        } else {
+            (now + beats * p).max(self.clock.edge_at_or_after(src_tail) + p)
+        };
         self.busy_until = tail;
         Transfer {
             start: now,
@@ -82,7 +122,7 @@ mod tests {
         assert_eq!((t.head, t.tail), (12, 24 * 12));
         assert!(!l.is_free(24 * 12 - 12) && l.is_free(24 * 12));
         // Fed by a slow source whose last byte arrives at 1000: cannot finish before it.
-        let t2 = l.send(l.free_edge(0), 64, 1000);
+        let t2 = l.send(l.free_from(0), 64, 1000);
         assert_eq!(t2.tail, c.edge_at_or_after(1000) + 12);
     }
 }

@@ -14,7 +14,7 @@ pub struct Timebase {
     ticks_per_us: u64,
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {
@@ -65,6 +65,12 @@ pub struct Clock {
     pub mhz: u32,
     pub period: Time,
     div: strength_reduce::StrengthReducedU64,
+    /// period = odd · 2^shift: t is a multiple of the period iff its low `shift` bits are zero
+    /// and (t >> shift) · odd⁻¹ mod 2^64 ≤ (2^64 − 1) / odd.
+    shift: u32,
+    low_mask: u64,
+    odd_inverse: u64,
+    max_quotient: u64,
 }
 
 impl std::fmt::Debug for Clock {
@@ -83,15 +89,33 @@ impl Eq for Clock {}
 impl Clock {
     /// A clock of `mhz` whose period is `period` ticks (> 0).
     pub fn new(mhz: u32, period: Time) -> Clock {
+        let shift = period.trailing_zeros();
+        let odd = period >> shift;
+        // Newton's iteration doubles the correct low bits of the inverse: 3 → 6 → … → 96.
+        let mut inv = odd;
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inv)));
+        }
         Clock {
             mhz,
             period,
             div: strength_reduce::StrengthReducedU64::new(period),
+            shift,
+            low_mask: (1u64 << shift) - 1,
+            odd_inverse: inv,
+            max_quotient: u64::MAX / odd,
         }
     }
     /// The first edge at or after `t`.
     #[inline]
     pub fn edge_at_or_after(&self, t: Time) -> Time {
+        // Most times asked about are edges already: a divisibility test (a shift, a multiply
+        // by the inverse of the period's odd part, a compare) settles those.
+        if (t >> self.shift).wrapping_mul(self.odd_inverse) <= self.max_quotient
+            && t & self.low_mask == 0
+        {
+            return t;
+        }
         let q = t / self.div;
         if q * self.period == t {
             t
@@ -112,6 +136,11 @@ impl Clock {
     #[inline]
     pub fn cycles(&self, n: u64) -> Time {
         n * self.period
+    }
+    /// Whole cycles in a duration of `dt`.
+    #[inline]
+    pub fn cycles_in(&self, dt: Time) -> u64 {
+        dt / self.div
     }
 }
 
@@ -137,5 +166,17 @@ mod tests {
         assert_eq!(c.edge_at_or_after(12), 12);
         assert_eq!(c.edge_after(12), 24);
         assert!(c.is_edge(24) && !c.is_edge(25));
+        // The divisibility shortcut against plain division, for even, odd and power-of-two
+        // periods, near zero and near the top of the range.
+        for period in [1, 2, 3, 12, 15, 20, 24, 30, 64, 3000, 999_983] {
+            let c = Clock::new(1, period);
+            for t in (0..5000).chain(u64::MAX / 2 - 5000..u64::MAX / 2) {
+                assert_eq!(
+                    c.edge_at_or_after(t),
+                    t.div_ceil(period) * period,
+                    "{period} {t}"
+                );
+            }
+        }
     }
 }

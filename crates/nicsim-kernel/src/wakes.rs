@@ -1,119 +1,239 @@
-//! Wake-up times of a fixed set of members (components, offload units), earliest first.
+//! The calendar of wake-ups: which ports to step at which instants.
 //!
-//! A tournament tree: every member has one leaf holding its next wake-up (or none), every inner
-//! node the earlier of its two children, so the earliest wake-up is the root. Setting a member's
-//! wake-up replaces the old one (no stale entries to skip, unlike a binary heap with lazy
-//! deletion) and costs one compare per level; reading the earliest costs nothing. Ties go to the
-//! lower index, so the order of simultaneous wake-ups is deterministic.
+//! A calendar queue over a grid. Wake-ups fall on clock edges, so time is cut into buckets of
+//! `g` ticks (the greatest common divisor of the ports' clock periods): a ring of `B` buckets
+//! covers `[base·g, (base + B)·g)`, where `base` is the current instant's bucket, and each
+//! bucket is a bitset of the ports due then, with a summary word per 64 ports. Adding a
+//! wake-up sets one bit (a port woken twice for one instant is stepped once, and a port woken
+//! for several instants is stepped at each: a step with nothing to do does nothing); taking
+//! the next one finds the first non-empty bucket from the current one (a bitmap of non-empty
+//! buckets makes that a few word scans) and its lowest port, which is the order the run loop
+//! needs within an instant. Wake-ups beyond the ring wait in a binary heap and move into the
+//! ring as time advances.
+//!
+//! Invariants: no wake-up lies before `base`; one before `base + B` is a bit in its bucket,
+//! a later one an entry in `far`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::time::Time;
 
-const NONE: Time = Time::MAX;
+/// Buckets in the ring (a power of two).
+const B: usize = 1024;
 
-/// A node: the wake-up time in the high 64 bits, the member in the low 32, so that one integer
-/// comparison orders by time and then by member.
-type Key = u128;
-
-#[inline]
-fn key(t: Time, i: usize) -> Key {
-    (t as Key) << 64 | i as Key
+/// Division by `g` of multiples of `g` only: a shift and a multiplication by the inverse of
+/// g's odd part modulo 2^64 (exact division, no divide instruction).
+#[derive(Debug, Clone, Copy)]
+struct ExactDiv {
+    shift: u32,
+    inverse: u64,
 }
 
-#[inline]
-fn time(k: Key) -> Time {
-    (k >> 64) as Time
+impl ExactDiv {
+    fn new(g: u64) -> ExactDiv {
+        let shift = g.trailing_zeros();
+        let odd = g >> shift;
+        // Newton's iteration doubles the correct low bits: 3 → 6 → 12 → 24 → 48 → 96.
+        let mut inv = odd;
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inv)));
+        }
+        debug_assert_eq!(odd.wrapping_mul(inv), 1);
+        ExactDiv {
+            shift,
+            inverse: inv,
+        }
+    }
+    #[inline]
+    fn div(self, t: u64) -> u64 {
+        (t >> self.shift).wrapping_mul(self.inverse)
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Wakes {
-    /// Number of leaves (a power of two ≥ the number of members).
-    leaves: usize,
-    /// Node `k` (1-based heap layout) holds the earliest key below it; leaves start at `leaves`.
-    nodes: Vec<Key>,
+    /// Bucket width in ticks.
+    g: Time,
+    g_div: ExactDiv,
+    /// The current bucket: its number (time / g).
+    base: u64,
+    /// Words per bucket's bitset, and summary words per bucket (bit w: word w is non-zero).
+    words: usize,
+    sums: usize,
+    /// `B · words` bitset words: bucket `i` is `bits[i · words ..][..words]`.
+    bits: Vec<u64>,
+    /// `B · sums` summary words.
+    sum: Vec<u64>,
+    /// Bit `i`: bucket `i` has a port.
+    nonempty: [u64; B / 64],
+    /// Wake-ups at or after the end of the ring.
+    far: BinaryHeap<Reverse<(Time, u32)>>,
 }
 
 impl Wakes {
-    /// `n` members, none with a wake-up.
-    pub fn new(n: usize) -> Wakes {
-        let leaves = n.max(1).next_power_of_two();
-        let mut nodes = vec![0; 2 * leaves];
-        for i in 0..leaves {
-            nodes[leaves + i] = key(NONE, i);
+    /// A calendar for `n` ports whose wake-ups are all multiples of `g` ticks.
+    pub fn new(n: usize, g: Time) -> Wakes {
+        let words = n.max(1).div_ceil(64);
+        let sums = words.div_ceil(64);
+        Wakes {
+            g: g.max(1),
+            g_div: ExactDiv::new(g.max(1)),
+            base: 0,
+            words,
+            sums,
+            bits: vec![0; B * words],
+            sum: vec![0; B * sums],
+            nonempty: [0; B / 64],
+            far: BinaryHeap::new(),
         }
-        for k in (1..leaves).rev() {
-            nodes[k] = nodes[2 * k].min(nodes[2 * k + 1]);
-        }
-        Wakes { leaves, nodes }
     }
 
-    /// Member `i`'s wake-up.
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<Time> {
-        let t = time(self.nodes[self.leaves + i]);
-        (t != NONE).then_some(t)
+    /// Wake port `p` at `t`, a multiple of `g` not before the current bucket.
+    #[inline(always)]
+    pub fn add(&mut self, p: usize, t: Time) {
+        let q = self.g_div.div(t);
+        debug_assert!(
+            q >= self.base && q * self.g == t,
+            "wake-up {t} before the current bucket or off the grid"
+        );
+        if q < self.base + B as u64 {
+            self.set_bit(q as usize & (B - 1), p);
+        } else {
+            self.add_far(p, t);
+        }
     }
 
-    /// Set (or with `None` clear) member `i`'s wake-up.
+    #[inline(never)]
+    fn add_far(&mut self, p: usize, t: Time) {
+        self.far.push(Reverse((t, p as u32)));
+    }
+
+    #[inline(always)]
+    fn set_bit(&mut self, b: usize, p: usize) {
+        let w = p / 64;
+        self.bits[b * self.words + w] |= 1 << (p % 64);
+        self.sum[b * self.sums + w / 64] |= 1 << (w % 64);
+        self.nonempty[b / 64] |= 1 << (b % 64);
+    }
+
+    /// Whether no wake-up is pending.
+    pub fn is_empty(&self) -> bool {
+        self.far.is_empty() && self.nonempty.iter().all(|&w| w == 0)
+    }
+
+    /// The earliest wake-up and its port (the lowest among simultaneous ones), removed, unless
+    /// it lies after `until`. Time moves to it.
     #[inline]
-    pub fn set(&mut self, i: usize, t: Option<Time>) {
-        let nodes = &mut self.nodes[..];
-        let mut k = self.leaves + i;
-        let mut cur = key(t.unwrap_or(NONE), i);
-        if nodes[k] == cur {
+    pub fn pop_until(&mut self, until: Time) -> Option<(Time, usize)> {
+        loop {
+            let cur = self.base as usize & (B - 1);
+            if let Some(b) = self.first_nonempty(cur) {
+                let d = (b + B - cur) & (B - 1);
+                let t = (self.base + d as u64) * self.g;
+                if t > until {
+                    return None;
+                }
+                if d != 0 {
+                    self.move_to(t);
+                }
+                return Some((t, self.take_lowest(b)));
+            }
+            // The ring is empty: move it to the earliest far wake-up.
+            let &Reverse((t, _)) = self.far.peek()?;
+            if t > until {
+                return None;
+            }
+            self.move_to(t);
+        }
+    }
+
+    /// Remove and return the lowest port of (non-empty) bucket `b`.
+    #[inline]
+    fn take_lowest(&mut self, b: usize) -> usize {
+        if self.words == 1 {
+            // One word of ports: no summary to consult.
+            let word = &mut self.bits[b];
+            let p = word.trailing_zeros() as usize;
+            *word &= *word - 1;
+            if *word == 0 {
+                self.sum[b] = 0;
+                self.nonempty[b / 64] &= !(1 << (b % 64));
+            }
+            return p;
+        }
+        let sums = &mut self.sum[b * self.sums..][..self.sums];
+        let (s, sw) = sums
+            .iter()
+            .enumerate()
+            .find(|(_, &x)| x != 0)
+            .map(|(s, &x)| (s, x))
+            .expect("a non-empty bucket has a summary bit");
+        let w = s * 64 + sw.trailing_zeros() as usize;
+        let word = &mut self.bits[b * self.words + w];
+        let p = w * 64 + word.trailing_zeros() as usize;
+        *word &= *word - 1;
+        if *word == 0 {
+            sums[s] &= sums[s] - 1;
+            if sums[s] == 0 && sums.iter().all(|&x| x == 0) {
+                self.nonempty[b / 64] &= !(1 << (b % 64));
+            }
+        }
+        p
+    }
+
+    /// Empty the bucket of instant `t` (the current one; the stepped loop has stepped every
+    /// port there).
+    pub fn clear_at(&mut self, t: Time) {
+        let q = self.g_div.div(t);
+        if q >= self.base && q < self.base + B as u64 {
+            let b = q as usize & (B - 1);
+            self.bits[b * self.words..][..self.words].fill(0);
+            self.sum[b * self.sums..][..self.sums].fill(0);
+            self.nonempty[b / 64] &= !(1 << (b % 64));
+        }
+    }
+
+    /// Time has reached `t` (a multiple of g): move the ring and take in the far wake-ups it
+    /// now covers.
+    #[inline]
+    pub fn move_to(&mut self, t: Time) {
+        let base = self.g_div.div(t);
+        if base == self.base {
             return;
         }
-        nodes[k] = cur;
-        while k > 1 {
-            cur = cur.min(nodes[k ^ 1]);
-            k /= 2;
-            if nodes[k] == cur {
+        debug_assert!(base > self.base);
+        self.base = base;
+        while let Some(&Reverse((t, p))) = self.far.peek() {
+            let q = self.g_div.div(t);
+            if q >= self.base + B as u64 {
                 break;
             }
-            nodes[k] = cur;
+            self.far.pop();
+            self.set_bit(q as usize & (B - 1), p as usize);
         }
     }
 
-    /// The earliest wake-up and its member.
+    /// The first non-empty bucket at or after `cur`, going round the ring.
     #[inline]
-    pub fn earliest(&self) -> Option<(Time, usize)> {
-        let k = self.nodes[1];
-        (time(k) != NONE).then_some((time(k), k as u32 as usize))
-    }
-
-    /// Call `f` with every member whose wake-up is at or before `now`, in index order (the
-    /// wake-ups stay).
-    #[inline]
-    pub fn for_each_due(&self, now: Time, mut f: impl FnMut(usize)) {
-        // Depth-first over the subtrees whose earliest wake-up is due, without a stack: after
-        // a subtree, climb while on a right child, then step to the right sibling.
-        let mut k = 1;
-        loop {
-            if time(self.nodes[k]) <= now {
-                if k < self.leaves {
-                    k *= 2;
-                    continue;
-                }
-                f(k - self.leaves);
-            }
-            while k & 1 == 1 {
-                k >>= 1;
-            }
-            if k == 0 {
-                return;
-            }
-            k += 1;
+    fn first_nonempty(&self, cur: usize) -> Option<usize> {
+        let (w0, s) = (cur / 64, cur % 64);
+        let first = self.nonempty[w0] & (!0u64 << s);
+        if first != 0 {
+            return Some(w0 * 64 + first.trailing_zeros() as usize);
         }
-    }
-
-    /// Remove and return a member whose wake-up is at or before `now` (the earliest first).
-    #[inline]
-    pub fn pop_due(&mut self, now: Time) -> Option<(Time, usize)> {
-        let (t, i) = self.earliest()?;
-        if t > now {
-            return None;
+        for k in 1..=B / 64 {
+            let w = (w0 + k) % (B / 64);
+            let word = if w == w0 {
+                self.nonempty[w] & !(!0u64 << s)
+            } else {
+                self.nonempty[w]
+            };
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
         }
-        self.set(i, None);
-        Some((t, i))
+        None
     }
 }
 
@@ -122,51 +242,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn earliest_follows_updates() {
-        let mut w = Wakes::new(5);
-        assert_eq!(w.earliest(), None);
-        w.set(3, Some(30));
-        w.set(1, Some(10));
-        w.set(4, Some(10));
-        assert_eq!(w.earliest(), Some((10, 1)), "ties go to the lower index");
-        w.set(1, Some(50));
-        assert_eq!(w.earliest(), Some((10, 4)));
-        w.set(4, None);
-        assert_eq!(w.earliest(), Some((30, 3)));
-        assert_eq!(w.pop_due(29), None);
-        assert_eq!(w.pop_due(30), Some((30, 3)));
-        assert_eq!(w.pop_due(100), Some((50, 1)));
-        assert_eq!(w.pop_due(100), None);
-        assert_eq!(w.get(3), None);
-        w.set(0, Some(5));
-        w.set(2, Some(7));
-        w.set(3, Some(9));
-        let mut due = vec![];
-        w.for_each_due(7, |i| due.push(i));
-        assert_eq!(due, vec![0, 2]);
+    fn earliest_first_then_lowest_port() {
+        let mut w = Wakes::new(5, 10);
+        assert!(w.is_empty());
+        w.add(3, 30);
+        w.add(1, 10);
+        w.add(4, 10);
+        w.add(4, 10);
+        assert_eq!(w.pop_until(5), None, "nothing due by 5");
+        assert_eq!(w.pop_until(100), Some((10, 1)));
+        assert_eq!(
+            w.pop_until(100),
+            Some((10, 4)),
+            "a port woken twice is stepped once"
+        );
+        assert_eq!(w.pop_until(100), Some((30, 3)));
+        assert_eq!(w.pop_until(100), None);
+        assert!(w.is_empty());
     }
 
     #[test]
     fn matches_a_sorted_reference() {
-        // Pseudo-random updates against a brute-force minimum.
-        let n = 37;
-        let mut w = Wakes::new(n);
-        let mut r = vec![None; n];
+        // Random wake-ups, well beyond the ring too, for 130 ports (three words, two summary
+        // words' worth of ports would need 4097), taken in order as time advances.
+        let (n, g) = (130, 3);
+        let mut w = Wakes::new(n, g);
+        let mut r = std::collections::BTreeSet::new();
+        let mut now = 0;
         let mut x: u64 = 12345;
-        for _ in 0..10_000 {
+        for _ in 0..50_000 {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let i = (x >> 33) as usize % n;
-            let t = if (x >> 20).is_multiple_of(5) {
-                None
-            } else {
-                Some((x >> 40) % 1000)
-            };
-            w.set(i, t);
-            r[i] = t;
-            let want = (0..n).filter_map(|i| r[i].map(|t| (t, i))).min();
-            assert_eq!(w.earliest(), want);
+            let p = (x >> 33) as usize % n;
+            let t = now + (x >> 40) % (3 * B as u64) * g;
+            w.add(p, t);
+            r.insert((t, p));
+            if (x >> 12).is_multiple_of(2) {
+                let want = r.pop_first();
+                assert_eq!(w.pop_until(Time::MAX), want);
+                now = want.unwrap().0;
+            }
         }
+        while let Some(want) = r.pop_first() {
+            assert_eq!(w.pop_until(Time::MAX), Some(want));
+        }
+        assert!(w.is_empty());
     }
 }
