@@ -56,11 +56,15 @@ endef
 .PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite
 
 # The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
-# with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20.
+# with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
+# QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised.
 XDP_OUT := $(CARGO_TARGET_DIR)/xdp
-XDP_SRC := $(filter-out examples/xdp/count_min.c,$(wildcard examples/xdp/*.c)) $(wildcard tests/xdp/*.c)
+XDP_VARIANTS := examples/xdp/count_min.c examples/xdp/quic_lb.c examples/xdp/rtp_alaw.c
+XDP_SRC := $(filter-out $(XDP_VARIANTS),$(wildcard examples/xdp/*.c)) $(wildcard tests/xdp/*.c)
 XDP_OBJ := $(addprefix $(XDP_OUT)/,$(notdir $(XDP_SRC:.c=.o))) \
-           $(foreach n,$(shell seq 1 20),$(XDP_OUT)/count_min_$(n).o)
+           $(foreach n,$(shell seq 1 20),$(XDP_OUT)/count_min_$(n).o) \
+           $(XDP_OUT)/quic_lb_v4.o $(XDP_OUT)/quic_lb_v6.o \
+           $(XDP_OUT)/rtp_alaw.o $(XDP_OUT)/rtp_alaw_opt.o
 BPF_CFLAGS := -O2 -g -target bpf -Wall -Iexamples/xdp -I/usr/include/$(shell gcc -print-multiarch 2>/dev/null)
 export NICSIM_XDP_OBJS := $(XDP_OUT)
 
@@ -100,6 +104,22 @@ $(XDP_OUT)/count_min_%.o: examples/xdp/count_min.c examples/xdp/xdp_common.h | x
 	@mkdir -p $(@D)
 	clang $(BPF_CFLAGS) -DSTAGES=$* -c $< -o $@
 
+$(XDP_OUT)/quic_lb_v4.o: examples/xdp/quic_lb.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -c $< -o $@
+
+$(XDP_OUT)/quic_lb_v6.o: examples/xdp/quic_lb.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -DQUIC_IPV6 -c $< -o $@
+
+$(XDP_OUT)/rtp_alaw.o: examples/xdp/rtp_alaw.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -c $< -o $@
+
+$(XDP_OUT)/rtp_alaw_opt.o: examples/xdp/rtp_alaw.c examples/xdp/xdp_common.h | xdp-tools
+	@mkdir -p $(@D)
+	clang $(BPF_CFLAGS) -DRTP_OPT -c $< -o $@
+
 $(XDP_OUT)/%.o: examples/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
 	@mkdir -p $(@D)
 	clang $(BPF_CFLAGS) -c $< -o $@
@@ -118,7 +138,7 @@ test: develop $(VENV)/.deps-ray test-tools xdp-suite
 	$(CARGO) test --release --workspace --exclude nicsim-py
 	$(VENV)/bin/pytest -q tests
 
-bench: develop
+bench: develop xdp-suite
 	$(PY) benches/run.py
 
 lint: $(VENV)/.deps

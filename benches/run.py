@@ -1,4 +1,5 @@
-"""Benchmarks (`make bench`): how fast the datapath simulator runs, measured in-process.
+"""Benchmarks (`make bench`): how fast the datapath simulator and the XDP analyzer run,
+measured in-process.
 
 Prints a table and writes out/bench/bench.json. Figures are recorded in BENCHMARKS.md with the
 machine and this command. Each case is timed `--repeat` times and the best run is kept (the
@@ -35,10 +36,43 @@ def timed(overrides: dict, repeat: int) -> dict:
             "instants": s["engine"]["instants"], "throughput_gbps": s["throughput_gbps"]}
 
 
+def xdp_cases(timeout_s: float) -> dict:
+    """Time to the SSP of each suite program with each solver (the paper's evaluation setting:
+    no MAC limit), and the enumeration's paths/s without a solver."""
+    from nicsim import _core
+    from nicsim.xdp import analyze, load_target
+    from nicsim.xdp.solver import SOLVERS
+    from nicsim.xdp.suite import SUITE, object_path
+
+    results = {}
+    for p in SUITE:
+        if p.paper_ssp_s is None:
+            continue
+        row = {"paper_ssp_s": p.paper_ssp_s, "target_s": p.paper_ssp_s / 10}
+        for solver in SOLVERS:
+            s = analyze(object_path(p.name), timeout_s=timeout_s, solver=solver, mac_limit=False)
+            row[solver] = {"seconds": s["seconds"], "status": s["guarantee"]["status"],
+                           "gbps": s["guarantee"]["bps"] / 1e9}
+        results[f"xdp time to SSP, {p.name}"] = row
+        cells = "  ".join(f"{k} {row[k]['seconds']:7.2f} s ({row[k]['status']})" for k in SOLVERS)
+        print(f"xdp time to SSP, {p.name:<40} {cells}  target <= {row['target_s']:.2f} s", flush=True)
+    text, tname = load_target("nfp")
+    for name in ("path_explosion", "parser"):
+        search = _core.XdpSearch(object_path(name).read_bytes(), text, tname, None, None, True, 4096, False)
+        t0 = time.perf_counter()
+        n = search.enumerate(3_000_000, 20.0)
+        dt = time.perf_counter() - t0
+        results[f"xdp enumeration, {name}"] = {"paths": n, "seconds": dt, "paths_per_second": n / dt}
+        print(f"xdp enumeration without SMT, {name:<30} {n:10,} paths {dt:7.2f} s {n / dt:12,.0f} paths/s", flush=True)
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-packets", type=int, default=1_000_000)
+    ap.add_argument("--only", choices=["datapath", "xdp"], help="Run one subsystem's cases.")
+    ap.add_argument("--xdp-timeout", type=float, default=60.0, help="Seconds per XDP analysis.")
     args = ap.parse_args()
     long = {"traffic.packets": args.long_packets, "measure.window": [500, args.long_packets - 500]}
     cases = {
@@ -51,10 +85,14 @@ def main() -> None:
             "functional": True, "traffic.packets": args.long_packets // 10, "measure.window": [500, args.long_packets // 10 - 500]},
     }
     results = {}
+    if args.only == "xdp":
+        cases = {}
     for name, overrides in cases.items():
         repeat = args.repeat if "paper" in name else 1
         results[name] = r = timed(overrides, repeat)
         print(f"{name:<62} {r['seconds'] * 1e3:10.1f} ms {r['packets_per_second']:12,.0f} packets/s")
+    if args.only != "datapath":
+        results.update(xdp_cases(args.xdp_timeout))
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
     out = ROOT / "out" / "bench"
     out.mkdir(parents=True, exist_ok=True)

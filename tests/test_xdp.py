@@ -19,22 +19,27 @@ def obj(name: str) -> Path:
     return p
 
 
-def test_analyze_writes_the_naive_bound(tmp_path: Path) -> None:
+def test_analyze_count_min_reaches_the_ssp(tmp_path: Path) -> None:
     out = tmp_path / "cm10"
     r = nicsim("xdp", "analyze", obj("count_min_10"), "--out", out)
     assert r.returncode == 0, r.stderr
-    assert "11.93 Gbit/s" in r.stdout
+    assert "11.928 Gbit/s" in r.stdout
     s = json.loads((out / "summary.json").read_text())
     g = s["guarantee"]
-    assert g["status"] == "naive-only" and g["bottleneck"] == "dram"
-    assert g["pps"] == pytest.approx(248.5e6 / 10, rel=1e-6)
-    assert g["bps"] == pytest.approx(g["pps"] * 60 * 8, rel=1e-9)
-    assert s["naive"]["pps"] == g["pps"]
+    # Count-Min has no infeasible slow path: the SSP is the naive bound (paper Table 2: 0 %).
+    assert g["status"] == "ssp" and g["bottleneck"] == "dram"
+    assert g["bps"] == pytest.approx(s["naive"]["bps"], rel=1e-6)
+    assert s["path"]["xdp_action"] == "XDP_PASS" and s["path"]["feasible"] is True
+    pkt = bytes.fromhex(s["example_packet_hex"])
+    assert len(pkt) >= 60 and pkt[12:14] == b"\x08\x00" and pkt[14] & 0x0F == 5  # IPv4, no options
+    assert (out / "example.pcap").exists()
+    assert s["naive"]["pps"] == pytest.approx(248.5e6 / 10, rel=1e-6)
+    assert s["naive"]["bps"] == pytest.approx(s["naive"]["pps"] * 60 * 8, rel=1e-9)
     assert s["graph"]["loops"] == [{"insn": s["graph"]["loops"][0]["insn"], "line": s["graph"]["loops"][0]["line"],
                                     "bound": 9, "evident": True}]
     assert s["graph"]["loops"][0]["line"].startswith("count_min.c:")
     assert s["path"]["insns"] and all(line.startswith("count_min.c:") for line in s["path"]["source_lines"])
-    assert s["trace"][0]["pps"] == g["pps"]
+    assert s["trace"][0]["bps"] == s["naive"]["bps"]
     assert s["maps"]["sketch"]["max_entries"] == 10 * 4096
     assert len(s["object"]["sha256"]) == 64
 
@@ -80,7 +85,63 @@ def test_bad_target_file_names_the_key(tmp_path: Path) -> None:
 
 
 def test_loop_bound_option(tmp_path: Path) -> None:
-    r = nicsim("xdp", "analyze", obj("loop_nobound"), "--loop-bound", "32", "--out", tmp_path / "o")
+    r = nicsim("xdp", "analyze", obj("loop_nobound"), "--loop-bound", "32", "--timeout", "2", "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert s["graph"]["loops"][0]["bound"] == 32 and not s["graph"]["loops"][0]["evident"]
+
+
+# The interpreter (`_core.xdp_run`): the example packet of a summary, with its map entries, must
+# run along the reported path.
+@pytest.mark.parametrize("name", [
+    "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked",
+    pytest.param("dns_cache", marks=pytest.mark.xfail(strict=True, reason=(
+        "symex.rs does not track stack bytes stored at computed offsets (the lower-cased name in qname[]): "
+        "it reads them back as fresh values, so the model's cache entry need not hold the packet's name"))),
+])
+def test_example_packet_follows_the_reported_path(name: str) -> None:
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj(name), timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp"
+    data = obj(name).read_bytes()
+    r = json.loads(_core.xdp_run(data, None, bytes.fromhex(s["example_packet_hex"]), json.dumps(s["maps"]), 1_000_000))
+    assert r["trace"] == s["path"]["insns"]
+    assert r["retval"] == s["path"]["retval"] and r["insns"] == len(r["trace"])
+    assert set(r["maps"]) == set(s["maps"])
+
+
+def test_dns_cache_example_follows_its_path_once_the_entry_holds_the_name() -> None:
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("dns_cache"), timeout_s=120)
+    pkt = bytes.fromhex(s["example_packet_hex"])
+    name = pkt[54:pkt.index(0, 54) + 1]  # the question name, after Ethernet/IPv4/UDP/DNS headers
+    lower = bytes(b + 32 if 65 <= b <= 90 else b for b in name)
+    (key, value), = s["maps"]["cache"]["entries"].items()
+    s["maps"]["cache"]["entries"][key] = (lower.ljust(48, b"\0") + bytes.fromhex(value)[48:]).hex()
+    r = json.loads(_core.xdp_run(obj("dns_cache").read_bytes(), None, pkt, json.dumps(s["maps"]), 1_000_000))
+    assert r["trace"] == s["path"]["insns"] and r["retval"] == 3  # XDP_TX, grown by the answer
+    assert len(bytes.fromhex(r["packet_hex"])) == len(pkt) + int.from_bytes(bytes.fromhex(value)[52:56], "little")
+
+
+@pytest.mark.parametrize("args,needle", [
+    ((b"junk", None, bytes(60), "", 1000), "not an ELF file"),
+    (("calls", "nope", bytes(60), "", 1000), "no program in section or function 'nope'"),
+    (("calls", None, bytes(60), '{"seen": {"entries": {"00": "01000000"}}}', 1000), "map 'seen': the key is 1 bytes"),
+    (("calls", None, bytes(60), '{"nosuch": {}}', 1000), "no map 'nosuch'"),
+    (("calls", None, bytes(60), "{", 1000), "maps JSON: not JSON"),
+    (("calls", None, bytes(60), "", 10), "limit of 10 executed instructions"),
+    (("calls", None, bytes(4000), "", 1000), "frame holds at most 3520"),
+    (("bad_printk", None, bytes(60), "", 1000), "bpf_trace_printk"),
+])
+def test_xdp_run_errors_are_one_line_input_errors(args: tuple, needle: str) -> None:
+    from nicsim import _core
+
+    o, *rest = args
+    data = o if isinstance(o, bytes) else obj(o).read_bytes()
+    with pytest.raises(_core.InputError) as e:
+        _core.xdp_run(data, *rest)
+    assert needle in str(e.value) and "\n" not in str(e.value)

@@ -1,6 +1,7 @@
 /* Shared includes and helpers for nicsim's XDP example programs. */
 #pragma once
 #include <linux/bpf.h>
+#include <linux/in.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>

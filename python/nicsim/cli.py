@@ -263,40 +263,90 @@ def offloads_units(config: ConfigArg, param: ParamOpt = None,
     out_console.print(t)
 
 
+class Rate(StrEnum):
+    bit = "bit"
+    packet = "packet"
+
+
+class Solver(StrEnum):
+    bitwuzla = "bitwuzla"
+    z3 = "z3"
+
+
 @xdp_app.command("analyze")
 def xdp_analyze(
-    obj: Annotated[Path, typer.Argument(help="BPF object built by clang (-target bpf), e.g. build/xdp/parser.o.",
+    obj: Annotated[Path, typer.Argument(help="BPF object built by clang (-target bpf), e.g. target/xdp/calls.o.",
                                         show_default=False)],
     out: OutOpt,
     section: Annotated[str | None, typer.Option("--section", "-s", help="ELF section or function of the program "
                                                 "(needed only if the object holds several XDP programs).")] = None,
     target: Annotated[str, typer.Option("--target", "-t", help="Target model: [b]nfp[/b] (the paper's Netronome "
                                         "constants) or a target TOML file.")] = "nfp",
+    rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s (each path at its minimum packet size) "
+                                       "or packets/s.")] = Rate.bit,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds to search for the slowest "
+                                           "satisfiable path; the bound so far is valid when it runs out.")] = 60.0,
+    solver: Annotated[Solver, typer.Option("--solver", help="SMT solver. Bitwuzla is the default: it was the "
+                                           "faster on the suite (BENCHMARKS.md).")] = Solver.bitwuzla,
     loop_bound: Annotated[int | None, typer.Option("--loop-bound", min=0, help="Iterations for loops whose bound "
                                                    "the code does not make evident (too small a bound is unsound).")] = None,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", min=16, help="Memory for the search's state; the search "
+                                           "stops there with the bound so far (valid).")] = 2048,
+    mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
+                                            "limit; --no-mac-limit gives the cores' and DRAM's rate alone, as the "
+                                            "paper's evaluation reports it.")] = True,
 ) -> None:
-    """Bound the packet and bit rate an XDP program sustains for every packet.
+    """Guarantee the packet or bit rate an XDP program sustains for every packet.
 
     Loads the object, inlines bpf-to-bpf calls, unrolls loops (finding their bounds where the
-    code makes them evident), costs every edge on the target and reports the naive bound: the
-    slowest path, whether or not a packet can take it. Writes OUT/summary.json.
+    code makes them evident), costs every edge on the target and reports the naive bound (the
+    slowest path, feasible or not) at once. Then checks paths from the slowest on with an SMT
+    solver until one is satisfiable: the slowest satisfiable path (SSP), whose rate is the
+    guarantee, with a packet that takes it. Writes OUT/summary.json and OUT/example.pcap.
     """
     from nicsim.xdp import analyze
 
-    s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound)
-    g = s["guarantee"]
-    t = Table(title=f"{s['object']['program']} on {s['target']}", show_header=False)
+    unit = "Gbit/s" if rate == Rate.bit else "Mpps"
+    scale = 1e9 if rate == Rate.bit else 1e6
+    key = "bps" if rate == Rate.bit else "pps"
+    bar = Progress(TextColumn("[bold]searching"), TextColumn("bound {task.fields[bound]}"), TimeElapsedColumn(),
+                   console=err_console, transient=True)
+    task = bar.add_task("xdp", total=None, bound="")
+
+    def progress(entry: dict[str, Any]) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, bound=f"{entry[key] / scale:,.3f} {unit}")
+
+    try:
+        s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound, rate=rate.value,
+                    timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
+                    progress=progress)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
+    g, n = s["guarantee"], s["naive"]
+    t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
-    t.add_row("naive bound", f"{g['pps'] / 1e6:,.2f} Mpps  {g['bps'] / 1e9:,.2f} Gbit/s")
+    t.add_row("naive bound", f"{n[key] / scale:,.3f} {unit}")
+    why = "" if s["stopped"] in ("ssp", g["status"]) else f", {s['stopped']}"
+    t.add_row("guarantee", f"{g[key] / scale:,.3f} {unit}  ({g['status']}{why})")
+    if n[key] > 0:
+        t.add_row("improvement", f"{(g[key] / n[key] - 1) * 100:+.1f} %")
     t.add_row("bottleneck", g["bottleneck"])
-    t.add_row("status", g["status"])
-    t.add_row("graph", f"{s['graph']['nodes']:,} nodes, {s['graph']['paths']} paths")
+    t.add_row("min packet", f"{g['min_packet_bytes']} B")
+    if s["path"].get("xdp_action"):
+        t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
+    t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible "
+              f"({s['graph']['paths']} in the graph)")
     for lp in s["graph"]["loops"]:
         t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
                   + ("" if lp["evident"] else " (--loop-bound)"))
+    t.add_row("time", f"{s['seconds']:.3f} s")
     out_console.print(t)
-    out_console.print(f"wrote {out}/ (summary.json)")
+    files = ["summary.json"] + (["example.pcap"] if s["example_packet_hex"] else [])
+    out_console.print(f"wrote {out}/ ({', '.join(files)})")
 
 
 @reproduce_app.command("flexpipe")

@@ -76,6 +76,14 @@ fn main() {
                 Ok(a) => {
                     let s = a.naive_summary();
                     println!("naive {} path cost {}", s["naive"], s["path"]["cost"]);
+                    // Instructions whose edges cost DRAM-engine cycles.
+                    let mut pcs: Vec<u32> = (0..a.dag.n_edges())
+                        .filter(|&e| a.dag.cost[e][1] > 0)
+                        .map(|e| a.dag.pc[e])
+                        .collect();
+                    pcs.sort_unstable();
+                    pcs.dedup();
+                    println!("dram instructions: {pcs:?}");
                 }
                 Err(e) => println!("error: {e}"),
             }

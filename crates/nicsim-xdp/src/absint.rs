@@ -6,6 +6,12 @@
 //!
 //! Everything here over-approximates: a range holds every value the register can have, and a
 //! branch is resolved only when every value in the ranges goes the same way.
+//!
+//! The stack is tracked in 8-byte slots of the current frame, so that a pointer the compiler
+//! spilled and reloaded is still known for what it points to: a full 8-byte store of a register
+//! at a constant offset from r10 keeps the register's value in the slot, any other store makes
+//! the slots it touches unknown, and a store through a pointer that might point into the stack
+//! makes them all unknown.
 
 use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
 
@@ -66,12 +72,15 @@ pub enum Val {
     Pkt(Iv),
     /// `data_end`.
     PktEnd,
-    /// The stack: r10 and pointers derived from it.
-    Fp,
+    /// The stack: r10 plus a constant offset (`None`: an offset not known).
+    Fp(Option<i16>),
     /// The address of map `m` (an `LD_IMM64` map reference).
     MapPtr(u32),
-    /// A pointer into a value of map `m` (from `bpf_map_lookup_elem`, or global data).
-    MapVal(u32),
+    /// A pointer into a value of map `m` (from `bpf_map_lookup_elem`, or global data); the
+    /// flag says whether it may be NULL (a lookup that may find nothing).
+    MapVal(u32, bool),
+    /// A stack cell holding the upper 4 bytes of the 8-byte value in the cell below it.
+    Upper,
 }
 
 impl Val {
@@ -80,6 +89,7 @@ impl Val {
             (a, b) if a == b => a,
             (Val::Scalar(a), Val::Scalar(b)) => Val::Scalar(a.join(b)),
             (Val::Pkt(a), Val::Pkt(b)) => Val::Pkt(a.join(b)),
+            (Val::MapVal(m, x), Val::MapVal(n, y)) if m == n => Val::MapVal(m, x || y),
             _ => Val::Top,
         }
     }
@@ -91,10 +101,36 @@ impl Val {
     }
 }
 
-/// Registers r0..=r10.
+/// 4-byte stack cells per frame (the BPF stack is 512 bytes). An 8-byte value sits in two
+/// cells: its own, and [`Val::Upper`] above it.
+pub const SLOTS: usize = 128;
+
+/// The cell of the 4 bytes at `off` from r10, if they are one whole cell.
+fn cell(off: i64) -> Option<usize> {
+    (-512..0)
+        .contains(&off)
+        .then_some(off)
+        .filter(|o| o % 4 == 0)
+        .map(|o| ((o + 512) / 4) as usize)
+}
+
+/// The cells that bytes `off .. off + len` from r10 touch.
+fn cells_touched(off: i64, len: i64) -> std::ops::Range<usize> {
+    let lo = (off.max(-512) + 512).div_euclid(4);
+    let hi = ((off + len).min(0) + 512 + 3).div_euclid(4);
+    lo.max(0) as usize..(hi.max(lo).min(SLOTS as i64)) as usize
+}
+
+/// Helpers that never write through their pointer arguments (so a stack pointer passed to
+/// them leaves the stack as it was): map lookup, update and delete, ktime, prandom, processor
+/// id, redirect, adjust_head, csum_diff, adjust_tail, redirect_map.
+pub const READ_ONLY_HELPERS: [u32; 11] = [1, 2, 3, 5, 7, 8, 23, 28, 44, 51, 65];
+
+/// Registers r0..=r10, and the current frame's stack slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
     pub regs: [Val; 11],
+    pub stack: [Val; SLOTS],
     /// How far the program moved the packet start with `bpf_xdp_adjust_head` (bytes; `None`
     /// once unknown or once the tail grew, after which checks say nothing of the received
     /// length).
@@ -106,9 +142,10 @@ impl State {
     pub fn entry() -> State {
         let mut regs = [Val::Top; 11];
         regs[1] = Val::Ctx;
-        regs[10] = Val::Fp;
+        regs[10] = Val::Fp(Some(0));
         State {
             regs,
+            stack: [Val::Top; SLOTS],
             shift: Some(0),
         }
     }
@@ -117,8 +154,13 @@ impl State {
         for (r, b) in regs.iter_mut().zip(o.regs) {
             *r = r.join(b);
         }
+        let mut stack = self.stack;
+        for (r, b) in stack.iter_mut().zip(o.stack) {
+            *r = r.join(b);
+        }
         State {
             regs,
+            stack,
             shift: if self.shift == o.shift {
                 self.shift
             } else {
@@ -126,7 +168,7 @@ impl State {
             },
         }
     }
-    /// Join that forces every register that changed to Top (widening, for loops).
+    /// Join that forces every register and slot that changed to Top (widening, for loops).
     pub fn widen(&self, newer: &State) -> State {
         let mut s = self.join(newer);
         for (r, old) in s.regs.iter_mut().zip(self.regs) {
@@ -134,7 +176,87 @@ impl State {
                 *r = Val::Top;
             }
         }
+        for (r, old) in s.stack.iter_mut().zip(self.stack) {
+            if *r != old {
+                *r = Val::Top;
+            }
+        }
         s
+    }
+
+    /// The state a bpf-to-bpf callee starts in: a fresh frame; a pointer into the caller's
+    /// stack is not one into the callee's.
+    pub fn enter_call(&mut self) {
+        for r in 1..=5 {
+            if matches!(self.regs[r], Val::Fp(_)) {
+                self.regs[r] = Val::Top;
+            }
+        }
+        self.regs[10] = Val::Fp(Some(0));
+        self.stack = [Val::Top; SLOTS];
+    }
+
+    /// Back in the caller (whose state at the call was `caller`): its r6–r10 and stack come
+    /// back, unless it passed a pointer into its stack, through which the callee may have
+    /// written.
+    pub fn return_to(&mut self, caller: &State) {
+        self.regs[6..=10].copy_from_slice(&caller.regs[6..=10]);
+        let passed_stack = caller.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)));
+        self.stack = if passed_stack {
+            [Val::Top; SLOTS]
+        } else {
+            caller.stack
+        };
+    }
+
+    /// A store of `len` bytes through a pointer holding `dst`, at offset `off`: what it does to
+    /// the tracked slots (`val`: the value of a whole-slot store).
+    fn store(&mut self, dst: Val, off: i16, len: i64, val: Val) {
+        match dst {
+            Val::Fp(Some(base)) => {
+                let at = base as i64 + off as i64;
+                let range = cells_touched(at, len);
+                // Values that straddle the edges of the store lose their other half.
+                if range.start > 0 && self.stack.get(range.start) == Some(&Val::Upper) {
+                    self.stack[range.start - 1] = Val::Top;
+                }
+                if self.stack.get(range.end) == Some(&Val::Upper) {
+                    self.stack[range.end] = Val::Top;
+                }
+                for k in range {
+                    self.stack[k] = Val::Top;
+                }
+                match (cell(at), len) {
+                    (Some(k), 8) if k + 1 < SLOTS => {
+                        self.stack[k] = val;
+                        self.stack[k + 1] = Val::Upper;
+                    }
+                    (Some(k), 4) => {
+                        self.stack[k] = match val {
+                            Val::Scalar(iv) => Val::Scalar(iv.low32()),
+                            _ => Val::Top,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // Somewhere in the stack, or perhaps in it.
+            Val::Fp(None) | Val::Top | Val::Scalar(_) => self.stack = [Val::Top; SLOTS],
+            Val::Ctx | Val::Pkt(_) | Val::PktEnd | Val::MapPtr(_) | Val::MapVal(..) | Val::Upper => {}
+        }
+    }
+
+    /// A load of `len` bytes from the stack at `at` from r10.
+    fn load_stack(&self, at: i64, len: u32) -> Val {
+        let Some(k) = cell(at) else {
+            return Val::Scalar(bits_range(len * 8));
+        };
+        let upper = self.stack.get(k + 1) == Some(&Val::Upper);
+        match (len, self.stack[k]) {
+            (8, v) if upper => v,
+            (4, Val::Scalar(iv)) => Val::Scalar(iv.low32()),
+            _ => Val::Scalar(bits_range(len * 8)),
+        }
     }
 
     fn src(&self, src: Src) -> Val {
@@ -172,11 +294,33 @@ impl State {
                 s.regs[dst as usize] = match (s.regs[src as usize], off, size) {
                     (Val::Ctx, 0, Size::W) => Val::Pkt(Iv::c(0)),
                     (Val::Ctx, 4, Size::W) => Val::PktEnd,
+                    (Val::Fp(Some(base)), _, Size::DW | Size::W) => {
+                        s.load_stack(base as i64 + off as i64, size.bytes())
+                    }
                     _ => Val::Scalar(bits_range(size.bytes() * 8)),
                 };
             }
-            Insn::St { .. } => {}
-            Insn::Atomic { src, fetch, op, .. } => {
+            Insn::St {
+                size,
+                dst,
+                src,
+                off,
+            } => {
+                let val = match src {
+                    Src::Reg(r) => s.regs[r as usize],
+                    Src::Imm(i) => Val::Scalar(Iv::c(imm_value(i))),
+                };
+                s.store(s.regs[dst as usize], off, size.bytes() as i64, val);
+            }
+            Insn::Atomic {
+                src,
+                fetch,
+                op,
+                dst,
+                off,
+                size,
+            } => {
+                s.store(s.regs[dst as usize], off, size.bytes() as i64, Val::Top);
                 if fetch {
                     let r = if op == crate::insn::AtomicOp::CmpXchg {
                         0
@@ -190,22 +334,28 @@ impl State {
                 s.regs[dst as usize] = match imm {
                     crate::insn::Imm64::Const(c) => Val::Scalar(Iv::c(c)),
                     crate::insn::Imm64::Map(m) => Val::MapPtr(m),
-                    crate::insn::Imm64::MapValue { map, .. } => Val::MapVal(map),
+                    crate::insn::Imm64::MapValue { map, .. } => Val::MapVal(map, false),
                 };
             }
             Insn::Call { helper } => {
                 let delta = s.regs[2].scalar().konst().map(|d| d as i32 as i64);
                 let map = s.regs[1];
+                if !READ_ONLY_HELPERS.contains(&helper)
+                    && s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)))
+                {
+                    // It may write into the stack.
+                    s.stack = [Val::Top; SLOTS];
+                }
                 // r1–r5 are clobbered; helpers that move the packet invalidate its pointers.
                 for r in 0..=5 {
                     s.regs[r] = Val::Top;
                 }
                 if let (HELPER_MAP_LOOKUP, Val::MapPtr(m)) = (helper, map) {
-                    s.regs[0] = Val::MapVal(m);
+                    s.regs[0] = Val::MapVal(m, true);
                 }
                 if matches!(helper, HELPER_ADJUST_HEAD | HELPER_ADJUST_TAIL | 54) {
                     // The verifier makes the program reload data and data_end.
-                    for r in s.regs.iter_mut() {
+                    for r in s.regs.iter_mut().chain(s.stack.iter_mut()) {
                         if matches!(r, Val::Pkt(_) | Val::PktEnd) {
                             *r = Val::Top;
                         }
@@ -225,6 +375,23 @@ impl State {
         s
     }
 
+    /// [`State::step`] knowing the program: a lookup in an array map with a key that is in
+    /// range finds a value (the kernel's array lookup returns NULL only past `max_entries`).
+    pub fn step_in(&self, insn: &Insn, p: &crate::load::Program) -> State {
+        let mut s = self.step(insn);
+        if let (Insn::Call { helper: HELPER_MAP_LOOKUP }, Val::MapPtr(m), Val::Fp(Some(base))) =
+            (*insn, self.regs[1], self.regs[2])
+        {
+            let def = &p.maps[m as usize];
+            if let (true, Val::Scalar(key)) = (def.is_array(), self.load_stack(base as i64, 4)) {
+                if key.hi < def.max_entries as u64 {
+                    s.regs[0] = Val::MapVal(m, false);
+                }
+            }
+        }
+        s
+    }
+
     /// Whether the conditional jump can be taken / not taken from this state.
     pub fn branch(&self, insn: &Insn) -> (bool, bool) {
         let Insn::Jmp {
@@ -239,6 +406,12 @@ impl State {
                 let (x, y) = if is64 { (x, y) } else { (x.low32(), y.low32()) };
                 decide(op, is64, x, y)
             }
+            // A map value that cannot be NULL, tested against NULL.
+            (Val::MapVal(_, false), Val::Scalar(y)) if is64 && y.konst() == Some(0) => match op {
+                JmpOp::Eq => (false, true),
+                JmpOp::Ne => (true, false),
+                _ => (true, true),
+            },
             _ => (true, true),
         }
     }
@@ -366,17 +539,47 @@ fn decide(op: JmpOp, is64: bool, x: Iv, y: Iv) -> (bool, bool) {
 }
 
 fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
+    // scalar + pointer is pointer + scalar.
+    let (d, v) = match (op, d, v) {
+        (AluOp::Add, Val::Scalar(_), Val::Pkt(_) | Val::MapVal(..) | Val::Fp(_)) if is64 => (v, d),
+        _ => (d, v),
+    };
     // Packet pointer arithmetic.
     match (op, d, v) {
         (AluOp::Mov, _, v) if is64 => return v,
+        // A negative constant (an immediate is sign-extended) moves the pointer back.
+        (AluOp::Add, Val::Pkt(o), Val::Scalar(s))
+            if is64 && s.konst().is_some_and(|c| (c as i64) < 0) =>
+        {
+            let back = (s.lo as i64).unsigned_abs();
+            return if back <= o.lo {
+                Val::Pkt(Iv {
+                    lo: o.lo - back,
+                    hi: o.hi - back,
+                })
+            } else {
+                Val::Top
+            };
+        }
         (AluOp::Add, Val::Pkt(o), Val::Scalar(s)) if is64 => {
             return match o.lo.checked_add(s.lo).zip(o.hi.checked_add(s.hi)) {
                 Some((lo, hi)) => Val::Pkt(Iv { lo, hi }),
                 None => Val::Top,
             }
         }
-        (AluOp::Add | AluOp::Sub, Val::Fp, Val::Scalar(_)) if is64 => return Val::Fp,
-        (AluOp::Add | AluOp::Sub, Val::MapVal(m), Val::Scalar(_)) if is64 => return Val::MapVal(m),
+        (AluOp::Add | AluOp::Sub, Val::Fp(base), Val::Scalar(x)) if is64 => {
+            let moved = base.zip(x.konst()).and_then(|(b, c)| {
+                let c = c as i64;
+                let o = if op == AluOp::Add {
+                    b as i64 + c
+                } else {
+                    b as i64 - c
+                };
+                i16::try_from(o).ok()
+            });
+            return Val::Fp(moved);
+        }
+        (AluOp::Add | AluOp::Sub, Val::MapVal(m, n), Val::Scalar(_)) if is64 => return Val::MapVal(m, n),
         (AluOp::Sub, Val::Pkt(o), Val::Scalar(s)) if is64 && s.hi <= o.lo => {
             return Val::Pkt(Iv {
                 lo: o.lo - s.hi,
@@ -385,6 +588,13 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
         }
         _ => {}
     }
+    // The verifier allows only add and sub on pointers, so the operands of any other
+    // operation are scalars, known or not.
+    let scalar = |x: Val| match x {
+        Val::Top if !matches!(op, AluOp::Add | AluOp::Sub | AluOp::Mov) => Val::Scalar(Iv::TOP),
+        x => x,
+    };
+    let (d, v) = (scalar(d), scalar(v));
     let (Val::Scalar(x), Val::Scalar(y)) = (
         if op == AluOp::Mov {
             Val::Scalar(Iv::c(0))
@@ -430,9 +640,11 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
             } else {
                 u64::MAX >> m.leading_zeros()
             };
+            // a | b and a ^ b never exceed a + b.
+            let sum = x.hi.saturating_add(y.hi);
             Iv {
                 lo: if op == AluOp::Or { x.lo.max(y.lo) } else { 0 },
-                hi: hi.min(max),
+                hi: hi.min(sum).min(max),
             }
         }
         AluOp::Rsh if y.konst().is_some() => {

@@ -30,7 +30,13 @@ pub struct Analysis {
     pub graph: cfg::Graph,
     pub dag: Dag,
     pub target: Target,
+    /// The graph the search enumerates: `dag` split by path constants ([`crate::consts`]),
+    /// or `dag` itself when the split would be too large.
+    pub search_dag: Dag,
 }
+
+/// The split graph may have this many times the nodes of the graph, at most.
+const SPLIT_GROWTH: usize = 64;
 
 impl Analysis {
     pub fn new(bytes: &[u8], target: Target, opts: &Options) -> Result<Analysis, XdpError> {
@@ -43,24 +49,29 @@ impl Analysis {
             },
         )?;
         let dag = cost::costed(&program, &graph, &target)?;
+        let at = cost::states(&program, &graph, &graph.topo_order());
+        let model = crate::consts::ConstModel::new(&program, &dag, &at);
+        let search_dag = crate::consts::split(&dag, &model, dag.n * SPLIT_GROWTH + 1024)
+            .unwrap_or_else(|| dag.clone());
         Ok(Analysis {
             program,
             graph,
             dag,
             target,
+            search_dag,
         })
     }
 
-    /// Instructions (program indices) along a path of edges.
-    pub fn path_insns(&self, path: &[u32]) -> Vec<u32> {
-        path.iter().map(|&e| self.dag.pc[e as usize]).collect()
+    /// Instructions (program indices) along a path of edges of `dag`.
+    pub fn path_insns(&self, dag: &Dag, path: &[u32]) -> Vec<u32> {
+        path.iter().map(|&e| dag.pc[e as usize]).collect()
     }
 
-    /// Distinct source lines along a path, in order of first appearance.
-    pub fn path_lines(&self, path: &[u32]) -> Vec<String> {
+    /// Distinct source lines along a path of edges of `dag`, in order of first appearance.
+    pub fn path_lines(&self, dag: &Dag, path: &[u32]) -> Vec<String> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for pc in self.path_insns(path) {
+        for pc in self.path_insns(dag, path) {
             if let Some(l) = self.program.line(pc as usize) {
                 let s = l.short();
                 if seen.insert(s.clone()) {
@@ -108,13 +119,13 @@ impl Analysis {
             "object": {"section": self.program.section, "program": self.program.name,
                        "insns": self.program.code.iter().filter(|i| i.is_some()).count()},
             "target": t.name,
-            "graph": {"nodes": self.dag.n, "edges": self.dag.n_edges(),
+            "graph": {"nodes": self.dag.n, "edges": self.dag.n_edges(), "split_nodes": self.search_dag.n,
                       "paths": self.graph.path_count().to_string(), "loops": loops},
             "naive": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
                       "min_packet_bytes": n.bps_packet_bytes},
             "guarantee": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
                           "min_packet_bytes": n.bps_packet_bytes, "status": "naive-only"},
-            "path": {"insns": self.path_insns(&n.path), "source_lines": self.path_lines(&n.path),
+            "path": {"insns": self.path_insns(&self.dag, &n.path), "source_lines": self.path_lines(&self.dag, &n.path),
                      "cost": {COMPONENTS[0]: cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: cost[1] as f64 / UNITS_PER_CYCLE},
                      "min_packet_bytes": mps, "feasible": Value::Null,
                      "xdp_action": Value::Null, "retval": Value::Null},
@@ -123,5 +134,249 @@ impl Analysis {
             "paths_enumerated": 0,
             "paths_unsat": 0,
         })
+    }
+}
+
+/// A path as the enumeration knows it: (edge, node, index of the prefix in the node's list)
+/// per step, entry first.
+type Walk = Vec<(u32, u32, u32)>;
+
+/// What the search has next.
+pub enum Next {
+    /// A path to check: its rate key and its query.
+    Query(f64, crate::symex::Query),
+    /// Every path has been handed out.
+    Exhausted,
+    /// The deadline passed before the next query was ready.
+    Timeout,
+    /// The enumeration's state reached its memory budget.
+    OutOfMemory,
+}
+
+/// The ordered search for the slowest satisfiable path (paper §5): paths come from the merger
+/// slowest first, each is turned into an SMT query, and the caller (which runs the solver)
+/// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
+pub struct Search {
+    pub a: Analysis,
+    pub merger: crate::paths::Merger,
+    pub bit_rate: bool,
+    /// The path being checked: what the merger said of it and its walk.
+    current: Option<(crate::paths::Found, Walk)>,
+    /// Hashes of refuted prefixes (edge sequences from the entry).
+    refuted: std::collections::HashSet<u64>,
+    /// Branch assertions of the current path: (position, condition text).
+    current_asserts: Vec<(usize, String)>,
+    /// Refuted sets of conditions (unsat cores, as texts): a path that asserts all of one
+    /// is infeasible without asking the solver. `conflict_size[i]` and, per text, the sets
+    /// that contain it.
+    conflict_size: Vec<usize>,
+    conflict_index: std::collections::HashMap<String, Vec<u32>>,
+    pub conflict_skipped: u64,
+    /// The search stops when its state would take more than this (bytes, estimated).
+    pub memory_budget: usize,
+    pub enumerated: u64,
+    pub unsat: u64,
+    pub skipped_refuted: u64,
+}
+
+fn prefix_hashes(walk: &[(u32, u32, u32)]) -> impl Iterator<Item = u64> + '_ {
+    walk.iter().scan(0xcbf2_9ce4_8422_2325u64, |h, &(e, _, _)| {
+        *h = (*h ^ e as u64).wrapping_mul(0x100_0000_01b3);
+        Some(*h)
+    })
+}
+
+impl Search {
+    pub fn new(a: Analysis, bit_rate: bool) -> Search {
+        let merger = crate::paths::Merger::new(&a.search_dag, &a.target, bit_rate);
+        Search {
+            a,
+            merger,
+            bit_rate,
+            current: None,
+            refuted: Default::default(),
+            current_asserts: Vec::new(),
+            conflict_size: Vec::new(),
+            conflict_index: Default::default(),
+            conflict_skipped: 0,
+            memory_budget: usize::MAX,
+            enumerated: 0,
+            unsat: 0,
+            skipped_refuted: 0,
+        }
+    }
+
+    /// The next path to check and its query, unless no path is left or `deadline` passes
+    /// first (paths skipped without a query, by a refuted prefix or a known conflict, can be
+    /// many: the deadline is checked between them).
+    pub fn next_query(&mut self, deadline: Option<std::time::Instant>) -> Next {
+        let mut tries = 0u32;
+        loop {
+            tries += 1;
+            if tries.is_multiple_of(16) {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    return Next::Timeout;
+                }
+                if self.memory_bytes() > self.memory_budget {
+                    return Next::OutOfMemory;
+                }
+            }
+            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+                return Next::Exhausted;
+            };
+            self.enumerated += 1;
+            let walk = self.merger.edges(&self.a.search_dag, &f);
+            // A prefix refuted while checking another stream's path.
+            if let Some(pos) = prefix_hashes(&walk).position(|h| self.refuted.contains(&h)) {
+                let (_, v, k) = walk[pos];
+                self.merger.streams[f.stream].kill(v, k);
+                self.skipped_refuted += 1;
+                continue;
+            }
+            let steps: Vec<(u32, crate::cfg::EdgeKind)> = walk
+                .iter()
+                .map(|&(e, _, _)| {
+                    let d = &self.a.search_dag;
+                    (d.pc[e as usize], d.kind[e as usize])
+                })
+                .collect();
+            let t = &self.a.target.limits;
+            let q = crate::symex::query(
+                &self.a.program,
+                &steps,
+                t.min_packet_bytes as u64,
+                t.mtu_bytes as u64 + 14,
+            );
+            if let Some(pos) = self.conflict_position(&q.asserts) {
+                // A known conflict: refuted without the solver.
+                let (_, v, k) = walk[pos];
+                self.merger.streams[f.stream].kill(v, k);
+                if let Some(h) = prefix_hashes(&walk).nth(pos) {
+                    self.refuted.insert(h);
+                }
+                self.conflict_skipped += 1;
+                continue;
+            }
+            let key = f.key;
+            self.current = Some((f, walk));
+            self.current_asserts = q.asserts.clone();
+            return Next::Query(key, q);
+        }
+    }
+
+    /// Enumerate up to `limit` paths slowest first, each with its edge list, without symbolic
+    /// execution or a solver (for benchmarks of the enumeration alone); stops early when no path
+    /// is left or `deadline` passes. Returns the number of paths.
+    pub fn enumerate(&mut self, limit: u64, deadline: Option<std::time::Instant>) -> u64 {
+        let mut n = 0u64;
+        while n < limit {
+            if n.is_multiple_of(4096) && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                break;
+            }
+            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+                break;
+            };
+            std::hint::black_box(self.merger.edges(&self.a.search_dag, &f));
+            n += 1;
+        }
+        self.enumerated += n;
+        n
+    }
+
+    /// What the search's state takes, estimated from its entries: the enumeration's prefixes
+    /// and candidates, refuted prefixes and known conflicts.
+    pub fn memory_bytes(&self) -> usize {
+        let (prefixes, candidates) = self.merger.streams.iter().fold((0, 0), |(a, b), x| {
+            let (l, c) = x.size();
+            (a + l, b + c)
+        });
+        prefixes * std::mem::size_of::<crate::paths::Entry>()
+            + candidates * 16
+            + self.refuted.len() * 16
+            + self.conflict_size.len() * 64
+    }
+
+    /// The position on the path at which a known conflict is complete, if one is.
+    fn conflict_position(&self, asserts: &[(usize, String)]) -> Option<usize> {
+        let mut count: std::collections::HashMap<u32, usize> = Default::default();
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        for (k, text) in asserts {
+            if !seen.insert(text.as_str()) {
+                continue;
+            }
+            for &id in self.conflict_index.get(text).into_iter().flatten() {
+                let c = count.entry(id).or_insert(0);
+                *c += 1;
+                if *c == self.conflict_size[id as usize] {
+                    return Some(*k);
+                }
+            }
+        }
+        None
+    }
+
+    /// The current path is feasible and done with: the search goes on past it.
+    pub fn pass(&mut self) {
+        self.current = None;
+    }
+
+    /// The solver found the current path infeasible; `core` names the assertions it needed.
+    pub fn refute(&mut self, core: &[String]) {
+        let Some((f, walk)) = self.current.take() else {
+            return;
+        };
+        self.unsat += 1;
+        let last = core
+            .iter()
+            .filter_map(|n| n.strip_prefix('a').and_then(|k| k.parse::<usize>().ok()))
+            .max()
+            .unwrap_or(walk.len() - 1)
+            .min(walk.len() - 1);
+        let (_, v, k) = walk[last];
+        self.merger.streams[f.stream].kill(v, k);
+        // Keep the core as a conflict set of condition texts.
+        let positions: std::collections::HashSet<usize> = core
+            .iter()
+            .filter_map(|n| n.strip_prefix('a').and_then(|k| k.parse::<usize>().ok()))
+            .collect();
+        let mut texts: Vec<String> = self
+            .current_asserts
+            .iter()
+            .filter(|(k, _)| positions.contains(k))
+            .map(|(_, t)| t.clone())
+            .collect();
+        texts.sort();
+        texts.dedup();
+        if !texts.is_empty() {
+            let id = self.conflict_size.len() as u32;
+            self.conflict_size.push(texts.len());
+            for t in texts {
+                self.conflict_index.entry(t).or_default().push(id);
+            }
+        }
+        let h = prefix_hashes(&walk).nth(last);
+        if let Some(h) = h {
+            self.refuted.insert(h);
+        }
+    }
+
+    /// Every path not yet refuted is at least this fast (packets/s, or bits/s).
+    pub fn floor(&self) -> f64 {
+        let pending = self.current.as_ref().map_or(f64::INFINITY, |c| c.0.key);
+        pending.min(self.merger.floor(&self.a.target))
+    }
+
+    /// The current path, for the summary.
+    pub fn current_path(&self) -> Option<Value> {
+        let (f, walk) = self.current.as_ref()?;
+        let edges: Vec<u32> = walk.iter().map(|w| w.0).collect();
+        let t = &self.a.target;
+        let bps = f.rate.pps * 8.0 * f.mps as f64;
+        Some(json!({
+            "pps": f.rate.pps, "bps": bps, "bottleneck": f.rate.bottleneck, "min_packet_bytes": f.mps,
+            "insns": self.a.path_insns(&self.a.search_dag, &edges), "source_lines": self.a.path_lines(&self.a.search_dag, &edges),
+            "cost": {COMPONENTS[0]: f.cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: f.cost[1] as f64 / UNITS_PER_CYCLE},
+            "mac_pps": t.limits.mac_pps,
+        }))
     }
 }

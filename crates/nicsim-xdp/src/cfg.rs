@@ -374,7 +374,7 @@ pub(crate) fn out_states(
     let insn = p.code[node.pc as usize]
         .as_ref()
         .expect("node on an instruction");
-    let after = s.step(insn);
+    let after = s.step_in(insn, p);
     let (can_take, can_fall) = s.branch(insn);
     let mut out = Vec::with_capacity(node.succ.len());
     for (idx, e) in node.succ.iter().enumerate() {
@@ -385,16 +385,17 @@ pub(crate) fn out_states(
             EdgeKind::Taken => t.refine(insn, true),
             EdgeKind::NotTaken => t.refine(insn, false),
             EdgeKind::Return => {
-                // The caller's r6–r9 come back; r1–r5 are clobbered.
+                // The caller's r6–r10 and stack come back; r1–r5 are clobbered.
                 if let Some(c) = at.get(e.call as usize).copied().flatten() {
-                    t.regs[6..10].copy_from_slice(&c.regs[6..10]);
-                    t.regs[10] = c.regs[10];
+                    t.return_to(&c);
                 } else {
                     t.regs[6..10].fill(crate::absint::Val::Top);
+                    t.stack = [crate::absint::Val::Top; crate::absint::SLOTS];
                 }
                 t.regs[1..6].fill(crate::absint::Val::Top);
             }
-            EdgeKind::Call | EdgeKind::Next => {}
+            EdgeKind::Call => t.enter_call(),
+            EdgeKind::Next => {}
         }
         out.push((idx, e.to, t));
     }

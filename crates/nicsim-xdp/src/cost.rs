@@ -116,11 +116,12 @@ fn insn_cost(
         wait_latency: 0.0,
         memory: false,
     };
-    let frozen = |v: Val| matches!(v, Val::MapVal(i) if p.maps[i as usize].frozen);
+    let frozen = |v: Val| matches!(v, Val::MapVal(i, _) if p.maps[i as usize].frozen);
     Ok(match *insn {
-        Insn::Alu { op, .. } => plain(match op {
+        Insn::Alu { op, is64, .. } => plain(match op {
             AluOp::Mul => c.mul,
             AluOp::Div | AluOp::Mod => c.div,
+            _ if is64 => c.alu64.unwrap_or(c.alu),
             _ => c.alu,
         }),
         Insn::End { .. } => plain(c.endian),
@@ -128,18 +129,21 @@ fn insn_cost(
         Insn::Ja { .. } => plain(c.ja),
         Insn::Exit => plain(c.exit),
         Insn::CallLocal { .. } => plain(c.call_local),
-        Insn::Jmp { .. } => plain(
-            c.jmp_compare
-                + if kind == EdgeKind::Taken {
+        Insn::Jmp { is64, .. } => plain(
+            if is64 {
+                c.jmp64_compare.unwrap_or(c.jmp_compare)
+            } else {
+                c.jmp_compare
+            } + if kind == EdgeKind::Taken {
                     c.jmp_taken
                 } else {
                     c.jmp_not_taken
                 },
         ),
         Insn::Ldx { src, .. } => match s.regs[src as usize] {
-            Val::Fp | Val::Ctx => plain(c.stack),
+            Val::Fp(_) | Val::Ctx => plain(c.stack),
             // Packet data and read-only tables sit in the cores' local SRAM.
-            v @ (Val::Pkt(_) | Val::MapVal(_)) if matches!(v, Val::Pkt(_)) || frozen(v) => {
+            v @ (Val::Pkt(_) | Val::MapVal(..)) if matches!(v, Val::Pkt(_)) || frozen(v) => {
                 InsnCost {
                     cycles: 0.0,
                     dram: 0.0,
@@ -156,7 +160,7 @@ fn insn_cost(
             },
         },
         Insn::St { dst, .. } => match s.regs[dst as usize] {
-            Val::Fp | Val::Ctx => plain(c.stack),
+            Val::Fp(_) | Val::Ctx => plain(c.stack),
             Val::Pkt(_) => InsnCost {
                 cycles: m.issue_nowait_cycles,
                 dram: 0.0,
@@ -171,7 +175,7 @@ fn insn_cost(
             },
         },
         Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
-            Val::Fp => plain(c.stack),
+            Val::Fp(_) => plain(c.stack),
             _ => InsnCost {
                 cycles: if fetch { 0.0 } else { m.issue_nowait_cycles },
                 dram: da,
@@ -259,6 +263,14 @@ pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
                 s.len_need(insn, kind == EdgeKind::Taken) as u32
             } else {
                 0
+            };
+            // A branch the abstract values decide has one edge left, whose condition always
+            // holds: it is no constraint on the path (`Next`), which spares the solver a
+            // condition it would have to prove again.
+            let kind = if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) && can_take != can_fall {
+                EdgeKind::Next
+            } else {
+                kind
             };
             per_node[u as usize].push((to, [units(cycles), units(ic.dram)], need, kind));
         }

@@ -4,16 +4,23 @@
 //! Data flows one way: [`load`] (ELF object → instructions, maps, source lines) → [`cfg`]
 //! (inlined, loop-free control-flow graph) → [`cost`] (per-edge cost vectors on a [`target`]
 //! model, minimum packet size per edge) → [`paths`] (naive bound, then paths from slowest to
-//! fastest) → the guarantee.
+//! fastest, prefixes that their own constants refute left out: [`consts`]) → [`symex`] (each
+//! path as an SMT query) → the guarantee. Beside that flow, [`interp`] runs a packet through
+//! the same decoded instructions concretely (the kernel's instruction and helper semantics),
+//! recording the instructions it executes as `path.insns` numbers them, so that an example
+//! packet can be checked against the path reported for it.
 
 pub mod absint;
 pub mod analysis;
 pub mod cfg;
+pub mod consts;
 pub mod cost;
 pub mod helpers_table;
 pub mod insn;
+pub mod interp;
 pub mod load;
 pub mod paths;
+pub mod symex;
 pub mod target;
 
 pub use analysis::{Analysis, Options, XdpError};

@@ -194,19 +194,27 @@ pub struct Entry {
     pub dead: bool,
 }
 
+/// A node's candidates for its next-longest path: (cost, last edge, which path to that edge's
+/// tail), the costliest first.
+type Candidates =
+    std::collections::BinaryHeap<(u64, std::cmp::Reverse<u32>, std::cmp::Reverse<u32>)>;
+
 /// Kundu enumeration for one (component, class) instance.
 pub struct Stream {
     pub component: usize,
     /// Edges needing more than this many bytes are left out (u32::MAX: all).
     pub max_need: u32,
     pub list: Vec<Vec<Entry>>,
-    cand: Vec<std::collections::BinaryHeap<(u64, std::cmp::Reverse<u32>, std::cmp::Reverse<u32>)>>,
+    cand: Vec<Candidates>,
     init: Vec<bool>,
     /// In-edges of each node.
     ins: std::sync::Arc<Vec<Vec<u32>>>,
     /// Paths handed out at the sink.
     pub emitted: u32,
     pub dead_skipped: u64,
+    /// Prefixes stored and candidates waiting, over all nodes.
+    prefixes: usize,
+    candidates: usize,
 }
 
 /// Source node of every edge and in-edge lists, shared by the streams of one graph.
@@ -249,6 +257,8 @@ impl Stream {
             ins,
             emitted: 0,
             dead_skipped: 0,
+            prefixes: 1,
+            candidates: 0,
         }
     }
 
@@ -282,6 +292,7 @@ impl Stream {
                 else {
                     return false;
                 };
+                self.candidates -= 1;
                 let u = src[e as usize] as usize;
                 let p = self.list[u][j as usize];
                 if p.dead {
@@ -293,6 +304,7 @@ impl Stream {
                 for (x, y) in cost.iter_mut().zip(dag.cost[e as usize]) {
                     *x += y;
                 }
+                self.prefixes += 1;
                 self.list[vi].push(Entry {
                     key: cost[self.component],
                     cost,
@@ -319,6 +331,7 @@ impl Stream {
                 let key = p.key + dag.cost[e as usize][self.component];
                 let v = dag.to[e as usize] as usize;
                 self.cand[v].push((key, std::cmp::Reverse(e), std::cmp::Reverse(j)));
+                self.candidates += 1;
                 return;
             }
             self.dead_skipped += 1;
@@ -369,6 +382,11 @@ impl Stream {
             k = e.pidx;
         }
         false
+    }
+
+    /// Prefixes stored, and candidates waiting (the enumeration's memory, in entries).
+    pub fn size(&self) -> (usize, usize) {
+        (self.prefixes, self.candidates)
     }
 
     /// Mark prefix (v, k) refuted.

@@ -76,13 +76,21 @@ impl Dram {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InsnCosts {
+    /// A 32-bit ALU instruction.
     pub alu: f64,
+    /// A 64-bit ALU instruction (other than multiply and divide); `alu` if not given. A 32-bit
+    /// machine does one per half.
+    #[serde(default)]
+    pub alu64: Option<f64>,
     pub mul: f64,
     pub div: f64,
     pub endian: f64,
     pub ld_imm64: f64,
-    /// The compare of a conditional jump.
+    /// The compare of a 32-bit conditional jump (`JMP32`).
     pub jmp_compare: f64,
+    /// The compare of a 64-bit conditional jump; `jmp_compare` if not given.
+    #[serde(default)]
+    pub jmp64_compare: Option<f64>,
     /// A conditional branch taken right after the compare (which set the condition codes).
     pub jmp_taken: f64,
     pub jmp_not_taken: f64,

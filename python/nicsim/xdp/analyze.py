@@ -1,8 +1,11 @@
-"""`nicsim xdp analyze`: from a BPF object to `summary.json`.
+"""`nicsim xdp analyze`: from a BPF object to `summary.json` and `example.pcap`.
 
-The Rust core loads the object, inlines calls, unrolls loops, costs every edge on the target
-and bounds the rate; this module resolves the target, reads the object, times the analysis and
-writes the output folder atomically.
+The Rust core loads the object, inlines calls, unrolls loops, costs every edge on the target,
+gives the naive bound, and then hands out paths slowest first, each as an SMT-LIB2 query; this
+module runs the solver on them (`nicsim.xdp.solver`) until one is satisfiable — the slowest
+satisfiable path, whose rate is the guarantee — or the time is up, feeds unsat cores back to
+prune infeasible prefixes, reads the example packet and map contents from the model, and writes
+the output folder atomically.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,28 +40,200 @@ def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, target: str = "nfp",
-            section: str | None = None, loop_bound: int | None = None) -> dict[str, Any]:
-    """Analyse the XDP program in `obj`; write `out/summary.json` when `out` is given."""
-    from nicsim import _core
+            section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
+            solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
+    `out` is given.
 
+    `rate`: `bit` guarantees bits/s (each path at its minimum packet size), `packet` packets/s.
+    Paths are checked slowest first until one is satisfiable (the SSP), `timeout_s` passes, or
+    the search's state would exceed `memory_mb`; the bound in the summary is valid either way
+    (`stopped` says which ended the search). `progress` is called with every new bound.
+    `mac_limit=False` leaves out the target's MAC limit, as the paper's evaluation does (§6:
+    core-bound programs measured on 5 cores and scaled to 50, past the MAC's packet rate).
+    """
+    from nicsim import _core
+    from nicsim.xdp.solver import make_solver
+
+    if rate not in ("bit", "packet"):
+        raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
     obj = Path(obj)
     try:
         data = obj.read_bytes()
     except OSError as e:
         raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
     text, tname = load_target(target)
+    slv = make_solver(solver)
     t0 = time.perf_counter()
     try:
         with core_errors(tname):
-            summary = json.loads(_core.xdp_naive(data, text, tname, section, loop_bound))
+            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", memory_mb, mac_limit)
     except InputError as e:
         raise InputError(f"{obj}: {e}") from None
-    seconds = time.perf_counter() - t0
+    summary = json.loads(search.naive())
+    naive = summary["naive"]
+    bit = rate == "bit"
+    key_name = "bps" if bit else "pps"
+
+    def elapsed() -> float:
+        return round(time.perf_counter() - t0, 6)
+
+    trace = [{"seconds": elapsed(), "pps": naive["pps"], "bps": naive["bps"]}]
+    best = naive[key_name]
+
+    def note(bound: float) -> None:
+        nonlocal best
+        if bound > best * (1 + 1e-12):
+            best = bound
+            entry = {"seconds": elapsed(), "pps": bound if not bit else naive["pps"], "bps": bound if bit else naive["bps"]}
+            trace.append(entry)
+            if progress:
+                progress(entry)
+
+    # The static minimum packet sizes are lower bounds (the analysis reads them off pointer
+    # comparisons only), so in bit-rate mode a satisfiable path's own minimum packet, from the
+    # solver, can make it faster than its key; the search then goes on until no path left can
+    # be slower than the slowest satisfiable one found (paper §5.4).
+    status, stopped, ssp, example, maps = "exhausted", "exhausted", None, None, {}
+    found: float | None = None  # the slowest satisfiable path's exact rate so far
+
+    def remaining() -> float:
+        return timeout_s - (time.perf_counter() - t0)
+
+    while True:
+        if remaining() <= 0:
+            status = stopped = "timeout"
+            break
+        what, qj = search.next_query(remaining())
+        if what in ("timeout", "memory"):
+            status, stopped = "timeout", what
+            break
+        if what == "exhausted":
+            break
+        q = json.loads(qj)
+        if found is not None and q["key"] >= found:
+            status = stopped = "ssp"  # every path left is at least as fast
+            break
+        res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
+        if res == "unsat":
+            core = slv.core()
+            slv.done()
+            search.refute(core)
+            note(min(search.floor(), found or float("inf")))
+            continue
+        if res == "sat":
+            path = json.loads(search.current_path())
+            if bit:
+                mps, _ = _min_length(slv, q, path["min_packet_bytes"], remaining)
+                path["min_packet_bytes"] = mps
+                key = path["pps"] * 8 * mps
+            else:
+                key = q["key"]
+            pkt, ret, mp = _model(slv, q)
+            if bit:
+                slv.done()
+            slv.done()
+            path["retval"] = ret
+            if found is None or key < found:
+                found, ssp, example, maps = key, path, pkt, mp
+                ssp["key"] = key
+            search.pass_path()
+            note(min(search.floor(), found))
+            if not bit or key <= q["key"] * (1 + 1e-12):
+                status = stopped = "ssp"
+                break
+            continue
+        # `unknown`: the solver ran out of time on this path; it may be feasible, so the bound
+        # stays at or below its rate (the floor counts the path being checked).
+        slv.done()
+        status = stopped = "timeout"
+        break
+    enumerated, unsat, pruned, refused = search.counts()
     g = summary["guarantee"]
+    if ssp is not None and status == "ssp":
+        g.update(status="ssp", bottleneck=ssp["bottleneck"], min_packet_bytes=ssp["min_packet_bytes"],
+                 pps=ssp["pps"], bps=ssp["pps"] * 8 * ssp["min_packet_bytes"])
+        summary["path"] = {k: ssp[k] for k in ("insns", "source_lines", "cost", "min_packet_bytes")}
+        summary["path"].update(feasible=True, retval=ssp["retval"], xdp_action=XDP_ACTIONS.get(ssp["retval"], "unknown"))
+        summary["example_packet_hex"] = example.hex()
+        summary["maps"] = _merge_maps(summary["maps"], maps)
+    else:
+        # Every path slower than the floor was refuted (or, when one satisfiable path was found
+        # but the search stopped before it was shown the slowest, is no slower than it), so the
+        # floor is a valid guarantee (`exhausted`: every path was refuted — the query model found
+        # no packet at all that the program accepts, and the naive bound stands).
+        floor = min(search.floor(), found or float("inf"))
+        if floor != float("inf"):
+            g[key_name] = max(floor, naive[key_name])
+        ssp = None
+        g["status"] = status
+    summary.update(rate=rate, mac_limit=mac_limit, solver=f"{slv.name} {slv.version()}", paths_enumerated=enumerated, paths_unsat=unsat,
+                   paths_pruned=pruned, prefixes_refused=refused, stopped=stopped,
+                   search_memory_mb=round(search.memory_bytes() / 2**20, 1))
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest())
-    summary["seconds"] = round(seconds, 6)
-    summary["trace"] = [{"seconds": round(seconds, 6), "pps": g["pps"], "bps": g["bps"]}]
+    summary["seconds"] = elapsed()
+    summary["trace"] = trace
     if out is not None:
         with OutputDir(out) as o:
             o.json("summary.json", summary)
+            if example is not None:
+                _core.write_pcap(o.path / "example.pcap", [example])
     return summary
+
+
+XDP_ACTIONS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}
+
+
+def _min_length(slv: Any, q: dict[str, Any], lo: int, remaining: Callable[[], float]) -> tuple[int, bool]:
+    """The path's minimum packet length, from the solver (the query asserted and satisfiable): a
+    binary search between `lo` (the static bound, never above the minimum) and the model's
+    length. Returns a length proven not to exceed the minimum, and whether it is the minimum
+    (not when the solver ran out of time). Leaves one more solver level pushed, whose model is
+    the shortest satisfiable packet found; the caller pops it."""
+    (hi,) = slv.values([q["len"]])
+    proven, best = lo, int(hi)
+    # The static bound is often the minimum: one check settles it.
+    if proven < best:
+        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{proven} 64)))\n", timeout_s=max(remaining(), 0.001))
+        slv.done()
+        if res == "sat":
+            best = proven
+        elif res == "unsat":
+            proven += 1
+    while proven < best:
+        mid = (proven + best) // 2
+        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{mid} 64)))\n", timeout_s=max(remaining(), 0.001))
+        slv.done()
+        if res == "sat":
+            best = mid
+        elif res == "unsat":
+            proven = mid + 1
+        else:
+            break
+    slv.check_also(f"(assert (bvule {q['len']} (_ bv{best} 64)))\n")
+    return min(proven, best), proven >= best
+
+
+def _model(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]]]:
+    """The example packet, the return value and the looked-up map entries from a model."""
+    (length, ret) = slv.values([q["len"], q["ret"]])
+    length = int(length)
+    pkt = slv.values([f"(select {q['packet']} #x{i:016x})" for i in range(length)])
+    entries = []
+    for lk in q["lookups"]:
+        terms = [lk["key"], *lk["value"]] + ([lk["present"]] if lk["present"] else [])
+        vals = slv.values(terms)
+        key = int(vals[0]).to_bytes(max(lk["key_size"], 1), "big")[::-1]  # concat puts byte 0 lowest
+        value = bytes(int(v) for v in vals[1:1 + len(lk["value"])])
+        present = bool(vals[-1]) if lk["present"] else True
+        entries.append({"map": lk["map"], "key_hex": key.hex(), "value_hex": value.hex(), "present": present})
+    return bytes(int(b) for b in pkt), int(ret) & 0xFFFFFFFF, entries
+
+
+def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    for e in entries:
+        m = maps.get(e["map"])
+        if m is not None and e["present"]:
+            m["entries"].setdefault(e["key_hex"], e["value_hex"])
+    return maps

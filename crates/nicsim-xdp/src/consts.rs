@@ -1,0 +1,411 @@
+//! Path-sensitive constants, and the graph split by them.
+//!
+//! Programs keep facts in registers and stack slots that a later branch tests: a parser's
+//! "this header is valid" flags are 0 or 1 along any one path, and a deparser tests them long
+//! after. The abstract interpretation joins over paths and cannot decide those branches; the
+//! SMT solver can, but one whole path at a time, and the ordered enumeration would first list,
+//! at the node of a late branch, exponentially many cheaper-to-reach prefixes that differ only
+//! in independent choices, before one that agrees with the branch. So the graph is split by
+//! constants before the enumeration ([`split`]): its nodes become (node, what is constant
+//! there), built forward from the entry, and a branch edge that the constants decide the other
+//! way is left out. Constants differ only where paths set different ones, so the split graph
+//! stays small (and when it would not, the analysis goes on with the graph as it was); every
+//! path in it agrees with its own constants, and its paths are the original graph's paths
+//! that do.
+//!
+//! Sound by construction: a register or tracked stack slot is a constant only when every
+//! execution of the prefix gives it that value; whatever is not understood (loads from memory,
+//! helper results, bpf-to-bpf calls, stores through pointers that may reach the stack) makes
+//! it unknown, and an unknown never decides a branch. The stack is tracked in the 8-byte slots
+//! the program spills registers to (at constant offsets from r10, as the abstract
+//! interpretation sees them).
+
+use crate::absint::{State, Val, READ_ONLY_HELPERS};
+use crate::cfg::EdgeKind;
+use crate::cost::Dag;
+use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
+use crate::load::Program;
+
+/// Tracked locations: registers r0..=r10, then stack slots.
+const W: usize = 32;
+const REGS: usize = 11;
+const ALL: u32 = u32::MAX;
+const SLOT_BITS: u32 = !((1u32 << REGS) - 1);
+
+/// What is known at the end of one prefix: `vals[i]` is meaningful when bit i of `known` is
+/// set, and 0 otherwise (so that equal knowledge compares and hashes equal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Consts {
+    vals: [u64; W],
+    known: u32,
+}
+
+impl Consts {
+    #[inline]
+    fn get(&self, loc: u8) -> Option<u64> {
+        (self.known >> loc & 1 == 1).then_some(self.vals[loc as usize])
+    }
+    #[inline]
+    fn set(&mut self, loc: u8, v: Option<u64>) {
+        match v {
+            Some(v) => {
+                self.vals[loc as usize] = v;
+                self.known |= 1 << loc;
+            }
+            None => {
+                self.known &= !(1 << loc);
+                self.vals[loc as usize] = 0;
+            }
+        }
+    }
+    fn forget(&mut self, m: u32) {
+        self.known &= !m;
+        for (i, v) in self.vals.iter_mut().enumerate() {
+            if m >> i & 1 == 1 {
+                *v = 0;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Opd {
+    Loc(u8),
+    Imm(u64),
+}
+
+/// What one edge does to the constants.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Nop,
+    /// A conditional jump going this way (`taken`).
+    Branch {
+        op: JmpOp,
+        is64: bool,
+        a: u8,
+        b: Opd,
+        taken: bool,
+    },
+    Alu {
+        op: AluOp,
+        is64: bool,
+        dst: u8,
+        src: Opd,
+    },
+    End {
+        dst: u8,
+        bits: u32,
+        to_be: bool,
+    },
+    Set {
+        dst: u8,
+        val: Option<u64>,
+    },
+    /// An 8-byte reload of a tracked slot.
+    Load {
+        dst: u8,
+        from: u8,
+    },
+    /// An 8-byte store into a tracked slot.
+    Store {
+        to: u8,
+        src: Opd,
+    },
+    /// These locations become unknown.
+    Forget(u32),
+}
+
+/// The constant effect of every edge of a costed graph.
+pub struct ConstModel {
+    ops: Vec<Op>,
+}
+
+/// Tracked stack slots: the constant r10 offsets of the program's 8-byte stores to its stack,
+/// each given a location after the registers (up to W − 11 of them).
+fn tracked_slots(p: &Program, dag: &Dag, at: &[Option<State>]) -> Vec<i64> {
+    let mut offs: Vec<i64> = Vec::new();
+    for (u, s) in at.iter().enumerate().take(dag.n.saturating_sub(1)) {
+        let Some(e) = dag.edges(u as u32).next() else {
+            continue;
+        };
+        let Some(Insn::St {
+            size: Size::DW,
+            dst,
+            off,
+            ..
+        }) = p.code[dag.pc[e] as usize]
+        else {
+            continue;
+        };
+        if let Some(Val::Fp(Some(b))) = s.map(|s| s.regs[dst as usize]) {
+            let o = b as i64 + off as i64;
+            if o % 8 == 0 && !offs.contains(&o) {
+                offs.push(o);
+            }
+        }
+    }
+    offs.sort_unstable();
+    offs.truncate(W - REGS);
+    offs
+}
+
+impl ConstModel {
+    /// `at`: the abstract states at the graph's nodes (to tell stack pointers from others).
+    pub fn new(p: &Program, dag: &Dag, at: &[Option<State>]) -> ConstModel {
+        let slots = tracked_slots(p, dag, at);
+        let slot_of = |base: Val, off: i16| -> Result<Option<u8>, ()> {
+            // Ok(Some(loc)): that tracked slot; Ok(None): no tracked slot; Err: maybe any.
+            match base {
+                Val::Fp(Some(b)) => {
+                    let o = b as i64 + off as i64;
+                    Ok(slots.iter().position(|&s| s == o).map(|i| (REGS + i) as u8))
+                }
+                Val::Fp(None) | Val::Top | Val::Scalar(_) => Err(()),
+                Val::Ctx | Val::Pkt(_) | Val::PktEnd | Val::MapPtr(_) | Val::MapVal(..) | Val::Upper => Ok(None),
+            }
+        };
+        // Tracked slots that bytes off..off+len from r10-relative `base` touch.
+        let touched = |base: Val, off: i16, len: i64| -> u32 {
+            match base {
+                Val::Fp(Some(b)) => {
+                    let lo = b as i64 + off as i64;
+                    let mut m = 0;
+                    for (i, &s) in slots.iter().enumerate() {
+                        if s < lo + len && lo < s + 8 {
+                            m |= 1 << (REGS + i);
+                        }
+                    }
+                    m
+                }
+                Val::Fp(None) | Val::Top | Val::Scalar(_) => SLOT_BITS,
+                _ => 0,
+            }
+        };
+        let opd = |src: Src| match src {
+            Src::Reg(r) => Opd::Loc(r),
+            Src::Imm(i) => Opd::Imm(imm_value(i)),
+        };
+        let mut ops = Vec::with_capacity(dag.n_edges());
+        for u in 0..dag.n {
+            for e in dag.edges(u as u32) {
+                let kind = dag.kind[e];
+                let insn = p.code.get(dag.pc[e] as usize).copied().flatten();
+                let s = at.get(u).copied().flatten();
+                let op = match (kind, insn, s) {
+                    (EdgeKind::Call | EdgeKind::Return, _, _) => Op::Forget(ALL),
+                    (_, None, _) | (_, _, None) => Op::Forget(ALL),
+                    (_, Some(insn), Some(s)) => match insn {
+                        Insn::Alu { op, is64, dst, src } => Op::Alu {
+                            op,
+                            is64,
+                            dst,
+                            src: opd(src),
+                        },
+                        Insn::End { dst, bits, to_be } => Op::End { dst, bits, to_be },
+                        Insn::LdImm64 { dst, imm } => Op::Set {
+                            dst,
+                            val: match imm {
+                                crate::insn::Imm64::Const(c) => Some(c),
+                                _ => None,
+                            },
+                        },
+                        Insn::Ldx {
+                            size,
+                            dst,
+                            src,
+                            off,
+                            ..
+                        } => match (size, slot_of(s.regs[src as usize], off)) {
+                            (Size::DW, Ok(Some(from))) => Op::Load { dst, from },
+                            _ => Op::Set { dst, val: None },
+                        },
+                        Insn::St {
+                            size,
+                            dst,
+                            src,
+                            off,
+                        } => {
+                            let base = s.regs[dst as usize];
+                            match (size, slot_of(base, off)) {
+                                (Size::DW, Ok(Some(to))) => Op::Store { to, src: opd(src) },
+                                _ => Op::Forget(touched(base, off, size.bytes() as i64)),
+                            }
+                        }
+                        Insn::Atomic {
+                            op,
+                            size,
+                            dst,
+                            src,
+                            off,
+                            fetch,
+                        } => {
+                            let mut m = touched(s.regs[dst as usize], off, size.bytes() as i64);
+                            if fetch {
+                                let r = if op == crate::insn::AtomicOp::CmpXchg {
+                                    0
+                                } else {
+                                    src
+                                };
+                                m |= 1 << r;
+                            }
+                            Op::Forget(m)
+                        }
+                        Insn::Call { helper } => {
+                            let mut m = 0b11_1111; // r0–r5
+                            if !READ_ONLY_HELPERS.contains(&helper)
+                                && s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)))
+                            {
+                                m |= SLOT_BITS;
+                            }
+                            Op::Forget(m)
+                        }
+                        Insn::Jmp {
+                            op, is64, dst, src, ..
+                        } if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) => Op::Branch {
+                            op,
+                            is64,
+                            a: dst,
+                            b: opd(src),
+                            taken: kind == EdgeKind::Taken,
+                        },
+                        _ => Op::Nop,
+                    },
+                };
+                ops.push(op);
+            }
+        }
+        ConstModel { ops }
+    }
+
+    /// The constants after edge `e` from a prefix with constants `c`, or `None` when the edge
+    /// is a branch that `c` decides the other way.
+    #[inline]
+    pub fn apply(&self, e: usize, c: &Consts) -> Option<Consts> {
+        let mut c = *c;
+        let val = |c: &Consts, o: Opd| match o {
+            Opd::Loc(l) => c.get(l),
+            Opd::Imm(v) => Some(v),
+        };
+        match self.ops[e] {
+            Op::Nop => {}
+            Op::Branch {
+                op,
+                is64,
+                a,
+                b,
+                taken,
+            } => {
+                if let (Some(x), Some(y)) = (c.get(a), val(&c, b)) {
+                    if jmp_taken(op, is64, x, y) != taken {
+                        return None;
+                    }
+                }
+            }
+            Op::Alu { op, is64, dst, src } => {
+                let v = match op {
+                    AluOp::Mov => val(&c, src).map(|s| alu(op, is64, 0, s)),
+                    AluOp::Neg => c.get(dst).map(|d| alu(op, is64, d, 0)),
+                    _ => c
+                        .get(dst)
+                        .zip(val(&c, src))
+                        .map(|(d, s)| alu(op, is64, d, s)),
+                };
+                c.set(dst, v);
+            }
+            Op::End { dst, bits, to_be } => {
+                let v = c.get(dst).map(|d| endian(d, bits, to_be));
+                c.set(dst, v);
+            }
+            Op::Set { dst, val } => c.set(dst, val),
+            Op::Load { dst, from } => {
+                let v = c.get(from);
+                c.set(dst, v);
+            }
+            Op::Store { to, src } => {
+                let v = val(&c, src);
+                c.set(to, v);
+            }
+            Op::Forget(m) => c.forget(m),
+        }
+        Some(c)
+    }
+}
+
+/// The graph split by constants: every node of `dag` once per set of constants that reaches it,
+/// without the branch edges those constants rule out; the sink stays one node. `None` if it
+/// would have more than `max_nodes` nodes. Edges keep their instruction, kind, cost and need.
+pub fn split(dag: &Dag, model: &ConstModel, max_nodes: usize) -> Option<Dag> {
+    use std::collections::HashMap;
+    let sink = dag.sink();
+    // Topological rank of the original nodes, to order the split ones.
+    let mut rank = vec![0u32; dag.n];
+    for (r, &u) in dag.topo.iter().enumerate() {
+        rank[u as usize] = r as u32;
+    }
+    // Split nodes: (original node, constants) → id; id 0 is the entry.
+    let mut ids: HashMap<(u32, Consts), u32> = HashMap::new();
+    let mut nodes: Vec<(u32, Consts)> = vec![(0, Consts::default())];
+    ids.insert((0, Consts::default()), 0);
+    // Out-edges of each split node: (original edge, split target; u32::MAX for the sink).
+    let mut out: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
+    let mut work = vec![0u32];
+    while let Some(x) = work.pop() {
+        let (u, c) = nodes[x as usize];
+        for e in dag.edges(u) {
+            let Some(c2) = model.apply(e, &c) else {
+                continue;
+            };
+            let v = dag.to[e];
+            let y = if v == sink {
+                u32::MAX
+            } else {
+                *ids.entry((v, c2)).or_insert_with(|| {
+                    nodes.push((v, c2));
+                    out.push(Vec::new());
+                    work.push((nodes.len() - 1) as u32);
+                    (nodes.len() - 1) as u32
+                })
+            };
+            out[x as usize].push((e as u32, y));
+            if nodes.len() > max_nodes {
+                return None;
+            }
+        }
+    }
+    // Number the split nodes in topological order (the entry stays first), the sink last.
+    let mut order: Vec<u32> = (0..nodes.len() as u32).collect();
+    order.sort_by_key(|&x| (rank[nodes[x as usize].0 as usize], x));
+    let mut new_id = vec![0u32; nodes.len()];
+    for (i, &x) in order.iter().enumerate() {
+        new_id[x as usize] = i as u32;
+    }
+    let n = nodes.len() + 1;
+    let mut d = Dag {
+        n,
+        first: Vec::with_capacity(n + 1),
+        to: Vec::new(),
+        cost: Vec::new(),
+        need: Vec::new(),
+        pc: Vec::new(),
+        kind: Vec::new(),
+        topo: (0..n as u32).collect(),
+    };
+    for &x in &order {
+        d.first.push(d.to.len() as u32);
+        for &(e, y) in &out[x as usize] {
+            let e = e as usize;
+            d.to.push(if y == u32::MAX {
+                n as u32 - 1
+            } else {
+                new_id[y as usize]
+            });
+            d.cost.push(dag.cost[e]);
+            d.need.push(dag.need[e]);
+            d.pc.push(dag.pc[e]);
+            d.kind.push(dag.kind[e]);
+        }
+    }
+    d.first.push(d.to.len() as u32);
+    d.first.push(d.to.len() as u32);
+    Some(d)
+}

@@ -1,0 +1,2618 @@
+//! A concrete interpreter for XDP programs: it runs one packet through the decoded instructions
+//! the analyzer itself uses ([`Program::code`]), with the kernel's semantics for instructions
+//! and helpers, so that `nicsim xdp validate` can check that a summary's example packet follows
+//! the reported path.
+//!
+//! The trace is numbered as `path.insns` is ([`crate::analysis::Analysis::path_insns`]): the
+//! index of every instruction executed, in order — an `LD_IMM64` once, by its first slot; a
+//! bpf-to-bpf call, then the callee's instructions including its `exit`; every iteration of a
+//! loop; the program's final `exit` last. A trace and a reported path can be compared directly.
+//!
+//! Memory model: an address is a region number in the high 32 bits and an offset (biased by
+//! 2^31) in the low 32, so pointer arithmetic and comparisons are plain integer operations and
+//! every access can be resolved to its region and checked. Region 0 is "not a pointer" (NULL and
+//! small scalars). Regions are the context (`struct xdp_md`), the packet (one region per
+//! *generation*: a helper that changes the packet's bounds starts a new one, and pointers into
+//! an older one fault, as the verifier makes a program reload `ctx->data` after such a call),
+//! one 512-byte stack per call frame, each map (as passed to helpers), and each map value (an
+//! array element, a hash entry's value, a global-data section). Offsets are natural: from
+//! `data` in the packet, from `r10` on the stack, from the start of a map value. The packet sits
+//! in a 4096-byte frame with XDP_PACKET_HEADROOM (256 bytes) in front; the metadata area
+//! (`data_meta`) lies just before `data`. Every load and store is bounds-checked; an access out
+//! of bounds is a [`Fault`] naming the instruction, region, offset and size, never a panic.
+//! (A pointer moved by 2^31 bytes or more would land in another region; the verifier bounds
+//! pointer offsets to 2^29, so a program the kernel accepts cannot do that.)
+//!
+//! Helpers follow Linux 6.1 (`net/core/filter.c`, `kernel/bpf/arraymap.c`, `hashtab.c`,
+//! `helpers.c`); the differences from [`crate::symex`]'s assumptions are noted where the
+//! helpers are implemented.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Value};
+
+use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
+use crate::helpers_table::helper_name;
+use crate::insn::{alu, endian, imm_value, jmp_taken, AtomicOp, Imm64, Insn, Size, Src};
+use crate::load::{
+    MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
+    MAP_PERCPU_HASH,
+};
+
+/// Bytes in front of the packet (XDP_PACKET_HEADROOM).
+pub const XDP_PACKET_HEADROOM_BYTES: usize = 256;
+/// Bytes of the frame the driver hands the program (`xdp->frame_sz`; PAGE_SIZE for most).
+pub const FRAME_BYTES: usize = 4096;
+/// Tailroom the kernel keeps free at the frame's end for `struct skb_shared_info`
+/// (SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86-64).
+pub const SHARED_INFO_BYTES: usize = 320;
+/// `sizeof(struct xdp_frame)` on 64-bit: the start of the headroom that `bpf_xdp_adjust_head`
+/// and `bpf_xdp_adjust_meta` may not move into.
+pub const XDP_FRAME_STRUCT_BYTES: usize = 40;
+/// Ethernet header: the least a packet can shrink to (ETH_HLEN).
+pub const ETH_HLEN_BYTES: usize = 14;
+/// The longest packet a frame holds (4096 − 256 − 320).
+pub const MAX_PACKET_BYTES: usize = FRAME_BYTES - XDP_PACKET_HEADROOM_BYTES - SHARED_INFO_BYTES;
+/// Stack of each call frame.
+pub const STACK_BYTES: usize = 512;
+/// Call frames at most (MAX_CALL_FRAMES), the program's own included.
+pub const MAX_CALL_FRAMES: usize = 8;
+/// Metadata bytes at most (`xdp_metalen_invalid`).
+pub const MAX_META_BYTES: usize = 32;
+/// `struct xdp_md`: six u32 fields.
+const CTX_BYTES: i64 = 24;
+/// The scratch buffer `bpf_csum_diff` works in (`struct bpf_scratchpad`).
+const CSUM_DIFF_MAX_BYTES: u32 = 512;
+
+/// XDP actions.
+pub const XDP_ABORTED: u64 = 0;
+pub const XDP_DROP: u64 = 1;
+pub const XDP_PASS: u64 = 2;
+pub const XDP_TX: u64 = 3;
+pub const XDP_REDIRECT: u64 = 4;
+
+const ENOENT: i64 = 2;
+const E2BIG: i64 = 7;
+const EACCES: i64 = 13;
+const EEXIST: i64 = 17;
+const EINVAL: i64 = 22;
+
+/// Map update flags.
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+const BPF_F_LOCK: u64 = 4;
+/// `bpf_redirect_map` flags.
+const BPF_F_BROADCAST: u64 = 1 << 3;
+const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
+/// Map flag: the program may not write the map (set on `.rodata`).
+const BPF_F_RDONLY_PROG: u32 = 1 << 7;
+
+/// Map types beyond those [`crate::load`] names.
+const MAP_CPUMAP: u32 = 16;
+const MAP_XSKMAP: u32 = 17;
+const MAP_DEVMAP_HASH: u32 = 25;
+
+const HELPER_MAP_UPDATE: u32 = 2;
+const HELPER_MAP_DELETE: u32 = 3;
+const HELPER_KTIME_GET_NS: u32 = 5;
+const HELPER_GET_PRANDOM_U32: u32 = 7;
+const HELPER_GET_SMP_PROCESSOR_ID: u32 = 8;
+const HELPER_L3_CSUM_REPLACE: u32 = 10;
+const HELPER_L4_CSUM_REPLACE: u32 = 11;
+const HELPER_REDIRECT: u32 = 23;
+const HELPER_CSUM_DIFF: u32 = 28;
+const HELPER_REDIRECT_MAP: u32 = 51;
+const HELPER_ADJUST_META: u32 = 54;
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// Why a run stopped without the program returning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    /// The input cannot be run (packet too long, maps of another program).
+    #[error("{0}")]
+    Input(String),
+    #[error("instruction {pc}: {access} of {size_bytes} bytes at offset {offset} of {region} is out of bounds (valid offsets: {bounds})")]
+    OutOfBounds {
+        pc: u32,
+        access: &'static str,
+        region: String,
+        offset: i64,
+        size_bytes: u32,
+        bounds: String,
+    },
+    /// An access or instruction the kernel's verifier would have rejected.
+    #[error("instruction {pc}: {what}")]
+    Invalid { pc: u32, what: String },
+    #[error("instruction {pc}: helper {name} (id {id}): {what}")]
+    Helper {
+        pc: u32,
+        id: u32,
+        name: String,
+        what: String,
+    },
+    #[error("instruction {pc}: the limit of {limit} executed instructions is reached")]
+    InsnLimit { pc: u32, limit: u64 },
+}
+
+impl Fault {
+    /// The instruction the fault happened at, if it happened while running.
+    pub fn pc(&self) -> Option<u32> {
+        match self {
+            Fault::Input(_) => None,
+            Fault::OutOfBounds { pc, .. }
+            | Fault::Invalid { pc, .. }
+            | Fault::Helper { pc, .. }
+            | Fault::InsnLimit { pc, .. } => Some(*pc),
+        }
+    }
+}
+
+fn invalid(pc: u32, what: impl Into<String>) -> Fault {
+    Fault::Invalid {
+        pc,
+        what: what.into(),
+    }
+}
+
+/// A map name, key or value that does not fit the program's maps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("no map '{name}' in the program (maps: {available})")]
+    Unknown { name: String, available: String },
+    #[error("map '{map}': the {what} is {got_bytes} bytes, the map's {what} size is {want_bytes}")]
+    Size {
+        map: String,
+        what: &'static str,
+        got_bytes: usize,
+        want_bytes: u32,
+    },
+    #[error("map '{map}': index {index} is not below max_entries {max_entries}")]
+    Index {
+        map: String,
+        index: u32,
+        max_entries: u32,
+    },
+    #[error("map '{map}' is full ({max_entries} entries)")]
+    Full { map: String, max_entries: u32 },
+    #[error("map '{map}': {why}")]
+    Unsupported { map: String, why: String },
+    #[error("maps JSON: {0}")]
+    Json(String),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Map contents
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// array, percpu_array (one CPU), global data: 4-byte index keys below max_entries;
+    /// elements never written read as zeros (global data: as its section holds).
+    Array,
+    /// hash, percpu_hash, lru_hash. `in_place`: an update of an existing key writes the
+    /// element in place (per-CPU hash) instead of replacing it by a new one (hash, LRU hash).
+    Hash { lru: bool, in_place: bool },
+    /// devmap, cpumap, xskmap (`indexed`: keys are indices below max_entries) and devmap_hash:
+    /// entries come from user space; a program can look them up and redirect to them only.
+    Redirect { indexed: bool },
+    /// Not modelled, or larger than the kernel allows (`MapStore::unsupported` says which).
+    Unsupported,
+}
+
+/// Largest key or value the kernel allocates for a map (KMALLOC_MAX_SIZE on x86-64).
+const KMALLOC_MAX_BYTES: u32 = 4 << 20;
+
+#[derive(Debug, Clone)]
+struct MapStore {
+    def: MapDef,
+    kind: Kind,
+    /// The program may not write the map (`.rodata`, BPF_F_RDONLY_PROG, redirect maps).
+    read_only: bool,
+    /// Why the map is `Kind::Unsupported`.
+    unsupported: String,
+    /// Element values. `index` says which are the map's entries now; an element that an update
+    /// replaced or a delete removed stays until the next run, so that a pointer the program got
+    /// earlier still reads the old element, as in the kernel (RCU: the memory outlives the
+    /// program's run).
+    arena: Vec<Vec<u8>>,
+    /// Key bytes (arrays: the 4-byte little-endian index) → element.
+    index: BTreeMap<Vec<u8>, u32>,
+    /// LRU hash maps: per element, when it was last looked up or updated.
+    used: Vec<u64>,
+    tick: u64,
+}
+
+impl MapStore {
+    fn new(def: &MapDef) -> MapStore {
+        let kind = match def.map_type {
+            MAP_ARRAY | MAP_PERCPU_ARRAY => Kind::Array,
+            MAP_HASH => Kind::Hash {
+                lru: false,
+                in_place: false,
+            },
+            MAP_PERCPU_HASH => Kind::Hash {
+                lru: false,
+                in_place: true,
+            },
+            MAP_LRU_HASH => Kind::Hash {
+                lru: true,
+                in_place: false,
+            },
+            MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
+            MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
+            _ => Kind::Unsupported,
+        };
+        let (kind, unsupported) = if kind == Kind::Unsupported {
+            (
+                kind,
+                format!(
+                    "maps of type {} ({}) are not modelled by the interpreter",
+                    def.map_type,
+                    def.type_name()
+                ),
+            )
+        } else if def.key_size > KMALLOC_MAX_BYTES || def.value_size > KMALLOC_MAX_BYTES {
+            (
+                Kind::Unsupported,
+                format!(
+                    "its key or value ({} / {} bytes) exceeds the kernel's limit of \
+                     {KMALLOC_MAX_BYTES} bytes",
+                    def.key_size, def.value_size
+                ),
+            )
+        } else {
+            (kind, String::new())
+        };
+        let read_only = def.frozen
+            || def.flags & BPF_F_RDONLY_PROG != 0
+            || matches!(kind, Kind::Redirect { .. });
+        let mut s = MapStore {
+            def: def.clone(),
+            kind,
+            read_only,
+            unsupported,
+            arena: Vec::new(),
+            index: BTreeMap::new(),
+            used: Vec::new(),
+            tick: 0,
+        };
+        if kind == Kind::Array && !def.data.is_empty() && def.max_entries > 0 {
+            // Global data: one element holding the section's bytes.
+            let mut v = def.data.clone();
+            v.resize(def.value_size as usize, 0);
+            s.push(0u32.to_le_bytes().to_vec(), v);
+        }
+        s
+    }
+
+    fn push(&mut self, key: Vec<u8>, value: Vec<u8>) -> u32 {
+        let e = self.arena.len() as u32;
+        self.arena.push(value);
+        self.used.push(0);
+        self.index.insert(key, e);
+        self.touch(e);
+        e
+    }
+
+    fn touch(&mut self, e: u32) {
+        self.tick = self.tick.wrapping_add(1);
+        if let Some(u) = self.used.get_mut(e as usize) {
+            *u = self.tick;
+        }
+    }
+
+    /// The element of array index `idx` (below max_entries), created as zeros on first use.
+    fn array_elem(&mut self, idx: u32) -> u32 {
+        let key = idx.to_le_bytes().to_vec();
+        match self.index.get(&key) {
+            Some(&e) => e,
+            None => {
+                let zeros = vec![0; self.def.value_size as usize];
+                self.push(key, zeros)
+            }
+        }
+    }
+
+    /// Drop the elements no entry refers to (between runs, when no pointer can refer to them).
+    fn compact(&mut self) {
+        if self.arena.len() == self.index.len() {
+            return;
+        }
+        let mut arena = Vec::with_capacity(self.index.len());
+        let mut used = Vec::with_capacity(self.index.len());
+        for e in self.index.values_mut() {
+            arena.push(std::mem::take(&mut self.arena[*e as usize]));
+            used.push(self.used[*e as usize]);
+            *e = arena.len() as u32 - 1;
+        }
+        self.arena = arena;
+        self.used = used;
+    }
+
+    /// The key of element `e`, if it is an entry of the map.
+    fn key_of(&self, e: u32) -> Option<&[u8]> {
+        self.index
+            .iter()
+            .find(|(_, &x)| x == e)
+            .map(|(k, _)| k.as_slice())
+    }
+}
+
+/// Map entries as (key bytes, value bytes), ordered by key bytes.
+pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Concrete contents of every map of a program, in the program's map order.
+#[derive(Debug, Clone)]
+pub struct MapState {
+    maps: Vec<MapStore>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.trim();
+    if !s.len().is_multiple_of(2) {
+        return Err(format!("'{s}' is not hex bytes (odd number of digits)"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+                .ok_or_else(|| format!("'{s}' is not hex bytes"))
+        })
+        .collect()
+}
+
+impl MapState {
+    /// Every map of `program` as the kernel creates it: arrays zeroed, hash maps empty, global
+    /// data initialised from its section.
+    pub fn new(program: &Program) -> MapState {
+        MapState {
+            maps: program.maps.iter().map(MapStore::new).collect(),
+        }
+    }
+
+    fn find(&self, name: &str) -> Result<usize, MapError> {
+        self.maps
+            .iter()
+            .position(|m| m.def.name == name)
+            .ok_or_else(|| MapError::Unknown {
+                name: name.to_string(),
+                available: self
+                    .maps
+                    .iter()
+                    .map(|m| m.def.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The map definitions, in the program's order.
+    pub fn defs(&self) -> impl Iterator<Item = &MapDef> {
+        self.maps.iter().map(|m| &m.def)
+    }
+
+    /// Set entry `key` of map `map` to `value` (as user space's `bpf_map_update_elem` with
+    /// BPF_ANY does). Arrays take 4-byte little-endian indices below max_entries; a new key in
+    /// a full hash map is an error.
+    pub fn set(&mut self, map: &str, key: &[u8], value: &[u8]) -> Result<(), MapError> {
+        let i = self.find(map)?;
+        let m = &mut self.maps[i];
+        let def = &m.def;
+        let size_err = |what, got: usize, want| MapError::Size {
+            map: def.name.clone(),
+            what,
+            got_bytes: got,
+            want_bytes: want,
+        };
+        if m.kind == Kind::Unsupported {
+            return Err(MapError::Unsupported {
+                map: def.name.clone(),
+                why: m.unsupported.clone(),
+            });
+        }
+        if key.len() != def.key_size as usize {
+            return Err(size_err("key", key.len(), def.key_size));
+        }
+        if value.len() != def.value_size as usize {
+            return Err(size_err("value", value.len(), def.value_size));
+        }
+        let indexed = matches!(m.kind, Kind::Array | Kind::Redirect { indexed: true });
+        if indexed {
+            let idx = match <[u8; 4]>::try_from(key) {
+                Ok(b) => u32::from_le_bytes(b),
+                Err(_) => return Err(size_err("key", key.len(), 4)),
+            };
+            if idx >= def.max_entries {
+                return Err(MapError::Index {
+                    map: def.name.clone(),
+                    index: idx,
+                    max_entries: def.max_entries,
+                });
+            }
+        }
+        match m.index.get(key) {
+            Some(&e) => m.arena[e as usize] = value.to_vec(),
+            None => {
+                if !matches!(m.kind, Kind::Array) && m.index.len() >= def.max_entries as usize {
+                    return Err(MapError::Full {
+                        map: def.name.clone(),
+                        max_entries: def.max_entries,
+                    });
+                }
+                m.push(key.to_vec(), value.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of entry `key` of map `map` (arrays: zeros for an index never written; `None`
+    /// for an index out of range or a key not present).
+    pub fn get(&self, map: &str, key: &[u8]) -> Result<Option<Vec<u8>>, MapError> {
+        let m = &self.maps[self.find(map)?];
+        if let Some(&e) = m.index.get(key) {
+            return Ok(Some(m.arena[e as usize].clone()));
+        }
+        let in_range =
+            <[u8; 4]>::try_from(key).is_ok_and(|b| u32::from_le_bytes(b) < m.def.max_entries);
+        Ok((m.kind == Kind::Array && in_range).then(|| vec![0; m.def.value_size as usize]))
+    }
+
+    /// The entries of map `map`, ordered by key bytes: for arrays the elements that are not all
+    /// zeros, for the other maps every entry.
+    pub fn entries(&self, map: &str) -> Result<Entries, MapError> {
+        Ok(Self::entries_of(&self.maps[self.find(map)?]))
+    }
+
+    fn entries_of(m: &MapStore) -> Entries {
+        m.index
+            .iter()
+            .map(|(k, &e)| (k.clone(), m.arena[e as usize].clone()))
+            .filter(|(_, v)| m.kind != Kind::Array || v.iter().any(|&b| b != 0))
+            .collect()
+    }
+
+    /// All maps in the format of the analyzer's `summary.json` "maps" key: `{name: {"type",
+    /// "key_size", "value_size", "max_entries", "entries": {key_hex: value_hex}}}`.
+    pub fn to_json(&self) -> Value {
+        let maps: serde_json::Map<String, Value> = self
+            .maps
+            .iter()
+            .map(|m| {
+                let entries: serde_json::Map<String, Value> = Self::entries_of(m)
+                    .into_iter()
+                    .map(|(k, v)| (hex(&k), Value::String(hex(&v))))
+                    .collect();
+                let d = &m.def;
+                (
+                    d.name.clone(),
+                    json!({"type": d.type_name(), "key_size": d.key_size, "value_size": d.value_size,
+                           "max_entries": d.max_entries, "entries": entries}),
+                )
+            })
+            .collect();
+        Value::Object(maps)
+    }
+
+    /// Set the entries that `maps` (the format of [`MapState::to_json`]) lists. A map may give
+    /// only "entries"; "type", "key_size", "value_size" and "max_entries", where given, must be
+    /// the program's.
+    pub fn set_json(&mut self, maps: &Value) -> Result<(), MapError> {
+        let Some(obj) = maps.as_object() else {
+            return Err(MapError::Json("the maps are not a JSON object".into()));
+        };
+        for (name, m) in obj {
+            let i = self.find(name)?;
+            let Some(fields) = m.as_object() else {
+                return Err(MapError::Json(format!("map '{name}' is not a JSON object")));
+            };
+            let def = self.maps[i].def.clone();
+            for (field, v) in fields {
+                let want = match field.as_str() {
+                    "type" => Value::from(def.type_name()),
+                    "key_size" => Value::from(def.key_size),
+                    "value_size" => Value::from(def.value_size),
+                    "max_entries" => Value::from(def.max_entries),
+                    "entries" => continue,
+                    other => {
+                        return Err(MapError::Json(format!(
+                            "map '{name}': unknown field '{other}' (expected type, key_size, \
+                             value_size, max_entries, entries)"
+                        )))
+                    }
+                };
+                if *v != want {
+                    return Err(MapError::Json(format!(
+                        "map '{name}': {field} is {v} in the JSON but {want} in the program"
+                    )));
+                }
+            }
+            let Some(entries) = fields.get("entries") else {
+                continue;
+            };
+            let Some(entries) = entries.as_object() else {
+                return Err(MapError::Json(format!(
+                    "map '{name}': entries are not a JSON object of key_hex: value_hex"
+                )));
+            };
+            for (k, v) in entries {
+                let key = unhex(k).map_err(|e| MapError::Json(format!("map '{name}': key {e}")))?;
+                let Some(v) = v.as_str() else {
+                    return Err(MapError::Json(format!(
+                        "map '{name}': the value of key {k} is not a hex string"
+                    )));
+                };
+                let value =
+                    unhex(v).map_err(|e| MapError::Json(format!("map '{name}': value {e}")))?;
+                self.set(name, &key, &value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`MapState::new`], then [`MapState::set_json`] with the JSON text `maps_json` (empty: no
+    /// entries).
+    pub fn from_json(program: &Program, maps_json: &str) -> Result<MapState, MapError> {
+        let mut s = MapState::new(program);
+        if !maps_json.trim().is_empty() {
+            let v: Value = serde_json::from_str(maps_json)
+                .map_err(|e| MapError::Json(format!("not JSON: {e}")))?;
+            s.set_json(&v)?;
+        }
+        Ok(s)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------------------------
+
+/// What a run may use besides the packet and the maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Instructions executed at most before the run faults.
+    pub max_insns: u64,
+    /// `ctx->ingress_ifindex`.
+    pub ingress_ifindex: u32,
+    /// `ctx->rx_queue_index`.
+    pub rx_queue_index: u32,
+    /// What `bpf_ktime_get_ns` returns (nanoseconds; fixed for the run).
+    pub ktime_ns: u64,
+    /// Seed of `bpf_get_prandom_u32`'s generator (the kernel's lfsr113, `prandom_u32_state`).
+    pub prandom_seed: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            max_insns: 1_000_000,
+            ingress_ifindex: 1,
+            rx_queue_index: 0,
+            ktime_ns: 1_000_000_000,
+            prandom_seed: 0,
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// r0 at the program's exit (the XDP action).
+    pub retval: u64,
+    /// Instruction indices executed, in the numbering and convention of `path.insns`.
+    pub trace: Vec<u32>,
+    /// The packet after the program (with `bpf_xdp_adjust_head` / `_tail` applied).
+    pub packet: Vec<u8>,
+    /// Instructions executed.
+    pub insns: u64,
+}
+
+/// The regions addresses point into (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Region {
+    Null,
+    Ctx,
+    Packet { generation: u32 },
+    Stack { frame: u32 },
+    Map { map: u32 },
+    Value { map: u32, elem: u32 },
+}
+
+const OFFSET_BIAS: i64 = 1 << 31;
+
+fn address(slot: u32, off: i64) -> u64 {
+    ((slot as u64) << 32).wrapping_add(OFFSET_BIAS.wrapping_add(off) as u64)
+}
+
+fn split(addr: u64) -> (u32, i64) {
+    (
+        (addr >> 32) as u32,
+        (addr & 0xffff_ffff) as i64 - OFFSET_BIAS,
+    )
+}
+
+struct CallFrame {
+    id: u32,
+    stack: Vec<u8>,
+    /// Where the caller continues, and its r6–r10.
+    ret_pc: usize,
+    saved: [u64; 5],
+}
+
+/// Where an access lands.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// Byte offset in the frame.
+    Packet(usize),
+    /// Call depth, byte offset in its stack.
+    Stack(usize, usize),
+    /// Map, element, byte offset.
+    Value(usize, usize, usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Load,
+    Store,
+    Atomic,
+    HelperRead,
+}
+
+impl Access {
+    fn name(self) -> &'static str {
+        match self {
+            Access::Load => "load",
+            Access::Store => "store",
+            Access::Atomic => "atomic operation",
+            Access::HelperRead => "helper read",
+        }
+    }
+    fn writes(self) -> bool {
+        matches!(self, Access::Store | Access::Atomic)
+    }
+}
+
+struct Machine<'a> {
+    p: &'a Program,
+    maps: &'a mut MapState,
+    opts: &'a RunOptions,
+    regs: [u64; 11],
+    regions: Vec<Region>,
+    slots: HashMap<Region, u32>,
+    /// The frame: headroom, packet, tailroom.
+    frame: Vec<u8>,
+    data: usize,
+    data_end: usize,
+    data_meta: usize,
+    generation: u32,
+    /// What ended each earlier packet generation: (instruction, helper).
+    changed_by: Vec<(u32, u32)>,
+    calls: Vec<CallFrame>,
+    next_frame: u32,
+    rnd: [u32; 4],
+}
+
+/// Run `packet` through `program` with `maps` (updated in place) until the program exits.
+pub fn run(
+    program: &Program,
+    packet: &[u8],
+    maps: &mut MapState,
+    opts: &RunOptions,
+) -> Result<Outcome, Fault> {
+    if maps.maps.len() != program.maps.len()
+        || maps
+            .maps
+            .iter()
+            .zip(&program.maps)
+            .any(|(s, d)| s.def != *d)
+    {
+        return Err(Fault::Input(
+            "the map state was made for another program's maps".into(),
+        ));
+    }
+    if packet.len() > MAX_PACKET_BYTES {
+        return Err(Fault::Input(format!(
+            "the packet is {} bytes; a {FRAME_BYTES}-byte frame holds at most {MAX_PACKET_BYTES} \
+             ({XDP_PACKET_HEADROOM_BYTES} bytes of headroom in front, {SHARED_INFO_BYTES} reserved \
+             behind)",
+            packet.len()
+        )));
+    }
+    for m in &mut maps.maps {
+        m.compact();
+    }
+    let mut frame = vec![0u8; FRAME_BYTES];
+    let data = XDP_PACKET_HEADROOM_BYTES;
+    frame[data..data + packet.len()].copy_from_slice(packet);
+    let mut m = Machine {
+        p: program,
+        maps,
+        opts,
+        regs: [0; 11],
+        regions: vec![Region::Null],
+        slots: HashMap::new(),
+        frame,
+        data,
+        data_end: data + packet.len(),
+        data_meta: data,
+        generation: 0,
+        changed_by: Vec::new(),
+        calls: Vec::new(),
+        next_frame: 1,
+        rnd: prandom_seed_state(opts.prandom_seed),
+    };
+    m.calls.push(CallFrame {
+        id: 0,
+        stack: vec![0; STACK_BYTES],
+        ret_pc: 0,
+        saved: [0; 5],
+    });
+    m.regs[1] = m.ptr(Region::Ctx, 0);
+    m.regs[10] = m.ptr(Region::Stack { frame: 0 }, 0);
+    m.exec()
+}
+
+impl<'a> Machine<'a> {
+    fn ptr(&mut self, r: Region, off: i64) -> u64 {
+        let slot = match self.slots.get(&r) {
+            Some(&s) => s,
+            None => {
+                let s = self.regions.len() as u32;
+                self.regions.push(r);
+                self.slots.insert(r, s);
+                s
+            }
+        };
+        address(slot, off)
+    }
+
+    fn region_of(&self, addr: u64) -> (Region, i64) {
+        let (slot, off) = split(addr);
+        match self.regions.get(slot as usize) {
+            Some(&r) => (r, off),
+            None => (Region::Null, off),
+        }
+    }
+
+    fn depth_of(&self, frame: u32) -> Option<usize> {
+        self.calls.iter().rposition(|c| c.id == frame)
+    }
+
+    fn map_name(&self, map: u32) -> String {
+        self.maps
+            .maps
+            .get(map as usize)
+            .map_or_else(|| format!("#{map}"), |m| m.def.name.clone())
+    }
+
+    /// Resolve an access of `size` bytes at `addr`, checking it.
+    fn place(&self, pc: u32, addr: u64, size: usize, access: Access) -> Result<Place, Fault> {
+        let (r, off) = self.region_of(addr);
+        let oob = |region: String, lo: i64, hi: i64| Fault::OutOfBounds {
+            pc,
+            access: access.name(),
+            region,
+            offset: off,
+            size_bytes: size as u32,
+            bounds: format!("{lo}..{hi}"),
+        };
+        let within = |lo: i64, hi: i64| off >= lo && off.saturating_add(size as i64) <= hi;
+        match r {
+            Region::Null => Err(invalid(
+                pc,
+                format!(
+                    "{} of {size} bytes at {addr:#x}, which is not a pointer (NULL or a scalar)",
+                    access.name()
+                ),
+            )),
+            Region::Ctx => Err(invalid(
+                pc,
+                format!(
+                    "{} of {size} bytes at offset {off} of the context: XDP programs may only \
+                     load its u32 fields",
+                    access.name()
+                ),
+            )),
+            Region::Map { map } => Err(invalid(
+                pc,
+                format!(
+                    "{} through the address of map '{}' (it is only an argument for helpers)",
+                    access.name(),
+                    self.map_name(map)
+                ),
+            )),
+            Region::Packet { generation } => {
+                if generation != self.generation {
+                    let (at, h) = self
+                        .changed_by
+                        .get(generation as usize)
+                        .copied()
+                        .unwrap_or((0, 0));
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} through a packet pointer made before {} at instruction {at} \
+                             changed the packet; the verifier requires reloading ctx->data",
+                            access.name(),
+                            helper_name(h)
+                        ),
+                    ));
+                }
+                let lo = -((self.data - self.data_meta) as i64);
+                let hi = (self.data_end - self.data) as i64;
+                if !within(lo, hi) {
+                    return Err(oob(
+                        "the packet (from data; metadata before 0)".into(),
+                        lo,
+                        hi,
+                    ));
+                }
+                Ok(Place::Packet((self.data as i64 + off) as usize))
+            }
+            Region::Stack { frame } => {
+                let Some(d) = self.depth_of(frame) else {
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} through a pointer into the stack of a call that has returned",
+                            access.name()
+                        ),
+                    ));
+                };
+                let lo = -(STACK_BYTES as i64);
+                if !within(lo, 0) {
+                    return Err(oob(
+                        format!("the stack of call frame {d} (from r10)"),
+                        lo,
+                        0,
+                    ));
+                }
+                Ok(Place::Stack(d, (off - lo) as usize))
+            }
+            Region::Value { map, elem } => {
+                let m = &self.maps.maps[map as usize];
+                let hi = m.def.value_size as i64;
+                if !within(0, hi) {
+                    let key = m.key_of(elem).map_or_else(
+                        || "a replaced or deleted entry".into(),
+                        |k| format!("key {}", hex(k)),
+                    );
+                    return Err(oob(
+                        format!("a value of map '{}' ({key})", m.def.name),
+                        0,
+                        hi,
+                    ));
+                }
+                if access.writes() && m.read_only {
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} into read-only map '{}' (the verifier rejects writes to it)",
+                            access.name(),
+                            m.def.name
+                        ),
+                    ));
+                }
+                Ok(Place::Value(map as usize, elem as usize, off as usize))
+            }
+        }
+    }
+
+    fn bytes(&self, p: Place, n: usize) -> &[u8] {
+        match p {
+            Place::Packet(o) => &self.frame[o..o + n],
+            Place::Stack(d, o) => &self.calls[d].stack[o..o + n],
+            Place::Value(m, e, o) => &self.maps.maps[m].arena[e][o..o + n],
+        }
+    }
+
+    fn bytes_mut(&mut self, p: Place, n: usize) -> &mut [u8] {
+        match p {
+            Place::Packet(o) => &mut self.frame[o..o + n],
+            Place::Stack(d, o) => &mut self.calls[d].stack[o..o + n],
+            Place::Value(m, e, o) => &mut self.maps.maps[m].arena[e][o..o + n],
+        }
+    }
+
+    fn load(&self, pc: u32, addr: u64, size: Size, access: Access) -> Result<u64, Fault> {
+        let n = size.bytes() as usize;
+        let p = self.place(pc, addr, n, access)?;
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(self.bytes(p, n));
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn store(
+        &mut self,
+        pc: u32,
+        addr: u64,
+        size: Size,
+        v: u64,
+        access: Access,
+    ) -> Result<(), Fault> {
+        let n = size.bytes() as usize;
+        let p = self.place(pc, addr, n, access)?;
+        self.bytes_mut(p, n).copy_from_slice(&v.to_le_bytes()[..n]);
+        Ok(())
+    }
+
+    /// `n` bytes at `addr` for a helper.
+    fn read(&self, pc: u32, addr: u64, n: usize) -> Result<Vec<u8>, Fault> {
+        let p = self.place(pc, addr, n, Access::HelperRead)?;
+        Ok(self.bytes(p, n).to_vec())
+    }
+
+    fn ctx_load(&self, pc: u32, off: i64, size: Size, signed: bool) -> Result<u64, Fault> {
+        if size != Size::W || signed || !(0..CTX_BYTES).contains(&off) || off % 4 != 0 {
+            return Err(invalid(
+                pc,
+                format!(
+                    "{}{}-byte load at offset {off} of the context: the verifier allows only \
+                     4-byte loads of struct xdp_md's fields (offsets 0, 4, …, 20)",
+                    if signed { "sign-extending " } else { "" },
+                    size.bytes()
+                ),
+            ));
+        }
+        let pkt = Region::Packet {
+            generation: self.generation,
+        };
+        let slot = self.slots.get(&pkt).copied();
+        let pkt_ptr = |o: i64| slot.map(|s| address(s, o));
+        Ok(match off {
+            0 => pkt_ptr(0),
+            4 => pkt_ptr((self.data_end - self.data) as i64),
+            8 => pkt_ptr(-((self.data - self.data_meta) as i64)),
+            12 => Some(self.opts.ingress_ifindex as u64),
+            16 => Some(self.opts.rx_queue_index as u64),
+            _ => Some(0), // egress_ifindex: only devmap programs see one
+        }
+        .unwrap_or(0))
+    }
+
+    fn set_reg(&mut self, pc: u32, r: u8, v: u64) -> Result<(), Fault> {
+        if r >= 10 {
+            return Err(invalid(pc, format!("writes r{r} (r10 is read-only)")));
+        }
+        self.regs[r as usize] = v;
+        Ok(())
+    }
+
+    fn src(&self, s: Src) -> u64 {
+        match s {
+            Src::Reg(r) => self.regs[r as usize],
+            Src::Imm(i) => imm_value(i),
+        }
+    }
+
+    fn target(&self, pc: u32, off: i64) -> Result<usize, Fault> {
+        let t = pc as i64 + 1 + off;
+        if t < 0 || t as usize >= self.p.code.len() {
+            return Err(invalid(pc, format!("jump to {t}, outside the program")));
+        }
+        Ok(t as usize)
+    }
+
+    fn exec(&mut self) -> Result<Outcome, Fault> {
+        // The packet region of generation 0 exists from the start.
+        self.ptr(Region::Packet { generation: 0 }, 0);
+        let mut trace = Vec::new();
+        let mut pc: usize = 0;
+        let mut insns: u64 = 0;
+        let mut prev: u32 = 0;
+        loop {
+            let insn = match self.p.code.get(pc) {
+                Some(Some(i)) => *i,
+                Some(None) => {
+                    return Err(invalid(
+                        prev,
+                        format!("control reaches {pc}, the second slot of an LD_IMM64"),
+                    ))
+                }
+                None => {
+                    return Err(invalid(
+                        prev,
+                        format!("control leaves the program (no instruction {pc})"),
+                    ))
+                }
+            };
+            let at = pc as u32;
+            if insns >= self.opts.max_insns {
+                return Err(Fault::InsnLimit {
+                    pc: at,
+                    limit: self.opts.max_insns,
+                });
+            }
+            insns += 1;
+            trace.push(at);
+            prev = at;
+            let mut next = pc + insn.width();
+            match insn {
+                Insn::Alu { op, is64, dst, src } => {
+                    let v = alu(op, is64, self.regs[dst as usize], self.src(src));
+                    self.set_reg(at, dst, v)?;
+                }
+                Insn::End { dst, bits, to_be } => {
+                    let v = endian(self.regs[dst as usize], bits, to_be);
+                    self.set_reg(at, dst, v)?;
+                }
+                Insn::Ldx {
+                    size,
+                    dst,
+                    src,
+                    off,
+                    signed,
+                } => {
+                    let a = self.regs[src as usize].wrapping_add(off as i64 as u64);
+                    let v = match self.region_of(a) {
+                        (Region::Ctx, o) => self.ctx_load(at, o, size, signed)?,
+                        _ => {
+                            let v = self.load(at, a, size, Access::Load)?;
+                            if signed && size != Size::DW {
+                                let sh = 64 - 8 * size.bytes();
+                                (((v << sh) as i64) >> sh) as u64
+                            } else {
+                                v
+                            }
+                        }
+                    };
+                    self.set_reg(at, dst, v)?;
+                }
+                Insn::St {
+                    size,
+                    dst,
+                    src,
+                    off,
+                } => {
+                    let a = self.regs[dst as usize].wrapping_add(off as i64 as u64);
+                    let v = self.src(src);
+                    self.store(at, a, size, v, Access::Store)?;
+                }
+                Insn::Atomic {
+                    op,
+                    size,
+                    dst,
+                    src,
+                    off,
+                    fetch,
+                } => {
+                    let a = self.regs[dst as usize].wrapping_add(off as i64 as u64);
+                    if let (Region::Packet { .. }, _) = self.region_of(a) {
+                        return Err(invalid(
+                            at,
+                            "atomic operation on packet memory (the verifier rejects it)",
+                        ));
+                    }
+                    let old = self.load(at, a, size, Access::Atomic)?;
+                    let x = self.regs[src as usize];
+                    let mask = if size == Size::DW {
+                        u64::MAX
+                    } else {
+                        u32::MAX as u64
+                    };
+                    let new = match op {
+                        AtomicOp::Add => old.wrapping_add(x),
+                        AtomicOp::Or => old | x,
+                        AtomicOp::And => old & x,
+                        AtomicOp::Xor => old ^ x,
+                        AtomicOp::Xchg => x,
+                        AtomicOp::CmpXchg => {
+                            if old == self.regs[0] & mask {
+                                x
+                            } else {
+                                old
+                            }
+                        }
+                    };
+                    self.store(at, a, size, new & mask, Access::Atomic)?;
+                    if fetch {
+                        let r = if op == AtomicOp::CmpXchg { 0 } else { src };
+                        self.set_reg(at, r, old)?;
+                    }
+                }
+                Insn::LdImm64 { dst, imm } => {
+                    let v = match imm {
+                        Imm64::Const(c) => c,
+                        Imm64::Map(m) => self.ptr(Region::Map { map: m }, 0),
+                        Imm64::MapValue { map, off } => {
+                            let Some(s) = self.maps.maps.get_mut(map as usize) else {
+                                return Err(invalid(at, format!("reference to unknown map {map}")));
+                            };
+                            if s.kind != Kind::Array || s.def.max_entries == 0 {
+                                return Err(invalid(
+                                    at,
+                                    format!(
+                                        "direct value address of map '{}', which is not an array",
+                                        s.def.name
+                                    ),
+                                ));
+                            }
+                            let e = s.array_elem(0);
+                            self.ptr(Region::Value { map, elem: e }, off as i64)
+                        }
+                    };
+                    self.set_reg(at, dst, v)?;
+                }
+                Insn::LdAbs => {
+                    return Err(invalid(
+                        at,
+                        "legacy packet access (LD_ABS/LD_IND) is not available to XDP programs",
+                    ))
+                }
+                Insn::Ja { off } => next = self.target(at, off as i64)?,
+                Insn::Jmp {
+                    op,
+                    is64,
+                    dst,
+                    src,
+                    off,
+                } => {
+                    if jmp_taken(op, is64, self.regs[dst as usize], self.src(src)) {
+                        next = self.target(at, off as i64)?;
+                    }
+                }
+                Insn::Call { helper } => {
+                    let r0 = self.call(at, helper)?;
+                    self.regs[0] = r0;
+                }
+                Insn::CallLocal { off } => {
+                    let t = self.target(at, off as i64)?;
+                    if self.calls.len() >= MAX_CALL_FRAMES {
+                        return Err(invalid(
+                            at,
+                            format!("bpf-to-bpf calls nest deeper than {MAX_CALL_FRAMES} frames"),
+                        ));
+                    }
+                    let id = self.next_frame;
+                    self.next_frame = self.next_frame.wrapping_add(1);
+                    let mut saved = [0u64; 5];
+                    saved.copy_from_slice(&self.regs[6..11]);
+                    self.calls.push(CallFrame {
+                        id,
+                        stack: vec![0; STACK_BYTES],
+                        ret_pc: next,
+                        saved,
+                    });
+                    self.regs[10] = self.ptr(Region::Stack { frame: id }, 0);
+                    next = t;
+                }
+                Insn::Exit => {
+                    if self.calls.len() == 1 {
+                        let packet = self.frame[self.data..self.data_end].to_vec();
+                        return Ok(Outcome {
+                            retval: self.regs[0],
+                            trace,
+                            packet,
+                            insns,
+                        });
+                    }
+                    if let Some(f) = self.calls.pop() {
+                        self.regs[6..11].copy_from_slice(&f.saved);
+                        next = f.ret_pc;
+                    }
+                }
+            }
+            pc = next;
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Helpers
+    // -----------------------------------------------------------------------------------------
+
+    fn helper_fault(&self, pc: u32, id: u32, what: impl Into<String>) -> Fault {
+        Fault::Helper {
+            pc,
+            id,
+            name: helper_name(id),
+            what: what.into(),
+        }
+    }
+
+    /// The map that argument register `r` points to.
+    fn map_arg(&self, pc: u32, id: u32, r: usize) -> Result<usize, Fault> {
+        match self.region_of(self.regs[r]) {
+            (Region::Map { map }, 0) => Ok(map as usize),
+            _ => Err(self.helper_fault(pc, id, format!("r{r} is not a map"))),
+        }
+    }
+
+    fn ctx_arg(&self, pc: u32, id: u32) -> Result<(), Fault> {
+        match self.region_of(self.regs[1]) {
+            (Region::Ctx, 0) => Ok(()),
+            _ => Err(self.helper_fault(pc, id, "r1 is not the context")),
+        }
+    }
+
+    fn unmodelled_map(&self, pc: u32, id: u32, m: usize) -> Fault {
+        let s = &self.maps.maps[m];
+        let why = if s.kind == Kind::Unsupported {
+            s.unsupported.clone()
+        } else {
+            format!(
+                "the helper does not apply to maps of type {}",
+                s.def.type_name()
+            )
+        };
+        self.helper_fault(pc, id, format!("map '{}': {why}", s.def.name))
+    }
+
+    fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+        let err = |e: i64| (-e) as u64;
+        match id {
+            HELPER_MAP_LOOKUP => self.map_lookup(pc, id),
+            HELPER_MAP_UPDATE => self.map_update(pc, id),
+            HELPER_MAP_DELETE => self.map_delete(pc, id),
+            HELPER_KTIME_GET_NS => Ok(self.opts.ktime_ns),
+            HELPER_GET_PRANDOM_U32 => Ok(prandom_u32_state(&mut self.rnd) as u64),
+            HELPER_GET_SMP_PROCESSOR_ID => Ok(0),
+            HELPER_REDIRECT => {
+                // bpf_xdp_redirect(ifindex, flags): any flag aborts.
+                Ok(if self.regs[2] != 0 {
+                    XDP_ABORTED
+                } else {
+                    XDP_REDIRECT
+                })
+            }
+            HELPER_REDIRECT_MAP => self.redirect_map(pc, id),
+            HELPER_CSUM_DIFF => {
+                let (from, from_size) = (self.regs[1], self.regs[2] as u32);
+                let (to, to_size) = (self.regs[3], self.regs[4] as u32);
+                let seed = self.regs[5] as u32;
+                let diff_size = from_size.wrapping_add(to_size);
+                if (from_size | to_size) & 3 != 0 || diff_size > CSUM_DIFF_MAX_BYTES {
+                    return Ok(err(EINVAL));
+                }
+                let mut diff = Vec::with_capacity(diff_size as usize);
+                if from_size > 0 {
+                    diff.extend(self.read(pc, from, from_size as usize)?.iter().map(|b| !b));
+                }
+                if to_size > 0 {
+                    diff.extend(self.read(pc, to, to_size as usize)?);
+                }
+                Ok(csum_partial(&diff, seed) as u64)
+            }
+            // The new data may not leave fewer than ETH_HLEN bytes nor reach into struct
+            // xdp_frame and the metadata at the headroom's start (symex.rs lets data move to the
+            // frame's very start, 256 bytes in front: it takes 217..=256 bytes of growth for a
+            // success the kernel refuses with -EINVAL). The metadata moves along with data.
+            HELPER_ADJUST_HEAD => {
+                self.ctx_arg(pc, id)?;
+                let delta = self.regs[2] as u32 as i32 as i64;
+                let metalen = (self.data - self.data_meta) as i64;
+                let new = self.data as i64 + delta;
+                let ok = new >= (XDP_FRAME_STRUCT_BYTES as i64 + metalen)
+                    && new <= self.data_end as i64 - ETH_HLEN_BYTES as i64;
+                if ok {
+                    let new_meta = (self.data_meta as i64 + delta) as usize;
+                    self.frame.copy_within(self.data_meta..self.data, new_meta);
+                    self.data_meta = new_meta;
+                    self.data = new as usize;
+                }
+                self.packet_changed(pc, id);
+                Ok(if ok { 0 } else { err(EINVAL) })
+            }
+            // data_end may not pass the frame's end less the shared info, nor leave fewer than
+            // ETH_HLEN bytes. symex.rs bounds the end at data + 3520 (relative to the current
+            // data, so after adjust_head it differs from the kernel's fixed frame end), and
+            // reads grown bytes from its unconstrained packet array where the kernel zeroes them.
+            HELPER_ADJUST_TAIL => {
+                self.ctx_arg(pc, id)?;
+                let delta = self.regs[2] as u32 as i32 as i64;
+                let new = self.data_end as i64 + delta;
+                let hard_end = (FRAME_BYTES - SHARED_INFO_BYTES) as i64;
+                let ok = new <= hard_end && new >= (self.data + ETH_HLEN_BYTES) as i64;
+                if ok {
+                    if delta > 0 {
+                        // The kernel clears the bytes the packet grows by.
+                        self.frame[self.data_end..new as usize].fill(0);
+                    }
+                    self.data_end = new as usize;
+                }
+                self.packet_changed(pc, id);
+                Ok(if ok { 0 } else { err(EINVAL) })
+            }
+            HELPER_ADJUST_META => {
+                self.ctx_arg(pc, id)?;
+                let delta = self.regs[2] as u32 as i32 as i64;
+                let meta = self.data_meta as i64 + delta;
+                let r = if meta < XDP_FRAME_STRUCT_BYTES as i64 || meta > self.data as i64 {
+                    err(EINVAL)
+                } else {
+                    let metalen = self.data as i64 - meta;
+                    if metalen % 4 != 0 || metalen > MAX_META_BYTES as i64 {
+                        err(EACCES)
+                    } else {
+                        self.data_meta = meta as usize;
+                        0
+                    }
+                };
+                self.packet_changed(pc, id);
+                Ok(r)
+            }
+            HELPER_L3_CSUM_REPLACE | HELPER_L4_CSUM_REPLACE => Err(self.helper_fault(
+                pc,
+                id,
+                "is not available to XDP programs (the kernel offers it only to programs with \
+                 an sk_buff: tc, lwt)",
+            )),
+            _ => Err(self.helper_fault(pc, id, "is not supported by the interpreter")),
+        }
+    }
+
+    /// A helper that changes the packet's bounds was called (whether it succeeded or not, the
+    /// verifier forgets every packet pointer): a new packet generation begins.
+    fn packet_changed(&mut self, pc: u32, id: u32) {
+        self.changed_by.push((pc, id));
+        self.generation = self.generation.wrapping_add(1);
+        self.ptr(
+            Region::Packet {
+                generation: self.generation,
+            },
+            0,
+        );
+    }
+
+    fn map_lookup(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+        let m = self.map_arg(pc, id, 1)?;
+        let kind = self.maps.maps[m].kind;
+        let (key_size, max_entries) = {
+            let d = &self.maps.maps[m].def;
+            (d.key_size as usize, d.max_entries)
+        };
+        let elem = match kind {
+            Kind::Array => {
+                let idx = self.load(pc, self.regs[2], Size::W, Access::HelperRead)? as u32;
+                if idx >= max_entries {
+                    return Ok(0);
+                }
+                self.maps.maps[m].array_elem(idx)
+            }
+            Kind::Hash { lru, .. } => {
+                let key = self.read(pc, self.regs[2], key_size)?;
+                let s = &mut self.maps.maps[m];
+                let Some(&e) = s.index.get(&key) else {
+                    return Ok(0);
+                };
+                if lru {
+                    s.touch(e);
+                }
+                e
+            }
+            Kind::Redirect { .. } => {
+                let key = self.read(pc, self.regs[2], key_size)?;
+                match self.maps.maps[m].index.get(&key) {
+                    Some(&e) => e,
+                    None => return Ok(0),
+                }
+            }
+            Kind::Unsupported => return Err(self.unmodelled_map(pc, id, m)),
+        };
+        Ok(self.ptr(
+            Region::Value {
+                map: m as u32,
+                elem,
+            },
+            0,
+        ))
+    }
+
+    fn writable_map(&self, pc: u32, id: u32, m: usize) -> Result<(), Fault> {
+        let s = &self.maps.maps[m];
+        if s.read_only {
+            return Err(self.helper_fault(
+                pc,
+                id,
+                format!(
+                    "map '{}' is read-only to programs (the verifier rejects the call)",
+                    s.def.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `bpf_map_update_elem(map, key, value, flags)` as `array_map_update_elem` and the hash
+    /// maps' update functions do it.
+    ///
+    /// symex.rs differs: it returns a fresh value, and stores the value and marks the key
+    /// present whatever the flags, the index or the map's fullness (the kernel leaves the map
+    /// as it was on -EEXIST, -ENOENT, -E2BIG and -EINVAL).
+    fn map_update(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+        let err = |e: i64| Ok((-e) as u64);
+        let m = self.map_arg(pc, id, 1)?;
+        let kind = self.maps.maps[m].kind;
+        if matches!(kind, Kind::Unsupported) {
+            return Err(self.unmodelled_map(pc, id, m));
+        }
+        self.writable_map(pc, id, m)?;
+        let flags = self.regs[4];
+        let (key_size, value_size, max_entries) = {
+            let d = &self.maps.maps[m].def;
+            (d.key_size as usize, d.value_size as usize, d.max_entries)
+        };
+        match kind {
+            Kind::Array => {
+                if flags & !BPF_F_LOCK > BPF_EXIST {
+                    return err(EINVAL);
+                }
+                let idx = self.load(pc, self.regs[2], Size::W, Access::HelperRead)? as u32;
+                if idx >= max_entries {
+                    return err(E2BIG);
+                }
+                if flags & BPF_NOEXIST != 0 {
+                    return err(EEXIST);
+                }
+                if flags & BPF_F_LOCK != 0 {
+                    return err(EINVAL); // no bpf_spin_lock in the value
+                }
+                let value = self.read(pc, self.regs[3], value_size)?;
+                let s = &mut self.maps.maps[m];
+                let e = s.array_elem(idx);
+                s.arena[e as usize] = value;
+                Ok(0)
+            }
+            Kind::Hash { lru, in_place } => {
+                // BPF_F_LOCK needs a bpf_spin_lock in the value, which no modelled map has.
+                if flags > BPF_EXIST {
+                    return err(EINVAL);
+                }
+                let key = self.read(pc, self.regs[2], key_size)?;
+                let value = self.read(pc, self.regs[3], value_size)?;
+                let s = &mut self.maps.maps[m];
+                let old = s.index.get(&key).copied();
+                match (old, flags) {
+                    (Some(_), BPF_NOEXIST) => return err(EEXIST),
+                    (None, BPF_EXIST) => return err(ENOENT),
+                    _ => {}
+                }
+                match old {
+                    Some(e) if in_place => {
+                        s.arena[e as usize] = value;
+                        s.touch(e);
+                    }
+                    Some(_) => {
+                        // A new element replaces the old one; pointers to the old one still
+                        // read the old value.
+                        let e = s.push(key, value);
+                        s.touch(e);
+                    }
+                    None => {
+                        if s.index.len() >= max_entries as usize {
+                            if !lru {
+                                return err(E2BIG);
+                            }
+                            // The least recently used entry makes room.
+                            let victim = s
+                                .index
+                                .iter()
+                                .min_by_key(|(_, &e)| s.used[e as usize])
+                                .map(|(k, _)| k.clone());
+                            if let Some(k) = victim {
+                                s.index.remove(&k);
+                            }
+                        }
+                        if max_entries == 0 {
+                            return err(E2BIG);
+                        }
+                        let e = s.push(key, value);
+                        s.touch(e);
+                    }
+                }
+                Ok(0)
+            }
+            Kind::Redirect { .. } | Kind::Unsupported => Err(self.unmodelled_map(pc, id, m)),
+        }
+    }
+
+    fn map_delete(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+        let m = self.map_arg(pc, id, 1)?;
+        let kind = self.maps.maps[m].kind;
+        if matches!(kind, Kind::Unsupported | Kind::Redirect { .. }) {
+            return Err(self.unmodelled_map(pc, id, m));
+        }
+        self.writable_map(pc, id, m)?;
+        match kind {
+            Kind::Array => Ok((-EINVAL) as u64),
+            _ => {
+                let key_size = self.maps.maps[m].def.key_size as usize;
+                let key = self.read(pc, self.regs[2], key_size)?;
+                Ok(match self.maps.maps[m].index.remove(&key) {
+                    Some(_) => 0,
+                    None => (-ENOENT) as u64,
+                })
+            }
+        }
+    }
+
+    /// `bpf_redirect_map(map, key, flags)` (`__bpf_xdp_redirect_map`): flags beyond the action
+    /// bits (and, for device maps, BPF_F_BROADCAST / BPF_F_EXCLUDE_INGRESS) abort; a key
+    /// without an entry returns the action in the flags' low two bits, unless broadcasting.
+    fn redirect_map(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+        let m = self.map_arg(pc, id, 1)?;
+        let s = &self.maps.maps[m];
+        let mask = match s.def.map_type {
+            MAP_DEVMAP | MAP_DEVMAP_HASH => BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS,
+            MAP_CPUMAP | MAP_XSKMAP => 0,
+            _ => {
+                return Err(self.helper_fault(
+                    pc,
+                    id,
+                    format!(
+                        "map '{}' is not a devmap, devmap_hash, cpumap or xskmap",
+                        s.def.name
+                    ),
+                ))
+            }
+        };
+        let flags = self.regs[3];
+        let actions = XDP_ABORTED | XDP_DROP | XDP_PASS | XDP_TX;
+        if flags & !(actions | mask) != 0 {
+            return Ok(XDP_ABORTED);
+        }
+        let key = (self.regs[2] as u32).to_le_bytes();
+        let key = &key[..(s.def.key_size as usize).min(4)];
+        let found = s.index.contains_key(key);
+        if !found && flags & BPF_F_BROADCAST == 0 {
+            return Ok(flags & actions);
+        }
+        Ok(XDP_REDIRECT)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arithmetic the helpers share with the kernel
+// ---------------------------------------------------------------------------------------------
+
+/// `csum_partial(buf, len, seed)` as Linux computes it on x86-64 (`csum-partial_64.c`): the
+/// bytes as little-endian 64-bit words (a shorter tail zero-padded) added with end-around
+/// carry to the seed, folded to 32 bits. Other architectures' implementations return a value
+/// congruent modulo 0xffff (the same checksum once folded to 16 bits), not always the same 32
+/// bits.
+pub fn csum_partial(buf: &[u8], seed: u32) -> u32 {
+    fn add(sum: u64, x: u64) -> u64 {
+        let (s, carry) = sum.overflowing_add(x);
+        s + carry as u64
+    }
+    let mut sum = seed as u64;
+    let mut words = buf.chunks_exact(8);
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        sum = add(sum, u64::from_le_bytes(b));
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        let mut b = [0u8; 8];
+        b[..tail.len()].copy_from_slice(tail);
+        sum = add(sum, u64::from_le_bytes(b));
+    }
+    let (s, carry) = (sum as u32).overflowing_add((sum >> 32) as u32);
+    s + carry as u32
+}
+
+/// `prandom_seed_state`: the lfsr113 state from a 64-bit seed, warmed up.
+fn prandom_seed_state(seed: u64) -> [u32; 4] {
+    let i = ((seed >> 32) ^ (seed << 10) ^ seed) as u32;
+    let s = |m: u32| if i < m { i + m } else { i };
+    let mut st = [s(2), s(8), s(16), s(128)];
+    for _ in 0..10 {
+        prandom_u32_state(&mut st);
+    }
+    st
+}
+
+/// `prandom_u32_state`: L'Ecuyer's maximally equidistributed combined Tausworthe generator.
+fn prandom_u32_state(s: &mut [u32; 4]) -> u32 {
+    fn taus(s: u32, a: u32, b: u32, c: u32, d: u32) -> u32 {
+        ((s & c) << d) ^ (((s << a) ^ s) >> b)
+    }
+    s[0] = taus(s[0], 6, 13, 4_294_967_294, 18);
+    s[1] = taus(s[1], 2, 27, 4_294_967_288, 2);
+    s[2] = taus(s[2], 13, 21, 4_294_967_280, 7);
+    s[3] = taus(s[3], 3, 12, 4_294_967_168, 13);
+    s[0] ^ s[1] ^ s[2] ^ s[3]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insn::{decode, Raw};
+
+    // A small assembler: one 8-byte slot per call (ld_imm64 gives two).
+    type Slot = [u8; 8];
+
+    fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Slot {
+        let o = off.to_le_bytes();
+        let m = imm.to_le_bytes();
+        [code, dst | (src << 4), o[0], o[1], m[0], m[1], m[2], m[3]]
+    }
+    fn mov(dst: u8, imm: i32) -> Slot {
+        i(0xb7, dst, 0, 0, imm)
+    }
+    fn movr(dst: u8, src: u8) -> Slot {
+        i(0xbf, dst, src, 0, 0)
+    }
+    fn mov32(dst: u8, imm: i32) -> Slot {
+        i(0xb4, dst, 0, 0, imm)
+    }
+    fn add(dst: u8, imm: i32) -> Slot {
+        i(0x07, dst, 0, 0, imm)
+    }
+    fn addr(dst: u8, src: u8) -> Slot {
+        i(0x0f, dst, src, 0, 0)
+    }
+    fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
+        // size: 0x00 W, 0x08 H, 0x10 B, 0x18 DW
+        i(0x61 | size, dst, src, off, 0)
+    }
+    fn stx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
+        i(0x63 | size, dst, src, off, 0)
+    }
+    fn st(size: u8, dst: u8, off: i16, imm: i32) -> Slot {
+        i(0x62 | size, dst, 0, off, imm)
+    }
+    fn jeq(dst: u8, imm: i32, off: i16) -> Slot {
+        i(0x15, dst, 0, off, imm)
+    }
+    fn jgt_r(dst: u8, src: u8, off: i16) -> Slot {
+        i(0x2d, dst, src, off, 0)
+    }
+    fn ja(off: i16) -> Slot {
+        i(0x05, 0, 0, off, 0)
+    }
+    fn call(helper: i32) -> Slot {
+        i(0x85, 0, 0, 0, helper)
+    }
+    fn call_local(off: i32) -> Slot {
+        i(0x85, 0, 1, 0, off)
+    }
+    fn exit() -> Slot {
+        i(0x95, 0, 0, 0, 0)
+    }
+    fn ld64(dst: u8, v: u64) -> [Slot; 2] {
+        [
+            i(0x18, dst, 0, 0, v as u32 as i32),
+            i(0, 0, 0, 0, (v >> 32) as u32 as i32),
+        ]
+    }
+    fn ld_map(dst: u8, map: i32) -> [Slot; 2] {
+        [i(0x18, dst, 1, 0, map), i(0, 0, 0, 0, 0)]
+    }
+    fn ld_map_value(dst: u8, map: i32, off: i32) -> [Slot; 2] {
+        [i(0x18, dst, 2, 0, map), i(0, 0, 0, 0, off)]
+    }
+    const W: u8 = 0x00;
+    const H: u8 = 0x08;
+    const B: u8 = 0x10;
+    const DW: u8 = 0x18;
+
+    fn map(name: &str, map_type: u32, key_size: u32, value_size: u32, max_entries: u32) -> MapDef {
+        MapDef {
+            name: name.into(),
+            map_type,
+            key_size,
+            value_size,
+            max_entries,
+            flags: 0,
+            data: Vec::new(),
+            frozen: false,
+        }
+    }
+
+    fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
+        let bytes: Vec<u8> = slots.concat();
+        let raw = Raw::slots(&bytes).unwrap();
+        let n = maps.len() as i32;
+        let code = decode(&raw, &|fd| (0..n).contains(&fd).then_some(fd as u32)).unwrap();
+        Program {
+            section: "xdp".into(),
+            name: "t".into(),
+            line_of: vec![None; raw.len()],
+            raw,
+            code,
+            maps,
+            lines: Vec::new(),
+        }
+    }
+
+    fn run_with(p: &Program, pkt: &[u8], maps: &mut MapState) -> Result<Outcome, Fault> {
+        run(p, pkt, maps, &RunOptions::default())
+    }
+
+    /// r0 of a map-less program on a 64-byte packet.
+    fn r0(slots: &[Slot]) -> u64 {
+        let p = prog(slots, Vec::new());
+        let mut m = MapState::new(&p);
+        run_with(&p, &[0; 64], &mut m).unwrap().retval
+    }
+
+    #[test]
+    fn alu_corner_cases() {
+        // 32-bit results zero-extend: 0xffffffff + 1 = 0, mov32 -1 = 0xffffffff.
+        assert_eq!(r0(&[mov32(0, -1), i(0x04, 0, 0, 0, 1), exit()]), 0);
+        assert_eq!(r0(&[mov32(0, -1), exit()]), 0xffff_ffff);
+        // A 32-bit operation drops the upper half of its 64-bit operand.
+        let [a, b] = ld64(0, 0x1234_5678_0000_0005);
+        assert_eq!(r0(&[a, b, i(0x04, 0, 0, 0, 0), exit()]), 5);
+        // mov64 sign-extends its immediate.
+        assert_eq!(r0(&[mov(0, -2), exit()]), (-2i64) as u64);
+        // Division by zero is 0, modulo by zero leaves the dividend (32-bit: its low half).
+        assert_eq!(r0(&[mov(0, 7), mov(1, 0), i(0x3f, 0, 1, 0, 0), exit()]), 0);
+        assert_eq!(r0(&[mov(0, 7), mov(1, 0), i(0x9f, 0, 1, 0, 0), exit()]), 7);
+        let [a, b] = ld64(0, 0xffff_ffff_0000_0009);
+        assert_eq!(r0(&[a, b, mov(1, 0), i(0x9c, 0, 1, 0, 0), exit()]), 9);
+        assert_eq!(r0(&[a, b, mov(1, 0), i(0x3c, 0, 1, 0, 0), exit()]), 0);
+        // Shifts take the count modulo the width; arsh keeps the sign.
+        assert_eq!(r0(&[mov(0, 1), mov(1, 65), i(0x6f, 0, 1, 0, 0), exit()]), 2);
+        assert_eq!(
+            r0(&[mov(0, -8), i(0xc7, 0, 0, 0, 1), exit()]),
+            (-4i64) as u64
+        );
+        assert_eq!(
+            r0(&[mov32(0, -8), i(0xc4, 0, 0, 0, 1), exit()]),
+            0xffff_fffc
+        );
+        // neg, 32 and 64 bits.
+        assert_eq!(r0(&[mov(0, 1), i(0x87, 0, 0, 0, 0), exit()]), u64::MAX);
+        assert_eq!(r0(&[mov(0, 1), i(0x84, 0, 0, 0, 0), exit()]), 0xffff_ffff);
+        // Byte swaps: to_be 16/32/64, to_le truncates, bswap (ALU64) swaps.
+        assert_eq!(r0(&[mov(0, 0x1234), i(0xdc, 0, 0, 0, 16), exit()]), 0x3412);
+        assert_eq!(
+            r0(&[mov(0, 0x1234_5678), i(0xdc, 0, 0, 0, 32), exit()]),
+            0x7856_3412
+        );
+        let [a, b] = ld64(0, 0x0102_0304_0506_0708);
+        assert_eq!(
+            r0(&[a, b, i(0xdc, 0, 0, 0, 64), exit()]),
+            0x0807_0605_0403_0201
+        );
+        assert_eq!(r0(&[a, b, i(0xd4, 0, 0, 0, 16), exit()]), 0x0708);
+        assert_eq!(r0(&[a, b, i(0xd7, 0, 0, 0, 16), exit()]), 0x0807);
+        // JMP32 compares the low halves, signed or not.
+        let [a, b] = ld64(1, 0x0000_0001_ffff_ffff);
+        assert_eq!(
+            r0(&[a, b, mov(0, 1), i(0xc6, 1, 0, 1, 0), mov(0, 0), exit()]),
+            1,
+            "jslt32 -1 < 0"
+        );
+        assert_eq!(
+            r0(&[
+                a,
+                b,
+                mov(0, 1),
+                i(0xa5, 1, 0, 1, 0x7fff_ffff),
+                mov(0, 0),
+                exit()
+            ]),
+            0,
+            "jlt64: 0x1ffffffff is not below 0x7fffffff"
+        );
+    }
+
+    #[test]
+    fn loads_and_stores_all_sizes_with_sign_extension() {
+        // *(u64 *)(r10 - 8) = 0x8081828384858687, then read it back in every size.
+        let [a, b] = ld64(1, 0x8081_8283_8485_8687);
+        let base = [a, b, stx(DW, 10, 1, -8)];
+        let run1 = |tail: &[Slot]| {
+            let mut s = base.to_vec();
+            s.extend_from_slice(tail);
+            s.push(exit());
+            r0(&s)
+        };
+        assert_eq!(run1(&[ldx(B, 0, 10, -8)]), 0x87);
+        assert_eq!(run1(&[ldx(H, 0, 10, -8)]), 0x8687);
+        assert_eq!(run1(&[ldx(W, 0, 10, -8)]), 0x8485_8687);
+        assert_eq!(run1(&[ldx(DW, 0, 10, -8)]), 0x8081_8283_8485_8687);
+        // Sign-extending loads (MEMSX: mode 0x80).
+        assert_eq!(run1(&[i(0x91, 0, 10, -8, 0)]), (-0x79i64) as u64);
+        assert_eq!(run1(&[i(0x89, 0, 10, -8, 0)]), 0xffff_ffff_ffff_8687);
+        assert_eq!(run1(&[i(0x81, 0, 10, -8, 0)]), 0xffff_ffff_8485_8687);
+        // ST with an immediate stores its low bytes (sign-extended for DW).
+        assert_eq!(
+            r0(&[st(H, 10, -2, -1), ldx(W, 0, 10, -4), exit()]),
+            0xffff_0000
+        );
+        assert_eq!(
+            r0(&[st(DW, 10, -8, -1), ldx(DW, 0, 10, -8), exit()]),
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn atomics() {
+        let prelude = |v: i32| [st(DW, 10, -8, 0), st(W, 10, -8, v), movr(2, 10), add(2, -8)];
+        let go = |v: i32, ops: &[Slot]| {
+            let mut s = prelude(v).to_vec();
+            s.extend_from_slice(ops);
+            s.push(exit());
+            r0(&s)
+        };
+        // add without fetch, then read: 5 + 3.
+        assert_eq!(
+            go(5, &[mov(1, 3), i(0xdb, 2, 1, 0, 0x00), ldx(DW, 0, 10, -8)]),
+            8
+        );
+        // fetch_add returns the old value in src.
+        assert_eq!(go(5, &[mov(1, 3), i(0xdb, 2, 1, 0, 0x01), movr(0, 1)]), 5);
+        // or / and / xor (fetch returns old), 32-bit.
+        assert_eq!(
+            go(
+                0b1100,
+                &[mov(1, 0b1010), i(0xc3, 2, 1, 0, 0x40), ldx(W, 0, 10, -8)]
+            ),
+            0b1110
+        );
+        assert_eq!(
+            go(
+                0b1100,
+                &[mov(1, 0b1010), i(0xc3, 2, 1, 0, 0x51), ldx(W, 0, 10, -8)]
+            ),
+            0b1000
+        );
+        assert_eq!(
+            go(
+                0b1100,
+                &[mov(1, 0b1010), i(0xc3, 2, 1, 0, 0xa1), movr(0, 1)]
+            ),
+            0b1100
+        );
+        assert_eq!(
+            go(
+                0b1100,
+                &[mov(1, 0b1010), i(0xc3, 2, 1, 0, 0xa0), ldx(W, 0, 10, -8)]
+            ),
+            0b0110
+        );
+        // A 32-bit add wraps within 32 bits and leaves the upper word alone.
+        assert_eq!(
+            go(
+                -1,
+                &[
+                    st(W, 10, -4, 7),
+                    mov(1, 1),
+                    i(0xc3, 2, 1, 0, 0x00),
+                    ldx(DW, 0, 10, -8)
+                ]
+            ),
+            7 << 32
+        );
+        // xchg.
+        assert_eq!(
+            go(
+                5,
+                &[
+                    mov(1, 9),
+                    i(0xdb, 2, 1, 0, 0xe1),
+                    ldx(DW, 0, 10, -8),
+                    addr(0, 1)
+                ]
+            ),
+            14
+        );
+        // cmpxchg: r0 == old stores src; r0 gets the old value either way.
+        assert_eq!(
+            go(
+                5,
+                &[
+                    mov(0, 5),
+                    mov(1, 9),
+                    i(0xdb, 2, 1, 0, 0xf1),
+                    ldx(DW, 3, 10, -8),
+                    i(0x27, 3, 0, 0, 100),
+                    addr(0, 3)
+                ]
+            ),
+            5 + 900
+        );
+        assert_eq!(
+            go(
+                5,
+                &[
+                    mov(0, 4),
+                    mov(1, 9),
+                    i(0xdb, 2, 1, 0, 0xf1),
+                    ldx(DW, 3, 10, -8),
+                    i(0x27, 3, 0, 0, 100),
+                    addr(0, 3)
+                ]
+            ),
+            5 + 500
+        );
+        // 32-bit cmpxchg compares the low half of r0 only.
+        let [a, b] = ld64(0, 0xdead_0000_0000_0005);
+        assert_eq!(
+            go(
+                5,
+                &[a, b, mov(1, 9), i(0xc3, 2, 1, 0, 0xf1), ldx(W, 0, 10, -8)]
+            ),
+            9
+        );
+    }
+
+    #[test]
+    fn bpf_to_bpf_calls_keep_callee_saved_registers_and_frames() {
+        // main: r6 = 100; *(r10-8) = 1; r1 = r10 - 8; call f; r0 += r6; r0 += *(r10-8); exit
+        // f:    r6 = 7; *(r10-8) = 50 (its own frame); *(r1) = 20 (the caller's); r0 = r6; exit
+        let slots = [
+            mov(6, 100),        // 0
+            st(DW, 10, -8, 1),  // 1
+            movr(1, 10),        // 2
+            add(1, -8),         // 3
+            call_local(4),      // 4 → 9
+            addr(0, 6),         // 5
+            ldx(DW, 2, 10, -8), // 6
+            addr(0, 2),         // 7
+            exit(),             // 8
+            mov(6, 7),          // 9
+            st(DW, 10, -8, 50), // 10
+            st(DW, 1, 0, 20),   // 11
+            movr(0, 6),         // 12
+            exit(),             // 13
+        ];
+        let p = prog(&slots, Vec::new());
+        let mut m = MapState::new(&p);
+        let o = run_with(&p, &[0; 64], &mut m).unwrap();
+        assert_eq!(o.retval, 7 + 100 + 20);
+        assert_eq!(o.trace, [0, 1, 2, 3, 4, 9, 10, 11, 12, 13, 5, 6, 7, 8]);
+        assert_eq!(o.insns, 14);
+        // Unbounded recursion stops at the frame limit.
+        let p = prog(&[call_local(-1), exit()], Vec::new());
+        let e = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("deeper than 8"), "{e}");
+    }
+
+    #[test]
+    fn trace_counts_ld_imm64_once_and_follows_jumps() {
+        let [a, b] = ld64(0, 3);
+        let p = prog(&[a, b, jeq(0, 3, 1), mov(0, 9), ja(0), exit()], Vec::new());
+        let o = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap();
+        assert_eq!(o.trace, [0, 2, 4, 5]);
+        assert_eq!(o.retval, 3);
+        // An endless loop meets the instruction limit.
+        let p = prog(&[ja(-1), exit()], Vec::new());
+        let opts = RunOptions {
+            max_insns: 1000,
+            ..RunOptions::default()
+        };
+        let e = run(&p, &[0; 64], &mut MapState::new(&p), &opts).unwrap_err();
+        assert_eq!(e, Fault::InsnLimit { pc: 0, limit: 1000 });
+    }
+
+    #[test]
+    fn context_fields_and_packet_bounds() {
+        // r2 = data, r3 = data_end; r0 = data_end - data; plus ifindex*1000 and queue*1000000.
+        let p = prog(
+            &[
+                ldx(W, 2, 1, 0),
+                ldx(W, 3, 1, 4),
+                movr(0, 3),
+                i(0x1f, 0, 2, 0, 0),
+                ldx(W, 4, 1, 12),
+                i(0x27, 4, 0, 0, 1000),
+                addr(0, 4),
+                ldx(W, 4, 1, 16),
+                i(0x27, 4, 0, 0, 1_000_000),
+                addr(0, 4),
+                exit(),
+            ],
+            Vec::new(),
+        );
+        let opts = RunOptions {
+            ingress_ifindex: 3,
+            rx_queue_index: 5,
+            ..RunOptions::default()
+        };
+        let o = run(&p, &[0; 77], &mut MapState::new(&p), &opts).unwrap();
+        assert_eq!(o.retval, 77 + 3000 + 5_000_000);
+
+        // Reading byte `off` of the packet: inside works, past data_end faults with the
+        // instruction, region, offset and size.
+        let read_at = |off: i16| prog(&[ldx(W, 2, 1, 0), ldx(B, 0, 2, off), exit()], Vec::new());
+        let p = read_at(59);
+        assert_eq!(
+            run_with(&p, &[7; 60], &mut MapState::new(&p))
+                .unwrap()
+                .retval,
+            7
+        );
+        let p = read_at(60);
+        match run_with(&p, &[7; 60], &mut MapState::new(&p)).unwrap_err() {
+            Fault::OutOfBounds {
+                pc,
+                region,
+                offset,
+                size_bytes,
+                access,
+                ..
+            } => {
+                assert_eq!((pc, offset, size_bytes, access), (1, 60, 1, "load"));
+                assert!(region.contains("packet"), "{region}");
+            }
+            e => panic!("{e}"),
+        }
+        // Headroom is not the packet either.
+        let p = read_at(-1);
+        let e = run_with(&p, &[7; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(matches!(e, Fault::OutOfBounds { offset: -1, .. }), "{e}");
+        // The stack is 512 bytes below r10.
+        let p = prog(&[ldx(DW, 0, 10, -520), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            matches!(&e, Fault::OutOfBounds { pc: 0, offset: -520, size_bytes: 8, region, .. } if region.contains("stack")),
+            "{e}"
+        );
+        let p = prog(&[ldx(DW, 0, 10, -4), exit()], Vec::new());
+        assert!(run_with(&p, &[0; 60], &mut MapState::new(&p)).is_err());
+        // A scalar is not a pointer; the context is read-only and has u32 fields only.
+        let p = prog(&[mov(2, 64), ldx(B, 0, 2, 0), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("not a pointer"), "{e}");
+        let p = prog(&[st(W, 1, 12, 0), exit()], Vec::new());
+        assert!(run_with(&p, &[0; 60], &mut MapState::new(&p)).is_err());
+        let p = prog(&[ldx(DW, 0, 1, 0), exit()], Vec::new());
+        assert!(run_with(&p, &[0; 60], &mut MapState::new(&p)).is_err());
+        // A packet longer than the frame holds is refused before running.
+        let p = prog(&[mov(0, 2), exit()], Vec::new());
+        let e = run_with(&p, &[0; MAX_PACKET_BYTES + 1], &mut MapState::new(&p)).unwrap_err();
+        assert!(matches!(e, Fault::Input(_)), "{e}");
+        assert!(run_with(&p, &[0; MAX_PACKET_BYTES], &mut MapState::new(&p)).is_ok());
+    }
+
+    /// bpf_xdp_adjust_tail(ctx, delta) → r0 = return value, then the new length in r6.
+    fn adjust(helper: i32, delta: i32) -> Program {
+        prog(
+            &[
+                movr(6, 1),
+                mov(2, delta),
+                call(helper),
+                ldx(W, 2, 6, 0),
+                ldx(W, 3, 6, 4),
+                movr(6, 3),
+                i(0x1f, 6, 2, 0, 0),
+                exit(),
+            ],
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn adjust_tail_limits() {
+        let pkt: Vec<u8> = (0..100).collect();
+        let go = |delta: i32| {
+            let p = adjust(65, delta);
+            let o = run_with(&p, &pkt, &mut MapState::new(&p)).unwrap();
+            (o.retval as i64, o.packet)
+        };
+        // Shrink to the Ethernet header, not below.
+        let (r, out) = go(-86);
+        assert_eq!((r, out.as_slice()), (0, &pkt[..14]));
+        let (r, out) = go(-87);
+        assert_eq!((r, out), (-22, pkt.clone()));
+        // Grow up to the frame's end less the shared info; the new bytes are zeros.
+        let room = (MAX_PACKET_BYTES - 100) as i32;
+        let (r, out) = go(room);
+        assert_eq!((r, out.len()), (0, MAX_PACKET_BYTES));
+        assert_eq!(&out[..100], &pkt[..]);
+        assert!(out[100..].iter().all(|&b| b == 0));
+        let (r, out) = go(room + 1);
+        assert_eq!((r, out), (-22, pkt.clone()));
+    }
+
+    #[test]
+    fn adjust_head_limits_and_stale_pointers() {
+        let pkt: Vec<u8> = (0..100).collect();
+        let go = |delta: i32| {
+            let p = adjust(44, delta);
+            let o = run_with(&p, &pkt, &mut MapState::new(&p)).unwrap();
+            (o.retval as i64, o.packet)
+        };
+        // In front: the headroom less struct xdp_frame.
+        let front = (XDP_PACKET_HEADROOM_BYTES - XDP_FRAME_STRUCT_BYTES) as i32;
+        let (r, out) = go(-front);
+        assert_eq!((r, out.len()), (0, 100 + front as usize));
+        assert_eq!(&out[front as usize..], &pkt[..]);
+        assert_eq!(go(-front - 1), (-22, pkt.clone()));
+        // Behind: at least ETH_HLEN bytes stay.
+        assert_eq!(go(86), (0, pkt[86..].to_vec()));
+        assert_eq!(go(87), (-22, pkt.clone()));
+        // A packet pointer from before the call faults even when the call failed.
+        let p = prog(
+            &[
+                movr(6, 1),
+                ldx(W, 7, 1, 0),
+                mov(2, 1000),
+                call(44),
+                ldx(B, 0, 7, 0),
+                exit(),
+            ],
+            Vec::new(),
+        );
+        let e = run_with(&p, &pkt, &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            e.pc() == Some(4)
+                && e.to_string()
+                    .contains("bpf_xdp_adjust_head at instruction 3"),
+            "{e}"
+        );
+        // adjust_meta: 4-byte multiples up to 32 bytes before data.
+        let meta = |delta: i32| {
+            let p = adjust(54, delta);
+            run_with(&p, &pkt, &mut MapState::new(&p)).unwrap().retval as i64
+        };
+        assert_eq!(
+            (meta(-32), meta(-36), meta(-6), meta(1)),
+            (0, -13, -13, -22)
+        );
+    }
+
+    fn hash_prog(flags: i32, value: i32) -> Program {
+        // key (r10-4) = 1; value (r10-16) = value; r0 = update(map, &key, &value, flags)
+        prog(
+            &[
+                st(W, 10, -4, 1),
+                st(DW, 10, -16, value),
+                ld_map(1, 0)[0],
+                ld_map(1, 0)[1],
+                movr(2, 10),
+                add(2, -4),
+                movr(3, 10),
+                add(3, -16),
+                mov(4, flags),
+                call(2),
+                exit(),
+            ],
+            vec![map("h", MAP_HASH, 4, 8, 2)],
+        )
+    }
+
+    #[test]
+    fn hash_update_flags_and_capacity() {
+        let p = hash_prog(1, 5); // NOEXIST
+        let mut m = MapState::new(&p);
+        let key = 1u32.to_le_bytes();
+        assert_eq!(run_with(&p, &[0; 60], &mut m).unwrap().retval, 0);
+        assert_eq!(m.get("h", &key).unwrap(), Some(5u64.to_le_bytes().to_vec()));
+        // NOEXIST on an existing key: -EEXIST, the value stays.
+        let p2 = hash_prog(1, 6);
+        assert_eq!(run_with(&p2, &[0; 60], &mut m).unwrap().retval as i64, -17);
+        assert_eq!(m.get("h", &key).unwrap(), Some(5u64.to_le_bytes().to_vec()));
+        // EXIST on an existing key replaces; on an absent one, -ENOENT.
+        assert_eq!(
+            run_with(&hash_prog(2, 7), &[0; 60], &mut m).unwrap().retval,
+            0
+        );
+        assert_eq!(m.get("h", &key).unwrap(), Some(7u64.to_le_bytes().to_vec()));
+        let mut empty = MapState::new(&p);
+        assert_eq!(
+            run_with(&hash_prog(2, 7), &[0; 60], &mut empty)
+                .unwrap()
+                .retval as i64,
+            -2
+        );
+        assert_eq!(empty.get("h", &key).unwrap(), None);
+        // Unknown flags and BPF_F_LOCK (no spin lock): -EINVAL.
+        assert_eq!(
+            run_with(&hash_prog(3, 7), &[0; 60], &mut empty)
+                .unwrap()
+                .retval as i64,
+            -22
+        );
+        assert_eq!(
+            run_with(&hash_prog(4, 7), &[0; 60], &mut empty)
+                .unwrap()
+                .retval as i64,
+            -22
+        );
+        // A full map takes no new key (-E2BIG) but still updates existing ones.
+        let mut full = MapState::new(&p);
+        full.set("h", &[9, 0, 0, 0], &[0; 8]).unwrap();
+        full.set("h", &[8, 0, 0, 0], &[0; 8]).unwrap();
+        assert_eq!(
+            run_with(&hash_prog(0, 7), &[0; 60], &mut full)
+                .unwrap()
+                .retval as i64,
+            -7
+        );
+        assert_eq!(full.get("h", &key).unwrap(), None);
+        let e = full.set("h", &key, &[0; 8]).unwrap_err();
+        assert!(matches!(e, MapError::Full { .. }), "{e}");
+        full.set("h", &[9, 0, 0, 0], &[1; 8]).unwrap();
+        // An LRU hash map evicts its least recently used entry instead.
+        let mut defs = p.maps.clone();
+        defs[0].map_type = MAP_LRU_HASH;
+        let lru = Program {
+            maps: defs,
+            ..hash_prog(0, 7)
+        };
+        let mut ml = MapState::new(&lru);
+        ml.set("h", &[9, 0, 0, 0], &[0; 8]).unwrap();
+        ml.set("h", &[8, 0, 0, 0], &[0; 8]).unwrap();
+        assert_eq!(run_with(&lru, &[0; 60], &mut ml).unwrap().retval, 0);
+        let keys: Vec<Vec<u8>> = ml.entries("h").unwrap().into_iter().map(|e| e.0).collect();
+        assert_eq!(keys, [vec![1, 0, 0, 0], vec![8, 0, 0, 0]]);
+    }
+
+    #[test]
+    fn lookup_delete_and_stale_values() {
+        // r6 = lookup(&key 1); update(key 1, value 9); r0 = *r6 (the old element); delete twice.
+        let [m0, m1] = ld_map(1, 0);
+        let p = prog(
+            &[
+                st(W, 10, -4, 1),
+                st(DW, 10, -16, 9),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+                call(1),
+                movr(6, 0),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+                movr(3, 10),
+                add(3, -16),
+                mov(4, 0),
+                call(2),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+                call(3),
+                movr(7, 0),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+                call(3),
+                i(0x67, 0, 0, 0, 8), // r0 <<= 8
+                addr(0, 7),
+                i(0x67, 0, 0, 0, 8),
+                ldx(DW, 1, 6, 0),
+                addr(0, 1),
+                exit(),
+            ],
+            vec![map("h", MAP_HASH, 4, 8, 4)],
+        );
+        let mut m = MapState::new(&p);
+        m.set("h", &1u32.to_le_bytes(), &3u64.to_le_bytes())
+            .unwrap();
+        let r = run_with(&p, &[0; 60], &mut m).unwrap().retval;
+        // delete → 0, second delete → -ENOENT, old element still reads 3.
+        assert_eq!(r, ((-2i64 as u64) << 16).wrapping_add(3));
+        assert_eq!(m.entries("h").unwrap(), []);
+
+        // Arrays: lookup past max_entries is NULL, delete is -EINVAL, NOEXIST is -EEXIST,
+        // an index past max_entries is -E2BIG.
+        let arr = |idx: i32, helper: i32, flags: i32| {
+            let mut s = vec![
+                st(W, 10, -4, idx),
+                st(DW, 10, -16, 5),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+            ];
+            if helper == 2 {
+                s.extend([movr(3, 10), add(3, -16), mov(4, flags)]);
+            }
+            s.extend([call(helper), exit()]);
+            prog(&s, vec![map("a", MAP_ARRAY, 4, 8, 4)])
+        };
+        let mut m = MapState::new(&arr(0, 1, 0));
+        assert_eq!(run_with(&arr(4, 1, 0), &[0; 60], &mut m).unwrap().retval, 0);
+        assert_ne!(run_with(&arr(3, 1, 0), &[0; 60], &mut m).unwrap().retval, 0);
+        assert_eq!(
+            run_with(&arr(3, 3, 0), &[0; 60], &mut m).unwrap().retval as i64,
+            -22
+        );
+        assert_eq!(
+            run_with(&arr(3, 2, 1), &[0; 60], &mut m).unwrap().retval as i64,
+            -17
+        );
+        assert_eq!(
+            run_with(&arr(4, 2, 0), &[0; 60], &mut m).unwrap().retval as i64,
+            -7
+        );
+        assert_eq!(
+            run_with(&arr(4, 2, 1), &[0; 60], &mut m).unwrap().retval as i64,
+            -7
+        );
+        assert_eq!(
+            run_with(&arr(3, 2, 4), &[0; 60], &mut m).unwrap().retval as i64,
+            -22
+        );
+        assert_eq!(m.entries("a").unwrap(), []);
+        assert_eq!(run_with(&arr(3, 2, 2), &[0; 60], &mut m).unwrap().retval, 0);
+        assert_eq!(
+            m.entries("a").unwrap(),
+            [(3u32.to_le_bytes().to_vec(), 5u64.to_le_bytes().to_vec())]
+        );
+        // A map value is value_size bytes.
+        let p = prog(
+            &[
+                st(W, 10, -4, 0),
+                m0,
+                m1,
+                movr(2, 10),
+                add(2, -4),
+                call(1),
+                jeq(0, 0, 1),
+                ldx(DW, 0, 0, 4),
+                exit(),
+            ],
+            vec![map("a", MAP_ARRAY, 4, 8, 4)],
+        );
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            matches!(&e, Fault::OutOfBounds { pc: 7, offset: 4, size_bytes: 8, region, .. } if region.contains("map 'a'")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn global_data_and_read_only_maps() {
+        let mut ro = map(".rodata", MAP_ARRAY, 4, 8, 1);
+        ro.data = vec![1, 2, 3, 4, 5, 6, 7, 8];
+        ro.frozen = true;
+        let mut bss = map(".bss", MAP_ARRAY, 4, 4, 1);
+        bss.data = vec![0; 4];
+        let [a, b] = ld_map_value(2, 0, 2);
+        let [c, d] = ld_map_value(3, 1, 0);
+        let p = prog(
+            &[a, b, ldx(H, 0, 2, 0), c, d, st(W, 3, 0, 77), exit()],
+            vec![ro.clone(), bss.clone()],
+        );
+        let mut m = MapState::new(&p);
+        assert_eq!(run_with(&p, &[0; 60], &mut m).unwrap().retval, 0x0403);
+        assert_eq!(m.get(".bss", &[0; 4]).unwrap(), Some(vec![77, 0, 0, 0]));
+        let p = prog(&[a, b, st(B, 2, 0, 0), exit()], vec![ro, bss]);
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("read-only map '.rodata'"), "{e}");
+    }
+
+    #[test]
+    fn other_helpers() {
+        // csum_diff(NULL, 0, hdr, 20, 0) over an IPv4 header whose checksum is 0xb861.
+        let hdr: [u8; 20] = [
+            0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0,
+            0xc7,
+        ];
+        let p = prog(
+            &[
+                ldx(W, 3, 1, 0),
+                mov(1, 0),
+                mov(2, 0),
+                mov(4, 20),
+                mov(5, 0),
+                call(28),
+                exit(),
+            ],
+            Vec::new(),
+        );
+        let mut pkt = hdr.to_vec();
+        pkt.resize(60, 0);
+        let s = run_with(&p, &pkt, &mut MapState::new(&p)).unwrap().retval;
+        let fold = |mut s: u64| {
+            while s >> 16 != 0 {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            !(s as u16)
+        };
+        assert_eq!(fold(s).to_le_bytes(), [0xb8, 0x61]);
+        // The diff of a field: from ^ to folded into a checksum update, as RFC 1624 does.
+        assert_eq!(csum_partial(&[0xff; 4], 0), 0xffff_ffff);
+        assert_eq!(csum_partial(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0], 5), 8);
+        // Sizes must be multiples of 4 and fit the 512-byte scratch buffer.
+        let p = prog(
+            &[
+                ldx(W, 3, 1, 0),
+                mov(1, 0),
+                mov(2, 0),
+                mov(4, 18),
+                mov(5, 0),
+                call(28),
+                exit(),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(
+            run_with(&p, &pkt, &mut MapState::new(&p)).unwrap().retval as i64,
+            -22
+        );
+
+        // redirect: flags abort; redirect_map: a missing entry falls back to the flags' action.
+        let p = prog(&[mov(1, 3), mov(2, 0), call(23), exit()], Vec::new());
+        assert_eq!(r0(&[mov(1, 3), mov(2, 0), call(23), exit()]), XDP_REDIRECT);
+        assert_eq!(r0(&[mov(1, 3), mov(2, 1), call(23), exit()]), XDP_ABORTED);
+        let _ = p;
+        let [m0, m1] = ld_map(1, 0);
+        let rm = |key: i32, flags: i32| {
+            prog(
+                &[m0, m1, mov(2, key), mov(3, flags), call(51), exit()],
+                vec![map("tx", MAP_DEVMAP, 4, 4, 8)],
+            )
+        };
+        let mut m = MapState::new(&rm(0, 0));
+        m.set("tx", &[2, 0, 0, 0], &[5, 0, 0, 0]).unwrap();
+        let go =
+            |key, flags, m: &mut MapState| run_with(&rm(key, flags), &[0; 60], m).unwrap().retval;
+        assert_eq!(go(2, 0, &mut m), XDP_REDIRECT);
+        assert_eq!(go(1, XDP_PASS as i32, &mut m), XDP_PASS);
+        assert_eq!(go(1, 0, &mut m), XDP_ABORTED);
+        assert_eq!(go(1, 1 << 3, &mut m), XDP_REDIRECT, "broadcast");
+        assert_eq!(go(2, 1 << 5, &mut m), XDP_ABORTED, "unknown flag");
+        assert!(m.set("tx", &[8, 0, 0, 0], &[0; 4]).is_err());
+
+        // ktime is fixed, prandom deterministic by seed, the CPU is 0.
+        let p = prog(
+            &[
+                call(5),
+                movr(6, 0),
+                call(7),
+                movr(7, 0),
+                call(7),
+                i(0xaf, 0, 7, 0, 0),
+                call(8),
+                exit(),
+            ],
+            Vec::new(),
+        );
+        let o = |seed| {
+            let opts = RunOptions {
+                ktime_ns: 42,
+                prandom_seed: seed,
+                ..RunOptions::default()
+            };
+            run(&p, &[0; 60], &mut MapState::new(&p), &opts)
+                .unwrap()
+                .retval
+        };
+        assert_eq!(o(1), 0);
+        let p = prog(&[call(5), exit()], Vec::new());
+        let opts = RunOptions {
+            ktime_ns: 42,
+            ..RunOptions::default()
+        };
+        assert_eq!(
+            run(&p, &[0; 60], &mut MapState::new(&p), &opts)
+                .unwrap()
+                .retval,
+            42
+        );
+        let rnd = |seed| {
+            let p = prog(
+                &[
+                    call(7),
+                    movr(6, 0),
+                    call(7),
+                    i(0x67, 6, 0, 0, 32),
+                    addr(0, 6),
+                    exit(),
+                ],
+                Vec::new(),
+            );
+            let opts = RunOptions {
+                prandom_seed: seed,
+                ..RunOptions::default()
+            };
+            run(&p, &[0; 60], &mut MapState::new(&p), &opts)
+                .unwrap()
+                .retval
+        };
+        assert_eq!(rnd(7), rnd(7));
+        assert_ne!(rnd(7), rnd(8));
+        assert_ne!(rnd(7) >> 32, rnd(7) & 0xffff_ffff);
+
+        // Unsupported helpers are named.
+        let p = prog(&[call(6), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("bpf_trace_printk"), "{e}");
+        let p = prog(&[call(10), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            e.to_string().contains("bpf_l3_csum_replace")
+                && e.to_string().contains("not available to XDP"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn map_state_checks_and_json() {
+        let p = prog(
+            &[mov(0, 2), exit()],
+            vec![map("a", MAP_ARRAY, 4, 2, 4), map("h", MAP_HASH, 2, 1, 8)],
+        );
+        let mut m = MapState::new(&p);
+        let e = m.set("nope", &[0; 4], &[0; 2]).unwrap_err();
+        assert_eq!(e.to_string(), "no map 'nope' in the program (maps: a, h)");
+        let e = m.set("a", &[0; 3], &[0; 2]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "map 'a': the key is 3 bytes, the map's key size is 4"
+        );
+        let e = m.set("a", &[0; 4], &[0; 3]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "map 'a': the value is 3 bytes, the map's value size is 2"
+        );
+        let e = m.set("a", &[4, 0, 0, 0], &[0; 2]).unwrap_err();
+        assert!(matches!(e, MapError::Index { index: 4, .. }), "{e}");
+        let j: Value = serde_json::from_str(
+            r#"{"a": {"entries": {"01000000": "beef"}}, "h": {"type": "hash", "key_size": 2, "entries": {"0a0B": "07"}}}"#,
+        )
+        .unwrap();
+        m.set_json(&j).unwrap();
+        assert_eq!(m.get("a", &[1, 0, 0, 0]).unwrap(), Some(vec![0xbe, 0xef]));
+        assert_eq!(m.get("a", &[2, 0, 0, 0]).unwrap(), Some(vec![0, 0]));
+        assert_eq!(m.get("h", &[0x0a, 0x0b]).unwrap(), Some(vec![7]));
+        let out = m.to_json();
+        assert_eq!(out["a"]["entries"], json!({"01000000": "beef"}));
+        assert_eq!(out["h"]["entries"], json!({"0a0b": "07"}));
+        assert_eq!(out["h"]["type"], "hash");
+        assert_eq!(out["a"]["max_entries"], 4);
+        // The output reads back in.
+        let mut again = MapState::new(&p);
+        again.set_json(&out).unwrap();
+        assert_eq!(again.to_json(), out);
+        for bad in [
+            r#"{"a": {"key_size": 8}}"#,
+            r#"{"a": {"entries": {"0100": "beef"}}}"#,
+            r#"{"a": {"entries": {"01000000": "bee"}}}"#,
+            r#"{"a": {"entries": {"01000000": 5}}}"#,
+            r#"{"a": {"entrys": {}}}"#,
+            r#"{"x": {}}"#,
+            r#"[1]"#,
+            r#"{"#,
+        ] {
+            assert!(MapState::from_json(&p, bad).is_err(), "{bad}");
+        }
+        assert!(MapState::from_json(&p, "").is_ok());
+        // Map types not modelled, and maps larger than the kernel allows, refuse entries.
+        let p2 = prog(
+            &[mov(0, 2), exit()],
+            vec![
+                map("rb", 27, 0, 0, 4096),
+                map("big", MAP_ARRAY, 4, 5 << 20, 1),
+            ],
+        );
+        let mut m2 = MapState::new(&p2);
+        let e = m2.set("rb", &[], &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("type 27 (other) are not modelled"),
+            "{e}"
+        );
+        let e = m2.set("big", &[0; 4], &[]).unwrap_err();
+        assert!(e.to_string().contains("exceeds the kernel's limit"), "{e}");
+        // A state for other maps is refused.
+        let other = prog(&[mov(0, 2), exit()], Vec::new());
+        let e = run(&other, &[0; 60], &mut m, &RunOptions::default()).unwrap_err();
+        assert!(matches!(e, Fault::Input(_)), "{e}");
+    }
+
+    #[test]
+    fn addresses_round_trip() {
+        for (slot, off) in [
+            (1u32, 0i64),
+            (7, -512),
+            (3, 3520),
+            (u32::MAX, -(1 << 31)),
+            (2, (1 << 31) - 1),
+        ] {
+            assert_eq!(split(address(slot, off)), (slot, off));
+        }
+        // A small scalar is in region 0.
+        assert_eq!(split(64).0, 0);
+        // Packet pointers compare like offsets.
+        assert!(address(2, 14) > address(2, 13));
+        let _ = jgt_r(0, 0, 0);
+    }
+}
