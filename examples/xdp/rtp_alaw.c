@@ -57,6 +57,7 @@ int rtp_alaw(struct xdp_md *ctx)
 		__u16 words = bpf_ntohs(*(__be16 *)(payload + 2));
 		if (words > 16)
 			return XDP_PASS;
+		barrier_var(words); /* the shift below after the check: the verifier bounds `words` by it */
 		payload += 4 + words * 4;
 	}
 	rtp[1] &= 0x80; /* payload type 0: PCMU */

@@ -281,7 +281,8 @@ def xdp_analyze(
     section: Annotated[str | None, typer.Option("--section", "-s", help="ELF section or function of the program "
                                                 "(needed only if the object holds several XDP programs).")] = None,
     target: Annotated[str, typer.Option("--target", "-t", help="Target model: [b]nfp[/b] (the paper's Netronome "
-                                        "constants) or a target TOML file.")] = "nfp",
+                                        "constants), [b]x86-jit[/b] (this machine's kernel JIT, after `nicsim xdp "
+                                        "calibrate`) or a target TOML file.")] = "nfp",
     rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s (each path at its minimum packet size) "
                                        "or packets/s.")] = Rate.bit,
     timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds to search for the slowest "
@@ -347,6 +348,77 @@ def xdp_analyze(
     out_console.print(t)
     files = ["summary.json"] + (["example.pcap"] if s["example_packet_hex"] else [])
     out_console.print(f"wrote {out}/ ({', '.join(files)})")
+
+
+@xdp_app.command("calibrate")
+def xdp_calibrate(
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Target file to write (default: where "
+                                             "--target x86-jit reads it, ~/.cache/nicsim/x86-jit.toml or "
+                                             "$NICSIM_X86_JIT).", show_default=False)] = None,
+) -> None:
+    """Measure this machine's kernel JIT and write the [b]x86-jit[/b] target.
+
+    Runs generated micro-benchmarks with BPF_PROG_TEST_RUN, one per BPF instruction class and
+    helper (as the paper's section 4 measures the NFP), and writes their costs in nanoseconds
+    as a target file for `nicsim xdp analyze --target x86-jit`. Needs the privileges to load
+    BPF programs (root). Takes about 20 s.
+    """
+    from nicsim.xdp.calibrate import calibrate
+
+    bar = Progress(TextColumn("[bold]calibrating"), TextColumn("{task.fields[what]}"), TimeElapsedColumn(),
+                   console=err_console, transient=True)
+    task = bar.add_task("cal", total=None, what="")
+    with bar:
+        path = calibrate(out, progress=lambda name: bar.update(task, what=name))
+    out_console.print(f"wrote {path}")
+
+
+@xdp_app.command("validate")
+def xdp_validate(
+    obj: Annotated[Path, typer.Argument(help="The BPF object that was analysed.", show_default=False)],
+    analysis: Annotated[Path, typer.Option("--analysis", "-a", help="Folder of `nicsim xdp analyze` for OBJ.",
+                                           show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for validation.json (default: the "
+                                             "analysis folder).", show_default=False)] = None,
+    packets: Annotated[int, typer.Option("--packets", min=0, help="Random packets, and as many mutated ones.")] = 1000,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Kernel runs per packet; its time is their median.")] = 15,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random and mutated packets.")] = 1,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds for the x86-jit analysis.")] = 60.0,
+) -> int:
+    """Check an analysis against the interpreter and the running kernel.
+
+    Runs the example packet in nicsim's eBPF interpreter (it must take the reported path), loads
+    OBJ into the kernel with the analysis's map entries and runs the packet with
+    BPF_PROG_TEST_RUN (it must return the reported action), then times the example and
+    --packets random and mutated packets in the kernel and compares them with the x86-jit
+    guarantee (a packet-rate analysis on the calibrated target): none may be more than 5 %
+    slower. Exit code 1 if a check fails. Needs root for the kernel.
+    """
+    from nicsim.xdp.validate import validate
+
+    bar = Progress(TextColumn("[bold]validating"), TextColumn("{task.fields[what]}"), TimeElapsedColumn(),
+                   console=err_console, transient=True)
+    task = bar.add_task("val", total=None, what="")
+    with bar:
+        r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
+                     progress=lambda what: bar.update(task, what=what))
+    t = Table(title=f"validation of {obj.name}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for name, ok in r["checks"].items():
+        t.add_row("[green]pass[/green]" if ok else "[red]FAIL[/red]", name)
+    tm = r["timing"]
+    if "example_ns" in tm:
+        t.add_row("example", f"{tm['example_ns']:.0f} ns/packet")
+    t.add_row("slowest", f"{tm['slowest']['ns']:.0f} ns/packet ({tm['slowest']['kind']}, {tm['slowest']['bytes']} B)")
+    if tm.get("guarantee_ns"):
+        t.add_row("x86-jit guarantee", f"{tm['guarantee_ns']:.0f} ns/packet ({tm['guarantee_status']}); "
+                  f"slowest is {tm['slowest_vs_guarantee']:.0%} of it")
+    else:
+        t.add_row("x86-jit guarantee", tm["note"])
+    out_console.print(t)
+    out_console.print(f"wrote {(out or analysis)}/validation.json")
+    return 0 if r["ok"] else 1
 
 
 @reproduce_app.command("flexpipe")

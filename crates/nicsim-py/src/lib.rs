@@ -308,6 +308,74 @@ fn xdp_run(
     .map_err(InputError::new_err)
 }
 
+/// An XDP program loaded into the running kernel (the verifier checks it), with the map entries
+/// of `maps_json` (the analyzer's summary.json "maps" format; empty: none) written into its
+/// maps. The kernel's refusal (the verifier's reason, missing privileges) raises
+/// `nicsim.InputError` with one line.
+#[pyclass(unsendable)]
+struct XdpKernel {
+    k: nicsim_xdp::kernel::Kernel,
+}
+
+#[pymethods]
+impl XdpKernel {
+    #[new]
+    #[pyo3(signature = (obj, section=None, maps_json=""))]
+    fn new(obj: &[u8], section: Option<&str>, maps_json: &str) -> PyResult<Self> {
+        let program =
+            nicsim_xdp::load(obj, section).map_err(|e| InputError::new_err(e.to_string()))?;
+        let maps = nicsim_xdp::interp::MapState::from_json(&program, maps_json)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        let k = nicsim_xdp::kernel::Kernel::load(&program)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        k.set_maps(&maps)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        Ok(XdpKernel { k })
+    }
+
+    /// One `BPF_PROG_TEST_RUN` of `packet`, `repeat` times: (XDP action, mean ns per run,
+    /// the packet afterwards).
+    #[pyo3(signature = (packet, repeat=1))]
+    fn run(&self, packet: &[u8], repeat: u32) -> PyResult<(u32, u32, Vec<u8>)> {
+        let r = self
+            .k
+            .run(packet, repeat)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        Ok((r.retval, r.duration_ns, r.packet))
+    }
+
+    /// The kernel's time for `runs` single runs of each packet (ns, a list per packet).
+    fn times(&self, py: Python<'_>, packets: Vec<Vec<u8>>, runs: u32) -> PyResult<Vec<Vec<u32>>> {
+        let k = &self.k;
+        py.detach(|| {
+            packets
+                .iter()
+                .map(|p| {
+                    (0..runs)
+                        .map(|_| k.run(p, 1).map(|r| r.duration_ns))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| InputError::new_err(e.to_string()))
+    }
+}
+
+/// Run the `x86-jit` micro-benchmarks on the running kernel (`nicsim xdp calibrate`): JSON
+/// `{"overhead_ns", "classes": [{"name", "ns", "what"}]}`. `progress` is called with each
+/// class's name.
+#[pyfunction]
+fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult<String> {
+    let (classes, overhead) = nicsim_xdp::calibrate::calibrate(
+        |name| {
+            let _ = progress.call1(py, (name,));
+        },
+        std::time::Duration::from_secs_f64(budget_s.max(0.0)),
+    )
+    .map_err(|e| InputError::new_err(e.to_string()))?;
+    Ok(serde_json::json!({"overhead_ns": overhead, "classes": classes}).to_string())
+}
+
 /// Write `packets` (bytes each, timestamps 1 µs apart) to a pcap file.
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
@@ -329,6 +397,8 @@ fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Datapath>()?;
     m.add_class::<XdpSearch>()?;
+    m.add_class::<XdpKernel>()?;
+    m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;

@@ -242,7 +242,12 @@ impl State {
             }
             // Somewhere in the stack, or perhaps in it.
             Val::Fp(None) | Val::Top | Val::Scalar(_) => self.stack = [Val::Top; SLOTS],
-            Val::Ctx | Val::Pkt(_) | Val::PktEnd | Val::MapPtr(_) | Val::MapVal(..) | Val::Upper => {}
+            Val::Ctx
+            | Val::Pkt(_)
+            | Val::PktEnd
+            | Val::MapPtr(_)
+            | Val::MapVal(..)
+            | Val::Upper => {}
         }
     }
 
@@ -379,8 +384,13 @@ impl State {
     /// range finds a value (the kernel's array lookup returns NULL only past `max_entries`).
     pub fn step_in(&self, insn: &Insn, p: &crate::load::Program) -> State {
         let mut s = self.step(insn);
-        if let (Insn::Call { helper: HELPER_MAP_LOOKUP }, Val::MapPtr(m), Val::Fp(Some(base))) =
-            (*insn, self.regs[1], self.regs[2])
+        if let (
+            Insn::Call {
+                helper: HELPER_MAP_LOOKUP,
+            },
+            Val::MapPtr(m),
+            Val::Fp(Some(base)),
+        ) = (*insn, self.regs[1], self.regs[2])
         {
             let def = &p.maps[m as usize];
             if let (true, Val::Scalar(key)) = (def.is_array(), self.load_stack(base as i64, 4)) {
@@ -579,7 +589,9 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
             });
             return Val::Fp(moved);
         }
-        (AluOp::Add | AluOp::Sub, Val::MapVal(m, n), Val::Scalar(_)) if is64 => return Val::MapVal(m, n),
+        (AluOp::Add | AluOp::Sub, Val::MapVal(m, n), Val::Scalar(_)) if is64 => {
+            return Val::MapVal(m, n)
+        }
         (AluOp::Sub, Val::Pkt(o), Val::Scalar(s)) if is64 && s.hi <= o.lo => {
             return Val::Pkt(Iv {
                 lo: o.lo - s.hi,

@@ -161,7 +161,12 @@ impl ConstModel {
                     Ok(slots.iter().position(|&s| s == o).map(|i| (REGS + i) as u8))
                 }
                 Val::Fp(None) | Val::Top | Val::Scalar(_) => Err(()),
-                Val::Ctx | Val::Pkt(_) | Val::PktEnd | Val::MapPtr(_) | Val::MapVal(..) | Val::Upper => Ok(None),
+                Val::Ctx
+                | Val::Pkt(_)
+                | Val::PktEnd
+                | Val::MapPtr(_)
+                | Val::MapVal(..)
+                | Val::Upper => Ok(None),
             }
         };
         // Tracked slots that bytes off..off+len from r10-relative `base` touch.

@@ -135,10 +135,10 @@ fn insn_cost(
             } else {
                 c.jmp_compare
             } + if kind == EdgeKind::Taken {
-                    c.jmp_taken
-                } else {
-                    c.jmp_not_taken
-                },
+                c.jmp_taken
+            } else {
+                c.jmp_not_taken
+            },
         ),
         Insn::Ldx { src, .. } => match s.regs[src as usize] {
             Val::Fp(_) | Val::Ctx => plain(c.stack),
@@ -177,7 +177,11 @@ fn insn_cost(
         Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
             Val::Fp(_) => plain(c.stack),
             _ => InsnCost {
-                cycles: if fetch { 0.0 } else { m.issue_nowait_cycles },
+                cycles: if fetch {
+                    0.0
+                } else {
+                    m.atomic_cycles.unwrap_or(m.issue_nowait_cycles)
+                },
                 dram: da,
                 wait_latency: if fetch { m.map_latency_cycles } else { 0.0 },
                 memory: true,
@@ -267,11 +271,12 @@ pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
             // A branch the abstract values decide has one edge left, whose condition always
             // holds: it is no constraint on the path (`Next`), which spares the solver a
             // condition it would have to prove again.
-            let kind = if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) && can_take != can_fall {
-                EdgeKind::Next
-            } else {
-                kind
-            };
+            let kind =
+                if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) && can_take != can_fall {
+                    EdgeKind::Next
+                } else {
+                    kind
+                };
             per_node[u as usize].push((to, [units(cycles), units(ic.dram)], need, kind));
         }
     }

@@ -1719,6 +1719,7 @@ mod tests {
             code,
             maps,
             lines: Vec::new(),
+            license: "GPL".into(),
         }
     }
 

@@ -8,16 +8,19 @@
 //! path as an SMT query) → the guarantee. Beside that flow, [`interp`] runs a packet through
 //! the same decoded instructions concretely (the kernel's instruction and helper semantics),
 //! recording the instructions it executes as `path.insns` numbers them, so that an example
-//! packet can be checked against the path reported for it.
+//! packet can be checked against the path reported for it, and [`kernel`] loads the program
+//! into the running kernel and runs packets through it with `BPF_PROG_TEST_RUN`.
 
 pub mod absint;
 pub mod analysis;
+pub mod calibrate;
 pub mod cfg;
 pub mod consts;
 pub mod cost;
 pub mod helpers_table;
 pub mod insn;
 pub mod interp;
+pub mod kernel;
 pub mod load;
 pub mod paths;
 pub mod symex;

@@ -81,6 +81,8 @@ pub struct Program {
     /// For every instruction slot, the index in `lines` of the source line it comes from.
     pub line_of: Vec<Option<u32>>,
     pub lines: Vec<SrcLine>,
+    /// The object's `license` section (the kernel allows GPL-only helpers to GPL programs).
+    pub license: String,
 }
 
 impl Program {
@@ -324,5 +326,6 @@ fn load_inner(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError>
         maps,
         line_of,
         lines,
+        license: obj.license.to_string_lossy().into_owned(),
     })
 }

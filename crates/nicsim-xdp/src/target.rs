@@ -113,6 +113,9 @@ pub struct Memory {
     pub issue_nowait_cycles: f64,
     pub packet_latency_cycles: f64,
     pub map_latency_cycles: f64,
+    /// An atomic add not waited for (default: `issue_nowait_cycles`, as a store).
+    #[serde(default)]
+    pub atomic_cycles: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -374,5 +374,3 @@ fn split_graph_keeps_exactly_the_paths_that_agree_with_their_constants() {
         }
     }
 }
-
-

@@ -186,7 +186,8 @@ fn quic_active(s: &Suite, moduli: &[u32]) -> MapState {
         *words.entry(m / 64).or_default() |= 1 << (m % 64);
     }
     for (w, bits) in words {
-        maps.set("active", &w.to_le_bytes(), &bits.to_le_bytes()).unwrap();
+        maps.set("active", &w.to_le_bytes(), &bits.to_le_bytes())
+            .unwrap();
     }
     maps
 }
@@ -206,13 +207,21 @@ fn quic_lb_routes_by_the_obfuscated_cid() {
     assert_eq!(o.retval, XDP_TX);
     let out = &o.packet;
     assert_eq!(out.len(), pkt.len());
-    assert_eq!((&out[0..6], &out[6..12]), (&MAC_A[..], &MAC_B[..]), "MACs swapped");
+    assert_eq!(
+        (&out[0..6], &out[6..12]),
+        (&MAC_A[..], &MAC_B[..]),
+        "MACs swapped"
+    );
     assert_eq!(
         &out[30..34],
         &[10, 1, (modulus >> 8) as u8, modulus as u8],
         "the server's address: 10.1.<modulus>"
     );
-    assert_eq!(ip_checksum(&out[14..34]), 0, "the incremental checksum update is right");
+    assert_eq!(
+        ip_checksum(&out[14..34]),
+        0,
+        "the incremental checksum update is right"
+    );
     assert_eq!(&out[40..42], &[0, 0], "UDP checksum cleared");
     assert_eq!(&out[42..], &pkt[42..]);
 
@@ -223,7 +232,9 @@ fn quic_lb_routes_by_the_obfuscated_cid() {
     long.extend(cid);
     long.extend([0xaa; 20]);
     let pkt = eth_ipv4_udp(5000, 443, &long);
-    let flow = le32(&IP_A) ^ le32(&IP_B) ^ ((le16(&5000u16.to_be_bytes()) << 16) | le16(&443u16.to_be_bytes()));
+    let flow = le32(&IP_A)
+        ^ le32(&IP_B)
+        ^ ((le16(&5000u16.to_be_bytes()) << 16) | le16(&443u16.to_be_bytes()));
     let fb = quic_fallback(flow);
     assert_ne!(fb, modulus);
     let o = s.run(&pkt, &mut quic_active(&s, &[fb]));
@@ -249,7 +260,11 @@ fn quic_lb_routes_by_the_obfuscated_cid() {
     tcp.extend([0; 20]);
     assert_eq!(s.run(&tcp, &mut s.maps()).retval, XDP_PASS);
     let pkt = eth_ipv4_udp(5000, 443, &quic);
-    assert_eq!(s.run(&pkt[..45], &mut s.maps()).retval, XDP_DROP, "CID cut short");
+    assert_eq!(
+        s.run(&pkt[..45], &mut s.maps()).retval,
+        XDP_DROP,
+        "CID cut short"
+    );
     assert_eq!(s.run(&pkt[..20], &mut s.maps()).retval, XDP_DROP);
     assert_eq!(s.run(&pkt[..10], &mut s.maps()).retval, XDP_DROP);
 }
@@ -282,9 +297,17 @@ fn quic_lb_v6_walks_extension_headers() {
     assert_eq!((&out[0..6], &out[6..12]), (&MAC_A[..], &MAC_B[..]));
     let mut want = vec![0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0];
     want.extend(modulus.to_be_bytes());
-    assert_eq!(&out[38..54], &want[..], "the server's address: 2001:db8:1::<modulus>");
+    assert_eq!(
+        &out[38..54],
+        &want[..],
+        "the server's address: 2001:db8:1::<modulus>"
+    );
     let udp_at = 54 + ext.len();
-    assert_eq!(&out[udp_at + 6..udp_at + 8], &[0, 0], "UDP checksum cleared");
+    assert_eq!(
+        &out[udp_at + 6..udp_at + 8],
+        &[0, 0],
+        "UDP checksum cleared"
+    );
     assert_eq!(&out[udp_at + 8..], &quic);
     // A fragment header (44) is not walked: to the host.
     let mut frag = pkt.clone();
@@ -591,4 +614,103 @@ fn legacy_maps_counts_by_length() {
             (1u32.to_le_bytes().to_vec(), 2u64.to_le_bytes().to_vec()),
         ]
     );
+}
+
+/// The interpreter against the running kernel (`BPF_PROG_TEST_RUN`): every suite program on
+/// the same packets — well-formed ones, random bytes, and well-formed ones with a few bytes
+/// changed — in the same order, so map state carries over alike; the action and the packet
+/// afterwards must agree. Skipped (with a note) where the kernel refuses BPF to this process.
+#[test]
+fn interpreter_agrees_with_the_kernel() {
+    use nicsim_xdp::kernel::{Kernel, KernelError};
+    let names = [
+        "calls",
+        "flags",
+        "loop_masked",
+        "parser",
+        "dos_filter",
+        "quic_lb_v4",
+        "quic_lb_v6",
+        "rtp_alaw",
+        "rtp_alaw_opt",
+        "dns_cache",
+        "count_min_1",
+        "count_min_5",
+        "count_min_20",
+        "path_explosion",
+    ];
+    let mut dns = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    dns.extend(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+    let bases = [
+        eth_ipv4_udp(40000, 53, &dns),
+        eth_ipv4_udp(5004, 5004, &[0x80; 172]),
+        eth_ipv4_udp(1111, 443, &[0xc3; 60]),
+        {
+            let mut v = eth(0x0800);
+            v.extend(ipv4(6, 20));
+            v.extend([
+                0x9c, 0x40, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+            ]);
+            v
+        },
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut packets: Vec<Vec<u8>> = Vec::new();
+    for k in 0..300 {
+        let mut p = bases[k % bases.len()].clone();
+        match k % 3 {
+            0 => {}
+            1 => {
+                let len = 14 + (rnd() % 200) as usize;
+                p = (0..len).map(|_| rnd() as u8).collect();
+            }
+            _ => {
+                for _ in 0..1 + rnd() % 4 {
+                    let i = (rnd() as usize) % p.len();
+                    p[i] = rnd() as u8;
+                }
+            }
+        }
+        if p.len() < 60 {
+            p.resize(60, 0);
+        }
+        packets.push(p);
+    }
+    for name in names {
+        let Some(bytes) = obj(name) else { continue };
+        let p = load(&bytes, None).unwrap();
+        let k = match Kernel::load(&p) {
+            Ok(k) => k,
+            Err(KernelError::Sys { err, .. } | KernelError::Verifier { err, .. })
+                if err.raw_os_error() == Some(libc_eperm()) =>
+            {
+                eprintln!("skipped: the kernel refuses BPF to this process ({err})");
+                return;
+            }
+            Err(KernelError::Verifier { full_log, .. }) => panic!("{name}: verifier:\n{full_log}"),
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let mut maps = MapState::new(&p);
+        for (i, pkt) in packets.iter().enumerate() {
+            let want = run(&p, pkt, &mut maps, &RunOptions::default());
+            let got = k.run(pkt, 1).unwrap();
+            let want = want.unwrap_or_else(|f| panic!("{name}: packet {i}: interpreter fault {f}"));
+            assert_eq!(
+                (got.retval as u64, &got.packet),
+                (want.retval, &want.packet),
+                "{name}: packet {i} ({} bytes)",
+                pkt.len()
+            );
+        }
+    }
+}
+
+fn libc_eperm() -> i32 {
+    1
 }

@@ -28,11 +28,21 @@ BUILTIN_TARGETS = ("nfp",)
 
 
 def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
-    """The TOML text of a target (a built-in name or a file) and the name to use in errors."""
+    """The TOML text of a target (a built-in name, `x86-jit`, or a file) and the name to use in
+    errors."""
     name = str(target)
+    if name == "x86-jit":
+        from nicsim.xdp.calibrate import default_path
+
+        path = default_path()
+        if not path.is_file():
+            raise InputError(f"the x86-jit target is not calibrated on this machine ({path} is missing): "
+                             "run `nicsim xdp calibrate` first")
+        return path.read_text(), str(path)
     path = TARGETS_DIR / f"{name}.toml" if name in BUILTIN_TARGETS else Path(name)
     if name not in BUILTIN_TARGETS and not path.suffix:
-        raise InputError(f"unknown target '{name}' (built in: {', '.join(BUILTIN_TARGETS)}; or a .toml file)")
+        raise InputError(f"unknown target '{name}' (built in: {', '.join(BUILTIN_TARGETS)}, x86-jit once "
+                         "calibrated; or a .toml file)")
     try:
         return path.read_text(), str(path.name if name in BUILTIN_TARGETS else path)
     except OSError as e:

@@ -1,0 +1,451 @@
+//! Micro-benchmarks of the running kernel's JIT for the `x86-jit` target (as the paper's §4
+//! measures the NFP): each is a generated XDP program whose body repeats one instruction class
+//! `n` times, run with `BPF_PROG_TEST_RUN`; the class's cost is the time the body adds over the
+//! same program without it, divided by `n`. Bodies are dependency chains where the class allows
+//! one (each instruction waits for the previous), so the costs are latencies: code with
+//! independent instructions runs faster than the model says, never slower.
+
+use std::time::Duration;
+
+use crate::insn::Raw;
+use crate::kernel::{Kernel, KernelError};
+use crate::load::{MapDef, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_PERCPU_ARRAY};
+
+/// A measured class: nanoseconds per instruction (or helper call) and what was run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Measured {
+    pub name: String,
+    pub ns: f64,
+    pub what: String,
+}
+
+fn r(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Raw {
+    Raw {
+        code,
+        dst,
+        src,
+        off,
+        imm,
+    }
+}
+fn mov64_imm(dst: u8, imm: i32) -> Raw {
+    r(0xb7, dst, 0, 0, imm)
+}
+fn mov64_reg(dst: u8, src: u8) -> Raw {
+    r(0xbf, dst, src, 0, 0)
+}
+fn add64_imm(dst: u8, imm: i32) -> Raw {
+    r(0x07, dst, 0, 0, imm)
+}
+fn ld_map(dst: u8, map: i32) -> [Raw; 2] {
+    [r(0x18, dst, 1, 0, map), r(0, 0, 0, 0, 0)]
+}
+fn exit() -> Raw {
+    r(0x95, 0, 0, 0, 0)
+}
+fn call(helper: i32) -> Raw {
+    r(0x85, 0, 0, 0, helper)
+}
+
+/// One micro-benchmark: a prologue, a body repeated, and the XDP_PASS epilogue (plus code
+/// after it, such as a subprogram the body calls).
+struct Bench {
+    name: &'static str,
+    what: &'static str,
+    prologue: Vec<Raw>,
+    body: Vec<Raw>,
+    /// Instructions of the body that are set-up (their own cost is subtracted, in classes
+    /// measured before this one): (class, count).
+    setup: Vec<(&'static str, f64)>,
+    /// Extra instructions after the exit (a subprogram), given the body count.
+    tail: Vec<Raw>,
+    maps: Vec<MapDef>,
+    /// Map entries to write before the run: (map index, key, value).
+    entries: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+fn map(name: &str, map_type: u32, key_size: u32, value_size: u32) -> MapDef {
+    MapDef {
+        name: name.into(),
+        map_type,
+        key_size,
+        value_size,
+        max_entries: 1,
+        flags: 0,
+        data: Vec::new(),
+        frozen: false,
+    }
+}
+
+/// The common prologue: r6 = ctx, r0 = r1 = 1, a zeroed 72-byte key area at fp-72, r7 =
+/// data with its first 64 bytes checked (so loads from r7 are allowed), and with `value`, r8 =
+/// the value of map 0 at key 0. Returns it and the indices of its early exits (jumps to the
+/// epilogue, offsets to be patched).
+fn prologue(value: bool) -> (Vec<Raw>, Vec<usize>) {
+    let mut p = vec![mov64_reg(6, 1), mov64_imm(0, 1), mov64_imm(1, 1)];
+    for k in 1..=9 {
+        p.push(r(0x7a, 10, 0, -8 * k, 0)); // *(u64 *)(fp - 8k) = 0
+    }
+    p.push(r(0x61, 7, 6, 0, 0)); // r7 = ctx->data
+    p.push(r(0x61, 2, 6, 4, 0)); // r2 = ctx->data_end
+    p.push(mov64_reg(3, 7));
+    p.push(add64_imm(3, 64));
+    let mut exits = vec![p.len()];
+    p.push(r(0x2d, 3, 2, 0, 0)); // if r3 > r2 goto epilogue
+    if value {
+        p.extend(ld_map(1, 0));
+        p.push(mov64_reg(2, 10));
+        p.push(add64_imm(2, -8));
+        p.push(call(1));
+        exits.push(p.len());
+        p.push(r(0x15, 0, 0, 0, 0)); // if r0 == 0 goto epilogue
+        p.push(mov64_reg(8, 0));
+        p.push(mov64_imm(0, 1));
+        p.push(mov64_imm(1, 1));
+    }
+    (p, exits)
+}
+
+fn benches() -> Vec<Bench> {
+    let mut v = Vec::new();
+    let plain = |name, what, body: Vec<Raw>| Bench {
+        name,
+        what,
+        prologue: Vec::new(),
+        body,
+        setup: Vec::new(),
+        tail: Vec::new(),
+        maps: Vec::new(),
+        entries: Vec::new(),
+    };
+    v.push(plain(
+        "alu",
+        "w0 += w1 (32-bit, dependent)",
+        vec![r(0x0c, 0, 1, 0, 0)],
+    ));
+    v.push(plain(
+        "alu64",
+        "r0 += r1 (dependent)",
+        vec![r(0x0f, 0, 1, 0, 0)],
+    ));
+    v.push(plain(
+        "mul",
+        "r0 *= r1 (dependent)",
+        vec![r(0x2f, 0, 1, 0, 0)],
+    ));
+    v.push(Bench {
+        prologue: vec![mov64_imm(0, -1)],
+        ..plain(
+            "div",
+            "r0 /= r1, r0 = 2^64-1, r1 = 1 (dependent)",
+            vec![r(0x3f, 0, 1, 0, 0)],
+        )
+    });
+    v.push(plain(
+        "endian",
+        "r0 = be64 r0 (dependent)",
+        vec![r(0xdc, 0, 0, 0, 64)],
+    ));
+    v.push(plain(
+        "ld_imm64",
+        "r0 = 64-bit immediate",
+        vec![r(0x18, 0, 0, 0, 7), r(0, 0, 0, 0, 1)],
+    ));
+    v.push(Bench {
+        prologue: vec![mov64_imm(0, 0)],
+        ..plain(
+            "jmp_taken",
+            "if r0 != r1 goto +0 (r0 = 0, r1 = 1: taken; 64-bit compare)",
+            vec![r(0x5d, 0, 1, 0, 0)],
+        )
+    });
+    v.push(plain(
+        "jmp_not_taken",
+        "if r0 == r1 goto +0 (r0 = r1 = 1: not taken)",
+        vec![r(0x1d, 0, 1, 0, 0)],
+    ));
+    v.push(plain("ja", "goto +0", vec![r(0x05, 0, 0, 0, 0)]));
+    v.push(plain(
+        "stack",
+        "*(u64 *)(fp-8) = r0; r0 = *(u64 *)(fp-8) (store-to-load, per instruction)",
+        vec![r(0x7b, 10, 0, -8, 0), r(0x79, 0, 10, -8, 0)],
+    ));
+    v.push(plain(
+        "packet_load",
+        "r0 = *(u8 *)(data + 5) (independent loads)",
+        vec![r(0x71, 0, 7, 5, 0)],
+    ));
+    v.push(plain(
+        "packet_store",
+        "*(u8 *)(data + 5) = r0",
+        vec![r(0x73, 7, 0, 5, 0)],
+    ));
+    let arr8 = || map("a", MAP_ARRAY, 4, 64);
+    v.push(Bench {
+        maps: vec![arr8()],
+        ..plain(
+            "map_load",
+            "r0 = *(u64 *)(array value + 8)",
+            vec![r(0x79, 0, 8, 8, 0)],
+        )
+    });
+    v.push(Bench {
+        maps: vec![arr8()],
+        ..plain(
+            "atomic",
+            "lock *(u64 *)(array value + 8) += r1",
+            vec![r(0xdb, 8, 1, 8, 0)],
+        )
+    });
+    // Helpers. Keys and values at fp-72..fp-8 (zeroed by the prologue).
+    let helper =
+        |name, what, maps: Vec<MapDef>, body: Vec<Raw>, setup: Vec<(&'static str, f64)>| Bench {
+            name,
+            what,
+            prologue: Vec::new(),
+            body,
+            setup,
+            tail: Vec::new(),
+            maps,
+            entries: Vec::new(),
+        };
+    let lookup = |m: i32| {
+        let mut b = ld_map(1, m).to_vec();
+        b.extend([mov64_reg(2, 10), add64_imm(2, -64), call(1)]);
+        b
+    };
+    let setup_lookup = vec![("ld_imm64", 1.0), ("alu64", 2.0)];
+    for (name, what, t) in [
+        (
+            "map_lookup_elem.array",
+            "bpf_map_lookup_elem(array, &0)",
+            MAP_ARRAY,
+        ),
+        (
+            "map_lookup_elem.percpu_array",
+            "bpf_map_lookup_elem(percpu array, &0)",
+            MAP_PERCPU_ARRAY,
+        ),
+    ] {
+        v.push(helper(
+            name,
+            what,
+            vec![map("m", t, 4, 8)],
+            lookup(0),
+            setup_lookup.clone(),
+        ));
+    }
+    let mut h = helper(
+        "map_lookup_elem.hash",
+        "bpf_map_lookup_elem(hash, 64-byte key present)",
+        vec![map("h", MAP_HASH, 64, 8)],
+        lookup(0),
+        setup_lookup.clone(),
+    );
+    h.entries = vec![(0, vec![0; 64], vec![0; 8])];
+    v.push(h);
+    let mut u = ld_map(1, 0).to_vec();
+    u.extend([
+        mov64_reg(2, 10),
+        add64_imm(2, -64),
+        mov64_reg(3, 10),
+        add64_imm(3, -72),
+        mov64_imm(4, 0),
+        call(2),
+    ]);
+    let setup_update = vec![("ld_imm64", 1.0), ("alu64", 5.0)];
+    let mut h = helper(
+        "map_update_elem",
+        "bpf_map_update_elem(hash, 64-byte key present, BPF_ANY)",
+        vec![map("h", MAP_HASH, 64, 8)],
+        u.clone(),
+        setup_update.clone(),
+    );
+    h.entries = vec![(0, vec![0; 64], vec![0; 8])];
+    v.push(h);
+    let mut a = ld_map(1, 0).to_vec();
+    a.extend([
+        mov64_reg(2, 10),
+        add64_imm(2, -8),
+        mov64_reg(3, 10),
+        add64_imm(3, -72),
+        mov64_imm(4, 0),
+        call(2),
+    ]);
+    v.push(helper(
+        "map_update_elem.array",
+        "bpf_map_update_elem(array, &0, BPF_ANY)",
+        vec![map("a", MAP_ARRAY, 4, 8)],
+        a,
+        setup_update.clone(),
+    ));
+    for (name, id) in [
+        ("ktime_get_ns", 5),
+        ("get_prandom_u32", 7),
+        ("get_smp_processor_id", 8),
+    ] {
+        v.push(helper(
+            name,
+            "call, no arguments",
+            vec![],
+            vec![call(id)],
+            vec![],
+        ));
+    }
+    v.push(helper(
+        "redirect",
+        "bpf_redirect(1, 0)",
+        vec![],
+        vec![mov64_imm(1, 1), mov64_imm(2, 0), call(23)],
+        vec![("alu64", 2.0)],
+    ));
+    let mut rm = ld_map(1, 0).to_vec();
+    rm.extend([mov64_imm(2, 0), mov64_imm(3, 0), call(51)]);
+    v.push(helper(
+        "redirect_map",
+        "bpf_redirect_map(devmap, 0, 0), empty slot",
+        vec![map("d", MAP_DEVMAP, 4, 4)],
+        rm,
+        vec![("ld_imm64", 1.0), ("alu64", 2.0)],
+    ));
+    for (name, id) in [("xdp_adjust_head", 44), ("xdp_adjust_tail", 65)] {
+        v.push(helper(
+            name,
+            "delta 0",
+            vec![],
+            vec![mov64_reg(1, 6), mov64_imm(2, 0), call(id)],
+            vec![("alu64", 2.0)],
+        ));
+    }
+    v.push(helper(
+        "csum_diff",
+        "bpf_csum_diff(64 bytes from the stack, 0 bytes, 0)",
+        vec![],
+        vec![
+            mov64_reg(1, 10),
+            add64_imm(1, -64),
+            mov64_imm(2, 64),
+            mov64_imm(3, 0),
+            mov64_imm(4, 0),
+            mov64_imm(5, 0),
+            call(28),
+        ],
+        vec![("alu64", 6.0)],
+    ));
+    // bpf-to-bpf call of `r0 = 0; exit` (the call and the callee's exit; its mov subtracted).
+    v.push(Bench {
+        setup: vec![("alu64", 1.0)],
+        tail: vec![mov64_imm(0, 0), exit()],
+        ..plain(
+            "call_local",
+            "call of a subprogram `r0 = 0; exit`",
+            vec![r(0x85, 0, 1, 0, 0)],
+        )
+    });
+    v
+}
+
+impl Bench {
+    /// The program with the body `n` times: the common prologue, the bench's own, the body,
+    /// `r0 = XDP_PASS; exit`, then the tail (a subprogram the body calls).
+    fn program(&self, n: usize) -> Vec<Raw> {
+        let (mut out, exits) = prologue(matches!(self.name, "map_load" | "atomic"));
+        out.extend(self.prologue.iter().copied());
+        let epilogue = out.len() + self.body.len() * n;
+        for i in exits {
+            out[i].off = (epilogue - i - 1) as i16;
+        }
+        for _ in 0..n {
+            for b in &self.body {
+                let mut b = *b;
+                if b.code == 0x85 && b.src == 1 {
+                    // A bpf-to-bpf call of the subprogram right after the epilogue.
+                    b.imm = (epilogue + 2) as i32 - out.len() as i32 - 1;
+                }
+                out.push(b);
+            }
+        }
+        out.push(mov64_imm(0, 2)); // XDP_PASS
+        out.push(exit());
+        if n > 0 {
+            out.extend(self.tail.iter().copied()); // unreachable code is refused
+        }
+        out
+    }
+}
+
+/// Run the micro-benchmarks on the running kernel. `budget` bounds each measurement; returns
+/// the measured classes and the per-packet overhead (the empty program, one run per
+/// `BPF_PROG_TEST_RUN`, as `nicsim xdp validate` measures packets).
+pub fn calibrate(
+    mut progress: impl FnMut(&str),
+    budget: Duration,
+) -> Result<(Vec<Measured>, f64), KernelError> {
+    let packet = vec![0u8; 64];
+    let mut out: Vec<Measured> = Vec::new();
+    let per_run_ns = |k: &Kernel, repeat: u32| -> Result<f64, KernelError> {
+        // The median of several runs of `repeat` repetitions each.
+        let start = std::time::Instant::now();
+        let mut t = Vec::new();
+        while t.len() < 5 || (t.len() < 15 && start.elapsed() < budget) {
+            t.push(k.run(&packet, repeat)?.duration_ns as f64);
+        }
+        t.sort_by(|a, b| a.total_cmp(b));
+        Ok(t[t.len() / 2])
+    };
+    // The per-packet overhead: an empty program, timed as validation times packets. It uses
+    // the callee-saved registers r6–r9 and the whole stack, so that the JIT's prologue and
+    // epilogue are the largest a program can have (they are not instructions of the program).
+    let empty = Kernel::load_raw(
+        &[
+            mov64_imm(6, 0),
+            mov64_imm(7, 0),
+            mov64_imm(8, 0),
+            mov64_imm(9, 0),
+            r(0x7a, 10, 0, -512, 0),
+            mov64_imm(0, 2),
+            exit(),
+        ],
+        &[],
+        "GPL",
+        "empty",
+    )?;
+    let mut singles: Vec<f64> = (0..2001)
+        .map(|_| empty.run(&packet, 1).map(|r| r.duration_ns as f64))
+        .collect::<Result<_, _>>()?;
+    singles.sort_by(|a, b| a.total_cmp(b));
+    let overhead = singles[singles.len() / 2];
+    for b in benches() {
+        progress(b.name);
+        let n = if b.setup.is_empty() && b.maps.is_empty() {
+            2000
+        } else {
+            200
+        };
+        let load = |n: usize| -> Result<Kernel, KernelError> {
+            let k = Kernel::load_raw(&b.program(n), &b.maps, "GPL", "calib").map_err(|e| {
+                KernelError::Input(format!("micro-benchmark '{}' ({n} times): {e}", b.name))
+            })?;
+            for (m, key, value) in &b.entries {
+                k.set_raw(*m, key, value)?;
+            }
+            Ok(k)
+        };
+        let base = load(0)?;
+        let full = load(n)?;
+        let repeat = 2000;
+        let t0 = per_run_ns(&base, repeat)?;
+        let t1 = per_run_ns(&full, repeat)?;
+        let mut ns = ((t1 - t0) / n as f64).max(0.0);
+        for (class, count) in &b.setup {
+            let c = out.iter().find(|m| m.name == *class).map_or(0.0, |m| m.ns);
+            ns -= c * count;
+        }
+        out.push(Measured {
+            name: b.name.into(),
+            ns: ns.max(0.0),
+            what: b.what.into(),
+        });
+    }
+    Ok((out, overhead))
+}

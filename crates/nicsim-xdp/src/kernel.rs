@@ -1,0 +1,410 @@
+//! The running kernel as the reference: load a [`Program`] with the `bpf(2)` system call (the
+//! verifier checks it), create and fill its maps, and run packets through it with
+//! `BPF_PROG_TEST_RUN`, which returns the XDP action, the packet afterwards and the time the
+//! kernel measured. `nicsim xdp validate` and `nicsim xdp calibrate` build on this.
+//!
+//! The system call is made directly (`libc::syscall(SYS_bpf, ...)`), with the `union bpf_attr`
+//! layouts of `include/uapi/linux/bpf.h` for the commands used: MAP_CREATE, MAP_LOOKUP_ELEM,
+//! MAP_UPDATE_ELEM, PROG_LOAD, PROG_TEST_RUN and MAP_FREEZE.
+//! Instructions come from the same loader as the analysis ([`crate::load`]), whose `LD_IMM64`
+//! map references hold the map's index: here they get the map's real file descriptor.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::insn::Raw;
+use crate::interp::MapState;
+use crate::load::{MapDef, Program, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
+const BPF_MAP_FREEZE: libc::c_long = 22;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+const BPF_PSEUDO_MAP_VALUE: u8 = 2;
+/// `union bpf_attr` is at most this big in the kernels we meet; the kernel checks that bytes
+/// past the fields it knows are zero, so the whole buffer starts zeroed.
+const ATTR_BYTES: usize = 144;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("the kernel refused {what}: {err}")]
+    Sys { what: String, err: std::io::Error },
+    /// `log` is the end of the verifier's log (its reason); `full_log` all of it.
+    #[error("the kernel's verifier rejected the program: {err}: {log}")]
+    Verifier {
+        err: std::io::Error,
+        log: String,
+        full_log: String,
+    },
+    #[error("{0}")]
+    Input(String),
+}
+
+/// A `union bpf_attr`, written field by field at the offsets of `include/uapi/linux/bpf.h`.
+struct Attr([u64; ATTR_BYTES / 8]);
+
+impl Attr {
+    fn new() -> Attr {
+        Attr([0; ATTR_BYTES / 8])
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: a [u64] viewed as bytes, same length in bytes, alignment 1.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, ATTR_BYTES) }
+    }
+    fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
+        self.bytes()[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
+        self.bytes()[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn get_u32(&mut self, off: usize) -> u32 {
+        u32::from_ne_bytes(self.bytes()[off..off + 4].try_into().expect("4 bytes"))
+    }
+    fn call(&mut self, cmd: libc::c_long) -> std::io::Result<i64> {
+        // SAFETY: the attribute buffer is ATTR_BYTES long and every pointer in it points to a
+        // live buffer of the length given beside it (the callers keep them alive).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                cmd,
+                self.0.as_mut_ptr() as *mut libc::c_void,
+                ATTR_BYTES as libc::c_uint,
+            )
+        };
+        if r < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }
+}
+
+fn ptr(b: &[u8]) -> u64 {
+    b.as_ptr() as u64
+}
+
+/// The kernel's possible CPUs (per-CPU maps hold one value per possible CPU).
+pub fn possible_cpus() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    let n: usize = text
+        .trim()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap_or(0) + 1 - a.parse::<usize>().unwrap_or(0),
+            None => 1,
+        })
+        .sum();
+    n.max(1)
+}
+
+/// One map created in the kernel.
+struct KMap {
+    def: MapDef,
+    fd: OwnedFd,
+}
+
+impl KMap {
+    fn percpu(&self) -> bool {
+        matches!(self.def.map_type, MAP_PERCPU_ARRAY | MAP_PERCPU_HASH)
+    }
+    /// Bytes of a value as user space reads and writes it (per-CPU: one 8-byte aligned slot per
+    /// possible CPU).
+    fn user_value_bytes(&self, cpus: usize) -> usize {
+        if self.percpu() {
+            (self.def.value_size as usize).div_ceil(8) * 8 * cpus
+        } else {
+            self.def.value_size as usize
+        }
+    }
+}
+
+/// What one `BPF_PROG_TEST_RUN` gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRun {
+    /// The XDP action.
+    pub retval: u32,
+    /// Mean nanoseconds per repetition, as the kernel measured it.
+    pub duration_ns: u32,
+    /// The packet afterwards.
+    pub packet: Vec<u8>,
+}
+
+/// A program loaded into the running kernel, with its maps.
+pub struct Kernel {
+    prog: OwnedFd,
+    maps: Vec<KMap>,
+    cpus: usize,
+    /// The verifier's log (statistics at level 0).
+    pub verifier_log: String,
+}
+
+fn map_name(name: &str) -> [u8; 16] {
+    // The kernel accepts [A-Za-z0-9_.] and at most 15 bytes.
+    let mut out = [0u8; 16];
+    for (o, c) in out
+        .iter_mut()
+        .zip(
+            name.bytes()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.'),
+        )
+        .take(15)
+    {
+        *o = c;
+    }
+    out
+}
+
+impl Kernel {
+    /// Create the program's maps (global data initialised from its section, `.rodata` frozen),
+    /// give the instructions their map file descriptors, and load the program as XDP.
+    pub fn load(program: &Program) -> Result<Kernel, KernelError> {
+        Kernel::load_raw(&program.raw, &program.maps, &program.license, &program.name)
+    }
+
+    /// [`Kernel::load`] from instruction slots whose `LD_IMM64` map references hold indices
+    /// into `maps`.
+    pub fn load_raw(
+        raw: &[Raw],
+        map_defs: &[MapDef],
+        license: &str,
+        name: &str,
+    ) -> Result<Kernel, KernelError> {
+        let cpus = possible_cpus();
+        let mut maps = Vec::with_capacity(map_defs.len());
+        for def in map_defs {
+            let mut a = Attr::new();
+            a.u32(0, def.map_type)
+                .u32(4, def.key_size)
+                .u32(8, def.value_size)
+                .u32(12, def.max_entries)
+                .u32(16, def.flags);
+            a.bytes()[28..44].copy_from_slice(&map_name(&def.name));
+            let fd = a.call(BPF_MAP_CREATE).map_err(|err| KernelError::Sys {
+                what: format!("map '{}' ({})", def.name, def.type_name()),
+                err,
+            })?;
+            // SAFETY: the kernel returned a new file descriptor that nothing else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            let m = KMap {
+                def: def.clone(),
+                fd,
+            };
+            if !def.data.is_empty() {
+                let mut v = def.data.clone();
+                v.resize(m.user_value_bytes(cpus), 0);
+                update(&m, &0u32.to_ne_bytes(), &v)?;
+                if def.frozen {
+                    let mut a = Attr::new();
+                    a.u32(0, m.fd.as_raw_fd() as u32);
+                    a.call(BPF_MAP_FREEZE).map_err(|err| KernelError::Sys {
+                        what: format!("freezing map '{}'", def.name),
+                        err,
+                    })?;
+                }
+            }
+            maps.push(m);
+        }
+        let mut raw: Vec<Raw> = raw.to_vec();
+        let mut pc = 0;
+        while pc < raw.len() {
+            let r = &mut raw[pc];
+            if r.code == 0x18 {
+                if matches!(r.src, BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE) {
+                    let m = maps.get(r.imm as usize).ok_or_else(|| {
+                        KernelError::Input(format!(
+                            "instruction {pc} refers to map {} that the object does not define",
+                            r.imm
+                        ))
+                    })?;
+                    r.imm = m.fd.as_raw_fd();
+                }
+                pc += 2;
+            } else {
+                pc += 1;
+            }
+        }
+        let mut code = Vec::with_capacity(raw.len() * 8);
+        for r in &raw {
+            code.push(r.code);
+            code.push(r.dst | (r.src << 4));
+            code.extend_from_slice(&r.off.to_le_bytes());
+            code.extend_from_slice(&r.imm.to_le_bytes());
+        }
+        let license = std::ffi::CString::new(license)
+            .unwrap_or_else(|_| std::ffi::CString::new("GPL").expect("no NUL"));
+        let mut log = vec![0u8; 1 << 20];
+        let load = |level: u32, log: &mut [u8]| {
+            let mut a = Attr::new();
+            a.u32(0, BPF_PROG_TYPE_XDP)
+                .u32(4, raw.len() as u32)
+                .u64(8, ptr(&code))
+                .u64(16, license.as_ptr() as u64)
+                .u32(24, level)
+                .u32(28, if level > 0 { log.len() as u32 } else { 0 })
+                .u64(
+                    32,
+                    if level > 0 {
+                        log.as_mut_ptr() as u64
+                    } else {
+                        0
+                    },
+                );
+            a.bytes()[48..64].copy_from_slice(&map_name(name));
+            a.call(BPF_PROG_LOAD)
+        };
+        let fd = match load(0, &mut log) {
+            Ok(fd) => fd,
+            Err(_) => {
+                // Load again with the log on, for the verifier's reason.
+                let err = load(1, &mut log)
+                    .err()
+                    .unwrap_or_else(std::io::Error::last_os_error);
+                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                let full_log = String::from_utf8_lossy(&log[..end]).into_owned();
+                let last: Vec<&str> = full_log
+                    .lines()
+                    .rev()
+                    .filter(|l| !l.trim().is_empty())
+                    .take(2)
+                    .collect();
+                let log = last.into_iter().rev().collect::<Vec<_>>().join(" / ");
+                return Err(KernelError::Verifier { err, log, full_log });
+            }
+        };
+        // SAFETY: a new file descriptor that nothing else owns.
+        let prog = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        Ok(Kernel {
+            prog,
+            maps,
+            cpus,
+            verifier_log: String::new(),
+        })
+    }
+
+    fn map(&self, name: &str) -> Result<&KMap, KernelError> {
+        self.maps
+            .iter()
+            .find(|m| m.def.name == name)
+            .ok_or_else(|| KernelError::Input(format!("the program has no map '{name}'")))
+    }
+
+    /// Write every entry of `state` into the kernel's maps (a per-CPU value is given to every
+    /// CPU). Entries `state` does not list keep what they hold: on a freshly loaded program
+    /// that is what the kernel creates (arrays zeroed, hash maps empty, global data from its
+    /// section), so the kernel then holds exactly `state`.
+    pub fn set_maps(&self, state: &MapState) -> Result<(), KernelError> {
+        for m in &self.maps {
+            if m.def.frozen {
+                continue;
+            }
+            let entries = state
+                .entries(&m.def.name)
+                .map_err(|e| KernelError::Input(e.to_string()))?;
+            for (k, v) in entries {
+                self.write(m, &k, &v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Set entry `key` of the program's map number `map` to `value` (one CPU's value).
+    pub fn set_raw(&self, map: usize, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
+        let m = self
+            .maps
+            .get(map)
+            .ok_or_else(|| KernelError::Input(format!("no map number {map}")))?;
+        self.write(m, key, value)
+    }
+
+    fn write(&self, m: &KMap, k: &[u8], v: &[u8]) -> Result<(), KernelError> {
+        {
+            {
+                let stride = if m.percpu() {
+                    v.len().div_ceil(8) * 8
+                } else {
+                    v.len()
+                };
+                let mut value = Vec::with_capacity(m.user_value_bytes(self.cpus));
+                for _ in 0..if m.percpu() { self.cpus } else { 1 } {
+                    let start = value.len();
+                    value.extend_from_slice(v);
+                    value.resize(start + stride, 0);
+                }
+                update(m, k, &value)
+            }
+        }
+    }
+
+    /// The value of `key` in map `name` (per-CPU maps: CPU 0's), or None when absent.
+    pub fn get(&self, name: &str, key: &[u8]) -> Result<Option<Vec<u8>>, KernelError> {
+        let m = self.map(name)?;
+        let mut value = vec![0u8; m.user_value_bytes(self.cpus)];
+        let mut a = Attr::new();
+        a.u32(0, m.fd.as_raw_fd() as u32)
+            .u64(8, ptr(key))
+            .u64(16, value.as_mut_ptr() as u64);
+        match a.call(BPF_MAP_LOOKUP_ELEM) {
+            Ok(_) => {
+                value.truncate(m.def.value_size as usize);
+                Ok(Some(value))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(err) => Err(KernelError::Sys {
+                what: format!("reading map '{name}'"),
+                err,
+            }),
+        }
+    }
+
+    /// Run `packet` through the program `repeat` times (the kernel reruns it on the same
+    /// buffer) and return the last run's action and packet with the mean time per run.
+    pub fn run(&self, packet: &[u8], repeat: u32) -> Result<TestRun, KernelError> {
+        if packet.len() < 14 {
+            return Err(KernelError::Input(format!(
+                "a packet of {} bytes is shorter than an Ethernet header",
+                packet.len()
+            )));
+        }
+        let mut out = vec![0u8; packet.len() + 4096];
+        let mut a = Attr::new();
+        a.u32(0, self.prog.as_raw_fd() as u32)
+            .u32(8, packet.len() as u32)
+            .u32(12, out.len() as u32)
+            .u64(16, ptr(packet))
+            .u64(24, out.as_mut_ptr() as u64)
+            .u32(32, repeat.max(1));
+        a.call(BPF_PROG_TEST_RUN).map_err(|err| KernelError::Sys {
+            what: "BPF_PROG_TEST_RUN".into(),
+            err,
+        })?;
+        let retval = a.get_u32(4);
+        let size_out = a.get_u32(12) as usize;
+        let duration_ns = a.get_u32(36);
+        out.truncate(size_out.min(out.len()));
+        Ok(TestRun {
+            retval,
+            duration_ns,
+            packet: out,
+        })
+    }
+}
+
+fn update(m: &KMap, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
+    let mut a = Attr::new();
+    a.u32(0, m.fd.as_raw_fd() as u32)
+        .u64(8, ptr(key))
+        .u64(16, ptr(value))
+        .u64(24, 0);
+    a.call(BPF_MAP_UPDATE_ELEM)
+        .map(|_| ())
+        .map_err(|err| KernelError::Sys {
+            what: format!("an update of map '{}'", m.def.name),
+            err,
+        })
+}

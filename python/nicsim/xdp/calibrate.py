@@ -1,0 +1,128 @@
+"""`nicsim xdp calibrate`: the `x86-jit` target, measured on this machine.
+
+The Rust core (`nicsim_xdp::calibrate`) runs generated micro-benchmarks through the running
+kernel's JIT with `BPF_PROG_TEST_RUN`, one per instruction class and helper, as the paper's §4
+measures the NFP; this module turns the measured nanoseconds into a target file in the format
+of `targets/nfp.toml` (one core whose "cycle" is one nanosecond) and writes it where
+`--target x86-jit` looks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nicsim.errors import InputError
+
+
+def default_path() -> Path:
+    """Where `--target x86-jit` is read from: $NICSIM_X86_JIT, else the user's cache folder."""
+    env = os.environ.get("NICSIM_X86_JIT")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "nicsim" / "x86-jit.toml"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure(progress: Callable[[str], None] | None = None, budget_s: float = 0.5) -> dict[str, Any]:
+    """Run the micro-benchmarks: {"overhead_ns", "classes": [{"name", "ns", "what"}]}."""
+    from nicsim import _core
+
+    return json.loads(_core.xdp_calibrate(progress or (lambda _n: None), budget_s))
+
+
+def target_toml(m: dict[str, Any]) -> str:
+    """The target file for the measurements `m` (see `measure`)."""
+    ns = {c["name"]: c["ns"] for c in m["classes"]}
+    what = {c["name"]: c["what"] for c in m["classes"]}
+
+    def f(x: float) -> str:
+        return f"{x:.3f}"
+
+    lines = [
+        "# The x86-64 JIT of the running kernel, measured by `nicsim xdp calibrate` with",
+        "# BPF_PROG_TEST_RUN micro-benchmarks (nicsim_xdp::calibrate). One core; a cycle is one ns.",
+        f"# Measured {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {_cpu()}, kernel {platform.release()}.",
+        'name = "x86-jit"',
+        f'description = "x86-64 BPF JIT, one core of {_cpu()} (kernel {platform.release()}), '
+        'one packet per BPF_PROG_TEST_RUN"',
+        "",
+        "[limits]",
+        "mac_pps = inf              # no NIC in the measurement",
+        "min_packet_bytes = 60",
+        "mtu_bytes = 1500",
+        "",
+        "[cores]",
+        "clock_mhz = 1000.0         # a cycle is a nanosecond",
+        "count = 1",
+        f"overhead_cycles = {f(m['overhead_ns'])}  # the empty program, one run per BPF_PROG_TEST_RUN (median)",
+        "",
+        "[insn]                     # ns per instruction: dependency chains, so latencies",
+    ]
+    for key in ("alu", "alu64", "mul", "div", "endian", "ld_imm64"):
+        lines.append(f"{key} = {f(ns[key])}  # {what[key]}")
+    lines += [
+        "jmp_compare = 0.0          # in jmp_taken / jmp_not_taken",
+        f"jmp_taken = {f(ns['jmp_taken'])}  # {what['jmp_taken']}",
+        f"jmp_not_taken = {f(ns['jmp_not_taken'])}  # {what['jmp_not_taken']}",
+        f"ja = {f(ns['ja'])}  # {what['ja']}",
+        "exit = 0.0                 # the program's exit is in overhead_cycles, a callee's in call_local",
+        f"call_local = {f(ns['call_local'])}  # {what['call_local']}",
+        f"stack = {f(ns['stack'])}  # {what['stack']}",
+        "",
+        "[memory]",
+        f"issue_wait_cycles = {f(min(ns['packet_load'], ns['map_load']))}  # the cheaper load: the latencies below add the rest",
+        f"issue_nowait_cycles = {f(ns['packet_store'])}  # {what['packet_store']}",
+        f"packet_latency_cycles = {f(ns['packet_load'])}  # {what['packet_load']}",
+        f"map_latency_cycles = {f(ns['map_load'])}  # {what['map_load']}",
+        f"atomic_cycles = {f(ns['atomic'])}  # {what['atomic']}",
+        "",
+        "[helpers]",
+    ]
+
+    def helper(key: str, name: str, note: str = "") -> None:
+        src = what[name] + (f"; {note}" if note else "")
+        lines.append(f'"{key}" = {{ cycles = {f(ns[name])}, source = "measured: {src}" }}')
+
+    helper("map_lookup_elem.array", "map_lookup_elem.array")
+    helper("map_lookup_elem.percpu_array", "map_lookup_elem.percpu_array")
+    for t in ("hash", "percpu_hash", "lru_hash"):
+        helper(f"map_lookup_elem.{t}", "map_lookup_elem.hash", "" if t == "hash" else "taken as hash")
+    helper("map_update_elem.array", "map_update_elem.array")
+    helper("map_update_elem.percpu_array", "map_update_elem.array", "taken as array")
+    helper("map_update_elem", "map_update_elem")
+    helper("map_delete_elem", "map_update_elem", "a delete taken as an update")
+    for name in ("ktime_get_ns", "get_prandom_u32", "get_smp_processor_id", "redirect", "redirect_map",
+                 "xdp_adjust_head", "xdp_adjust_tail", "csum_diff"):
+        helper(name, name)
+    return "\n".join(lines) + "\n"
+
+
+def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str], None] | None = None,
+              budget_s: float = 0.5) -> Path:
+    """Measure and write the target file (atomically); returns its path."""
+    path = Path(out) if out is not None else default_path()
+    text = target_toml(measure(progress, budget_s))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write the target: {e.strerror}") from None
+    return path

@@ -1,0 +1,177 @@
+"""`nicsim xdp validate`: check an analysis against the program's real behaviour.
+
+1. The example packet, with the analysis's map entries, runs in the core's own eBPF interpreter
+   (`nicsim_xdp::interp`), which must execute exactly the reported path's instructions and
+   return its action.
+2. The object is loaded into the running kernel (its verifier checks it) with the same map
+   entries, and `BPF_PROG_TEST_RUN` must return the same action for the example packet.
+3. The kernel times the example packet and `packets` random and `packets` mutated ones (the
+   example, or a UDP packet when there is none, with a few bytes changed, cut or extended): each
+   packet's time is the median of `runs` single runs (a packet over the limit is timed again, up
+   to three rounds, keeping its least median). No packet may be slower than the `x86-jit`
+   guarantee (a packet-rate analysis on the calibrated target) by more than `tolerance`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nicsim.errors import InputError
+from nicsim.output import OutputDir
+
+
+def _base_packet() -> bytes:
+    """A 60-byte Ethernet/IPv4/UDP packet (10.0.0.1:40000 → 10.0.0.2:443, zero payload): the base
+    of mutated packets when the analysis has no example."""
+    ip = bytearray(bytes.fromhex("4500002e123440004011") + bytes(2) + bytes([10, 0, 0, 1, 10, 0, 0, 2]))
+    c = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
+    while c >> 16:
+        c = (c & 0xFFFF) + (c >> 16)
+    ip[10:12] = (~c & 0xFFFF).to_bytes(2, "big")
+    udp = (40000).to_bytes(2, "big") + (443).to_bytes(2, "big") + (26).to_bytes(2, "big") + bytes(2)
+    eth = bytes.fromhex("02000000000b02000000000a0800")
+    return (eth + bytes(ip) + udp).ljust(60, b"\0")
+
+
+BASE_PACKET = _base_packet()
+
+
+def _read_analysis(analysis: Path) -> dict[str, Any]:
+    f = analysis / "summary.json"
+    try:
+        return json.loads(f.read_text())
+    except OSError as e:
+        raise InputError(f"{f}: cannot read the analysis: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{f}: not JSON: line {e.lineno}: {e.msg}") from None
+
+
+def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str, bytes]]:
+    """The example, `n` random packets (60–1514 bytes of random bytes, half of them with the
+    base's Ethernet/IPv4 header so that parsers go deeper) and `n` mutated ones."""
+    rng = random.Random(seed)
+    base = example or BASE_PACKET
+    out: list[tuple[str, bytes]] = []
+    if example is not None:
+        out.append(("example", example))
+    for i in range(n):
+        p = bytearray(rng.randbytes(rng.randint(60, 1514)))
+        if i % 2:
+            p[:34] = BASE_PACKET[:34]
+        out.append(("random", bytes(p)))
+    for _ in range(n):
+        p = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            p[rng.randrange(len(p))] = rng.randrange(256)
+        r = rng.random()
+        if r < 0.1 and len(p) > 60:
+            del p[rng.randint(60, len(p)):]
+        elif r < 0.2:
+            p += rng.randbytes(rng.randint(1, 64))
+        out.append(("mutated", bytes(p)))
+    return out
+
+
+def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
+             *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float = 0.05,
+             timeout_s: float = 60.0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Validate the analysis in folder `analysis` of the object `obj`; write `validation.json`
+    to `out` (default: into `analysis`). Returns the report; `report["ok"]` says whether every
+    check passed."""
+    from nicsim import _core
+    from nicsim.xdp.analyze import analyze
+    from nicsim.xdp.calibrate import default_path
+
+    obj, analysis = Path(obj), Path(analysis)
+    try:
+        data = obj.read_bytes()
+    except OSError as e:
+        raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
+    s = _read_analysis(analysis)
+    sha = hashlib.sha256(data).hexdigest()
+    if s.get("object", {}).get("sha256") not in (None, sha):
+        raise InputError(f"{analysis}/summary.json: the analysis is of another object than {obj} (sha256 differs)")
+    section = s.get("object", {}).get("section")
+    maps_json = json.dumps(s.get("maps") or {})
+    say = progress or (lambda _m: None)
+    report: dict[str, Any] = {"object": str(obj), "analysis": str(analysis), "status": s["guarantee"]["status"]}
+    checks: dict[str, bool] = {}
+
+    example = bytes.fromhex(s["example_packet_hex"]) if s.get("example_packet_hex") else None
+    if example is not None:
+        say("interpreter")
+        r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000))
+        path = s["path"]
+        follows = r["trace"] == path["insns"]
+        first = next((i for i, (a, b) in enumerate(zip(r["trace"], path["insns"], strict=False)) if a != b),
+                     min(len(r["trace"]), len(path["insns"])))
+        report["interpreter"] = {"retval": r["retval"], "insns": r["insns"], "follows_path": follows,
+                                 "first_difference_at": None if follows else first}
+        checks["example follows the reported path in the interpreter"] = follows and r["retval"] == path["retval"]
+
+    say("kernel")
+    k = _core.XdpKernel(data, section, maps_json)
+    if example is not None:
+        kret, _, kpkt = k.run(example, 1)
+        report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
+        checks["kernel returns the reported action"] = kret == s["path"]["retval"]
+
+    # The x86-jit guarantee, from a packet-rate analysis on the calibrated target.
+    guarantee: dict[str, Any] | None = None
+    if s.get("target") == "x86-jit" and s.get("rate") == "packet":
+        guarantee = s["guarantee"]
+    elif default_path().is_file():
+        say("x86-jit analysis")
+        g = analyze(obj, target="x86-jit", section=section, rate="packet", timeout_s=timeout_s)
+        guarantee = g["guarantee"]
+    pkts = packets_to_time(example, packets, seed)
+    say(f"timing {len(pkts)} packets")
+    times = k.times([p for _, p in pkts], runs)
+    rows = [{"kind": kind, "bytes": len(p), "ns": statistics.median(t)} for (kind, p), t in zip(pkts, times, strict=True)]
+    slowest = max(rows, key=lambda x: x["ns"])
+    timing: dict[str, Any] = {"packets": len(rows), "runs_per_packet": runs, "seed": seed,
+                              "slowest": slowest, "retimed": 0,
+                              "median_ns": {kind: statistics.median([x["ns"] for x in rows if x["kind"] == kind])
+                                            for kind in ("example", "random", "mutated") if any(x["kind"] == kind for x in rows)}}
+    if example is not None:
+        timing["example_ns"] = rows[0]["ns"]
+    if guarantee is not None:
+        g_ns = 1e9 / guarantee["pps"]
+        limit = g_ns * (1 + tolerance)
+        # A packet over the limit is timed again (up to three more rounds of `runs`) and keeps
+        # its least median: one round's median can still be lifted by the machine's other load.
+        for _ in range(3):
+            again = [i for i, x in enumerate(rows) if x["ns"] > limit]
+            if not again:
+                break
+            for i, t in zip(again, k.times([pkts[i][1] for i in again], runs), strict=True):
+                rows[i]["ns"] = min(rows[i]["ns"], statistics.median(t))
+                rows[i]["retimed"] = True
+        slowest = max(rows, key=lambda x: x["ns"])
+        timing["slowest"] = slowest
+        over = [x for x in rows if x["ns"] > limit]
+        timing["retimed"] = sum(1 for x in rows if x.get("retimed"))
+        timing.update(guarantee_ns=g_ns, guarantee_status=guarantee["status"], tolerance=tolerance,
+                      slower_than_guarantee=len(over), slowest_vs_guarantee=slowest["ns"] / g_ns)
+        checks[f"no packet slower than the x86-jit guarantee by more than {tolerance:.0%}"] = not over
+    else:
+        timing["guarantee_ns"] = None
+        timing["note"] = f"x86-jit is not calibrated ({default_path()} is missing): run `nicsim xdp calibrate`"
+    report["timing"] = timing
+    report["checks"] = checks
+    report["ok"] = all(checks.values())
+    with OutputDir(out if out is not None else analysis) as o:
+        if out is None:
+            # Keep the analysis's own files: copy them into the new folder.
+            for f in analysis.iterdir():
+                if f.is_file() and f.name != "validation.json":
+                    (o.path / f.name).write_bytes(f.read_bytes())
+        o.json("validation.json", report)
+    return report
