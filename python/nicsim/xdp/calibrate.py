@@ -70,7 +70,7 @@ def target_toml(m: dict[str, Any]) -> str:
         "[cores]",
         "clock_mhz = 1000.0         # a cycle is a nanosecond",
         "count = 1",
-        f"overhead_cycles = {f(m['overhead_ns'])}  # the empty program, one run per BPF_PROG_TEST_RUN (median)",
+        f"overhead_cycles = {f(m['overhead_ns'])}  # the empty program, one run per BPF_PROG_TEST_RUN (upper quartile of 2,001)",
         "",
         "[insn]                     # ns per instruction: dependency chains, so latencies",
     ]
