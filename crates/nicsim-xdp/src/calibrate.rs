@@ -62,6 +62,8 @@ struct Bench {
     maps: Vec<MapDef>,
     /// Map entries to write before the run: (map index, key, value).
     entries: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    /// The body reads r8 = the value of map 0 at key 0 (looked up in the prologue).
+    value: bool,
 }
 
 fn map(name: &str, map_type: u32, key_size: u32, value_size: u32) -> MapDef {
@@ -117,6 +119,7 @@ fn benches() -> Vec<Bench> {
         tail: Vec::new(),
         maps: Vec::new(),
         entries: Vec::new(),
+        value: false,
     };
     v.push(plain(
         "alu",
@@ -183,6 +186,7 @@ fn benches() -> Vec<Bench> {
     let arr8 = || map("a", MAP_ARRAY, 4, 64);
     v.push(Bench {
         maps: vec![arr8()],
+        value: true,
         ..plain(
             "map_load",
             "r0 = *(u64 *)(array value + 8)",
@@ -191,6 +195,7 @@ fn benches() -> Vec<Bench> {
     });
     v.push(Bench {
         maps: vec![arr8()],
+        value: true,
         ..plain(
             "atomic",
             "lock *(u64 *)(array value + 8) += r1",
@@ -208,6 +213,7 @@ fn benches() -> Vec<Bench> {
             tail: Vec::new(),
             maps,
             entries: Vec::new(),
+            value: false,
         };
     let lookup = |m: i32| {
         let mut b = ld_map(1, m).to_vec();
@@ -244,40 +250,35 @@ fn benches() -> Vec<Bench> {
     );
     h.entries = vec![(0, vec![0; 64], vec![0; 8])];
     v.push(h);
-    let mut u = ld_map(1, 0).to_vec();
-    u.extend([
-        mov64_reg(2, 10),
-        add64_imm(2, -64),
-        mov64_reg(3, 10),
-        add64_imm(3, -72),
-        mov64_imm(4, 0),
-        call(2),
-    ]);
+    // bpf_map_update_elem(map 0, key at fp-key_off, value at fp-72, BPF_ANY).
+    let update = |key_off: i32| {
+        let mut b = ld_map(1, 0).to_vec();
+        b.extend([
+            mov64_reg(2, 10),
+            add64_imm(2, -key_off),
+            mov64_reg(3, 10),
+            add64_imm(3, -72),
+            mov64_imm(4, 0),
+            call(2),
+        ]);
+        b
+    };
     let setup_update = vec![("ld_imm64", 1.0), ("alu64", 5.0)];
     let mut h = helper(
         "map_update_elem",
         "bpf_map_update_elem(hash, 64-byte key present, BPF_ANY)",
         vec![map("h", MAP_HASH, 64, 8)],
-        u.clone(),
+        update(64),
         setup_update.clone(),
     );
     h.entries = vec![(0, vec![0; 64], vec![0; 8])];
     v.push(h);
-    let mut a = ld_map(1, 0).to_vec();
-    a.extend([
-        mov64_reg(2, 10),
-        add64_imm(2, -8),
-        mov64_reg(3, 10),
-        add64_imm(3, -72),
-        mov64_imm(4, 0),
-        call(2),
-    ]);
     v.push(helper(
         "map_update_elem.array",
         "bpf_map_update_elem(array, &0, BPF_ANY)",
         vec![map("a", MAP_ARRAY, 4, 8)],
-        a,
-        setup_update.clone(),
+        update(8),
+        setup_update,
     ));
     for (name, id) in [
         ("ktime_get_ns", 5),
@@ -349,7 +350,7 @@ impl Bench {
     /// The program with the body `n` times: the common prologue, the bench's own, the body,
     /// `r0 = XDP_PASS; exit`, then the tail (a subprogram the body calls).
     fn program(&self, n: usize) -> Vec<Raw> {
-        let (mut out, exits) = prologue(matches!(self.name, "map_load" | "atomic"));
+        let (mut out, exits) = prologue(self.value);
         out.extend(self.prologue.iter().copied());
         let epilogue = out.len() + self.body.len() * n;
         for i in exits {
