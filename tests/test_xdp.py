@@ -95,10 +95,7 @@ def test_loop_bound_option(tmp_path: Path) -> None:
 # The interpreter (`_core.xdp_run`): the example packet of a summary, with its map entries, must
 # run along the reported path.
 @pytest.mark.parametrize("name", [
-    "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked",
-    pytest.param("dns_cache", marks=pytest.mark.xfail(strict=True, reason=(
-        "symex.rs does not track stack bytes stored at computed offsets (the lower-cased name in qname[]): "
-        "it reads them back as fresh values, so the model's cache entry need not hold the packet's name"))),
+    "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked", "dns_cache",
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim import _core
@@ -113,7 +110,9 @@ def test_example_packet_follows_the_reported_path(name: str) -> None:
     assert set(r["maps"]) == set(s["maps"])
 
 
-def test_dns_cache_example_follows_its_path_once_the_entry_holds_the_name() -> None:
+def test_dns_cache_example_entry_holds_the_lower_cased_name() -> None:
+    # The query name is lower-cased into a stack buffer at computed offsets (qname[n]) and
+    # compared with the cached one: the model's entry must hold the packet's name, lower-cased.
     from nicsim import _core
     from nicsim.xdp import analyze
 
@@ -122,10 +121,11 @@ def test_dns_cache_example_follows_its_path_once_the_entry_holds_the_name() -> N
     name = pkt[54:pkt.index(0, 54) + 1]  # the question name, after Ethernet/IPv4/UDP/DNS headers
     lower = bytes(b + 32 if 65 <= b <= 90 else b for b in name)
     (key, value), = s["maps"]["cache"]["entries"].items()
-    s["maps"]["cache"]["entries"][key] = (lower.ljust(48, b"\0") + bytes.fromhex(value)[48:]).hex()
+    value = bytes.fromhex(value)
+    assert value[:len(lower)] == lower and int.from_bytes(value[48:52], "little") == len(lower)
     r = json.loads(_core.xdp_run(obj("dns_cache").read_bytes(), None, pkt, json.dumps(s["maps"]), 1_000_000))
     assert r["trace"] == s["path"]["insns"] and r["retval"] == 3  # XDP_TX, grown by the answer
-    assert len(bytes.fromhex(r["packet_hex"])) == len(pkt) + int.from_bytes(bytes.fromhex(value)[52:56], "little")
+    assert len(bytes.fromhex(r["packet_hex"])) == len(pkt) + int.from_bytes(value[52:56], "little")
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -190,10 +190,7 @@ def test_x86_jit_uncalibrated_is_a_one_line_error(tmp_path: Path, monkeypatch: p
 
 
 SUITE = ["parser", "dos_filter", "quic_lb_v4", "quic_lb_v6", "rtp_alaw", "rtp_alaw_opt", "count_min_5",
-         "count_min_10", "count_min_20", "path_explosion",
-         pytest.param("dns_cache", marks=pytest.mark.xfail(strict=True, reason=(
-             "symex.rs does not track stack bytes stored at computed offsets: the example's cache entry need "
-             "not hold the packet's name (see test_example_packet_follows_the_reported_path)")))]
+         "count_min_10", "count_min_20", "path_explosion", "dns_cache"]
 
 
 @pytest.mark.parametrize("name", SUITE)

@@ -71,11 +71,11 @@ pub const XDP_PASS: u64 = 2;
 pub const XDP_TX: u64 = 3;
 pub const XDP_REDIRECT: u64 = 4;
 
-const ENOENT: i64 = 2;
-const E2BIG: i64 = 7;
-const EACCES: i64 = 13;
-const EEXIST: i64 = 17;
-const EINVAL: i64 = 22;
+pub(crate) const ENOENT: i64 = 2;
+pub(crate) const E2BIG: i64 = 7;
+pub(crate) const EACCES: i64 = 13;
+pub(crate) const EEXIST: i64 = 17;
+pub(crate) const EINVAL: i64 = 22;
 
 /// Map update flags.
 const BPF_NOEXIST: u64 = 1;
@@ -1279,9 +1279,8 @@ impl<'a> Machine<'a> {
                 Ok(csum_partial(&diff, seed) as u64)
             }
             // The new data may not leave fewer than ETH_HLEN bytes nor reach into struct
-            // xdp_frame and the metadata at the headroom's start (symex.rs lets data move to the
-            // frame's very start, 256 bytes in front: it takes 217..=256 bytes of growth for a
-            // success the kernel refuses with -EINVAL). The metadata moves along with data.
+            // xdp_frame and the metadata at the headroom's start (symex.rs the same: 216 bytes
+            // of growth at most, less the metadata). The metadata moves along with data.
             HELPER_ADJUST_HEAD => {
                 self.ctx_arg(pc, id)?;
                 let delta = self.regs[2] as u32 as i32 as i64;
@@ -1299,9 +1298,8 @@ impl<'a> Machine<'a> {
                 Ok(if ok { 0 } else { err(EINVAL) })
             }
             // data_end may not pass the frame's end less the shared info, nor leave fewer than
-            // ETH_HLEN bytes. symex.rs bounds the end at data + 3520 (relative to the current
-            // data, so after adjust_head it differs from the kernel's fixed frame end), and
-            // reads grown bytes from its unconstrained packet array where the kernel zeroes them.
+            // ETH_HLEN bytes (symex.rs the same). symex.rs reads the bytes a packet grows by
+            // from its unconstrained packet array where the kernel zeroes them.
             HELPER_ADJUST_TAIL => {
                 self.ctx_arg(pc, id)?;
                 let delta = self.regs[2] as u32 as i32 as i64;
@@ -1421,9 +1419,11 @@ impl<'a> Machine<'a> {
     /// `bpf_map_update_elem(map, key, value, flags)` as `array_map_update_elem` and the hash
     /// maps' update functions do it.
     ///
-    /// symex.rs differs: it returns a fresh value, and stores the value and marks the key
-    /// present whatever the flags, the index or the map's fullness (the kernel leaves the map
-    /// as it was on -EEXIST, -ENOENT, -E2BIG and -EINVAL).
+    /// symex.rs agrees on the result and on the map after it, except where it cannot know the
+    /// map's state: a new key in a hash map gets a fresh result (the map may be full), and an
+    /// LRU map's update a fresh result (after the flags check) and perhaps one key evicted,
+    /// whatever its fullness. It also updates a (non-per-CPU) hash map's value in place, where
+    /// the kernel replaces the element and pointers to the old one read the old value.
     fn map_update(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
         let err = |e: i64| Ok((-e) as u64);
         let m = self.map_arg(pc, id, 1)?;
@@ -1623,105 +1623,7 @@ fn prandom_u32_state(s: &mut [u32; 4]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insn::{decode, Raw};
-
-    // A small assembler: one 8-byte slot per call (ld_imm64 gives two).
-    type Slot = [u8; 8];
-
-    fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Slot {
-        let o = off.to_le_bytes();
-        let m = imm.to_le_bytes();
-        [code, dst | (src << 4), o[0], o[1], m[0], m[1], m[2], m[3]]
-    }
-    fn mov(dst: u8, imm: i32) -> Slot {
-        i(0xb7, dst, 0, 0, imm)
-    }
-    fn movr(dst: u8, src: u8) -> Slot {
-        i(0xbf, dst, src, 0, 0)
-    }
-    fn mov32(dst: u8, imm: i32) -> Slot {
-        i(0xb4, dst, 0, 0, imm)
-    }
-    fn add(dst: u8, imm: i32) -> Slot {
-        i(0x07, dst, 0, 0, imm)
-    }
-    fn addr(dst: u8, src: u8) -> Slot {
-        i(0x0f, dst, src, 0, 0)
-    }
-    fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
-        // size: 0x00 W, 0x08 H, 0x10 B, 0x18 DW
-        i(0x61 | size, dst, src, off, 0)
-    }
-    fn stx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
-        i(0x63 | size, dst, src, off, 0)
-    }
-    fn st(size: u8, dst: u8, off: i16, imm: i32) -> Slot {
-        i(0x62 | size, dst, 0, off, imm)
-    }
-    fn jeq(dst: u8, imm: i32, off: i16) -> Slot {
-        i(0x15, dst, 0, off, imm)
-    }
-    fn jgt_r(dst: u8, src: u8, off: i16) -> Slot {
-        i(0x2d, dst, src, off, 0)
-    }
-    fn ja(off: i16) -> Slot {
-        i(0x05, 0, 0, off, 0)
-    }
-    fn call(helper: i32) -> Slot {
-        i(0x85, 0, 0, 0, helper)
-    }
-    fn call_local(off: i32) -> Slot {
-        i(0x85, 0, 1, 0, off)
-    }
-    fn exit() -> Slot {
-        i(0x95, 0, 0, 0, 0)
-    }
-    fn ld64(dst: u8, v: u64) -> [Slot; 2] {
-        [
-            i(0x18, dst, 0, 0, v as u32 as i32),
-            i(0, 0, 0, 0, (v >> 32) as u32 as i32),
-        ]
-    }
-    fn ld_map(dst: u8, map: i32) -> [Slot; 2] {
-        [i(0x18, dst, 1, 0, map), i(0, 0, 0, 0, 0)]
-    }
-    fn ld_map_value(dst: u8, map: i32, off: i32) -> [Slot; 2] {
-        [i(0x18, dst, 2, 0, map), i(0, 0, 0, 0, off)]
-    }
-    const W: u8 = 0x00;
-    const H: u8 = 0x08;
-    const B: u8 = 0x10;
-    const DW: u8 = 0x18;
-
-    fn map(name: &str, map_type: u32, key_size: u32, value_size: u32, max_entries: u32) -> MapDef {
-        MapDef {
-            name: name.into(),
-            map_type,
-            key_size,
-            value_size,
-            max_entries,
-            flags: 0,
-            data: Vec::new(),
-            frozen: false,
-        }
-    }
-
-    fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
-        let bytes: Vec<u8> = slots.concat();
-        let raw = Raw::slots(&bytes).unwrap();
-        let n = maps.len() as i32;
-        let code = decode(&raw, &|fd| (0..n).contains(&fd).then_some(fd as u32)).unwrap();
-        Program {
-            section: "xdp".into(),
-            name: "t".into(),
-            line_of: vec![None; raw.len()],
-            raw,
-            code,
-            maps,
-            lines: Vec::new(),
-            license: "GPL".into(),
-        }
-    }
+    use crate::testasm::*;
 
     fn run_with(p: &Program, pkt: &[u8], maps: &mut MapState) -> Result<Outcome, Fault> {
         run(p, pkt, maps, &RunOptions::default())

@@ -25,6 +25,8 @@ pub mod load;
 pub mod paths;
 pub mod symex;
 pub mod target;
+#[cfg(test)]
+mod testasm;
 
 pub use analysis::{Analysis, Options, XdpError};
 pub use load::{load, LoadError, MapDef, Program};

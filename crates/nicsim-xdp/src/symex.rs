@@ -3,9 +3,11 @@
 //! The packet is an array from 64-bit offsets (relative to where the packet started when it was
 //! received) to bytes, with a symbolic length `len`; every map is an array from (key, byte
 //! offset) to bytes, its initial contents symbolic, plus, for hash maps, an array saying which
-//! keys are present; the stack is tracked byte by byte per call frame (offsets are constants in
-//! verified code), with pointer spills kept as pointers. Helper results the kernel defines
-//! exactly (map lookups, `adjust_head`/`_tail` success, `redirect`) are modelled; the others
+//! keys are present. The stack is tracked byte by byte per call frame while every access has a
+//! constant offset, with pointer spills kept as pointers; once a frame sees a load or store at a
+//! computed offset (`buf[i]`), its stack also becomes an array term (see [`Frame`]), so such
+//! loads read exactly what was stored. Helper results the kernel defines exactly (map lookups,
+//! updates and deletes, `adjust_head`/`_tail`/`_meta`, `redirect`) are modelled; the others
 //! (`ktime_get_ns`, random numbers, `csum_diff`) are fresh values.
 //!
 //! Principle: never under-approximate feasibility. Whatever is not modelled exactly becomes a
@@ -13,20 +15,40 @@
 //! only makes the guarantee lower, never wrong.
 //!
 //! Each branch condition is asserted with the name `a<k>` (k = the edge's position on the path),
-//! so an unsat core says how long a prefix is already infeasible.
+//! so an unsat core says how long a prefix is already infeasible. Nothing else is asserted but
+//! what holds on every path (the length range, read-only data): a core's conditions, as texts,
+//! then refute every path that asserts them all.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::cfg::EdgeKind;
 use crate::insn::{AluOp, AtomicOp, Imm64, Insn, JmpOp, Size, Src};
-use crate::load::Program;
+use crate::interp::{
+    E2BIG, EACCES, EEXIST, EINVAL, ENOENT, ETH_HLEN_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES,
+    XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
+};
+use crate::load::{Program, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
 
-/// Bytes of headroom in front of the packet (XDP_PACKET_HEADROOM).
-const HEADROOM: i64 = 256;
-/// Largest frame the analysis considers (MTU plus Ethernet header).
-const ETH_HLEN: u64 = 14;
+/// How far `data` (and `data_meta`) may move in front of the received packet: the headroom less
+/// `struct xdp_frame`, which the kernel keeps at the headroom's start (216 bytes).
+const FRONT: i64 = (XDP_PACKET_HEADROOM_BYTES - XDP_FRAME_STRUCT_BYTES) as i64;
+/// Ethernet header: the least a packet can shrink to (ETH_HLEN).
+const ETH_HLEN: u64 = ETH_HLEN_BYTES as u64;
+/// Where the frame ends for the packet (its hard end less the shared info), as an offset from
+/// the start of the received packet: `bpf_xdp_adjust_tail` may not move `data_end` past it.
+const HARD_END: u64 = MAX_PACKET_BYTES as u64;
+/// Map update flags.
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+const BPF_F_LOCK: u64 = 4;
+const HELPER_MAP_UPDATE: u32 = 2;
+const HELPER_MAP_DELETE: u32 = 3;
+const HELPER_REDIRECT: u32 = 23;
+const HELPER_ADJUST_META: u32 = 54;
+/// The sort of the packet and of a stack as arrays.
+const BYTES: &str = "(Array (_ BitVec 64) (_ BitVec 8))";
 
 fn bv64(v: u64) -> String {
     format!("#x{v:016x}")
@@ -54,11 +76,27 @@ enum V {
     Ctx,
 }
 
+/// A call frame. Its stack is `stack` (byte terms by constant offset from `r10`) and `spills`
+/// (pointers stored whole) while every access has a constant offset. The first load or store at
+/// a computed offset turns it into an array term as well, `arr`: from then on the byte at
+/// offset `o` is `stack[o]` when known, else `(select arr o)`; `dirty` are the known bytes not
+/// yet stored into `arr`. Constant offsets keep going through `stack` (so the terms stay what
+/// they were, and the solver sees few array reads); a computed-offset access first stores the
+/// dirty bytes into `arr` and then goes through `arr` (a store also forgets `stack`, whose
+/// bytes it may have overwritten). Programs that never compute a stack offset get the same
+/// query as without arrays.
+///
+/// A pointer spill survives stores at computed offsets: the verifier rejects a variable-offset
+/// stack write whose range may reach a spilled pointer (for unprivileged programs) or turns
+/// every slot in the range into plain data (privileged), so a value reloaded from a spill slot
+/// and used as a pointer was not overwritten. Its bytes, read as data, are fresh values.
 struct Frame {
     id: u32,
     regs: [V; 11],
     stack: HashMap<i64, String>,
     spills: HashMap<i64, V>,
+    arr: Option<String>,
+    dirty: BTreeSet<i64>,
     /// The call frame's caller registers r6–r9, restored on return.
     saved: Option<[V; 4]>,
 }
@@ -100,6 +138,8 @@ struct Sym<'a> {
     pkt: String,
     data_off: String,
     end_off: String,
+    /// `data_meta` (equal to `data_off`, the same text, while no metadata was added).
+    meta_off: String,
     /// Current array of each map's values, and of its presence bits.
     mem: Vec<String>,
     present: Vec<String>,
@@ -168,6 +208,37 @@ impl<'a> Sym<'a> {
         )
     }
 
+    /// The index of call frame `f`, if it is live.
+    fn frame_index(&self, f: u32) -> Option<usize> {
+        self.frames.iter().rposition(|x| x.id == f)
+    }
+
+    /// Frame `fi`'s stack as an array term that holds every byte known so far (the frame turns
+    /// to arrays on its first computed-offset access; its unknown bytes are a fresh array's).
+    fn stack_array(&mut self, fi: usize) -> String {
+        let base = match self.frames[fi].arr.clone() {
+            Some(a) => a,
+            None => {
+                let a = self.fresh(BYTES, "stka");
+                let fr = &mut self.frames[fi];
+                fr.dirty = fr.stack.keys().copied().collect();
+                fr.arr = Some(a.clone());
+                a
+            }
+        };
+        let fr = &mut self.frames[fi];
+        if fr.dirty.is_empty() {
+            return base;
+        }
+        let mut t = base;
+        for o in std::mem::take(&mut fr.dirty) {
+            t = format!("(store {t} {} {})", bv64(o as u64), fr.stack[&o]);
+        }
+        let a = self.def(BYTES, &t);
+        self.frames[fi].arr = Some(a.clone());
+        a
+    }
+
     /// Load `size` bytes at `ptr` (little-endian), zero-extended to 64 bits.
     fn load(&mut self, ptr: &V, size: Size) -> V {
         let n = size.bytes() as i64;
@@ -177,32 +248,41 @@ impl<'a> Sym<'a> {
                     .map(|i| format!("(select {} (bvadd {off} {}))", self.pkt, bv64(i as u64)))
                     .collect(),
             ),
-            V::P(Region::Stack(f), _, Some(k)) => {
-                let fr = self.frames.iter().rposition(|x| x.id == *f);
-                match fr {
-                    Some(fi) => {
-                        if n == 8 {
-                            if let Some(v) = self.frames[fi].spills.get(k).cloned() {
-                                return v;
-                            }
+            V::P(Region::Stack(f), off, k) => match (self.frame_index(*f), k) {
+                (Some(fi), Some(k)) => {
+                    if n == 8 {
+                        if let Some(v) = self.frames[fi].spills.get(k).cloned() {
+                            return v;
                         }
-                        let mut out = Vec::new();
-                        for i in 0..n {
-                            let b = match self.frames[fi].stack.get(&(k + i)).cloned() {
-                                Some(b) => b,
-                                None => {
-                                    let b = self.fresh("(_ BitVec 8)", "stk");
-                                    self.frames[fi].stack.insert(k + i, b.clone());
-                                    b
-                                }
-                            };
-                            out.push(b);
-                        }
-                        Some(out)
                     }
-                    None => None,
+                    let mut out = Vec::new();
+                    for o in *k..k + n {
+                        let b = match self.frames[fi].stack.get(&o).cloned() {
+                            Some(b) => b,
+                            None => {
+                                let b = match self.frames[fi].arr.clone() {
+                                    Some(a) => format!("(select {a} {})", bv64(o as u64)),
+                                    None => self.fresh("(_ BitVec 8)", "stk"),
+                                };
+                                // Known now (and already in `arr`, if there is one).
+                                self.frames[fi].stack.insert(o, b.clone());
+                                b
+                            }
+                        };
+                        out.push(b);
+                    }
+                    Some(out)
                 }
-            }
+                (Some(fi), None) => {
+                    let a = self.stack_array(fi);
+                    Some(
+                        (0..n)
+                            .map(|i| format!("(select {a} (bvadd {off} {}))", bv64(i as u64)))
+                            .collect(),
+                    )
+                }
+                (None, _) => None,
+            },
             V::P(Region::Map { m, key, .. }, off, _) => {
                 let mem = self.mem[*m as usize].clone();
                 Some(
@@ -239,29 +319,58 @@ impl<'a> Sym<'a> {
         let n = size.bytes() as i64;
         match ptr {
             V::P(Region::Stack(f), _, Some(k)) => {
-                let f = *f;
                 let k = *k;
-                let Some(fi) = self.frames.iter().rposition(|x| x.id == f) else {
+                let Some(fi) = self.frame_index(*f) else {
                     return;
                 };
-                for i in 0..n {
-                    self.frames[fi]
-                        .spills
-                        .retain(|&o, _| !(o <= k + i && k + i < o + 8));
-                }
+                self.frames[fi]
+                    .spills
+                    .retain(|&o, _| o + 8 <= k || k + n <= o);
+                let arr = self.frames[fi].arr.is_some();
                 if n == 8 && !matches!(val, V::S(_)) {
                     // A pointer spill: keep it as a pointer; its bytes are unknown.
-                    for i in 0..n {
-                        self.frames[fi].stack.remove(&(k + i));
+                    for o in k..k + n {
+                        if arr {
+                            // Over what `arr` holds there.
+                            let b = self.fresh("(_ BitVec 8)", "stk");
+                            self.frames[fi].stack.insert(o, b);
+                            self.frames[fi].dirty.insert(o);
+                        } else {
+                            self.frames[fi].stack.remove(&o);
+                        }
                     }
                     self.frames[fi].spills.insert(k, val.clone());
                     return;
                 }
                 let v = self.scalar(val);
+                let fr = &mut self.frames[fi];
                 for i in 0..n {
                     let b = format!("((_ extract {} {}) {v})", 8 * i + 7, 8 * i);
-                    self.frames[fi].stack.insert(k + i, b);
+                    fr.stack.insert(k + i, b);
+                    if arr {
+                        fr.dirty.insert(k + i);
+                    }
                 }
+            }
+            V::P(Region::Stack(f), off, None) => {
+                let Some(fi) = self.frame_index(*f) else {
+                    return;
+                };
+                let mut arr = self.stack_array(fi);
+                let v = self.scalar(val);
+                for i in 0..n {
+                    arr = format!(
+                        "(store {arr} (bvadd {off} {}) ((_ extract {} {}) {v}))",
+                        bv64(i as u64),
+                        8 * i + 7,
+                        8 * i
+                    );
+                }
+                let arr = self.def(BYTES, &arr);
+                // Any byte known by its constant offset may have been overwritten.
+                let fr = &mut self.frames[fi];
+                fr.arr = Some(arr);
+                fr.stack.clear();
             }
             V::P(Region::Pkt, off, _) => {
                 let v = self.scalar(val);
@@ -274,7 +383,7 @@ impl<'a> Sym<'a> {
                         8 * i
                     );
                 }
-                self.pkt = self.def("(Array (_ BitVec 64) (_ BitVec 8))", &arr);
+                self.pkt = self.def(BYTES, &arr);
             }
             V::P(Region::Map { m, key, .. }, off, _) => {
                 let v = self.scalar(val);
@@ -295,14 +404,19 @@ impl<'a> Sym<'a> {
         }
     }
 
-    /// Bytes `n` of the stack at `ptr` as one term (a map key), if `ptr` is on the stack.
+    /// `ptr` moved by `i` bytes (the offset term too, also for a constant offset).
+    fn byte_at(&mut self, ptr: &V, i: i64) -> V {
+        match ptr {
+            V::P(..) => self.offset(ptr, i),
+            other => other.clone(),
+        }
+    }
+
+    /// The `n` bytes at `ptr` as one term (a map key), read as loads read them.
     fn stack_bytes(&mut self, ptr: &V, n: u32) -> String {
         let mut bytes = Vec::new();
         for i in 0..n as i64 {
-            let p = match ptr {
-                V::P(r, off, k) => V::P(r.clone(), off.clone(), k.map(|k| k + i)),
-                _ => ptr.clone(),
-            };
+            let p = self.byte_at(ptr, i);
             match self.load(&p, Size::B) {
                 V::S(t) => bytes.push(format!("((_ extract 7 0) {t})")),
                 _ => unreachable!(),
@@ -449,6 +563,132 @@ impl<'a> Sym<'a> {
         }
     }
 
+    /// `bpf_map_update_elem(map, key, value, flags)` and `bpf_map_delete_elem(map, key)` on map
+    /// `m`: the result as the kernel gives it, and the map changed only when it is 0.
+    ///
+    /// Arrays (`array_map_update_elem`): unknown flags and BPF_F_LOCK (no modelled value holds
+    /// a spin lock) give -EINVAL, an index past the end -E2BIG, BPF_NOEXIST -EEXIST; otherwise
+    /// the update succeeds. Deleting from an array is -EINVAL. Hash maps: unknown flags give
+    /// -EINVAL, BPF_NOEXIST on a present key -EEXIST, BPF_EXIST on an absent one -ENOENT; a
+    /// new key may find the map full (-E2BIG; or memory short), which the query does not know:
+    /// that result is a fresh value. An LRU map may fail (-ENOMEM) and evict another key
+    /// whatever the key (its lists are per CPU, so eviction can come before the map is full):
+    /// its result is fresh after the flags check, and one fresh key, or none, leaves. Deleting
+    /// gives 0 when the key was present, else -ENOENT. Other map types: a fresh result.
+    fn map_write(&mut self, helper: u32, m: u32, key_ptr: &V, val_ptr: &V, flags: &V) -> V {
+        let def = self.p.maps[m as usize].clone();
+        let mi = m as usize;
+        let key = self.stack_bytes(key_ptr, def.key_size.max(1));
+        let (ks, sort) = self.map_sort(m);
+        let psort = format!("(Array (_ BitVec {ks}) Bool)");
+        let hash = matches!(def.map_type, MAP_HASH | MAP_PERCPU_HASH | MAP_LRU_HASH);
+        let lru = def.map_type == MAP_LRU_HASH;
+        let pres = self.present[mi].clone();
+        let was = format!("(select {pres} {key})");
+        let c = |v: i64| bv64(v as u64);
+        if helper == HELPER_MAP_DELETE {
+            if def.is_array() {
+                return V::S(c(-EINVAL));
+            }
+            let gone = format!("(store {pres} {key} false)");
+            let ret = if hash {
+                // Storing "absent" over an absent key changes nothing.
+                self.present[mi] = self.def(&psort, &gone);
+                format!("(ite {was} {} {})", c(0), c(-ENOENT))
+            } else {
+                let r = self.fresh("(_ BitVec 64)", "upd");
+                self.present[mi] =
+                    self.def(&psort, &format!("(ite (= {r} {}) {gone} {pres})", c(0)));
+                return V::S(r);
+            };
+            return V::S(self.def("(_ BitVec 64)", &ret));
+        }
+        let flags = self.scalar(flags);
+        let old = self.mem[mi].clone();
+        // The value's bytes, stored under the key.
+        let val = V::P(
+            Region::Map {
+                m,
+                key: key.clone(),
+                null: "false".into(),
+            },
+            bv64(0),
+            Some(0),
+        );
+        for i in 0..def.value_size as i64 {
+            let src = self.byte_at(val_ptr, i);
+            let b = self.load(&src, Size::B);
+            let dst = self.byte_at(&val, i);
+            self.store(&dst, Size::B, &b);
+        }
+        let new = self.mem[mi].clone();
+        let ret = if def.is_array() {
+            format!(
+                "(ite (bvugt (bvand {flags} {}) {}) {} (ite (bvuge {key} (_ bv{} {ks})) {} \
+                 (ite (not (= (bvand {flags} {}) {})) {} (ite (not (= (bvand {flags} {}) {})) {} {}))))",
+                c(!BPF_F_LOCK as i64),
+                c(BPF_EXIST as i64),
+                c(-EINVAL),
+                def.max_entries,
+                c(-E2BIG),
+                c(BPF_NOEXIST as i64),
+                c(0),
+                c(-EEXIST),
+                c(BPF_F_LOCK as i64),
+                c(0),
+                c(-EINVAL),
+                c(0)
+            )
+        } else if hash && !lru {
+            // Replacing a present key's value needs no new element, unless the map allocates
+            // its elements on demand (BPF_F_NO_PREALLOC), which may fail.
+            let fresh = self.fresh("(_ BitVec 64)", "upd");
+            let replace = if def.map_type == MAP_HASH && def.flags & 1 != 0 {
+                self.fresh("(_ BitVec 64)", "upd")
+            } else {
+                c(0)
+            };
+            format!(
+                "(ite (bvugt {flags} {}) {} (ite {was} (ite (= {flags} {}) {} {replace}) \
+                 (ite (= {flags} {}) {} {fresh})))",
+                c(BPF_EXIST as i64),
+                c(-EINVAL),
+                c(BPF_NOEXIST as i64),
+                c(-EEXIST),
+                c(BPF_EXIST as i64),
+                c(-ENOENT)
+            )
+        } else if lru {
+            let fresh = self.fresh("(_ BitVec 64)", "upd");
+            format!(
+                "(ite (bvugt {flags} {}) {} {fresh})",
+                c(BPF_EXIST as i64),
+                c(-EINVAL)
+            )
+        } else {
+            self.fresh("(_ BitVec 64)", "upd")
+        };
+        let ret = self.def("(_ BitVec 64)", &ret);
+        let ok = self.def("Bool", &format!("(= {ret} {})", c(0)));
+        self.mem[mi] = self.def(&sort, &format!("(ite {ok} {new} {old})"));
+        if !def.is_array() {
+            let mut base = pres.clone();
+            if lru {
+                let victim = self.fresh(&format!("(_ BitVec {ks})"), &format!("evict{ks}"));
+                let evicts = self.fresh("Bool", "evicts");
+                base = self.def(
+                    &psort,
+                    &format!("(ite {evicts} (store {pres} {victim} false) {pres})"),
+                );
+            }
+            self.present[mi] = self.def(
+                &psort,
+                &format!("(ite {ok} (store {base} {key} true) {base})"),
+            );
+        }
+        V::S(ret)
+    }
+
     fn call(&mut self, helper: u32) {
         let r1 = self.reg(1);
         let r2 = self.reg(2);
@@ -483,47 +723,13 @@ impl<'a> Sym<'a> {
                 });
                 V::P(Region::Map { m, key, null }, bv64(0), Some(0))
             }
-            (2, V::MapPtr(m)) | (3, V::MapPtr(m)) => {
-                // update / delete
+            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m)) => {
                 let m = *m;
-                let def = self.p.maps[m as usize].clone();
-                let key = self.stack_bytes(&r2, def.key_size.max(1));
-                if helper == 2 {
-                    let val = V::P(
-                        Region::Map {
-                            m,
-                            key: key.clone(),
-                            null: "false".into(),
-                        },
-                        bv64(0),
-                        Some(0),
-                    );
-                    for i in 0..def.value_size as i64 {
-                        let src = match &r3 {
-                            V::P(r, off, k) => V::P(r.clone(), off.clone(), k.map(|k| k + i)),
-                            other => other.clone(),
-                        };
-                        let b = self.load(&src, Size::B);
-                        let dst = match &val {
-                            V::P(r, _, _) => V::P(r.clone(), bv64(i as u64), Some(i)),
-                            _ => unreachable!(),
-                        };
-                        self.store(&dst, Size::B, &b);
-                    }
-                }
-                if !def.is_array() {
-                    let pres = self.present[m as usize].clone();
-                    let (ks, _) = self.map_sort(m);
-                    let on = if helper == 2 { "true" } else { "false" };
-                    self.present[m as usize] = self.def(
-                        &format!("(Array (_ BitVec {ks}) Bool)"),
-                        &format!("(store {pres} {key} {on})"),
-                    );
-                }
-                let _ = r4;
-                self.fresh64("upd")
+                self.map_write(helper, m, &r2, &r3, &r4)
             }
             (HELPER_ADJUST_HEAD, _) => {
+                // bpf_xdp_adjust_head: data may move into the headroom but not into struct
+                // xdp_frame and the metadata in front of it, and must leave ETH_HLEN bytes.
                 let d = self.scalar(&r2);
                 let delta = self.def(
                     "(_ BitVec 64)",
@@ -533,23 +739,50 @@ impl<'a> Sym<'a> {
                     "(_ BitVec 64)",
                     &format!("(bvadd {} {delta})", self.data_off),
                 );
+                let no_meta = self.meta_off == self.data_off;
+                let lo = if no_meta {
+                    bv64((-FRONT) as u64)
+                } else {
+                    self.def(
+                        "(_ BitVec 64)",
+                        &format!(
+                            "(bvadd {} (bvsub {} {}))",
+                            bv64((-FRONT) as u64),
+                            self.data_off,
+                            self.meta_off
+                        ),
+                    )
+                };
                 let ok = self.def(
                     "Bool",
                     &format!(
-                        "(and (bvsge {new} {}) (bvsle (bvadd {new} {}) {}))",
-                        bv64((-HEADROOM) as u64),
+                        "(and (bvsge {new} {lo}) (bvsle (bvadd {new} {}) {}))",
                         bv64(ETH_HLEN),
                         self.end_off
                     ),
                 );
                 let cur = self.data_off.clone();
                 self.data_off = self.def("(_ BitVec 64)", &format!("(ite {ok} {new} {cur})"));
+                // The metadata moves along.
+                self.meta_off = if no_meta {
+                    self.data_off.clone()
+                } else {
+                    let meta = self.meta_off.clone();
+                    self.def(
+                        "(_ BitVec 64)",
+                        &format!("(ite {ok} (bvadd {meta} {delta}) {meta})"),
+                    )
+                };
                 V::S(self.def(
                     "(_ BitVec 64)",
-                    &format!("(ite {ok} {} {})", bv64(0), bv64((-22i64) as u64)),
+                    &format!("(ite {ok} {} {})", bv64(0), bv64((-EINVAL) as u64)),
                 ))
             }
             (HELPER_ADJUST_TAIL, _) => {
+                // bpf_xdp_adjust_tail: data_end may not pass the frame's end (less the shared
+                // info), fixed where the packet was received, and must leave ETH_HLEN bytes.
+                // (The kernel zeroes the bytes a packet grows by; here they are the packet
+                // array's, unconstrained.)
                 let d = self.scalar(&r2);
                 let delta = self.def(
                     "(_ BitVec 64)",
@@ -562,21 +795,52 @@ impl<'a> Sym<'a> {
                 let ok = self.def(
                     "Bool",
                     &format!(
-                        "(and (bvsge {new} (bvadd {} {})) (bvsle {new} (bvadd {} {})))",
+                        "(and (bvsge {new} (bvadd {} {})) (bvsle {new} {}))",
                         self.data_off,
                         bv64(ETH_HLEN),
-                        self.data_off,
-                        bv64(3520)
+                        bv64(HARD_END)
                     ),
                 );
                 let cur = self.end_off.clone();
                 self.end_off = self.def("(_ BitVec 64)", &format!("(ite {ok} {new} {cur})"));
                 V::S(self.def(
                     "(_ BitVec 64)",
-                    &format!("(ite {ok} {} {})", bv64(0), bv64((-22i64) as u64)),
+                    &format!("(ite {ok} {} {})", bv64(0), bv64((-EINVAL) as u64)),
                 ))
             }
-            (23, _) => {
+            (HELPER_ADJUST_META, _) => {
+                // bpf_xdp_adjust_meta: data_meta stays between struct xdp_frame and data
+                // (-EINVAL), the metadata a multiple of 4 bytes, at most 32 (-EACCES).
+                let d = self.scalar(&r2);
+                let new = self.def(
+                    "(_ BitVec 64)",
+                    &format!(
+                        "(bvadd {} ((_ sign_extend 32) ((_ extract 31 0) {d})))",
+                        self.meta_off
+                    ),
+                );
+                let len = self.def("(_ BitVec 64)", &format!("(bvsub {} {new})", self.data_off));
+                let r = format!(
+                    "(ite (or (bvslt {new} {}) (bvsgt {new} {})) {} \
+                     (ite (or (not (= (bvand {len} {}) {})) (bvugt {len} {})) {} {}))",
+                    bv64((-FRONT) as u64),
+                    self.data_off,
+                    bv64((-EINVAL) as u64),
+                    bv64(3),
+                    bv64(0),
+                    bv64(MAX_META_BYTES as u64),
+                    bv64((-EACCES) as u64),
+                    bv64(0)
+                );
+                let r = self.def("(_ BitVec 64)", &r);
+                let meta = self.meta_off.clone();
+                self.meta_off = self.def(
+                    "(_ BitVec 64)",
+                    &format!("(ite (= {r} {}) {new} {meta})", bv64(0)),
+                );
+                V::S(r)
+            }
+            (HELPER_REDIRECT, _) => {
                 // bpf_redirect: XDP_REDIRECT unless flags are set (then XDP_ABORTED).
                 let f = self.scalar(&r2);
                 V::S(self.def(
@@ -638,9 +902,13 @@ impl<'a> Sym<'a> {
                 let base = self.reg(src);
                 let v = match &base {
                     V::Ctx => match off {
-                        0 | 8 => {
+                        0 => {
                             let k = (self.data_off == bv64(0)).then_some(0);
                             V::P(Region::Pkt, self.data_off.clone(), k)
+                        }
+                        8 => {
+                            let k = (self.meta_off == bv64(0)).then_some(0);
+                            V::P(Region::Pkt, self.meta_off.clone(), k)
                         }
                         4 => V::P(Region::Pkt, self.end_off.clone(), None),
                         _ => {
@@ -758,6 +1026,8 @@ impl<'a> Sym<'a> {
                     regs,
                     stack: HashMap::new(),
                     spills: HashMap::new(),
+                    arr: None,
+                    dirty: BTreeSet::new(),
                     saved: Some(saved),
                 });
             }
@@ -804,6 +1074,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         pkt: "pkt0".into(),
         data_off: bv64(0),
         end_off: "len".into(),
+        meta_off: bv64(0),
         mem: (0..p.maps.len()).map(|m| format!("m{m}_0")).collect(),
         present: (0..p.maps.len()).map(|m| format!("p{m}_0")).collect(),
         lookups: Vec::new(),
@@ -848,6 +1119,8 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         regs,
         stack: HashMap::new(),
         spills: HashMap::new(),
+        arr: None,
+        dirty: BTreeSet::new(),
         saved: None,
     });
     for (k, &(pc, kind)) in steps.iter().enumerate() {
@@ -863,5 +1136,429 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         ret,
         lookups: s.lookups,
         asserts: s.asserts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each test builds a small program, takes one path through it and asks Z3 (`z3` from the
+    //! project's `.venv`, `make develop`; or $NICSIM_Z3, or `z3` on the PATH) whether the path
+    //! is feasible. The kernel's answers are the interpreter's ([`crate::interp`]).
+    use super::*;
+    use crate::load::{MapDef, MAP_ARRAY};
+    use crate::testasm::*;
+
+    fn z3_path() -> std::path::PathBuf {
+        if let Ok(p) = std::env::var("NICSIM_Z3") {
+            return p.into();
+        }
+        let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/z3");
+        if venv.exists() {
+            return venv;
+        }
+        "z3".into()
+    }
+
+    /// `sat` or `unsat` for `smt` (a query, perhaps with more assertions).
+    fn z3(smt: &str) -> String {
+        use std::io::Write as _;
+        let mut c = std::process::Command::new(z3_path())
+            .arg("-in")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("z3: {e} (run `make develop`, or set NICSIM_Z3)"));
+        let mut input = c.stdin.take().unwrap();
+        input.write_all(smt.as_bytes()).unwrap();
+        input.write_all(b"(check-sat)\n").unwrap();
+        drop(input);
+        let out = c.wait_with_output().unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        assert!(!out.contains("error"), "{out}\n{smt}");
+        out.trim().to_string()
+    }
+
+    /// The path from instruction 0 that takes each conditional jump as `taken` says, in turn.
+    fn walk(p: &Program, taken: &[bool]) -> Vec<(u32, EdgeKind)> {
+        let (mut pc, mut k, mut out) = (0usize, 0usize, Vec::new());
+        loop {
+            let insn = p.code[pc].expect("instruction");
+            match insn {
+                Insn::Jmp { off, .. } => {
+                    let t = taken[k];
+                    k += 1;
+                    let kind = if t {
+                        EdgeKind::Taken
+                    } else {
+                        EdgeKind::NotTaken
+                    };
+                    out.push((pc as u32, kind));
+                    pc = if t { pc + 1 + off as usize } else { pc + 1 };
+                }
+                Insn::Ja { off } => {
+                    out.push((pc as u32, EdgeKind::Next));
+                    pc = (pc as i64 + 1 + off as i64) as usize;
+                }
+                Insn::Exit => {
+                    out.push((pc as u32, EdgeKind::Next));
+                    assert_eq!(k, taken.len(), "choices left over");
+                    return out;
+                }
+                Insn::LdImm64 { .. } => {
+                    out.push((pc as u32, EdgeKind::Next));
+                    pc += 2;
+                }
+                _ => {
+                    out.push((pc as u32, EdgeKind::Next));
+                    pc += 1;
+                }
+            }
+        }
+    }
+
+    fn q(p: &Program, taken: &[bool]) -> Query {
+        query(p, &walk(p, taken), 60, 1514)
+    }
+
+    fn feasible(p: &Program, taken: &[bool]) -> bool {
+        match z3(&q(p, taken).smt).as_str() {
+            "sat" => true,
+            "unsat" => false,
+            other => panic!("z3: {other}"),
+        }
+    }
+
+    fn jne(dst: u8, imm: i32, off: i16) -> Slot {
+        i(0x55, dst, 0, off, imm)
+    }
+    fn jne_r(dst: u8, src: u8, off: i16) -> Slot {
+        i(0x5d, dst, src, off, 0)
+    }
+    fn jge(dst: u8, imm: i32, off: i16) -> Slot {
+        i(0x35, dst, 0, off, imm)
+    }
+    fn and(dst: u8, imm: i32) -> Slot {
+        i(0x57, dst, 0, 0, imm)
+    }
+    const XDP_MD_DATA: i16 = 0;
+    const XDP_MD_DATA_END: i16 = 4;
+    const XDP_MD_DATA_META: i16 = 8;
+
+    /// r2 = data; r6 = pkt[0] & 15 (an index), r7 = pkt[1] (a value); r8 = r10 - 16 + r6
+    /// (`&buf[r6]` with `buf` at r10 - 16): a stack pointer with a computed offset. One branch
+    /// (the packet's length).
+    fn prologue() -> Vec<Slot> {
+        vec![
+            ldx(W, 2, 1, XDP_MD_DATA),
+            ldx(W, 3, 1, XDP_MD_DATA_END),
+            movr(4, 2),
+            add(4, 2),
+            jgt_r(4, 3, 100),
+            ldx(B, 6, 2, 0),
+            and(6, 15),
+            ldx(B, 7, 2, 1),
+            movr(8, 10),
+            add(8, -16),
+            addr(8, 6),
+        ]
+    }
+
+    /// `prologue`, `body`, then `if r0 != r9 goto +2; r0 = 2; exit; r0 = 1; exit` (with the
+    /// out-of-range target of the prologue's branch never taken).
+    fn program(body: &[Slot], maps: Vec<MapDef>) -> Program {
+        let mut s = prologue();
+        s.extend_from_slice(body);
+        s.extend([jne_r(0, 9, 2), mov(0, 2), exit(), mov(0, 1), exit()]);
+        let n = s.len();
+        // The prologue's length check jumps to the last `exit`.
+        s[4] = jgt_r(4, 3, (n - 5 - 1) as i16);
+        prog(&s, maps)
+    }
+
+    #[test]
+    fn a_load_at_a_computed_offset_reads_what_a_store_there_wrote() {
+        // buf[i] = v; r0 = buf[i]; r9 = v.
+        let p = program(&[stx(B, 8, 7, 0), ldx(B, 0, 8, 0), movr(9, 7)], Vec::new());
+        // r0 == r9 must hold: the path where they differ is infeasible.
+        assert!(feasible(&p, &[false, false]));
+        assert!(!feasible(&p, &[false, true]));
+        // Programs without computed stack offsets get no stack arrays.
+        let plain = program(
+            &[stx(B, 10, 7, -16), ldx(B, 0, 10, -16), movr(9, 7)],
+            Vec::new(),
+        );
+        assert!(!q(&plain, &[false, false]).smt.contains("stka"));
+        assert!(!feasible(&plain, &[false, true]));
+        assert!(q(&p, &[false, false]).smt.contains("stka"));
+        // A pointer spilled before or after such a store is still a pointer when reloaded:
+        // r0 = ((u8 *)data)[1] through it is v.
+        for body in [
+            [stx(DW, 10, 2, -32), stx(B, 8, 7, 0), ldx(DW, 5, 10, -32)],
+            [stx(B, 8, 7, 0), stx(DW, 10, 2, -32), ldx(DW, 5, 10, -32)],
+        ] {
+            let mut body = body.to_vec();
+            body.extend([ldx(B, 0, 5, 1), movr(9, 7)]);
+            let p = program(&body, Vec::new());
+            assert!(feasible(&p, &[false, false]) && !feasible(&p, &[false, true]));
+        }
+    }
+
+    #[test]
+    fn constant_and_computed_offsets_see_each_others_stores() {
+        // buf[0..8] = 0x11 per byte (constant offset), then buf[i] = v (computed), then
+        // r0 = buf[3] (constant): v when i == 3, else 0x11.
+        let body = [
+            ld64(5, 0x1111_1111_1111_1111)[0],
+            ld64(5, 0x1111_1111_1111_1111)[1],
+            stx(DW, 10, 5, -16),
+            stx(B, 8, 7, 0),
+            ldx(B, 0, 10, -13),
+            mov(9, 0x11),
+            jne(6, 3, 1),
+            movr(9, 7),
+        ];
+        let p = program(&body, Vec::new());
+        // [length, i != 3, r0 != r9]
+        assert!(feasible(&p, &[false, true, false]));
+        assert!(!feasible(&p, &[false, true, true]));
+        assert!(feasible(&p, &[false, false, false]));
+        assert!(!feasible(&p, &[false, false, true]));
+        // A constant-offset store after the computed one wins: buf[3] = 0x22, then r0 =
+        // buf[i] is 0x22 when i == 3, else v (for i < 8; buf[8..16] was never written).
+        let body = [
+            stx(B, 8, 7, 0),
+            st(B, 10, -13, 0x22),
+            ldx(B, 0, 8, 0),
+            movr(9, 7),
+            jne(6, 3, 1),
+            mov(9, 0x22),
+        ];
+        let p = program(&body, Vec::new());
+        assert!(!feasible(&p, &[false, true, true]));
+        assert!(!feasible(&p, &[false, false, true]));
+        assert!(feasible(&p, &[false, false, false]));
+        // Overwritten by a computed-offset store, a constant-offset byte is no longer known:
+        // buf[3] = 0x22; buf[i] = v; r0 = buf[3] differs from 0x22 exactly when i == 3 and
+        // v != 0x22.
+        let body = [
+            st(B, 10, -13, 0x22),
+            stx(B, 8, 7, 0),
+            ldx(B, 0, 10, -13),
+            mov(9, 0x22),
+        ];
+        let p = program(&body, Vec::new());
+        assert!(feasible(&p, &[false, true]));
+    }
+
+    #[test]
+    fn map_keys_read_stack_bytes_written_at_computed_offsets() {
+        // key (r10-16, 4 bytes) = 0; buf[i] = v with i == 0 on the path; r0 = lookup(array
+        // of 4, &key): null exactly when v >= 4.
+        let mut body = vec![
+            st(W, 10, -16, 0),
+            jne(6, 0, 100),
+            stx(B, 8, 7, 0),
+            mov(9, 0),
+            jge(7, 4, 1),
+            mov(9, 1),
+        ];
+        body.extend(ld_map(1, 0));
+        body.extend([movr(2, 10), add(2, -16), call(1), jeq(0, 0, 1), mov(0, 1)]);
+        let maps = vec![map("a", MAP_ARRAY, 4, 8, 4)];
+        let p = program(&body, maps.clone());
+        // Branches: length, i != 0, v >= 4, r0 == null, r0 != r9.
+        // v >= 4 and found: infeasible; v < 4 and null: infeasible.
+        assert!(!feasible(&p, &[false, false, true, false, false]));
+        assert!(!feasible(&p, &[false, false, false, true, true]));
+        assert!(feasible(&p, &[false, false, true, true, false]));
+        assert!(feasible(&p, &[false, false, false, false, false]));
+        // Found, r0 = 1 = r9.
+        assert!(!feasible(&p, &[false, false, false, false, true]));
+    }
+
+    /// r0 = helper(ctx, delta) after `pre` (ctx in r6); then `if r0 != 0 goto fail` (see
+    /// [`ends`]).
+    fn adjust(pre: &[Slot], helper: i32, delta: i32) -> Program {
+        let mut s = vec![movr(6, 1)];
+        s.extend_from_slice(pre);
+        s.extend([movr(1, 6), mov(2, delta), call(helper), jne(0, 0, 100)]);
+        prog(&ends(s), Vec::new())
+    }
+
+    #[test]
+    fn adjust_head_grows_by_the_headroom_less_struct_xdp_frame() {
+        let ok = |pre: &[Slot], delta| feasible(&adjust(pre, 44, delta), &[false]);
+        let fails = |pre: &[Slot], delta| feasible(&adjust(pre, 44, delta), &[true]);
+        assert!(ok(&[], -216) && !fails(&[], -216));
+        assert!(!ok(&[], -217) && fails(&[], -217));
+        // Shrinking leaves at least ETH_HLEN bytes of a packet of at least 60.
+        assert!(ok(&[], 46) && !fails(&[], 46));
+        assert!(ok(&[], 47) && fails(&[], 47));
+        // Metadata in front of data takes from the room (adjust_meta -8 succeeds).
+        let meta = [movr(1, 6), mov(2, -8), call(54)];
+        assert!(ok(&meta, -208) && !fails(&meta, -208));
+        assert!(!ok(&meta, -209) && fails(&meta, -209));
+        // adjust_meta: multiples of 4 up to 32 bytes (interp.rs: adjust_head_limits_...).
+        let m = |delta| {
+            (
+                feasible(&adjust(&[], 54, delta), &[false]),
+                feasible(&adjust(&[], 54, delta), &[true]),
+            )
+        };
+        assert_eq!(
+            (m(-32), m(-36), m(-6), m(1)),
+            ((true, false), (false, true), (false, true), (false, true))
+        );
+    }
+
+    #[test]
+    fn data_meta_is_data_until_metadata_is_added() {
+        // r0 = data - data_meta: 0, then 8 after adjust_meta(-8).
+        let diff = |pre: &[Slot], want: i32| {
+            let mut s = vec![movr(6, 1)];
+            s.extend_from_slice(pre);
+            s.extend([
+                ldx(W, 2, 6, XDP_MD_DATA),
+                ldx(W, 3, 6, XDP_MD_DATA_META),
+                movr(0, 2),
+                i(0x1f, 0, 3, 0, 0), // r0 -= r3
+                jne(0, want, 2),
+                mov(0, 2),
+                exit(),
+                mov(0, 1),
+                exit(),
+            ]);
+            let p = prog(&s, Vec::new());
+            (feasible(&p, &[false]), feasible(&p, &[true]))
+        };
+        assert_eq!(diff(&[], 0), (true, false));
+        let meta = [movr(1, 6), mov(2, -8), call(54)];
+        // Only its success is on the path's branches: the difference is 8 or 0.
+        assert_eq!(diff(&meta, 8), (true, false));
+    }
+
+    #[test]
+    fn adjust_tail_ends_where_the_frame_ends() {
+        // At least 60 bytes received, at most 3520 after growing: +3460 may succeed, +3461 not.
+        let ok = |delta| feasible(&adjust(&[], 65, delta), &[false]);
+        assert!(ok(3460) && !ok(3461));
+        // Moving data to the front by 100 bytes leaves the frame's end where it was.
+        let head = [movr(1, 6), mov(2, -100), call(44), jne(0, 0, 100)];
+        assert!(feasible(&adjust(&head, 65, 3460), &[false, false]));
+        assert!(!feasible(&adjust(&head, 65, 3461), &[false, false]));
+    }
+
+    /// key (4 bytes at r10-4) = `key`, value (8 bytes at r10-16) = 7;
+    /// r0 = update(map 0, &key, &value, flags).
+    fn update(key: i32, flags: i32) -> Vec<Slot> {
+        let mut s = vec![st(W, 10, -4, key), st(DW, 10, -16, 7)];
+        s.extend(ld_map(1, 0));
+        s.extend([
+            movr(2, 10),
+            add(2, -4),
+            movr(3, 10),
+            add(3, -16),
+            mov(4, flags),
+            call(2),
+        ]);
+        s
+    }
+    /// r0 = lookup(map 0, &key at r10-4).
+    fn lookup() -> Vec<Slot> {
+        let mut s = ld_map(1, 0).to_vec();
+        s.extend([movr(2, 10), add(2, -4), call(1)]);
+        s
+    }
+    /// `s`, then `r0 = 2; exit; fail: r0 = 1; exit`; conditional jumps by 100 in `s` go to
+    /// `fail`.
+    fn ends(mut s: Vec<Slot>) -> Vec<Slot> {
+        s.extend([mov(0, 2), exit(), mov(0, 1), exit()]);
+        let fail = s.len() - 2;
+        for (j, x) in s.iter_mut().enumerate() {
+            let off = i16::from_le_bytes([x[2], x[3]]);
+            if x[0] & 7 == 5 && x[0] != 0x85 && off == 100 {
+                [x[2], x[3]] = ((fail - j - 1) as i16).to_le_bytes();
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn array_updates_fail_only_as_the_kernel_says() {
+        let maps = vec![map("a", MAP_ARRAY, 4, 8, 4)];
+        // `if r0 != want goto fail`
+        let res = |key, flags, want: i32| {
+            let mut s = update(key, flags);
+            s.push(jne(0, want, 2));
+            let p = prog(&ends(s), maps.clone());
+            (feasible(&p, &[false]), feasible(&p, &[true]))
+        };
+        assert_eq!(res(3, 0, 0), (true, false)); // BPF_ANY, in range: always 0
+        assert_eq!(res(3, 2, 0), (true, false)); // BPF_EXIST
+        assert_eq!(res(4, 0, -7), (true, false)); // past the end: -E2BIG
+        assert_eq!(res(3, 1, -17), (true, false)); // BPF_NOEXIST: -EEXIST
+        assert_eq!(res(3, 3, -22), (true, false)); // unknown flags: -EINVAL
+        assert_eq!(res(3, 4, -22), (true, false)); // BPF_F_LOCK without a lock: -EINVAL
+                                                   // A failed update leaves the value: after update(key 4, ...) the lookup of key 3
+                                                   // still reads its old contents; after a good one, 7.
+        let mut s = update(3, 0);
+        s.extend(lookup());
+        s.extend([ldx(DW, 1, 0, 0), jne(1, 7, 2)]);
+        let p = prog(&ends(s), maps.clone());
+        assert!(!feasible(&p, &[true]));
+        let mut s = update(3, 1);
+        s.extend(lookup());
+        s.extend([ldx(DW, 1, 0, 0), jne(1, 7, 2)]);
+        let p = prog(&ends(s), maps);
+        assert!(feasible(&p, &[true]));
+    }
+
+    #[test]
+    fn hash_updates_may_fail_and_then_change_nothing() {
+        let maps = vec![map("h", MAP_HASH, 4, 8, 2)];
+        // lookup(k) == null; r0 = update(k, BPF_ANY); if r0 != 0 (failed) ...; lookup(k) null?
+        let path = |failed: bool, found_after: bool| {
+            let mut s = vec![st(W, 10, -4, 1)];
+            s.extend(lookup());
+            s.push(jne(0, 0, 100));
+            s.extend(update(1, 0));
+            s.push(jne(0, 0, 0));
+            s.extend(lookup());
+            s.push(jeq(0, 0, 0));
+            let p = prog(&ends(s), maps.clone());
+            feasible(&p, &[false, failed, !found_after])
+        };
+        // A new key may not fit (the map may be full); then it is still absent.
+        assert!(path(false, true) && !path(false, false));
+        assert!(path(true, false) && !path(true, true));
+        // BPF_NOEXIST on a present key: -EEXIST, never 0; BPF_EXIST on an absent one: -ENOENT.
+        let flags = |present: bool, flags: i32, want: i32| {
+            let mut s = vec![st(W, 10, -4, 1)];
+            s.extend(lookup());
+            s.push(jeq(0, 0, 0));
+            s.extend(update(1, flags));
+            s.push(jne(0, want, 100));
+            let p = prog(&ends(s), maps.clone());
+            feasible(&p, &[!present, false])
+        };
+        assert!(flags(true, 1, -17) && !flags(true, 1, 0));
+        assert!(flags(false, 2, -2) && !flags(false, 2, 0));
+        // BPF_ANY on a present key: 0; on an absent one, 0 if there is room.
+        assert!(flags(true, 0, 0) && !flags(true, 0, -7));
+        assert!(flags(false, 0, 0) && flags(false, 0, -7));
+        // Deleting: 0 when present, else -ENOENT; absent afterwards.
+        let delete = |present: bool, want: i32, found_after: bool| {
+            let mut s = vec![st(W, 10, -4, 1)];
+            s.extend(lookup());
+            s.push(jeq(0, 0, 0));
+            s.extend(ld_map(1, 0));
+            s.extend([movr(2, 10), add(2, -4), call(3), jne(0, want, 100)]);
+            s.extend(lookup());
+            s.push(jeq(0, 0, 0));
+            let p = prog(&ends(s), maps.clone());
+            feasible(&p, &[!present, false, !found_after])
+        };
+        assert!(delete(true, 0, false) && !delete(true, -2, false) && !delete(true, 0, true));
+        assert!(delete(false, -2, false) && !delete(false, 0, false));
     }
 }

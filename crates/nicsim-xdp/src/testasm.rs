@@ -1,0 +1,109 @@
+//! A small BPF assembler for the unit tests (hand-built programs for [`crate::interp`] and
+//! [`crate::symex`]).
+
+use crate::insn::{decode, Raw};
+use crate::load::{MapDef, Program};
+
+// A small assembler: one 8-byte slot per call (ld_imm64 gives two).
+pub(crate) type Slot = [u8; 8];
+
+pub(crate) fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Slot {
+    let o = off.to_le_bytes();
+    let m = imm.to_le_bytes();
+    [code, dst | (src << 4), o[0], o[1], m[0], m[1], m[2], m[3]]
+}
+pub(crate) fn mov(dst: u8, imm: i32) -> Slot {
+    i(0xb7, dst, 0, 0, imm)
+}
+pub(crate) fn movr(dst: u8, src: u8) -> Slot {
+    i(0xbf, dst, src, 0, 0)
+}
+pub(crate) fn mov32(dst: u8, imm: i32) -> Slot {
+    i(0xb4, dst, 0, 0, imm)
+}
+pub(crate) fn add(dst: u8, imm: i32) -> Slot {
+    i(0x07, dst, 0, 0, imm)
+}
+pub(crate) fn addr(dst: u8, src: u8) -> Slot {
+    i(0x0f, dst, src, 0, 0)
+}
+pub(crate) fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
+    // size: 0x00 W, 0x08 H, 0x10 B, 0x18 DW
+    i(0x61 | size, dst, src, off, 0)
+}
+pub(crate) fn stx(size: u8, dst: u8, src: u8, off: i16) -> Slot {
+    i(0x63 | size, dst, src, off, 0)
+}
+pub(crate) fn st(size: u8, dst: u8, off: i16, imm: i32) -> Slot {
+    i(0x62 | size, dst, 0, off, imm)
+}
+pub(crate) fn jeq(dst: u8, imm: i32, off: i16) -> Slot {
+    i(0x15, dst, 0, off, imm)
+}
+pub(crate) fn jgt_r(dst: u8, src: u8, off: i16) -> Slot {
+    i(0x2d, dst, src, off, 0)
+}
+pub(crate) fn ja(off: i16) -> Slot {
+    i(0x05, 0, 0, off, 0)
+}
+pub(crate) fn call(helper: i32) -> Slot {
+    i(0x85, 0, 0, 0, helper)
+}
+pub(crate) fn call_local(off: i32) -> Slot {
+    i(0x85, 0, 1, 0, off)
+}
+pub(crate) fn exit() -> Slot {
+    i(0x95, 0, 0, 0, 0)
+}
+pub(crate) fn ld64(dst: u8, v: u64) -> [Slot; 2] {
+    [
+        i(0x18, dst, 0, 0, v as u32 as i32),
+        i(0, 0, 0, 0, (v >> 32) as u32 as i32),
+    ]
+}
+pub(crate) fn ld_map(dst: u8, map: i32) -> [Slot; 2] {
+    [i(0x18, dst, 1, 0, map), i(0, 0, 0, 0, 0)]
+}
+pub(crate) fn ld_map_value(dst: u8, map: i32, off: i32) -> [Slot; 2] {
+    [i(0x18, dst, 2, 0, map), i(0, 0, 0, 0, off)]
+}
+pub(crate) const W: u8 = 0x00;
+pub(crate) const H: u8 = 0x08;
+pub(crate) const B: u8 = 0x10;
+pub(crate) const DW: u8 = 0x18;
+
+pub(crate) fn map(
+    name: &str,
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+) -> MapDef {
+    MapDef {
+        name: name.into(),
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        flags: 0,
+        data: Vec::new(),
+        frozen: false,
+    }
+}
+
+pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
+    let bytes: Vec<u8> = slots.concat();
+    let raw = Raw::slots(&bytes).unwrap();
+    let n = maps.len() as i32;
+    let code = decode(&raw, &|fd| (0..n).contains(&fd).then_some(fd as u32)).unwrap();
+    Program {
+        section: "xdp".into(),
+        name: "t".into(),
+        line_of: vec![None; raw.len()],
+        raw,
+        code,
+        maps,
+        lines: Vec::new(),
+        license: "GPL".into(),
+    }
+}
