@@ -225,13 +225,15 @@ impl XdpSearch {
     }
 
     /// Enumerate up to `limit` paths slowest first without a solver (benchmarks): returns how
-    /// many, stopping early when none is left or after `timeout_s` seconds.
-    fn enumerate(&mut self, py: Python<'_>, limit: u64, timeout_s: f64) -> u64 {
+    /// many, stopping early when none is left or after `timeout_s` seconds. With `edges`, each
+    /// path's edge list is built too (as for a path sent to the solver).
+    #[pyo3(signature = (limit, timeout_s, edges=false))]
+    fn enumerate(&mut self, py: Python<'_>, limit: u64, timeout_s: f64, edges: bool) -> u64 {
         let deadline = std::time::Instant::now().checked_add(std::time::Duration::from_secs_f64(
             timeout_s.clamp(0.0, 1e9),
         ));
         let s = &mut self.s;
-        py.detach(|| s.enumerate(limit, deadline))
+        py.detach(|| s.enumerate(limit, deadline, edges))
     }
 
     /// The current path is feasible and done with: the search goes on past it.
@@ -263,13 +265,7 @@ impl XdpSearch {
     /// refuted prefix or by a known conflict —, prefix extensions the enumeration refused as
     /// dead)
     fn counts(&self) -> (u64, u64, u64, u64) {
-        let streams = &self.s.merger.streams;
-        (
-            self.s.enumerated,
-            self.s.unsat,
-            self.s.skipped_refuted + self.s.conflict_skipped,
-            streams.iter().map(|x| x.dead_skipped).sum::<u64>(),
-        )
+        self.s.counts()
     }
 }
 

@@ -137,10 +137,6 @@ impl Analysis {
     }
 }
 
-/// A path as the enumeration knows it: (edge, node, index of the prefix in the node's list)
-/// per step, entry first.
-type Walk = Vec<(u32, u32, u32)>;
-
 /// What the search has next.
 pub enum Next {
     /// A path to check: its rate key and its query.
@@ -160,10 +156,8 @@ pub struct Search {
     pub a: Analysis,
     pub merger: crate::paths::Merger,
     pub bit_rate: bool,
-    /// The path being checked: what the merger said of it and its walk.
-    current: Option<(crate::paths::Found, Walk)>,
-    /// Hashes of refuted prefixes (edge sequences from the entry).
-    refuted: std::collections::HashSet<u64>,
+    /// The path being checked: what the merger said of it and its edges.
+    current: Option<(crate::paths::Found, Vec<u32>)>,
     /// Branch assertions of the current path: (position, condition text).
     current_asserts: Vec<(usize, String)>,
     /// Refuted sets of conditions (unsat cores, as texts): a path that asserts all of one
@@ -176,14 +170,6 @@ pub struct Search {
     pub memory_budget: usize,
     pub enumerated: u64,
     pub unsat: u64,
-    pub skipped_refuted: u64,
-}
-
-fn prefix_hashes(walk: &[(u32, u32, u32)]) -> impl Iterator<Item = u64> + '_ {
-    walk.iter().scan(0xcbf2_9ce4_8422_2325u64, |h, &(e, _, _)| {
-        *h = (*h ^ e as u64).wrapping_mul(0x100_0000_01b3);
-        Some(*h)
-    })
 }
 
 impl Search {
@@ -194,7 +180,6 @@ impl Search {
             merger,
             bit_rate,
             current: None,
-            refuted: Default::default(),
             current_asserts: Vec::new(),
             conflict_size: Vec::new(),
             conflict_index: Default::default(),
@@ -202,7 +187,6 @@ impl Search {
             memory_budget: usize::MAX,
             enumerated: 0,
             unsat: 0,
-            skipped_refuted: 0,
         }
     }
 
@@ -221,21 +205,15 @@ impl Search {
                     return Next::OutOfMemory;
                 }
             }
-            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+            let Some(f) = self.merger.next(&self.a.target) else {
                 return Next::Exhausted;
             };
             self.enumerated += 1;
-            let walk = self.merger.edges(&self.a.search_dag, &f);
-            // A prefix refuted while checking another stream's path.
-            if let Some(pos) = prefix_hashes(&walk).position(|h| self.refuted.contains(&h)) {
-                let (_, v, k) = walk[pos];
-                self.merger.streams[f.stream].kill(v, k);
-                self.skipped_refuted += 1;
-                continue;
-            }
-            let steps: Vec<(u32, crate::cfg::EdgeKind)> = walk
+            // Paths under refuted prefixes never come out of the merger.
+            let edges = self.merger.edges(&f);
+            let steps: Vec<(u32, crate::cfg::EdgeKind)> = edges
                 .iter()
-                .map(|&(e, _, _)| {
+                .map(|&e| {
                     let d = &self.a.search_dag;
                     (d.pc[e as usize], d.kind[e as usize])
                 })
@@ -249,38 +227,58 @@ impl Search {
             );
             if let Some(pos) = self.conflict_position(&q.asserts) {
                 // A known conflict: refuted without the solver.
-                let (_, v, k) = walk[pos];
-                self.merger.streams[f.stream].kill(v, k);
-                if let Some(h) = prefix_hashes(&walk).nth(pos) {
-                    self.refuted.insert(h);
-                }
+                self.merger.refute(&self.a.target, &edges[..=pos]);
                 self.conflict_skipped += 1;
                 continue;
             }
             let key = f.key;
-            self.current = Some((f, walk));
+            self.current = Some((f, edges));
             self.current_asserts = q.asserts.clone();
             return Next::Query(key, q);
         }
     }
 
-    /// Enumerate up to `limit` paths slowest first, each with its edge list, without symbolic
-    /// execution or a solver (for benchmarks of the enumeration alone); stops early when no path
-    /// is left or `deadline` passes. Returns the number of paths.
-    pub fn enumerate(&mut self, limit: u64, deadline: Option<std::time::Instant>) -> u64 {
+    /// Enumerate up to `limit` paths slowest first, without symbolic execution or a solver (for
+    /// benchmarks of the enumeration alone); stops early when no path is left or `deadline`
+    /// passes. Returns the number of paths. A path is handed out as the merger's handle (its
+    /// stream, place, cost and rate), as `next_query` gets it before deciding whether to build
+    /// its edge list; `edges` also builds every path's list, as a path sent to the solver needs.
+    pub fn enumerate(
+        &mut self,
+        limit: u64,
+        deadline: Option<std::time::Instant>,
+        edges: bool,
+    ) -> u64 {
         let mut n = 0u64;
         while n < limit {
             if n.is_multiple_of(4096) && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 break;
             }
-            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+            let Some(f) = self.merger.next(&self.a.target) else {
                 break;
             };
-            std::hint::black_box(self.merger.edges(&self.a.search_dag, &f));
+            if edges {
+                std::hint::black_box(self.merger.edges(&f));
+            } else {
+                std::hint::black_box(&f);
+            }
             n += 1;
         }
         self.enumerated += n;
         n
+    }
+
+    /// (paths handed out, refuted by the solver, skipped without a query — under a refuted
+    /// prefix, or by a known conflict —, candidate prefixes the enumeration refused as dead).
+    pub fn counts(&self) -> (u64, u64, u64, u64) {
+        let streams = &self.merger.streams;
+        let dead_paths: u64 = streams.iter().map(|x| x.dead_paths).sum();
+        (
+            self.enumerated,
+            self.unsat,
+            dead_paths + self.conflict_skipped,
+            streams.iter().map(|x| x.dead_skipped).sum(),
+        )
     }
 
     /// What the search's state takes, estimated from its entries: the enumeration's prefixes
@@ -292,7 +290,7 @@ impl Search {
         });
         prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
-            + self.refuted.len() * 16
+            + self.merger.refuted.size() * 4
             + self.conflict_size.len() * 64
     }
 
@@ -322,7 +320,7 @@ impl Search {
 
     /// The solver found the current path infeasible; `core` names the assertions it needed.
     pub fn refute(&mut self, core: &[String]) {
-        let Some((f, walk)) = self.current.take() else {
+        let Some((_, walk)) = self.current.take() else {
             return;
         };
         self.unsat += 1;
@@ -332,8 +330,7 @@ impl Search {
             .max()
             .unwrap_or(walk.len() - 1)
             .min(walk.len() - 1);
-        let (_, v, k) = walk[last];
-        self.merger.streams[f.stream].kill(v, k);
+        self.merger.refute(&self.a.target, &walk[..=last]);
         // Keep the core as a conflict set of condition texts.
         let positions: std::collections::HashSet<usize> = core
             .iter()
@@ -354,10 +351,6 @@ impl Search {
                 self.conflict_index.entry(t).or_default().push(id);
             }
         }
-        let h = prefix_hashes(&walk).nth(last);
-        if let Some(h) = h {
-            self.refuted.insert(h);
-        }
     }
 
     /// Every path not yet refuted is at least this fast (packets/s, or bits/s).
@@ -368,13 +361,12 @@ impl Search {
 
     /// The current path, for the summary.
     pub fn current_path(&self) -> Option<Value> {
-        let (f, walk) = self.current.as_ref()?;
-        let edges: Vec<u32> = walk.iter().map(|w| w.0).collect();
+        let (f, edges) = self.current.as_ref()?;
         let t = &self.a.target;
         let bps = f.rate.pps * 8.0 * f.mps as f64;
         Some(json!({
             "pps": f.rate.pps, "bps": bps, "bottleneck": f.rate.bottleneck, "min_packet_bytes": f.mps,
-            "insns": self.a.path_insns(&self.a.search_dag, &edges), "source_lines": self.a.path_lines(&self.a.search_dag, &edges),
+            "insns": self.a.path_insns(&self.a.search_dag, edges), "source_lines": self.a.path_lines(&self.a.search_dag, edges),
             "cost": {COMPONENTS[0]: f.cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: f.cost[1] as f64 / UNITS_PER_CYCLE},
             "mac_pps": t.limits.mac_pps,
         }))
