@@ -145,3 +145,39 @@ def test_xdp_run_errors_are_one_line_input_errors(args: tuple, needle: str) -> N
     with pytest.raises(_core.InputError) as e:
         _core.xdp_run(data, *rest)
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_longest_slower_is_the_boundary_the_search_compares() -> None:
+    import random
+
+    from nicsim.xdp.analyze import _longest_slower
+
+    rng = random.Random(7)
+    for _ in range(20_000):
+        pps = rng.uniform(1e5, 1e8)
+        found = pps * 8 * rng.choice([rng.uniform(60, 1600), float(rng.randint(60, 1600))])
+        n = _longest_slower(pps, found)
+        assert pps * 8 * n < found <= pps * 8 * (n + 1)
+    assert _longest_slower(1e6, 8e6 * 60) == 59  # exactly 60 B is not slower
+
+
+def test_bounded_length_check_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In bit-rate mode, once a satisfiable path is known, a later one is first checked with the
+    # packet no longer than would make it slower; without that bound (every later path's exact
+    # minimum length searched, as before) the result is the same. The RTP transcoder's first
+    # satisfiable path needs a longer packet than its static size, so the search goes on past
+    # it, and a later path is slower (a bound that skipped every later path would miss it).
+    import importlib
+
+    an = importlib.import_module("nicsim.xdp.analyze")  # the module (the package exports the function)
+
+    def run() -> dict:
+        s = an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)
+        return {k: s[k] for k in ("guarantee", "path", "example_packet_hex", "maps", "paths_enumerated")}
+
+    bounded = run()
+    assert bounded["guarantee"]["status"] == "ssp" and bounded["guarantee"]["min_packet_bytes"] == 213
+    monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 2**40)
+    assert run() == bounded
+    monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 0)
+    assert run()["guarantee"] != bounded["guarantee"]
