@@ -166,6 +166,17 @@ pub struct Search {
     conflict_size: Vec<usize>,
     conflict_index: std::collections::HashMap<String, Vec<u32>>,
     pub conflict_skipped: u64,
+    /// Packet-length lemmas, from unsat cores of a length bound: a path that asserts every
+    /// condition of lemma i needs a packet of at least `lemma_len[i]` bytes. `lemma_size[i]`,
+    /// and per text the lemmas that contain it (as for conflicts).
+    lemma_size: Vec<usize>,
+    lemma_len: Vec<u32>,
+    lemma_index: std::collections::HashMap<String, Vec<u32>>,
+    /// What the lemmas say of the current path (0: nothing).
+    current_min_len: u32,
+    /// Paths passed without a solver call because no packet they accept could make them
+    /// slower than the slowest satisfiable path already found.
+    pub length_skipped: u64,
     /// The search stops when its state would take more than this (bytes, estimated).
     pub memory_budget: usize,
     pub enumerated: u64,
@@ -184,6 +195,11 @@ impl Search {
             conflict_size: Vec::new(),
             conflict_index: Default::default(),
             conflict_skipped: 0,
+            lemma_size: Vec::new(),
+            lemma_len: Vec::new(),
+            lemma_index: Default::default(),
+            current_min_len: 0,
+            length_skipped: 0,
             memory_budget: usize::MAX,
             enumerated: 0,
             unsat: 0,
@@ -233,6 +249,7 @@ impl Search {
             }
             let key = f.key;
             self.current = Some((f, edges));
+            self.current_min_len = self.lemma_min_len(&q.asserts);
             self.current_asserts = q.asserts.clone();
             return Next::Query(key, q);
         }
@@ -269,14 +286,15 @@ impl Search {
     }
 
     /// (paths handed out, refuted by the solver, skipped without a query — under a refuted
-    /// prefix, or by a known conflict —, candidate prefixes the enumeration refused as dead).
+    /// prefix, by a known conflict, or by a length lemma —, candidate prefixes the enumeration
+    /// refused as dead).
     pub fn counts(&self) -> (u64, u64, u64, u64) {
         let streams = &self.merger.streams;
         let dead_paths: u64 = streams.iter().map(|x| x.dead_paths).sum();
         (
             self.enumerated,
             self.unsat,
-            dead_paths + self.conflict_skipped,
+            dead_paths + self.conflict_skipped + self.length_skipped,
             streams.iter().map(|x| x.dead_skipped).sum(),
         )
     }
@@ -291,7 +309,7 @@ impl Search {
         prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
             + self.merger.refuted.size() * 4
-            + self.conflict_size.len() * 64
+            + (self.conflict_size.len() + self.lemma_size.len()) * 64
     }
 
     /// The position on the path at which a known conflict is complete, if one is.
@@ -313,9 +331,84 @@ impl Search {
         None
     }
 
+    /// The largest packet length the lemmas require of a path with these assertions (0: none).
+    fn lemma_min_len(&self, asserts: &[(usize, String)]) -> u32 {
+        if self.lemma_size.is_empty() {
+            return 0;
+        }
+        let mut count: std::collections::HashMap<u32, usize> = Default::default();
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        let mut len = 0;
+        for (id, &n) in self.lemma_size.iter().enumerate() {
+            if n == 0 {
+                len = len.max(self.lemma_len[id]);
+            }
+        }
+        for (_, text) in asserts {
+            if !seen.insert(text.as_str()) {
+                continue;
+            }
+            for &id in self.lemma_index.get(text).into_iter().flatten() {
+                let c = count.entry(id).or_insert(0);
+                *c += 1;
+                if *c == self.lemma_size[id as usize] {
+                    len = len.max(self.lemma_len[id as usize]);
+                }
+            }
+        }
+        len
+    }
+
+    /// The packet length (bytes) the length lemmas require of the current path (0: none); it
+    /// never exceeds the path's minimum.
+    pub fn current_min_len(&self) -> u32 {
+        self.current.as_ref().map_or(0, |_| self.current_min_len)
+    }
+
+    /// The current path's packet rate.
+    pub fn current_pps(&self) -> Option<f64> {
+        self.current.as_ref().map(|c| c.0.rate.pps)
+    }
+
     /// The current path is feasible and done with: the search goes on past it.
     pub fn pass(&mut self) {
         self.current = None;
+    }
+
+    /// The current path is passed without a solver call: no packet it accepts can make it slower
+    /// than the slowest satisfiable path already found (the caller knows that one).
+    pub fn pass_longer(&mut self) {
+        if self.current.take().is_some() {
+            self.length_skipped += 1;
+        }
+    }
+
+    /// The current path's query with the packet no longer than `min_len - 1` bytes is unsat and
+    /// `core` names the assertions that needed: any path that asserts the same conditions needs
+    /// at least `min_len` bytes. Kept as a lemma (the path stays current).
+    pub fn longer(&mut self, core: &[String], min_len: u32) {
+        if self.current.is_none() {
+            return;
+        }
+        let positions: std::collections::HashSet<usize> = core
+            .iter()
+            .filter_map(|n| n.strip_prefix('a').and_then(|k| k.parse::<usize>().ok()))
+            .collect();
+        let mut texts: Vec<String> = self
+            .current_asserts
+            .iter()
+            .filter(|(k, _)| positions.contains(k))
+            .map(|(_, t)| t.clone())
+            .collect();
+        texts.sort();
+        texts.dedup();
+        let id = self.lemma_size.len() as u32;
+        self.lemma_size.push(texts.len());
+        self.lemma_len.push(min_len);
+        for t in texts {
+            self.lemma_index.entry(t).or_default().push(id);
+        }
+        self.current_min_len = self.current_min_len.max(min_len);
     }
 
     /// The solver found the current path infeasible; `core` names the assertions it needed.

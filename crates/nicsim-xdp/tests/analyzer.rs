@@ -455,3 +455,48 @@ fn merger_never_hands_out_a_refuted_path_and_hands_out_every_other() {
     }
     assert!(checked > 1_000, "{checked}");
 }
+
+#[test]
+fn length_lemmas_apply_to_the_paths_that_assert_all_their_conditions() {
+    use nicsim_xdp::analysis::{Next, Search};
+    let a = analysis("quic_lb_v6", None).unwrap();
+    let mut s = Search::new(a, true);
+    let Next::Query(_, q) = s.next_query(None) else {
+        panic!("a query")
+    };
+    assert_eq!(s.current_min_len(), 0, "no lemma yet");
+    // Two conditions of the first path (a core of a length bound) need 100 bytes.
+    let core: Vec<(usize, String)> = q.asserts.iter().step_by(3).take(2).cloned().collect();
+    assert_eq!(core.len(), 2);
+    let names: Vec<String> = core.iter().map(|(k, _)| format!("a{k}")).collect();
+    s.longer(
+        &[names[0].clone(), "len_range".into(), names[1].clone()],
+        100,
+    );
+    assert_eq!(s.current_min_len(), 100);
+    s.pass();
+    let (mut with, mut without, mut anyway) = (0, 0, 0);
+    for _ in 0..300 {
+        let Next::Query(_, q) = s.next_query(None) else {
+            break;
+        };
+        let all = core
+            .iter()
+            .all(|(_, t)| q.asserts.iter().any(|(_, u)| u == t));
+        assert_eq!(s.current_min_len(), if all { 100 } else { anyway });
+        if all {
+            with += 1;
+        } else {
+            without += 1;
+        }
+        if with + without == 150 {
+            // A second lemma, on every path (an empty core): the larger bound wins.
+            s.longer(&["len_range".into()], 80);
+            anyway = 80;
+            assert_eq!(s.current_min_len(), if all { 100 } else { 80 });
+        }
+        s.pass_longer();
+    }
+    assert!(with > 10 && without > 10, "{with} {without}");
+    assert_eq!(s.length_skipped, (with + without) as u64);
+}

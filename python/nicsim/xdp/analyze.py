@@ -115,6 +115,12 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         if found is not None and q["key"] >= found:
             status = stopped = "ssp"  # every path left is at least as fast
             break
+        if bit and found is not None and q["pps"] * 8 * q["min_len"] >= found:
+            # A length lemma (below) says every packet this path accepts is long enough to make
+            # it no slower than the slowest satisfiable path found: it cannot change the result.
+            search.pass_longer()
+            note(min(search.floor(), found))
+            continue
         res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
         if res == "unsat":
             core = slv.core()
@@ -136,6 +142,10 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                                          timeout_s=max(remaining(), 0.001))
                     bounded = True
                 if res != "sat":
+                    if res == "unsat" and bounded:
+                        # The core's conditions need a longer packet on any path that asserts
+                        # them all: a length lemma.
+                        search.longer(slv.core(), longest + 1)
                     if bounded:
                         slv.done()
                     slv.done()
@@ -146,7 +156,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                     status = stopped = "timeout"  # as below: the floor counts this path
                     break
             if bit:
-                mps, _ = _min_length(slv, q, path["min_packet_bytes"], remaining)
+                mps, _ = _min_length(slv, q, max(path["min_packet_bytes"], q["min_len"]), remaining)
                 path["min_packet_bytes"] = mps
                 key = path["pps"] * 8 * mps
             else:
