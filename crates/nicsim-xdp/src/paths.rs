@@ -173,16 +173,16 @@ pub fn naive(dag: &Dag, t: &Target) -> Naive {
 // is (e, j). The (k+1)-th path to w is found by taking the best candidate after pushing the
 // successor of the k-th, (e, j+1), which needs the (j+1)-th path to the anchor: one recursive
 // step per kept node on the path, each O(log in-degree), so the next path never costs more than
-// the path is long, however many came before. Entries also carry the path's full cost vector,
-// its largest need and its prefix hash, so that the merger can tell a path's bottleneck and
-// class, and refutations can be matched, without walking it.
+// the path is long, however many came before. Entries also carry the path's full cost vector
+// and its prefix hash, so that the merger can tell a path's bottleneck (its class is its
+// stream's), and refutations can be matched, without walking it.
 //
 // Kept nodes: the entry, the sink and every node with other than one in-edge. A node with a
 // single in-edge has exactly the paths of its predecessor, each extended by that edge, so its
 // paths are those of the nearest kept node above it (its anchor) extended by the chain of single
 // in-edges in between; an edge into a kept node stands for its whole chain, whose cost, largest
 // need and hash are computed once ([`Skeleton`]). Lists and candidate heaps exist only at kept
-// nodes: on the suite's split graphs that is 1 to 20 % of the nodes (most nodes have one
+// nodes: on the suite's split graphs that is 0.3 to 17 % of the nodes (most nodes have one
 // in-edge), which divides the prefixes built per path, and the memory, by as much.
 //
 // Refuted prefixes (edge sequences from the entry) are registered once, for all streams
