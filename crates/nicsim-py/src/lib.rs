@@ -205,7 +205,9 @@ impl XdpSearch {
         self.s.a.naive_summary().to_string()
     }
 
-    /// The next path's query as `("query", JSON {key, smt, len, packet, ret, lookups})`, or
+    /// The next path's query as `("query", JSON {key, pps, min_len, smt, len, packet, ret,
+    /// lookups})` (`pps`: the path's packet rate; `min_len`: the packet length the length lemmas
+    /// require of it, 0 if none), or
     /// `("exhausted", None)`, or `("timeout", None)` when `timeout_s` seconds pass first, or
     /// `("memory", None)` when the search's state reached its budget.
     fn next_query(&mut self, timeout_s: f64) -> (&'static str, Option<String>) {
@@ -216,6 +218,8 @@ impl XdpSearch {
             nicsim_xdp::analysis::Next::Query(key, q) => {
                 let mut v = serde_json::to_value(&q).expect("query serialises");
                 v["key"] = serde_json::json!(key);
+                v["min_len"] = serde_json::json!(self.s.current_min_len());
+                v["pps"] = serde_json::json!(self.s.current_pps());
                 ("query", Some(v.to_string()))
             }
             nicsim_xdp::analysis::Next::Exhausted => ("exhausted", None),
@@ -225,18 +229,33 @@ impl XdpSearch {
     }
 
     /// Enumerate up to `limit` paths slowest first without a solver (benchmarks): returns how
-    /// many, stopping early when none is left or after `timeout_s` seconds.
-    fn enumerate(&mut self, py: Python<'_>, limit: u64, timeout_s: f64) -> u64 {
+    /// many, stopping early when none is left or after `timeout_s` seconds. With `edges`, each
+    /// path's edge list is built too (as for a path sent to the solver).
+    #[pyo3(signature = (limit, timeout_s, edges=false))]
+    fn enumerate(&mut self, py: Python<'_>, limit: u64, timeout_s: f64, edges: bool) -> u64 {
         let deadline = std::time::Instant::now().checked_add(std::time::Duration::from_secs_f64(
             timeout_s.clamp(0.0, 1e9),
         ));
         let s = &mut self.s;
-        py.detach(|| s.enumerate(limit, deadline))
+        py.detach(|| s.enumerate(limit, deadline, edges))
     }
 
     /// The current path is feasible and done with: the search goes on past it.
     fn pass_path(&mut self) {
         self.s.pass();
+    }
+
+    /// The current path is passed without a solver call: no packet it accepts can make it
+    /// slower than the slowest satisfiable path found (counted as pruned).
+    fn pass_longer(&mut self) {
+        self.s.pass_longer();
+    }
+
+    /// The current path needs at least `min_len` bytes: its query with a shorter packet is
+    /// unsat, and `core` names the assertions of the unsat core. Any path that asserts the
+    /// same conditions needs as many.
+    fn longer(&mut self, core: Vec<String>, min_len: u32) {
+        self.s.longer(&core, min_len);
     }
 
     /// The current path is infeasible; `core` names the assertions of the unsat core.
@@ -263,13 +282,7 @@ impl XdpSearch {
     /// refuted prefix or by a known conflict —, prefix extensions the enumeration refused as
     /// dead)
     fn counts(&self) -> (u64, u64, u64, u64) {
-        let streams = &self.s.merger.streams;
-        (
-            self.s.enumerated,
-            self.s.unsat,
-            self.s.skipped_refuted + self.s.conflict_skipped,
-            streams.iter().map(|x| x.dead_skipped).sum::<u64>(),
-        )
+        self.s.counts()
     }
 }
 

@@ -137,10 +137,6 @@ impl Analysis {
     }
 }
 
-/// A path as the enumeration knows it: (edge, node, index of the prefix in the node's list)
-/// per step, entry first.
-type Walk = Vec<(u32, u32, u32)>;
-
 /// What the search has next.
 pub enum Next {
     /// A path to check: its rate key and its query.
@@ -160,10 +156,8 @@ pub struct Search {
     pub a: Analysis,
     pub merger: crate::paths::Merger,
     pub bit_rate: bool,
-    /// The path being checked: what the merger said of it and its walk.
-    current: Option<(crate::paths::Found, Walk)>,
-    /// Hashes of refuted prefixes (edge sequences from the entry).
-    refuted: std::collections::HashSet<u64>,
+    /// The path being checked: what the merger said of it and its edges.
+    current: Option<(crate::paths::Found, Vec<u32>)>,
     /// Branch assertions of the current path: (position, condition text).
     current_asserts: Vec<(usize, String)>,
     /// Refuted sets of conditions (unsat cores, as texts): a path that asserts all of one
@@ -172,18 +166,21 @@ pub struct Search {
     conflict_size: Vec<usize>,
     conflict_index: std::collections::HashMap<String, Vec<u32>>,
     pub conflict_skipped: u64,
+    /// Packet-length lemmas, from unsat cores of a length bound: a path that asserts every
+    /// condition of lemma i needs a packet of at least `lemma_len[i]` bytes. `lemma_size[i]`,
+    /// and per text the lemmas that contain it (as for conflicts).
+    lemma_size: Vec<usize>,
+    lemma_len: Vec<u32>,
+    lemma_index: std::collections::HashMap<String, Vec<u32>>,
+    /// What the lemmas say of the current path (0: nothing).
+    current_min_len: u32,
+    /// Paths passed without a solver call because no packet they accept could make them
+    /// slower than the slowest satisfiable path already found.
+    pub length_skipped: u64,
     /// The search stops when its state would take more than this (bytes, estimated).
     pub memory_budget: usize,
     pub enumerated: u64,
     pub unsat: u64,
-    pub skipped_refuted: u64,
-}
-
-fn prefix_hashes(walk: &[(u32, u32, u32)]) -> impl Iterator<Item = u64> + '_ {
-    walk.iter().scan(0xcbf2_9ce4_8422_2325u64, |h, &(e, _, _)| {
-        *h = (*h ^ e as u64).wrapping_mul(0x100_0000_01b3);
-        Some(*h)
-    })
 }
 
 impl Search {
@@ -194,15 +191,18 @@ impl Search {
             merger,
             bit_rate,
             current: None,
-            refuted: Default::default(),
             current_asserts: Vec::new(),
             conflict_size: Vec::new(),
             conflict_index: Default::default(),
             conflict_skipped: 0,
+            lemma_size: Vec::new(),
+            lemma_len: Vec::new(),
+            lemma_index: Default::default(),
+            current_min_len: 0,
+            length_skipped: 0,
             memory_budget: usize::MAX,
             enumerated: 0,
             unsat: 0,
-            skipped_refuted: 0,
         }
     }
 
@@ -221,21 +221,15 @@ impl Search {
                     return Next::OutOfMemory;
                 }
             }
-            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+            let Some(f) = self.merger.next(&self.a.target) else {
                 return Next::Exhausted;
             };
             self.enumerated += 1;
-            let walk = self.merger.edges(&self.a.search_dag, &f);
-            // A prefix refuted while checking another stream's path.
-            if let Some(pos) = prefix_hashes(&walk).position(|h| self.refuted.contains(&h)) {
-                let (_, v, k) = walk[pos];
-                self.merger.streams[f.stream].kill(v, k);
-                self.skipped_refuted += 1;
-                continue;
-            }
-            let steps: Vec<(u32, crate::cfg::EdgeKind)> = walk
+            // Paths under refuted prefixes never come out of the merger.
+            let edges = self.merger.edges(&f);
+            let steps: Vec<(u32, crate::cfg::EdgeKind)> = edges
                 .iter()
-                .map(|&(e, _, _)| {
+                .map(|&e| {
                     let d = &self.a.search_dag;
                     (d.pc[e as usize], d.kind[e as usize])
                 })
@@ -249,38 +243,60 @@ impl Search {
             );
             if let Some(pos) = self.conflict_position(&q.asserts) {
                 // A known conflict: refuted without the solver.
-                let (_, v, k) = walk[pos];
-                self.merger.streams[f.stream].kill(v, k);
-                if let Some(h) = prefix_hashes(&walk).nth(pos) {
-                    self.refuted.insert(h);
-                }
+                self.merger.refute(&self.a.target, &edges[..=pos]);
                 self.conflict_skipped += 1;
                 continue;
             }
             let key = f.key;
-            self.current = Some((f, walk));
+            self.current = Some((f, edges));
+            self.current_min_len = self.lemma_min_len(&q.asserts);
             self.current_asserts = q.asserts.clone();
             return Next::Query(key, q);
         }
     }
 
-    /// Enumerate up to `limit` paths slowest first, each with its edge list, without symbolic
-    /// execution or a solver (for benchmarks of the enumeration alone); stops early when no path
-    /// is left or `deadline` passes. Returns the number of paths.
-    pub fn enumerate(&mut self, limit: u64, deadline: Option<std::time::Instant>) -> u64 {
+    /// Enumerate up to `limit` paths slowest first, without symbolic execution or a solver (for
+    /// benchmarks of the enumeration alone); stops early when no path is left or `deadline`
+    /// passes. Returns the number of paths. A path is handed out as the merger's handle (its
+    /// stream, place, cost and rate), as `next_query` gets it before deciding whether to build
+    /// its edge list; `edges` also builds every path's list, as a path sent to the solver needs.
+    pub fn enumerate(
+        &mut self,
+        limit: u64,
+        deadline: Option<std::time::Instant>,
+        edges: bool,
+    ) -> u64 {
         let mut n = 0u64;
         while n < limit {
             if n.is_multiple_of(4096) && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 break;
             }
-            let Some(f) = self.merger.next(&self.a.search_dag, &self.a.target) else {
+            let Some(f) = self.merger.next(&self.a.target) else {
                 break;
             };
-            std::hint::black_box(self.merger.edges(&self.a.search_dag, &f));
+            if edges {
+                std::hint::black_box(self.merger.edges(&f));
+            } else {
+                std::hint::black_box(&f);
+            }
             n += 1;
         }
         self.enumerated += n;
         n
+    }
+
+    /// (paths handed out, refuted by the solver, skipped without a query — under a refuted
+    /// prefix, by a known conflict, or by a length lemma —, candidate prefixes the enumeration
+    /// refused as dead).
+    pub fn counts(&self) -> (u64, u64, u64, u64) {
+        let streams = &self.merger.streams;
+        let dead_paths: u64 = streams.iter().map(|x| x.dead_paths).sum();
+        (
+            self.enumerated,
+            self.unsat,
+            dead_paths + self.conflict_skipped + self.length_skipped,
+            streams.iter().map(|x| x.dead_skipped).sum(),
+        )
     }
 
     /// What the search's state takes, estimated from its entries: the enumeration's prefixes
@@ -292,8 +308,8 @@ impl Search {
         });
         prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
-            + self.refuted.len() * 16
-            + self.conflict_size.len() * 64
+            + self.merger.refuted.size() * 4
+            + (self.conflict_size.len() + self.lemma_size.len()) * 64
     }
 
     /// The position on the path at which a known conflict is complete, if one is.
@@ -315,14 +331,89 @@ impl Search {
         None
     }
 
+    /// The largest packet length the lemmas require of a path with these assertions (0: none).
+    fn lemma_min_len(&self, asserts: &[(usize, String)]) -> u32 {
+        if self.lemma_size.is_empty() {
+            return 0;
+        }
+        let mut count: std::collections::HashMap<u32, usize> = Default::default();
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        let mut len = 0;
+        for (id, &n) in self.lemma_size.iter().enumerate() {
+            if n == 0 {
+                len = len.max(self.lemma_len[id]);
+            }
+        }
+        for (_, text) in asserts {
+            if !seen.insert(text.as_str()) {
+                continue;
+            }
+            for &id in self.lemma_index.get(text).into_iter().flatten() {
+                let c = count.entry(id).or_insert(0);
+                *c += 1;
+                if *c == self.lemma_size[id as usize] {
+                    len = len.max(self.lemma_len[id as usize]);
+                }
+            }
+        }
+        len
+    }
+
+    /// The packet length (bytes) the length lemmas require of the current path (0: none); it
+    /// never exceeds the path's minimum.
+    pub fn current_min_len(&self) -> u32 {
+        self.current.as_ref().map_or(0, |_| self.current_min_len)
+    }
+
+    /// The current path's packet rate.
+    pub fn current_pps(&self) -> Option<f64> {
+        self.current.as_ref().map(|c| c.0.rate.pps)
+    }
+
     /// The current path is feasible and done with: the search goes on past it.
     pub fn pass(&mut self) {
         self.current = None;
     }
 
+    /// The current path is passed without a solver call: no packet it accepts can make it slower
+    /// than the slowest satisfiable path already found (the caller knows that one).
+    pub fn pass_longer(&mut self) {
+        if self.current.take().is_some() {
+            self.length_skipped += 1;
+        }
+    }
+
+    /// The current path's query with the packet no longer than `min_len - 1` bytes is unsat and
+    /// `core` names the assertions that needed: any path that asserts the same conditions needs
+    /// at least `min_len` bytes. Kept as a lemma (the path stays current).
+    pub fn longer(&mut self, core: &[String], min_len: u32) {
+        if self.current.is_none() {
+            return;
+        }
+        let positions: std::collections::HashSet<usize> = core
+            .iter()
+            .filter_map(|n| n.strip_prefix('a').and_then(|k| k.parse::<usize>().ok()))
+            .collect();
+        let mut texts: Vec<String> = self
+            .current_asserts
+            .iter()
+            .filter(|(k, _)| positions.contains(k))
+            .map(|(_, t)| t.clone())
+            .collect();
+        texts.sort();
+        texts.dedup();
+        let id = self.lemma_size.len() as u32;
+        self.lemma_size.push(texts.len());
+        self.lemma_len.push(min_len);
+        for t in texts {
+            self.lemma_index.entry(t).or_default().push(id);
+        }
+        self.current_min_len = self.current_min_len.max(min_len);
+    }
+
     /// The solver found the current path infeasible; `core` names the assertions it needed.
     pub fn refute(&mut self, core: &[String]) {
-        let Some((f, walk)) = self.current.take() else {
+        let Some((_, walk)) = self.current.take() else {
             return;
         };
         self.unsat += 1;
@@ -332,8 +423,7 @@ impl Search {
             .max()
             .unwrap_or(walk.len() - 1)
             .min(walk.len() - 1);
-        let (_, v, k) = walk[last];
-        self.merger.streams[f.stream].kill(v, k);
+        self.merger.refute(&self.a.target, &walk[..=last]);
         // Keep the core as a conflict set of condition texts.
         let positions: std::collections::HashSet<usize> = core
             .iter()
@@ -354,10 +444,6 @@ impl Search {
                 self.conflict_index.entry(t).or_default().push(id);
             }
         }
-        let h = prefix_hashes(&walk).nth(last);
-        if let Some(h) = h {
-            self.refuted.insert(h);
-        }
     }
 
     /// Every path not yet refuted is at least this fast (packets/s, or bits/s).
@@ -368,13 +454,12 @@ impl Search {
 
     /// The current path, for the summary.
     pub fn current_path(&self) -> Option<Value> {
-        let (f, walk) = self.current.as_ref()?;
-        let edges: Vec<u32> = walk.iter().map(|w| w.0).collect();
+        let (f, edges) = self.current.as_ref()?;
         let t = &self.a.target;
         let bps = f.rate.pps * 8.0 * f.mps as f64;
         Some(json!({
             "pps": f.rate.pps, "bps": bps, "bottleneck": f.rate.bottleneck, "min_packet_bytes": f.mps,
-            "insns": self.a.path_insns(&self.a.search_dag, &edges), "source_lines": self.a.path_lines(&self.a.search_dag, &edges),
+            "insns": self.a.path_insns(&self.a.search_dag, edges), "source_lines": self.a.path_lines(&self.a.search_dag, edges),
             "cost": {COMPONENTS[0]: f.cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: f.cost[1] as f64 / UNITS_PER_CYCLE},
             "mac_pps": t.limits.mac_pps,
         }))

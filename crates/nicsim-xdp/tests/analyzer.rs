@@ -249,7 +249,7 @@ fn all_paths(dag: &nicsim_xdp::cost::Dag) -> Vec<([u64; 2], u32)> {
 
 #[test]
 fn kundu_streams_enumerate_every_path_in_order() {
-    use nicsim_xdp::paths::{in_edges, Stream};
+    use nicsim_xdp::paths::{Refuted, Skeleton, Stream};
     for name in ["loop_masked", "calls", "count_min_6"] {
         let a = analysis(name, None).unwrap();
         let brute = all_paths(&a.dag);
@@ -257,12 +257,12 @@ fn kundu_streams_enumerate_every_path_in_order() {
             !brute.is_empty() && brute.len() as u128 <= a.graph.path_count(),
             "{name}"
         );
-        let (src, ins) = in_edges(&a.dag);
-        let ins = std::sync::Arc::new(ins);
+        let sk = Skeleton::new(&a.dag);
+        let r = Refuted::default();
         for c in 0..2 {
-            let mut s = Stream::new(&a.dag, ins.clone(), c, u32::MAX);
+            let mut s = Stream::new(&sk, c, u32::MAX);
             let mut got = Vec::new();
-            while let Some((_, e)) = s.next(&a.dag, &src) {
+            while let Some((_, e)) = s.next(&sk, &r) {
                 got.push(e.cost[c]);
             }
             let mut want: Vec<u64> = brute.iter().map(|p| p.0[c]).collect();
@@ -286,7 +286,7 @@ fn merger_hands_out_each_path_once_in_rate_order() {
         let brute = all_paths(&a.dag);
         let mut m = Merger::new(&a.dag, t, bit);
         let mut keys = Vec::new();
-        while let Some(f) = m.next(&a.dag, t) {
+        while let Some(f) = m.next(t) {
             keys.push(f.key);
         }
         assert_eq!(keys.len(), brute.len(), "{name} bit={bit}: each path once");
@@ -373,4 +373,130 @@ fn split_graph_keeps_exactly_the_paths_that_agree_with_their_constants() {
             );
         }
     }
+}
+
+/// Every entry→sink path of `dag` as its edges, unless there are more than `max`.
+fn edge_paths(dag: &nicsim_xdp::cost::Dag, max: usize) -> Option<Vec<Vec<u32>>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(0u32, Vec::new())];
+    while let Some((u, p)) = stack.pop() {
+        if u == dag.sink() {
+            out.push(p);
+            if out.len() > max {
+                return None;
+            }
+            continue;
+        }
+        for e in dag.edges(u) {
+            let mut q = p.clone();
+            q.push(e as u32);
+            stack.push((dag.to[e], q));
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn merger_never_hands_out_a_refuted_path_and_hands_out_every_other() {
+    // The search graphs of real programs, prefixes refuted as the search does (a prefix of the
+    // path just handed out) and elsewhere; checked against every path by brute force.
+    use nicsim_xdp::paths::{path_cost, rate_of, Merger};
+    let mut checked = 0;
+    for name in [
+        "calls",
+        "loop_masked",
+        "flags",
+        "dos_filter",
+        "rtp_alaw",
+        "quic_lb_v4",
+        "quic_lb_v6",
+    ] {
+        let a = analysis(name, None).unwrap();
+        let d = &a.search_dag;
+        let Some(all) = edge_paths(d, 50_000) else {
+            continue;
+        };
+        let t = &a.target;
+        for bit in [false, true] {
+            let mut m = Merger::new(d, t, bit);
+            let mut seen = std::collections::HashSet::new();
+            let mut last = 0.0;
+            let mut i = 0u64;
+            while let Some(f) = m.next(t) {
+                let p = m.edges(&f);
+                assert!(!m.refuted.covers(&p), "{name}: a refuted path");
+                assert!(seen.insert(p.clone()), "{name}: a path twice");
+                assert_eq!(f.cost, path_cost(d, &p), "{name}");
+                let need = p.iter().map(|&e| d.need[e as usize]).max().unwrap_or(0);
+                assert_eq!(f.mps, need.max(t.limits.min_packet_bytes), "{name}");
+                let pps = rate_of(t, &f.cost).pps;
+                let key = if bit { pps * 8.0 * f.mps as f64 } else { pps };
+                assert!((f.key / key - 1.0).abs() < 1e-12 && f.key >= last, "{name}");
+                last = f.key;
+                i += 1;
+                // Mostly long prefixes, as unsat cores give: short ones leave little to check.
+                if i.is_multiple_of(3) {
+                    let n = p.len().saturating_sub((i as usize * 7919) % 9).max(1);
+                    m.refute(t, &p[..n]);
+                }
+                if i.is_multiple_of(5) {
+                    let q = &all[(i as usize * 104_729) % all.len()];
+                    m.refute(t, &q[..q.len() - q.len() / 8]);
+                }
+            }
+            for p in &all {
+                assert!(
+                    seen.contains(p) || m.refuted.covers(p),
+                    "{name}: a path lost"
+                );
+            }
+            checked += all.len();
+        }
+    }
+    assert!(checked > 1_000, "{checked}");
+}
+
+#[test]
+fn length_lemmas_apply_to_the_paths_that_assert_all_their_conditions() {
+    use nicsim_xdp::analysis::{Next, Search};
+    let a = analysis("quic_lb_v6", None).unwrap();
+    let mut s = Search::new(a, true);
+    let Next::Query(_, q) = s.next_query(None) else {
+        panic!("a query")
+    };
+    assert_eq!(s.current_min_len(), 0, "no lemma yet");
+    // Two conditions of the first path (a core of a length bound) need 100 bytes.
+    let core: Vec<(usize, String)> = q.asserts.iter().step_by(3).take(2).cloned().collect();
+    assert_eq!(core.len(), 2);
+    let names: Vec<String> = core.iter().map(|(k, _)| format!("a{k}")).collect();
+    s.longer(
+        &[names[0].clone(), "len_range".into(), names[1].clone()],
+        100,
+    );
+    assert_eq!(s.current_min_len(), 100);
+    s.pass();
+    let (mut with, mut without, mut anyway) = (0, 0, 0);
+    for _ in 0..300 {
+        let Next::Query(_, q) = s.next_query(None) else {
+            break;
+        };
+        let all = core
+            .iter()
+            .all(|(_, t)| q.asserts.iter().any(|(_, u)| u == t));
+        assert_eq!(s.current_min_len(), if all { 100 } else { anyway });
+        if all {
+            with += 1;
+        } else {
+            without += 1;
+        }
+        if with + without == 150 {
+            // A second lemma, on every path (an empty core): the larger bound wins.
+            s.longer(&["len_range".into()], 80);
+            anyway = 80;
+            assert_eq!(s.current_min_len(), if all { 100 } else { 80 });
+        }
+        s.pass_longer();
+    }
+    assert!(with > 10 && without > 10, "{with} {without}");
+    assert_eq!(s.length_skipped, (with + without) as u64);
 }

@@ -125,6 +125,12 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         if found is not None and q["key"] >= found:
             status = stopped = "ssp"  # every path left is at least as fast
             break
+        if bit and found is not None and q["pps"] * 8 * q["min_len"] >= found:
+            # A length lemma (below) says every packet this path accepts is long enough to make
+            # it no slower than the slowest satisfiable path found: it cannot change the result.
+            search.pass_longer()
+            note(min(search.floor(), found))
+            continue
         res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
         if res == "unsat":
             core = slv.core()
@@ -134,14 +140,41 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             continue
         if res == "sat":
             path = json.loads(search.current_path())
+            # Once a satisfiable path is known, a later one matters only if some packet short
+            # enough to make it slower than that one takes it: one check with the length bounded
+            # says so, before the search for its exact minimum length and the model.
+            bounded = False
+            if bit and found is not None:
+                longest = _longest_slower(path["pps"], found)
+                res = "unsat"  # (no packet is short enough: cannot happen, its key is below)
+                if longest >= path["min_packet_bytes"]:
+                    res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{longest} 64)))\n",
+                                         timeout_s=max(remaining(), 0.001))
+                    bounded = True
+                if res != "sat":
+                    if res == "unsat" and bounded:
+                        # The core's conditions need a longer packet on any path that asserts
+                        # them all: a length lemma.
+                        search.longer(slv.core(), longest + 1)
+                    if bounded:
+                        slv.done()
+                    slv.done()
+                    if res == "unsat":  # no packet makes it slower than the SSP found so far
+                        search.pass_path()
+                        note(min(search.floor(), found))
+                        continue
+                    status = stopped = "timeout"  # as below: the floor counts this path
+                    break
             if bit:
-                mps, _ = _min_length(slv, q, path["min_packet_bytes"], remaining)
+                mps, _ = _min_length(slv, q, max(path["min_packet_bytes"], q["min_len"]), remaining)
                 path["min_packet_bytes"] = mps
                 key = path["pps"] * 8 * mps
             else:
                 key = q["key"]
             pkt, ret, mp = _model(slv, q)
             if bit:
+                slv.done()
+            if bounded:
                 slv.done()
             slv.done()
             path["retval"] = ret
@@ -193,6 +226,17 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
 
 
 XDP_ACTIONS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}
+
+
+def _longest_slower(pps: float, found: float) -> int:
+    """The longest packet (bytes) at which a path of `pps` packets/s is slower than `found`
+    bits/s, as the search compares them (`pps * 8 * length < found`); -1 if none is."""
+    n = max(int(found / (pps * 8)), 0)
+    while n >= 0 and not pps * 8 * n < found:
+        n -= 1
+    while pps * 8 * (n + 1) < found:
+        n += 1
+    return n
 
 
 def _min_length(slv: Any, q: dict[str, Any], lo: int, remaining: Callable[[], float]) -> tuple[int, bool]:
