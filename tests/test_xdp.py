@@ -264,3 +264,33 @@ def test_bounded_length_check_and_length_lemmas_change_no_result(monkeypatch: py
     assert bounded["paths_pruned"] > 0 == unbounded["paths_pruned"] and bounded["paths_unsat"] == 0
     monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 0)
     assert an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)["guarantee"] != bounded["guarantee"]
+
+
+def test_reproduce_xdp(x86_jit: Path, tmp_path: Path) -> None:
+    # One command: Tables 2/3 on nfp beside the paper, the same on x86-jit, Fig. 7 and Fig. 8,
+    # and the paper's qualitative claims checked (issue 3's "done means").
+    out = tmp_path / "r"
+    r = nicsim("reproduce", "xdp", "--quick", "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert {"table", "count_min", "fig7", "checks", "settings"} <= set(s)
+    assert sorted({row["target"] for row in s["table"]}) == ["nfp", "x86-jit"] and len(s["table"]) == 24
+    nfp = {row["program"]: row for row in s["table"] if row["target"] == "nfp"}
+    assert nfp["parser"]["paper_ssp_gbps"] == 24.7 and nfp["parser"]["ssp_gbps"] > nfp["parser"]["naive_gbps"]
+    assert nfp["path_explosion"]["status"] == "timeout"
+    assert [c["stages"] for c in s["count_min"]] == list(range(1, 21))
+    assert set(s["fig7"]) == {"parser", "quic_lb_v6", "dns_cache", "path_explosion"}
+    failed = [c for c in s["checks"] if not c["holds"]]
+    assert len(s["checks"]) == 5 and not failed, failed
+    for f in ("table.csv", "count_min.csv", "fig7_bound_vs_time.png", "fig7_bound_vs_time.svg",
+              "fig8_count_min.png", "fig8_count_min.svg"):
+        assert (out / f).stat().st_size > 0, f
+    assert "paper_naive_gbps" in (out / "table.csv").read_text().splitlines()[0]
+    assert "holds" in r.stdout and "does not hold" not in r.stdout
+
+
+def test_reproduce_xdp_without_the_suite_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NICSIM_XDP_OBJS", str(tmp_path / "none"))
+    r = nicsim("reproduce", "xdp", "--out", tmp_path / "r")
+    assert_one_line_error(r, "make xdp-suite")
+    assert not (tmp_path / "r").exists()

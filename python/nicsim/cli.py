@@ -434,6 +434,25 @@ def reproduce_flexpipe(
     flexpipe.main(out, quick=quick, executor=executor.value)
 
 
+@reproduce_app.command("xdp")
+def reproduce_xdp(
+    out: OutOpt,
+    quick: Annotated[bool, typer.Option("--quick", help="Path explosion searched for 5 s instead of 60 s.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds each analysis may search for its "
+                                           "SSP (path explosion: see --quick).")] = 60.0,
+    nfp_only: Annotated[bool, typer.Option("--nfp-only", help="Leave out the x86-jit analyses (and the "
+                                           "calibration they need on a new machine).")] = False,
+) -> None:
+    """Krude et al. (CoNEXT 2021): Tables 2 and 3 (naive bound, SSP, improvement, bottleneck,
+    time) for the XDP suite on nfp beside the paper's figures, the same on x86-jit (calibrated
+    first if needed), Fig. 7 (the guarantee against time) and Fig. 8 (Count-Min against its
+    number of stages), and the paper's qualitative claims checked one by one. Needs the suite
+    (`make xdp-suite`)."""
+    from nicsim.reproduce import xdp
+
+    xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS)
+
+
 def _fail(msg: str, code: int = 2) -> NoReturn:
     print(f"nicsim: error: {msg}", file=sys.stderr)
     sys.exit(code)
