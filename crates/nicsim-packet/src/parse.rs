@@ -1,6 +1,7 @@
 //! One-shot frame parser: Ethernet/VLAN → IPv4/IPv6 (extension headers walked) → TCP/UDP.
 //! [`parse_link`] also starts from the other link layers captures use (BSD loopback, raw IP,
-//! Linux cooked SLL/SLL2), so a capture's link type selects where the IP header starts.
+//! Linux cooked SLL/SLL2) and unwraps PPPoE sessions, so a capture's link type selects where the
+//! IP header starts.
 //!
 //! [`parse`] never panics; it fails only when a header it must traverse is truncated or
 //! malformed, naming the layer and the absolute byte offset. Non-IP frames parse with
@@ -123,13 +124,44 @@ pub mod linktype {
     }
 }
 
+/// EtherType of PPPoE session frames, whose IPv4/IPv6 packets [`parse_link`] unwraps.
+pub const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
+
 /// Parses a captured frame of pcap link type `linktype` (see [`linktype`]): Ethernet frames as
-/// [`parse`] does, other link layers up to their network header. Non-Ethernet frames report
+/// [`parse`] does (and through a PPPoE session header), other link layers up to their network
+/// header. Non-Ethernet frames report
 /// zero MAC addresses and no VLAN; `ethertype` is the network protocol the link header names.
 pub fn parse_link(linktype: u32, frame: &[u8]) -> Result<Parsed, ParseError> {
     let short = |needed| ParseError::truncated(Layer::Link, 0, needed, frame.len());
     let (l3_offset, ethertype) = match linktype {
-        linktype::ETHERNET => return parse(frame),
+        linktype::ETHERNET => {
+            let parsed = parse(frame)?;
+            if parsed.ethertype != ETHERTYPE_PPPOE_SESSION {
+                return Ok(parsed);
+            }
+            // PPPoE session: 6-byte PPPoE header, then the 2-byte PPP protocol.
+            let ppp = parsed.l3_offset + 6;
+            if frame.len() < ppp + 2 {
+                return Err(ParseError::truncated(
+                    Layer::Link,
+                    parsed.l3_offset,
+                    8,
+                    frame.len() - parsed.l3_offset,
+                ));
+            }
+            let ethertype = match crate::be16(frame, ppp) {
+                0x0021 => ethernet::ETHERTYPE_IPV4,
+                0x0057 => ethernet::ETHERTYPE_IPV6,
+                _ => return Ok(parsed),
+            };
+            let inner = Parsed {
+                ethertype,
+                l3_offset: ppp + 2,
+                payload_offset: ppp + 2,
+                ..parsed
+            };
+            return parse_network(frame, inner).map(|(parsed, _)| parsed);
+        }
         linktype::NULL | linktype::LOOP => {
             let family: [u8; 4] = crate::bytes(frame, 0);
             if frame.len() < 4 {

@@ -531,4 +531,15 @@ fn other_link_layers_reach_the_same_headers() {
         })
     ));
     assert!(!linktype::is_supported(9999));
+    // PPPoE session (as DSL captures have it): Ethernet, PPPoE header, PPP protocol 0x0021.
+    let mut pppoe = eth[..12].to_vec();
+    pppoe.extend_from_slice(&[0x88, 0x64, 0x11, 0x00, 0x12, 0x34]);
+    pppoe.extend_from_slice(&(ip.len() as u16 + 2).to_be_bytes());
+    pppoe.extend_from_slice(&[0x00, 0x21]);
+    pppoe.extend_from_slice(ip);
+    let got = parse_link(linktype::ETHERNET, &pppoe).unwrap();
+    assert_eq!((got.ip, got.l4, got.l3_offset), (want.ip, want.l4, 22));
+    assert!(parse_link(linktype::ETHERNET, &pppoe[..20]).is_err());
+    // `parse` itself leaves PPPoE alone.
+    assert_eq!(parse(&pppoe).unwrap().ip, None);
 }

@@ -43,6 +43,17 @@ impl Conn {
     }
 
     pub fn frame(&self, dir: usize, seq: u32, tcp_flags: u8, payload: &[u8]) -> Vec<u8> {
+        self.frame_ack(dir, seq, 0, tcp_flags, payload)
+    }
+
+    pub fn frame_ack(
+        &self,
+        dir: usize,
+        seq: u32,
+        ack: u32,
+        tcp_flags: u8,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let (src, dst, sport, dport) = match dir {
             0 => (self.a, self.b, self.aport, self.bport),
             _ => (self.b, self.a, self.bport, self.aport),
@@ -59,7 +70,7 @@ impl Conn {
             tos: 0,
             ttl: 64,
             tcp_seq: seq,
-            tcp_ack: 0,
+            tcp_ack: ack,
             tcp_flags,
         };
         // Exact length: the builder would pad a short payload with zeros to 64-byte frames.
