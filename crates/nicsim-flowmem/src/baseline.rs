@@ -72,8 +72,11 @@ impl Contiguous {
         let mut matches = Vec::new();
         for &run in &self.runs {
             let found = regex.find_iter(self.run(run));
-            matches.extend(found.into_iter().map(|(s, e)| (s + run.0, e + run.0)));
+            // One forward pass over the run, and a reverse pass over each match for its start
+            // (as regex-automata's DFA regex does; the same accounting as FlowView's).
             self.read_bytes += run.1 - run.0;
+            self.read_bytes += found.iter().map(|(s, e)| e - s).sum::<u64>();
+            matches.extend(found.into_iter().map(|(s, e)| (s + run.0, e + run.0)));
         }
         matches
     }
