@@ -130,9 +130,12 @@ $(XDP_OUT)/%.o: tests/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
 
 xdp-suite: $(XDP_OBJ)
 
-# tshark checks that the captures nicsim writes are ones Wireshark opens.
+# tshark checks that the captures nicsim writes are ones Wireshark opens, and is the reference
+# for flow reassembly on the real captures Debian ships with gopacket and dpkt.
 test-tools:
 	@$(call need,tshark,tshark)
+	@$(call need_file,/usr/share/gocode/src/github.com/google/gopacket/pcap/test_ethernet.pcap,golang-github-google-gopacket-dev)
+	@$(call need_file,/usr/share/doc/python3-dpkt/examples/data/http.pcap,python3-dpkt)
 
 test: develop $(VENV)/.deps-ray test-tools xdp-suite
 	$(CARGO) test --release --workspace --exclude nicsim-py

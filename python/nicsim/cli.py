@@ -22,6 +22,7 @@ from rich.table import Table
 
 from nicsim.config import get_key, load_config, parse_sweep_param
 from nicsim.errors import ConfigError, Interrupted, NicsimError
+from nicsim.flow.cli import flow_app
 
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click.exceptions import ClickException
@@ -48,6 +49,7 @@ app.add_typer(reproduce_app, name="reproduce")
 xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program always sustains on a target.",
                       no_args_is_help=True)
 app.add_typer(xdp_app, name="xdp")
+app.add_typer(flow_app, name="flow")
 
 
 class Executor(StrEnum):

@@ -45,6 +45,14 @@ pub struct Record {
     pub linktype: u32,
 }
 
+impl Record {
+    /// Bytes of the packet the capture left out (cut by the snap length); 0 when complete.
+    pub fn cut_len(&self) -> u32 {
+        let captured = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
+        self.orig_len.saturating_sub(captured)
+    }
+}
+
 /// Capture file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CaptureFormat {

@@ -10,6 +10,8 @@ use std::net::IpAddr;
 /// The protocol layer an error refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layer {
+    /// A capture's link-layer header other than Ethernet (loopback, Linux cooked, ...).
+    Link,
     /// Ethernet II header.
     Ethernet,
     /// 802.1Q / 802.1ad VLAN tag.
@@ -29,6 +31,7 @@ pub enum Layer {
 impl fmt::Display for Layer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Layer::Link => "link-layer",
             Layer::Ethernet => "ethernet",
             Layer::Vlan => "vlan",
             Layer::Ipv4 => "ipv4",

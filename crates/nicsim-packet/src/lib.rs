@@ -26,7 +26,7 @@ pub mod udp;
 
 pub use builder::{FrameSpec, L4Proto};
 pub use error::{BuildError, Layer, ParseError};
-pub use parse::{fix_checksums, parse, IpInfo, L4Info, Parsed, TcpInfo};
+pub use parse::{fix_checksums, linktype, parse, parse_link, IpInfo, L4Info, Parsed, TcpInfo};
 
 /// The classic flow key. `proto` is the IP protocol number (6 = TCP, 17 = UDP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -483,3 +483,63 @@ fn every_truncation_is_an_error_not_a_panic() {
         "tcp header at offset 34 truncated: needs 20 bytes, 10 available"
     );
 }
+
+#[test]
+fn other_link_layers_reach_the_same_headers() {
+    use nicsim_packet::{linktype, parse_link};
+    let eth = hex(V4_TCP_SYN);
+    let ip = &eth[ethernet::HEADER_LEN..];
+    let want = parse(&eth).unwrap();
+    let mut null_le = vec![2, 0, 0, 0];
+    null_le.extend_from_slice(ip);
+    let mut null_be = vec![0, 0, 0, 2];
+    null_be.extend_from_slice(ip);
+    let mut sll = vec![0; 14];
+    sll.extend_from_slice(&ethernet::ETHERTYPE_IPV4.to_be_bytes());
+    sll.extend_from_slice(ip);
+    let cases = [
+        (linktype::ETHERNET, eth.clone(), ethernet::HEADER_LEN),
+        (linktype::RAW, ip.to_vec(), 0),
+        (linktype::IPV4, ip.to_vec(), 0),
+        (linktype::NULL, null_le, 4),
+        (linktype::NULL, null_be.clone(), 4),
+        (linktype::LOOP, null_be, 4),
+        (linktype::LINUX_SLL, sll, 16),
+    ];
+    for (lt, frame, l3) in cases {
+        let got = parse_link(lt, &frame).unwrap();
+        assert_eq!(got.ip, want.ip, "link type {lt}");
+        assert_eq!(got.l4, want.l4, "link type {lt}");
+        assert_eq!(got.l3_offset, l3, "link type {lt}");
+        assert_eq!(
+            got.payload_offset - l3,
+            want.payload_offset - ethernet::HEADER_LEN
+        );
+    }
+    assert!(matches!(
+        parse_link(9999, ip),
+        Err(ParseError::Malformed {
+            layer: Layer::Link,
+            ..
+        })
+    ));
+    assert!(matches!(
+        parse_link(linktype::LINUX_SLL, &[0; 3]),
+        Err(ParseError::Truncated {
+            layer: Layer::Link,
+            ..
+        })
+    ));
+    assert!(!linktype::is_supported(9999));
+    // PPPoE session (as DSL captures have it): Ethernet, PPPoE header, PPP protocol 0x0021.
+    let mut pppoe = eth[..12].to_vec();
+    pppoe.extend_from_slice(&[0x88, 0x64, 0x11, 0x00, 0x12, 0x34]);
+    pppoe.extend_from_slice(&(ip.len() as u16 + 2).to_be_bytes());
+    pppoe.extend_from_slice(&[0x00, 0x21]);
+    pppoe.extend_from_slice(ip);
+    let got = parse_link(linktype::ETHERNET, &pppoe).unwrap();
+    assert_eq!((got.ip, got.l4, got.l3_offset), (want.ip, want.l4, 22));
+    assert!(parse_link(linktype::ETHERNET, &pppoe[..20]).is_err());
+    // `parse` itself leaves PPPoE alone.
+    assert_eq!(parse(&pppoe).unwrap().ip, None);
+}

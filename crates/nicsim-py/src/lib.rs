@@ -4,6 +4,8 @@
 //! (key path and message), any other bad input `nicsim.InputError`. Everything else lives in
 //! the pure-Rust crates.
 
+mod flow;
+
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -409,6 +411,7 @@ fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Datapath>()?;
+    flow::register(m)?;
     m.add_class::<XdpSearch>()?;
     m.add_class::<XdpKernel>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;

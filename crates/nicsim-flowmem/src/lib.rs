@@ -1,0 +1,70 @@
+//! nicsim-flowmem: flow memory, after "Packets are Not Pages" (seed 001).
+//!
+//! A capture's TCP payloads are written once into an [`Arena`] (standing for NIC DRAM); each
+//! flow direction keeps a translation table of [`Segment`]s (stream offset → arena address,
+//! length). A [`FlowView`] reads any range, iterates contiguous chunks without copying, and
+//! runs linear scans and regex searches across segment boundaries without materialising the
+//! stream. [`baseline`] is the copy-based design it is measured against: each stream is first
+//! assembled into a contiguous buffer.
+
+#![warn(missing_docs)]
+
+mod arena;
+pub mod baseline;
+mod reassembly;
+mod view;
+
+pub use arena::Arena;
+pub use reassembly::{
+    ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
+    Reassembly, Segment,
+};
+pub use view::{Chunk, FlowView, StreamRegex};
+
+use nicsim_packet::capture::CaptureError;
+
+/// A flow-memory failure; the message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    /// The capture could not be read.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// The regular expression does not compile into a DFA.
+    #[error("invalid regex {pattern:?}: {reason}")]
+    Regex {
+        /// The pattern.
+        pattern: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The regex search stopped on a byte the DFA cannot handle.
+    #[error("regex search gave up at stream offset {offset}: {reason}")]
+    Search {
+        /// Stream offset.
+        offset: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A read beyond the end of the stream.
+    #[error("read of {len_bytes} bytes at offset {offset} is beyond the stream's {stream_len_bytes} bytes")]
+    OutOfRange {
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len_bytes: u64,
+        /// Stream length.
+        stream_len_bytes: u64,
+    },
+    /// A read that touches bytes the capture does not hold.
+    #[error("read of {len_bytes} bytes at offset {offset} touches a hole at offset {hole_offset} ({hole_len_bytes} bytes missing from the capture)")]
+    Hole {
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len_bytes: u64,
+        /// First missing byte.
+        hole_offset: u64,
+        /// Missing bytes.
+        hole_len_bytes: u64,
+    },
+}

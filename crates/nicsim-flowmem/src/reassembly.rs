@@ -1,0 +1,727 @@
+//! Zero-copy TCP reassembly: payloads go to the arena once, each flow direction keeps a
+//! translation table (stream offset → arena address, length) in a flow table keyed by 5-tuple.
+//!
+//! Sequence numbers are unwrapped to 64-bit offsets relative to the first one seen, so 32-bit
+//! wrap-around is invisible. A stream starts after the SYN when one was seen, otherwise at its
+//! lowest sequence number. Overlaps are resolved by [`OverlapPolicy`] without moving bytes: the
+//! table entries are trimmed or split. Every packet read ends in exactly one [`PacketCounts`]
+//! bucket, so `read == accounted()`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::path::Path;
+
+use nicsim_packet::capture::{CaptureReader, Record};
+use nicsim_packet::ip::protocol;
+use nicsim_packet::tcp::flags;
+use nicsim_packet::{ipv4, ipv6, linktype, parse_link, FiveTuple};
+
+use crate::arena::Arena;
+use crate::view::FlowView;
+use crate::FlowError;
+
+/// Which bytes a stream keeps where two segments disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OverlapPolicy {
+    /// The bytes that arrived first stay (what most end hosts do; the default).
+    #[default]
+    FirstWins,
+    /// The bytes that arrived last replace earlier ones.
+    LastWins,
+}
+
+/// Memory bounds. Packets beyond a bound are dropped and counted with the bound's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Flows (both directions together) in the flow table.
+    pub max_flows: usize,
+    /// Payload bytes in the arena.
+    pub max_arena_bytes: u64,
+    /// Translation-table entries per flow direction.
+    pub max_segments_per_direction: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_flows: 1 << 20,
+            max_arena_bytes: 4 << 30,
+            max_segments_per_direction: 1 << 20,
+        }
+    }
+}
+
+/// Reassembler settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Config {
+    /// Overlap resolution.
+    pub overlap: OverlapPolicy,
+    /// Memory bounds.
+    pub limits: Limits,
+}
+
+/// What happened to each packet read. Every packet is in exactly one bucket besides `read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PacketCounts {
+    /// Packets read.
+    pub read: u64,
+    /// TCP segments that put bytes into a stream.
+    pub data: u64,
+    /// TCP segments without payload (SYN, pure ACK, FIN, RST).
+    pub control: u64,
+    /// Segments whose payload was entirely present already, with identical bytes.
+    pub retransmission: u64,
+    /// Segments whose payload was entirely present already with some bytes different, and
+    /// the first-wins policy kept the old bytes.
+    pub overlap_discarded: u64,
+    /// Frames that are not IPv4 or IPv6.
+    pub non_ip: u64,
+    /// IP packets that are not TCP.
+    pub non_tcp: u64,
+    /// TCP in fragmented IP datagrams (not reassembled).
+    pub ip_fragment: u64,
+    /// Records of a link type the packet library does not parse.
+    pub unsupported_link: u64,
+    /// Packets whose headers or payload the capture's snap length cut.
+    pub snaplen_cut: u64,
+    /// Complete packets whose headers do not parse.
+    pub malformed: u64,
+    /// Packets of new flows once the flow table was full.
+    pub over_flow_limit: u64,
+    /// Packets whose payload did not fit in the arena.
+    pub over_arena_limit: u64,
+    /// Packets that would have grown a translation table beyond its limit.
+    pub over_segment_limit: u64,
+}
+
+impl PacketCounts {
+    /// Sum of all outcome buckets; equals `read` (packets are conserved).
+    pub fn accounted(&self) -> u64 {
+        self.data
+            + self.control
+            + self.retransmission
+            + self.overlap_discarded
+            + self.non_ip
+            + self.non_tcp
+            + self.ip_fragment
+            + self.unsupported_link
+            + self.snaplen_cut
+            + self.malformed
+            + self.over_flow_limit
+            + self.over_arena_limit
+            + self.over_segment_limit
+    }
+
+    /// `(name, count)` for every bucket, in a fixed order (for reports).
+    pub fn buckets(&self) -> [(&'static str, u64); 13] {
+        [
+            ("data", self.data),
+            ("control", self.control),
+            ("retransmission", self.retransmission),
+            ("overlap_discarded", self.overlap_discarded),
+            ("non_ip", self.non_ip),
+            ("non_tcp", self.non_tcp),
+            ("ip_fragment", self.ip_fragment),
+            ("unsupported_link", self.unsupported_link),
+            ("snaplen_cut", self.snaplen_cut),
+            ("malformed", self.malformed),
+            ("over_flow_limit", self.over_flow_limit),
+            ("over_arena_limit", self.over_arena_limit),
+            ("over_segment_limit", self.over_segment_limit),
+        ]
+    }
+}
+
+/// Byte accounting of one flow direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ByteCounts {
+    /// Payload bytes of all segments seen (retransmissions included).
+    pub payload_bytes: u64,
+    /// Bytes that filled a position for the first time.
+    pub new_bytes: u64,
+    /// Overlapping bytes equal to the ones already present.
+    pub duplicate_bytes: u64,
+    /// Overlapping bytes that differ from the ones already present (kept or replaced per policy).
+    pub conflict_bytes: u64,
+    /// Bytes that lay before the stream start (sequence numbers before SYN + 1), left out.
+    pub before_start_bytes: u64,
+}
+
+/// One translation-table entry: `len_bytes` stream bytes from `offset` live at arena `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// Stream offset of the first byte.
+    pub offset: u64,
+    /// Arena address of the first byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len_bytes: u64,
+}
+
+/// Stream bytes the capture does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hole {
+    /// Stream offset of the first missing byte.
+    pub offset: u64,
+    /// Missing bytes.
+    pub len_bytes: u64,
+}
+
+/// One direction of a flow, reassembled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Direction {
+    /// Sender address.
+    pub src: IpAddr,
+    /// Receiver address.
+    pub dst: IpAddr,
+    /// Sender port.
+    pub sport: u16,
+    /// Receiver port.
+    pub dport: u16,
+    /// Sequence number of stream offset 0 (SYN + 1, or the lowest seen); `None` without segments.
+    pub start_seq: Option<u32>,
+    /// A SYN was seen.
+    pub syn: bool,
+    /// A FIN was seen.
+    pub fin: bool,
+    /// A RST was seen.
+    pub rst: bool,
+    /// Stream length in bytes, holes included (up to the FIN when one was seen).
+    pub len_bytes: u64,
+    /// Translation table, sorted by offset, disjoint.
+    pub segments: Vec<Segment>,
+    /// Missing ranges, sorted.
+    pub holes: Vec<Hole>,
+    /// TCP packets of this direction that reached the flow table.
+    pub packets: u64,
+    /// Byte accounting.
+    pub bytes: ByteCounts,
+}
+
+/// A TCP connection: direction 0 is the sender of the first packet seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    /// The 5-tuple of direction 0.
+    pub tuple: FiveTuple,
+    /// Both directions (0: as `tuple`, 1: reversed).
+    pub dirs: [Direction; 2],
+}
+
+/// The result of reassembling a capture: the arena and the flows pointing into it.
+#[derive(Debug, Clone)]
+pub struct Reassembly {
+    /// Payload memory.
+    pub arena: Arena,
+    /// Flows in order of their first packet.
+    pub flows: Vec<Flow>,
+    /// Packet outcomes.
+    pub counts: PacketCounts,
+    /// The settings used.
+    pub config: Config,
+}
+
+impl Reassembly {
+    /// Reassembles every TCP flow of a pcap or pcapng file.
+    pub fn from_capture(path: &Path, config: Config) -> Result<Self, FlowError> {
+        let mut reassembler = Reassembler::new(config);
+        for record in CaptureReader::open(path)? {
+            reassembler.push(&record?);
+        }
+        Ok(reassembler.finish())
+    }
+
+    /// A zero-copy view of one flow direction (`dir` 0 or 1).
+    pub fn view(&self, flow: usize, dir: usize) -> Option<FlowView<'_>> {
+        let direction = self.flows.get(flow)?.dirs.get(dir)?;
+        Some(FlowView::new(&self.arena, direction))
+    }
+}
+
+/// Maps 32-bit sequence numbers to 64-bit offsets relative to the first one seen.
+#[derive(Debug, Clone, Copy)]
+struct SeqTracker {
+    /// The highest sequence number seen and its offset.
+    last_seq: u32,
+    last_off: i64,
+}
+
+impl SeqTracker {
+    fn offset(&mut self, seq: u32) -> i64 {
+        let delta = i64::from(seq.wrapping_sub(self.last_seq) as i32);
+        let off = self.last_off + delta;
+        if delta > 0 {
+            self.last_seq = seq;
+            self.last_off = off;
+        }
+        off
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    addr: u64,
+    len: u64,
+}
+
+#[derive(Debug)]
+struct DirState {
+    /// Sequence number at offset 0 (the first one seen).
+    anchor_seq: u32,
+    tracker: SeqTracker,
+    syn_off: Option<i64>,
+    fin_off: Option<i64>,
+    rst: bool,
+    table: BTreeMap<i64, Entry>,
+    packets: u64,
+    bytes: ByteCounts,
+}
+
+impl DirState {
+    fn new(seq: u32) -> Self {
+        DirState {
+            anchor_seq: seq,
+            tracker: SeqTracker {
+                last_seq: seq,
+                last_off: 0,
+            },
+            syn_off: None,
+            fin_off: None,
+            rst: false,
+            table: BTreeMap::new(),
+            packets: 0,
+            bytes: ByteCounts::default(),
+        }
+    }
+}
+
+struct FlowState {
+    tuple: FiveTuple,
+    dirs: [Option<DirState>; 2],
+}
+
+/// What one payload does to a translation table.
+enum Outcome {
+    Data,
+    Retransmission,
+    OverlapDiscarded,
+    OverArena,
+    OverSegments,
+}
+
+/// Streaming reassembler: feed records with [`Reassembler::push`], then [`Reassembler::finish`].
+pub struct Reassembler {
+    config: Config,
+    arena: Arena,
+    index: HashMap<(IpAddr, u16, IpAddr, u16), (usize, usize)>,
+    flows: Vec<FlowState>,
+    counts: PacketCounts,
+}
+
+impl Reassembler {
+    /// An empty reassembler.
+    pub fn new(config: Config) -> Self {
+        Reassembler {
+            config,
+            arena: Arena::new(config.limits.max_arena_bytes),
+            index: HashMap::new(),
+            flows: Vec::new(),
+            counts: PacketCounts::default(),
+        }
+    }
+
+    /// Packet outcomes so far.
+    pub fn counts(&self) -> &PacketCounts {
+        &self.counts
+    }
+
+    /// Feeds one captured record.
+    pub fn push(&mut self, record: &Record) {
+        self.push_frame(record.linktype, &record.data, record.cut_len() > 0);
+    }
+
+    /// Feeds one frame of pcap link type `linktype`; `cut` says the capture cut it short.
+    pub fn push_frame(&mut self, linktype: u32, frame: &[u8], cut: bool) {
+        self.counts.read += 1;
+        let bucket = self.classify(linktype, frame, cut);
+        let counts = &mut self.counts;
+        *match bucket {
+            Bucket::Data => &mut counts.data,
+            Bucket::Control => &mut counts.control,
+            Bucket::Retransmission => &mut counts.retransmission,
+            Bucket::OverlapDiscarded => &mut counts.overlap_discarded,
+            Bucket::NonIp => &mut counts.non_ip,
+            Bucket::NonTcp => &mut counts.non_tcp,
+            Bucket::IpFragment => &mut counts.ip_fragment,
+            Bucket::UnsupportedLink => &mut counts.unsupported_link,
+            Bucket::SnaplenCut => &mut counts.snaplen_cut,
+            Bucket::Malformed => &mut counts.malformed,
+            Bucket::OverFlowLimit => &mut counts.over_flow_limit,
+            Bucket::OverArenaLimit => &mut counts.over_arena_limit,
+            Bucket::OverSegmentLimit => &mut counts.over_segment_limit,
+        } += 1;
+    }
+
+    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool) -> Bucket {
+        if !linktype::is_supported(lt) {
+            return Bucket::UnsupportedLink;
+        }
+        let parsed = match parse_link(lt, frame) {
+            Ok(parsed) => parsed,
+            Err(_) if cut => return Bucket::SnaplenCut,
+            Err(_) => return Bucket::Malformed,
+        };
+        let Some(ip) = parsed.ip else {
+            return Bucket::NonIp;
+        };
+        if ip.proto != protocol::TCP {
+            return Bucket::NonTcp;
+        }
+        let l3 = frame.get(parsed.l3_offset..).unwrap_or_default();
+        let fragmented = match ip.src {
+            IpAddr::V4(_) => ipv4::Packet::new_checked(l3)
+                .map(|p| p.more_frags() || p.frag_offset() != 0)
+                .unwrap_or(true),
+            IpAddr::V6(_) => ipv6::Packet::new_checked(l3)
+                .and_then(|p| p.upper_layer())
+                .map(|u| u.fragment.is_some())
+                .unwrap_or(true),
+        };
+        let (Some(l4), Some(tcp), false) = (parsed.l4, parsed.l4.and_then(|l4| l4.tcp), fragmented)
+        else {
+            return Bucket::IpFragment;
+        };
+        // The IP length bounds the payload (Ethernet padding and FCS are not payload).
+        let end = parsed.l3_offset + ip.total_len;
+        let Some(payload) = frame.get(parsed.payload_offset..end) else {
+            return Bucket::Malformed;
+        };
+        let tuple = FiveTuple {
+            src: ip.src,
+            dst: ip.dst,
+            sport: l4.sport,
+            dport: l4.dport,
+            proto: ip.proto,
+        };
+        self.segment(tuple, tcp.seq, tcp.flags, payload)
+    }
+
+    fn segment(&mut self, tuple: FiveTuple, seq: u32, tcp_flags: u8, payload: &[u8]) -> Bucket {
+        let key = (tuple.src, tuple.sport, tuple.dst, tuple.dport);
+        let (flow_idx, dir) = match self.index.get(&key) {
+            Some(&found) => found,
+            None => {
+                if self.flows.len() >= self.config.limits.max_flows {
+                    return Bucket::OverFlowLimit;
+                }
+                let idx = self.flows.len();
+                self.flows.push(FlowState {
+                    tuple,
+                    dirs: [None, None],
+                });
+                self.index.insert(key, (idx, 0));
+                self.index
+                    .insert((tuple.dst, tuple.dport, tuple.src, tuple.sport), (idx, 1));
+                (idx, 0)
+            }
+        };
+        let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq));
+        state.packets += 1;
+        let seq_off = state.tracker.offset(seq);
+        let syn = tcp_flags & flags::SYN != 0;
+        let data_off = seq_off + i64::from(syn);
+        if syn && state.syn_off.is_none() {
+            state.syn_off = Some(seq_off);
+        }
+        if tcp_flags & flags::FIN != 0 {
+            let fin_off = data_off + payload.len() as i64;
+            state.fin_off = Some(state.fin_off.map_or(fin_off, |f| f.max(fin_off)));
+        }
+        if tcp_flags & flags::RST != 0 {
+            state.rst = true;
+        }
+        if payload.is_empty() {
+            return Bucket::Control;
+        }
+        state.bytes.payload_bytes += payload.len() as u64;
+        let outcome = insert(state, &mut self.arena, &self.config, data_off, payload);
+        match outcome {
+            Outcome::Data => Bucket::Data,
+            Outcome::Retransmission => Bucket::Retransmission,
+            Outcome::OverlapDiscarded => Bucket::OverlapDiscarded,
+            Outcome::OverArena => Bucket::OverArenaLimit,
+            Outcome::OverSegments => Bucket::OverSegmentLimit,
+        }
+    }
+
+    /// Closes every flow: fixes stream starts, builds the translation tables and hole lists.
+    pub fn finish(self) -> Reassembly {
+        let flows = self
+            .flows
+            .into_iter()
+            .map(|flow| {
+                let reversed = FiveTuple {
+                    src: flow.tuple.dst,
+                    dst: flow.tuple.src,
+                    sport: flow.tuple.dport,
+                    dport: flow.tuple.sport,
+                    proto: flow.tuple.proto,
+                };
+                let [d0, d1] = flow.dirs;
+                Flow {
+                    tuple: flow.tuple,
+                    dirs: [
+                        finish_direction(d0, flow.tuple),
+                        finish_direction(d1, reversed),
+                    ],
+                }
+            })
+            .collect();
+        Reassembly {
+            arena: self.arena,
+            flows,
+            counts: self.counts,
+            config: self.config,
+        }
+    }
+}
+
+enum Bucket {
+    Data,
+    Control,
+    Retransmission,
+    OverlapDiscarded,
+    NonIp,
+    NonTcp,
+    IpFragment,
+    UnsupportedLink,
+    SnaplenCut,
+    Malformed,
+    OverFlowLimit,
+    OverArenaLimit,
+    OverSegmentLimit,
+}
+
+/// Counts equal and differing bytes of `new` against the arena bytes at `addr`.
+fn compare(arena: &Arena, addr: u64, new: &[u8], bytes: &mut ByteCounts) -> bool {
+    let old = arena.get(addr, new.len());
+    if old == new {
+        bytes.duplicate_bytes += new.len() as u64;
+        return false;
+    }
+    let differing = old.iter().zip(new).filter(|(a, b)| a != b).count() as u64;
+    bytes.duplicate_bytes += new.len() as u64 - differing;
+    bytes.conflict_bytes += differing;
+    differing > 0
+}
+
+/// Puts `payload` (stream offset `start`) into the direction's translation table.
+fn insert(
+    state: &mut DirState,
+    arena: &mut Arena,
+    config: &Config,
+    start: i64,
+    payload: &[u8],
+) -> Outcome {
+    let end = start + payload.len() as i64;
+    // Existing entries that overlap [start, end).
+    let first_key = state
+        .table
+        .range(..=start)
+        .next_back()
+        .filter(|(&k, e)| k + e.len as i64 > start)
+        .map_or(start, |(&k, _)| k);
+    let overlapping: Vec<(i64, Entry)> = state
+        .table
+        .range(first_key..end)
+        .map(|(&k, &e)| (k, e))
+        .collect();
+    // Uncovered pieces, and the comparison of covered bytes.
+    let mut pieces = Vec::new();
+    let mut cursor = start;
+    let mut scratch = state.bytes;
+    let mut conflict = false;
+    for &(k, e) in &overlapping {
+        let (ov_start, ov_end) = (k.max(start), (k + e.len as i64).min(end));
+        let new = &payload[(ov_start - start) as usize..(ov_end - start) as usize];
+        conflict |= compare(arena, e.addr + (ov_start - k) as u64, new, &mut scratch);
+        if k > cursor {
+            pieces.push((cursor, k));
+        }
+        cursor = cursor.max(k + e.len as i64);
+    }
+    if cursor < end {
+        pieces.push((cursor, end));
+    }
+    let new_bytes: i64 = pieces.iter().map(|(s, e)| e - s).sum();
+    let base = arena.used_bytes();
+    // An entry ending at `start` whose bytes end where this payload will be written grows.
+    let coalesce = state
+        .table
+        .range(..start)
+        .next_back()
+        .filter(|(&k, e)| k + e.len as i64 == start && e.addr + e.len == base)
+        .map(|(&k, _)| k);
+    let added = match config.overlap {
+        OverlapPolicy::FirstWins => {
+            if pieces.is_empty() {
+                state.bytes = scratch;
+                return if conflict {
+                    Outcome::OverlapDiscarded
+                } else {
+                    Outcome::Retransmission
+                };
+            }
+            let merges = usize::from(coalesce.is_some() && pieces[0].0 == start);
+            pieces.len() - merges
+        }
+        OverlapPolicy::LastWins => {
+            if pieces.is_empty() && !conflict {
+                state.bytes = scratch;
+                return Outcome::Retransmission;
+            }
+            let covered = overlapping
+                .iter()
+                .filter(|(k, e)| *k >= start && k + e.len as i64 <= end)
+                .count();
+            let split = usize::from(
+                overlapping
+                    .first()
+                    .is_some_and(|(k, e)| *k < start && k + e.len as i64 > end),
+            );
+            let merges = usize::from(coalesce.is_some());
+            (1 + split).saturating_sub(covered + merges)
+        }
+    };
+    if state.table.len() + added > config.limits.max_segments_per_direction {
+        return Outcome::OverSegments;
+    }
+    let Some(addr) = arena.append(payload) else {
+        return Outcome::OverArena;
+    };
+    debug_assert_eq!(addr, base);
+    state.bytes = scratch;
+    state.bytes.new_bytes += new_bytes as u64;
+    match config.overlap {
+        OverlapPolicy::FirstWins => {
+            for (s, e) in pieces {
+                put(
+                    &mut state.table,
+                    s,
+                    addr + (s - start) as u64,
+                    (e - s) as u64,
+                    coalesce,
+                );
+            }
+        }
+        OverlapPolicy::LastWins => {
+            for (k, e) in overlapping {
+                let k_end = k + e.len as i64;
+                state.table.remove(&k);
+                if k < start {
+                    state.table.insert(
+                        k,
+                        Entry {
+                            addr: e.addr,
+                            len: (start - k) as u64,
+                        },
+                    );
+                }
+                if k_end > end {
+                    state.table.insert(
+                        end,
+                        Entry {
+                            addr: e.addr + (end - k) as u64,
+                            len: (k_end - end) as u64,
+                        },
+                    );
+                }
+            }
+            put(
+                &mut state.table,
+                start,
+                addr,
+                payload.len() as u64,
+                coalesce,
+            );
+        }
+    }
+    Outcome::Data
+}
+
+/// Inserts an entry, growing the entry at `coalesce` instead when it ends where this one starts.
+fn put(table: &mut BTreeMap<i64, Entry>, start: i64, addr: u64, len: u64, coalesce: Option<i64>) {
+    if let Some(k) = coalesce {
+        if let Some(prev) = table.get_mut(&k) {
+            if k + prev.len as i64 == start && prev.addr + prev.len == addr {
+                prev.len += len;
+                return;
+            }
+        }
+    }
+    table.insert(start, Entry { addr, len });
+}
+
+fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
+    let mut direction = Direction {
+        src: tuple.src,
+        dst: tuple.dst,
+        sport: tuple.sport,
+        dport: tuple.dport,
+        start_seq: None,
+        syn: false,
+        fin: false,
+        rst: false,
+        len_bytes: 0,
+        segments: Vec::new(),
+        holes: Vec::new(),
+        packets: 0,
+        bytes: ByteCounts::default(),
+    };
+    let Some(state) = state else {
+        return direction;
+    };
+    direction.syn = state.syn_off.is_some();
+    direction.fin = state.fin_off.is_some();
+    direction.rst = state.rst;
+    direction.packets = state.packets;
+    direction.bytes = state.bytes;
+    let lowest = state.table.keys().next().copied();
+    let Some(start) = state.syn_off.map(|s| s + 1).or(lowest) else {
+        return direction;
+    };
+    direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
+    let mut cursor = 0_u64;
+    for (&k, e) in &state.table {
+        let k_end = k + e.len as i64;
+        if k_end <= start {
+            direction.bytes.before_start_bytes += e.len;
+            continue;
+        }
+        let skip = (start - k).max(0) as u64;
+        direction.bytes.before_start_bytes += skip;
+        let offset = (k - start).max(0) as u64;
+        if offset > cursor {
+            direction.holes.push(Hole {
+                offset: cursor,
+                len_bytes: offset - cursor,
+            });
+        }
+        direction.segments.push(Segment {
+            offset,
+            addr: e.addr + skip,
+            len_bytes: e.len - skip,
+        });
+        cursor = offset + e.len - skip;
+    }
+    // Bytes announced by a FIN but never captured are a hole at the end.
+    let fin_end = state.fin_off.map_or(0, |f| (f - start).max(0) as u64);
+    if fin_end > cursor {
+        direction.holes.push(Hole {
+            offset: cursor,
+            len_bytes: fin_end - cursor,
+        });
+        cursor = fin_end;
+    }
+    direction.len_bytes = cursor;
+    direction
+}

@@ -1,0 +1,402 @@
+//! `FlowView`: one flow direction read in place through its translation table.
+//!
+//! Nothing here copies stream bytes except [`FlowView::read`], which copies exactly what is
+//! asked for. Chunks are slices into the arena; scans and the regex search walk them in order
+//! and carry their state (a histogram, a literal's partial match, a DFA state) across chunk
+//! boundaries. Holes split a stream into contiguous runs: a match never spans a hole, as if
+//! each run were its own haystack. Every byte a scan or search touches is counted in
+//! [`FlowView::read_bytes`].
+
+use std::cell::Cell;
+
+use memchr::memmem;
+use regex_automata::dfa::{dense, regex::Regex, Automaton};
+use regex_automata::util::{start, syntax};
+use regex_automata::{nfa::thompson, Anchored, Input};
+
+use crate::arena::Arena;
+use crate::reassembly::{Direction, Hole, Segment};
+use crate::FlowError;
+
+/// A contiguous piece of a stream, in place in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk<'a> {
+    /// Stream offset of `bytes[0]`.
+    pub offset: u64,
+    /// The bytes.
+    pub bytes: &'a [u8],
+}
+
+/// A zero-copy view of one reassembled flow direction.
+#[derive(Debug)]
+pub struct FlowView<'a> {
+    arena: &'a Arena,
+    segments: &'a [Segment],
+    holes: &'a [Hole],
+    len_bytes: u64,
+    read_bytes: Cell<u64>,
+}
+
+impl<'a> FlowView<'a> {
+    /// A view of `direction`, whose segments point into `arena`.
+    pub fn new(arena: &'a Arena, direction: &'a Direction) -> Self {
+        FlowView {
+            arena,
+            segments: &direction.segments,
+            holes: &direction.holes,
+            len_bytes: direction.len_bytes,
+            read_bytes: Cell::new(0),
+        }
+    }
+
+    /// Stream length in bytes, holes included.
+    pub fn len(&self) -> u64 {
+        self.len_bytes
+    }
+
+    /// Whether the stream is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len_bytes == 0
+    }
+
+    /// Missing ranges.
+    pub fn holes(&self) -> &'a [Hole] {
+        self.holes
+    }
+
+    /// The translation table.
+    pub fn segments(&self) -> &'a [Segment] {
+        self.segments
+    }
+
+    /// Bytes scans, searches and reads have touched through this view so far.
+    pub fn read_bytes(&self) -> u64 {
+        self.read_bytes.get()
+    }
+
+    fn count(&self, n: usize) {
+        self.read_bytes.set(self.read_bytes.get() + n as u64);
+    }
+
+    fn chunk(&self, segment: &Segment) -> Chunk<'a> {
+        Chunk {
+            offset: segment.offset,
+            bytes: self.arena.get(segment.addr, segment.len_bytes as usize),
+        }
+    }
+
+    /// All chunks in stream order; a gap between two chunks is a hole. Copies nothing.
+    pub fn chunks(&self) -> impl Iterator<Item = Chunk<'a>> + '_ {
+        self.segments.iter().map(|s| self.chunk(s))
+    }
+
+    /// Chunks covering `[from, to)`, cut to that range, in stream order.
+    pub fn chunks_in(&self, from: u64, to: u64) -> impl Iterator<Item = Chunk<'a>> + '_ {
+        let first = self
+            .segments
+            .partition_point(|s| s.offset + s.len_bytes <= from);
+        self.segments[first..]
+            .iter()
+            .take_while(move |s| s.offset < to)
+            .map(move |s| cut(self.chunk(s), from, to))
+    }
+
+    /// Chunks covering `[from, to)`, cut to that range, last chunk first.
+    fn chunks_in_rev(&self, from: u64, to: u64) -> impl Iterator<Item = Chunk<'a>> + '_ {
+        let last = self.segments.partition_point(|s| s.offset < to);
+        self.segments[..last]
+            .iter()
+            .rev()
+            .take_while(move |s| s.offset + s.len_bytes > from)
+            .map(move |s| cut(self.chunk(s), from, to))
+    }
+
+    /// The byte at `offset`, when the capture holds it (no read is counted: a search's
+    /// one-byte look-behind context).
+    fn byte_at(&self, offset: u64) -> Option<u8> {
+        self.chunks_in(offset, offset + 1)
+            .next()
+            .and_then(|c| c.bytes.first().copied())
+    }
+
+    /// Copies `buf.len()` bytes from `offset` into `buf`.
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<(), FlowError> {
+        let len_bytes = buf.len() as u64;
+        let end = offset
+            .checked_add(len_bytes)
+            .filter(|&end| end <= self.len_bytes)
+            .ok_or(FlowError::OutOfRange {
+                offset,
+                len_bytes,
+                stream_len_bytes: self.len_bytes,
+            })?;
+        if let Some(hole) = self
+            .holes
+            .iter()
+            .find(|h| h.offset < end && h.offset + h.len_bytes > offset)
+        {
+            return Err(FlowError::Hole {
+                offset,
+                len_bytes,
+                hole_offset: hole.offset,
+                hole_len_bytes: hole.len_bytes,
+            });
+        }
+        for chunk in self.chunks_in(offset, end) {
+            let at = (chunk.offset - offset) as usize;
+            buf[at..at + chunk.bytes.len()].copy_from_slice(chunk.bytes);
+        }
+        self.count(buf.len());
+        Ok(())
+    }
+
+    /// Copies the `len_bytes` bytes from `offset` (only those).
+    pub fn read(&self, offset: u64, len_bytes: usize) -> Result<Vec<u8>, FlowError> {
+        let mut buf = vec![0; len_bytes];
+        self.read_into(offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Contiguous runs `[start, end)` between holes.
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for s in self.segments {
+            match runs.last_mut() {
+                Some(run) if run.1 == s.offset => run.1 += s.len_bytes,
+                _ => runs.push((s.offset, s.offset + s.len_bytes)),
+            }
+        }
+        runs
+    }
+
+    /// Byte histogram of the whole stream (a memory-bound linear scan).
+    pub fn byte_histogram(&self) -> [u64; 256] {
+        let mut histogram = [0_u64; 256];
+        for chunk in self.chunks() {
+            for &b in chunk.bytes {
+                histogram[usize::from(b)] += 1;
+            }
+            self.count(chunk.bytes.len());
+        }
+        histogram
+    }
+
+    /// Non-overlapping occurrences of `needle`, leftmost first, within each run (a literal
+    /// search with memchr; occurrences may straddle any number of chunks).
+    pub fn count_literal(&self, needle: &[u8]) -> u64 {
+        if needle.is_empty() {
+            return 0;
+        }
+        let finder = memmem::Finder::new(needle);
+        let keep = needle.len() - 1;
+        let mut total = 0;
+        for (run_start, run_end) in self.runs() {
+            // `tail` holds the last `keep` bytes before the current chunk (the only copy: a
+            // needle-sized scratch); `next_ok` is where the next occurrence may start.
+            let mut tail: Vec<u8> = Vec::with_capacity(2 * keep);
+            let mut next_ok = run_start;
+            for chunk in self.chunks_in(run_start, run_end) {
+                let tail_start = chunk.offset - tail.len() as u64;
+                // Occurrences starting in the tail and ending in this chunk.
+                let head = &chunk.bytes[..keep.min(chunk.bytes.len())];
+                let mut window = tail.clone();
+                window.extend_from_slice(head);
+                let mut from = next_ok.saturating_sub(tail_start) as usize;
+                while from < tail.len() {
+                    match finder.find(&window[from..]) {
+                        Some(i) if from + i < tail.len() => {
+                            total += 1;
+                            next_ok = tail_start + (from + i + needle.len()) as u64;
+                            from = from + i + needle.len();
+                        }
+                        _ => break,
+                    }
+                }
+                // Occurrences inside this chunk.
+                let skip = next_ok.saturating_sub(chunk.offset) as usize;
+                if skip < chunk.bytes.len() {
+                    let mut last_end = None;
+                    let mut at = skip;
+                    while let Some(i) = finder.find(&chunk.bytes[at..]) {
+                        total += 1;
+                        at += i + needle.len();
+                        last_end = Some(at);
+                    }
+                    if let Some(end) = last_end {
+                        next_ok = chunk.offset + end as u64;
+                    }
+                }
+                self.count(chunk.bytes.len());
+                tail.extend_from_slice(chunk.bytes);
+                let excess = tail.len().saturating_sub(keep);
+                tail.drain(..excess);
+            }
+        }
+        total
+    }
+
+    /// All matches of `regex` as `(start, end)` stream offsets: leftmost-first, non-overlapping,
+    /// exactly as `regex-automata` reports them on each contiguous run. The forward DFA runs
+    /// over the chunks with its state carried across boundaries; a reverse DFA runs back over
+    /// the chunks from each match end to find its start.
+    pub fn regex_matches(&self, regex: &StreamRegex) -> Result<Vec<(u64, u64)>, FlowError> {
+        let mut matches = Vec::new();
+        for (run_start, run_end) in self.runs() {
+            let mut at = run_start;
+            let mut last_end = None;
+            while let Some(mut m) = self.regex_find(regex, at, run_start, run_end)? {
+                if m.0 == m.1 && Some(m.1) == last_end {
+                    // An empty match right after the previous match: search one byte on.
+                    at += 1;
+                    if at > run_end {
+                        break;
+                    }
+                    match self.regex_find(regex, at, run_start, run_end)? {
+                        Some(next) => m = next,
+                        None => break,
+                    }
+                }
+                at = m.1;
+                last_end = Some(m.1);
+                matches.push(m);
+            }
+        }
+        Ok(matches)
+    }
+
+    /// The leftmost-first match starting at or after `at` within the run `[run_start, run_end)`.
+    fn regex_find(
+        &self,
+        regex: &StreamRegex,
+        at: u64,
+        run_start: u64,
+        run_end: u64,
+    ) -> Result<Option<(u64, u64)>, FlowError> {
+        let fwd = regex.regex.forward();
+        let look_behind = (at > run_start).then(|| self.byte_at(at - 1)).flatten();
+        let config = start::Config::new()
+            .anchored(Anchored::No)
+            .look_behind(look_behind);
+        let mut sid = fwd.start_state(&config).map_err(|e| search_error(at, e))?;
+        let mut end = None;
+        'chunks: for chunk in self.chunks_in(at, run_end) {
+            for (i, &b) in chunk.bytes.iter().enumerate() {
+                sid = fwd.next_state(sid, b);
+                if fwd.is_special_state(sid) {
+                    let pos = chunk.offset + i as u64;
+                    if fwd.is_match_state(sid) {
+                        end = Some(pos);
+                    } else if fwd.is_dead_state(sid) {
+                        self.count(i + 1);
+                        break 'chunks;
+                    } else if fwd.is_quit_state(sid) {
+                        return Err(search_error(pos, "quit byte"));
+                    }
+                }
+            }
+            self.count(chunk.bytes.len());
+        }
+        if !fwd.is_dead_state(sid) {
+            sid = fwd.next_eoi_state(sid);
+            if fwd.is_match_state(sid) {
+                end = Some(run_end);
+            }
+        }
+        let Some(end) = end else { return Ok(None) };
+        if end == at || fwd.is_always_start_anchored() {
+            return Ok(Some((at, end)));
+        }
+        // The start: the longest anchored reverse match from `end` back to no earlier than `at`.
+        let rev = regex.regex.reverse();
+        let look_ahead = (end < run_end).then(|| self.byte_at(end)).flatten();
+        let config = start::Config::new()
+            .anchored(Anchored::Yes)
+            .look_behind(look_ahead);
+        let mut sid = rev.start_state(&config).map_err(|e| search_error(end, e))?;
+        let mut start = None;
+        'rchunks: for chunk in self.chunks_in_rev(at, end) {
+            for (i, &b) in chunk.bytes.iter().enumerate().rev() {
+                sid = rev.next_state(sid, b);
+                if rev.is_special_state(sid) {
+                    let pos = chunk.offset + i as u64;
+                    if rev.is_match_state(sid) {
+                        start = Some(pos + 1);
+                    } else if rev.is_dead_state(sid) {
+                        self.count(chunk.bytes.len() - i);
+                        break 'rchunks;
+                    } else if rev.is_quit_state(sid) {
+                        return Err(search_error(pos, "quit byte"));
+                    }
+                }
+            }
+            self.count(chunk.bytes.len());
+        }
+        if !rev.is_dead_state(sid) {
+            sid = match (at > run_start).then(|| self.byte_at(at - 1)).flatten() {
+                Some(b) => rev.next_state(sid, b),
+                None => rev.next_eoi_state(sid),
+            };
+            if rev.is_match_state(sid) {
+                start = Some(at);
+            }
+        }
+        let start = start.ok_or_else(|| search_error(end, "reverse search found no start"))?;
+        Ok(Some((start, end)))
+    }
+}
+
+fn cut(chunk: Chunk<'_>, from: u64, to: u64) -> Chunk<'_> {
+    let lo = from.saturating_sub(chunk.offset) as usize;
+    let hi = (to.min(chunk.offset + chunk.bytes.len() as u64) - chunk.offset) as usize;
+    Chunk {
+        offset: chunk.offset + lo as u64,
+        bytes: &chunk.bytes[lo.min(hi)..hi],
+    }
+}
+
+fn search_error(offset: u64, reason: impl ToString) -> FlowError {
+    FlowError::Search {
+        offset,
+        reason: reason.to_string(),
+    }
+}
+
+/// A regular expression compiled into forward and reverse dense DFAs, matching bytes (no
+/// Unicode classes, no UTF-8 requirement: streams are binary).
+#[derive(Debug, Clone)]
+pub struct StreamRegex {
+    regex: Regex,
+    pattern: String,
+}
+
+impl StreamRegex {
+    /// Compiles `pattern`.
+    pub fn new(pattern: &str) -> Result<Self, FlowError> {
+        let regex = Regex::builder()
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().utf8(false))
+            .dense(dense::Config::new())
+            .build(pattern)
+            .map_err(|e| FlowError::Regex {
+                pattern: pattern.to_string(),
+                reason: e.to_string().replace('\n', " "),
+            })?;
+        Ok(StreamRegex {
+            regex,
+            pattern: pattern.to_string(),
+        })
+    }
+
+    /// The source pattern.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Matches on a contiguous haystack, as `regex-automata` finds them (the reference).
+    pub fn find_iter(&self, haystack: &[u8]) -> Vec<(u64, u64)> {
+        self.regex
+            .find_iter(Input::new(haystack))
+            .map(|m| (m.start() as u64, m.end() as u64))
+            .collect()
+    }
+}

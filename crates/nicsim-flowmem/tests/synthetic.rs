@@ -1,0 +1,372 @@
+//! Adversarial reassembly cases built with the packet library's frame builder: in and out of
+//! order, retransmissions, conflicting overlaps under each policy, holes, sequence wrap-around,
+//! captures without SYN, FIN and RST, IPv6, limits and packet conservation.
+
+mod common;
+
+use common::*;
+use nicsim_flowmem::{Config, FlowError, Hole, Limits, OverlapPolicy, Reassembler};
+use nicsim_packet::capture::Record;
+use nicsim_packet::linktype;
+
+const ISN: u32 = 1000;
+
+fn last_wins() -> Config {
+    Config {
+        overlap: OverlapPolicy::LastWins,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn in_order_with_handshake_and_fin() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(1, 5000, SYN | ACK, b""),
+        c.frame(0, ISN + 1, ACK, b"GET / HTTP/1.1\r\n"),
+        c.frame(0, ISN + 17, ACK | PSH, b"Host: x\r\n\r\n"),
+        c.frame(1, 5001, ACK, b"HTTP/1.1 200 OK\r\n\r\n"),
+        c.frame(0, ISN + 28, FIN | ACK, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(out.flows.len(), 1);
+    assert_eq!(bytes(&out, 0, 0), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(bytes(&out, 0, 1), b"HTTP/1.1 200 OK\r\n\r\n");
+    let d0 = &out.flows[0].dirs[0];
+    assert!(d0.syn && d0.fin && !d0.rst);
+    assert_eq!(d0.start_seq, Some(ISN + 1));
+    assert!(d0.holes.is_empty());
+    // Consecutive payloads of one flow sit back to back in the arena: one table entry.
+    assert_eq!(d0.segments.len(), 1);
+    assert_eq!((out.counts.data, out.counts.control), (3, 3));
+}
+
+#[test]
+fn out_of_order_segments_land_in_place() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 9, ACK, b"world"),
+        c.frame(0, ISN + 14, ACK, b"!"),
+        c.frame(0, ISN + 1, ACK, b"hello, "),
+        c.frame(0, ISN + 8, ACK, b" "),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), b"hello,  world!");
+    assert!(out.flows[0].dirs[0].holes.is_empty());
+    assert_eq!(out.counts.data, 4);
+}
+
+#[test]
+fn identical_retransmission_is_counted_not_stored() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 1, ACK, b"abcdef"),
+        c.frame(0, ISN + 1, ACK, b"abcdef"),
+        c.frame(0, ISN + 4, ACK, b"defghi"),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), b"abcdefghi");
+    assert_eq!(out.counts.retransmission, 1);
+    assert_eq!(out.counts.data, 2);
+    let b = out.flows[0].dirs[0].bytes;
+    assert_eq!(
+        (b.new_bytes, b.duplicate_bytes, b.conflict_bytes),
+        (9, 9, 0)
+    );
+    // The retransmission was not written to the arena.
+    assert_eq!(out.arena.used_bytes(), 12);
+}
+
+#[test]
+fn conflicting_overlap_first_wins_by_default_last_wins_on_request() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 1, ACK, b"AAAAAAAAAAAA"), // 0..12
+        c.frame(0, ISN + 5, ACK, b"BBBB"),         // 4..8, inside: a split under last-wins
+        c.frame(0, ISN + 11, ACK, b"CCCC"),        // 10..14, partly new
+        c.frame(0, ISN + 1, ACK, b"DD"),           // 0..2, entirely old
+    ];
+    let first = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&first, 0, 0), b"AAAAAAAAAAAACC");
+    assert_eq!(first.counts.overlap_discarded, 2);
+    assert_eq!(first.counts.data, 2);
+    let b = first.flows[0].dirs[0].bytes;
+    assert_eq!(
+        (b.new_bytes, b.conflict_bytes, b.duplicate_bytes),
+        (14, 8, 0)
+    );
+
+    let last = reassemble(&frames, last_wins());
+    assert_eq!(bytes(&last, 0, 0), b"DDAABBBBAACCCC");
+    assert_eq!(last.counts.overlap_discarded, 0);
+    assert_eq!(last.counts.data, 4);
+    assert_eq!(last.flows[0].dirs[0].bytes.conflict_bytes, 8);
+    // Entries: DD | AA | BBBB | AA | CCCC, all pointing into the arena, none copied.
+    assert_eq!(last.flows[0].dirs[0].segments.len(), 5);
+}
+
+#[test]
+fn gap_is_reported_as_a_hole_with_its_offsets() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 1, ACK, b"01234"),
+        c.frame(0, ISN + 11, ACK, b"ABCDE"),
+        c.frame(0, ISN + 16, FIN | ACK, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    let d = &out.flows[0].dirs[0];
+    assert_eq!(d.len_bytes, 15);
+    assert_eq!(
+        d.holes,
+        vec![Hole {
+            offset: 5,
+            len_bytes: 5
+        }]
+    );
+    let view = out.view(0, 0).unwrap();
+    assert_eq!(view.read(0, 5).unwrap(), b"01234");
+    assert_eq!(view.read(10, 5).unwrap(), b"ABCDE");
+    assert!(matches!(
+        view.read(3, 4),
+        Err(FlowError::Hole {
+            hole_offset: 5,
+            hole_len_bytes: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        view.read(12, 4),
+        Err(FlowError::OutOfRange { .. })
+    ));
+    assert_eq!(view.runs(), vec![(0, 5), (10, 15)]);
+}
+
+#[test]
+fn missing_tail_before_fin_and_missing_head_after_syn_are_holes() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 4, ACK, b"def"),
+        c.frame(0, ISN + 12, FIN | ACK, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    let d = &out.flows[0].dirs[0];
+    assert_eq!(d.len_bytes, 11);
+    let holes: Vec<_> = d.holes.iter().map(|h| (h.offset, h.len_bytes)).collect();
+    assert_eq!(holes, vec![(0, 3), (6, 5)]);
+}
+
+#[test]
+fn sequence_numbers_wrap_around() {
+    let c = Conn::v4();
+    let isn = u32::MAX - 5;
+    let payload: Vec<u8> = (0..40).collect();
+    let frames = vec![
+        c.frame(0, isn, SYN, b""),
+        c.frame(0, isn.wrapping_add(1), ACK, &payload[..10]), // crosses 2^32
+        c.frame(0, isn.wrapping_add(21), ACK, &payload[20..]),
+        c.frame(0, isn.wrapping_add(11), ACK, &payload[10..20]),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), payload);
+    assert!(out.flows[0].dirs[0].holes.is_empty());
+    assert_eq!(out.flows[0].dirs[0].start_seq, Some(isn.wrapping_add(1)));
+}
+
+#[test]
+fn capture_without_syn_starts_at_the_lowest_sequence_number() {
+    let c = Conn::v4();
+    // Starts mid-stream, and the first packet seen is not the earliest.
+    let frames = vec![
+        c.frame(0, 7_000_010, ACK, b"klmno"),
+        c.frame(0, 7_000_000, ACK, b"abcdefghij"),
+        c.frame(1, 9_000_000, ACK, b"reply"),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), b"abcdefghijklmno");
+    assert_eq!(bytes(&out, 0, 1), b"reply");
+    let d = &out.flows[0].dirs[0];
+    assert!(!d.syn && d.holes.is_empty());
+    assert_eq!(d.start_seq, Some(7_000_000));
+}
+
+#[test]
+fn data_before_the_syn_is_left_out_and_counted() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN - 3, ACK, b"xyzabc"),
+        c.frame(0, ISN, SYN, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), b"bc");
+    assert_eq!(out.flows[0].dirs[0].bytes.before_start_bytes, 4);
+}
+
+#[test]
+fn rst_and_fin_are_recorded_per_direction() {
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 1, ACK, b"x"),
+        c.frame(0, ISN + 2, FIN | ACK, b"y"),
+        c.frame(1, 77, RST, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    let [d0, d1] = &out.flows[0].dirs;
+    assert!(d0.fin && !d0.rst && d1.rst && !d1.fin);
+    assert_eq!(bytes(&out, 0, 0), b"xy");
+    assert_eq!(d0.len_bytes, 2);
+    assert_eq!(d1.len_bytes, 0);
+}
+
+#[test]
+fn ipv6_flows_reassemble() {
+    let c = Conn::v6();
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 4, ACK, b"def"),
+        c.frame(0, ISN + 1, ACK, b"abc"),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(bytes(&out, 0, 0), b"abcdef");
+    assert!(out.flows[0].tuple.src.is_ipv6());
+}
+
+#[test]
+fn flows_are_keyed_by_five_tuple_in_first_seen_order() {
+    let c1 = Conn::v4();
+    let c2 = Conn {
+        aport: 40001,
+        ..Conn::v4()
+    };
+    let frames = vec![
+        c2.frame(1, 1, ACK, b"second-rev"),
+        c1.frame(0, 1, ACK, b"first"),
+        c2.frame(0, 1, ACK, b"second"),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(out.flows.len(), 2);
+    // The first packet of flow 0 came from b: its direction 0 is b → a.
+    assert_eq!(out.flows[0].tuple.sport, 80);
+    assert_eq!(bytes(&out, 0, 0), b"second-rev");
+    assert_eq!(bytes(&out, 0, 1), b"second");
+    assert_eq!(bytes(&out, 1, 0), b"first");
+}
+
+#[test]
+fn limits_drop_packets_with_their_reason() {
+    let c1 = Conn::v4();
+    let c2 = Conn {
+        aport: 40001,
+        ..Conn::v4()
+    };
+    let frames = vec![
+        c1.frame(0, 1, ACK, b"aaaa"),
+        c2.frame(0, 1, ACK, b"bbbb"),
+        c1.frame(0, 9, ACK, b"cccc"),
+        c1.frame(0, 20, ACK, b"dddddddd"),
+    ];
+    let limits = Limits {
+        max_flows: 1,
+        max_arena_bytes: 10,
+        max_segments_per_direction: 10,
+    };
+    let out = reassemble(
+        &frames,
+        Config {
+            limits,
+            ..Config::default()
+        },
+    );
+    assert_eq!(out.counts.over_flow_limit, 1);
+    assert_eq!(out.counts.over_arena_limit, 1);
+    assert_eq!(out.counts.data, 2);
+    let segs = Limits {
+        max_segments_per_direction: 1,
+        ..Limits::default()
+    };
+    let frames = vec![
+        c1.frame(0, 1, ACK, b"aaaa"),
+        c1.frame(0, 5, ACK, b"bbbb"), // grows the entry (back to back in the arena)
+        c1.frame(0, 20, ACK, b"cccc"),
+    ];
+    let out = reassemble(
+        &frames,
+        Config {
+            limits: segs,
+            ..Config::default()
+        },
+    );
+    assert_eq!(out.counts.over_segment_limit, 1);
+    assert_eq!(bytes(&out, 0, 0), b"aaaabbbb");
+}
+
+#[test]
+fn non_tcp_malformed_cut_and_unsupported_packets_are_accounted() {
+    let c = Conn::v4();
+    let mut r = Reassembler::new(Config::default());
+    let good = c.frame(0, ISN + 1, ACK, &[7; 100]);
+    // UDP: same builder, other protocol.
+    let mut udp = nicsim_packet::FrameSpec {
+        eth_src: [0; 6],
+        eth_dst: [0; 6],
+        vlan: None,
+        src: c.a,
+        dst: c.b,
+        proto: nicsim_packet::L4Proto::Udp,
+        sport: 1,
+        dport: 2,
+        tos: 0,
+        ttl: 1,
+        tcp_seq: 0,
+        tcp_ack: 0,
+        tcp_flags: 0,
+    }
+    .build(80, b"dns")
+    .unwrap();
+    r.push_frame(linktype::ETHERNET, &udp, false);
+    udp[12] = 0x08;
+    udp[13] = 0x06; // ARP
+    r.push_frame(linktype::ETHERNET, &udp, false);
+    r.push_frame(linktype::ETHERNET, &good[..40], false); // garbage: truncated, not cut
+    r.push(&Record {
+        ts_ns: 0,
+        data: good[..60].to_vec(),
+        orig_len: good.len() as u32,
+        linktype: 1,
+    });
+    r.push_frame(147, &good, false);
+    r.push_frame(linktype::ETHERNET, &good, false);
+    let out = r.finish();
+    let c = out.counts;
+    assert_eq!(
+        (
+            c.non_tcp,
+            c.non_ip,
+            c.malformed,
+            c.snaplen_cut,
+            c.unsupported_link,
+            c.data
+        ),
+        (1, 1, 1, 1, 1, 1)
+    );
+    assert_eq!(c.read, 6);
+    assert_eq!(c.accounted(), 6);
+}
+
+#[test]
+fn same_input_same_output() {
+    let c = Conn::v4();
+    let frames: Vec<Vec<u8>> = (0..50u32)
+        .map(|i| c.frame((i % 2) as usize, i * 7, ACK, &[i as u8; 11]))
+        .collect();
+    let a = reassemble(&frames, last_wins());
+    let b = reassemble(&frames, last_wins());
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.counts, b.counts);
+}
