@@ -11,6 +11,7 @@
 
 mod arena;
 pub mod baseline;
+pub mod model;
 mod reassembly;
 mod view;
 
