@@ -13,6 +13,7 @@ mod arena;
 pub mod baseline;
 pub mod model;
 mod reassembly;
+pub mod synth;
 mod view;
 
 pub use arena::Arena;
