@@ -11,7 +11,9 @@
 
 mod arena;
 pub mod baseline;
+pub mod model;
 mod reassembly;
+pub mod synth;
 mod view;
 
 pub use arena::Arena;

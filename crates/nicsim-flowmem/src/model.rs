@@ -1,0 +1,718 @@
+//! The SmartNIC memory model of "Packets are Not Pages" (seed 001): what reassembling and
+//! processing a flow costs in DRAM traffic, cache hits and core cycles, for the copy-based design
+//! and for flow-based addressing, on the same flow and workload.
+//!
+//! The parts, each from the talk's prototype (an Alveo U250 with OpenNIC and a MicroBlaze):
+//! - the **Packet Handler** writes every payload into DRAM at line rate (its address is the
+//!   arena address the reassembler gave it);
+//! - **DRAM**: a latency, a transfer rate and a burst size; every access moves whole bursts;
+//! - an **in-order core** with an **L1** data cache: each load or store goes through the L1; a
+//!   miss stalls the core for the line (from DRAM, or from the L2 flow cache);
+//! - the **flow cache controller** with its **realignment engine**: it reads a flow's segments
+//!   from DRAM through the translation table and writes them, realigned, into the **L2 flow
+//!   cache** at their stream offsets; either the whole bytestream before processing starts, or
+//!   selectively, one flow-cache line when the core misses on it.
+//!
+//! Copy-based: the core copies the segments into a contiguous buffer in DRAM (word loads and
+//! stores through the L1), then processes the buffer (loads through the L1 from DRAM).
+//! Flow-based: the controller assembles the stream into the L2 flow cache, and the core
+//! processes it from there (loads through the L1 from the L2).
+//!
+//! The model is trace-driven: it replays the exact addresses the two designs touch (for the
+//! regex workload, the entries of the DFA's transition table the bytes select) through the
+//! caches, and accumulates time in the kernel's integer ticks over the core, DRAM and engine
+//! clocks. Every constant is a field of [`MemConfig`], read from a target TOML whose sources are
+//! in docs/flowmem.md.
+
+use nicsim_kernel::time::{Clock, Time, Timebase};
+use regex_automata::dfa::{dense, Automaton};
+use regex_automata::util::start;
+use regex_automata::Anchored;
+use serde::{Deserialize, Serialize};
+
+use crate::reassembly::Segment;
+use crate::view::FlowView;
+use crate::FlowError;
+
+/// A set-associative cache's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Line size in bytes (a power of two).
+    pub line_bytes: u64,
+    /// Associativity (1: direct-mapped).
+    pub ways: u32,
+}
+
+/// The DRAM and its controller.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DramConfig {
+    /// Controller clock.
+    pub clock_mhz: u32,
+    /// Bytes moved per controller cycle (the interface's bandwidth).
+    pub bytes_per_cycle: u64,
+    /// Cycles from a request to its first data.
+    pub latency_cycles: u64,
+    /// The unit every access is rounded out to.
+    pub burst_bytes: u64,
+}
+
+/// The in-order core and the cycles its loops take per unit of work (cache hits included).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreConfig {
+    /// Core clock.
+    pub clock_mhz: u32,
+    /// Width of the copy loop's loads and stores, and of the scan's loads.
+    pub word_bytes: u64,
+    /// Core cycles to bring an L1 line from the L2 flow cache (beyond the hit time).
+    pub l2_hit_cycles: u64,
+    /// Copy loop: cycles per word (load, store, pointer updates, loop branch).
+    pub copy_cycles_per_word: u64,
+    /// Linear scan: cycles per byte.
+    pub scan_cycles_per_byte: u64,
+    /// Regex: cycles per byte besides the transition-table load (byte load, class, index, test).
+    pub regex_cycles_per_byte: u64,
+}
+
+/// The flow cache controller's realignment engine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Engine clock.
+    pub clock_mhz: u32,
+    /// Bytes realigned and written into the L2 flow cache per engine cycle.
+    pub bytes_per_cycle: u64,
+    /// Engine cycles per translation-table lookup (one per segment piece fetched).
+    pub lookup_cycles: u64,
+}
+
+/// When the controller fills the L2 flow cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retrieval {
+    /// The whole bytestream, before processing starts.
+    Whole,
+    /// One flow-cache line when the core misses on it.
+    Selective,
+}
+
+/// A SmartNIC target: every constant of the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemConfig {
+    /// Target name.
+    pub name: String,
+    /// What it stands for.
+    #[serde(default)]
+    pub description: String,
+    /// The core.
+    pub core: CoreConfig,
+    /// The core's L1 data cache (write-back; a word store that misses allocates without a fill).
+    pub l1: CacheConfig,
+    /// The L2 flow cache.
+    pub flow_cache: CacheConfig,
+    /// DRAM.
+    pub dram: DramConfig,
+    /// The realignment engine.
+    pub engine: EngineConfig,
+    /// The flow cache's retrieval strategy.
+    pub retrieval: Retrieval,
+}
+
+/// The built-in targets, by name.
+pub const TARGETS: [(&str, &str); 1] = [(
+    "u250-microblaze",
+    include_str!("../targets/u250-microblaze.toml"),
+)];
+
+impl MemConfig {
+    /// A built-in target.
+    pub fn builtin(name: &str) -> Option<Self> {
+        let (_, text) = TARGETS.iter().find(|(n, _)| *n == name)?;
+        Some(Self::from_toml(text).expect("built-in targets parse"))
+    }
+
+    /// Parses a target TOML; errors name the key.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        let de = toml::Deserializer::new(text);
+        let c: MemConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let msg = inner.message().trim().to_string();
+            if path == "." || path.is_empty() {
+                msg
+            } else {
+                format!("{path}: {msg}")
+            }
+        })?;
+        c.check()?;
+        Ok(c)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (key, c) in [("l1", &self.l1), ("flow_cache", &self.flow_cache)] {
+            if !c.line_bytes.is_power_of_two() || c.ways == 0 {
+                return Err(format!(
+                    "{key}: line_bytes must be a power of two and ways at least 1"
+                ));
+            }
+            let sets = c.size_bytes / (c.line_bytes * c.ways as u64);
+            if sets == 0 || sets * c.line_bytes * c.ways as u64 != c.size_bytes {
+                return Err(format!(
+                    "{key}.size_bytes: must be a multiple of line_bytes × ways"
+                ));
+            }
+        }
+        let positive = [
+            ("core.clock_mhz", self.core.clock_mhz as u64),
+            ("core.word_bytes", self.core.word_bytes),
+            ("dram.clock_mhz", self.dram.clock_mhz as u64),
+            ("dram.bytes_per_cycle", self.dram.bytes_per_cycle),
+            ("dram.burst_bytes", self.dram.burst_bytes),
+            ("engine.clock_mhz", self.engine.clock_mhz as u64),
+            ("engine.bytes_per_cycle", self.engine.bytes_per_cycle),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(format!("{key}: must be positive"));
+            }
+        }
+        if !self.core.word_bytes.is_power_of_two() || self.core.word_bytes > self.l1.line_bytes {
+            return Err(
+                "core.word_bytes: must be a power of two no larger than l1.line_bytes".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What the core does with the stream.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// Read every byte once (a memory-bound pass: a histogram, a checksum, a literal search).
+    Scan,
+    /// Run a DFA over every byte (compute-bound: each byte loads a transition-table entry).
+    Regex(Box<dense::DFA<Vec<u32>>>),
+}
+
+impl Workload {
+    /// The regex workload for `pattern` (an unanchored forward DFA, as a scanner would run).
+    pub fn regex(pattern: &str) -> Result<Self, FlowError> {
+        let dfa = dense::DFA::new(pattern).map_err(|e| FlowError::Regex {
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Workload::Regex(Box::new(dfa)))
+    }
+}
+
+/// Cache counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Accesses that hit.
+    pub hits: u64,
+    /// Accesses that missed.
+    pub misses: u64,
+    /// Dirty lines written back on eviction.
+    pub writebacks: u64,
+}
+
+impl CacheStats {
+    /// hits / accesses (0 without accesses).
+    pub fn hit_rate(&self) -> f64 {
+        let n = self.hits + self.misses;
+        if n == 0 {
+            0.0
+        } else {
+            self.hits as f64 / n as f64
+        }
+    }
+}
+
+/// DRAM traffic of one phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Traffic {
+    /// Bytes requested by reads (cache lines, segment pieces).
+    pub read_bytes: u64,
+    /// Bytes requested by writes.
+    pub write_bytes: u64,
+    /// Bytes the DRAM interface moved for them: each request rounded out to whole bursts.
+    pub bus_bytes: u64,
+}
+
+impl Traffic {
+    fn read(&mut self, requested: u64, bus: u64) {
+        self.read_bytes += requested;
+        self.bus_bytes += bus;
+    }
+    fn write(&mut self, requested: u64, bus: u64) {
+        self.write_bytes += requested;
+        self.bus_bytes += bus;
+    }
+    /// Read plus written.
+    pub fn total_bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+}
+
+/// The outcome of one design on one flow set and workload.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DesignReport {
+    /// Stream bytes processed.
+    pub payload_bytes: u64,
+    /// DRAM traffic of the Packet Handler (both designs: the payloads written once).
+    pub receive: Traffic,
+    /// DRAM traffic of the copy (copy-based) or of the flow cache fill (flow-based).
+    pub assemble: Traffic,
+    /// DRAM traffic while processing.
+    pub process: Traffic,
+    /// Core cycles spent copying (copy-based) or waiting for the whole-bytestream fill.
+    pub assemble_cycles: u64,
+    /// Core cycles spent processing (stalls included).
+    pub process_cycles: u64,
+    /// Seconds: assemble.
+    pub assemble_seconds: f64,
+    /// Seconds: process.
+    pub process_seconds: f64,
+    /// The core's L1.
+    pub l1: CacheStats,
+    /// The L2 flow cache (flow-based only).
+    pub flow_cache: CacheStats,
+    /// Bytes the core copied (copy-based only).
+    pub bytes_copied: u64,
+}
+
+impl DesignReport {
+    /// All DRAM traffic.
+    pub fn dram_bytes(&self) -> u64 {
+        self.receive.total_bytes() + self.assemble.total_bytes() + self.process.total_bytes()
+    }
+    /// Core cycles in all.
+    pub fn cycles(&self) -> u64 {
+        self.assemble_cycles + self.process_cycles
+    }
+    /// Seconds in all.
+    pub fn seconds(&self) -> f64 {
+        self.assemble_seconds + self.process_seconds
+    }
+}
+
+/// One way of a set: the line's tag, whether it is dirty, when it was last used.
+#[derive(Debug, Clone, Copy)]
+struct Way {
+    tag: u64,
+    valid: bool,
+    dirty: bool,
+    used: u64,
+}
+
+/// A set-associative, LRU, write-back cache of line addresses.
+struct Cache {
+    line_shift: u32,
+    sets: u64,
+    ways: usize,
+    lines: Vec<Way>,
+    clock: u64,
+    stats: CacheStats,
+}
+
+/// The result of one cache access.
+enum Access {
+    Hit,
+    /// A miss; `Some(line address)` when a dirty line was evicted for it.
+    Miss(Option<u64>),
+}
+
+impl Cache {
+    fn new(c: &CacheConfig) -> Self {
+        let sets = c.size_bytes / (c.line_bytes * c.ways as u64);
+        Cache {
+            line_shift: c.line_bytes.trailing_zeros(),
+            sets,
+            ways: c.ways as usize,
+            lines: vec![
+                Way {
+                    tag: 0,
+                    valid: false,
+                    dirty: false,
+                    used: 0
+                };
+                (sets as usize) * c.ways as usize
+            ],
+            clock: 0,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Looks up the line holding `addr`; on a miss, allocates it (evicting the LRU way).
+    fn access(&mut self, addr: u64, write: bool) -> Access {
+        self.clock += 1;
+        let line = addr >> self.line_shift;
+        let set = (line % self.sets) as usize;
+        let ways = &mut self.lines[set * self.ways..(set + 1) * self.ways];
+        if let Some(w) = ways.iter_mut().find(|w| w.valid && w.tag == line) {
+            w.used = self.clock;
+            w.dirty |= write;
+            self.stats.hits += 1;
+            return Access::Hit;
+        }
+        self.stats.misses += 1;
+        let victim = ways
+            .iter_mut()
+            .min_by_key(|w| (w.valid, w.used))
+            .expect("at least one way");
+        let evicted = (victim.valid && victim.dirty).then_some(victim.tag << self.line_shift);
+        if evicted.is_some() {
+            self.stats.writebacks += 1;
+        }
+        *victim = Way {
+            tag: line,
+            valid: true,
+            dirty: write,
+            used: self.clock,
+        };
+        Access::Miss(evicted)
+    }
+
+    /// Dirty lines still held (written back when the run ends).
+    fn dirty_lines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.lines
+            .iter()
+            .filter(|w| w.valid && w.dirty)
+            .map(move |w| w.tag << self.line_shift)
+    }
+}
+
+/// The clocks of one run, in one timebase.
+struct Clocks {
+    tb: Timebase,
+    core: Clock,
+    dram: Clock,
+    engine: Clock,
+}
+
+impl Clocks {
+    fn new(c: &MemConfig) -> Self {
+        let tb =
+            Timebase::for_clocks_mhz(&[c.core.clock_mhz, c.dram.clock_mhz, c.engine.clock_mhz]);
+        Clocks {
+            core: tb.clock(c.core.clock_mhz),
+            dram: tb.clock(c.dram.clock_mhz),
+            engine: tb.clock(c.engine.clock_mhz),
+            tb,
+        }
+    }
+    /// Core cycles covering `t` ticks (rounded up: a stall ends on a core edge).
+    fn core_cycles(&self, t: Time) -> u64 {
+        t.div_ceil(self.core.period)
+    }
+    fn seconds(&self, core_cycles: u64) -> f64 {
+        self.tb.to_us(self.core.cycles(core_cycles)) * 1e-6
+    }
+}
+
+/// DRAM: whole bursts, one request at a time.
+struct Dram {
+    c: DramConfig,
+}
+
+impl Dram {
+    /// Bytes on the interface for `len` bytes at `addr` (rounded out to bursts).
+    fn span_bytes(&self, addr: u64, len: u64) -> u64 {
+        if len == 0 {
+            return 0;
+        }
+        let b = self.c.burst_bytes;
+        ((addr + len).div_ceil(b) - addr / b) * b
+    }
+    /// Controller cycles for one request of `bytes` (already burst-rounded).
+    fn cycles(&self, bytes: u64) -> u64 {
+        self.c.latency_cycles + bytes.div_ceil(self.c.bytes_per_cycle)
+    }
+}
+
+/// Where the contiguous buffers (copy-based) and the DFA table live in DRAM: far above the arena.
+const BUFFER_BASE: u64 = 1 << 40;
+const TABLE_BASE: u64 = 1 << 44;
+
+/// The memory model for one target.
+pub struct MemModel {
+    config: MemConfig,
+}
+
+/// Both designs on the same flows and workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Copy-based.
+    pub copy: DesignReport,
+    /// Flow-based.
+    pub flow: DesignReport,
+}
+
+impl MemModel {
+    /// A model of `config`.
+    pub fn new(config: MemConfig) -> Self {
+        MemModel { config }
+    }
+
+    /// The target.
+    pub fn config(&self) -> &MemConfig {
+        &self.config
+    }
+
+    /// Runs both designs over `flows` (each processed whole, one after another).
+    pub fn compare(&self, flows: &[FlowView<'_>], workload: &Workload) -> Comparison {
+        Comparison {
+            copy: self.copy_based(flows, workload),
+            flow: self.flow_based(flows, workload),
+        }
+    }
+
+    fn receive(&self, dram: &Dram, flows: &[FlowView<'_>], r: &mut DesignReport) {
+        for v in flows {
+            for s in v.segments() {
+                r.receive
+                    .write(s.len_bytes, dram.span_bytes(s.addr, s.len_bytes));
+            }
+        }
+    }
+
+    /// The copy-based design: copy each stream into a contiguous DRAM buffer, then process it.
+    pub fn copy_based(&self, flows: &[FlowView<'_>], workload: &Workload) -> DesignReport {
+        let c = &self.config;
+        let clocks = Clocks::new(c);
+        let dram = Dram { c: c.dram };
+        let mut l1 = Cache::new(&c.l1);
+        let mut r = DesignReport::default();
+        self.receive(&dram, flows, &mut r);
+        let line = c.l1.line_bytes;
+        let word = c.core.word_bytes;
+        // An L1 miss: the dirty victim written back, then (for a load) the line read.
+        let miss = |r_traffic: &mut Traffic, evicted: Option<u64>, fill: Option<u64>| -> Time {
+            let mut t = 0;
+            if let Some(a) = evicted {
+                let b = dram.span_bytes(a, line);
+                r_traffic.write(line, b);
+                t += clocks.dram.cycles(dram.cycles(b));
+            }
+            if let Some(a) = fill {
+                let b = dram.span_bytes(a, line);
+                r_traffic.read(line, b);
+                t += clocks.dram.cycles(dram.cycles(b));
+            }
+            t
+        };
+        // The buffer starts half an L1 away from the arena's alignment, so that a direct-mapped
+        // L1 does not map the line being copied and its destination to the same set.
+        let mut buffer_at = BUFFER_BASE + c.l1.size_bytes / 2;
+        let mut bases = Vec::with_capacity(flows.len());
+        // Copy: word loads from each segment, word stores to the buffer at the stream offset.
+        let mut stall: Time = 0;
+        let mut words = 0u64;
+        for v in flows {
+            bases.push(buffer_at);
+            for s in v.segments() {
+                let mut done = 0;
+                while done < s.len_bytes {
+                    let src = s.addr + done;
+                    let dst = buffer_at + s.offset + done;
+                    // A word at most, not crossing a word boundary of the source.
+                    let n = (word - src % word).min(s.len_bytes - done);
+                    if let Access::Miss(ev) = l1.access(src, false) {
+                        stall += miss(&mut r.assemble, ev, Some(src & !(line - 1)));
+                    }
+                    // A store miss allocates without a fill (MicroBlaze, write-back, word store).
+                    if let Access::Miss(ev) = l1.access(dst, true) {
+                        stall += miss(&mut r.assemble, ev, None);
+                    }
+                    if dst % word + n > word {
+                        // The store straddles two words of the buffer.
+                        if let Access::Miss(ev) = l1.access(dst + n - 1, true) {
+                            stall += miss(&mut r.assemble, ev, None);
+                        }
+                    }
+                    words += 1;
+                    done += n;
+                    r.bytes_copied += n;
+                }
+            }
+            buffer_at += v.len().div_ceil(line) * line + line;
+        }
+        r.assemble_cycles = words * c.core.copy_cycles_per_word + clocks.core_cycles(stall);
+        // Process the buffers, each from DRAM through the L1.
+        let mut stall: Time = 0;
+        let mut compute = 0u64;
+        for (v, &base) in flows.iter().zip(&bases) {
+            compute += self.process(v, workload, &mut |what| {
+                let addr = match what {
+                    Ref::Stream(off) => base + off,
+                    Ref::Table(a) => a,
+                };
+                if let Access::Miss(ev) = l1.access(addr, false) {
+                    stall += miss(&mut r.process, ev, Some(addr & !(line - 1)));
+                }
+            });
+            r.payload_bytes += v.segments().iter().map(|s| s.len_bytes).sum::<u64>();
+        }
+        // Dirty buffer lines reach DRAM in the end.
+        let dirty: Vec<u64> = l1.dirty_lines().collect();
+        for a in dirty {
+            r.assemble.write(line, dram.span_bytes(a, line));
+        }
+        r.process_cycles = compute + clocks.core_cycles(stall);
+        r.l1 = l1.stats;
+        r.assemble_seconds = clocks.seconds(r.assemble_cycles);
+        r.process_seconds = clocks.seconds(r.process_cycles);
+        r
+    }
+
+    /// The flow-based design: the controller fills the L2 flow cache through the translation
+    /// table; the core processes the stream from there.
+    pub fn flow_based(&self, flows: &[FlowView<'_>], workload: &Workload) -> DesignReport {
+        let c = &self.config;
+        let clocks = Clocks::new(c);
+        let dram = Dram { c: c.dram };
+        let mut l1 = Cache::new(&c.l1);
+        let mut l2 = Cache::new(&c.flow_cache);
+        let mut r = DesignReport::default();
+        self.receive(&dram, flows, &mut r);
+        let l1_line = c.l1.line_bytes;
+        let l2_line = c.flow_cache.line_bytes;
+        // Flow address space: each flow at its own base, line-aligned.
+        let mut bases = Vec::with_capacity(flows.len());
+        let mut at = 0u64;
+        for v in flows {
+            bases.push(at);
+            at += v.len().div_ceil(l2_line) * l2_line + l2_line;
+        }
+        // The controller fetches stream bytes [from, to) of a flow into the L2: one DRAM read
+        // per segment piece (whole bursts) and the engine's realignment, pipelined; returns
+        // ticks.
+        let fetch = |segs: &[Segment], from: u64, to: u64, t: &mut Traffic| -> Time {
+            let first = segs.partition_point(|s| s.offset + s.len_bytes <= from);
+            let (mut dram_t, mut engine_cycles) = (0, 0);
+            for s in segs[first..].iter().take_while(|s| s.offset < to) {
+                let lo = from.max(s.offset);
+                let hi = to.min(s.offset + s.len_bytes);
+                let b = dram.span_bytes(s.addr + (lo - s.offset), hi - lo);
+                t.read(hi - lo, b);
+                dram_t += clocks.dram.cycles(dram.cycles(b));
+                engine_cycles +=
+                    c.engine.lookup_cycles + (hi - lo).div_ceil(c.engine.bytes_per_cycle);
+            }
+            dram_t.max(clocks.engine.cycles(engine_cycles))
+        };
+        let mut assemble_t: Time = 0;
+        if c.retrieval == Retrieval::Whole {
+            for (v, &base) in flows.iter().zip(&bases) {
+                let mut off = 0;
+                while off < v.len() {
+                    let end = (off + l2_line).min(v.len());
+                    // The engine writes lines in stream order; a line evicted before processing
+                    // reaches it is fetched again on demand below.
+                    let _ = l2.access(base + off, false);
+                    off = end;
+                }
+                assemble_t += fetch(v.segments(), 0, v.len(), &mut r.assemble);
+            }
+            l2.stats = CacheStats::default(); // the fill is not the core's hits or misses
+        }
+        let mut stall: Time = 0;
+        let mut compute = 0u64;
+        for (v, &base) in flows.iter().zip(&bases) {
+            let segs = v.segments();
+            let len = v.len();
+            compute += self.process(v, workload, &mut |what| match what {
+                // A stream load: the L1, then the L2 flow cache, then the controller.
+                Ref::Stream(off) => {
+                    if let Access::Miss(_) = l1.access(base + off, false) {
+                        // Stream lines are never dirty in the L1: nothing to write back.
+                        stall += clocks.core.cycles(c.core.l2_hit_cycles);
+                        if let Access::Miss(_) = l2.access(base + off, false) {
+                            let from = off & !(l2_line - 1);
+                            stall += fetch(segs, from, (from + l2_line).min(len), &mut r.process);
+                        }
+                    }
+                }
+                // The DFA's table sits in DRAM, cached by the L1 only.
+                Ref::Table(a) => {
+                    if let Access::Miss(_) = l1.access(a, false) {
+                        let b = dram.span_bytes(a & !(l1_line - 1), l1_line);
+                        r.process.read(l1_line, b);
+                        stall += clocks.dram.cycles(dram.cycles(b));
+                    }
+                }
+            });
+            r.payload_bytes += segs.iter().map(|s| s.len_bytes).sum::<u64>();
+        }
+        r.assemble_cycles = clocks.core_cycles(assemble_t);
+        r.process_cycles = compute + clocks.core_cycles(stall);
+        r.l1 = l1.stats;
+        r.flow_cache = l2.stats;
+        r.assemble_seconds = clocks.seconds(r.assemble_cycles);
+        r.process_seconds = clocks.seconds(r.process_cycles);
+        r
+    }
+
+    /// The workload over one stream: `touch(Ref::Stream(offset))` for each word the core loads,
+    /// `touch(Ref::Table(address))` for each DFA transition-table entry; returns the compute
+    /// cycles.
+    fn process(&self, v: &FlowView<'_>, workload: &Workload, touch: &mut dyn FnMut(Ref)) -> u64 {
+        let c = &self.config.core;
+        let word = c.word_bytes;
+        let mut bytes = 0u64;
+        match workload {
+            Workload::Scan => {
+                for ch in v.chunks() {
+                    // One load per word the chunk touches.
+                    let (lo, hi) = (ch.offset, ch.offset + ch.bytes.len() as u64);
+                    let mut w = lo & !(word - 1);
+                    while w < hi {
+                        touch(Ref::Stream(w.max(lo)));
+                        w += word;
+                    }
+                    bytes += hi - lo;
+                }
+                bytes * c.scan_cycles_per_byte
+            }
+            Workload::Regex(dfa) => {
+                let classes = dfa.byte_classes();
+                let cfg = start::Config::new().anchored(Anchored::No);
+                for ch in v.chunks() {
+                    // Each run starts the DFA afresh (a hole ends a match, as in FlowView).
+                    let Ok(mut state) = dfa.start_state(&cfg) else {
+                        continue;
+                    };
+                    let mut last_word = u64::MAX;
+                    for (i, &b) in ch.bytes.iter().enumerate() {
+                        let off = ch.offset + i as u64;
+                        if off / word != last_word {
+                            touch(Ref::Stream(off));
+                            last_word = off / word;
+                        }
+                        // The entry the byte selects (state ids are premultiplied by the stride).
+                        let entry = state.as_usize() as u64 + classes.get(b) as u64;
+                        touch(Ref::Table(TABLE_BASE + entry * 4));
+                        state = dfa.next_state(state, b);
+                        if dfa.is_dead_state(state) {
+                            state = dfa.start_state(&cfg).unwrap_or(state);
+                        }
+                    }
+                    bytes += ch.bytes.len() as u64;
+                }
+                bytes * c.regex_cycles_per_byte
+            }
+        }
+    }
+}
+
+/// A load of the workload: a stream byte (by stream offset) or a DFA table entry (by address).
+#[derive(Debug, Clone, Copy)]
+enum Ref {
+    Stream(u64),
+    Table(u64),
+}
