@@ -11,6 +11,7 @@
 
 mod arena;
 pub mod baseline;
+pub mod bench;
 pub mod model;
 mod reassembly;
 pub mod synth;
