@@ -30,7 +30,8 @@ use regex_automata::util::start;
 use regex_automata::Anchored;
 use serde::{Deserialize, Serialize};
 
-use crate::reassembly::Segment;
+use crate::arena::Arena;
+use crate::reassembly::{Direction, Segment};
 use crate::view::FlowView;
 use crate::FlowError;
 
@@ -607,25 +608,24 @@ impl MemModel {
             dram_t.max(clocks.engine.cycles(engine_cycles))
         };
         let mut assemble_t: Time = 0;
-        if c.retrieval == Retrieval::Whole {
-            for (v, &base) in flows.iter().zip(&bases) {
-                let mut off = 0;
-                while off < v.len() {
-                    let end = (off + l2_line).min(v.len());
-                    // The engine writes lines in stream order; a line evicted before processing
-                    // reaches it is fetched again on demand below.
-                    let _ = l2.access(base + off, false);
-                    off = end;
-                }
-                assemble_t += fetch(v.segments(), 0, v.len(), &mut r.assemble);
-            }
-            l2.stats = CacheStats::default(); // the fill is not the core's hits or misses
-        }
         let mut stall: Time = 0;
         let mut compute = 0u64;
         for (v, &base) in flows.iter().zip(&bases) {
             let segs = v.segments();
             let len = v.len();
+            if c.retrieval == Retrieval::Whole {
+                // The controller assembles the whole bytestream, then the core processes it.
+                // The engine writes lines in stream order; a line evicted before processing
+                // reaches it (a flow larger than the flow cache) is fetched again on demand.
+                let core_stats = l2.stats;
+                let mut off = 0;
+                while off < len {
+                    let _ = l2.access(base + off, false);
+                    off += l2_line;
+                }
+                l2.stats = core_stats; // the fill is not the core's hits or misses
+                assemble_t += fetch(segs, 0, len, &mut r.assemble);
+            }
             compute += self.process(v, workload, &mut |what| match what {
                 // A stream load: the L1, then the L2 flow cache, then the controller.
                 Ref::Stream(off) => {
@@ -715,4 +715,47 @@ impl MemModel {
 enum Ref {
     Stream(u64),
     Table(u64),
+}
+
+/// The talk's micro-benchmark flow: `packets` in-order payloads of `payload_bytes`, each written
+/// by the Packet Handler into its own `buffer_bytes` packet buffer (headers and slack in the
+/// rest), so the translation table has one entry per packet. The payload is text-like bytes.
+pub fn packet_buffers(packets: u32, payload_bytes: u32, buffer_bytes: u32) -> (Arena, Direction) {
+    let slack = buffer_bytes.saturating_sub(payload_bytes) as usize;
+    let total = packets as u64 * payload_bytes.max(buffer_bytes) as u64;
+    let mut arena = Arena::new(total);
+    let mut segments = Vec::with_capacity(packets as usize);
+    let words = b"the packet flow memory cache stream segment offset address dram line ";
+    let mut offset = 0u64;
+    for i in 0..packets as usize {
+        if slack > 0 {
+            arena.append(&vec![0; slack]).expect("room for the headers");
+        }
+        let payload: Vec<u8> = (0..payload_bytes as usize)
+            .map(|j| words[(i * payload_bytes as usize + j) % words.len()])
+            .collect();
+        let addr = arena.append(&payload).expect("room for the payload");
+        segments.push(Segment {
+            offset,
+            addr,
+            len_bytes: payload_bytes as u64,
+        });
+        offset += payload_bytes as u64;
+    }
+    let dir = Direction {
+        src: std::net::Ipv4Addr::new(10, 0, 0, 1).into(),
+        dst: std::net::Ipv4Addr::new(10, 0, 0, 2).into(),
+        sport: 9,
+        dport: 9,
+        start_seq: Some(1),
+        syn: false,
+        fin: false,
+        rst: false,
+        len_bytes: offset,
+        segments,
+        holes: Vec::new(),
+        packets: packets as u64,
+        bytes: Default::default(),
+    };
+    (arena, dir)
 }

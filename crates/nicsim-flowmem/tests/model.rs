@@ -139,3 +139,19 @@ fn a_bad_target_names_the_key() {
         MemConfig::from_toml(&text.replace("size_bytes = 8192", "size_bytes = 8200")).unwrap_err();
     assert!(e.contains("l1.size_bytes"), "{e}");
 }
+
+#[test]
+fn whole_retrieval_assembles_each_flow_just_before_it_is_processed() {
+    // Five flows of ~100 KB: together twice the 256 KB flow cache, each well inside it.
+    let bufs: Vec<_> = (0..5)
+        .map(|_| nicsim_flowmem::model::packet_buffers(67, 1510, 2048))
+        .collect();
+    let views: Vec<_> = bufs
+        .iter()
+        .map(|(a, d)| nicsim_flowmem::FlowView::new(a, d))
+        .collect();
+    let out = MemModel::new(u250()).flow_based(&views, &Workload::Scan);
+    assert_eq!(out.assemble.read_bytes, 5 * 67 * 1510);
+    assert_eq!(out.process.total_bytes(), 0);
+    assert_eq!(out.flow_cache.misses, 0);
+}

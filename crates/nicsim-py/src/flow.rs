@@ -4,7 +4,13 @@
 use std::path::PathBuf;
 
 use nicsim_flowmem::baseline::Contiguous;
+use nicsim_flowmem::bench::{host_bench, HostWorkload};
+use nicsim_flowmem::model::{
+    packet_buffers, Comparison, DesignReport, MemConfig, MemModel, Retrieval, Workload,
+};
+use nicsim_flowmem::synth::{synthesize, SynthConfig};
 use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex};
+use nicsim_packet::capture::CaptureFormat;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -212,9 +218,182 @@ impl FlowView {
     }
 }
 
-/// Adds the flow-memory classes to the module.
+fn mem_config(target_toml: &str, retrieval: Option<&str>) -> PyResult<MemConfig> {
+    let mut c = MemConfig::from_toml(target_toml).map_err(input_error)?;
+    match retrieval {
+        None => {}
+        Some("whole") => c.retrieval = Retrieval::Whole,
+        Some("selective") => c.retrieval = Retrieval::Selective,
+        Some(other) => {
+            return Err(input_error(format!(
+                "retrieval {other:?}: expected \"whole\" or \"selective\""
+            )))
+        }
+    }
+    Ok(c)
+}
+
+fn mem_workload(kind: &str, pattern: Option<&str>) -> PyResult<Workload> {
+    match (kind, pattern) {
+        ("scan", _) => Ok(Workload::Scan),
+        ("regex", Some(p)) => Workload::regex(p).map_err(input_error),
+        ("regex", None) => Err(input_error("the regex workload needs a pattern")),
+        (other, _) => Err(input_error(format!(
+            "workload {other:?}: expected \"scan\" or \"regex\""
+        ))),
+    }
+}
+
+fn design_json(d: &DesignReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(d).expect("serializable");
+    let o = v.as_object_mut().expect("an object");
+    o.insert("dram_bytes".into(), d.dram_bytes().into());
+    o.insert("cycles".into(), d.cycles().into());
+    o.insert("model_seconds".into(), d.seconds().into());
+    o.insert("cache_hit_rate".into(), d.l1.hit_rate().into());
+    o.insert("flow_cache_hit_rate".into(), d.flow_cache.hit_rate().into());
+    v
+}
+
+fn comparison_json(c: &MemConfig, cmp: &Comparison) -> String {
+    serde_json::json!({
+        "target": c.name,
+        "retrieval": c.retrieval,
+        "copy": design_json(&cmp.copy),
+        "flow": design_json(&cmp.flow),
+    })
+    .to_string()
+}
+
+/// The SmartNIC memory model (both designs) over every flow direction of `capture`; JSON.
+#[pyfunction]
+#[pyo3(signature = (capture, workload, pattern, target_toml, retrieval=None))]
+fn flow_model(
+    py: Python<'_>,
+    capture: &FlowCapture,
+    workload: &str,
+    pattern: Option<&str>,
+    target_toml: &str,
+    retrieval: Option<&str>,
+) -> PyResult<String> {
+    let c = mem_config(target_toml, retrieval)?;
+    let w = mem_workload(workload, pattern)?;
+    let r = &capture.inner;
+    let cmp = py.detach(|| {
+        let views = nicsim_flowmem::bench::views(r);
+        MemModel::new(c.clone()).compare(&views, &w)
+    });
+    Ok(comparison_json(&c, &cmp))
+}
+
+/// The model on the talk's micro-benchmark: `packets` payloads of `payload_bytes`, each in its
+/// own `buffer_bytes` packet buffer; JSON.
+#[pyfunction]
+#[pyo3(signature = (packets, payload_bytes, buffer_bytes, workload, pattern, target_toml, retrieval=None))]
+#[allow(clippy::too_many_arguments)]
+fn flow_model_micro(
+    py: Python<'_>,
+    packets: u32,
+    payload_bytes: u32,
+    buffer_bytes: u32,
+    workload: &str,
+    pattern: Option<&str>,
+    target_toml: &str,
+    retrieval: Option<&str>,
+) -> PyResult<String> {
+    let c = mem_config(target_toml, retrieval)?;
+    let w = mem_workload(workload, pattern)?;
+    let cmp = py.detach(|| {
+        let (arena, dir) = packet_buffers(packets, payload_bytes, buffer_bytes);
+        let view = nicsim_flowmem::FlowView::new(&arena, &dir);
+        MemModel::new(c.clone()).compare(std::slice::from_ref(&view), &w)
+    });
+    Ok(comparison_json(&c, &cmp))
+}
+
+/// A built-in memory-model target's TOML text, by name.
+#[pyfunction]
+fn flow_model_target(name: &str) -> Option<&'static str> {
+    nicsim_flowmem::model::TARGETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+}
+
+/// Both designs measured on this host over every flow direction of `capture`; JSON.
+#[pyfunction]
+#[pyo3(signature = (capture, workload, pattern=None, repeat=3))]
+fn flow_host_bench(
+    py: Python<'_>,
+    capture: &FlowCapture,
+    workload: &str,
+    pattern: Option<&str>,
+    repeat: u32,
+) -> PyResult<String> {
+    let w = match (workload, pattern) {
+        ("scan", _) => HostWorkload::Scan,
+        ("regex", Some(p)) => {
+            HostWorkload::Regex(Box::new(StreamRegex::new(p).map_err(input_error)?))
+        }
+        _ => {
+            return Err(input_error(format!(
+                "workload {workload:?}: expected scan, or regex with a pattern"
+            )))
+        }
+    };
+    let b = py
+        .detach(|| host_bench(&capture.inner, &w, repeat))
+        .map_err(input_error)?;
+    Ok(serde_json::to_string(&b).expect("serializable"))
+}
+
+/// Writes a synthetic TCP capture (`config_json`: SynthConfig fields); `progress(packets)` is
+/// called now and then. Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, config_json, pcapng=false, progress=None))]
+fn flow_synth(
+    py: Python<'_>,
+    path: PathBuf,
+    config_json: &str,
+    pcapng: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let config: SynthConfig = serde_json::from_str(config_json).map_err(input_error)?;
+    config.check().map_err(input_error)?;
+    let format = if pcapng {
+        CaptureFormat::PcapNg
+    } else {
+        CaptureFormat::Pcap
+    };
+    let mut err = None;
+    let mut report = |n: u64| {
+        if let Some(cb) = &progress {
+            Python::attach(|py| {
+                if let Err(e) = cb
+                    .call1(py, (n,))
+                    .and_then(|_| py.check_signals().map(|_| py.None()))
+                {
+                    err.get_or_insert(e);
+                }
+            });
+        }
+    };
+    let rep = py.detach(|| synthesize(&config, &path, format, &mut report));
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let rep = rep.map_err(input_error)?;
+    Ok(serde_json::to_string(&rep).expect("serializable"))
+}
+
+/// Adds the flow-memory classes and functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FlowCapture>()?;
     m.add_class::<FlowView>()?;
+    m.add_function(wrap_pyfunction!(flow_model, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_model_micro, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_model_target, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_host_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_synth, m)?)?;
     Ok(())
 }

@@ -39,3 +39,100 @@ def flow_reassemble(
     Console().print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream bytes "
                     f"({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}")
     Console().print(f"wrote {out}/ (summary.json, flows.json, {s['directions']} stream files)")
+
+
+class Workload(StrEnum):
+    scan = "scan"
+    regex = "regex"
+
+
+class RetrievalOpt(StrEnum):
+    whole = "whole"
+    selective = "selective"
+
+
+@flow_app.command("synth")
+def flow_synth(
+    out: Annotated[Path, typer.Argument(help="Capture file to write (.pcap, or .pcapng with --pcapng).",
+                                        show_default=False)],
+    flows: Annotated[int, typer.Option("--flows", min=1, help="TCP connections.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same bytes.")] = 1,
+    loss: Annotated[float, typer.Option("--loss", min=0.0, max=0.99, help="Share of data segments lost before "
+                                        "the tap (each retransmitted an RTT later).")] = 0.01,
+    reorder: Annotated[float, typer.Option("--reorder", min=0.0, max=0.99, help="Share of data segments "
+                                           "delivered after later ones.")] = 0.01,
+    duplicate: Annotated[float, typer.Option("--duplicate", min=0.0, max=0.99, help="Share of data segments "
+                                             "retransmitted although they arrived.")] = 0.005,
+    pcapng: Annotated[bool, typer.Option("--pcapng", help="Write pcapng instead of pcap.")] = False,
+) -> None:
+    """Write a synthetic TCP capture: HTTP-like request/response connections whose response
+    sizes are heavy-tailed (Pareto, 93.16 % of flows at most 10 KB, as the talk measured), with
+    loss, reordering and spurious retransmissions. Valid pcap that Wireshark opens."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from nicsim.flow.memory import synth
+
+    with Progress(SpinnerColumn(), TextColumn("writing {task.fields[n]:,} packets"), TimeElapsedColumn(),
+                  transient=True) as bar:
+        task = bar.add_task("synth", n=0)
+        rep = synth(out, flows=flows, seed=seed, loss=loss, reorder=reorder, duplicate=duplicate, pcapng=pcapng,
+                    progress=lambda n: bar.update(task, n=n))
+    Console().print(f"{rep['flows']:,} flows, {rep['packets']:,} packets, {rep['frame_bytes']:,} frame bytes; "
+                    f"{rep['flows_le_10kb'] / rep['flows']:.1%} of flows <= 10 KB; lost {rep['lost']:,}, "
+                    f"reordered {rep['reordered']:,}, duplicated {rep['duplicated']:,}")
+    Console().print(f"wrote {out}")
+
+
+@flow_app.command("bench")
+def flow_bench(
+    capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
+    workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once "
+                                               "(memory-bound); regex: run a DFA (compute-bound).")] = Workload.scan,
+    pattern: Annotated[str | None, typer.Option("--pattern", "-p", help="Regex of the regex workload "
+                                                "(default: HTTP request lines).")] = None,
+    target: Annotated[str, typer.Option("--target", "-t", help="SmartNIC model: u250-microblaze (the talk's "
+                                        "prototype) or a target TOML file.")] = "u250-microblaze",
+    retrieval: Annotated[RetrievalOpt | None, typer.Option("--retrieval", help="Flow cache fill: the whole "
+                                                           "bytestream first, or a line on each miss (default: "
+                                                           "the target's).")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Host runs; the best is kept.")] = 3,
+) -> None:
+    """Copy-based against flow-based on every flow of CAPTURE, measured on this host (bytes
+    copied and read, seconds, Gbit/s) and in the SmartNIC memory model (DRAM bytes, cycles,
+    cache hit rates). Writes OUT/summary.json and OUT/designs.csv."""
+    from rich.table import Table
+
+    from nicsim.flow.memory import bench
+
+    s = bench(capture, out, workload=workload.value, pattern=pattern, target=target,
+              retrieval=retrieval.value if retrieval else None, repeat=repeat)
+    t = Table(title=f"{s['workload']} over {s['streams']:,} streams, {s['payload_bytes']:,} payload bytes")
+    for col in ("", "copy-based", "flow-based"):
+        t.add_column(col, justify="right" if col else "left")
+    c, f = s["copy"], s["flow"]
+    t.add_row("host: bytes copied", f"{c['bytes_copied']:,}", f"{f['bytes_copied']:,}")
+    t.add_row("host: bytes read", f"{c['bytes_read']:,}", f"{f['bytes_read']:,}")
+    t.add_row("host: Gbit/s (one core)", f"{c['gbps']:.2f}", f"{f['gbps']:.2f}")
+    t.add_row(f"model ({s['target']}): DRAM bytes", f"{c['dram_bytes']:,}", f"{f['dram_bytes']:,}")
+    t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
+    t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
+    Console().print(t)
+    Console().print(f"wrote {out}/ (summary.json, designs.csv)")
+
+
+@flow_app.command("sizes")
+def flow_sizes(
+    capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
+) -> None:
+    """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
+    50/90/99 % of its flows. Writes OUT/summary.json, OUT/flows.csv and flow_size_cdf (PNG, SVG)."""
+    from nicsim.flow.memory import sizes
+
+    s = sizes(capture, out)
+    Console().print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)")
+    for c in s["cover"]:
+        Console().print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "
+                        f"translation table {c['table_entries']:,} entries ({c['table_bytes']:,} B)")
+    Console().print(f"wrote {out}/ (summary.json, flows.csv, flow_size_cdf)")
