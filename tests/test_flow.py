@@ -98,3 +98,76 @@ def test_cli_bad_capture_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     assert not out.exists()
     assert_one_line_error(nicsim("flow", "reassemble", tmp_path / "missing.pcap", "--out", out), "missing.pcap")
     assert not out.exists()
+
+
+# `nicsim flow synth`, `bench`, `sizes` and `reproduce flowmem` (the memory model, issue 4).
+def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
+    cap = tmp_path / "s.pcap"
+    r = nicsim("flow", "synth", cap, "--flows", "400", "--loss", "0.03", "--seed", "5")
+    assert r.returncode == 0, r.stderr
+    again = tmp_path / "again.pcap"
+    assert nicsim("flow", "synth", again, "--flows", "400", "--loss", "0.03", "--seed", "5").returncode == 0
+    assert cap.read_bytes() == again.read_bytes()  # same seed, same bytes
+    for w in ("scan", "regex"):
+        out = tmp_path / w
+        r = nicsim("flow", "bench", cap, "--workload", w, "--repeat", "1", "--out", out)
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s["payload_bytes"] > 0 and s["streams"] == 800
+        c, f = s["copy"], s["flow"]
+        for side in (c, f):
+            assert {"bytes_copied", "bytes_read", "seconds", "gbps", "dram_bytes", "cycles", "cache_hit_rate"} <= set(side)
+        assert c["bytes_copied"] == s["payload_bytes"] and f["bytes_copied"] == 0
+        # The model: the copy reads and writes every byte and the processing reads them again;
+        # the flow cache controller reads them once.
+        assert c["dram_bytes"] > f["dram_bytes"] >= 2 * s["payload_bytes"]
+        assert c["cycles"] > f["cycles"]
+    out = tmp_path / "sizes"
+    r = nicsim("flow", "sizes", cap, "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["flows"] == 400 and 0.85 < s["share_le_10kb"] < 0.98
+    assert [c["share"] for c in s["cover"]] == [0.5, 0.9, 0.99]
+    sizes = [c["flow_bytes"] for c in s["cover"]]
+    assert sizes == sorted(sizes) and sizes[0] > 0
+    assert (out / "flow_size_cdf.png").stat().st_size > 0 and (out / "flows.csv").exists()
+
+
+def test_flow_bench_bad_input_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"\x00" * 40)
+    r = nicsim("flow", "bench", bad, "--out", tmp_path / "o")
+    assert_one_line_error(r, str(bad))
+    assert not (tmp_path / "o").exists()
+    cap = tmp_path / "s.pcap"
+    assert nicsim("flow", "synth", cap, "--flows", "5").returncode == 0
+    r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(unclosed", "--out", tmp_path / "o")
+    assert_one_line_error(r, "(unclosed")
+    r = nicsim("flow", "bench", cap, "--target", "nosuch", "--out", tmp_path / "o")
+    assert_one_line_error(r, "unknown target")
+    t = tmp_path / "t.toml"
+    from nicsim import _core
+
+    t.write_text(_core.flow_model_target("u250-microblaze").replace("ways = 4", "ways = 0"))
+    r = nicsim("flow", "bench", cap, "--target", t, "--out", tmp_path / "o")
+    assert_one_line_error(r, "flow_cache")
+    assert not (tmp_path / "o").exists()
+
+
+def test_reproduce_flowmem(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    r = nicsim("reproduce", "flowmem", "--flows", "300", "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    m = s["micro"]
+    assert m["setup"] == {"packets": 10, "payload_bytes": 1510, "buffer_bytes": 2048}
+    for w in ("scan", "regex"):
+        # Flow-based removes the copy and reads from the flow cache: faster, less DRAM.
+        assert m[w]["flow_copy_ms"] < m[w]["copy_ms"] / 10
+        assert m[w]["throughput_ratio"] > 1 and m[w]["flow_processing_ms"] < m[w]["copy_processing_ms"]
+        assert m[w]["flow_dram_per_payload"] < m[w]["copy_dram_per_payload"]
+    # The scan gains more than the regex (the regex is compute-bound), as in the talk.
+    assert m["scan"]["throughput_ratio"] > m["regex"]["throughput_ratio"]
+    assert {r["quantity"] for r in s["comparison"]} >= {"micro: total change (%), scan"}
+    for f in ("comparison.csv", "micro_benchmark.png", "dram_and_throughput.svg"):
+        assert (out / f).stat().st_size > 0

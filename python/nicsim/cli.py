@@ -455,6 +455,20 @@ def reproduce_xdp(
     xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS)
 
 
+@reproduce_app.command("flowmem")
+def reproduce_flowmem(
+    out: OutOpt,
+    flows: Annotated[int, typer.Option("--flows", min=1, help="Connections in the synthetic capture.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic capture.")] = 1,
+) -> None:
+    """Packets are Not Pages (Adams et al.): the 10 × 1,510-byte micro-benchmark, DRAM traffic
+    per payload byte and per-core throughput (scan and regex) of copy-based and flow-based
+    addressing in the SmartNIC memory model, beside the talk's figures."""
+    from nicsim.reproduce import flowmem
+
+    flowmem.main(out, flows=flows, seed=seed)
+
+
 def _fail(msg: str, code: int = 2) -> NoReturn:
     print(f"nicsim: error: {msg}", file=sys.stderr)
     sys.exit(code)

@@ -1,0 +1,204 @@
+"""Reproduce "Packets are Not Pages" (seed 001): flow-based addressing against copy-based
+reassembly, in the SmartNIC memory model of the talk's prototype (`u250-microblaze`).
+
+- The micro-benchmark: 10 in-order 1,510-byte packets, each in its own packet buffer; the
+  copy, the processing and the total, for each design (talk: copy 5.84 → 0.02 ms, processing
+  4.36 → 3.86 ms, total −61.96 %).
+- DRAM traffic per payload byte after reception, each design (talk: 5–6× copy-based, ~1×
+  flow-based), and per-core throughput, flow-based over copy-based, for a linear scan and a
+  regex search (talk: 2.62× and 1.33×), on the micro-benchmark and on a synthetic capture of
+  many flows (`nicsim flow synth`).
+
+Writes DIR/summary.json (micro, capture, comparison), DIR/comparison.csv (the talk beside
+nicsim) and the figures micro_benchmark and dram_and_throughput (PNG and SVG). Nothing is
+tuned to the talk's figures: the constants and their sources are in docs/flowmem.md.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from nicsim.flow.memory import DEFAULT_PATTERN, load_mem_target, synth
+from nicsim.flow.reassemble import open_capture
+from nicsim.output import OutputDir
+
+TARGET = "u250-microblaze"
+MICRO = {"packets": 10, "payload_bytes": 1510, "buffer_bytes": 2048}
+#: The talk's figures ("Evaluation" slides).
+TALK = {
+    "copy_ms": (5.84, 0.02), "processing_ms": (4.36, 3.86), "total_change_pct": -61.96,
+    "copy_dram_per_payload": (5.0, 6.0), "flow_dram_per_payload": 1.0,
+    "throughput_scan": 2.62, "throughput_regex": 1.33, "time_change_pct": (-25.33, -61.96),
+}
+WORKLOADS = {"scan": None, "regex": DEFAULT_PATTERN}
+
+
+def _derive(m: dict[str, Any], payload: int) -> dict[str, Any]:
+    c, f = m["copy"], m["flow"]
+
+    def after_receive(d: dict[str, Any]) -> float:
+        return (d["assemble"]["read_bytes"] + d["assemble"]["write_bytes"] + d["process"]["read_bytes"]
+                + d["process"]["write_bytes"]) / payload
+
+    return {
+        "copy_ms": c["assemble_seconds"] * 1e3, "flow_copy_ms": f["assemble_seconds"] * 1e3,
+        "copy_processing_ms": c["process_seconds"] * 1e3, "flow_processing_ms": f["process_seconds"] * 1e3,
+        "copy_total_ms": c["model_seconds"] * 1e3, "flow_total_ms": f["model_seconds"] * 1e3,
+        "total_change_pct": (f["model_seconds"] / c["model_seconds"] - 1) * 100,
+        "processing_change_pct": (f["process_seconds"] / c["process_seconds"] - 1) * 100,
+        "throughput_ratio": c["cycles"] / f["cycles"],
+        "copy_dram_per_payload": after_receive(c), "flow_dram_per_payload": after_receive(f),
+        "copy_dram_per_payload_with_receive": c["dram_bytes"] / payload,
+        "flow_dram_per_payload_with_receive": f["dram_bytes"] / payload,
+        "copy_bus_per_payload": (c["assemble"]["bus_bytes"] + c["process"]["bus_bytes"]) / payload,
+        "flow_bus_per_payload": (f["assemble"]["bus_bytes"] + f["process"]["bus_bytes"]) / payload,
+        "l1_hit_rate": {"copy": c["cache_hit_rate"], "flow": f["cache_hit_rate"]},
+        "flow_cache_hit_rate": f["flow_cache_hit_rate"],
+        "model": m,
+    }
+
+
+def run(flows: int = 2000, seed: int = 1) -> dict[str, Any]:
+    from nicsim import _core
+
+    text, _ = load_mem_target(TARGET)
+    payload = MICRO["packets"] * MICRO["payload_bytes"]
+    micro = {}
+    for w, pattern in WORKLOADS.items():
+        m = json.loads(_core.flow_model_micro(MICRO["packets"], MICRO["payload_bytes"], MICRO["buffer_bytes"],
+                                              w, pattern, text, None))
+        micro[w] = _derive(m, payload)
+    capture = {}
+    with tempfile.TemporaryDirectory(prefix="nicsim-flowmem-") as tmp:
+        path = Path(tmp) / "synth.pcap"
+        rep = synth(path, flows=flows, seed=seed)
+        cap = open_capture(path)
+        payload_c = sum(d["bytes"] - sum(h[1] for h in d["holes"]) for d in cap.directions())
+        for w, pattern in WORKLOADS.items():
+            m = json.loads(_core.flow_model(cap._core, w, pattern, text, None))
+            capture[w] = _derive(m, payload_c)
+    return {"target": TARGET, "micro": {"setup": MICRO, **micro},
+            "capture": {"setup": {"flows": flows, "seed": seed, "packets": rep["packets"], "payload_bytes": payload_c},
+                        **capture}}
+
+
+def comparison(s: dict[str, Any]) -> list[dict[str, Any]]:
+    m, c = s["micro"], s["capture"]
+    lo, hi = TALK["copy_dram_per_payload"]
+
+    def row(what: str, talk: Any, nicsim: float, within: bool | None = None) -> dict[str, Any]:
+        return {"quantity": what, "talk": talk, "nicsim": round(nicsim, 3),
+                "within_25pct": within}
+
+    def near(x: float, ref: float) -> bool:
+        return abs(x / ref - 1) <= 0.25
+
+    sc = m["scan"]
+    rows = [
+        row("micro: copy, copy-based (ms)", TALK["copy_ms"][0], sc["copy_ms"]),
+        row("micro: copy, flow-based (ms)", TALK["copy_ms"][1], sc["flow_copy_ms"]),
+        row("micro: processing, copy-based (ms), scan", TALK["processing_ms"][0], sc["copy_processing_ms"]),
+        row("micro: processing, flow-based (ms), scan", TALK["processing_ms"][1], sc["flow_processing_ms"]),
+        row("micro: processing change (%), scan", round((3.86 / 4.36 - 1) * 100, 2), sc["processing_change_pct"]),
+        row("micro: processing change (%), regex", round((3.86 / 4.36 - 1) * 100, 2),
+            m["regex"]["processing_change_pct"]),
+        row("micro: total change (%), scan", TALK["total_change_pct"], sc["total_change_pct"],
+            near(sc["total_change_pct"], TALK["total_change_pct"])),
+        row("micro: total change (%), regex", TALK["total_change_pct"], m["regex"]["total_change_pct"],
+            near(m["regex"]["total_change_pct"], TALK["total_change_pct"])),
+    ]
+    for where, d in (("micro", m), ("capture", c)):
+        for w, ref in (("scan", TALK["throughput_scan"]), ("regex", TALK["throughput_regex"])):
+            rows.append(row(f"{where}: per-core throughput, flow/copy, {w}", ref, d[w]["throughput_ratio"],
+                            near(d[w]["throughput_ratio"], ref)))
+        x = d["scan"]["copy_dram_per_payload"]
+        rows.append(row(f"{where}: DRAM bytes per payload byte after reception, copy-based", f"{lo:g}-{hi:g}", x,
+                        lo * 0.75 <= x <= hi * 1.25))
+        x = d["scan"]["flow_dram_per_payload"]
+        rows.append(row(f"{where}: DRAM bytes per payload byte after reception, flow-based",
+                        TALK["flow_dram_per_payload"], x, near(x, TALK["flow_dram_per_payload"])))
+    return rows
+
+
+def plot(s: dict[str, Any], out: OutputDir) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"copy": "tab:red", "flow": "tab:blue"}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, (who, copy, proc) in zip(axes, (
+        ("talk (MicroBlaze prototype)", TALK["copy_ms"], TALK["processing_ms"]),
+        (f"nicsim ({s['target']}, scan)", (s["micro"]["scan"]["copy_ms"], s["micro"]["scan"]["flow_copy_ms"]),
+         (s["micro"]["scan"]["copy_processing_ms"], s["micro"]["scan"]["flow_processing_ms"])),
+    )):
+        for i, d in enumerate(("copy", "flow")):
+            ax.bar(i, copy[i], color=colors[d], alpha=0.45, label="copy" if i == 0 else None)
+            ax.bar(i, proc[i], bottom=copy[i], color=colors[d], label="processing" if i == 0 else None)
+            ax.text(i, copy[i] + proc[i], f"{copy[i] + proc[i]:.3g} ms", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks([0, 1], ["copy-based", "flow-based"])
+        ax.set(ylabel="time (ms)", title=who)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Micro-benchmark: 10 × 1,510-byte packets (light: copy, dark: processing)")
+    fig.tight_layout()
+    out.figure("micro_benchmark", fig)
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    labels = ["micro", "capture"]
+    for i, where in enumerate(labels):
+        d = s[where]["scan"]
+        a1.bar(i - 0.2, d["copy_dram_per_payload"], 0.4, color=colors["copy"], label="copy-based" if i == 0 else None)
+        a1.bar(i + 0.2, d["flow_dram_per_payload"], 0.4, color=colors["flow"], label="flow-based" if i == 0 else None)
+    a1.axhspan(*TALK["copy_dram_per_payload"], color=colors["copy"], alpha=0.1, label="talk: copy-based 5–6×")
+    a1.axhline(TALK["flow_dram_per_payload"], color=colors["flow"], ls=":", label="talk: flow-based ~1×")
+    a1.set_xticks([0, 1], labels)
+    a1.set(ylabel="DRAM bytes per payload byte (after reception)", title="DRAM traffic")
+    a1.legend(fontsize=8)
+    for i, w in enumerate(("scan", "regex")):
+        a2.bar(i - 0.27, TALK[f"throughput_{w}"], 0.27, color="grey", label="talk" if i == 0 else None)
+        a2.bar(i, s["micro"][w]["throughput_ratio"], 0.27, color="tab:blue", label="nicsim: micro" if i == 0 else None)
+        a2.bar(i + 0.27, s["capture"][w]["throughput_ratio"], 0.27, color="tab:cyan",
+               label="nicsim: synthetic capture" if i == 0 else None)
+    a2.axhline(1, color="black", lw=0.6)
+    a2.set_xticks([0, 1], ["linear scan", "regex"])
+    a2.set(ylabel="per-core throughput, flow / copy", title="Per-core throughput")
+    a2.legend(fontsize=8)
+    for ax in (a1, a2):
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out.figure("dram_and_throughput", fig)
+
+
+def print_comparison(rows: list[dict[str, Any]], console: Console) -> None:
+    t = Table(title="Packets are Not Pages: the talk beside nicsim (u250-microblaze model)")
+    for col in ("quantity", "talk", "nicsim", "within ±25 %"):
+        t.add_column(col, justify="left" if col == "quantity" else "right")
+    for r in rows:
+        w = r["within_25pct"]
+        t.add_row(r["quantity"], str(r["talk"]), f"{r['nicsim']:,.3f}",
+                  "" if w is None else ("[green]yes[/green]" if w else "[red]no[/red]"))
+    console.print(t)
+
+
+def main(out: Path, flows: int = 2000, seed: int = 1) -> dict[str, Any]:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    s = run(flows=flows, seed=seed)
+    rows = comparison(s)
+    s["comparison"] = rows
+    with OutputDir(out) as o:
+        o.json("summary.json", s)
+        o.csv("comparison.csv", rows)
+        plot(s, o)
+    print_comparison(rows, console)
+    console.print(f"wrote {out}/summary.json, comparison.csv, micro_benchmark, dram_and_throughput (.png, .svg)")
+    return s
