@@ -125,10 +125,13 @@ pub struct MemConfig {
 }
 
 /// The built-in targets, by name.
-pub const TARGETS: [(&str, &str); 1] = [(
-    "u250-microblaze",
-    include_str!("../targets/u250-microblaze.toml"),
-)];
+pub const TARGETS: [(&str, &str); 2] = [
+    (
+        "u250-microblaze",
+        include_str!("../targets/u250-microblaze.toml"),
+    ),
+    ("bluefield3", include_str!("../targets/bluefield3.toml")),
+];
 
 impl MemConfig {
     /// A built-in target.

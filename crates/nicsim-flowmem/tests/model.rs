@@ -155,3 +155,15 @@ fn whole_retrieval_assembles_each_flow_just_before_it_is_processed() {
     assert_eq!(out.process.total_bytes(), 0);
     assert_eq!(out.flow_cache.misses, 0);
 }
+
+#[test]
+fn every_built_in_target_parses_and_shows_the_same_direction() {
+    let r = flow(10, 1510);
+    let v = r.view(0, 0).unwrap();
+    for (name, _) in nicsim_flowmem::model::TARGETS {
+        let m = MemModel::new(MemConfig::builtin(name).unwrap());
+        let out = m.compare(std::slice::from_ref(&v), &Workload::Scan);
+        assert!(out.copy.cycles() > out.flow.cycles(), "{name}");
+        assert!(out.copy.dram_bytes() > out.flow.dram_bytes(), "{name}");
+    }
+}

@@ -92,7 +92,7 @@ def flow_bench(
     pattern: Annotated[str | None, typer.Option("--pattern", "-p", help="Regex of the regex workload "
                                                 "(default: HTTP request lines).")] = None,
     target: Annotated[str, typer.Option("--target", "-t", help="SmartNIC model: u250-microblaze (the talk's "
-                                        "prototype) or a target TOML file.")] = "u250-microblaze",
+                                        "prototype), bluefield3, or a target TOML file.")] = "u250-microblaze",
     retrieval: Annotated[RetrievalOpt | None, typer.Option("--retrieval", help="Flow cache fill: the whole "
                                                            "bytestream first, or a line on each miss (default: "
                                                            "the target's).")] = None,

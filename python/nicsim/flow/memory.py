@@ -42,7 +42,7 @@ def load_mem_target(target: str) -> tuple[str, str]:
         return text, target
     path = Path(target)
     if path.suffix != ".toml":
-        raise InputError(f"unknown target '{target}' (built in: u250-microblaze; or a .toml file)")
+        raise InputError(f"unknown target '{target}' (built in: u250-microblaze, bluefield3; or a .toml file)")
     try:
         return path.read_text(), str(path)
     except OSError as e:
