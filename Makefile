@@ -53,7 +53,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures
 
 # The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
 # with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
@@ -137,8 +137,18 @@ test-tools:
 	@$(call need_file,/usr/share/gocode/src/github.com/google/gopacket/pcap/test_ethernet.pcap,golang-github-google-gopacket-dev)
 	@$(call need_file,/usr/share/doc/python3-dpkt/examples/data/http.pcap,python3-dpkt)
 
-test: develop $(VENV)/.deps-ray test-tools xdp-suite
-	$(CARGO) test --release --workspace --exclude nicsim-py
+# Real TCP traffic with loss and reordering, recorded between two network namespaces over a
+# veth pair with an XDP dropper (needs root); the reassembler's tshark test checks these too.
+VETH_CAPTURES := $(CARGO_TARGET_DIR)/veth-captures
+veth-captures: xdp-tools
+	@$(call need,tcpdump,tcpdump)
+	@if [ "$$(id -u)" -ne 0 ]; then echo "nicsim: not root: no veth captures (the tshark test uses the others)" >&2; \
+	elif ! { rm -rf $(VETH_CAPTURES) && bash examples/flowmem/veth_capture.sh $(VETH_CAPTURES) 30 1000000 >/dev/null; }; then \
+	  echo "nicsim: warning: could not record the veth captures (network namespaces?); the tshark test uses the others" >&2; \
+	  rm -rf $(VETH_CAPTURES); fi
+
+test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures
+	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) $(CARGO) test --release --workspace --exclude nicsim-py
 	$(VENV)/bin/pytest -q tests
 
 bench: develop xdp-suite
