@@ -280,8 +280,10 @@ impl<'a> FlowView<'a> {
         let mut sid = fwd.start_state(&config).map_err(|e| search_error(at, e))?;
         let mut end = None;
         'chunks: for chunk in self.chunks_in(at, run_end) {
-            for (i, &b) in chunk.bytes.iter().enumerate() {
-                sid = fwd.next_state(sid, b);
+            let bytes = chunk.bytes;
+            let mut i = 0;
+            while i < bytes.len() {
+                sid = fwd.next_state(sid, bytes[i]);
                 if fwd.is_special_state(sid) {
                     let pos = chunk.offset + i as u64;
                     if fwd.is_match_state(sid) {
@@ -292,9 +294,17 @@ impl<'a> FlowView<'a> {
                     } else if fwd.is_quit_state(sid) {
                         return Err(search_error(pos, "quit byte"));
                     }
+                    if fwd.is_accel_state(sid) {
+                        // The state loops on every byte but a few (as in regex-automata's own
+                        // search): skip to the next of those, memchr-fast. A chunk boundary
+                        // only ends the skip; the state carries over.
+                        i += 1 + accel_skip(fwd.accelerator(sid), &bytes[i + 1..]);
+                        continue;
+                    }
                 }
+                i += 1;
             }
-            self.count(chunk.bytes.len());
+            self.count(bytes.len());
         }
         if !fwd.is_dead_state(sid) {
             sid = fwd.next_eoi_state(sid);
@@ -343,6 +353,17 @@ impl<'a> FlowView<'a> {
         let start = start.ok_or_else(|| search_error(end, "reverse search found no start"))?;
         Ok(Some((start, end)))
     }
+}
+
+/// Bytes of `rest` before the first of `needles` (all of them if none is there).
+fn accel_skip(needles: &[u8], rest: &[u8]) -> usize {
+    let found = match *needles {
+        [a] => memchr::memchr(a, rest),
+        [a, b] => memchr::memchr2(a, b, rest),
+        [a, b, c] => memchr::memchr3(a, b, c, rest),
+        _ => Some(0),
+    };
+    found.unwrap_or(rest.len())
 }
 
 fn cut(chunk: Chunk<'_>, from: u64, to: u64) -> Chunk<'_> {

@@ -25,6 +25,11 @@ const PATTERNS: &[&str] = &[
     "[ab]{2,5}c?",
     "(a|ab)(c|bcd)",
     "dddd+",
+    // Accelerated states (the DFA skips with memchr while they loop): a start state with few
+    // ways out, and match states that loop on all but one or two bytes.
+    "a[^d]*",
+    "c[^\n]*d",
+    "[^abc]+",
 ];
 
 const LITERALS: &[&[u8]] = &[b"a", b"ab", b"abc", b"dd", b"ddd"];
