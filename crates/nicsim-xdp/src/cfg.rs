@@ -81,6 +81,8 @@ pub enum CfgError {
     Irreducible { pc: usize, line: String },
     #[error("the unrolled graph would exceed {0} instruction instances")]
     TooLarge(usize),
+    #[error("no path from the entry reaches an exit")]
+    NoExit,
 }
 
 /// Limits for [`build`].
@@ -151,9 +153,9 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             bound,
             evident,
         });
-        prune(&mut g);
+        prune(&mut g)?;
     }
-    prune(&mut g);
+    prune(&mut g)?;
     Ok(g)
 }
 
@@ -555,8 +557,10 @@ fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&[Feasible]>) {
     }
 }
 
-/// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber.
-fn prune(g: &mut Graph) {
+/// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber. None
+/// left (the entry does not reach an exit, as when a loop that cannot end is all that remains
+/// once the loops inside it are unrolled) is an error.
+fn prune(g: &mut Graph) -> Result<(), CfgError> {
     let n = g.nodes.len();
     let mut reach = vec![false; n];
     let mut work = vec![0u32];
@@ -589,6 +593,9 @@ fn prune(g: &mut Graph) {
             }
         }
     }
+    if !live[0] {
+        return Err(CfgError::NoExit);
+    }
     let mut new_id = vec![NONE; n];
     let mut k = 0u32;
     for u in 0..n {
@@ -611,6 +618,7 @@ fn prune(g: &mut Graph) {
         }
         g.nodes.push(node);
     }
+    Ok(())
 }
 
 impl Graph {

@@ -244,6 +244,19 @@ fn fanned_out_calls_are_refused_before_they_are_inlined() {
 }
 
 #[test]
+fn a_program_that_never_exits_is_an_error() {
+    // Found by the decode fuzz target: once the inner loop is unrolled, nothing from the
+    // entry reaches an exit, pruning left an empty graph, and the search for the next loop
+    // indexed its node 0 (a panic).
+    let e = analysis("no_exit", None).err().expect("must fail");
+    assert!(
+        e.to_string()
+            .contains("no path from the entry reaches an exit"),
+        "{e}"
+    );
+}
+
+#[test]
 fn legacy_and_btf_maps_load() {
     let a = analysis("legacy_maps", None).unwrap();
     let m: Vec<_> = a
