@@ -235,9 +235,9 @@ fn fanned_out_calls_are_refused_before_they_are_inlined() {
     // innermost. Inlining had no limit: the graph (~10^7 nodes) was built, then costed with
     // an abstract state per node (gigabytes).
     let p = nicsim_xdp::load(&obj("call_fanout"), None).unwrap();
-    let e = cfg::build(&p, cfg::Limits::default())
-        .err()
-        .expect("must fail");
+    let Err(e) = cfg::build(&p, cfg::Limits::default()) else {
+        panic!("must fail");
+    };
     assert_eq!(e, cfg::CfgError::TooLarge(cfg::Limits::default().max_nodes));
     let e = analysis("call_fanout", None).err().expect("must fail");
     assert!(e.to_string().contains("would exceed"), "{e}");
