@@ -1,7 +1,7 @@
 # nicsim build plumbing. Two commands do everything from a fresh clone:
 #   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
-# Also: make bench, make lint. Rust is built once per run, in release mode, into $(CARGO_TARGET_DIR);
+# Also: make bench, make lint, make fuzz (not part of make test). Rust is built once per run, in release mode, into $(CARGO_TARGET_DIR);
 # `cargo test --release` reuses that profile and target directory.
 
 SHELL := bash
@@ -53,7 +53,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools
 
 # The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
 # with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
@@ -158,3 +158,32 @@ lint: $(VENV)/.deps
 	$(CARGO) clippy --workspace --release -- -D warnings
 	$(CARGO) fmt --all --check
 	$(VENV)/bin/ruff check python tests benches
+
+# Fuzz the XDP analyzer (crates/nicsim-xdp/fuzz, docs/xdp.md "Fuzzing"): each target runs for
+# FUZZ_SECONDS, with debug assertions (overflow checks) and AddressSanitizer, in FUZZ_JOBS
+# processes (libFuzzer's -fork when more than 1). The corpora live in
+# crates/nicsim-xdp/fuzz/corpus (not committed), seeded from the XDP suite: the objects for
+# elf_load (less the two that run into the analyzer's size limit, which take seconds by
+# design), their programs' linked code for decode. A crash, or an input that takes more than
+# FUZZ_TIMEOUT seconds, is saved in crates/nicsim-xdp/fuzz/artifacts and stops the run (with
+# -fork, timeouts and out-of-memory are saved and the run goes on). Needs a nightly toolchain;
+# cargo-fuzz is installed if missing. Not part of `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+FUZZ_TIMEOUT ?= 30
+FUZZ_TARGETS ?= elf_load decode
+FUZZ_DIR := crates/nicsim-xdp/fuzz
+
+fuzz-tools: | tools
+	@rustup run nightly rustc --version >/dev/null 2>&1 || { echo "nicsim: make fuzz needs a nightly Rust toolchain (rustup toolchain install nightly)" >&2; exit 1; }
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
+
+fuzz: xdp-suite fuzz-tools
+	@mkdir -p $(FUZZ_DIR)/corpus/elf_load $(FUZZ_DIR)/corpus/decode
+	cp $(filter-out %/call_fanout.o %/loop_nested.o,$(XDP_OBJ)) $(FUZZ_DIR)/corpus/elf_load/
+	$(CARGO) run --release -q -p nicsim-xdp --example fuzz_seeds -- $(FUZZ_DIR)/corpus/decode $(XDP_OBJ)
+	cd $(FUZZ_DIR) && for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run --debug-assertions $$t corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) \
+	    -print_final_stats=1 || exit 1; \
+	done

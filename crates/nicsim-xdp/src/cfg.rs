@@ -81,6 +81,8 @@ pub enum CfgError {
     Irreducible { pc: usize, line: String },
     #[error("the unrolled graph would exceed {0} instruction instances")]
     TooLarge(usize),
+    #[error("no path from the entry reaches an exit")]
+    NoExit,
 }
 
 /// Limits for [`build`].
@@ -88,8 +90,12 @@ pub enum CfgError {
 pub struct Limits {
     /// Bound for loops whose bound is not evident (`--loop-bound`).
     pub loop_bound: Option<u32>,
-    /// Most iterations tried when looking for an evident bound.
+    /// Most iterations tried when looking for an evident bound. Fewer are tried when the loop
+    /// could not be unrolled that many times within `max_nodes`: a bound found past that would
+    /// be too large anyway, and the search would take that many passes over a body that may
+    /// itself be large (an unrolled inner loop).
     pub max_iterations: u32,
+    /// Most instruction instances in the unrolled graph.
     pub max_nodes: usize,
 }
 
@@ -111,7 +117,7 @@ fn line_note(p: &Program, pc: usize) -> String {
 
 /// The inlined, unrolled graph of `p`.
 pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
-    let mut g = inline(p)?;
+    let mut g = inline(p, limits.max_nodes)?;
     while let Some(lp) = innermost_loop(&g) {
         if lp.entered_elsewhere {
             let pc = g.nodes[lp.header as usize].pc as usize;
@@ -121,7 +127,12 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             });
         }
         let header_pc = g.nodes[lp.header as usize].pc;
-        let (bound, feasible, evident) = match find_bound(p, &g, &lp, limits.max_iterations) {
+        // Iterations an unrolling could still take (see `Limits::max_iterations`).
+        let room = limits.max_nodes.saturating_sub(g.nodes.len()) / lp.body.len();
+        let tries = limits
+            .max_iterations
+            .min(room.try_into().unwrap_or(u32::MAX));
+        let (bound, feasible, evident) = match find_bound(p, &g, &lp, tries) {
             Some((b, f)) => (b, Some(f), true),
             None => match limits.loop_bound {
                 Some(b) => (b, None, false),
@@ -142,14 +153,16 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             bound,
             evident,
         });
-        prune(&mut g);
+        prune(&mut g)?;
     }
-    prune(&mut g);
+    prune(&mut g)?;
     Ok(g)
 }
 
-/// Inline every call: nodes keyed by (call context, pc).
-fn inline(p: &Program) -> Result<Graph, CfgError> {
+/// Inline every call: nodes keyed by (call context, pc). Nested calls multiply (a function
+/// called at k sites by a function itself called at k sites has k² instances): more than
+/// `max_nodes` instances is an error.
+fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
     let n = p.code.len();
     // Call contexts: (parent context, call node, depth); context 0 is the program itself.
     let mut ctxs: Vec<(u32, u32, u8)> = vec![(NONE, NONE, 0)];
@@ -236,6 +249,9 @@ fn inline(p: &Program) -> Result<Graph, CfgError> {
         for (c, t, d, kind, call) in succ {
             let to = intern((c, t), d, &mut ids, &mut nodes, &mut keys, &mut work);
             nodes[id as usize].succ.push(Edge { to, kind, call });
+        }
+        if nodes.len() > max_nodes {
+            return Err(CfgError::TooLarge(max_nodes));
         }
     }
     Ok(Graph {
@@ -541,8 +557,10 @@ fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&[Feasible]>) {
     }
 }
 
-/// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber.
-fn prune(g: &mut Graph) {
+/// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber. None
+/// left (the entry does not reach an exit, as when a loop that cannot end is all that remains
+/// once the loops inside it are unrolled) is an error.
+fn prune(g: &mut Graph) -> Result<(), CfgError> {
     let n = g.nodes.len();
     let mut reach = vec![false; n];
     let mut work = vec![0u32];
@@ -575,6 +593,9 @@ fn prune(g: &mut Graph) {
             }
         }
     }
+    if !live[0] {
+        return Err(CfgError::NoExit);
+    }
     let mut new_id = vec![NONE; n];
     let mut k = 0u32;
     for u in 0..n {
@@ -597,6 +618,7 @@ fn prune(g: &mut Graph) {
         }
         g.nodes.push(node);
     }
+    Ok(())
 }
 
 impl Graph {

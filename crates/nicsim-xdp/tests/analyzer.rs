@@ -198,6 +198,64 @@ fn mutated_objects_never_panic() {
     }
 }
 
+/// `f()` on another thread, or a failure if it takes longer than `secs` seconds.
+fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()));
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: not done within {secs} s"))
+}
+
+#[test]
+fn bound_search_stops_at_what_could_be_unrolled() {
+    // The outer loop has no evident bound, and once the inner one is unrolled its body is
+    // ~1000 copies of the inner body: the search for a bound made 2^16 passes over it (about
+    // half an hour) before giving up. Past max_nodes / body there is nothing to find: the
+    // search now stops there, in seconds.
+    let e = within(120, "loop_nested", || {
+        analysis("loop_nested", None).err().map(|e| e.to_string())
+    })
+    .expect("must fail");
+    assert!(
+        e.contains("no evident bound") && e.contains("loop_nested.c:"),
+        "{e}"
+    );
+    let a = within(120, "loop_nested --loop-bound 3", || {
+        analysis("loop_nested", Some(3)).map_err(|e| e.to_string())
+    })
+    .unwrap();
+    let mut b = bounds(&a);
+    b.sort();
+    assert_eq!(b, [(3, false), (999, true)]);
+}
+
+#[test]
+fn fanned_out_calls_are_refused_before_they_are_inlined() {
+    // Eight levels of functions, each calling the next at eight sites: 8^7 instances of the
+    // innermost. Inlining had no limit: the graph (~10^7 nodes) was built, then costed with
+    // an abstract state per node (gigabytes).
+    let p = nicsim_xdp::load(&obj("call_fanout"), None).unwrap();
+    let Err(e) = cfg::build(&p, cfg::Limits::default()) else {
+        panic!("must fail");
+    };
+    assert_eq!(e, cfg::CfgError::TooLarge(cfg::Limits::default().max_nodes));
+    let e = analysis("call_fanout", None).err().expect("must fail");
+    assert!(e.to_string().contains("would exceed"), "{e}");
+}
+
+#[test]
+fn a_program_that_never_exits_is_an_error() {
+    // Found by the decode fuzz target: once the inner loop is unrolled, nothing from the
+    // entry reaches an exit, pruning left an empty graph, and the search for the next loop
+    // indexed its node 0 (a panic).
+    let e = analysis("no_exit", None).err().expect("must fail");
+    assert!(
+        e.to_string()
+            .contains("no path from the entry reaches an exit"),
+        "{e}"
+    );
+}
+
 #[test]
 fn legacy_and_btf_maps_load() {
     let a = analysis("legacy_maps", None).unwrap();
