@@ -289,6 +289,23 @@ impl Router {
                 }),
             );
         }
+        // Whole run, per class (the traffic's marking): offered, delivered, dropped, loss.
+        let mut classes = serde_json::Map::new();
+        for (k, cn) in CLASS_NAMES.iter().enumerate() {
+            let o: u64 = w.sink.offered_all.iter().map(|c| c.packets[k]).sum();
+            let d: u64 = w.sink.forwarded_all.iter().map(|c| c.packets[k]).sum();
+            let x: u64 = w
+                .drops
+                .iter()
+                .filter(|(key, _)| key.1 as usize == k)
+                .map(|(_, v)| v.0)
+                .sum();
+            classes.insert(
+                cn.to_string(),
+                json!({"offered": o, "delivered": d, "dropped": x,
+                       "loss": if o > 0 { x as f64 / o as f64 } else { 0.0 }}),
+            );
+        }
         let b = &w.bus;
         let bus_clock = &self.cfg.pc.bus;
         let pr = &w.proto;
@@ -309,6 +326,7 @@ impl Router {
             "bytes": {
                 "offered": ob, "delivered": db, "dropped": xb, "in_flight": in_flight_bytes,
             },
+            "classes": classes,
             "drops": drops,
             "drops_by_place": by_place,
             "bus": {

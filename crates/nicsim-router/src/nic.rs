@@ -94,7 +94,10 @@ impl NicRx {
         let t = tr.tail + self.latency;
         w.push(fifo, now, id, bytes, t, t);
         if let (Some(j), true) = (route, pair_empty) {
+            // The request scheduler sees the new active output at once (not only when the
+            // packet's last byte is in).
             w.nics[n].active[j as usize] = true;
+            w.cal.touched(fifo);
         }
     }
 }

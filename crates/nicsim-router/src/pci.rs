@@ -244,6 +244,7 @@ impl PciBus {
                     let [h, l] = w.nics[m].inq[j];
                     if w.q.is_fifo_empty(h) && w.q.is_fifo_empty(l) {
                         w.nics[m].active[j] = false;
+                        w.nics[m].req_waits[j] = 0;
                     }
                 }
             }
@@ -435,6 +436,7 @@ impl PciBus {
                     let [h, l] = w.nics[m].inq[to];
                     let bytes = [w.q.used_bytes(h) as u32, w.q.used_bytes(l) as u32];
                     w.nics[m].active[to] = false;
+                    w.nics[m].req_waits[to] = 0;
                     deliver_req(w, nic, to as u8, bytes, true);
                 }
             }
@@ -454,6 +456,10 @@ fn deliver_req(w: &mut World, from: u8, to: u8, bytes: Bytes2, trailing: bool) {
     }
     let nic = &mut w.nics[to as usize];
     nic.req_in[from as usize] = (!null).then_some(bytes);
+    if null {
+        // The input withdrew its request: it is no longer waiting for a turn.
+        nic.res_waits[from as usize] = 0;
+    }
     if trailing && nic.serving == Some(from) {
         nic.serving = None;
     }
