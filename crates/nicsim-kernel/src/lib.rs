@@ -10,15 +10,21 @@
 //!   FIFOs and by each other; the loop can step every clock edge (for tests) or jump from one
 //!   wake-up to the next (for speed), and both must give identical results.
 //! - [`wakes`]: the earliest of a fixed set of wake-up times, kept up to date per member.
+//! - [`fifoset`]: a model's FIFOs wired to the calendar (pushes and pops wake the right ports).
+//! - [`slab`]: items in flight, addressed by 4-byte ids.
 
 pub mod fifo;
+pub mod fifoset;
 pub mod link;
 pub mod sim;
+pub mod slab;
 pub mod time;
 pub mod wakes;
 
 pub use fifo::{Fifo, FifoStats, Slot};
+pub use fifoset::{FifoId, FifoSet};
 pub use link::{Link, Transfer, Width};
 pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
+pub use slab::{Slab, SlabId};
 pub use time::{Clock, Time, Timebase};
 pub use wakes::Wakes;

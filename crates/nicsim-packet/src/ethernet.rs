@@ -23,6 +23,21 @@ pub const TPID_QINQ: u16 = 0x88a8;
 /// Legacy pre-standard QinQ TPID, also accepted when parsing.
 pub const TPID_QINQ_LEGACY: u16 = 0x9100;
 
+/// Preamble (7 bytes) and start-of-frame delimiter (1 byte) sent before every frame
+/// (IEEE 802.3 clause 4.4.2).
+pub const PREAMBLE_SFD_LEN: usize = 8;
+/// Minimum inter-frame gap after every frame: 96 bit times (IEEE 802.3 clause 4.4.2).
+pub const IFG_LEN: usize = 12;
+/// Smallest frame on the wire, FCS included.
+pub const MIN_FRAME_LEN: usize = 64;
+
+/// Bytes a frame of `frame_len` (FCS included) occupies on the wire: preamble, SFD, the frame
+/// and the inter-frame gap. A 64-byte frame takes 84, so a 1 Gbit/s port carries at most
+/// 10^9 / (84 · 8) = 1,488,095 frames per second.
+pub const fn wire_bytes(frame_len: usize) -> usize {
+    PREAMBLE_SFD_LEN + frame_len + IFG_LEN
+}
+
 /// A view of an Ethernet II header and what follows it.
 #[derive(Debug, Clone)]
 pub struct Packet<T: AsRef<[u8]>> {

@@ -1,0 +1,116 @@
+//! The FIFOs of one model, wired to the calendar.
+//!
+//! A model's FIFOs are resources of the run loop (their index is the resource id that ports
+//! name in [`crate::Port::reads`] / `writes` / `watches`). Putting an item into a FIFO that was
+//! empty wakes its reader at the item's first beat; taking one out wakes its writer if the
+//! writer had asked for room and found none ([`FifoSet::room`]); both wake its watchers. This
+//! is the bookkeeping every model needs to keep event skipping exact, kept in one place.
+
+use std::cell::Cell;
+
+use crate::fifo::{Fifo, Slot};
+use crate::sim::Calendar;
+use crate::time::Time;
+
+/// A FIFO's index in its [`FifoSet`] (and its resource id in the calendar).
+pub type FifoId = usize;
+
+#[derive(Debug, Clone)]
+pub struct FifoSet<T> {
+    pub fifos: Vec<Fifo<T>>,
+    pub names: Vec<String>,
+    /// Per FIFO: a writer found no room in it, so the next pop must wake its writer.
+    waiting: Vec<Cell<bool>>,
+}
+
+impl<T> Default for FifoSet<T> {
+    fn default() -> Self {
+        FifoSet {
+            fifos: Vec::new(),
+            names: Vec::new(),
+            waiting: Vec::new(),
+        }
+    }
+}
+
+impl<T> FifoSet<T> {
+    /// A new FIFO of `capacity_bytes`; returns its id.
+    pub fn add(&mut self, name: impl Into<String>, capacity_bytes: u64) -> FifoId {
+        self.fifos.push(Fifo::new(capacity_bytes));
+        self.names.push(name.into());
+        self.waiting.push(Cell::new(false));
+        self.fifos.len() - 1
+    }
+    pub fn len(&self) -> usize {
+        self.fifos.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.fifos.is_empty()
+    }
+    /// Start writing `item` into FIFO `id` (the caller checked room); its first and last
+    /// beats land at `head` and `tail`.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        cal: &mut Calendar,
+        id: FifoId,
+        now: Time,
+        item: T,
+        bytes: u32,
+        head: Time,
+        tail: Time,
+    ) {
+        let f = &mut self.fifos[id];
+        let was_empty = f.is_empty();
+        f.push(now, item, bytes, head, tail);
+        cal.pushed(id, head, was_empty);
+    }
+    /// Start reading the front item of FIFO `id` out.
+    #[inline]
+    pub fn pop(&mut self, cal: &mut Calendar, id: FifoId, now: Time) -> Option<Slot<T>> {
+        let s = self.fifos[id].pop(now)?;
+        cal.popped(id, self.waiting[id].replace(false));
+        Some(s)
+    }
+    /// Whether FIFO `id` has room for `bytes`. A writer must ask here: when there is no room,
+    /// the FIFO remembers to wake its writer at the next pop.
+    #[inline]
+    pub fn room(&self, id: FifoId, bytes: u32) -> bool {
+        let r = self.fifos[id].has_room(bytes);
+        if !r {
+            self.waiting[id].set(true);
+        }
+        r
+    }
+    /// Free bytes of FIFO `id`.
+    #[inline]
+    pub fn free_bytes(&self, id: FifoId) -> u64 {
+        let f = &self.fifos[id];
+        f.capacity_bytes() - f.used_bytes()
+    }
+    #[inline]
+    pub fn front(&self, id: FifoId) -> Option<&Slot<T>> {
+        self.fifos[id].front()
+    }
+    /// The front slot, if its first beat is there by `now`.
+    #[inline]
+    pub fn ready_front(&self, id: FifoId, now: Time) -> Option<&Slot<T>> {
+        self.fifos[id].front().filter(|s| s.head <= now)
+    }
+    #[inline]
+    pub fn used_bytes(&self, id: FifoId) -> u64 {
+        self.fifos[id].used_bytes()
+    }
+    #[inline]
+    pub fn is_fifo_empty(&self, id: FifoId) -> bool {
+        self.fifos[id].is_empty()
+    }
+}
+
+impl<T> std::ops::Index<FifoId> for FifoSet<T> {
+    type Output = Fifo<T>;
+    fn index(&self, id: FifoId) -> &Fifo<T> {
+        &self.fifos[id]
+    }
+}

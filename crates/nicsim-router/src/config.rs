@@ -1,0 +1,639 @@
+//! The router configuration: one TOML (or JSON) document, validated once on load.
+//!
+//! Deserialisation rejects unknown keys and wrong types with the key path
+//! (`nics[1].routes[0].to: ...`); [`Config::validate`] then checks meaning (names that exist,
+//! masks that parse, FIFOs that hold a frame, rates a Gigabit port can carry) and reports the
+//! key path of the first problem. Every field carries its unit in its name. Defaults are the
+//! paper's prototype (docs/router.md gives the source of each).
+
+use serde::Deserialize;
+
+use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary};
+
+/// A configuration error: `path` is the key path (`traffic[0].flows[1].dst`), `msg` what was
+/// expected.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{path}: {msg}")]
+pub struct ConfigError {
+    pub path: String,
+    pub msg: String,
+}
+
+fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError {
+        path: path.into(),
+        msg: msg.into(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SimMode {
+    /// Jump over idle time (default).
+    #[default]
+    Skip,
+    /// Visit every clock edge (for cross-checking).
+    Stepped,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub mode: SimMode,
+    #[serde(default)]
+    pub run: Run,
+    #[serde(default)]
+    pub pc: Pc,
+    #[serde(default)]
+    pub nic: NicParams,
+    pub nics: Vec<NicCfg>,
+    pub traffic: Vec<TrafficCfg>,
+}
+
+fn d_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Run {
+    /// The testers send for this long (simulated µs); the run then drains.
+    pub duration_us: f64,
+    /// Rates are measured from here to `duration_us`.
+    pub warmup_us: f64,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            duration_us: 2000.0,
+            warmup_us: 200.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Pc {
+    pub cpu: Cpu,
+    pub memory: Memory,
+    pub bus: Bus,
+    pub driver: Driver,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cpu {
+    pub clock_mhz: u32,
+    /// CPU cycles to forward one packet through the Linux IP stack (NAPI receive, route
+    /// lookup, transmit), memory stalls included. 4667 at 2.8 GHz = 600 kpkt/s.
+    pub forward_cycles: u32,
+    /// Packets a device may hand over per NAPI poll before the next device's turn.
+    pub napi_weight: u32,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            clock_mhz: 2800,
+            forward_cycles: 4667,
+            napi_weight: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Memory {
+    pub width_bits: u32,
+    pub clock_mhz: u32,
+    /// Data transfers per clock (2: DDR).
+    pub transfers_per_clock: u32,
+    /// From a NIC's read request to the first data of the completion (split transaction: the
+    /// bus is free meanwhile).
+    pub read_latency_ns: u32,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory {
+            width_bits: 128,
+            clock_mhz: 100,
+            transfers_per_clock: 2,
+            read_latency_ns: 880,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bus {
+    pub width_bits: u32,
+    /// 33, 66, 100 or 133 (PCI-X 66 is what the paper's FPGA NICs ran at).
+    pub clock_mhz: u32,
+    /// Bus cycles per transaction besides its data phases: address, attribute, target
+    /// response, turnaround.
+    pub overhead_cycles: u32,
+    /// Longest transaction; longer transfers are split and re-arbitrated.
+    pub max_burst_bytes: u32,
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Bus {
+            width_bits: 64,
+            clock_mhz: 66,
+            overhead_cycles: 5,
+            max_burst_bytes: 512,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Driver {
+    /// Descriptors per ring (each NIC: two reception rings, one per class, and one transmit
+    /// ring).
+    pub rx_ring_slots: u32,
+    pub tx_ring_slots: u32,
+    pub descriptor_bytes: u32,
+}
+
+impl Default for Driver {
+    fn default() -> Self {
+        Driver {
+            rx_ring_slots: 256,
+            tx_ring_slots: 256,
+            descriptor_bytes: 16,
+        }
+    }
+}
+
+/// What every FPGA NIC has (the prototype's values by default).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NicParams {
+    /// The IP-handling block's clock (and its 64-bit datapath).
+    pub clock_mhz: u32,
+    pub datapath_bits: u32,
+    /// The Ethernet MAC's clock (8 bits per cycle: 1 Gbit/s at 125 MHz).
+    pub mac_clock_mhz: u32,
+    /// Every input FIFO (per output NIC and class, and the slow-path pair).
+    pub input_fifo_bytes: u32,
+    /// The fast-path and the slow-path output FIFO.
+    pub output_fifo_bytes: u32,
+    /// The MAC's receive buffer ahead of input processing.
+    pub mac_rx_fifo_bytes: u32,
+    /// Cycles of `clock_mhz` from a frame's last byte at the MAC to its routing decision.
+    pub rx_latency_cycles: u32,
+    /// REQ and RES messages, burst header, per-packet length header (bytes on the bus).
+    pub msg_bytes: u32,
+    pub burst_header_bytes: u32,
+    pub length_header_bytes: u32,
+    /// An output NIC sends a RES only when its fast-path output FIFO has at least this much
+    /// room (64: a RES that cannot admit a minimum-size frame would only cost bus time).
+    pub res_min_free_bytes: u32,
+}
+
+impl Default for NicParams {
+    fn default() -> Self {
+        NicParams {
+            clock_mhz: 66,
+            datapath_bits: 64,
+            mac_clock_mhz: 125,
+            input_fifo_bytes: 15 * 1024,
+            output_fifo_bytes: 15 * 1024,
+            mac_rx_fifo_bytes: 4096,
+            rx_latency_cycles: 4,
+            msg_bytes: 8,
+            burst_header_bytes: 8,
+            length_header_bytes: 8,
+            res_min_free_bytes: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicCfg {
+    pub name: String,
+    /// The subnet behind this NIC (the Linux routing table of the slow path), e.g.
+    /// `10.0.1.0/24`.
+    pub subnet: String,
+    /// FPGA fast path on (false: a bare-bones commercial NIC, every packet takes the slow path).
+    #[serde(default = "d_true")]
+    pub fast_path: bool,
+    /// Classification on (false: every packet is low priority).
+    #[serde(default = "d_true")]
+    pub classify: bool,
+    /// Ternary routing masks, matched in order; a miss takes the slow path.
+    #[serde(default)]
+    pub routes: Vec<RouteCfg>,
+    /// Ternary classification masks; a match makes the packet high priority.
+    #[serde(default)]
+    pub classes: Vec<ClassCfg>,
+}
+
+fn d_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteCfg {
+    /// 32-bit ternary mask on the destination address: `10.0.1.0/24`, `10.0.1.0/255.255.0.255`,
+    /// an address (exact) or `*`.
+    pub dst: String,
+    /// The NIC that owns the destination.
+    pub to: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassCfg {
+    /// The destination this mask belongs to: a NIC name, `slow` (the slow-path pair) or `*`.
+    #[serde(default = "d_any")]
+    pub to: String,
+    /// 8-bit ternary on the ToS byte: `0xb8`, `184`, `0xb8/0xfc` or `*`.
+    #[serde(default = "d_any")]
+    pub tos: String,
+    #[serde(default = "d_any")]
+    pub src: String,
+    #[serde(default = "d_any")]
+    pub dst: String,
+    /// 8-bit ternary on the IP protocol: `17`, `udp`, `tcp` or `*`.
+    #[serde(default = "d_any")]
+    pub proto: String,
+}
+
+fn d_any() -> String {
+    "*".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    #[default]
+    Constant,
+    Poisson,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficCfg {
+    /// The NIC the tester port is cabled to.
+    pub port: String,
+    /// Offered load in Mbit/s of wire bits (preamble, frame and inter-frame gap, as a tester
+    /// counts line rate); at most 1000.
+    pub rate_mbps: f64,
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    /// Frame size including FCS (flows may override it).
+    #[serde(default = "d_frame")]
+    pub frame_bytes: u32,
+    pub flows: Vec<FlowCfg>,
+}
+
+fn d_frame() -> u32 {
+    64
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowCfg {
+    pub dst: String,
+    /// Default: the first address of the sending port's subnet + 1.
+    pub src: Option<String>,
+    #[serde(default = "d_weight")]
+    pub weight: f64,
+    #[serde(default)]
+    pub tos: u8,
+    #[serde(default = "d_ttl")]
+    pub ttl: u8,
+    #[serde(default = "d_proto")]
+    pub proto: String,
+    pub frame_bytes: Option<u32>,
+}
+
+fn d_weight() -> f64 {
+    1.0
+}
+fn d_ttl() -> u8 {
+    64
+}
+fn d_proto() -> String {
+    "udp".into()
+}
+
+/// An IPv4 protocol name or number.
+pub fn parse_proto(s: &str) -> Result<u8, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "tcp" => Ok(6),
+        "udp" => Ok(17),
+        "icmp" => Ok(1),
+        other => other
+            .parse()
+            .map_err(|_| format!("'{s}' is not tcp, udp, icmp or a protocol number")),
+    }
+}
+
+/// `a.b.c.d/len` as (network, mask).
+pub fn parse_subnet(s: &str) -> Result<Ternary, String> {
+    let t = parse_ip_ternary(s)?;
+    if t.mask.leading_ones() + t.mask.trailing_zeros() != 32 {
+        return Err(format!("'{s}' is not a prefix (a.b.c.d/len)"));
+    }
+    Ok(t)
+}
+
+impl Config {
+    /// Parse TOML text. Errors carry the key path.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let de = toml::Deserializer::new(text);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let msg = e.into_inner().message().to_string();
+            ConfigError {
+                path: if path == "." { String::new() } else { path },
+                msg,
+            }
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Parse JSON text (what the Python front end sends after applying overrides).
+    pub fn from_json(text: &str) -> Result<Config, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let msg = e.into_inner().to_string();
+            let msg = match msg.find(" at line ") {
+                Some(i) => msg[..i].to_string(),
+                None => msg,
+            };
+            ConfigError {
+                path: if path == "." { String::new() } else { path },
+                msg,
+            }
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn nic_index(&self, name: &str) -> Option<usize> {
+        self.nics.iter().position(|n| n.name == name)
+    }
+
+    /// Every clock of the run, for the timebase.
+    pub fn clocks_mhz(&self) -> Vec<u32> {
+        vec![
+            self.pc.cpu.clock_mhz,
+            self.pc.bus.clock_mhz,
+            self.pc.memory.clock_mhz,
+            self.nic.clock_mhz,
+            self.nic.mac_clock_mhz,
+        ]
+    }
+
+    /// The largest frame any flow sends.
+    pub fn max_frame_bytes(&self) -> u32 {
+        self.traffic
+            .iter()
+            .flat_map(|t| {
+                t.flows
+                    .iter()
+                    .map(move |f| f.frame_bytes.unwrap_or(t.frame_bytes))
+            })
+            .max()
+            .unwrap_or(64)
+    }
+
+    /// Check meaning beyond types. The first problem is reported with its key path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let r = &self.run;
+        if !(r.duration_us.is_finite() && r.duration_us > 0.0 && r.duration_us <= 1e8) {
+            return err(
+                "run.duration_us",
+                "must be a positive time in µs (at most 1e8)",
+            );
+        }
+        if !(r.warmup_us.is_finite() && r.warmup_us >= 0.0 && r.warmup_us < r.duration_us) {
+            return err(
+                "run.warmup_us",
+                format!("must be >= 0 and below run.duration_us ({})", r.duration_us),
+            );
+        }
+        let pc = &self.pc;
+        for (key, v, lo, hi) in [
+            ("pc.cpu.clock_mhz", pc.cpu.clock_mhz, 1, 10_000),
+            ("pc.cpu.forward_cycles", pc.cpu.forward_cycles, 1, u32::MAX),
+            ("pc.cpu.napi_weight", pc.cpu.napi_weight, 1, 1 << 20),
+            ("pc.memory.width_bits", pc.memory.width_bits, 8, 4096),
+            ("pc.memory.clock_mhz", pc.memory.clock_mhz, 1, 10_000),
+            (
+                "pc.memory.transfers_per_clock",
+                pc.memory.transfers_per_clock,
+                1,
+                8,
+            ),
+            ("pc.bus.width_bits", pc.bus.width_bits, 8, 1024),
+            ("pc.bus.clock_mhz", pc.bus.clock_mhz, 1, 1000),
+            ("pc.bus.max_burst_bytes", pc.bus.max_burst_bytes, 8, 1 << 20),
+            (
+                "pc.driver.rx_ring_slots",
+                pc.driver.rx_ring_slots,
+                1,
+                1 << 16,
+            ),
+            (
+                "pc.driver.tx_ring_slots",
+                pc.driver.tx_ring_slots,
+                1,
+                1 << 16,
+            ),
+            ("nic.clock_mhz", self.nic.clock_mhz, 1, 1000),
+            ("nic.datapath_bits", self.nic.datapath_bits, 8, 1024),
+            ("nic.mac_clock_mhz", self.nic.mac_clock_mhz, 1, 1000),
+            ("nic.msg_bytes", self.nic.msg_bytes, 1, 4096),
+        ] {
+            if v < lo || v > hi {
+                return err(key, format!("{v} is outside {lo}..={hi}"));
+            }
+        }
+        if !pc.bus.width_bits.is_multiple_of(8) {
+            return err("pc.bus.width_bits", "must be a multiple of 8");
+        }
+        if !pc.memory.width_bits.is_multiple_of(8) {
+            return err("pc.memory.width_bits", "must be a multiple of 8");
+        }
+        if pc.bus.overhead_cycles > 1000 {
+            return err("pc.bus.overhead_cycles", "must be at most 1000");
+        }
+        if pc.memory.read_latency_ns > 1_000_000 {
+            return err("pc.memory.read_latency_ns", "must be at most 1 ms");
+        }
+        let max_frame = self.max_frame_bytes();
+        for (key, v) in [
+            ("nic.input_fifo_bytes", self.nic.input_fifo_bytes),
+            ("nic.output_fifo_bytes", self.nic.output_fifo_bytes),
+            ("nic.mac_rx_fifo_bytes", self.nic.mac_rx_fifo_bytes),
+        ] {
+            if v < max_frame {
+                return err(
+                    key,
+                    format!("{v} bytes cannot hold the largest frame ({max_frame} bytes)"),
+                );
+            }
+        }
+        if self.nics.len() < 2 {
+            return err("nics", "a router needs at least two NICs");
+        }
+        if self.nics.len() > 64 {
+            return err("nics", "at most 64 NICs are supported");
+        }
+        let mut subnets: Vec<Ternary> = Vec::new();
+        for (i, n) in self.nics.iter().enumerate() {
+            let path = format!("nics[{i}]");
+            if n.name.is_empty() || n.name == "slow" || n.name == "*" {
+                return err(
+                    format!("{path}.name"),
+                    "must be a name other than 'slow' and '*'",
+                );
+            }
+            if self.nics[..i].iter().any(|m| m.name == n.name) {
+                return err(
+                    format!("{path}.name"),
+                    format!("duplicate NIC name '{}'", n.name),
+                );
+            }
+            let sub = parse_subnet(&n.subnet).map_err(|m| ConfigError {
+                path: format!("{path}.subnet"),
+                msg: m,
+            })?;
+            if let Some(j) = subnets.iter().position(|s| s.overlaps(&sub)) {
+                return err(
+                    format!("{path}.subnet"),
+                    format!("overlaps nics[{j}].subnet (subnets must be disjoint)"),
+                );
+            }
+            subnets.push(sub);
+            for (k, rt) in n.routes.iter().enumerate() {
+                let rp = format!("{path}.routes[{k}]");
+                parse_ip_ternary(&rt.dst).map_err(|m| ConfigError {
+                    path: format!("{rp}.dst"),
+                    msg: m,
+                })?;
+                match self.nic_index(&rt.to) {
+                    None => return err(format!("{rp}.to"), format!("unknown NIC '{}'", rt.to)),
+                    Some(j) if j == i => {
+                        return err(format!("{rp}.to"), "a NIC cannot route to itself")
+                    }
+                    Some(j) if !self.nics[j].fast_path => {
+                        return err(
+                            format!("{rp}.to"),
+                            format!("NIC '{}' has fast_path = false", rt.to),
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            if !n.fast_path && !n.routes.is_empty() {
+                return err(format!("{path}.routes"), "routes need fast_path = true");
+            }
+            for (k, c) in n.classes.iter().enumerate() {
+                let cp = format!("{path}.classes[{k}]");
+                if c.to != "slow" && c.to != "*" && self.nic_index(&c.to).is_none() {
+                    return err(
+                        format!("{cp}.to"),
+                        format!("'{}' is not a NIC name, 'slow' or '*'", c.to),
+                    );
+                }
+                for (key, v) in [("tos", &c.tos), ("proto", &c.proto)] {
+                    let parsed = if key == "proto" {
+                        crate::ternary::parse_proto_ternary(v)
+                    } else {
+                        parse_u8_ternary(v)
+                    };
+                    parsed.map_err(|m| ConfigError {
+                        path: format!("{cp}.{key}"),
+                        msg: m,
+                    })?;
+                }
+                for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
+                    parse_ip_ternary(v).map_err(|m| ConfigError {
+                        path: format!("{cp}.{key}"),
+                        msg: m,
+                    })?;
+                }
+            }
+        }
+        if self.traffic.is_empty() {
+            return err("traffic", "at least one traffic source is required");
+        }
+        for (i, t) in self.traffic.iter().enumerate() {
+            let path = format!("traffic[{i}]");
+            if self.nic_index(&t.port).is_none() {
+                return err(format!("{path}.port"), format!("unknown NIC '{}'", t.port));
+            }
+            if self.traffic[..i].iter().any(|u| u.port == t.port) {
+                return err(
+                    format!("{path}.port"),
+                    format!("NIC '{}' already has a tester port", t.port),
+                );
+            }
+            if !(t.rate_mbps.is_finite() && t.rate_mbps > 0.0 && t.rate_mbps <= 1000.0) {
+                return err(
+                    format!("{path}.rate_mbps"),
+                    "must be in (0, 1000] Mbit/s of wire bits (Gigabit Ethernet)",
+                );
+            }
+            check_frame(&format!("{path}.frame_bytes"), t.frame_bytes)?;
+            if t.flows.is_empty() {
+                return err(format!("{path}.flows"), "at least one flow is required");
+            }
+            for (k, f) in t.flows.iter().enumerate() {
+                let fp = format!("{path}.flows[{k}]");
+                f.dst
+                    .parse::<std::net::Ipv4Addr>()
+                    .map_err(|_| ConfigError {
+                        path: format!("{fp}.dst"),
+                        msg: format!("'{}' is not an IPv4 address", f.dst),
+                    })?;
+                if let Some(s) = &f.src {
+                    s.parse::<std::net::Ipv4Addr>().map_err(|_| ConfigError {
+                        path: format!("{fp}.src"),
+                        msg: format!("'{s}' is not an IPv4 address"),
+                    })?;
+                }
+                if !(f.weight.is_finite() && f.weight >= 0.0) {
+                    return err(format!("{fp}.weight"), "must be a non-negative number");
+                }
+                parse_proto(&f.proto).map_err(|m| ConfigError {
+                    path: format!("{fp}.proto"),
+                    msg: m,
+                })?;
+                if let Some(b) = f.frame_bytes {
+                    check_frame(&format!("{fp}.frame_bytes"), b)?;
+                }
+            }
+            if t.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 {
+                return err(
+                    format!("{path}.flows"),
+                    "flow weights must have a positive sum",
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_frame(key: &str, bytes: u32) -> Result<(), ConfigError> {
+    if !(64..=9018).contains(&bytes) {
+        return err(key, format!("frame size {bytes} outside 64..=9018 bytes"));
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The testers' view: per input port what was offered, per output port what was forwarded
+//! (packets, frame bytes and wire bytes — preamble and inter-frame gap included, as a router
+//! tester counts line rate), within the measurement window, per class; latency from the
+//! first bit a tester sends to the last bit it receives back (hdrhistogram percentiles).
+//! Classes here are the traffic's marking (what the input NIC's classification masks say),
+//! also when a NIC's classification is off and it queues everything as low priority, so that
+//! the two classes' losses can be compared either way. Statistics stream: memory does not grow with the number of packets.
+
+use hdrhistogram::Histogram;
+use nicsim_kernel::{Time, Timebase};
+use nicsim_packet::ethernet::wire_bytes;
+use serde_json::{json, Value};
+
+use crate::world::{Pkt, CLASS_NAMES};
+
+/// Packets and bytes, per class.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Count {
+    pub packets: [u64; 2],
+    pub frame_bytes: [u64; 2],
+}
+
+impl Count {
+    #[inline]
+    pub fn add(&mut self, class: u8, frame_bytes: u32) {
+        let c = class as usize & 1;
+        self.packets[c] += 1;
+        self.frame_bytes[c] += frame_bytes as u64;
+    }
+    pub fn total_packets(&self) -> u64 {
+        self.packets[0] + self.packets[1]
+    }
+    /// Rates over `secs`: Mbit/s of wire bits and of frame bits, kpkt/s.
+    pub fn rates(&self, secs: f64, class: Option<usize>) -> Value {
+        let (p, b) = match class {
+            Some(c) => (self.packets[c], self.frame_bytes[c]),
+            None => (
+                self.total_packets(),
+                self.frame_bytes[0] + self.frame_bytes[1],
+            ),
+        };
+        let wire = b + p * (wire_bytes(0) as u64);
+        if secs <= 0.0 {
+            return json!({"mbps": 0.0, "mbps_frame": 0.0, "kpps": 0.0, "packets": p});
+        }
+        json!({
+            "mbps": wire as f64 * 8.0 / secs / 1e6,
+            "mbps_frame": b as f64 * 8.0 / secs / 1e6,
+            "kpps": p as f64 / secs / 1e3,
+            "packets": p,
+        })
+    }
+}
+
+/// Latency statistics in ticks (percentiles in ns through the histogram).
+#[derive(Clone)]
+pub struct LatStats {
+    n: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+    hist: Histogram<u32>,
+}
+
+impl Default for LatStats {
+    fn default() -> Self {
+        LatStats {
+            n: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            // 1 ns to 2^40 ns, 3 significant digits: recording never resizes.
+            hist: Histogram::new_with_bounds(1, 1 << 40, 3).expect("valid histogram bounds"),
+        }
+    }
+}
+
+impl LatStats {
+    pub fn record(&mut self, ticks: u64, ns: u64) {
+        self.n += 1;
+        self.sum += ticks as u128;
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
+        self.hist.saturating_record(ns.max(1));
+    }
+    pub fn to_json(&self, tb: &Timebase) -> Value {
+        if self.n == 0 {
+            return json!({"packets": 0});
+        }
+        let us = |t: f64| t / tb.ticks_per_us() as f64;
+        json!({
+            "packets": self.n,
+            "mean": us(self.sum as f64 / self.n as f64),
+            "min": us(self.min as f64),
+            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
+            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
+            "max": us(self.max as f64),
+        })
+    }
+}
+
+pub struct Sink {
+    ticks_per_us: u64,
+    /// Measurement window [start, end) in ticks.
+    pub window: (Time, Time),
+    /// Per input port: offered in the window, and in the whole run.
+    pub offered: Vec<Count>,
+    pub offered_all: Vec<Count>,
+    /// Per output port: forwarded in the window, and in the whole run.
+    pub forwarded: Vec<Count>,
+    pub forwarded_all: Vec<Count>,
+    /// Per output port and class (window).
+    pub latency: Vec<[LatStats; 2]>,
+    /// Per (input, output) port pair: forwarded in the window.
+    pub pairs: Vec<Vec<Count>>,
+}
+
+impl Sink {
+    pub fn new(n_nics: usize, window: (Time, Time), tb: &Timebase) -> Sink {
+        Sink {
+            ticks_per_us: tb.ticks_per_us(),
+            window,
+            offered: vec![Count::default(); n_nics],
+            offered_all: vec![Count::default(); n_nics],
+            forwarded: vec![Count::default(); n_nics],
+            forwarded_all: vec![Count::default(); n_nics],
+            latency: (0..n_nics).map(|_| Default::default()).collect(),
+            pairs: vec![vec![Count::default(); n_nics]; n_nics],
+        }
+    }
+
+    #[inline]
+    fn in_window(&self, t: Time) -> bool {
+        t >= self.window.0 && t < self.window.1
+    }
+
+    /// A tester port started sending a packet (its first bit at `p.t_sent`).
+    pub fn offer(&mut self, port: u8, p: &Pkt) {
+        self.offered_all[port as usize].add(p.marked, p.frame_bytes);
+        if self.in_window(p.t_sent) {
+            self.offered[port as usize].add(p.marked, p.frame_bytes);
+        }
+    }
+
+    /// A packet's last bit reached the tester at `t_rx` from output NIC `nic`.
+    pub fn deliver(&mut self, t_rx: Time, nic: u8, p: &Pkt) {
+        let o = nic as usize;
+        self.forwarded_all[o].add(p.marked, p.frame_bytes);
+        if self.in_window(t_rx) {
+            self.forwarded[o].add(p.marked, p.frame_bytes);
+            self.pairs[p.in_nic as usize][o].add(p.marked, p.frame_bytes);
+            let lat = t_rx - p.t_sent;
+            let ns = (lat * 1000).div_ceil(self.ticks_per_us);
+            self.latency[o][p.marked as usize & 1].record(lat, ns);
+        }
+    }
+
+    pub fn window_secs(&self, tb: &Timebase) -> f64 {
+        tb.to_us(self.window.1 - self.window.0) / 1e6
+    }
+
+    /// Per port: offered and forwarded rates (total and per class) and latency per class.
+    pub fn ports_json(&self, tb: &Timebase, names: &[String]) -> Value {
+        let secs = self.window_secs(tb);
+        let mut m = serde_json::Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let per_class = |c: &Count| {
+                let mut o = serde_json::Map::new();
+                for (k, cn) in CLASS_NAMES.iter().enumerate() {
+                    o.insert(cn.to_string(), c.rates(secs, Some(k)));
+                }
+                Value::Object(o)
+            };
+            let mut lat = serde_json::Map::new();
+            for (k, cn) in CLASS_NAMES.iter().enumerate() {
+                lat.insert(cn.to_string(), self.latency[i][k].to_json(tb));
+            }
+            let mut from = serde_json::Map::new();
+            for (j, src) in names.iter().enumerate() {
+                if self.pairs[j][i].total_packets() > 0 {
+                    from.insert(src.clone(), self.pairs[j][i].rates(secs, None));
+                }
+            }
+            m.insert(
+                name.clone(),
+                json!({
+                    "offered": self.offered[i].rates(secs, None),
+                    "offered_by_class": per_class(&self.offered[i]),
+                    "forwarded": self.forwarded[i].rates(secs, None),
+                    "forwarded_by_class": per_class(&self.forwarded[i]),
+                    "forwarded_from": from,
+                    "latency_us": lat,
+                }),
+            );
+        }
+        Value::Object(m)
+    }
+}

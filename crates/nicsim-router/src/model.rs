@@ -1,0 +1,377 @@
+//! Builds the router (testers, NICs, bus, CPU) from a [`Config`], runs it, and reports.
+//!
+//! Components act in this order at an instant, consumers before producers, so that room
+//! freed in a cycle is seen by its producer in the same cycle: the NICs' output schedulers
+//! (MAC transmit), the bus, the CPU, the NICs' input processing, the testers.
+
+use std::collections::BTreeMap;
+
+use nicsim_kernel::{Component, Engine, FifoSet, Link, Mode, Slab, Time, Timebase};
+use serde_json::{json, Value};
+
+use crate::config::{parse_subnet, Config, SimMode};
+use crate::cpu::Cpu;
+use crate::measure::Sink;
+use crate::nic::{NicRx, NicTx};
+use crate::pci::PciBus;
+use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary80};
+use crate::traffic::Generator;
+use crate::world::{Nic, Place, World, ANY, CLASS_NAMES, HI, LO, SLOW};
+
+pub struct Router {
+    pub cfg: Config,
+    pub tb: Timebase,
+    pub engine: Engine<World>,
+    pub finished: bool,
+}
+
+impl Router {
+    /// Build a router from a validated configuration.
+    pub fn new(cfg: Config) -> Router {
+        let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
+        let n = cfg.nics.len();
+        let np = &cfg.nic;
+        let mut q: FifoSet<u32> = FifoSet::default();
+        let mut nics = Vec::with_capacity(n);
+        for (i, c) in cfg.nics.iter().enumerate() {
+            let name = &c.name;
+            let mac_rx = q.add(format!("{name}.mac_rx"), np.mac_rx_fifo_bytes as u64);
+            let inq: Vec<[usize; 2]> = (0..n)
+                .map(|j| {
+                    if j == i || !c.fast_path {
+                        [usize::MAX; 2]
+                    } else {
+                        let to = &cfg.nics[j].name;
+                        [HI, LO].map(|k| {
+                            q.add(
+                                format!("{name}.in.{to}.{}", CLASS_NAMES[k]),
+                                np.input_fifo_bytes as u64,
+                            )
+                        })
+                    }
+                })
+                .collect();
+            let slow_in = [HI, LO].map(|k| {
+                q.add(
+                    format!("{name}.in.slow.{}", CLASS_NAMES[k]),
+                    np.input_fifo_bytes as u64,
+                )
+            });
+            let out_fast = q.add(format!("{name}.out.fast"), np.output_fifo_bytes as u64);
+            let out_slow = q.add(format!("{name}.out.slow"), np.output_fifo_bytes as u64);
+            let d = &cfg.pc.driver;
+            let rx_ring = [HI, LO].map(|k| {
+                q.add(
+                    format!("ram.{name}.rx_ring.{}", CLASS_NAMES[k]),
+                    d.rx_ring_slots as u64,
+                )
+            });
+            let tx_ring = q.add(format!("ram.{name}.tx_ring"), d.tx_ring_slots as u64);
+            let routes = c
+                .routes
+                .iter()
+                .map(|r| {
+                    (
+                        parse_ip_ternary(&r.dst).expect("validated"),
+                        cfg.nic_index(&r.to).expect("validated") as u8,
+                    )
+                })
+                .collect();
+            let classes = c
+                .classes
+                .iter()
+                .map(|k| {
+                    let dest = match k.to.as_str() {
+                        "slow" => SLOW,
+                        "*" => ANY,
+                        other => cfg.nic_index(other).expect("validated") as u8,
+                    };
+                    let m = Ternary80::new(
+                        parse_u8_ternary(&k.tos).expect("validated"),
+                        parse_ip_ternary(&k.src).expect("validated"),
+                        parse_ip_ternary(&k.dst).expect("validated"),
+                        crate::ternary::parse_proto_ternary(&k.proto).expect("validated"),
+                    );
+                    (dest, m)
+                })
+                .collect();
+            nics.push(Nic {
+                name: name.clone(),
+                fast_path: c.fast_path,
+                classify: c.classify,
+                routes,
+                classes,
+                mac_rx,
+                inq,
+                slow_in,
+                out_fast,
+                out_slow,
+                rx_ring,
+                tx_ring,
+                active: vec![false; n],
+                req_ptr: 0,
+                awaiting_res: None,
+                res_in: vec![None; n],
+                burst_ptr: 0,
+                burst: None,
+                req_in: vec![None; n],
+                res_ptr: 0,
+                serving: None,
+                chan_ptr: 0,
+                last_msg_was_res: false,
+                req_waits: vec![0; n],
+                res_waits: vec![0; n],
+                burst_waits: vec![0; n],
+            });
+        }
+        let window = (
+            tb.from_us(cfg.run.warmup_us),
+            tb.from_us(cfg.run.duration_us),
+        );
+        let world = World {
+            cal: Default::default(),
+            pkts: Slab::default(),
+            q,
+            subnets: cfg
+                .nics
+                .iter()
+                .map(|c| parse_subnet(&c.subnet).expect("validated"))
+                .collect(),
+            nics,
+            drops: BTreeMap::new(),
+            sink: Sink::new(n, window, &tb),
+            proto: Default::default(),
+            bus: Default::default(),
+            cpu_busy_ticks: 0,
+            last_out: 0,
+        };
+        let mac_clock = tb.clock(np.mac_clock_mhz);
+        let nic_clock = tb.clock(np.clock_mhz);
+        let mut comps: Vec<Box<dyn Component<World>>> = Vec::new();
+        for (i, nic) in world.nics.iter().enumerate() {
+            comps.push(Box::new(NicTx {
+                nic: i as u8,
+                outs: [nic.out_slow, nic.out_fast],
+                clock: mac_clock,
+                wire_free: 0,
+            }));
+        }
+        let (mut bus_reads, mut bus_writes) = (Vec::new(), Vec::new());
+        let (mut cpu_reads, mut cpu_writes) = (Vec::new(), Vec::new());
+        for nic in &world.nics {
+            bus_reads.extend(nic.inq.iter().flatten().filter(|&&f| f != usize::MAX));
+            bus_reads.extend(nic.slow_in);
+            bus_reads.push(nic.tx_ring);
+            bus_writes.extend([nic.out_fast, nic.out_slow]);
+            bus_writes.extend(nic.rx_ring);
+            cpu_reads.extend(nic.rx_ring);
+            cpu_writes.push(nic.tx_ring);
+        }
+        let mem_clock = tb.clock(cfg.pc.memory.clock_mhz);
+        let latency = tb.from_us(cfg.pc.memory.read_latency_ns as f64 / 1000.0);
+        comps.push(Box::new(PciBus::new(
+            &cfg,
+            tb.clock(cfg.pc.bus.clock_mhz),
+            mem_clock,
+            latency,
+            bus_reads,
+            bus_writes,
+        )));
+        let c = &cfg.pc.cpu;
+        comps.push(Box::new(Cpu::new(
+            tb.clock(c.clock_mhz),
+            c.forward_cycles as u64,
+            c.napi_weight,
+            cpu_reads,
+            cpu_writes,
+        )));
+        for (i, nic) in world.nics.iter().enumerate() {
+            comps.push(Box::new(NicRx {
+                nic: i as u8,
+                mac_rx: nic.mac_rx,
+                link: Link::new(np.datapath_bits, nic_clock),
+                latency: nic_clock.cycles(np.rx_latency_cycles as u64),
+            }));
+        }
+        for i in 0..cfg.traffic.len() {
+            comps.push(Box::new(Generator::new(&cfg, i, tb)));
+        }
+        let mode = match cfg.mode {
+            SimMode::Skip => Mode::Skip,
+            SimMode::Stepped => Mode::Stepped,
+        };
+        Router {
+            engine: Engine::new(comps, world, mode),
+            cfg,
+            tb,
+            finished: false,
+        }
+    }
+
+    /// Parse, validate and build from TOML text.
+    pub fn from_toml(text: &str) -> Result<Router, crate::ConfigError> {
+        Ok(Router::new(Config::from_toml(text)?))
+    }
+
+    /// Run until simulated time `until_us` (or to the end with `None`). Returns true when done.
+    pub fn run(&mut self, until_us: Option<f64>) -> bool {
+        let until = until_us.map_or(Time::MAX, |u| self.tb.from_us(u));
+        self.finished = self.engine.run_until(until);
+        self.finished
+    }
+
+    pub fn now_us(&self) -> f64 {
+        self.tb.to_us(self.engine.now())
+    }
+
+    /// Packets offered, delivered, dropped and in flight (the conservation check).
+    pub fn conservation(&self) -> (u64, u64, u64, u64) {
+        let w = &self.engine.world;
+        let offered: u64 = w.sink.offered_all.iter().map(|c| c.total_packets()).sum();
+        let delivered: u64 = w.sink.forwarded_all.iter().map(|c| c.total_packets()).sum();
+        let dropped: u64 = w.drops.values().map(|v| v.0).sum();
+        (offered, delivered, dropped, w.pkts.live())
+    }
+
+    /// Bytes offered, delivered, dropped and in flight.
+    pub fn byte_conservation(&self) -> (u64, u64, u64) {
+        let w = &self.engine.world;
+        let sum = |v: &[crate::measure::Count]| -> u64 {
+            v.iter().map(|c| c.frame_bytes[0] + c.frame_bytes[1]).sum()
+        };
+        let dropped: u64 = w.drops.values().map(|v| v.1).sum();
+        (
+            sum(&w.sink.offered_all),
+            sum(&w.sink.forwarded_all),
+            dropped,
+        )
+    }
+
+    /// The run's summary (docs/router.md describes every field).
+    pub fn summary(&self) -> Value {
+        let tb = self.tb;
+        let w = &self.engine.world;
+        let names: Vec<String> = self.cfg.nics.iter().map(|n| n.name.clone()).collect();
+        let (offered, delivered, dropped, in_flight) = self.conservation();
+        let (ob, db, xb) = self.byte_conservation();
+        let in_flight_bytes: u64 = ob - db - xb;
+        let end = if self.finished && in_flight == 0 {
+            w.last_out
+        } else {
+            self.engine.now()
+        }
+        .max(1);
+        let mut drops = Vec::new();
+        let mut by_place: BTreeMap<String, u64> = BTreeMap::new();
+        for (&(place, class, reason), &(p, b)) in &w.drops {
+            let place = match place {
+                Place::MacRx(i) => format!("{}.mac_rx", names[i as usize]),
+                Place::Input(i) => format!("{}.input", names[i as usize]),
+                Place::Cpu => "cpu".into(),
+                Place::Output(i) => format!("{}.output", names[i as usize]),
+            };
+            *by_place.entry(place.clone()).or_default() += p;
+            drops.push(json!({
+                "place": place, "class": CLASS_NAMES[class as usize & 1], "reason": reason,
+                "packets": p, "frame_bytes": b,
+            }));
+        }
+        let mut fifos = serde_json::Map::new();
+        for (i, f) in w.q.fifos.iter().enumerate() {
+            let s = f.stats_at(end.max(self.engine.now()));
+            fifos.insert(
+                w.q.names[i].clone(),
+                json!({
+                    "capacity": f.capacity_bytes(),
+                    "max": s.max_bytes,
+                    "mean": s.byte_area as f64 / end as f64,
+                    "arrivals": s.pushes,
+                }),
+            );
+        }
+        // Whole run, per class (the traffic's marking): offered, delivered, dropped, loss.
+        let mut classes = serde_json::Map::new();
+        for (k, cn) in CLASS_NAMES.iter().enumerate() {
+            let o: u64 = w.sink.offered_all.iter().map(|c| c.packets[k]).sum();
+            let d: u64 = w.sink.forwarded_all.iter().map(|c| c.packets[k]).sum();
+            let x: u64 = w
+                .drops
+                .iter()
+                .filter(|(key, _)| key.1 as usize == k)
+                .map(|(_, v)| v.0)
+                .sum();
+            classes.insert(
+                cn.to_string(),
+                json!({"offered": o, "delivered": d, "dropped": x,
+                       "loss": if o > 0 { x as f64 / o as f64 } else { 0.0 }}),
+            );
+        }
+        let b = &w.bus;
+        let bus_clock = &self.cfg.pc.bus;
+        let pr = &w.proto;
+        let secs = tb.to_us(end) / 1e6;
+        json!({
+            "seed": self.cfg.seed,
+            "finished": self.finished,
+            "sim_time_us": tb.to_us(end),
+            "window_us": [self.cfg.run.warmup_us, self.cfg.run.duration_us],
+            "ports": w.sink.ports_json(&tb, &names),
+            "packets": {
+                "offered": offered,
+                "delivered": delivered,
+                "dropped": dropped,
+                "in_flight": in_flight,
+                "conserved": offered == delivered + dropped + in_flight,
+            },
+            "bytes": {
+                "offered": ob, "delivered": db, "dropped": xb, "in_flight": in_flight_bytes,
+            },
+            "classes": classes,
+            "drops": drops,
+            "drops_by_place": by_place,
+            "bus": {
+                "width_bits": bus_clock.width_bits,
+                "clock_mhz": bus_clock.clock_mhz,
+                "peak_gbps": bus_clock.width_bits as f64 * bus_clock.clock_mhz as f64 / 1000.0,
+                "utilisation": b.busy_ticks as f64 / end as f64,
+                "transactions": b.transactions,
+                "data_cycles": b.data_cycles,
+                "overhead_cycles": b.overhead_cycles,
+                "cycles_by_channel": {
+                    "slow_download": b.cycles_by_channel[0],
+                    "slow_upload": b.cycles_by_channel[1],
+                    "messages": b.cycles_by_channel[2],
+                    "bursts": b.cycles_by_channel[3],
+                },
+                "wasted_bytes": b.wasted_bytes,
+            },
+            "memory_bus": {"utilisation": b.memory_busy_ticks as f64 / end as f64},
+            "cpu": {
+                "utilisation": w.cpu_busy_ticks as f64 / end as f64,
+                "forwarded_kpps": if secs > 0.0 { w.cpu_busy_ticks as f64 / tb.clock(self.cfg.pc.cpu.clock_mhz).cycles(self.cfg.pc.cpu.forward_cycles as u64) as f64 / secs / 1e3 } else { 0.0 },
+            },
+            "protocol": {
+                "reqs": pr.reqs,
+                "trailing_reqs": pr.trailing_reqs,
+                "null_reqs": pr.null_reqs,
+                "res": pr.res,
+                "bursts": pr.bursts,
+                "empty_bursts": pr.empty_bursts,
+                "burst_packets": pr.burst_packets,
+                "grant_violations": pr.grant_violations,
+                "ungranted_delivered": pr.ungranted_delivered,
+                "output_overflows": pr.output_overflows,
+                "duplicate_res": pr.duplicate_res,
+                "max_req_waits": pr.max_req_waits,
+                "max_res_waits": pr.max_res_waits,
+                "max_burst_waits": pr.max_burst_waits,
+            },
+            "fifos": fifos,
+            "engine": {
+                "instants": self.engine.stats().instants,
+                "steps": self.engine.stats().steps,
+                "ticks_per_us": tb.ticks_per_us(),
+            },
+        })
+    }
+}

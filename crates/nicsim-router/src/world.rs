@@ -1,0 +1,244 @@
+//! What the router's components share: the packets in flight, every FIFO and RAM ring (kernel
+//! FIFOs, so that pushes and pops wake the right ports), each NIC's tables and scheduler state,
+//! drop counters by place, class and reason, the protocol's invariant counters, and the sink.
+
+use std::collections::BTreeMap;
+
+use nicsim_kernel::{Calendar, FifoId, FifoSet, HasCalendar, Slab, SlabId, Time};
+
+use crate::measure::Sink;
+use crate::ternary::{Ternary, Ternary80};
+
+/// Service class: high priority (a classification mask matched) or low.
+pub const HI: usize = 0;
+pub const LO: usize = 1;
+pub const CLASS_NAMES: [&str; 2] = ["high", "low"];
+
+/// No NIC (a packet's output before routing).
+pub const NO_NIC: u8 = u8::MAX;
+
+#[derive(Debug, Clone)]
+pub struct Pkt {
+    pub seq: u64,
+    /// Frame bytes including FCS.
+    pub frame_bytes: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub tos: u8,
+    pub ttl: u8,
+    pub proto: u8,
+    pub in_nic: u8,
+    pub out_nic: u8,
+    /// The class the input NIC queues the packet in.
+    pub class: u8,
+    /// The class its headers mark it as (the class masks' verdict, even with classification
+    /// off); statistics are kept by this class.
+    pub marked: u8,
+    /// Forwarded NIC to NIC (else through the PC).
+    pub fast: bool,
+    /// Carried by a burst within an output NIC's grant.
+    pub granted: bool,
+    /// Bytes of this packet (data, descriptors, length header) that crossed the bus.
+    pub bus_bytes: u32,
+    /// First bit on the tester's wire.
+    pub t_sent: Time,
+}
+
+pub type PktId = SlabId;
+
+/// A grant or request: bytes per class.
+pub type Bytes2 = [u32; 2];
+
+/// Where a packet was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Place {
+    /// The MAC's receive buffer of NIC n.
+    MacRx(u8),
+    /// An input FIFO of NIC n (fast-path or slow-path pair).
+    Input(u8),
+    /// The Linux IP stack.
+    Cpu,
+    /// An output FIFO of NIC n (never, if the protocol holds).
+    Output(u8),
+}
+
+/// A packet burst on its way over the bus: its packets (popped from the input FIFOs when it
+/// was composed) with the byte offset at which each one's last byte is on the bus.
+#[derive(Debug, Clone, Default)]
+pub struct Burst {
+    pub to: u8,
+    pub pkts: std::collections::VecDeque<(PktId, u64)>,
+    pub total_bytes: u64,
+    pub sent_bytes: u64,
+}
+
+/// One FPGA NIC: its FIFOs, its tables and the three schedulers' state.
+#[derive(Debug, Clone)]
+pub struct Nic {
+    pub name: String,
+    pub fast_path: bool,
+    pub classify: bool,
+    pub routes: Vec<(Ternary, u8)>,
+    /// (destination: a NIC index, `SLOW` or `ANY`; mask).
+    pub classes: Vec<(u8, Ternary80)>,
+    pub mac_rx: FifoId,
+    /// Per output NIC: its [high, low] input FIFOs (unused for itself).
+    pub inq: Vec<[FifoId; 2]>,
+    pub slow_in: [FifoId; 2],
+    pub out_fast: FifoId,
+    pub out_slow: FifoId,
+    /// The driver's rings in RAM: two reception rings (one per class) and a transmit ring.
+    pub rx_ring: [FifoId; 2],
+    pub tx_ring: FifoId,
+    // Request scheduler (this NIC as input).
+    pub active: Vec<bool>,
+    pub req_ptr: usize,
+    pub awaiting_res: Option<u8>,
+    // Burst scheduler (as input): RES received per output NIC, not yet served.
+    pub res_in: Vec<Option<Bytes2>>,
+    pub burst_ptr: usize,
+    pub burst: Option<Burst>,
+    // Response scheduler (as output): the latest REQ per input NIC.
+    pub req_in: Vec<Option<Bytes2>>,
+    pub res_ptr: usize,
+    /// Sent a RES to this input and waits for the REQ that trails its burst.
+    pub serving: Option<u8>,
+    // DMA engine: round robin over its four channels; REQ and RES alternate on channel (iii).
+    pub chan_ptr: usize,
+    pub last_msg_was_res: bool,
+    /// Fairness: per peer, turns the scheduler gave to others while the peer waited.
+    pub req_waits: Vec<u32>,
+    pub res_waits: Vec<u32>,
+    pub burst_waits: Vec<u32>,
+}
+
+/// Class-mask destinations besides NIC indices.
+pub const SLOW: u8 = 254;
+pub const ANY: u8 = 253;
+
+impl Nic {
+    /// The output NIC of the first matching route, if any.
+    #[inline]
+    pub fn route(&self, dst: u32) -> Option<u8> {
+        self.routes
+            .iter()
+            .find(|(t, _)| t.matches(dst))
+            .map(|&(_, n)| n)
+    }
+    /// The class the masks give a packet bound for `dest` (a NIC index or `SLOW`), whether
+    /// or not classification is on.
+    #[inline]
+    pub fn marked_class(&self, dest: u8, key: u128) -> usize {
+        let hit = self
+            .classes
+            .iter()
+            .any(|&(d, m)| (d == dest || d == ANY) && m.matches(key));
+        if hit {
+            HI
+        } else {
+            LO
+        }
+    }
+}
+
+/// Counters that the protocol's invariants are checked on.
+#[derive(Debug, Clone, Default)]
+pub struct ProtoStats {
+    pub reqs: u64,
+    pub trailing_reqs: u64,
+    pub null_reqs: u64,
+    pub res: u64,
+    pub bursts: u64,
+    pub empty_bursts: u64,
+    pub burst_packets: u64,
+    /// Packets a burst carried beyond its RES's grant (must stay 0).
+    pub grant_violations: u64,
+    /// Fast-path packets delivered that no grant covered (must stay 0).
+    pub ungranted_delivered: u64,
+    /// Packets that found no room in an output FIFO (must stay 0).
+    pub output_overflows: u64,
+    /// A RES arrived while the previous one from the same output was unserved (must stay 0).
+    pub duplicate_res: u64,
+    /// The most turns any request / response / burst scheduler gave to others while one
+    /// peer waited.
+    pub max_req_waits: u32,
+    pub max_res_waits: u32,
+    pub max_burst_waits: u32,
+}
+
+/// Bus activity.
+#[derive(Debug, Clone, Default)]
+pub struct BusStats {
+    pub transactions: u64,
+    pub busy_ticks: u64,
+    pub data_cycles: u64,
+    pub overhead_cycles: u64,
+    /// Cycles by channel: download, upload, messages, bursts.
+    pub cycles_by_channel: [u64; 4],
+    /// Bus bytes of packets that were dropped after crossing it.
+    pub wasted_bytes: u64,
+    pub memory_busy_ticks: u64,
+}
+
+pub struct World {
+    pub cal: Calendar,
+    pub pkts: Slab<Pkt>,
+    pub q: FifoSet<PktId>,
+    pub nics: Vec<Nic>,
+    /// The Linux routing table: each NIC's subnet.
+    pub subnets: Vec<Ternary>,
+    /// (place, class, reason) → (packets, frame bytes).
+    pub drops: BTreeMap<(Place, u8, &'static str), (u64, u64)>,
+    pub sink: Sink,
+    pub proto: ProtoStats,
+    pub bus: BusStats,
+    pub cpu_busy_ticks: u64,
+    /// When the last packet so far left the router (delivered or dropped).
+    pub last_out: Time,
+}
+
+impl HasCalendar for World {
+    #[inline]
+    fn cal(&mut self) -> &mut Calendar {
+        &mut self.cal
+    }
+    #[inline]
+    fn cal_ref(&self) -> &Calendar {
+        &self.cal
+    }
+}
+
+impl World {
+    /// Drop a packet in flight at `place`, counting the reason; bus bytes it used are wasted.
+    pub fn drop_pkt(&mut self, id: PktId, place: Place, reason: &'static str) {
+        let p = &self.pkts[id];
+        let e = self.drops.entry((place, p.marked, reason)).or_default();
+        e.0 += 1;
+        e.1 += p.frame_bytes as u64;
+        self.bus.wasted_bytes += p.bus_bytes as u64;
+        self.pkts.free(id);
+        self.last_out = self.last_out.max(self.cal.now());
+    }
+
+    /// The packet's last bit reached the tester at `t_rx` through output NIC `nic`.
+    pub fn deliver(&mut self, id: PktId, nic: u8, t_rx: Time) {
+        let p = &self.pkts[id];
+        if p.fast && !p.granted {
+            self.proto.ungranted_delivered += 1;
+        }
+        self.sink.deliver(t_rx, nic, p);
+        self.pkts.free(id);
+        self.last_out = self.last_out.max(t_rx);
+    }
+
+    /// Push into FIFO `f` (the caller checked room).
+    #[inline]
+    pub fn push(&mut self, f: FifoId, now: Time, id: PktId, bytes: u32, head: Time, tail: Time) {
+        self.q.push(&mut self.cal, f, now, id, bytes, head, tail);
+    }
+
+    #[inline]
+    pub fn pop(&mut self, f: FifoId, now: Time) -> Option<nicsim_kernel::Slot<PktId>> {
+        self.q.pop(&mut self.cal, f, now)
+    }
+}
