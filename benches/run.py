@@ -1,5 +1,5 @@
-"""Benchmarks (`make bench`): how fast the datapath simulator and the XDP analyzer run,
-measured in-process.
+"""Benchmarks (`make bench`): how fast the datapath simulator, the router-fabric simulator and
+the XDP analyzer run, measured in-process.
 
 Prints a table and writes out/bench/bench.json. Figures are recorded in BENCHMARKS.md with the
 machine and this command. Each case is timed `--repeat` times and the best run is kept (the
@@ -34,6 +34,23 @@ def timed(overrides: dict, repeat: int) -> dict:
     s = dp.summary()
     return {"seconds": best, "packets": s["packets"]["offered"], "packets_per_second": s["packets"]["offered"] / best,
             "instants": s["engine"]["instants"], "throughput_gbps": s["throughput_gbps"]}
+
+
+def router_case(repeat: int, duration_us: float) -> dict:
+    """Set-up F (three NICs, fast path, 3 Gbit/s of 64-byte frames) for `duration_us` of
+    simulated time: simulated packets per second on one core (the run, its summary included)."""
+    from nicsim import router
+
+    cfg = router.load(ROOT / "configs" / "router" / "setup_f.toml", {"run.duration_us": duration_us})
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        s = router.simulate(cfg)
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    n = s["packets"]["offered"]
+    return {"seconds": best, "packets": n, "packets_per_second": n / best, "instants": s["engine"]["instants"],
+            "target_packets_per_second": 2e6}
 
 
 def xdp_cases(timeout_s: float) -> dict:
@@ -83,7 +100,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-packets", type=int, default=1_000_000)
-    ap.add_argument("--only", choices=["datapath", "xdp"], help="Run one subsystem's cases.")
+    ap.add_argument("--only", choices=["datapath", "xdp", "router"], help="Run one subsystem's cases.")
+    ap.add_argument("--router-us", type=float, default=100_000.0, help="Simulated µs of the router case.")
     ap.add_argument("--xdp-timeout", type=float, default=60.0, help="Seconds per XDP analysis.")
     args = ap.parse_args()
     long = {"traffic.packets": args.long_packets, "measure.window": [500, args.long_packets - 500]}
@@ -97,13 +115,18 @@ def main() -> None:
             "functional": True, "traffic.packets": args.long_packets // 10, "measure.window": [500, args.long_packets // 10 - 500]},
     }
     results = {}
-    if args.only == "xdp":
+    if args.only in ("xdp", "router"):
         cases = {}
     for name, overrides in cases.items():
         repeat = args.repeat if "paper" in name else 1
         results[name] = r = timed(overrides, repeat)
         print(f"{name:<62} {r['seconds'] * 1e3:10.1f} ms {r['packets_per_second']:12,.0f} packets/s")
-    if args.only != "datapath":
+    if args.only in (None, "router"):
+        name = f"router set-up F ({args.router_us / 1e3:g} ms simulated, 3 NICs, fast path, 64 B)"
+        results[name] = r = router_case(args.repeat, args.router_us)
+        print(f"{name:<62} {r['seconds'] * 1e3:10.1f} ms {r['packets_per_second']:12,.0f} packets/s "
+              f"(target >= 2,000,000)", flush=True)
+    if args.only in (None, "xdp"):
         results.update(xdp_cases(args.xdp_timeout))
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
     out = ROOT / "out" / "bench"

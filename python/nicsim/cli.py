@@ -23,6 +23,7 @@ from rich.table import Table
 from nicsim.config import get_key, load_config, parse_sweep_param
 from nicsim.errors import ConfigError, Interrupted, NicsimError
 from nicsim.flow.cli import flow_app
+from nicsim.router.cli import router_app
 
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click.exceptions import ClickException
@@ -50,6 +51,7 @@ xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program alw
                       no_args_is_help=True)
 app.add_typer(xdp_app, name="xdp")
 app.add_typer(flow_app, name="flow")
+app.add_typer(router_app, name="router")
 
 
 class Executor(StrEnum):
@@ -471,6 +473,21 @@ def reproduce_flowmem(
     from nicsim.reproduce import flowmem
 
     flowmem.main(out, flows=flows, seed=seed)
+
+
+@reproduce_app.command("router")
+def reproduce_router(
+    out: OutOpt,
+    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs and fewer points: a fast smoke run.")] = False,
+    beyond: Annotated[bool, typer.Option("--beyond/--no-beyond", help="Also sweep 2-8 NICs on PCI-X 66 and "
+                                         "133 MHz (fast path, every NIC to every other at line rate).")] = True,
+) -> None:
+    """Seed 002 (a PC software router with FPGA NICs): set-up A's slow path, Fig. 4's saturation rate
+    against frame size, set-ups B-F and the QoS runs of Figs. 5 and 6, each beside the paper
+    with holds / does not hold, and beyond the paper 2-8 NICs on PCI-X."""
+    from nicsim.reproduce import router
+
+    router.main(out, quick=quick, beyond=beyond)
 
 
 def _fail(msg: str, code: int = 2) -> NoReturn:

@@ -19,7 +19,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,11 @@ class Config(dict):
         self.source = source
 
 
-def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override] | Mapping[str, Any] = ()) -> Config:
+def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override] | Mapping[str, Any] = (),
+                check: Callable[[Mapping[str, Any]], None] | None = None) -> Config:
     """Read a TOML configuration, apply overrides (`"key=value"` strings or `(key, value)`
-    pairs) and validate it. Raises [`ConfigError`] naming the file and the key path."""
+    pairs) and validate it (with `check`, default: as a datapath configuration). Raises
+    [`ConfigError`] naming the file and the key path."""
     path = Path(path)
     file = str(path)
     try:
@@ -62,7 +64,7 @@ def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override
         raise ConfigError(*_toml_error(str(e)), file=file) from None
     _resolve_paths(doc, path.parent)
     cfg = with_overrides(Config(doc, source=file), overrides)
-    validate(cfg)
+    (check or validate)(cfg)
     return cfg
 
 

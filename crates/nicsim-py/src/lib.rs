@@ -5,6 +5,7 @@
 //! the pure-Rust crates.
 
 mod flow;
+mod router;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -412,6 +413,7 @@ fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Datapath>()?;
     flow::register(m)?;
+    router::register(m)?;
     m.add_class::<XdpSearch>()?;
     m.add_class::<XdpKernel>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;

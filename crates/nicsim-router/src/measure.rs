@@ -155,13 +155,16 @@ impl Sink {
         }
     }
 
-    pub fn window_secs(&self, tb: &Timebase) -> f64 {
-        tb.to_us(self.window.1 - self.window.0) / 1e6
+    /// The window's length in seconds, cut at `now` when the run stopped inside it (Ctrl-C).
+    pub fn window_secs(&self, tb: &Timebase, now: Time) -> f64 {
+        let end = self.window.1.min(now.max(self.window.0));
+        tb.to_us(end - self.window.0) / 1e6
     }
 
-    /// Per port: offered and forwarded rates (total and per class) and latency per class.
-    pub fn ports_json(&self, tb: &Timebase, names: &[String]) -> Value {
-        let secs = self.window_secs(tb);
+    /// Per port: offered and forwarded rates (total and per class) and latency per class, over
+    /// the window up to `now`.
+    pub fn ports_json(&self, tb: &Timebase, names: &[String], now: Time) -> Value {
+        let secs = self.window_secs(tb, now);
         let mut m = serde_json::Map::new();
         for (i, name) in names.iter().enumerate() {
             let per_class = |c: &Count| {

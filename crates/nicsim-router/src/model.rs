@@ -315,7 +315,7 @@ impl Router {
             "finished": self.finished,
             "sim_time_us": tb.to_us(end),
             "window_us": [self.cfg.run.warmup_us, self.cfg.run.duration_us],
-            "ports": w.sink.ports_json(&tb, &names),
+            "ports": w.sink.ports_json(&tb, &names, self.engine.now()),
             "packets": {
                 "offered": offered,
                 "delivered": delivered,

@@ -1,0 +1,66 @@
+"""The `nicsim router ...` commands (router fabric, seed 002)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NICs (slow path through the CPU, "
+                              "fast path over the shared PCI-X bus).", no_args_is_help=True)
+
+
+@router_app.command("run")
+def router_run(
+    config: Annotated[Path, typer.Argument(help="Router configuration (TOML), e.g. configs/router/setup_d.toml.",
+                                           show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder; written atomically, replaced if it "
+                                      "exists.", show_default=False)],
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", metavar="KEY=VALUE",
+        help="Override a configuration value (repeatable): [b]run.duration_us=2000[/b], "
+             "[b]traffic[0].rate_mbps=500[/b], [b]pc.bus.clock_mhz=133[/b].")] = None,
+) -> None:
+    """Run one router simulation to the end: OUT/summary.json (docs/router.md, "Summary schema"),
+    OUT/ports.csv (per port: offered and forwarded Mbit/s and kpkt/s, per class, latency, drops)
+    and OUT/config.json. Prints a table per port and where packets were dropped. Ctrl-C stops
+    the run and still writes the summary of what ran, marked [b]"interrupted": true[/b]."""
+    from nicsim.router import load, run
+
+    cfg = load(config, param or [])
+    s = run(cfg, out)
+    print_summary(s, Console(), title=f"{config.name}: {s['sim_time_us']:,.0f} µs simulated")
+    if s["interrupted"]:
+        Console(stderr=True).print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
+        raise typer.Exit(130)
+    Console().print(f"wrote {out}/ (summary.json, ports.csv, config.json)")
+
+
+def print_summary(s: dict[str, Any], console: Console, title: str = "") -> None:
+    """Per port offered and forwarded rates and drops, then losses, drop places and the bus."""
+    from nicsim.router import port_rows
+
+    t = Table(title=title or None, box=box.SIMPLE_HEAD)
+    for c in ("port", "offered\nMbit/s", "offered\nkpkt/s", "forwarded\nMbit/s", "forwarded\nkpkt/s",
+              "latency\nhigh / low µs", "dropped\npackets"):
+        t.add_column(c, justify="left" if c == "port" else "right")
+
+    def lat(x: float | None) -> str:
+        return "–" if x is None else f"{x:.2f}"
+
+    for r in port_rows(s):
+        t.add_row(r["port"], f"{r['offered_mbps']:.1f}", f"{r['offered_kpps']:.1f}", f"{r['forwarded_mbps']:.1f}",
+                  f"{r['forwarded_kpps']:.1f}", f"{lat(r['latency_high_mean_us'])} / {lat(r['latency_low_mean_us'])}",
+                  f"{r['dropped_packets']:,}")
+    console.print(t)
+    cl = s["classes"]
+    console.print("loss: " + ", ".join(f"{c} {cl[c]['loss']:.2%} of {cl[c]['offered']:,}" for c in ("high", "low"))
+                  + "; dropped at: " + (", ".join(f"{k} {v:,}" for k, v in s["drops_by_place"].items()) or "nowhere"))
+    b = s["bus"]
+    console.print(f"bus {b['width_bits']} bit × {b['clock_mhz']} MHz: {b['utilisation']:.1%} busy, "
+                  f"{b['wasted_bytes']:,} bytes wasted on dropped packets; CPU {s['cpu']['utilisation']:.1%} busy; "
+                  f"packets conserved: {'yes' if s['packets']['conserved'] else 'NO'}")
