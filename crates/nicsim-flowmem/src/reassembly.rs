@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
-use nicsim_packet::capture::{CaptureReader, Record};
+use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
 use nicsim_packet::{ipv4, ipv6, linktype, parse_link, FiveTuple};
@@ -221,11 +222,31 @@ pub struct Reassembly {
 }
 
 impl Reassembly {
-    /// Reassembles every TCP flow of a pcap or pcapng file.
+    /// Reassembles every TCP flow of a pcap or pcapng file, streaming: one record is in memory
+    /// at a time and each payload is appended to the arena once (memory: the stream bytes, not
+    /// the file). For a capture already in memory, [`Reassembly::from_capture_bytes`] copies
+    /// nothing.
     pub fn from_capture(path: &Path, config: Config) -> Result<Self, FlowError> {
         let mut reassembler = Reassembler::new(config);
         for record in CaptureReader::open(path)? {
             reassembler.push(&record?);
+        }
+        Ok(reassembler.finish())
+    }
+
+    /// Reassembles every TCP flow of a pcap or pcapng capture held in memory, without copying:
+    /// the capture buffer is the arena (a payload's address is its byte offset in `capture`).
+    /// The flows are those of [`Reassembly::from_capture`]; only the addresses differ.
+    pub fn from_capture_bytes(capture: Arc<Vec<u8>>, config: Config) -> Result<Self, FlowError> {
+        let mut reassembler = Reassembler {
+            arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
+            ..Reassembler::new(config)
+        };
+        for record in CaptureSlice::new(&capture)? {
+            let record = record?;
+            let cut = record.cut_len() > 0;
+            let addr = record.data_offset as u64;
+            reassembler.push_frame_at(record.linktype, record.data, cut, Some(addr));
         }
         Ok(reassembler.finish())
     }
@@ -339,10 +360,21 @@ impl Reassembler {
         self.push_frame(record.linktype, &record.data, record.cut_len() > 0);
     }
 
+    /// Feeds one borrowed record (its payload is appended to the arena).
+    pub fn push_ref(&mut self, record: &RecordRef<'_>) {
+        self.push_frame(record.linktype, record.data, record.cut_len() > 0);
+    }
+
     /// Feeds one frame of pcap link type `linktype`; `cut` says the capture cut it short.
     pub fn push_frame(&mut self, linktype: u32, frame: &[u8], cut: bool) {
+        self.push_frame_at(linktype, frame, cut, None);
+    }
+
+    /// Feeds one frame; `frame_addr` is its address in a capture-backed arena (payloads are
+    /// referenced there), `None` to append payloads.
+    fn push_frame_at(&mut self, linktype: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) {
         self.counts.read += 1;
-        let bucket = self.classify(linktype, frame, cut);
+        let bucket = self.classify(linktype, frame, cut, frame_addr);
         let counts = &mut self.counts;
         *match bucket {
             Bucket::Data => &mut counts.data,
@@ -361,7 +393,7 @@ impl Reassembler {
         } += 1;
     }
 
-    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool) -> Bucket {
+    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) -> Bucket {
         if !linktype::is_supported(lt) {
             return Bucket::UnsupportedLink;
         }
@@ -402,10 +434,18 @@ impl Reassembler {
             dport: l4.dport,
             proto: ip.proto,
         };
-        self.segment(tuple, tcp.seq, tcp.flags, payload)
+        let payload_addr = frame_addr.map(|a| a + parsed.payload_offset as u64);
+        self.segment(tuple, tcp.seq, tcp.flags, payload, payload_addr)
     }
 
-    fn segment(&mut self, tuple: FiveTuple, seq: u32, tcp_flags: u8, payload: &[u8]) -> Bucket {
+    fn segment(
+        &mut self,
+        tuple: FiveTuple,
+        seq: u32,
+        tcp_flags: u8,
+        payload: &[u8],
+        payload_addr: Option<u64>,
+    ) -> Bucket {
         let key = (tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
             Some(&found) => found,
@@ -443,7 +483,14 @@ impl Reassembler {
             return Bucket::Control;
         }
         state.bytes.payload_bytes += payload.len() as u64;
-        let outcome = insert(state, &mut self.arena, &self.config, data_off, payload);
+        let outcome = insert(
+            state,
+            &mut self.arena,
+            &self.config,
+            data_off,
+            payload,
+            payload_addr,
+        );
         match outcome {
             Outcome::Data => Bucket::Data,
             Outcome::Retransmission => Bucket::Retransmission,
@@ -514,13 +561,15 @@ fn compare(arena: &Arena, addr: u64, new: &[u8], bytes: &mut ByteCounts) -> bool
     differing > 0
 }
 
-/// Puts `payload` (stream offset `start`) into the direction's translation table.
+/// Puts `payload` (stream offset `start`) into the direction's translation table: appended
+/// to the arena, or referenced at `payload_addr` in a capture-backed one.
 fn insert(
     state: &mut DirState,
     arena: &mut Arena,
     config: &Config,
     start: i64,
     payload: &[u8],
+    payload_addr: Option<u64>,
 ) -> Outcome {
     let end = start + payload.len() as i64;
     // Existing entries that overlap [start, end).
@@ -553,7 +602,7 @@ fn insert(
         pieces.push((cursor, end));
     }
     let new_bytes: i64 = pieces.iter().map(|(s, e)| e - s).sum();
-    let base = arena.used_bytes();
+    let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
     // An entry ending at `start` whose bytes end where this payload will be written grows.
     let coalesce = state
         .table
@@ -595,7 +644,11 @@ fn insert(
     if state.table.len() + added > config.limits.max_segments_per_direction {
         return Outcome::OverSegments;
     }
-    let Some(addr) = arena.append(payload) else {
+    let stored = match payload_addr {
+        Some(at) => arena.reference(at, payload.len()),
+        None => arena.append(payload),
+    };
+    let Some(addr) = stored else {
         return Outcome::OverArena;
     };
     debug_assert_eq!(addr, base);
