@@ -8,6 +8,7 @@
 //! bucket, so `read == accounted()`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -333,7 +334,8 @@ enum Outcome {
 pub struct Reassembler {
     config: Config,
     arena: Arena,
-    index: HashMap<(IpAddr, u16, IpAddr, u16), (usize, usize)>,
+    /// Flow index and direction (`2 * flow + dir`) of each sender's 5-tuple.
+    index: HashMap<FlowKey, usize, FoldState>,
     flows: Vec<FlowState>,
     counts: PacketCounts,
 }
@@ -344,7 +346,7 @@ impl Reassembler {
         Reassembler {
             config,
             arena: Arena::new(config.limits.max_arena_bytes),
-            index: HashMap::new(),
+            index: HashMap::with_hasher(FoldState::new()),
             flows: Vec::new(),
             counts: PacketCounts::default(),
         }
@@ -446,9 +448,9 @@ impl Reassembler {
         payload: &[u8],
         payload_addr: Option<u64>,
     ) -> Bucket {
-        let key = (tuple.src, tuple.sport, tuple.dst, tuple.dport);
+        let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
-            Some(&found) => found,
+            Some(&found) => (found / 2, found % 2),
             None => {
                 if self.flows.len() >= self.config.limits.max_flows {
                     return Bucket::OverFlowLimit;
@@ -458,9 +460,9 @@ impl Reassembler {
                     tuple,
                     dirs: [None, None],
                 });
-                self.index.insert(key, (idx, 0));
-                self.index
-                    .insert((tuple.dst, tuple.dport, tuple.src, tuple.sport), (idx, 1));
+                self.index.insert(key, 2 * idx);
+                let reverse = FlowKey::new(tuple.dst, tuple.dport, tuple.src, tuple.sport);
+                self.index.insert(reverse, 2 * idx + 1);
                 (idx, 0)
             }
         };
@@ -532,6 +534,105 @@ impl Reassembler {
     }
 }
 
+/// A sender's 5-tuple packed for hashing (TCP only): addresses as 128-bit numbers (IPv4 in
+/// the low bits), ports and the address family in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FlowKey {
+    src: u128,
+    dst: u128,
+    ports_family: u64,
+}
+
+impl FlowKey {
+    fn new(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Self {
+        let bits = |a: IpAddr| match a {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a),
+        };
+        FlowKey {
+            src: bits(src),
+            dst: bits(dst),
+            ports_family: u64::from(sport) << 32
+                | u64::from(dport) << 16
+                | u64::from(src.is_ipv6()),
+        }
+    }
+}
+
+impl Hash for FlowKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u128(self.src);
+        state.write_u128(self.dst);
+        state.write_u64(self.ports_family);
+    }
+}
+
+/// A fast keyed hasher for [`FlowKey`]s (folded 64×64→128-bit multiplies, as foldhash does),
+/// seeded per reassembler from the standard library's random keys so that a crafted capture
+/// cannot aim its flows at one bucket. Only lookups use it: outputs never depend on the seed.
+#[derive(Debug, Clone, Copy)]
+struct FoldState {
+    seed: u64,
+}
+
+impl FoldState {
+    fn new() -> Self {
+        FoldState {
+            seed: RandomState::new().hash_one(0x5eed_u64) | 1,
+        }
+    }
+}
+
+impl BuildHasher for FoldState {
+    type Hasher = FoldHasher;
+
+    fn build_hasher(&self) -> FoldHasher {
+        FoldHasher { state: self.seed }
+    }
+}
+
+struct FoldHasher {
+    state: u64,
+}
+
+impl FoldHasher {
+    #[inline]
+    fn mix(&mut self, x: u64) {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let product = u128::from(self.state ^ x) * u128::from(K);
+        self.state = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
+
+impl Hasher for FoldHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.mix(x);
+    }
+
+    #[inline]
+    fn write_u128(&mut self, x: u128) {
+        self.mix(x as u64);
+        self.mix((x >> 64) as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // A last round so that the high bits (hashbrown's control bytes) depend on every input.
+        let product = u128::from(self.state) * u128::from(0xa076_1d64_78bd_642f_u64);
+        (product as u64) ^ ((product >> 64) as u64)
+    }
+}
+
 enum Bucket {
     Data,
     Control,
@@ -572,6 +673,35 @@ fn insert(
     payload_addr: Option<u64>,
 ) -> Outcome {
     let end = start + payload.len() as i64;
+    // Fast path, the common case (in order, or filling a gap): no entry overlaps [start, end).
+    // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
+    let before_end = state.table.range(..end).next_back().map(|(&k, &e)| (k, e));
+    if before_end.is_none_or(|(k, e)| k + e.len as i64 <= start) {
+        let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+        let coalesce = before_end
+            .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
+            .map(|(k, _)| k);
+        let added = usize::from(coalesce.is_none());
+        if state.table.len() + added > config.limits.max_segments_per_direction {
+            return Outcome::OverSegments;
+        }
+        let stored = match payload_addr {
+            Some(at) => arena.reference(at, payload.len()),
+            None => arena.append(payload),
+        };
+        let Some(addr) = stored else {
+            return Outcome::OverArena;
+        };
+        state.bytes.new_bytes += payload.len() as u64;
+        put(
+            &mut state.table,
+            start,
+            addr,
+            payload.len() as u64,
+            coalesce,
+        );
+        return Outcome::Data;
+    }
     // Existing entries that overlap [start, end).
     let first_key = state
         .table
