@@ -212,9 +212,59 @@ impl FlowView {
     }
 }
 
-/// Adds the flow-memory classes to the module.
+/// The flow-memory speed benchmark (`make bench`): reads the capture at `path` into memory,
+/// then times zero-copy reassembly plus a linear scan beside the copy-based baseline, best of
+/// `repeat`. Returns the figures as JSON (`nicsim_flowmem::bench::SpeedBench`).
+#[pyfunction]
+#[pyo3(signature = (path, repeat=3))]
+fn flow_speed_bench(py: Python<'_>, path: PathBuf, repeat: u32) -> PyResult<String> {
+    py.detach(|| {
+        let name = path.display();
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
+        let capture = std::sync::Arc::new(bytes);
+        let out = nicsim_flowmem::bench::speed_bench(capture, Config::default(), repeat)
+            .map_err(|e| format!("{name}: {e}"))?;
+        serde_json::to_string(&out).map_err(|e| e.to_string())
+    })
+    .map_err(input_error)
+}
+
+/// Writes a synthetic TCP capture of `flows` connections (other settings default) to `path`,
+/// pcap or pcapng. Returns its report as JSON (`nicsim_flowmem::synth::SynthReport`).
+#[pyfunction]
+#[pyo3(signature = (path, flows, seed=1, pcapng=false))]
+fn flow_synth(
+    py: Python<'_>,
+    path: PathBuf,
+    flows: u64,
+    seed: u64,
+    pcapng: bool,
+) -> PyResult<String> {
+    use nicsim_flowmem::synth::{synthesize, SynthConfig};
+    use nicsim_packet::capture::CaptureFormat;
+    let config = SynthConfig {
+        flows,
+        seed,
+        ..SynthConfig::default()
+    };
+    config.check().map_err(input_error)?;
+    let format = if pcapng {
+        CaptureFormat::PcapNg
+    } else {
+        CaptureFormat::Pcap
+    };
+    py.detach(|| {
+        let report = synthesize(&config, &path, format, &mut |_| {}).map_err(|e| e.to_string())?;
+        serde_json::to_string(&report).map_err(|e| e.to_string())
+    })
+    .map_err(input_error)
+}
+
+/// Adds the flow-memory classes and functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FlowCapture>()?;
     m.add_class::<FlowView>()?;
+    m.add_function(wrap_pyfunction!(flow_speed_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_synth, m)?)?;
     Ok(())
 }
