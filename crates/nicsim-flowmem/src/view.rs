@@ -366,6 +366,8 @@ impl Histogram {
     /// Bytes counted in the tables before they are added to the totals (a table entry cannot
     /// exceed it, and it is below `u32::MAX`).
     const FLUSH_BYTES: u64 = 1 << 31;
+    /// Pieces shorter than this are counted in the totals directly.
+    const DIRECT_MAX_BYTES: usize = 256;
 
     /// An empty histogram.
     pub(crate) fn new() -> Self {
@@ -379,6 +381,13 @@ impl Histogram {
     /// Counts every byte of `bytes`.
     #[inline]
     pub(crate) fn add(&mut self, bytes: &[u8]) {
+        if bytes.len() < Self::DIRECT_MAX_BYTES {
+            // Short pieces (requests, ACK-sized data) go straight to the totals.
+            for &b in bytes {
+                self.totals[usize::from(b)] += 1;
+            }
+            return;
+        }
         for piece in bytes.chunks(Self::FLUSH_BYTES as usize) {
             if self.pending_bytes + piece.len() as u64 > Self::FLUSH_BYTES {
                 self.flush();
@@ -404,6 +413,9 @@ impl Histogram {
     }
 
     fn flush(&mut self) {
+        if self.pending_bytes == 0 {
+            return;
+        }
         for table in &mut self.tables {
             for (total, count) in self.totals.iter_mut().zip(table.iter_mut()) {
                 *total += u64::from(std::mem::take(count));
@@ -472,5 +484,31 @@ impl StreamRegex {
             .find_iter(Input::new(haystack))
             .map(|m| (m.start() as u64, m.end() as u64))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod histogram_tests {
+    use super::Histogram;
+
+    #[test]
+    fn four_tables_and_direct_counts_equal_a_plain_count() {
+        let bytes: Vec<u8> = (0..100_003_u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 % 7)
+            .collect();
+        let mut plain = [0_u64; 256];
+        for &b in &bytes {
+            plain[usize::from(b)] += 1;
+        }
+        let mut h = Histogram::new();
+        // Pieces of every size class: direct (< 256 bytes), tables, and an odd tail.
+        let (mut at, mut step) = (0, 1);
+        while at < bytes.len() {
+            let end = (at + step).min(bytes.len());
+            h.add(&bytes[at..end]);
+            at = end;
+            step = step * 3 + 1;
+        }
+        assert_eq!(h.total(), plain);
     }
 }
