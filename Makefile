@@ -53,7 +53,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture
 
 # The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
 # with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
@@ -187,3 +187,14 @@ fuzz: xdp-suite fuzz-tools
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) \
 	    -print_final_stats=1 || exit 1; \
 	done
+
+# Fuzz the capture readers and the zero-copy reassembler (cargo-fuzz on nightly; not part of
+# `make test`): FUZZ_CAPTURE_SECONDS of libFuzzer from the seeds in crates/nicsim-packet/fuzz/seeds
+# (small pcap and pcapng captures); the corpus grows in $(CARGO_TARGET_DIR)/fuzz-capture-corpus,
+# crashes land in crates/nicsim-packet/fuzz/artifacts.
+FUZZ_CAPTURE_SECONDS ?= 600
+fuzz-capture: | tools
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz
+	@mkdir -p $(CARGO_TARGET_DIR)/fuzz-capture-corpus
+	cd crates/nicsim-packet/fuzz && $(CARGO) +nightly fuzz run capture_reader \
+	  $(CARGO_TARGET_DIR)/fuzz-capture-corpus seeds -- -max_total_time=$(FUZZ_CAPTURE_SECONDS) -max_len=65536

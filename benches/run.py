@@ -1,5 +1,6 @@
 """Benchmarks (`make bench`): how fast the datapath simulator, the router-fabric simulator and
-the XDP analyzer run, measured in-process.
+the XDP analyzer run, measured in-process, and how fast flow memory reassembles and scans a
+capture held in memory (in a fresh child process, whose peak memory is measured too).
 
 Prints a table and writes out/bench/bench.json. Figures are recorded in BENCHMARKS.md with the
 machine and this command. Each case is timed `--repeat` times and the best run is kept (the
@@ -12,6 +13,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,12 +100,53 @@ def xdp_cases(timeout_s: float) -> dict:
     return results
 
 
+# The flow-memory child: read the capture into memory, time reassembly + scan and the baseline.
+FLOW_CHILD = "import sys; from nicsim import _core; print(_core.flow_speed_bench(sys.argv[1], int(sys.argv[2])))"
+
+
+def flow_cases(flows: int, repeat: int) -> dict:
+    """Issue 4: zero-copy reassembly plus a linear scan (byte histogram) of a >= 1 GB synthetic
+    capture held in memory, >= 10 Gbit/s on one core; the copy-based baseline beside it; peak
+    memory (the child's maximum RSS) under 1.5x the capture size."""
+    from nicsim import _core
+
+    with tempfile.TemporaryDirectory(prefix="nicsim-flow-bench-") as tmp:
+        path = Path(tmp) / "synth.pcap"
+        t0 = time.perf_counter()
+        synth = json.loads(_core.flow_synth(str(path), json.dumps({"flows": flows, "seed": 1})))
+        gen_s = time.perf_counter() - t0
+        size = path.stat().st_size
+        print(f"flow memory: synthetic capture of {flows:,} flows, {synth['packets']:,} packets, "
+              f"{size / 1e9:.3f} GB (written in {gen_s:.1f} s)", flush=True)
+        child = subprocess.Popen([sys.executable, "-c", FLOW_CHILD, str(path), str(repeat)],
+                                 stdout=subprocess.PIPE, text=True)
+        out = child.stdout.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            raise SystemExit(f"flow memory benchmark failed (exit {child.returncode})")
+    r = json.loads(out)
+    peak = usage.ru_maxrss * 1024  # kilobytes on Linux
+    r.update({"synth_flows": flows, "peak_rss_child_bytes": peak, "peak_over_capture": peak / size,
+              "targets": {"flow_gbps_min": 10.0, "peak_over_capture_max": 1.5}})
+    print(f"flow memory, zero-copy reassembly + scan  {r['reassembly_seconds'] * 1e3:8.1f} + "
+          f"{r['flow_scan_seconds'] * 1e3:8.1f} ms {r['flow_gbps']:6.2f} Gbit/s (target >= 10)", flush=True)
+    print(f"flow memory, copy baseline                 {r['reassembly_seconds'] * 1e3:8.1f} + "
+          f"{r['copy_assemble_scan_seconds'] * 1e3:8.1f} ms {r['copy_gbps']:6.2f} Gbit/s "
+          f"(zero-copy {r['speedup']:.2f}x)", flush=True)
+    print(f"flow memory, peak RSS {peak / 1e9:.3f} GB = {r['peak_over_capture']:.3f}x the capture (target < 1.5)",
+          flush=True)
+    return {f"flow memory, {flows:,}-flow synthetic capture in memory": r}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-packets", type=int, default=1_000_000)
-    ap.add_argument("--only", choices=["datapath", "xdp", "router"], help="Run one subsystem's cases.")
+    ap.add_argument("--only", choices=["datapath", "xdp", "router", "flowmem"], help="Run one subsystem's cases.")
     ap.add_argument("--router-us", type=float, default=100_000.0, help="Simulated µs of the router case.")
+    ap.add_argument("--flow-flows", type=int, default=160_000,
+                    help="Flows of the flow-memory capture (160,000: about 1.16 GB).")
     ap.add_argument("--xdp-timeout", type=float, default=60.0, help="Seconds per XDP analysis.")
     args = ap.parse_args()
     long = {"traffic.packets": args.long_packets, "measure.window": [500, args.long_packets - 500]}
@@ -115,7 +160,7 @@ def main() -> None:
             "functional": True, "traffic.packets": args.long_packets // 10, "measure.window": [500, args.long_packets // 10 - 500]},
     }
     results = {}
-    if args.only in ("xdp", "router"):
+    if args.only in ("xdp", "router", "flowmem"):
         cases = {}
     for name, overrides in cases.items():
         repeat = args.repeat if "paper" in name else 1
@@ -128,6 +173,8 @@ def main() -> None:
               f"(target >= 2,000,000)", flush=True)
     if args.only in (None, "xdp"):
         results.update(xdp_cases(args.xdp_timeout))
+    if args.only in (None, "flowmem"):
+        results.update(flow_cases(args.flow_flows, args.repeat))
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
     out = ROOT / "out" / "bench"
     out.mkdir(parents=True, exist_ok=True)

@@ -1,51 +1,130 @@
-//! The arena: append-only payload memory standing for NIC DRAM.
+//! The arena: payload memory standing for NIC DRAM, where payloads stay where they were written.
 //!
-//! The packet handler writes each TCP payload once, at the next free address; nothing is ever
-//! moved or rewritten. Flow translation tables point into it by address. The arena is bounded
-//! by a byte limit so a capture cannot exhaust memory.
+//! Two backings. An **appended** arena receives each TCP payload once, at the next free address
+//! (streaming from a file: the packet handler writes the payload to DRAM). A **capture-backed**
+//! arena is the capture buffer itself (the whole capture is already in memory, as DRAM holding
+//! the received frames): a payload's address is its byte offset in the capture, and nothing is
+//! copied. Either way nothing is ever moved or rewritten; flow translation tables point into it
+//! by address. Stored payload bytes are bounded by a limit so a capture cannot exhaust memory.
 
-/// Append-only payload bytes with a capacity limit.
-#[derive(Debug, Default, Clone)]
+use std::fmt;
+use std::sync::Arc;
+
+#[derive(Clone)]
+enum Backing {
+    Appended(Vec<u8>),
+    Capture(Arc<Vec<u8>>),
+}
+
+/// Payload bytes with a capacity limit: appended, or in place in a capture held in memory.
+#[derive(Clone)]
 pub struct Arena {
-    bytes: Vec<u8>,
+    backing: Backing,
     limit_bytes: u64,
+    used_bytes: u64,
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Arena::new(0)
+    }
+}
+
+impl fmt::Debug for Arena {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Arena")
+            .field("capture_backed", &self.is_capture_backed())
+            .field("memory_bytes", &self.memory_bytes())
+            .field("used_bytes", &self.used_bytes)
+            .field("limit_bytes", &self.limit_bytes)
+            .finish()
+    }
 }
 
 impl Arena {
-    /// An empty arena that accepts at most `limit_bytes` bytes in total.
+    /// An empty appended arena that accepts at most `limit_bytes` bytes in total.
     pub fn new(limit_bytes: u64) -> Self {
         Arena {
-            bytes: Vec::new(),
+            backing: Backing::Appended(Vec::new()),
             limit_bytes,
+            used_bytes: 0,
         }
     }
 
-    /// Appends `payload` and returns its address, or `None` when it would exceed the limit.
+    /// An arena that is the capture buffer `capture`: payloads are referenced in place
+    /// ([`Arena::reference`]), at most `limit_bytes` of them in total.
+    pub fn over_capture(capture: Arc<Vec<u8>>, limit_bytes: u64) -> Self {
+        Arena {
+            backing: Backing::Capture(capture),
+            limit_bytes,
+            used_bytes: 0,
+        }
+    }
+
+    /// Whether the arena is a capture buffer (payloads in place) rather than appended.
+    pub fn is_capture_backed(&self) -> bool {
+        matches!(self.backing, Backing::Capture(_))
+    }
+
+    /// Appends `payload` and returns its address, or `None` when it would exceed the limit
+    /// (or the arena is capture-backed: nothing can be written into a capture).
     pub fn append(&mut self, payload: &[u8]) -> Option<u64> {
-        let addr = self.bytes.len() as u64;
-        if addr + payload.len() as u64 > self.limit_bytes {
+        if !self.fits(payload.len()) {
             return None;
         }
-        self.bytes.extend_from_slice(payload);
+        let Backing::Appended(bytes) = &mut self.backing else {
+            return None;
+        };
+        let addr = bytes.len() as u64;
+        bytes.extend_from_slice(payload);
+        self.used_bytes += payload.len() as u64;
+        Some(addr)
+    }
+
+    /// Stores the `len_bytes` payload bytes already at capture offset `addr` (nothing is copied)
+    /// and returns `addr`; `None` when over the limit, outside the capture, or the arena is
+    /// appended.
+    pub fn reference(&mut self, addr: u64, len_bytes: usize) -> Option<u64> {
+        let Backing::Capture(capture) = &self.backing else {
+            return None;
+        };
+        if addr.checked_add(len_bytes as u64)? > capture.len() as u64 || !self.fits(len_bytes) {
+            return None;
+        }
+        self.used_bytes += len_bytes as u64;
         Some(addr)
     }
 
     /// Whether `len_bytes` more bytes fit under the limit.
     pub fn fits(&self, len_bytes: usize) -> bool {
-        self.bytes.len() as u64 + len_bytes as u64 <= self.limit_bytes
+        self.used_bytes + len_bytes as u64 <= self.limit_bytes
     }
 
-    /// The `len_bytes` bytes at `addr` (empty when out of range; addresses come from `append`).
+    /// The `len_bytes` bytes at `addr` (empty when out of range; addresses come from `append`
+    /// or `reference`).
+    #[inline]
     pub fn get(&self, addr: u64, len_bytes: usize) -> &[u8] {
+        let bytes: &[u8] = match &self.backing {
+            Backing::Appended(bytes) => bytes,
+            Backing::Capture(capture) => capture,
+        };
         let start = usize::try_from(addr).unwrap_or(usize::MAX);
-        self.bytes
+        bytes
             .get(start..start.saturating_add(len_bytes))
             .unwrap_or_default()
     }
 
-    /// Bytes written so far.
+    /// Payload bytes stored so far (appended, or referenced in the capture).
     pub fn used_bytes(&self) -> u64 {
-        self.bytes.len() as u64
+        self.used_bytes
+    }
+
+    /// Bytes of memory the arena holds: the appended bytes, or the whole capture buffer.
+    pub fn memory_bytes(&self) -> u64 {
+        match &self.backing {
+            Backing::Appended(bytes) => bytes.len() as u64,
+            Backing::Capture(capture) => capture.len() as u64,
+        }
     }
 
     /// The configured limit.

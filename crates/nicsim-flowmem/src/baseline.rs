@@ -4,7 +4,7 @@
 
 use memchr::memmem;
 
-use crate::view::{FlowView, StreamRegex};
+use crate::view::{FlowView, Histogram, StreamRegex};
 
 /// One stream assembled into contiguous memory, with its runs between holes.
 #[derive(Debug, Clone, Default)]
@@ -43,14 +43,12 @@ impl Contiguous {
 
     /// Byte histogram over the runs.
     pub fn byte_histogram(&mut self) -> [u64; 256] {
-        let mut histogram = [0_u64; 256];
+        let mut tables = Histogram::new();
         for &run in &self.runs {
-            for &b in self.run(run) {
-                histogram[usize::from(b)] += 1;
-            }
+            tables.add(self.run(run));
             self.read_bytes += run.1 - run.0;
         }
-        histogram
+        tables.total()
     }
 
     /// Non-overlapping occurrences of `needle` within each run.

@@ -8,10 +8,12 @@
 //! bucket, so `read == accounted()`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
-use nicsim_packet::capture::{CaptureReader, Record};
+use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
 use nicsim_packet::{ipv4, ipv6, linktype, parse_link, FiveTuple};
@@ -221,11 +223,31 @@ pub struct Reassembly {
 }
 
 impl Reassembly {
-    /// Reassembles every TCP flow of a pcap or pcapng file.
+    /// Reassembles every TCP flow of a pcap or pcapng file, streaming: one record is in memory
+    /// at a time and each payload is appended to the arena once (memory: the stream bytes, not
+    /// the file). For a capture already in memory, [`Reassembly::from_capture_bytes`] copies
+    /// nothing.
     pub fn from_capture(path: &Path, config: Config) -> Result<Self, FlowError> {
         let mut reassembler = Reassembler::new(config);
         for record in CaptureReader::open(path)? {
             reassembler.push(&record?);
+        }
+        Ok(reassembler.finish())
+    }
+
+    /// Reassembles every TCP flow of a pcap or pcapng capture held in memory, without copying:
+    /// the capture buffer is the arena (a payload's address is its byte offset in `capture`).
+    /// The flows are those of [`Reassembly::from_capture`]; only the addresses differ.
+    pub fn from_capture_bytes(capture: Arc<Vec<u8>>, config: Config) -> Result<Self, FlowError> {
+        let mut reassembler = Reassembler {
+            arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
+            ..Reassembler::new(config)
+        };
+        for record in CaptureSlice::new(&capture)? {
+            let record = record?;
+            let cut = record.cut_len() > 0;
+            let addr = record.data_offset as u64;
+            reassembler.push_frame_at(record.linktype, record.data, cut, Some(addr));
         }
         Ok(reassembler.finish())
     }
@@ -312,7 +334,8 @@ enum Outcome {
 pub struct Reassembler {
     config: Config,
     arena: Arena,
-    index: HashMap<(IpAddr, u16, IpAddr, u16), (usize, usize)>,
+    /// Flow index and direction (`2 * flow + dir`) of each sender's 5-tuple.
+    index: HashMap<FlowKey, usize, FoldState>,
     flows: Vec<FlowState>,
     counts: PacketCounts,
 }
@@ -323,7 +346,7 @@ impl Reassembler {
         Reassembler {
             config,
             arena: Arena::new(config.limits.max_arena_bytes),
-            index: HashMap::new(),
+            index: HashMap::with_hasher(FoldState::new()),
             flows: Vec::new(),
             counts: PacketCounts::default(),
         }
@@ -339,10 +362,21 @@ impl Reassembler {
         self.push_frame(record.linktype, &record.data, record.cut_len() > 0);
     }
 
+    /// Feeds one borrowed record (its payload is appended to the arena).
+    pub fn push_ref(&mut self, record: &RecordRef<'_>) {
+        self.push_frame(record.linktype, record.data, record.cut_len() > 0);
+    }
+
     /// Feeds one frame of pcap link type `linktype`; `cut` says the capture cut it short.
     pub fn push_frame(&mut self, linktype: u32, frame: &[u8], cut: bool) {
+        self.push_frame_at(linktype, frame, cut, None);
+    }
+
+    /// Feeds one frame; `frame_addr` is its address in a capture-backed arena (payloads are
+    /// referenced there), `None` to append payloads.
+    fn push_frame_at(&mut self, linktype: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) {
         self.counts.read += 1;
-        let bucket = self.classify(linktype, frame, cut);
+        let bucket = self.classify(linktype, frame, cut, frame_addr);
         let counts = &mut self.counts;
         *match bucket {
             Bucket::Data => &mut counts.data,
@@ -361,7 +395,7 @@ impl Reassembler {
         } += 1;
     }
 
-    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool) -> Bucket {
+    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) -> Bucket {
         if !linktype::is_supported(lt) {
             return Bucket::UnsupportedLink;
         }
@@ -402,13 +436,21 @@ impl Reassembler {
             dport: l4.dport,
             proto: ip.proto,
         };
-        self.segment(tuple, tcp.seq, tcp.flags, payload)
+        let payload_addr = frame_addr.map(|a| a + parsed.payload_offset as u64);
+        self.segment(tuple, tcp.seq, tcp.flags, payload, payload_addr)
     }
 
-    fn segment(&mut self, tuple: FiveTuple, seq: u32, tcp_flags: u8, payload: &[u8]) -> Bucket {
-        let key = (tuple.src, tuple.sport, tuple.dst, tuple.dport);
+    fn segment(
+        &mut self,
+        tuple: FiveTuple,
+        seq: u32,
+        tcp_flags: u8,
+        payload: &[u8],
+        payload_addr: Option<u64>,
+    ) -> Bucket {
+        let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
-            Some(&found) => found,
+            Some(&found) => (found / 2, found % 2),
             None => {
                 if self.flows.len() >= self.config.limits.max_flows {
                     return Bucket::OverFlowLimit;
@@ -418,9 +460,9 @@ impl Reassembler {
                     tuple,
                     dirs: [None, None],
                 });
-                self.index.insert(key, (idx, 0));
-                self.index
-                    .insert((tuple.dst, tuple.dport, tuple.src, tuple.sport), (idx, 1));
+                self.index.insert(key, 2 * idx);
+                let reverse = FlowKey::new(tuple.dst, tuple.dport, tuple.src, tuple.sport);
+                self.index.insert(reverse, 2 * idx + 1);
                 (idx, 0)
             }
         };
@@ -443,7 +485,14 @@ impl Reassembler {
             return Bucket::Control;
         }
         state.bytes.payload_bytes += payload.len() as u64;
-        let outcome = insert(state, &mut self.arena, &self.config, data_off, payload);
+        let outcome = insert(
+            state,
+            &mut self.arena,
+            &self.config,
+            data_off,
+            payload,
+            payload_addr,
+        );
         match outcome {
             Outcome::Data => Bucket::Data,
             Outcome::Retransmission => Bucket::Retransmission,
@@ -485,6 +534,105 @@ impl Reassembler {
     }
 }
 
+/// A sender's 5-tuple packed for hashing (TCP only): addresses as 128-bit numbers (IPv4 in
+/// the low bits), ports and the address family in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FlowKey {
+    src: u128,
+    dst: u128,
+    ports_family: u64,
+}
+
+impl FlowKey {
+    fn new(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Self {
+        let bits = |a: IpAddr| match a {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a),
+        };
+        FlowKey {
+            src: bits(src),
+            dst: bits(dst),
+            ports_family: u64::from(sport) << 32
+                | u64::from(dport) << 16
+                | u64::from(src.is_ipv6()),
+        }
+    }
+}
+
+impl Hash for FlowKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u128(self.src);
+        state.write_u128(self.dst);
+        state.write_u64(self.ports_family);
+    }
+}
+
+/// A fast keyed hasher for [`FlowKey`]s (folded 64×64→128-bit multiplies, as foldhash does),
+/// seeded per reassembler from the standard library's random keys so that a crafted capture
+/// cannot aim its flows at one bucket. Only lookups use it: outputs never depend on the seed.
+#[derive(Debug, Clone, Copy)]
+struct FoldState {
+    seed: u64,
+}
+
+impl FoldState {
+    fn new() -> Self {
+        FoldState {
+            seed: RandomState::new().hash_one(0x5eed_u64) | 1,
+        }
+    }
+}
+
+impl BuildHasher for FoldState {
+    type Hasher = FoldHasher;
+
+    fn build_hasher(&self) -> FoldHasher {
+        FoldHasher { state: self.seed }
+    }
+}
+
+struct FoldHasher {
+    state: u64,
+}
+
+impl FoldHasher {
+    #[inline]
+    fn mix(&mut self, x: u64) {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let product = u128::from(self.state ^ x) * u128::from(K);
+        self.state = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
+
+impl Hasher for FoldHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.mix(x);
+    }
+
+    #[inline]
+    fn write_u128(&mut self, x: u128) {
+        self.mix(x as u64);
+        self.mix((x >> 64) as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // A last round so that the high bits (hashbrown's control bytes) depend on every input.
+        let product = u128::from(self.state) * u128::from(0xa076_1d64_78bd_642f_u64);
+        (product as u64) ^ ((product >> 64) as u64)
+    }
+}
+
 enum Bucket {
     Data,
     Control,
@@ -514,15 +662,46 @@ fn compare(arena: &Arena, addr: u64, new: &[u8], bytes: &mut ByteCounts) -> bool
     differing > 0
 }
 
-/// Puts `payload` (stream offset `start`) into the direction's translation table.
+/// Puts `payload` (stream offset `start`) into the direction's translation table: appended
+/// to the arena, or referenced at `payload_addr` in a capture-backed one.
 fn insert(
     state: &mut DirState,
     arena: &mut Arena,
     config: &Config,
     start: i64,
     payload: &[u8],
+    payload_addr: Option<u64>,
 ) -> Outcome {
     let end = start + payload.len() as i64;
+    // Fast path, the common case (in order, or filling a gap): no entry overlaps [start, end).
+    // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
+    let before_end = state.table.range(..end).next_back().map(|(&k, &e)| (k, e));
+    if before_end.is_none_or(|(k, e)| k + e.len as i64 <= start) {
+        let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+        let coalesce = before_end
+            .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
+            .map(|(k, _)| k);
+        let added = usize::from(coalesce.is_none());
+        if state.table.len() + added > config.limits.max_segments_per_direction {
+            return Outcome::OverSegments;
+        }
+        let stored = match payload_addr {
+            Some(at) => arena.reference(at, payload.len()),
+            None => arena.append(payload),
+        };
+        let Some(addr) = stored else {
+            return Outcome::OverArena;
+        };
+        state.bytes.new_bytes += payload.len() as u64;
+        put(
+            &mut state.table,
+            start,
+            addr,
+            payload.len() as u64,
+            coalesce,
+        );
+        return Outcome::Data;
+    }
     // Existing entries that overlap [start, end).
     let first_key = state
         .table
@@ -553,7 +732,7 @@ fn insert(
         pieces.push((cursor, end));
     }
     let new_bytes: i64 = pieces.iter().map(|(s, e)| e - s).sum();
-    let base = arena.used_bytes();
+    let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
     // An entry ending at `start` whose bytes end where this payload will be written grows.
     let coalesce = state
         .table
@@ -595,7 +774,11 @@ fn insert(
     if state.table.len() + added > config.limits.max_segments_per_direction {
         return Outcome::OverSegments;
     }
-    let Some(addr) = arena.append(payload) else {
+    let stored = match payload_addr {
+        Some(at) => arena.reference(at, payload.len()),
+        None => arena.append(payload),
+    };
+    let Some(addr) = stored else {
         return Outcome::OverArena;
     };
     debug_assert_eq!(addr, base);

@@ -10,6 +10,7 @@
 use std::cell::Cell;
 
 use memchr::memmem;
+use nicsim_packet::capture::prefetch;
 use regex_automata::dfa::{dense, regex::Regex, Automaton};
 use regex_automata::util::{start, syntax};
 use regex_automata::{nfa::thompson, Anchored, Input};
@@ -171,14 +172,19 @@ impl<'a> FlowView<'a> {
 
     /// Byte histogram of the whole stream (a memory-bound linear scan).
     pub fn byte_histogram(&self) -> [u64; 256] {
-        let mut histogram = [0_u64; 256];
-        for chunk in self.chunks() {
-            for &b in chunk.bytes {
-                histogram[usize::from(b)] += 1;
+        let mut histogram = Histogram::new();
+        let mut chunks = self.chunks().peekable();
+        while let Some(chunk) = chunks.next() {
+            // The next chunk is elsewhere in the arena: start loading its first lines now.
+            if let Some(next) = chunks.peek() {
+                for line in next.bytes.chunks(64).take(4) {
+                    prefetch(line);
+                }
             }
+            histogram.add(chunk.bytes);
             self.count(chunk.bytes.len());
         }
-        histogram
+        histogram.total()
     }
 
     /// Non-overlapping occurrences of `needle`, leftmost first, within each run (a literal
@@ -366,6 +372,86 @@ fn accel_skip(needles: &[u8], rest: &[u8]) -> usize {
     found.unwrap_or(rest.len())
 }
 
+/// A byte histogram counted in four tables, so that runs of equal bytes (frequent in text) do
+/// not serialise on one counter, loading 8 bytes at a time. The tables hold 32-bit counts (4 KB
+/// on the stack, cheap to clear for short streams), added to 64-bit totals before they could
+/// overflow.
+pub(crate) struct Histogram {
+    tables: [[u32; 256]; 4],
+    /// Bytes counted in `tables` since they were last added to `totals`.
+    pending_bytes: u64,
+    totals: [u64; 256],
+}
+
+impl Histogram {
+    /// Bytes counted in the tables before they are added to the totals (a table entry cannot
+    /// exceed it, and it is below `u32::MAX`).
+    const FLUSH_BYTES: u64 = 1 << 31;
+    /// Pieces shorter than this are counted in the totals directly.
+    const DIRECT_MAX_BYTES: usize = 256;
+
+    /// An empty histogram.
+    pub(crate) fn new() -> Self {
+        Histogram {
+            tables: [[0; 256]; 4],
+            pending_bytes: 0,
+            totals: [0; 256],
+        }
+    }
+
+    /// Counts every byte of `bytes`.
+    #[inline]
+    pub(crate) fn add(&mut self, bytes: &[u8]) {
+        if bytes.len() < Self::DIRECT_MAX_BYTES {
+            // Short pieces (requests, ACK-sized data) go straight to the totals.
+            for &b in bytes {
+                self.totals[usize::from(b)] += 1;
+            }
+            return;
+        }
+        for piece in bytes.chunks(Self::FLUSH_BYTES as usize) {
+            if self.pending_bytes + piece.len() as u64 > Self::FLUSH_BYTES {
+                self.flush();
+            }
+            self.pending_bytes += piece.len() as u64;
+            let [t0, t1, t2, t3] = &mut self.tables;
+            let mut words = piece.chunks_exact(8);
+            for word in &mut words {
+                let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+                t0[(w & 0xff) as usize] += 1;
+                t1[((w >> 8) & 0xff) as usize] += 1;
+                t2[((w >> 16) & 0xff) as usize] += 1;
+                t3[((w >> 24) & 0xff) as usize] += 1;
+                t0[((w >> 32) & 0xff) as usize] += 1;
+                t1[((w >> 40) & 0xff) as usize] += 1;
+                t2[((w >> 48) & 0xff) as usize] += 1;
+                t3[(w >> 56) as usize] += 1;
+            }
+            for &b in words.remainder() {
+                t0[usize::from(b)] += 1;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.pending_bytes == 0 {
+            return;
+        }
+        for table in &mut self.tables {
+            for (total, count) in self.totals.iter_mut().zip(table.iter_mut()) {
+                *total += u64::from(std::mem::take(count));
+            }
+        }
+        self.pending_bytes = 0;
+    }
+
+    /// The histogram.
+    pub(crate) fn total(mut self) -> [u64; 256] {
+        self.flush();
+        self.totals
+    }
+}
+
 fn cut(chunk: Chunk<'_>, from: u64, to: u64) -> Chunk<'_> {
     let lo = from.saturating_sub(chunk.offset) as usize;
     let hi = (to.min(chunk.offset + chunk.bytes.len() as u64) - chunk.offset) as usize;
@@ -419,5 +505,31 @@ impl StreamRegex {
             .find_iter(Input::new(haystack))
             .map(|m| (m.start() as u64, m.end() as u64))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod histogram_tests {
+    use super::Histogram;
+
+    #[test]
+    fn four_tables_and_direct_counts_equal_a_plain_count() {
+        let bytes: Vec<u8> = (0..100_003_u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 % 7)
+            .collect();
+        let mut plain = [0_u64; 256];
+        for &b in &bytes {
+            plain[usize::from(b)] += 1;
+        }
+        let mut h = Histogram::new();
+        // Pieces of every size class: direct (< 256 bytes), tables, and an odd tail.
+        let (mut at, mut step) = (0, 1);
+        while at < bytes.len() {
+            let end = (at + step).min(bytes.len());
+            h.add(&bytes[at..end]);
+            at = end;
+            step = step * 3 + 1;
+        }
+        assert_eq!(h.total(), plain);
     }
 }

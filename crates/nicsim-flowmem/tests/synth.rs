@@ -1,10 +1,14 @@
 //! `nicsim flow synth`: the capture it writes reassembles into exactly the streams it meant,
 //! impairments and all; the flow-size distribution is the one asked for; same seed, same bytes.
 
-use std::path::PathBuf;
+mod common;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::assert_same_flows;
 use nicsim_flowmem::synth::{synthesize, SynthConfig};
-use nicsim_flowmem::{Config, Reassembly};
+use nicsim_flowmem::{Config, OverlapPolicy, Reassembly};
 use nicsim_packet::capture::CaptureFormat;
 
 fn tmp(name: &str) -> PathBuf {
@@ -27,6 +31,23 @@ fn streams_reassemble_exactly_despite_loss_reordering_and_duplicates() {
         "{rep:?}"
     );
     let r = Reassembly::from_capture(&path, Config::default()).unwrap();
+    // The zero-copy path over the capture in memory: the same flows, payloads in place.
+    let capture = std::fs::read(&path).unwrap();
+    for last in [false, true] {
+        let config = Config {
+            overlap: if last {
+                OverlapPolicy::LastWins
+            } else {
+                OverlapPolicy::FirstWins
+            },
+            ..Config::default()
+        };
+        let in_place = Reassembly::from_capture_bytes(Arc::new(capture.clone()), config).unwrap();
+        assert!(in_place.arena.is_capture_backed());
+        assert_eq!(in_place.arena.memory_bytes(), capture.len() as u64);
+        let streamed = Reassembly::from_capture(&path, config).unwrap();
+        assert_same_flows(&streamed, &in_place);
+    }
     std::fs::remove_file(&path).ok();
     assert_eq!(r.flows.len(), 300);
     assert_eq!(r.counts.read, rep.packets);
@@ -123,6 +144,10 @@ fn same_seed_same_capture_and_pcapng_too() {
     let r1 = Reassembly::from_capture(&a, Config::default()).unwrap();
     let r2 = Reassembly::from_capture(&ng, Config::default()).unwrap();
     assert_eq!(r1.flows.len(), r2.flows.len());
+    let r3 =
+        Reassembly::from_capture_bytes(Arc::new(std::fs::read(&ng).unwrap()), Config::default())
+            .unwrap();
+    assert_same_flows(&r2, &r3);
     assert_eq!(r1.arena.used_bytes(), r2.arena.used_bytes());
     // Wireshark reads it (when tshark is installed): every packet, no malformed ones.
     if let Ok(out) = std::process::Command::new("tshark")

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use nicsim_flowmem::{Config, FlowError, Hole, Limits, OverlapPolicy, Reassembler};
+use nicsim_flowmem::{Config, FlowError, Hole, Limits, OverlapPolicy, Reassembler, Reassembly};
 use nicsim_packet::capture::Record;
 use nicsim_packet::linktype;
 
@@ -369,4 +369,49 @@ fn same_input_same_output() {
     let b = reassemble(&frames, last_wins());
     assert_eq!(a.flows, b.flows);
     assert_eq!(a.counts, b.counts);
+}
+
+#[test]
+fn zero_copy_path_bad_input_is_a_one_line_error_and_cut_packets_are_counted() {
+    use std::sync::Arc;
+    let c = Conn::v4();
+    let frames = vec![
+        c.frame(0, ISN, SYN, &[]),
+        c.frame(0, ISN + 1, ACK, b"hello"),
+        c.frame(0, ISN + 6, ACK, b"world"),
+    ];
+    let good = pcap(&frames);
+    let run = |bytes: Vec<u8>| Reassembly::from_capture_bytes(Arc::new(bytes), Config::default());
+    // A truncated capture: the last record ends early.
+    let message = run(good[..good.len() - 3].to_vec())
+        .unwrap_err()
+        .to_string();
+    assert!(!message.contains('\n'), "{message}");
+    assert!(
+        message.starts_with("truncated record at offset"),
+        "{message}"
+    );
+    // A bad magic number.
+    let mut bad = good.clone();
+    bad[..4].copy_from_slice(b"GIF8");
+    let message = run(bad).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "bad magic number 0x47494638 at offset 0 (not a pcap or pcapng file)"
+    );
+    // A snaplen-cut packet (captured length below the original) is counted, not fatal; its
+    // bytes become a hole.
+    let mut cut = pcap(&frames[..2]);
+    let last = c.frame(0, ISN + 6, ACK, b"world");
+    let keep = last.len() - 7; // 4 bytes of FCS, 3 of the payload
+    for word in [9_u32, 0, keep as u32, last.len() as u32] {
+        cut.extend_from_slice(&word.to_le_bytes());
+    }
+    cut.extend_from_slice(&last[..keep]);
+    let out = run(cut).unwrap();
+    assert_eq!(out.counts.snaplen_cut, 1);
+    assert_eq!(out.counts.read, 3);
+    assert_eq!(out.counts.accounted(), 3);
+    assert!(out.arena.is_capture_backed());
+    assert_eq!(bytes(&out, 0, 0), b"hello");
 }

@@ -217,6 +217,11 @@ fn check_capture(capture: &Path) -> (usize, Vec<String>, Vec<String>) {
         }
     };
     assert_eq!(out.counts.accounted(), out.counts.read);
+    // The zero-copy path (the capture in memory is the arena) gives the same streams.
+    let bytes = std::fs::read(capture).unwrap();
+    let in_place = Reassembly::from_capture_bytes(std::sync::Arc::new(bytes), Config::default())
+        .expect("the in-memory reader accepts what the streaming one does");
+    assert_same_flows(&out, &in_place);
     let mut by_tuple: BTreeMap<(IpAddr, u16, IpAddr, u16), (usize, usize)> = BTreeMap::new();
     for (i, flow) in out.flows.iter().enumerate() {
         for (d, dir) in flow.dirs.iter().enumerate() {

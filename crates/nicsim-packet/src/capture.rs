@@ -5,6 +5,10 @@
 //! it frames every record itself (so corrupt lengths are caught before `pcap-file` sees them
 //! and errors can name the offset) and hands complete records to `pcap-file`'s parsers.
 //! Every [`CaptureError`] is one line saying what went wrong and at which file offset.
+//! [`CaptureSlice`] reads a capture already held in memory without copying: its
+//! [`RecordRef`]s borrow the packet bytes and give their offset in the buffer. Both readers
+//! share the framing and decoding code, so they accept and reject the same inputs with the same
+//! messages.
 //! [`CaptureWriter`] writes pcap (nanosecond magic) or pcapng (SHB, IDB with `if_tsresol` 9,
 //! EPBs), always with the Ethernet link type.
 
@@ -50,6 +54,55 @@ impl Record {
     pub fn cut_len(&self) -> u32 {
         let captured = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
         self.orig_len.saturating_sub(captured)
+    }
+}
+
+/// Hints the CPU to start loading the cache line holding `bytes[0]` (nothing when empty, or on
+/// other architectures). Readers of a capture in memory call it for the record after next, so
+/// that walking a capture larger than the caches does not wait on memory at every record.
+#[inline]
+pub fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(byte) = bytes.first() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is a hint: it reads nothing architecturally and cannot fault, and
+        // SSE (its target feature) is part of the x86_64 baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(byte).cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
+/// One captured packet, borrowed from a capture held in memory ([`CaptureSlice`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordRef<'a> {
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// Captured bytes, in place in the capture buffer (possibly cut to the snap length).
+    pub data: &'a [u8],
+    /// Byte offset of `data[0]` in the capture buffer (0 when read by [`CaptureReader`]).
+    pub data_offset: usize,
+    /// Length of the packet on the wire; larger than `data.len()` when cut.
+    pub orig_len: u32,
+    /// Link type (1 = Ethernet).
+    pub linktype: u32,
+}
+
+impl RecordRef<'_> {
+    /// Bytes of the packet the capture left out (cut by the snap length); 0 when complete.
+    pub fn cut_len(&self) -> u32 {
+        let captured = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
+        self.orig_len.saturating_sub(captured)
+    }
+
+    /// An owned copy.
+    pub fn to_record(&self) -> Record {
+        Record {
+            ts_ns: self.ts_ns,
+            data: self.data.to_vec(),
+            orig_len: self.orig_len,
+            linktype: self.linktype,
+        }
     }
 }
 
@@ -203,30 +256,46 @@ impl Source {
         if !self.header(12, "pcapng block header")? {
             return Ok(None);
         }
-        let endianness = if read_u32(&self.buf, 0, Endianness::Big) == SECTION_HEADER_BLOCK {
-            match read_u32(&self.buf, 8, Endianness::Big) {
-                PCAPNG_BYTE_ORDER_MAGIC => Endianness::Big,
-                magic if magic == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => Endianness::Little,
-                magic => {
-                    return Err(invalid(
-                        "pcapng section header",
-                        self.offset,
-                        format!("bad byte-order magic {magic:#010x}"),
-                    ))
-                }
-            }
-        } else {
-            endianness
-        };
-        let len = read_u32(&self.buf, 4, endianness);
-        if !len.is_multiple_of(4) || !(12..=MAX_RECORD_LEN).contains(&len) {
-            let reason = format!(
-                "block length {len} is not a multiple of 4 between 12 and {MAX_RECORD_LEN}"
-            );
-            return Err(invalid("pcapng block", self.offset, reason));
-        }
+        let len = pcapng_block_len(&self.buf, endianness, self.offset)?;
         self.record(len.into(), "pcapng block", 0).map(Some)
     }
+}
+
+/// Length of the pcap record (header included) whose 16-byte header is `header`.
+fn pcap_record_len(header: &[u8], endianness: Endianness, at: u64) -> Result<u64, CaptureError> {
+    let incl_len = read_u32(header, 8, endianness);
+    if incl_len > MAX_RECORD_LEN {
+        let reason = format!("captured length {incl_len} exceeds the {MAX_RECORD_LEN}-byte limit");
+        return Err(invalid("record", at, reason));
+    }
+    Ok(PCAP_RECORD_HEADER_LEN as u64 + u64::from(incl_len))
+}
+
+/// Length of the pcapng block whose first 12 bytes are `head`, read in the section's byte
+/// order (or, for a section header, in the byte order its magic announces).
+fn pcapng_block_len(head: &[u8], endianness: Endianness, at: u64) -> Result<u32, CaptureError> {
+    let endianness = if read_u32(head, 0, Endianness::Big) == SECTION_HEADER_BLOCK {
+        match read_u32(head, 8, Endianness::Big) {
+            PCAPNG_BYTE_ORDER_MAGIC => Endianness::Big,
+            magic if magic == PCAPNG_BYTE_ORDER_MAGIC.swap_bytes() => Endianness::Little,
+            magic => {
+                return Err(invalid(
+                    "pcapng section header",
+                    at,
+                    format!("bad byte-order magic {magic:#010x}"),
+                ))
+            }
+        }
+    } else {
+        endianness
+    };
+    let len = read_u32(head, 4, endianness);
+    if !len.is_multiple_of(4) || !(12..=MAX_RECORD_LEN).contains(&len) {
+        let reason =
+            format!("block length {len} is not a multiple of 4 between 12 and {MAX_RECORD_LEN}");
+        return Err(invalid("pcapng block", at, reason));
+    }
+    Ok(len)
 }
 
 fn read_u32(buf: &[u8], at: usize, endianness: Endianness) -> u32 {
@@ -338,21 +407,183 @@ impl Iterator for CaptureReader {
     }
 }
 
+/// Reads the records of a capture held in memory without copying them: each [`RecordRef`]
+/// borrows its packet bytes from the buffer and gives their offset in it. Same formats, checks
+/// and one-line errors (with the same offsets) as [`CaptureReader`]; after the first error the
+/// reader is exhausted.
+pub struct CaptureSlice<'a> {
+    bytes: &'a [u8],
+    /// Offset of the next record or block.
+    offset: usize,
+    decoder: Decoder,
+    failed: bool,
+}
+
+impl<'a> CaptureSlice<'a> {
+    /// Reads the file header of the capture in `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Result<Self, CaptureError> {
+        let Some(magic) = slice_header(bytes, 0, 4, "file header")? else {
+            return Err(CaptureError::TruncatedHeader {
+                what: "file header",
+                offset: 0,
+                needed: 4,
+                present: 0,
+            });
+        };
+        let (decoder, offset) = match read_u32(magic, 0, Endianness::Big) {
+            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => {
+                let header = slice_header(bytes, 0, PCAP_HEADER_LEN, "pcap file header")?
+                    .unwrap_or_default();
+                let (_, parser) =
+                    PcapParser::new(header).map_err(|e| invalid("pcap file header", 0, e))?;
+                (Decoder::Pcap(parser), PCAP_HEADER_LEN)
+            }
+            SECTION_HEADER_BLOCK => {
+                let head = slice_header(bytes, 0, 12, "pcapng block header")?.unwrap_or_default();
+                let len = pcapng_block_len(head, Endianness::Big, 0)?;
+                let block = slice_record(bytes, 0, len.into(), "pcapng block", 0)?;
+                let (_, parser) =
+                    PcapNgParser::new(block).map_err(|e| invalid("pcapng section header", 0, e))?;
+                (Decoder::PcapNg(parser), block.len())
+            }
+            magic => return Err(CaptureError::BadMagic { magic }),
+        };
+        Ok(CaptureSlice {
+            bytes,
+            offset,
+            decoder,
+            failed: false,
+        })
+    }
+
+    /// The detected file format.
+    pub fn format(&self) -> CaptureFormat {
+        match self.decoder {
+            Decoder::Pcap(_) => CaptureFormat::Pcap,
+            Decoder::PcapNg(_) => CaptureFormat::PcapNg,
+        }
+    }
+
+    /// The next record, `None` at the end of the buffer or after an error.
+    pub fn next_record(&mut self) -> Option<Result<RecordRef<'a>, CaptureError>> {
+        if self.failed {
+            return None;
+        }
+        let result = self.next_inner();
+        self.failed = result.is_err();
+        result.transpose()
+    }
+
+    fn next_inner(&mut self) -> Result<Option<RecordRef<'a>>, CaptureError> {
+        let bytes = self.bytes;
+        loop {
+            let at = self.offset;
+            let found = match &mut self.decoder {
+                Decoder::Pcap(parser) => {
+                    let header_len = PCAP_RECORD_HEADER_LEN;
+                    let Some(head) = slice_header(bytes, at, header_len, "pcap record header")?
+                    else {
+                        return Ok(None);
+                    };
+                    let total = pcap_record_len(head, parser.header().endianness, at as u64)?;
+                    let rec = slice_record(bytes, at, total, "record", header_len as u64)?;
+                    self.offset += rec.len();
+                    // The next record's header and frame headers are one or two lines away.
+                    prefetch(bytes.get(self.offset..).unwrap_or_default());
+                    prefetch(bytes.get(self.offset + 64..).unwrap_or_default());
+                    Some(decode_pcap(parser, rec, at as u64)?)
+                }
+                Decoder::PcapNg(parser) => {
+                    let Some(head) = slice_header(bytes, at, 12, "pcapng block header")? else {
+                        return Ok(None);
+                    };
+                    let len = pcapng_block_len(head, parser.section().endianness, at as u64)?;
+                    let block = slice_record(bytes, at, len.into(), "pcapng block", 0)?;
+                    self.offset += block.len();
+                    prefetch(bytes.get(self.offset..).unwrap_or_default());
+                    prefetch(bytes.get(self.offset + 64..).unwrap_or_default());
+                    decode_pcapng(parser, block, at as u64)?
+                }
+            };
+            if let Some(mut record) = found {
+                // `data` is a sub-slice of `bytes`: its offset is the pointers' distance.
+                record.data_offset = record.data.as_ptr() as usize - bytes.as_ptr() as usize;
+                return Ok(Some(record));
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for CaptureSlice<'a> {
+    type Item = Result<RecordRef<'a>, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record()
+    }
+}
+
+/// The `len`-byte fixed header at offset `at` of `bytes`; `Ok(None)` when nothing is left, an
+/// error when fewer than `len` bytes are.
+fn slice_header<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    len: usize,
+    what: &'static str,
+) -> Result<Option<&'a [u8]>, CaptureError> {
+    let rest = bytes.get(at..).unwrap_or_default();
+    match rest.len() {
+        0 => Ok(None),
+        present if present < len => Err(CaptureError::TruncatedHeader {
+            what,
+            offset: at as u64,
+            needed: len as u64,
+            present: present as u64,
+        }),
+        _ => Ok(Some(&rest[..len])),
+    }
+}
+
+/// The `total`-byte record at offset `at` of `bytes`, or a truncation error (`skip` header
+/// bytes are left out of the lengths it reports).
+fn slice_record<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    total: u64,
+    what: &'static str,
+    skip: u64,
+) -> Result<&'a [u8], CaptureError> {
+    let rest = bytes.get(at..).unwrap_or_default();
+    let present = rest.len() as u64;
+    if present < total {
+        return Err(CaptureError::Truncated {
+            what,
+            offset: at as u64,
+            expected: total - skip,
+            present: present.saturating_sub(skip),
+        });
+    }
+    Ok(&rest[..total as usize])
+}
+
 fn next_pcap(source: &mut Source, parser: &PcapParser) -> Result<Option<Record>, CaptureError> {
-    let header = parser.header();
     source.buf.clear();
     if !source.header(PCAP_RECORD_HEADER_LEN, "pcap record header")? {
         return Ok(None);
     }
-    let incl_len = read_u32(&source.buf, 8, header.endianness);
-    if incl_len > MAX_RECORD_LEN {
-        let reason = format!("captured length {incl_len} exceeds the {MAX_RECORD_LEN}-byte limit");
-        return Err(invalid("record", source.offset, reason));
-    }
-    let header_len = PCAP_RECORD_HEADER_LEN as u64;
-    let at = source.record(header_len + u64::from(incl_len), "record", header_len)?;
+    let total = pcap_record_len(&source.buf, parser.header().endianness, source.offset)?;
+    let at = source.record(total, "record", PCAP_RECORD_HEADER_LEN as u64)?;
+    decode_pcap(parser, &source.buf, at).map(|r| Some(r.to_record()))
+}
+
+/// Decodes one complete pcap record (`rec`: header and data) found at file offset `at`.
+fn decode_pcap<'a>(
+    parser: &PcapParser,
+    rec: &'a [u8],
+    at: u64,
+) -> Result<RecordRef<'a>, CaptureError> {
+    let header = parser.header();
     let (_, raw) = parser
-        .next_raw_packet(&source.buf)
+        .next_raw_packet(rec)
         .map_err(|e| invalid("record", at, e))?;
     let (frac_ns, limit) = match header.ts_resolution {
         TsResolution::MicroSecond => (u64::from(raw.ts_frac) * 1_000, 1_000_000),
@@ -366,12 +597,25 @@ fn next_pcap(source: &mut Source, parser: &PcapParser) -> Result<Option<Record>,
         ));
     }
     check_lengths("record", at, raw.incl_len, raw.orig_len)?;
-    Ok(Some(Record {
+    Ok(RecordRef {
         ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
-        data: raw.data.into_owned(),
+        data: borrowed(raw.data, "record", at)?,
+        data_offset: 0,
         orig_len: raw.orig_len,
         linktype: header.datalink.into(),
-    }))
+    })
+}
+
+/// The bytes of a `Cow` that `pcap-file` borrowed from the input (it always does).
+fn borrowed<'a>(
+    data: Cow<'a, [u8]>,
+    what: &'static str,
+    at: u64,
+) -> Result<&'a [u8], CaptureError> {
+    match data {
+        Cow::Borrowed(data) => Ok(data),
+        Cow::Owned(_) => Err(invalid(what, at, "the parser copied the packet data")),
+    }
 }
 
 fn next_pcapng(
@@ -384,65 +628,78 @@ fn next_pcapng(
         let Some(at) = source.pcapng_block(parser.section().endianness)? else {
             return Ok(None);
         };
-        // Only section headers and interface descriptions are decoded by `next_raw_block`.
-        let (_, raw) = parser
-            .next_raw_block(&source.buf)
-            .map_err(|e| invalid("pcapng block", at, e))?;
-        if raw.type_ != ENHANCED_PACKET_BLOCK && raw.type_ != SIMPLE_PACKET_BLOCK {
-            continue;
+        if let Some(r) = decode_pcapng(parser, &source.buf, at)? {
+            return Ok(Some(r.to_record()));
         }
-        let block = match parser.section().endianness {
-            Endianness::Big => raw.try_into_block::<BigEndian>(),
-            Endianness::Little => raw.try_into_block::<LittleEndian>(),
-        }
-        .map_err(|e| invalid("pcapng packet block", at, e))?;
-        let (interface_id, units, orig_len, data, simple) = match block {
-            Block::EnhancedPacket(epb) => (
-                epb.interface_id,
-                epb.timestamp.as_nanos(),
-                epb.original_len,
-                epb.data,
-                false,
-            ),
-            Block::SimplePacket(spb) => (0, 0, spb.original_len, spb.data, true),
-            _ => continue,
-        };
-        let interface = parser
-            .interfaces()
-            .get(interface_id as usize)
-            .ok_or_else(|| {
-                invalid(
-                    "pcapng packet block",
-                    at,
-                    format!("undeclared interface {interface_id}"),
-                )
-            })?;
-        let mut data = data.into_owned();
-        if simple {
-            // Simple packet blocks hold min(original length, snap length) bytes plus padding.
-            let snaplen = if interface.snaplen == 0 {
-                u32::MAX
-            } else {
-                interface.snaplen
-            };
-            data.truncate(orig_len.min(snaplen) as usize);
-        }
-        let incl_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        check_lengths("pcapng packet block", at, incl_len, orig_len)?;
-        let ts_ns = pcapng_ts_ns(units, interface).ok_or_else(|| {
+    }
+}
+
+/// Decodes one complete pcapng block found at file offset `at`: section headers and interface
+/// descriptions update `parser`; packet blocks give a record, other blocks `None`.
+fn decode_pcapng<'a>(
+    parser: &mut PcapNgParser,
+    block: &'a [u8],
+    at: u64,
+) -> Result<Option<RecordRef<'a>>, CaptureError> {
+    // Only section headers and interface descriptions are decoded by `next_raw_block`.
+    let (_, raw) = parser
+        .next_raw_block(block)
+        .map_err(|e| invalid("pcapng block", at, e))?;
+    if raw.type_ != ENHANCED_PACKET_BLOCK && raw.type_ != SIMPLE_PACKET_BLOCK {
+        return Ok(None);
+    }
+    let block = match parser.section().endianness {
+        Endianness::Big => raw.try_into_block::<BigEndian>(),
+        Endianness::Little => raw.try_into_block::<LittleEndian>(),
+    }
+    .map_err(|e| invalid("pcapng packet block", at, e))?;
+    let (interface_id, units, orig_len, data, simple) = match block {
+        Block::EnhancedPacket(epb) => (
+            epb.interface_id,
+            epb.timestamp.as_nanos(),
+            epb.original_len,
+            epb.data,
+            false,
+        ),
+        Block::SimplePacket(spb) => (0, 0, spb.original_len, spb.data, true),
+        _ => return Ok(None),
+    };
+    let interface = parser
+        .interfaces()
+        .get(interface_id as usize)
+        .ok_or_else(|| {
             invalid(
                 "pcapng packet block",
                 at,
-                "timestamp out of range for its interface resolution",
+                format!("undeclared interface {interface_id}"),
             )
         })?;
-        return Ok(Some(Record {
-            ts_ns,
-            data,
-            orig_len,
-            linktype: interface.linktype.into(),
-        }));
+    let mut data = borrowed(data, "pcapng packet block", at)?;
+    if simple {
+        // Simple packet blocks hold min(original length, snap length) bytes plus padding.
+        let snaplen = if interface.snaplen == 0 {
+            u32::MAX
+        } else {
+            interface.snaplen
+        };
+        data = &data[..data.len().min(orig_len.min(snaplen) as usize)];
     }
+    let incl_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    check_lengths("pcapng packet block", at, incl_len, orig_len)?;
+    let ts_ns = pcapng_ts_ns(units, interface).ok_or_else(|| {
+        invalid(
+            "pcapng packet block",
+            at,
+            "timestamp out of range for its interface resolution",
+        )
+    })?;
+    Ok(Some(RecordRef {
+        ts_ns,
+        data,
+        data_offset: 0,
+        orig_len,
+        linktype: interface.linktype.into(),
+    }))
 }
 
 fn check_lengths(

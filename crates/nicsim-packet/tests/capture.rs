@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use nicsim_packet::capture::{CaptureError, CaptureFormat, CaptureReader, CaptureWriter, Record};
+use nicsim_packet::capture::{
+    CaptureError, CaptureFormat, CaptureReader, CaptureSlice, CaptureWriter, Record,
+};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
@@ -41,11 +43,50 @@ fn write_file(name: &str, format: CaptureFormat, snaplen: u32) -> PathBuf {
     path
 }
 
+/// Every record of `path`, read by the streaming reader; checks that the in-memory reader
+/// gives the same records, with data offsets that point at the data in the buffer.
 fn read_all(path: &Path) -> Vec<Record> {
-    CaptureReader::open(path)
+    let records: Vec<Record> = CaptureReader::open(path)
         .unwrap()
         .collect::<Result<_, _>>()
+        .unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let refs: Vec<_> = CaptureSlice::new(&bytes)
         .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(refs.len(), records.len());
+    for (r, record) in refs.iter().zip(&records) {
+        assert_eq!(&r.to_record(), record);
+        assert_eq!(
+            &bytes[r.data_offset..r.data_offset + r.data.len()],
+            &record.data[..]
+        );
+    }
+    records
+}
+
+/// The first error reading `bytes`, from both readers (which must agree).
+fn first_error(bytes: &[u8]) -> String {
+    let streaming = match CaptureReader::from_bytes(bytes.to_vec()) {
+        Err(e) => e.to_string(),
+        Ok(reader) => reader
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .next()
+            .expect("an error"),
+    };
+    let in_place = match CaptureSlice::new(bytes) {
+        Err(e) => e.to_string(),
+        Ok(reader) => reader
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .next()
+            .expect("an error"),
+    };
+    assert_eq!(streaming, in_place);
+    assert!(!streaming.contains('\n'), "{streaming}");
+    streaming
 }
 
 #[test]
@@ -94,16 +135,7 @@ fn snaplen_cut_packets_are_records_not_errors() {
 fn truncated_files_give_one_line_errors() {
     let bytes = std::fs::read(write_file("trunc.pcap", CaptureFormat::Pcap, 65535)).unwrap();
     // First record: 16-byte header at offset 24, then 60 bytes of data.
-    let error = |bytes: &[u8]| -> String {
-        match CaptureReader::from_bytes(bytes.to_vec()) {
-            Err(e) => e.to_string(),
-            Ok(reader) => reader
-                .filter_map(Result::err)
-                .map(|e| e.to_string())
-                .next()
-                .expect("an error"),
-        }
-    };
+    let error = first_error;
     assert_eq!(
         error(&bytes[..24 + 16 + 40]),
         "truncated record at offset 24: header says 60 bytes, 40 present"
@@ -138,6 +170,12 @@ fn truncated_files_give_one_line_errors() {
 
     // A truncated record is reported once; the reader then stops.
     let mut reader = CaptureReader::from_bytes(bytes[..bytes.len() - 1].to_vec()).unwrap();
+    assert_eq!(
+        reader.by_ref().filter(Result::is_ok).count(),
+        packets().len() - 1
+    );
+    assert!(reader.next().is_none());
+    let mut reader = CaptureSlice::new(&bytes[..bytes.len() - 1]).unwrap();
     assert_eq!(
         reader.by_ref().filter(Result::is_ok).count(),
         packets().len() - 1

@@ -347,6 +347,23 @@ fn flow_host_bench(
     Ok(serde_json::to_string(&b).expect("serializable"))
 }
 
+/// The flow-memory speed benchmark (`make bench`): reads the capture at `path` into memory,
+/// then times zero-copy reassembly plus a linear scan beside the copy-based baseline, best of
+/// `repeat`. Returns the figures as JSON (`nicsim_flowmem::bench::SpeedBench`).
+#[pyfunction]
+#[pyo3(signature = (path, repeat=3))]
+fn flow_speed_bench(py: Python<'_>, path: PathBuf, repeat: u32) -> PyResult<String> {
+    py.detach(|| {
+        let name = path.display();
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
+        let capture = std::sync::Arc::new(bytes);
+        let out = nicsim_flowmem::bench::speed_bench(capture, Config::default(), repeat)
+            .map_err(|e| format!("{name}: {e}"))?;
+        serde_json::to_string(&out).map_err(|e| e.to_string())
+    })
+    .map_err(input_error)
+}
+
 /// Writes a synthetic TCP capture (`config_json`: SynthConfig fields); `progress(packets)` is
 /// called now and then. Returns the report as JSON.
 #[pyfunction]
@@ -394,6 +411,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow_model_micro, m)?)?;
     m.add_function(wrap_pyfunction!(flow_model_target, m)?)?;
     m.add_function(wrap_pyfunction!(flow_host_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_speed_bench, m)?)?;
     m.add_function(wrap_pyfunction!(flow_synth, m)?)?;
     Ok(())
 }
