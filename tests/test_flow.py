@@ -171,3 +171,17 @@ def test_reproduce_flowmem(tmp_path: Path) -> None:
     assert {r["quantity"] for r in s["comparison"]} >= {"micro: total change (%), scan"}
     for f in ("comparison.csv", "micro_benchmark.png", "dram_and_throughput.svg"):
         assert (out / f).stat().st_size > 0
+
+
+def test_a_capture_without_tcp_is_bad_input_for_every_flow_command(tmp_path: Path) -> None:
+    from nicsim import _core
+
+    a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    udp = struct.pack("!HHHH", 5000, 53, 12, 0) + b"abcd"
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, a, b) + udp
+    cap = tmp_path / "udp.pcap"
+    _core.write_pcap(str(cap), [bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip] * 3)
+    for cmd in ("reassemble", "bench", "sizes"):
+        r = nicsim("flow", cmd, cap, "--out", tmp_path / cmd)
+        assert_one_line_error(r, "no TCP flow", "3 non-tcp")
+        assert not (tmp_path / cmd).exists()

@@ -20,7 +20,7 @@ from typing import Any
 
 from nicsim.config import core_errors
 from nicsim.errors import InputError
-from nicsim.flow.reassemble import open_capture
+from nicsim.flow.reassemble import open_capture, require_tcp
 from nicsim.output import OutputDir
 
 WORKLOADS = ("scan", "regex")
@@ -87,6 +87,7 @@ def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = 
     pattern = _check_workload(workload, pattern)
     text, tname = load_mem_target(target)
     cap = open_capture(capture)
+    require_tcp(cap, capture)
     with core_errors(tname):
         host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
         model = json.loads(_core.flow_model(cap._core, workload, pattern, text, retrieval))
@@ -124,14 +125,13 @@ def _quantile(sorted_values: list[int], q: float) -> int:
 def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:
     """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows."""
     cap = open_capture(capture)
+    require_tcp(cap, capture)
     per_flow: dict[int, dict[str, int]] = {}
     for d in cap.directions():
         f = per_flow.setdefault(d["flow"], {"bytes": 0, "segments": 0})
         f["bytes"] += d["bytes"]
         f["segments"] += d["segments"]
     flows = sorted(per_flow.values(), key=lambda f: f["bytes"])
-    if not flows:
-        raise InputError(f"{capture}: no TCP flow in the capture")
     size = [f["bytes"] for f in flows]
     segs = sorted(f["segments"] for f in flows)
     cover = []

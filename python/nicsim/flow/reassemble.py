@@ -82,6 +82,14 @@ def open_capture(
         raise InputError(msg if str(path) in msg else f"{path}: {msg}") from None
 
 
+def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
+    """A capture without a single TCP flow is bad input for the flow commands: say what it held."""
+    if len(cap) == 0:
+        counts = {k: v for k, v in cap.counts().items() if k != "read" and v}
+        held = ", ".join(f"{v:,} {k.replace('_', '-')}" for k, v in counts.items()) or "nothing"
+        raise InputError(f"{capture}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
+
+
 def reassemble(
     capture: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -93,6 +101,7 @@ def reassemble(
     """Reassemble `capture` and write OUT/flows.json, OUT/summary.json and one file per flow
     direction; returns the summary."""
     cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction)
+    require_tcp(cap, capture)
     directions = cap.directions()
     counts = cap.counts()
     entries = []
