@@ -177,7 +177,10 @@ def test_ctrl_c_leaves_a_valid_partial_summary(tmp_path: Path) -> None:
     out = tmp_path / "big"
     cmd = [sys.executable, "-m", "nicsim", "run", str(PAPER), "--out", str(out),
            "--param", "traffic.packets=50000000", "--param", "measure.window=[100,49999000]"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a test run started in the background (`make test &`, a CI runner)
+    # hands its children SIGINT ignored, and Python then installs no Ctrl-C handler.
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not list(tmp_path.glob(".big.tmp-*")):  # the run has started

@@ -111,11 +111,8 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
     cfg = load_config(config, [*(param or []), *(["measure.egress_pcap=true"] if egress_pcap else [])])
     want_pcap = bool(get_key(cfg, "measure.egress_pcap"))
     total = None if get_key(cfg, "traffic.replay") else get_key(cfg, "traffic.packets") or 11000
-    # Refreshed from the run loop (every ~0.1 s), not by rich's refresh thread: a Ctrl-C that
-    # lands while the main thread holds the bar's lock must not leave that thread blocked on it
-    # when the bar stops (seen as a hang on Ctrl-C under heavy load).
     bar = Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("packets"),
-                   TextColumn("{task.fields[sim]}"), TimeElapsedColumn(), console=err_console, auto_refresh=False)
+                   TextColumn("{task.fields[sim]}"), TimeElapsedColumn(), console=err_console)
     task = bar.add_task("run", total=total, sim="")
 
     def progress(now_us: float, s: dict[str, Any] | None) -> None:
@@ -123,7 +120,6 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
             bar.start()
         done = None if s is None else s["packets"]["delivered"] + s["packets"]["dropped_total"]
         bar.update(task, completed=done, sim=f"{now_us:,.1f} µs simulated")
-        bar.refresh()
 
     try:
         summary = run(cfg, out, egress_pcap=want_pcap, progress=progress)
