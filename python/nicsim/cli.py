@@ -35,8 +35,10 @@ err_console = Console(stderr=True)
 
 app = typer.Typer(
     name="nicsim",
-    help="SmartNIC design and analysis toolkit: simulate datapaths (FlexPipe, PANIC, StaticPipe), "
-    "size offloads, sweep parameters and reproduce the seed papers' results.",
+    help="SmartNIC design and analysis toolkit: simulate datapaths (FlexPipe, PANIC, StaticPipe) and "
+    "size their offloads, guarantee the rate of XDP programs, measure and model what flow reassembly "
+    "costs in memory, simulate a PC router with FPGA NICs, sweep parameters and reproduce the seed "
+    "papers' results.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures.", no_args_is_help=True)
+flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
+                       "the cost of copy-based against flow-based addressing (host and SmartNIC model).",
+                       no_args_is_help=True)
 
 
 class Overlap(StrEnum):
