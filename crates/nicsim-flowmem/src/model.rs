@@ -422,6 +422,7 @@ impl Clocks {
 /// DRAM: whole bursts, one request at a time.
 struct Dram {
     c: DramConfig,
+    clock: Clock,
 }
 
 impl Dram {
@@ -433,9 +434,22 @@ impl Dram {
         let b = self.c.burst_bytes;
         ((addr + len).div_ceil(b) - addr / b) * b
     }
-    /// Controller cycles for one request of `bytes` (already burst-rounded).
-    fn cycles(&self, bytes: u64) -> u64 {
-        self.c.latency_cycles + bytes.div_ceil(self.c.bytes_per_cycle)
+    /// Ticks of one request moving `bus_bytes` (already burst-rounded).
+    fn request_time(&self, bus_bytes: u64) -> Time {
+        self.clock
+            .cycles(self.c.latency_cycles + bus_bytes.div_ceil(self.c.bytes_per_cycle))
+    }
+    /// One read request of `len` bytes at `addr`, counted in `t`; its ticks.
+    fn read(&self, t: &mut Traffic, addr: u64, len: u64) -> Time {
+        let bus = self.span_bytes(addr, len);
+        t.read(len, bus);
+        self.request_time(bus)
+    }
+    /// One write request of `len` bytes at `addr`, counted in `t`; its ticks.
+    fn write(&self, t: &mut Traffic, addr: u64, len: u64) -> Time {
+        let bus = self.span_bytes(addr, len);
+        t.write(len, bus);
+        self.request_time(bus)
     }
 }
 
@@ -489,7 +503,10 @@ impl MemModel {
     pub fn copy_based(&self, flows: &[FlowView<'_>], workload: &Workload) -> DesignReport {
         let c = &self.config;
         let clocks = Clocks::new(c);
-        let dram = Dram { c: c.dram };
+        let dram = Dram {
+            c: c.dram,
+            clock: clocks.dram,
+        };
         let mut l1 = Cache::new(&c.l1);
         let mut r = DesignReport::default();
         self.receive(&dram, flows, &mut r);
@@ -499,14 +516,10 @@ impl MemModel {
         let miss = |r_traffic: &mut Traffic, evicted: Option<u64>, fill: Option<u64>| -> Time {
             let mut t = 0;
             if let Some(a) = evicted {
-                let b = dram.span_bytes(a, line);
-                r_traffic.write(line, b);
-                t += clocks.dram.cycles(dram.cycles(b));
+                t += dram.write(r_traffic, a, line);
             }
             if let Some(a) = fill {
-                let b = dram.span_bytes(a, line);
-                r_traffic.read(line, b);
-                t += clocks.dram.cycles(dram.cycles(b));
+                t += dram.read(r_traffic, a, line);
             }
             t
         };
@@ -579,7 +592,10 @@ impl MemModel {
     pub fn flow_based(&self, flows: &[FlowView<'_>], workload: &Workload) -> DesignReport {
         let c = &self.config;
         let clocks = Clocks::new(c);
-        let dram = Dram { c: c.dram };
+        let dram = Dram {
+            c: c.dram,
+            clock: clocks.dram,
+        };
         let mut l1 = Cache::new(&c.l1);
         let mut l2 = Cache::new(&c.flow_cache);
         let mut r = DesignReport::default();
@@ -602,9 +618,7 @@ impl MemModel {
             for s in segs[first..].iter().take_while(|s| s.offset < to) {
                 let lo = from.max(s.offset);
                 let hi = to.min(s.offset + s.len_bytes);
-                let b = dram.span_bytes(s.addr + (lo - s.offset), hi - lo);
-                t.read(hi - lo, b);
-                dram_t += clocks.dram.cycles(dram.cycles(b));
+                dram_t += dram.read(t, s.addr + (lo - s.offset), hi - lo);
                 engine_cycles +=
                     c.engine.lookup_cycles + (hi - lo).div_ceil(c.engine.bytes_per_cycle);
             }
@@ -644,9 +658,7 @@ impl MemModel {
                 // The DFA's table sits in DRAM, cached by the L1 only.
                 Ref::Table(a) => {
                     if let Access::Miss(_) = l1.access(a, false) {
-                        let b = dram.span_bytes(a & !(l1_line - 1), l1_line);
-                        r.process.read(l1_line, b);
-                        stall += clocks.dram.cycles(dram.cycles(b));
+                        stall += dram.read(&mut r.process, a & !(l1_line - 1), l1_line);
                     }
                 }
             });
