@@ -1,1 +1,10 @@
 """Experiments that reproduce the seed papers' results, one module per paper."""
+
+from rich.console import Console
+
+
+def report_console(width: int = 120) -> Console:
+    """The console a reproduction prints its tables to: the terminal as it is, or, for a log or
+    a pipe (where rich assumes 80 columns), `width` columns so that the tables are not crushed."""
+    console = Console()
+    return console if console.is_terminal else Console(width=width)

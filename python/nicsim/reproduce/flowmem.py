@@ -27,6 +27,7 @@ from rich.table import Table
 from nicsim.flow.memory import DEFAULT_PATTERN, load_mem_target, synth
 from nicsim.flow.reassemble import open_capture
 from nicsim.output import OutputDir
+from nicsim.reproduce import report_console
 
 TARGET = "u250-microblaze"
 MICRO = {"packets": 10, "payload_bytes": 1510, "buffer_bytes": 2048}
@@ -189,9 +190,7 @@ def print_comparison(rows: list[dict[str, Any]], console: Console) -> None:
 
 
 def main(out: Path, flows: int = 2000, seed: int = 1) -> dict[str, Any]:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)
+    console = report_console()
     s = run(flows=flows, seed=seed)
     rows = comparison(s)
     s["comparison"] = rows

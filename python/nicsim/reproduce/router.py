@@ -33,6 +33,7 @@ from rich.table import Table
 
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
+from nicsim.reproduce import report_console
 from nicsim.router import derive, load, simulate
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "router"
@@ -442,9 +443,7 @@ def print_comparison(s: dict[str, Any], console: Console) -> None:
 
 
 def main(out: Path, quick: bool = False, beyond: bool = True) -> dict[str, Any]:
-    console = Console()
-    if not console.is_terminal:  # a log or a pipe: wide enough for the table (rich assumes 80)
-        console = Console(width=140)
+    console = report_console(140)
     s = run(quick=quick, beyond=beyond)
     with OutputDir(out) as o:
         o.json("summary.json", s)

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
+from nicsim.reproduce import report_console
 from nicsim.xdp.suite import FIG7, FIG8_STAGES, SUITE, object_path
 
 TARGETS = ("nfp", "x86-jit")
@@ -228,9 +229,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
 
 def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_timeout_s: float | None = None,
          targets: tuple[str, ...] = TARGETS) -> dict[str, Any]:
-    console = Console()
-    if not console.is_terminal:  # a log or a pipe: wide enough for the tables (rich assumes 80)
-        console = Console(width=120)
+    console = report_console()
     if explosion_timeout_s is None:
         explosion_timeout_s = 5.0 if quick else 60.0
     summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets)
