@@ -41,6 +41,16 @@ impl Contiguous {
         &self.bytes[start as usize..end as usize]
     }
 
+    /// Occurrences of `byte` over the runs (the memory-bound linear scan).
+    pub fn count_byte(&mut self, byte: u8) -> u64 {
+        let mut total = 0;
+        for &run in &self.runs {
+            total += memchr::memchr_iter(byte, self.run(run)).count() as u64;
+            self.read_bytes += run.1 - run.0;
+        }
+        total
+    }
+
     /// Byte histogram over the runs.
     pub fn byte_histogram(&mut self) -> [u64; 256] {
         let mut tables = Histogram::new();

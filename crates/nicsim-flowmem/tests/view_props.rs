@@ -121,6 +121,9 @@ fn check(stream: &[u8], segs: &[(usize, usize)], isn: u32, order: &[usize], dups
         }
     }
     assert_eq!(view.byte_histogram(), histogram);
+    for byte in [b'\n', b'a', 0, 255] {
+        assert_eq!(view.count_byte(byte), histogram[usize::from(byte)]);
+    }
     for needle in LITERALS {
         let want: usize = run_bytes
             .iter()

@@ -89,7 +89,7 @@ def flow_synth(
 def flow_bench(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
-    workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once "
+    workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting newlines "
                                                "(memory-bound); regex: run a DFA (compute-bound).")] = Workload.scan,
     pattern: Annotated[str | None, typer.Option("--pattern", "-p", help="Regex of the regex workload "
                                                 "(default: HTTP request lines).")] = None,
