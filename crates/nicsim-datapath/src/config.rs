@@ -7,20 +7,10 @@
 
 use serde::Deserialize;
 
-/// A configuration error: `path` is the key path (`flows[2].chain[1]`), `msg` what was expected.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{path}: {msg}")]
-pub struct ConfigError {
-    pub path: String,
-    pub msg: String,
-}
-
-fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError {
-        path: path.into(),
-        msg: msg.into(),
-    })
-}
+use nicsim_kernel::config::err;
+pub use nicsim_kernel::config::ConfigError;
+/// How the run loop advances (`mode = "skip" | "stepped"`).
+pub use nicsim_kernel::Mode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -40,16 +30,6 @@ impl Arch {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SimMode {
-    /// Jump over idle time (default).
-    #[default]
-    Skip,
-    /// Visit every clock edge (for cross-checking).
-    Stepped,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -60,7 +40,7 @@ pub struct Config {
     #[serde(default)]
     pub functional: bool,
     #[serde(default)]
-    pub mode: SimMode,
+    pub mode: Mode,
     #[serde(default)]
     pub pipeline: Pipeline,
     pub offloads: Vec<OffloadCfg>,

@@ -476,10 +476,10 @@ impl Offload {
     /// The Traffic Arbiter's choice: the FIFO with the highest fill level among those whose
     /// front packet has arrived (units' FIFO on a tie).
     fn arbiter_pick(&self, now: Time, w: &World) -> Option<FifoId> {
-        let ready = |f: FifoId| w.fifos[f].front().is_some_and(|s| s.head <= now);
+        let ready = |f: FifoId| w.q[f].front().is_some_and(|s| s.head <= now);
         match (ready(self.ufifo), ready(self.bypass)) {
             (true, true) => Some(
-                if w.fifos[self.bypass].used_bytes() > w.fifos[self.ufifo].used_bytes() {
+                if w.q[self.bypass].used_bytes() > w.q[self.ufifo].used_bytes() {
                     self.bypass
                 } else {
                     self.ufifo
@@ -535,7 +535,7 @@ impl Offload {
         }
         if self.arb_link.is_free(now) {
             if let Some(from) = self.arbiter_pick(now, w) {
-                let bytes = w.fifos[from].front().unwrap().bytes;
+                let bytes = w.q[from].front().unwrap().bytes;
                 if w.room(self.out, bytes) {
                     let slot = w.pop(from, now).unwrap();
                     let beats = self.arb_link.beats_for(slot.bytes) + self.spec.descriptor_beats;
@@ -549,7 +549,7 @@ impl Offload {
             w.cal.wake_port(ARB, r);
         }
         for f in [self.bypass, self.ufifo] {
-            if let Some(s) = w.fifos[f].front() {
+            if let Some(s) = w.q[f].front() {
                 if w.room(self.out, s.bytes) {
                     let t = self.arb_link.free_from(s.head);
                     w.cal.wake_port(ARB, t);
@@ -608,7 +608,7 @@ impl Offload {
     fn splitter(&mut self, now: Time, w: &mut World) {
         if self.split_link.is_free(now) {
             if let Some(p) = w.ready_front(self.inp, now) {
-                let bytes = w.fifos[self.inp].front().unwrap().bytes;
+                let bytes = w.q[self.inp].front().unwrap().bytes;
                 if self.detour && self.wants(p) && !self.admits(p, w) {
                     // No credit: the whole packet goes back to the scheduler.
                     if w.room(self.bypass, bytes) {
@@ -673,7 +673,7 @@ impl Offload {
             }
         }
         w.cal.busy_until(SPLIT, self.split_link.busy_until());
-        if let Some(s) = w.fifos[self.inp].front() {
+        if let Some(s) = w.q[self.inp].front() {
             let p = &w.pkts[s.item];
             let room = if self.detour && self.wants(p) {
                 self.admits(p, w) || w.room(self.bypass, s.bytes)

@@ -4,68 +4,10 @@
 //! passed exactly its chain, in order, with its payload restored. Statistics stream: memory
 //! does not grow with the number of packets.
 
-use hdrhistogram::Histogram;
-use nicsim_kernel::{Time, Timebase};
+use nicsim_kernel::{LatStats, Time, Timebase};
 use serde_json::{json, Value};
 
 use crate::packet::{Chain, Pkt};
-
-/// Latency statistics in ticks.
-#[derive(Clone)]
-pub struct LatStats {
-    n: u64,
-    sum: u128,
-    min: u64,
-    max: u64,
-    /// Nanoseconds, for the percentiles.
-    hist: Histogram<u32>,
-}
-
-impl Default for LatStats {
-    fn default() -> Self {
-        LatStats {
-            n: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-            // Bounded (so that recording never resizes or saturates below a real value) from
-            // 1 ns to 2^40 ns (18 minutes), 3 significant digits.
-            hist: Histogram::new_with_bounds(1, 1 << 40, 3).unwrap(),
-        }
-    }
-}
-
-impl LatStats {
-    /// Record one latency, given in ticks and in nanoseconds.
-    pub fn record(&mut self, ticks: u64, ns: u64) {
-        self.n += 1;
-        self.sum += ticks as u128;
-        self.min = self.min.min(ticks);
-        self.max = self.max.max(ticks);
-        self.hist.saturating_record(ns.max(1));
-    }
-    pub fn mean_ticks(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.n as f64
-        }
-    }
-    pub fn to_json(&self, tb: &Timebase) -> Value {
-        if self.n == 0 {
-            return json!({"packets": 0});
-        }
-        let us = |t: f64| t / tb.ticks_per_us() as f64;
-        json!({
-            "packets": self.n,
-            "mean": us(self.mean_ticks()),
-            "min": us(self.min as f64),
-            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
-            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
-            "max": us(self.max as f64),
-        })
-    }
-}
 
 #[derive(Clone, Default)]
 struct FlowStats {

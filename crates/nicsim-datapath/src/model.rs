@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use nicsim_kernel::{Component, Engine, Link, Mode, Time, Timebase};
+use nicsim_kernel::{Component, Engine, Link, Time, Timebase};
 use serde_json::{json, Value};
 
-use crate::config::{Arch, Config, SimMode};
+use crate::config::{Arch, Config};
 use crate::flexpipe::{EgressTc, IngressTc, Offload, Steering, UnitSpec};
 use crate::measure::Sink;
 use crate::packet::Chain;
@@ -105,9 +105,7 @@ impl Datapath {
         remaps.sort_by_key(|r| r.0);
         let mut world = World {
             pkts: Default::default(),
-            fifos: Vec::new(),
-            fifo_names: Vec::new(),
-            waiting: Vec::new(),
+            q: Default::default(),
             table,
             chains,
             remaps: VecDeque::from(remaps),
@@ -124,10 +122,6 @@ impl Datapath {
             last_out: 0,
         };
         let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
-        let mode = match cfg.mode {
-            SimMode::Skip => Mode::Skip,
-            SimMode::Stepped => Mode::Stepped,
-        };
         let mut comps: Vec<Box<dyn Component<World>>> = Vec::new();
         let mut offloads = Vec::new();
         let link = Link::new(p.width_bits, pclk);
@@ -227,9 +221,9 @@ impl Datapath {
             }
         }
         Ok(Datapath {
+            engine: Engine::new(comps, world, cfg.mode),
             cfg,
             tb,
-            engine: Engine::new(comps, world, mode),
             offloads,
             finished: false,
         })
@@ -288,7 +282,7 @@ impl Datapath {
             now
         };
         let horizon = end.max(1);
-        for (i, f) in w.fifos.iter().enumerate() {
+        for (i, f) in w.q.fifos.iter().enumerate() {
             let cap = f.capacity_bytes();
             let s = f.stats_at(horizon);
             let t_us = tb.to_us(horizon);
@@ -300,7 +294,7 @@ impl Datapath {
                 0.0
             };
             fifos.insert(
-                w.fifo_names[i].clone(),
+                w.q.names[i].clone(),
                 json!({
                     "capacity_bytes": cap,
                     "mean_bytes": s.byte_area as f64 / horizon as f64,

@@ -137,8 +137,8 @@ impl Scheduler {
             // The last PIFO holds packets with an empty chain: straight to the DMA engine.
             return o + 1 == self.pifos.len() || w.module_free_credits[f.best_unit(o, w)] > 0;
         }
-        let in_flight = w.fifos[self.module_in[o]].len()
-            + w.fifos[self.out]
+        let in_flight = w.q[self.module_in[o]].len()
+            + w.q[self.out]
                 .iter()
                 .filter(|s| w.pkts[s.item].next_offload() == Some(o as u8))
                 .count();
@@ -179,7 +179,7 @@ impl Scheduler {
     fn write_buffer(&mut self, now: Time, w: &mut World) {
         let detour_in = self.full.as_ref().map(|f| f.detour_in);
         for from in detour_in.into_iter().chain([self.inp]) {
-            while let Some(s) = w.fifos[from].front() {
+            while let Some(s) = w.q[from].front() {
                 if s.head > now {
                     break;
                 }
@@ -197,7 +197,7 @@ impl Scheduler {
                     .push_back((now + self.cdc_latency, s.item, s.bytes, s.tail));
                 w.cal.wake_port(PIFO, now + self.cdc_latency);
             }
-            if let Some(s) = w.fifos[from].front() {
+            if let Some(s) = w.q[from].front() {
                 w.cal.wake_port(BUFFER, s.head);
             }
         }
@@ -232,7 +232,7 @@ impl Scheduler {
         }
         // Dequeue: one every `deq_interval`, while the target has credit and the dispatch FIFO room.
         for o in 0..self.pifos.len() {
-            if now < self.next_deq[o] || w.fifos[self.out].len() >= self.dispatch_depth {
+            if now < self.next_deq[o] || w.q[self.out].len() >= self.dispatch_depth {
                 continue;
             }
             let Some((_, PktBox(_, _, tail))) = self.pifos[o].peek() else {
@@ -259,7 +259,7 @@ impl Scheduler {
         if let Some((r, _, _, _)) = self.cdc_in.front() {
             w.cal.wake_port(PIFO, *r);
         }
-        if w.fifos[self.out].len() >= self.dispatch_depth {
+        if w.q[self.out].len() >= self.dispatch_depth {
             w.wait_for_room(self.out);
         } else {
             for o in 0..self.pifos.len() {
@@ -342,11 +342,11 @@ impl Component<World> for Crossbar {
         self.grant(now, w);
         // Next: every source whose front packet's destination has room, when both ports are free.
         for s in 0..self.srcs.len() {
-            let Some(f) = w.fifos[self.srcs[s]].front() else {
+            let Some(f) = w.q[self.srcs[s]].front() else {
                 continue;
             };
             let d = self.dest_of(&w.pkts[f.item], w);
-            if w.fifos[self.dsts[d]].has_room(f.bytes) {
+            if w.q[self.dsts[d]].has_room(f.bytes) {
                 let t = self.src_links[s]
                     .free_from(f.head)
                     .max(self.dst_links[d].free_from(f.head));
@@ -368,7 +368,7 @@ impl Crossbar {
                 continue;
             };
             let d = self.dest_of(p, w);
-            if !self.dst_links[d].is_free(now) || !w.fifos[self.dsts[d]].has_room(p.size) {
+            if !self.dst_links[d].is_free(now) || !w.q[self.dsts[d]].has_room(p.size) {
                 continue;
             }
             let rr = self.rr[d];

@@ -189,7 +189,7 @@ impl Component<World> for Dma {
             w.deliver(slot.item, tr.tail + self.latency);
             w.cal.busy_until(0, self.link.busy_until());
         }
-        if let Some(s) = w.fifos[self.inp].front() {
+        if let Some(s) = w.q[self.inp].front() {
             let t = self.link.free_from(s.head);
             w.cal.wake_port(0, t);
         }

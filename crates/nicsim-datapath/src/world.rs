@@ -3,25 +3,22 @@
 //! counters, the sink, and the calendar. Putting a packet into a FIFO or taking one out wakes
 //! the ports wired to that FIFO (see `nicsim_kernel::sim`).
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 
-use nicsim_kernel::{Calendar, Fifo, HasCalendar, Link, Slot, Time};
+use nicsim_kernel::{Calendar, FifoSet, HasCalendar, Link, Slot, Time};
 
 use crate::measure::Sink;
 use crate::packet::{Chain, Pkt, PktId, Pkts};
 use crate::preproc::MatchTable;
 use crate::traffic::Funcs;
 
-pub type FifoId = usize;
+pub use nicsim_kernel::FifoId;
 
 pub struct World {
     /// The packets in flight; FIFOs hold their ids.
     pub pkts: Pkts,
-    pub fifos: Vec<Fifo<PktId>>,
-    pub fifo_names: Vec<String>,
-    /// Per FIFO: a writer found no room in it, so the next pop must wake its writers.
-    pub waiting: Vec<Cell<bool>>,
+    /// The FIFOs between the components, wired to the calendar.
+    pub q: FifoSet<PktId>,
     /// Header fields → flow type.
     pub table: MatchTable,
     /// Flow type → offload chain.
@@ -63,56 +60,44 @@ impl HasCalendar for World {
 
 impl World {
     pub fn add_fifo(&mut self, name: impl Into<String>, capacity_bytes: u32) -> FifoId {
-        self.fifos.push(Fifo::new(capacity_bytes as u64));
-        self.fifo_names.push(name.into());
-        self.waiting.push(Cell::new(false));
-        self.fifos.len() - 1
+        self.q.add(name, capacity_bytes as u64)
     }
 
     /// Start writing a packet into FIFO `id` (its reader is woken if it was empty).
     #[inline]
     pub fn push(&mut self, id: FifoId, now: Time, item: PktId, bytes: u32, head: Time, tail: Time) {
-        let f = &mut self.fifos[id];
-        let was_empty = f.is_empty();
-        f.push(now, item, bytes, head, tail);
-        self.cal.pushed(id, head, was_empty);
+        self.q.push(&mut self.cal, id, now, item, bytes, head, tail);
     }
 
     /// Start reading the front packet of FIFO `id` out (writers that found no room are woken).
     #[inline]
     pub fn pop(&mut self, id: FifoId, now: Time) -> Option<Slot<PktId>> {
-        let s = self.fifos[id].pop(now)?;
-        self.cal.popped(id, self.waiting[id].replace(false));
-        Some(s)
+        self.q.pop(&mut self.cal, id, now)
     }
 
     /// Whether FIFO `id` has room for `bytes`. A writer must ask here: when there is no room,
     /// the FIFO remembers to wake its writers at the next pop.
     #[inline]
     pub fn room(&self, id: FifoId, bytes: u32) -> bool {
-        let r = self.fifos[id].has_room(bytes);
-        if !r {
-            self.wait_for_room(id);
-        }
-        r
+        self.q.room(id, bytes)
     }
 
     /// A writer waits for FIFO `id` to shrink (for a reason other than bytes: a depth limit).
     #[inline]
     pub fn wait_for_room(&self, id: FifoId) {
-        self.waiting[id].set(true);
+        self.q.wait_for_room(id);
     }
 
     /// The front packet of FIFO `id`.
     #[inline]
     pub fn front_pkt(&self, id: FifoId) -> Option<&Pkt> {
-        self.fifos[id].front().map(|s| &self.pkts[s.item])
+        self.q[id].front().map(|s| &self.pkts[s.item])
     }
 
     /// The front packet, to update its metadata in place (on its way out).
     #[inline]
     pub fn front_pkt_mut(&mut self, id: FifoId) -> Option<&mut Pkt> {
-        let s = self.fifos[id].front()?;
+        let s = self.q[id].front()?;
         Some(&mut self.pkts[s.item])
     }
 
@@ -144,7 +129,7 @@ impl World {
     /// The front packet of `from`, if its first beat is there by `now`, and the link is free.
     #[inline]
     pub fn ready_front(&self, from: FifoId, now: Time) -> Option<&Pkt> {
-        self.fifos[from]
+        self.q[from]
             .front()
             .filter(|s| s.head <= now)
             .map(|s| &self.pkts[s.item])
@@ -169,7 +154,7 @@ impl World {
     /// no room in `to`, the pop that makes room wakes it instead.
     #[inline]
     pub fn wake_forward(&mut self, port: usize, link: &Link, from: FifoId, to: FifoId) {
-        if let Some(s) = self.fifos[from].front() {
+        if let Some(s) = self.q[from].front() {
             if self.room(to, s.bytes) {
                 let t = link.free_from(s.head);
                 self.cal.wake_port(port, t);

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use nicsim_datapath::config::{Arch, Arrivals, PanicVariant, SimMode, SizeDist};
+use nicsim_datapath::config::{Arch, Arrivals, Mode, PanicVariant, SizeDist};
 use nicsim_datapath::{Config, Datapath};
 use serde_json::Value;
 
@@ -67,7 +67,7 @@ fn stepped_and_skipping_runs_are_identical() {
                 skip["panic"]
             );
         }
-        cfg.mode = SimMode::Stepped;
+        cfg.mode = Mode::Stepped;
         let stepped = run(cfg);
         assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
         assert_eq!(

@@ -79,9 +79,15 @@ impl<T> FifoSet<T> {
     pub fn room(&self, id: FifoId, bytes: u32) -> bool {
         let r = self.fifos[id].has_room(bytes);
         if !r {
-            self.waiting[id].set(true);
+            self.wait_for_room(id);
         }
         r
+    }
+    /// A writer waits for FIFO `id` to shrink for a reason other than bytes (a depth limit):
+    /// the next pop wakes it.
+    #[inline]
+    pub fn wait_for_room(&self, id: FifoId) {
+        self.waiting[id].set(true);
     }
     /// Free bytes of FIFO `id`.
     #[inline]
@@ -110,7 +116,15 @@ impl<T> FifoSet<T> {
 
 impl<T> std::ops::Index<FifoId> for FifoSet<T> {
     type Output = Fifo<T>;
+    #[inline]
     fn index(&self, id: FifoId) -> &Fifo<T> {
         &self.fifos[id]
+    }
+}
+
+impl<T> std::ops::IndexMut<FifoId> for FifoSet<T> {
+    #[inline]
+    fn index_mut(&mut self, id: FifoId) -> &mut Fifo<T> {
+        &mut self.fifos[id]
     }
 }

@@ -12,19 +12,25 @@
 //! - [`wakes`]: the earliest of a fixed set of wake-up times, kept up to date per member.
 //! - [`fifoset`]: a model's FIFOs wired to the calendar (pushes and pops wake the right ports).
 //! - [`slab`]: items in flight, addressed by 4-byte ids.
+//! - [`stats`]: streaming latency statistics for a model's sink.
+//! - [`config`]: the error a bad configuration produces, with its key path.
 
+pub mod config;
 pub mod fifo;
 pub mod fifoset;
 pub mod link;
 pub mod sim;
 pub mod slab;
+pub mod stats;
 pub mod time;
 pub mod wakes;
 
+pub use config::ConfigError;
 pub use fifo::{Fifo, FifoStats, Slot};
 pub use fifoset::{FifoId, FifoSet};
 pub use link::{Link, Transfer, Width};
 pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
 pub use slab::{Slab, SlabId};
+pub use stats::LatStats;
 pub use time::{Clock, Time, Timebase};
 pub use wakes::Wakes;

@@ -78,11 +78,14 @@ pub trait HasCalendar {
     fn cal_ref(&self) -> &Calendar;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the run loop advances; a model's config names it as `mode = "skip" | "stepped"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// Step every port at every edge of its clock.
+    /// Step every port at every edge of its clock (for cross-checking).
     Stepped,
-    /// Jump from one wake-up to the next.
+    /// Jump from one wake-up to the next (the default).
+    #[default]
     Skip,
 }
 

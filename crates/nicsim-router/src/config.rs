@@ -10,31 +10,10 @@ use serde::Deserialize;
 
 use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary};
 
-/// A configuration error: `path` is the key path (`traffic[0].flows[1].dst`), `msg` what was
-/// expected.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{path}: {msg}")]
-pub struct ConfigError {
-    pub path: String,
-    pub msg: String,
-}
-
-fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError {
-        path: path.into(),
-        msg: msg.into(),
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SimMode {
-    /// Jump over idle time (default).
-    #[default]
-    Skip,
-    /// Visit every clock edge (for cross-checking).
-    Stepped,
-}
+use nicsim_kernel::config::err;
+pub use nicsim_kernel::config::ConfigError;
+/// How the run loop advances (`mode = "skip" | "stepped"`).
+pub use nicsim_kernel::Mode;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,7 +21,7 @@ pub struct Config {
     #[serde(default = "d_seed")]
     pub seed: u64,
     #[serde(default)]
-    pub mode: SimMode,
+    pub mode: Mode,
     #[serde(default)]
     pub run: Run,
     #[serde(default)]

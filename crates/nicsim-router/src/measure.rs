@@ -6,8 +6,7 @@
 //! also when a NIC's classification is off and it queues everything as low priority, so that
 //! the two classes' losses can be compared either way. Statistics stream: memory does not grow with the number of packets.
 
-use hdrhistogram::Histogram;
-use nicsim_kernel::{Time, Timebase};
+use nicsim_kernel::{LatStats, Time, Timebase};
 use nicsim_packet::ethernet::wire_bytes;
 use serde_json::{json, Value};
 
@@ -48,53 +47,6 @@ impl Count {
             "mbps_frame": b as f64 * 8.0 / secs / 1e6,
             "kpps": p as f64 / secs / 1e3,
             "packets": p,
-        })
-    }
-}
-
-/// Latency statistics in ticks (percentiles in ns through the histogram).
-#[derive(Clone)]
-pub struct LatStats {
-    n: u64,
-    sum: u128,
-    min: u64,
-    max: u64,
-    hist: Histogram<u32>,
-}
-
-impl Default for LatStats {
-    fn default() -> Self {
-        LatStats {
-            n: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-            // 1 ns to 2^40 ns, 3 significant digits: recording never resizes.
-            hist: Histogram::new_with_bounds(1, 1 << 40, 3).expect("valid histogram bounds"),
-        }
-    }
-}
-
-impl LatStats {
-    pub fn record(&mut self, ticks: u64, ns: u64) {
-        self.n += 1;
-        self.sum += ticks as u128;
-        self.min = self.min.min(ticks);
-        self.max = self.max.max(ticks);
-        self.hist.saturating_record(ns.max(1));
-    }
-    pub fn to_json(&self, tb: &Timebase) -> Value {
-        if self.n == 0 {
-            return json!({"packets": 0});
-        }
-        let us = |t: f64| t / tb.ticks_per_us() as f64;
-        json!({
-            "packets": self.n,
-            "mean": us(self.sum as f64 / self.n as f64),
-            "min": us(self.min as f64),
-            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
-            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
-            "max": us(self.max as f64),
         })
     }
 }

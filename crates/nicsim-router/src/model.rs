@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use nicsim_kernel::{Component, Engine, FifoSet, Link, Mode, Slab, Time, Timebase};
+use nicsim_kernel::{Component, Engine, FifoSet, Link, Slab, Time, Timebase};
 use serde_json::{json, Value};
 
-use crate::config::{parse_subnet, Config, SimMode};
+use crate::config::{parse_subnet, Config};
 use crate::cpu::Cpu;
 use crate::measure::Sink;
 use crate::nic::{NicRx, NicTx};
@@ -196,12 +196,8 @@ impl Router {
         for i in 0..cfg.traffic.len() {
             comps.push(Box::new(Generator::new(&cfg, i, tb)));
         }
-        let mode = match cfg.mode {
-            SimMode::Skip => Mode::Skip,
-            SimMode::Stepped => Mode::Stepped,
-        };
         Router {
-            engine: Engine::new(comps, world, mode),
+            engine: Engine::new(comps, world, cfg.mode),
             cfg,
             tb,
             finished: false,

@@ -304,7 +304,7 @@ fn stepped_and_skipping_runs_are_identical() {
         cfg.run.duration_us = 150.0;
         cfg.run.warmup_us = 10.0;
         let skip = run(cfg.clone());
-        cfg.mode = nicsim_router::config::SimMode::Stepped;
+        cfg.mode = nicsim_router::config::Mode::Stepped;
         let stepped = run(cfg);
         assert!(stepped["engine"]["steps"].as_u64() > skip["engine"]["steps"].as_u64());
         let (a, b) = (strip(skip).to_string(), strip(stepped).to_string());

@@ -1,0 +1,97 @@
+//! Streaming latency statistics for a model's sink: count, mean, min and max exactly in
+//! ticks, percentiles from an HDR histogram in nanoseconds. Memory does not grow with the
+//! number of packets.
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::time::Timebase;
+
+/// Latency statistics in ticks (percentiles in ns through the histogram).
+#[derive(Clone)]
+pub struct LatStats {
+    n: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+    /// Nanoseconds, for the percentiles.
+    hist: Histogram<u32>,
+}
+
+impl Default for LatStats {
+    fn default() -> Self {
+        LatStats {
+            n: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            // Bounded (so that recording never resizes or saturates below a real value) from
+            // 1 ns to 2^40 ns (18 minutes), 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 1 << 40, 3).expect("valid histogram bounds"),
+        }
+    }
+}
+
+impl LatStats {
+    /// Records one latency, given in ticks and in nanoseconds.
+    #[inline]
+    pub fn record(&mut self, ticks: u64, ns: u64) {
+        self.n += 1;
+        self.sum += ticks as u128;
+        self.min = self.min.min(ticks);
+        self.max = self.max.max(ticks);
+        self.hist.saturating_record(ns.max(1));
+    }
+
+    /// Latencies recorded.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// Mean latency in ticks (0 with none recorded).
+    pub fn mean_ticks(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+
+    /// `{"packets", "mean", "min", "p50", "p99", "max"}` in µs (only `packets` when empty).
+    pub fn to_json(&self, tb: &Timebase) -> Value {
+        if self.n == 0 {
+            return json!({"packets": 0});
+        }
+        let us = |t: f64| t / tb.ticks_per_us() as f64;
+        json!({
+            "packets": self.n,
+            "mean": us(self.mean_ticks()),
+            "min": us(self.min as f64),
+            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
+            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
+            "max": us(self.max as f64),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_filled() {
+        let tb = Timebase::for_clocks_mhz(&[1000]);
+        let mut s = LatStats::default();
+        assert_eq!(s.to_json(&tb), json!({"packets": 0}));
+        let per_us = tb.ticks_per_us();
+        for us in [1_u64, 2, 3, 10] {
+            s.record(us * per_us, us * 1000);
+        }
+        let j = s.to_json(&tb);
+        assert_eq!(j["packets"], 4);
+        assert_eq!(j["mean"], 4.0);
+        assert_eq!(j["min"], 1.0);
+        assert_eq!(j["max"], 10.0);
+        assert!((j["p50"].as_f64().unwrap() - 2.0).abs() < 0.01);
+    }
+}
