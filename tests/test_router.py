@@ -38,6 +38,13 @@ def test_router_run_setup_b(tmp_path: Path) -> None:
     ("traffic[0].rate_mbps=2000", "traffic[0].rate_mbps"),
     ("nics[1].routes=[{dst=\"10.0.0.0/24\", to=\"nic9\"}]", "nics[1].routes[0].to"),
     ("pc.bus.colour=1", "pc.bus.colour"),
+    # More room than the output FIFO has: no RES would ever be sent.
+    ("nic.res_min_free_bytes=1000000", "nic.res_min_free_bytes"),
+    # Place names are split on '.'.
+    ("nics[0].name=\"nic.0\"", "nics[0].name"),
+    # Each weight finite, their sum not.
+    ("traffic[0].flows=[{dst=\"10.0.1.1\", weight=1e308}, {dst=\"10.0.1.2\", weight=1e308}]",
+     "traffic[0].flows"),
 ])
 def test_router_bad_config_is_one_line(tmp_path: Path, param: str, key: str) -> None:
     out = tmp_path / "bad"

@@ -86,6 +86,19 @@ impl<T> Fifo<T> {
     pub fn front_mut(&mut self) -> Option<&mut Slot<T>> {
         self.q.front_mut()
     }
+    /// Bytes of the packets whose last beat is in by `now`, for a FIFO whose packets land in
+    /// the order they were pushed (one writer): those still arriving are at the back.
+    #[inline]
+    pub fn stored_bytes(&self, now: Time) -> u64 {
+        let arriving: u64 = self
+            .q
+            .iter()
+            .rev()
+            .take_while(|s| s.tail > now)
+            .map(|s| s.bytes as u64)
+            .sum();
+        self.used_bytes - arriving
+    }
     pub fn iter(&self) -> impl Iterator<Item = &Slot<T>> {
         self.q.iter()
     }
@@ -152,5 +165,19 @@ mod tests {
         let s = f.stats_at(70);
         assert_eq!(s.packet_area, 20 + 25 + 20);
         assert_eq!(s.byte_area, 1500 * (20 + 25 + 20));
+    }
+
+    #[test]
+    fn stored_bytes_leave_out_packets_still_arriving() {
+        let mut f: Fifo<u32> = Fifo::new(10_000);
+        f.push(0, 1, 100, 1, 10);
+        f.push(10, 2, 200, 11, 20);
+        f.push(20, 3, 300, 21, 30);
+        assert_eq!(f.stored_bytes(9), 0);
+        assert_eq!(f.stored_bytes(10), 100);
+        assert_eq!(f.stored_bytes(25), 300);
+        assert_eq!(f.stored_bytes(30), 600);
+        f.pop(31);
+        assert_eq!(f.stored_bytes(31), 500);
     }
 }

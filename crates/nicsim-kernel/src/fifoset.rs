@@ -104,6 +104,11 @@ impl<T> FifoSet<T> {
     pub fn ready_front(&self, id: FifoId, now: Time) -> Option<&Slot<T>> {
         self.fifos[id].front().filter(|s| s.head <= now)
     }
+    /// Bytes of FIFO `id`'s packets whose last beat is in by `now` (see [`Fifo::stored_bytes`]).
+    #[inline]
+    pub fn stored_bytes(&self, id: FifoId, now: Time) -> u64 {
+        self.fifos[id].stored_bytes(now)
+    }
     #[inline]
     pub fn used_bytes(&self, id: FifoId) -> u64 {
         self.fifos[id].used_bytes()

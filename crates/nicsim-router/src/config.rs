@@ -172,8 +172,9 @@ pub struct NicParams {
     pub msg_bytes: u32,
     pub burst_header_bytes: u32,
     pub length_header_bytes: u32,
-    /// An output NIC sends a RES only when its fast-path output FIFO has at least this much
-    /// room (64: a RES that cannot admit a minimum-size frame would only cost bus time).
+    /// An output NIC sends a RES only when its fast-path output FIFO has room for the bytes
+    /// the REQ asked for, or for this many (1518, the largest untagged Ethernet frame: the
+    /// grant then admits the head-of-line packet, and no burst is empty for want of room).
     pub res_min_free_bytes: u32,
 }
 
@@ -190,7 +191,7 @@ impl Default for NicParams {
             msg_bytes: 8,
             burst_header_bytes: 8,
             length_header_bytes: 8,
-            res_min_free_bytes: 64,
+            res_min_free_bytes: 1518,
         }
     }
 }
@@ -270,6 +271,11 @@ pub struct TrafficCfg {
     pub rate_mbps: f64,
     #[serde(default)]
     pub arrivals: Arrivals,
+    /// How the flows share the port: `interleaved` (each flow a stream at its weight's share,
+    /// smooth weighted round robin, as a router tester sends) or `random` (each frame's flow
+    /// drawn by weight).
+    #[serde(default)]
+    pub mix: crate::traffic::Mix,
     /// Frame size including FCS (flows may override it).
     #[serde(default = "d_frame")]
     pub frame_bytes: u32,
@@ -434,10 +440,28 @@ impl Config {
                 1,
                 1 << 16,
             ),
+            (
+                "pc.driver.descriptor_bytes",
+                pc.driver.descriptor_bytes,
+                1,
+                MAX_HEADER_BYTES,
+            ),
             ("nic.clock_mhz", self.nic.clock_mhz, 1, 1000),
             ("nic.datapath_bits", self.nic.datapath_bits, 8, 1024),
             ("nic.mac_clock_mhz", self.nic.mac_clock_mhz, 1, 1000),
-            ("nic.msg_bytes", self.nic.msg_bytes, 1, 4096),
+            ("nic.msg_bytes", self.nic.msg_bytes, 1, MAX_HEADER_BYTES),
+            (
+                "nic.burst_header_bytes",
+                self.nic.burst_header_bytes,
+                0,
+                MAX_HEADER_BYTES,
+            ),
+            (
+                "nic.length_header_bytes",
+                self.nic.length_header_bytes,
+                0,
+                MAX_HEADER_BYTES,
+            ),
         ] {
             if v < lo || v > hi {
                 return err(key, format!("{v} is outside {lo}..={hi}"));
@@ -449,6 +473,10 @@ impl Config {
         if !pc.memory.width_bits.is_multiple_of(8) {
             return err("pc.memory.width_bits", "must be a multiple of 8");
         }
+        if !self.nic.datapath_bits.is_multiple_of(8) {
+            return err("nic.datapath_bits", "must be a multiple of 8");
+        }
+        self.check_time_range()?;
         if pc.bus.overhead_cycles > 1000 {
             return err("pc.bus.overhead_cycles", "must be at most 1000");
         }
@@ -468,6 +496,19 @@ impl Config {
                 );
             }
         }
+        // A RES goes out only while the fast-path output FIFO has this much room; more than
+        // the FIFO holds and no RES is ever sent (0: a RES whenever a REQ waits).
+        let res_min = self.nic.res_min_free_bytes;
+        if res_min > self.nic.output_fifo_bytes {
+            return err(
+                "nic.res_min_free_bytes",
+                format!(
+                    "{res_min} is more than the fast-path output FIFO holds \
+                     (nic.output_fifo_bytes = {}): no RES could ever be sent",
+                    self.nic.output_fifo_bytes
+                ),
+            );
+        }
         if self.nics.len() < 2 {
             return err("nics", "a router needs at least two NICs");
         }
@@ -477,10 +518,17 @@ impl Config {
         let mut subnets: Vec<Ternary> = Vec::new();
         for (i, n) in self.nics.iter().enumerate() {
             let path = format!("nics[{i}]");
-            if n.name.is_empty() || n.name == "slow" || n.name == "*" {
+            if n.name.is_empty() || RESERVED_NAMES.contains(&n.name.as_str()) {
                 return err(
                     format!("{path}.name"),
-                    "must be a name other than 'slow' and '*'",
+                    "must be a non-empty name other than 'slow', '*', 'cpu' and 'ram'",
+                );
+            }
+            // Place and FIFO names are `nic0.in.nic2.low`: a name is one dot-free word.
+            if n.name.contains('.') || n.name.chars().any(char::is_whitespace) {
+                return err(
+                    format!("{path}.name"),
+                    format!("'{}' must not contain '.' or whitespace", n.name),
                 );
             }
             if self.nics[..i].iter().any(|m| m.name == n.name) {
@@ -587,6 +635,20 @@ impl Config {
                         path: format!("{fp}.src"),
                         msg: format!("'{s}' is not an IPv4 address"),
                     })?;
+                } else {
+                    // The default source is the port's subnet address + 1, which a /32 does
+                    // not contain (and 255.255.255.255/32 + 1 overflows).
+                    let j = self.nic_index(&t.port).expect("checked above");
+                    let sub = parse_subnet(&self.nics[j].subnet).expect("checked above");
+                    if sub.mask == u32::MAX {
+                        return err(
+                            format!("nics[{j}].subnet"),
+                            format!(
+                                "a /32 has no address for the default src of {fp} \
+                                 (subnet address + 1): use a shorter prefix or give the flow a src"
+                            ),
+                        );
+                    }
                 }
                 if !(f.weight.is_finite() && f.weight >= 0.0) {
                     return err(format!("{fp}.weight"), "must be a non-negative number");
@@ -599,7 +661,15 @@ impl Config {
                     check_frame(&format!("{fp}.frame_bytes"), b)?;
                 }
             }
-            if t.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 {
+            // Summed in flow order, as the weighted pick sums them.
+            let total: f64 = t.flows.iter().map(|f| f.weight).sum();
+            if !total.is_finite() {
+                return err(
+                    format!("{path}.flows"),
+                    "flow weights must have a finite sum (these overflow f64)",
+                );
+            }
+            if total <= 0.0 {
                 return err(
                     format!("{path}.flows"),
                     "flow weights must have a positive sum",
@@ -607,6 +677,62 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Simulated time counts u64 ticks of 1 / lcm(clocks in MHz) µs. The run sends for
+    /// `duration_us`, then drains; the clocks must leave room for [`TIME_RANGE_DURATIONS`] ×
+    /// `duration_us` + [`TIME_RANGE_DRAIN_US`] (far more than any drain of the FIFOs and rings
+    /// takes) so that time cannot wrap. Computed in u128: the check itself cannot overflow.
+    fn check_time_range(&self) -> Result<(), ConfigError> {
+        let clocks = self.clocks_mhz();
+        let ticks_per_us = clocks.iter().fold(1u128, |acc, &f| {
+            let f = f.max(1) as u128;
+            acc / gcd(acc, f) * f
+        });
+        // duration_us is finite and in (0, 1e8] (checked first).
+        let span_us =
+            TIME_RANGE_DURATIONS * self.run.duration_us.ceil() as u128 + TIME_RANGE_DRAIN_US;
+        let fits = ticks_per_us
+            .checked_mul(span_us)
+            .is_some_and(|t| t <= u64::MAX as u128);
+        if !fits {
+            let list: Vec<String> = clocks.iter().map(|c| c.to_string()).collect();
+            return err(
+                "run.duration_us",
+                format!(
+                    "the clocks ({} MHz) give {ticks_per_us} ticks per µs (their lcm), so u64 \
+                     time covers only {:.0} µs, less than {TIME_RANGE_DURATIONS} × duration_us \
+                     + {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a \
+                     shorter run",
+                    list.join(", "),
+                    u64::MAX as f64 / ticks_per_us as f64,
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of a bus message, descriptor or header at most (keeps per-packet bus byte counts far
+/// from u32 overflow).
+const MAX_HEADER_BYTES: u32 = 4096;
+
+/// NIC names that place and FIFO names already use (`slow` and `*` in class masks, `cpu` a
+/// drop place, `ram.` the driver rings).
+const RESERVED_NAMES: [&str; 4] = ["slow", "*", "cpu", "ram"];
+
+/// Simulated time must reach this many run durations plus [`TIME_RANGE_DRAIN_US`].
+const TIME_RANGE_DURATIONS: u128 = 4;
+/// One simulated second of drain beyond the durations.
+const TIME_RANGE_DRAIN_US: u128 = 1_000_000;
+
+fn gcd(a: u128, b: u128) -> u128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

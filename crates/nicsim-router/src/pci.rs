@@ -2,8 +2,11 @@
 //! scheduling protocol that runs over it (section III-B of the paper).
 //!
 //! **Bus.** One transaction at a time. A transaction of `b` bytes holds the bus for
-//! `overhead_cycles + ceil(8 b / width_bits)` cycles; transfers longer than `max_burst_bytes`
-//! are cut into several transactions and re-arbitrated between them. The arbiter is round
+//! `overhead_cycles + ceil(8 b / width_bits)` cycles, and carries at most `max_burst_bytes`.
+//! A fast-path burst longer than that is cut into several transactions, re-arbitrated between
+//! them; a slow-path packet's data is cut likewise, each piece paying its own overhead, but its
+//! pieces follow each other without re-arbitration (one frame at most, so the NIC holds the
+//! bus for at most a few µs; docs/router.md). The arbiter is round
 //! robin over the NICs (bus masters) that have something to send, and arbitration is hidden
 //! (the next transaction starts when the previous one ends). Every crossing is a transaction:
 //! a slow-path packet crosses twice (upload to RAM, download from RAM), a fast-path packet
@@ -17,8 +20,9 @@
 //!
 //! **Protocol** (III-B), per NIC as input and as output:
 //! - *Request scheduler*: scans the active output NICs round robin from its request pointer,
-//!   sends one a REQ with the bytes in its two input FIFOs, clears its active flag, and waits
-//!   for that output's RES before sending another REQ.
+//!   sends one a REQ with the bytes stored in its two input FIFOs (packets whose last byte is
+//!   in; one still arriving through input processing is not yet stored), clears its active
+//!   flag, and waits for that output's RES before sending another REQ.
 //! - *Response scheduler*: scans the input NICs with a pending REQ round robin from its
 //!   response pointer, sends one a RES granting bytes of room in its fast-path output FIFO by
 //!   strict priority (high class first, low gets what is left), and waits for the REQ that
@@ -26,7 +30,8 @@
 //! - *Burst scheduler*: scans the output NICs whose RES it holds round robin from its burst
 //!   pointer and sends one a burst: a header, high-priority packets then low-priority ones
 //!   (each behind a length header) within the grant, and a trailing REQ with the bytes now in
-//!   its input FIFOs (a null REQ when they are empty, which ends the exchange). When neither
+//!   its input FIFOs (a null REQ when none are stored, which ends the exchange; if a packet is
+//!   still arriving, the output stays active and gets a REQ once it is stored). When neither
 //!   head-of-line packet fits, the burst is empty: header and trailing REQ only.
 //!
 //! Invariants (counted in `World::proto`, checked by the tests): output FIFOs never
@@ -38,8 +43,9 @@
 //! carries the FIFO occupancy when the message is put on the bus; a burst takes its packets
 //! out of the input FIFOs when it is composed and they land in the output FIFO when the
 //! transaction that carries their last byte ends; the trailing REQ is computed when the
-//! burst's last transaction ends; the output NIC sends a RES only while its fast-path output
-//! FIFO has room for at least `res_min_free_bytes`.
+//! burst's last transaction ends; the output NIC sends a RES only when its fast-path output
+//! FIFO has room for the bytes asked for or for `res_min_free_bytes` (default 1518, the
+//! largest frame), whichever is less, so that the grant admits the head-of-line packet.
 
 use nicsim_kernel::{Clock, Component, Link, Port, Time, Width};
 
@@ -142,13 +148,29 @@ impl PciBus {
         tr.tail
     }
 
-    /// Start a transaction of `cycles` (of which `data` are data phases) on channel `chan`.
-    fn start(&mut self, now: Time, cycles: u64, data: u64, chan: usize, done: Done, w: &mut World) {
+    /// Transactions that carry `bytes` of data (at most `max_burst_bytes` each).
+    fn pieces(&self, bytes: u32) -> u64 {
+        (bytes as u64).div_ceil(self.max_burst_bytes).max(1)
+    }
+
+    /// Start `transactions` back to back, `cycles` in all (of which `data` are data phases),
+    /// on channel `chan`.
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &mut self,
+        now: Time,
+        cycles: u64,
+        data: u64,
+        transactions: u64,
+        chan: usize,
+        done: Done,
+        w: &mut World,
+    ) {
         let t = self.clock.cycles(cycles);
         self.busy_until = now + t;
         self.current = Some(done);
         let b = &mut w.bus;
-        b.transactions += 1;
+        b.transactions += transactions;
         b.busy_ticks += t;
         b.data_cycles += data;
         b.overhead_cycles += cycles - data;
@@ -188,8 +210,18 @@ impl PciBus {
             self.width.beats(self.descriptor_bytes) + self.width.beats(bytes),
             self.overhead_cycles,
         );
-        // Descriptor read and data read, each a split transaction (request and completion).
-        self.start(now, 4 * o + d, d, DOWNLOAD, Done::Nothing, w);
+        // Descriptor read and data read (one per piece), each a split transaction (request
+        // and completion).
+        let pieces = self.pieces(bytes);
+        self.start(
+            now,
+            2 * o * (1 + pieces) + d,
+            d,
+            1 + pieces,
+            DOWNLOAD,
+            Done::Nothing,
+            w,
+        );
         let mem_done = self.memory(now, bytes + self.descriptor_bytes, w);
         let land = self.busy_until.max(mem_done) + self.mem_read_latency;
         w.pkts[slot.item].bus_bytes += bytes + self.descriptor_bytes;
@@ -210,11 +242,13 @@ impl PciBus {
             let bytes = s.bytes;
             let slot = w.pop(f, now).expect("ready front");
             let d = self.width.beats(self.descriptor_bytes) + self.width.beats(bytes);
-            // Data write and descriptor write-back.
+            // Data write (one per piece) and descriptor write-back.
+            let pieces = self.pieces(bytes);
             self.start(
                 now,
-                2 * self.overhead_cycles + d,
+                (pieces + 1) * self.overhead_cycles + d,
                 d,
+                pieces + 1,
                 UPLOAD,
                 Done::Nothing,
                 w,
@@ -233,9 +267,17 @@ impl PciBus {
     fn message(&mut self, m: usize, now: Time, w: &mut World) -> bool {
         let n = w.nics.len();
         let nic = &w.nics[m];
+        // The response scheduler's next input in round-robin order, and whether its output
+        // FIFO has room enough: the bytes asked for, up to `res_min_free_bytes`.
+        let next_req = (0..n)
+            .map(|k| (nic.res_ptr + k) % n)
+            .find(|&i| nic.req_in[i].is_some());
         let res_ready = nic.serving.is_none()
-            && nic.req_in.iter().any(|r| r.is_some())
-            && w.q.room(nic.out_fast, self.res_min_free_bytes);
+            && next_req.is_some_and(|i| {
+                let [hi, lo] = nic.req_in[i].expect("pending");
+                let need = (hi as u64 + lo as u64).min(self.res_min_free_bytes as u64);
+                w.q.room(nic.out_fast, need as u32)
+            });
         // Active outputs whose pair emptied since (a burst took the packets) go inactive
         // without a REQ: there is nothing to ask for.
         if nic.awaiting_res.is_none() {
@@ -250,7 +292,14 @@ impl PciBus {
             }
         }
         let nic = &w.nics[m];
-        let req_ready = nic.awaiting_res.is_none() && nic.active.iter().any(|&a| a);
+        // An active output can be sent a REQ once a packet is stored in its pair (the first
+        // one may still be arriving through the NIC's input processing).
+        let stored = |j: usize| {
+            let [h, l] = w.nics[m].inq[j];
+            w.q.stored_bytes(h, now) + w.q.stored_bytes(l, now) > 0
+        };
+        let eligible: Vec<bool> = (0..n).map(|j| nic.active[j] && stored(j)).collect();
+        let req_ready = nic.awaiting_res.is_none() && eligible.iter().any(|&e| e);
         let send_res = match (res_ready, req_ready) {
             (false, false) => return false,
             (true, true) => !nic.last_msg_was_res,
@@ -260,10 +309,7 @@ impl PciBus {
         let data = self.width.beats(self.msg_bytes);
         if send_res {
             let nic = &mut w.nics[m];
-            let i = (0..n)
-                .map(|k| (nic.res_ptr + k) % n)
-                .find(|&i| nic.req_in[i].is_some())
-                .expect("a pending REQ");
+            let i = next_req.expect("a pending REQ");
             let req = nic.req_in[i].take().expect("pending");
             let free = w.q.free_bytes(nic.out_fast);
             let hi = (req[HI] as u64).min(free);
@@ -284,6 +330,7 @@ impl PciBus {
                 now,
                 cycles,
                 data,
+                1,
                 MSG,
                 Done::Res {
                     from: m as u8,
@@ -296,20 +343,21 @@ impl PciBus {
             let nic = &mut w.nics[m];
             let j = (0..n)
                 .map(|k| (nic.req_ptr + k) % n)
-                .find(|&j| nic.active[j])
+                .find(|&j| eligible[j])
                 .expect("an active output");
             let [h, l] = nic.inq[j];
-            let bytes = [w.q.used_bytes(h) as u32, w.q.used_bytes(l) as u32];
+            let bytes = [
+                w.q.stored_bytes(h, now) as u32,
+                w.q.stored_bytes(l, now) as u32,
+            ];
             nic.active[j] = false;
             nic.awaiting_res = Some(j as u8);
             nic.req_ptr = (j + 1) % n;
             nic.last_msg_was_res = false;
             nic.req_waits[j] = 0;
-            for k in 0..n {
-                if nic.active[k] {
-                    nic.req_waits[k] += 1;
-                    w.proto.max_req_waits = w.proto.max_req_waits.max(nic.req_waits[k]);
-                }
+            for (k, _) in eligible.iter().enumerate().filter(|&(k, &e)| e && k != j) {
+                nic.req_waits[k] += 1;
+                w.proto.max_req_waits = w.proto.max_req_waits.max(nic.req_waits[k]);
             }
             w.proto.reqs += 1;
             let done = Done::Req {
@@ -317,7 +365,7 @@ impl PciBus {
                 to: j as u8,
                 bytes,
             };
-            self.start(now, cycles, data, MSG, done, w);
+            self.start(now, cycles, data, 1, MSG, done, w);
         }
         true
     }
@@ -335,6 +383,7 @@ impl PciBus {
             now,
             self.overhead_cycles + data,
             data,
+            1,
             BURST,
             Done::Chunk { nic: m as u8 },
             w,
@@ -364,6 +413,7 @@ impl PciBus {
         let fifos = nic.inq[j];
         let mut burst = Burst {
             to: j as u8,
+            grant,
             ..Default::default()
         };
         let mut offset = self.burst_header_bytes as u64;
@@ -376,13 +426,8 @@ impl PciBus {
                 used += s.bytes as u64;
                 let slot = w.pop(fifos[class], now).expect("ready front");
                 offset += self.length_header_bytes as u64 + self.pad(slot.bytes);
-                let p = &mut w.pkts[slot.item];
-                p.granted = true;
-                p.bus_bytes += self.length_header_bytes + slot.bytes;
+                w.pkts[slot.item].bus_bytes += self.length_header_bytes + slot.bytes;
                 burst.pkts.push_back((slot.item, offset));
-            }
-            if used > grant[class] as u64 {
-                w.proto.grant_violations += 1;
             }
         }
         w.proto.bursts += 1;
@@ -421,8 +466,15 @@ impl PciBus {
                     if end > sent {
                         break;
                     }
-                    w.nics[m].burst.as_mut().expect("burst").pkts.pop_front();
-                    let bytes = w.pkts[id].frame_bytes;
+                    let b = w.nics[m].burst.as_mut().expect("burst");
+                    b.pkts.pop_front();
+                    let (bytes, class) = (w.pkts[id].frame_bytes, w.pkts[id].class as usize & 1);
+                    b.landed_bytes[class] += bytes as u64;
+                    let granted = b.landed_bytes[class] <= b.grant[class] as u64;
+                    w.pkts[id].granted = granted;
+                    if !granted {
+                        w.proto.grant_violations += 1;
+                    }
                     if w.q.fifos[out].has_room(bytes) {
                         w.push(out, now, id, bytes, now, now);
                     } else {
@@ -432,10 +484,16 @@ impl PciBus {
                 }
                 if finished {
                     w.nics[m].burst = None;
-                    // The trailing REQ: this input's FIFO state now.
+                    // The trailing REQ: the bytes stored in this input's FIFOs now. When none
+                    // are, but a packet is still arriving, the output stays active: its REQ
+                    // goes out once the packet is stored.
                     let [h, l] = w.nics[m].inq[to];
-                    let bytes = [w.q.used_bytes(h) as u32, w.q.used_bytes(l) as u32];
-                    w.nics[m].active[to] = false;
+                    let bytes = [
+                        w.q.stored_bytes(h, now) as u32,
+                        w.q.stored_bytes(l, now) as u32,
+                    ];
+                    w.nics[m].active[to] =
+                        bytes == [0, 0] && !(w.q.is_fifo_empty(h) && w.q.is_fifo_empty(l));
                     w.nics[m].req_waits[to] = 0;
                     deliver_req(w, nic, to as u8, bytes, true);
                 }
@@ -498,6 +556,16 @@ impl Component<World> for PciBus {
                 if let Some(s) = w.q.front(f) {
                     if s.head > now {
                         next = next.min(s.head);
+                    }
+                }
+            }
+            // An active output whose first packet is still arriving: its REQ is due then.
+            for (j, _) in nic.active.iter().enumerate().filter(|(_, &a)| a) {
+                for f in nic.inq[j] {
+                    if let Some(s) = w.q.front(f) {
+                        if s.tail > now {
+                            next = next.min(s.tail);
+                        }
                     }
                 }
             }

@@ -1,6 +1,8 @@
 //! A router tester's port: it sends frames to one NIC over Gigabit Ethernet at an offered
-//! rate (Mbit/s of wire bits), with constant or Poisson spacing, flows chosen by weight (each
-//! with its destination, ToS, TTL, protocol and frame size). The wire carries one byte per
+//! rate (Mbit/s of wire bits), with constant or Poisson spacing, and flows (each with its
+//! destination, ToS, TTL, protocol and frame size) that share the port by weight: interleaved
+//! as a tester's streams (smooth weighted round robin: the frames of a flow with weight share
+//! `s` are spread evenly, one every `1/s` frames) or drawn at random. The wire carries one byte per
 //! cycle of the 125 MHz MAC clock and every frame occupies preamble + SFD + frame + gap
 //! (`nicsim_packet::ethernet::wire_bytes`), so 64-byte frames leave at most every 672 ns:
 //! 1.488 Mpkt/s. A frame reaches the NIC's MAC buffer when its last byte has arrived.
@@ -16,6 +18,17 @@ use crate::config::{parse_proto, Arrivals, Config};
 use crate::ternary::class_key;
 use crate::world::{Pkt, Place, World, NO_NIC, SLOW};
 
+/// How a port's flows share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mix {
+    /// Smooth weighted round robin (deterministic; the default).
+    #[default]
+    Interleaved,
+    /// Each frame's flow drawn by weight.
+    Random,
+}
+
 struct Flow {
     src: u32,
     dst: u32,
@@ -30,6 +43,11 @@ pub struct Generator {
     clock: nicsim_kernel::Clock,
     flows: Vec<Flow>,
     pick: Option<WeightedIndex<f64>>,
+    mix: Mix,
+    weights: Vec<f64>,
+    weight_sum: f64,
+    /// Smooth weighted round robin: each flow's credit.
+    credit: Vec<f64>,
     rng: ChaCha8Rng,
     arrivals: Arrivals,
     /// µs per wire bit at the offered rate.
@@ -73,6 +91,10 @@ impl Generator {
             clock: tb.clock(cfg.nic.mac_clock_mhz),
             flows,
             pick,
+            mix: t.mix,
+            weights: t.flows.iter().map(|f| f.weight).collect(),
+            weight_sum: t.flows.iter().map(|f| f.weight).sum(),
+            credit: vec![0.0; t.flows.len()],
             rng: ChaCha8Rng::seed_from_u64(
                 cfg.seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(idx as u64 + 1)),
             ),
@@ -90,9 +112,25 @@ impl Generator {
     }
 
     fn choose(&mut self) -> usize {
-        match &self.pick {
-            Some(w) => w.sample(&mut self.rng),
-            None => 0,
+        match (&self.pick, self.mix) {
+            (None, _) => 0,
+            (Some(w), Mix::Random) => w.sample(&mut self.rng),
+            (Some(_), Mix::Interleaved) => {
+                // Every flow earns its weight; the richest (the first on a tie) sends and
+                // pays the total.
+                for (c, w) in self.credit.iter_mut().zip(&self.weights) {
+                    *c += w;
+                }
+                let best = (0..self.credit.len()).fold(0, |b, i| {
+                    if self.credit[i] > self.credit[b] {
+                        i
+                    } else {
+                        b
+                    }
+                });
+                self.credit[best] -= self.weight_sum;
+                best
+            }
         }
     }
 

@@ -70,6 +70,10 @@ pub struct Burst {
     pub pkts: std::collections::VecDeque<(PktId, u64)>,
     pub total_bytes: u64,
     pub sent_bytes: u64,
+    /// The RES's grant per class, and the frame bytes of each class landed so far: checked
+    /// as packets land, independently of how the burst was composed.
+    pub grant: Bytes2,
+    pub landed_bytes: [u64; 2],
 }
 
 /// One FPGA NIC: its FIFOs, its tables and the three schedulers' state.
@@ -151,9 +155,10 @@ pub struct ProtoStats {
     pub bursts: u64,
     pub empty_bursts: u64,
     pub burst_packets: u64,
-    /// Packets a burst carried beyond its RES's grant (must stay 0).
+    /// Packets that landed in an output FIFO beyond their class's grant in the RES their
+    /// burst answered (must stay 0).
     pub grant_violations: u64,
-    /// Fast-path packets delivered that no grant covered (must stay 0).
+    /// Fast-path packets delivered that did not land within a grant (must stay 0).
     pub ungranted_delivered: u64,
     /// Packets that found no room in an output FIFO (must stay 0).
     pub output_overflows: u64,

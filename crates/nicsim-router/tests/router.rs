@@ -162,6 +162,63 @@ fn setup_e_splits_one_flow_1_to_1() {
 }
 
 #[test]
+fn interleaved_streams_split_exactly_and_f_stays_lossless() {
+    let s = run(config("setup_e"));
+    let (a, b) = (fwd_mbps(&s, "nic1"), fwd_mbps(&s, "nic2"));
+    assert!((a / (a + b) - 0.5).abs() < 0.001, "{a} {b}");
+    // Each output of F at exactly line rate: with the flows interleaved, no queue walks off.
+    let mut cfg = config("setup_f");
+    cfg.run.duration_us = 100_000.0;
+    let s = run(cfg);
+    check_invariants(&s, "F, 100 ms");
+    assert_eq!(s["packets"]["dropped"], 0, "{}", s["drops"]);
+}
+
+/// A REQ asks only for packets stored in the input FIFOs, and a RES waits for room for the
+/// head-of-line frame: with 1518-byte frames no burst goes out empty (before, B sent 1148
+/// empty bursts of 1230 and D spun the bus at 98 % on them).
+#[test]
+fn large_frames_send_no_empty_bursts() {
+    for name in ["setup_b", "setup_d", "setup_f"] {
+        let mut cfg = config(name);
+        for t in &mut cfg.traffic {
+            t.frame_bytes = 1518;
+        }
+        let s = run(cfg);
+        check_invariants(&s, name);
+        assert_eq!(
+            s["protocol"]["empty_bursts"], 0,
+            "{name}: {}",
+            s["protocol"]
+        );
+        // One Gbit/s of 1518-byte frames needs a quarter of the 66-MHz bus.
+        if name != "setup_f" {
+            assert!(f(&s["bus"]["utilisation"]) < 0.35, "{name}: {}", s["bus"]);
+        }
+    }
+}
+
+/// A slow-path frame crosses the bus in transactions of at most `max_burst_bytes`: at 1518
+/// bytes and 512-byte transactions, 3 data pieces each way plus a descriptor read (download)
+/// and write-back (upload) make 8 transactions per packet.
+#[test]
+fn slow_path_transfers_are_cut_at_the_transaction_limit() {
+    let mut cfg = config("setup_a");
+    cfg.pc.bus.max_burst_bytes = 512;
+    cfg.traffic[0].rate_mbps = 100.0;
+    cfg.traffic[0].frame_bytes = 1518;
+    for fl in &mut cfg.traffic[0].flows {
+        fl.frame_bytes = None;
+    }
+    let s = run(cfg);
+    check_invariants(&s, "A, 1518 B");
+    assert_eq!(s["packets"]["dropped"], 0);
+    let delivered = s["packets"]["delivered"].as_u64().unwrap();
+    assert!(delivered > 0);
+    assert_eq!(s["bus"]["transactions"].as_u64().unwrap(), 8 * delivered);
+}
+
+#[test]
 fn qos_fig5_slow_path_classification() {
     // Off: the classes lose alike. On: high priority (below the bottleneck) loses nothing.
     let off = run(config("qos_fig5_off"));
@@ -244,9 +301,10 @@ fn random_config(seed: u64) -> (String, usize) {
             "constant"
         };
         t += &format!(
-            "[[traffic]]\nport = \"n{i}\"\nrate_mbps = {}\narrivals = \"{arrivals}\"\nframe_bytes = {}\n",
+            "[[traffic]]\nport = \"n{i}\"\nrate_mbps = {}\narrivals = \"{arrivals}\"\nframe_bytes = {}\nmix = \"{}\"\n",
             rng.gen_range(50.0..=1000.0),
-            rng.gen_range(64..=1518)
+            rng.gen_range(64..=1518),
+            ["interleaved", "random"][rng.gen_range(0..2)],
         );
         for _ in 0..rng.gen_range(1..=4) {
             let j = (i + rng.gen_range(1..n)) % n;
@@ -398,4 +456,119 @@ fn bad_configs_name_the_key() {
         );
         assert!(!e.to_string().contains('\n'), "one line: {e}");
     }
+}
+
+#[test]
+fn every_shipped_config_validates_and_builds() {
+    let dir = format!("{}/../../configs/router", env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let r = Router::from_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // Time has room for the run and far beyond it.
+        let horizon = r.tb.ticks_per_us() as u128 * (4 * r.cfg.run.duration_us as u128 + 1_000_000);
+        assert!(horizon <= u64::MAX as u128, "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 9, "only {n} configs in {dir}");
+}
+
+/// Values that used to panic, deadlock, wrap or run short are refused at their key.
+#[test]
+fn bad_configs_name_the_key_ranges_names_time() {
+    let good = std::fs::read_to_string(format!(
+        "{}/../../configs/router/setup_d.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    Config::from_toml(&good).unwrap();
+    let cases: Vec<(String, &str)> = vec![
+        // Each weight finite, their sum infinite (rand's Uniform::new panicked).
+        (
+            format!(
+                "{}[[traffic.flows]]\ndst = \"10.0.2.3\"\nweight = 1e308\n",
+                good.replace("weight = 1.0", "weight = 1e308")
+            ),
+            "traffic[1].flows",
+        ),
+        // More than the fast-path output FIFO holds: no RES, ever.
+        (
+            format!("{good}\n[nic]\nres_min_free_bytes = 15361\n"),
+            "nic.res_min_free_bytes",
+        ),
+        (
+            format!("{good}\n[nic]\noutput_fifo_bytes = 4000\nres_min_free_bytes = 4001\n"),
+            "nic.res_min_free_bytes",
+        ),
+        (
+            format!("{good}\n[nic]\nlength_header_bytes = 4294967295\n"),
+            "nic.length_header_bytes",
+        ),
+        (
+            format!("{good}\n[nic]\nburst_header_bytes = 4097\n"),
+            "nic.burst_header_bytes",
+        ),
+        (
+            format!("{good}\n[pc.driver]\ndescriptor_bytes = 0\n"),
+            "pc.driver.descriptor_bytes",
+        ),
+        (
+            format!("{good}\n[pc.driver]\ndescriptor_bytes = 4294967295\n"),
+            "pc.driver.descriptor_bytes",
+        ),
+        (
+            format!("{good}\n[nic]\ndatapath_bits = 63\n"),
+            "nic.datapath_bits",
+        ),
+        // lcm = 9973·997·991·983·977 ≈ 9.5e15 ticks/µs: u64 time ends at ~1949 µs.
+        (
+            format!(
+                "{}\n[pc.cpu]\nclock_mhz = 9973\n[pc.memory]\nclock_mhz = 991\n\
+                 [nic]\nclock_mhz = 983\nmac_clock_mhz = 977\n",
+                good.replace("clock_mhz = 66", "clock_mhz = 997")
+                    .replace("duration_us = 10000.0", "duration_us = 2000.0")
+                    .replace("warmup_us = 2000.0", "warmup_us = 200.0")
+            ),
+            "run.duration_us",
+        ),
+        (good.replace("\"nic0\"", "\"nic.0\""), "nics[0].name"),
+        (good.replace("\"nic1\"", "\"nic 1\""), "nics[1].name"),
+        (good.replace("\"nic2\"", "\"nic2\\t\""), "nics[2].name"),
+        (good.replace("\"nic2\"", "\"cpu\""), "nics[2].name"),
+        // traffic[0] on nic0 takes the default src: 255.255.255.255 + 1 overflowed.
+        (
+            good.replace("\"10.0.0.0/24\"", "\"255.255.255.255/32\""),
+            "nics[0].subnet",
+        ),
+        (
+            good.replace("subnet = \"10.0.1.0/24\"", "subnet = \"10.0.1.7\""),
+            "nics[1].subnet",
+        ),
+    ];
+    for (text, key) in cases {
+        let e = Config::from_toml(&text).expect_err(key);
+        assert_eq!(e.path, key, "{}", e.msg);
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
+    }
+    // The limits themselves are fine: RES only into an empty output FIFO, bare headers, a
+    // /32 port whose flows name their src, a /31 at the top of the address space.
+    let edge = format!(
+        "{}\n[nic]\nres_min_free_bytes = 15360\nburst_header_bytes = 0\nlength_header_bytes = 4096\n\
+         [pc.driver]\ndescriptor_bytes = 4096\n",
+        good.replace("\"10.0.0.0/24\"", "\"255.255.255.254/31\"")
+            .replace("subnet = \"10.0.1.0/24\"", "subnet = \"10.0.1.7\"")
+            .replace("dst = \"10.0.2.2\"", "dst = \"10.0.2.2\"\nsrc = \"10.0.1.7\"")
+            .replace("duration_us = 10000.0", "duration_us = 600.0")
+            .replace("warmup_us = 2000.0", "warmup_us = 100.0")
+    );
+    let s = run(Config::from_toml(&edge).unwrap_or_else(|e| panic!("{e}")));
+    check_invariants(&s, "edge values");
+    assert!(
+        s["finished"] == true && s["packets"]["delivered"].as_u64() > Some(100),
+        "{s}"
+    );
 }
