@@ -48,7 +48,7 @@ fn router_run(
         )));
     }
     py.detach(move || -> PyResult<(String, bool)> {
-        let mut router = Router::new(cfg);
+        let mut router = Router::new(cfg).map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
         let mut interrupted = false;
         loop {
             let until_us = router.now_us() + slice_us;

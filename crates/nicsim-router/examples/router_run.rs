@@ -27,7 +27,10 @@ fn main() {
         cfg.run.duration_us = d;
     }
     let t = std::time::Instant::now();
-    let mut r = Router::new(cfg);
+    let mut r = Router::new(cfg).unwrap_or_else(|e| {
+        eprintln!("{path}: {e}");
+        std::process::exit(2);
+    });
     r.run(None);
     let dt = t.elapsed().as_secs_f64();
     let s = r.summary();

@@ -26,8 +26,10 @@ pub struct Router {
 }
 
 impl Router {
-    /// Build a router from a validated configuration.
-    pub fn new(cfg: Config) -> Router {
+    /// Build a router; the configuration is validated first (it may have been changed since
+    /// it was loaded), so a bad one is an error naming its key, never a panic.
+    pub fn new(cfg: Config) -> Result<Router, crate::ConfigError> {
+        cfg.validate()?;
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
         let n = cfg.nics.len();
         let np = &cfg.nic;
@@ -196,17 +198,17 @@ impl Router {
         for i in 0..cfg.traffic.len() {
             comps.push(Box::new(Generator::new(&cfg, i, tb)));
         }
-        Router {
+        Ok(Router {
             engine: Engine::new(comps, world, cfg.mode),
             cfg,
             tb,
             finished: false,
-        }
+        })
     }
 
     /// Parse, validate and build from TOML text.
     pub fn from_toml(text: &str) -> Result<Router, crate::ConfigError> {
-        Ok(Router::new(Config::from_toml(text)?))
+        Router::new(Config::from_toml(text)?)
     }
 
     /// Run until simulated time `until_us` (or to the end with `None`). Returns true when done.

@@ -18,7 +18,7 @@ fn config(name: &str) -> Config {
 }
 
 fn run(cfg: Config) -> Value {
-    let mut r = Router::new(cfg);
+    let mut r = Router::new(cfg).expect("valid config");
     assert!(r.run(None), "run did not finish");
     r.summary()
 }
