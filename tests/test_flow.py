@@ -59,6 +59,12 @@ def test_views_read_scan_and_search_in_place(capture: Path) -> None:
     req, resp = cap.view(0, 0), cap.view(0, 1)
     assert len(req) == len(MESSAGE) and req.read(0, len(MESSAGE)) == MESSAGE
     assert len(req.segments) > 1  # out of order: not back to back in the arena
+    # The chunks are read-only views of the capture's bytes, in stream order: nothing copied.
+    chunks = req.chunks()
+    assert all(isinstance(c, memoryview) and c.readonly for _, c in chunks)
+    assert len({id(c.obj) for _, c in chunks}) == 1 and len(chunks[0][1].obj) == capture.stat().st_size
+    assert b"".join(bytes(c) for _, c in chunks) == MESSAGE
+    assert [o for o, _ in chunks] == [s[0] for s in req.segments]
     # "HTTP/1.1\r\nHost" straddles segments 1, 2 and 3.
     start = MESSAGE.index(b"HTTP")
     assert req.regex_matches(r"HTTP/1\.1\r\nHo[a-z]+") == [(start, start + 14)]

@@ -10,10 +10,14 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// A capture held in memory and shared with its owner (a `Vec`, or a buffer of the caller's,
+/// such as a Python `bytes` object).
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 #[derive(Clone)]
 enum Backing {
     Appended(Vec<u8>),
-    Capture(Arc<Vec<u8>>),
+    Capture(SharedBytes),
 }
 
 /// Payload bytes with a capacity limit: appended, or in place in a capture held in memory.
@@ -53,7 +57,7 @@ impl Arena {
 
     /// An arena that is the capture buffer `capture`: payloads are referenced in place
     /// ([`Arena::reference`]), at most `limit_bytes` of them in total.
-    pub fn over_capture(capture: Arc<Vec<u8>>, limit_bytes: u64) -> Self {
+    pub fn over_capture(capture: SharedBytes, limit_bytes: u64) -> Self {
         Arena {
             backing: Backing::Capture(capture),
             limit_bytes,
@@ -88,7 +92,8 @@ impl Arena {
         let Backing::Capture(capture) = &self.backing else {
             return None;
         };
-        if addr.checked_add(len_bytes as u64)? > capture.len() as u64 || !self.fits(len_bytes) {
+        let capture_len = (**capture).as_ref().len() as u64;
+        if addr.checked_add(len_bytes as u64)? > capture_len || !self.fits(len_bytes) {
             return None;
         }
         self.used_bytes += len_bytes as u64;
@@ -106,7 +111,7 @@ impl Arena {
     pub fn get(&self, addr: u64, len_bytes: usize) -> &[u8] {
         let bytes: &[u8] = match &self.backing {
             Backing::Appended(bytes) => bytes,
-            Backing::Capture(capture) => capture,
+            Backing::Capture(capture) => (**capture).as_ref(),
         };
         let start = usize::try_from(addr).unwrap_or(usize::MAX);
         bytes
@@ -123,7 +128,7 @@ impl Arena {
     pub fn memory_bytes(&self) -> u64 {
         match &self.backing {
             Backing::Appended(bytes) => bytes.len() as u64,
-            Backing::Capture(capture) => capture.len() as u64,
+            Backing::Capture(capture) => (**capture).as_ref().len() as u64,
         }
     }
 

@@ -257,8 +257,7 @@ pub fn speed_bench(
     for _ in 0..repeat {
         // The previous run's tables are freed first: one set of tables at a time.
         drop(reassembly.take());
-        let r = reassembly_best
-            .time(|| Reassembly::from_capture_bytes(Arc::clone(&capture), config))?;
+        let r = reassembly_best.time(|| Reassembly::from_capture_bytes(capture.clone(), config))?;
         reassembly = Some(r);
     }
     let r = reassembly.expect("at least one run");

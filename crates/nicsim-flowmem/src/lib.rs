@@ -17,7 +17,7 @@ mod reassembly;
 pub mod synth;
 mod view;
 
-pub use arena::Arena;
+pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
     ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
     Reassembly, Segment,

@@ -18,7 +18,7 @@ use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
 use nicsim_packet::{ipv4, ipv6, linktype, parse_link, FiveTuple};
 
-use crate::arena::Arena;
+use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
 use crate::FlowError;
 
@@ -238,12 +238,14 @@ impl Reassembly {
     /// Reassembles every TCP flow of a pcap or pcapng capture held in memory, without copying:
     /// the capture buffer is the arena (a payload's address is its byte offset in `capture`).
     /// The flows are those of [`Reassembly::from_capture`]; only the addresses differ.
-    pub fn from_capture_bytes(capture: Arc<Vec<u8>>, config: Config) -> Result<Self, FlowError> {
+    /// `capture` is shared, not copied: an `Arc<Vec<u8>>`, or any buffer its owner keeps
+    /// unchanged (the Python bindings pass the `bytes` object they read the file into).
+    pub fn from_capture_bytes(capture: SharedBytes, config: Config) -> Result<Self, FlowError> {
         let mut reassembler = Reassembler {
             arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
             ..Reassembler::new(config)
         };
-        for record in CaptureSlice::new(&capture)? {
+        for record in CaptureSlice::new((*capture).as_ref())? {
             let record = record?;
             let cut = record.cut_len() > 0;
             let addr = record.data_offset as u64;

@@ -12,7 +12,7 @@ use nicsim_flowmem::synth::{synthesize, SynthConfig};
 use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex};
 use nicsim_packet::capture::CaptureFormat;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyMemoryView, PySlice};
 
 use crate::InputError;
 
@@ -20,10 +20,31 @@ fn input_error(e: impl ToString) -> PyErr {
     InputError::new_err(e.to_string())
 }
 
-/// The TCP flows of a pcap or pcapng file, reassembled without copying payloads.
+/// A Python `bytes` object's buffer, shared with the arena without copying.
+struct PyBytesBuffer {
+    _owner: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a `bytes` object's buffer never changes or moves while the object lives, and
+// `_owner` keeps the object alive as long as this value exists; `Py` is Send and Sync.
+unsafe impl Send for PyBytesBuffer {}
+unsafe impl Sync for PyBytesBuffer {}
+
+impl AsRef<[u8]> for PyBytesBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` and `len` are the buffer of `_owner`, alive and immutable (above).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// The TCP flows of a pcap or pcapng file, reassembled without copying payloads: the file is
+/// read once into a Python `bytes` object, which is the arena, and chunks are memoryviews of it.
 #[pyclass(frozen, module = "nicsim._core")]
 struct FlowCapture {
     inner: Reassembly,
+    data: Py<PyBytes>,
 }
 
 #[pymethods]
@@ -58,10 +79,26 @@ impl FlowCapture {
                     .unwrap_or(defaults.max_segments_per_direction),
             },
         };
+        let read_error = |e: std::io::Error| input_error(format!("{}: {e}", path.display()));
+        let mut file = std::fs::File::open(&path).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len() as usize;
+        let data = PyBytes::new_with(py, len, |buf| {
+            use std::io::Read;
+            file.read_exact(buf).map_err(read_error)
+        })?;
+        let bytes = data.as_bytes();
+        let shared = std::sync::Arc::new(PyBytesBuffer {
+            _owner: data.clone().unbind(),
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+        });
         let inner = py
-            .detach(|| Reassembly::from_capture(&path, config))
-            .map_err(input_error)?;
-        Ok(FlowCapture { inner })
+            .detach(|| Reassembly::from_capture_bytes(shared, config))
+            .map_err(|e| input_error(format!("{}: {e}", path.display())))?;
+        Ok(FlowCapture {
+            inner,
+            data: data.unbind(),
+        })
     }
 
     /// Packet outcomes: `read` and one count per reason (they sum to `read`).
@@ -185,13 +222,23 @@ impl FlowView {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// The contiguous chunks as (offset, bytes); Python gets copies, the Rust side copies nothing.
-    fn chunks<'py>(&self, py: Python<'py>) -> Vec<(u64, Bound<'py, PyBytes>)> {
-        self.with(|v| {
-            v.chunks()
-                .map(|c| (c.offset, PyBytes::new(py, c.bytes)))
+    /// The contiguous chunks as (offset, memoryview): read-only views of the capture's bytes,
+    /// in stream order; nothing is copied.
+    fn chunks<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyAny>)>> {
+        let whole = PyMemoryView::from(self.capture.get().data.bind(py).as_any())?;
+        let segments: Vec<(u64, u64, u64)> = self.with(|v| {
+            v.segments()
+                .iter()
+                .map(|s| (s.offset, s.addr, s.len_bytes))
                 .collect()
-        })
+        });
+        segments
+            .into_iter()
+            .map(|(offset, addr, len)| {
+                let (start, end) = (addr as isize, (addr + len) as isize);
+                Ok((offset, whole.get_item(PySlice::new(py, start, end, 1))?))
+            })
+            .collect()
     }
 
     /// The whole stream as bytes, holes zero-filled (the copy-based assembly).

@@ -41,7 +41,8 @@ class _Core:
 
 
 class FlowView(_Core):
-    """One flow direction, read in place: `len`, `read(offset, n)`, `chunks()`, `holes`,
+    """One flow direction, read in place: `len`, `read(offset, n)`, `chunks()` ((offset,
+    memoryview) pairs over the capture's bytes: no copy), `holes`,
     `segments`, `byte_histogram()`, `count_literal(needle)`, `regex_matches(pattern)` (stream
     offsets), `to_bytes()` (the copy-based assembly, holes zero-filled)."""
 
