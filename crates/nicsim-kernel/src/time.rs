@@ -32,6 +32,18 @@ impl Timebase {
             .fold(1u64, |acc, &f| acc / gcd(acc, f as u64) * f as u64);
         Timebase { ticks_per_us: lcm }
     }
+    /// The same timebase, or `None` when the clocks' lcm does not fit in 64 bits.
+    pub fn checked_for_clocks_mhz(clocks_mhz: &[u32]) -> Option<Timebase> {
+        let mut lcm = 1u64;
+        for &f in clocks_mhz.iter().filter(|&&f| f > 0) {
+            lcm = (lcm / gcd(lcm, f as u64)).checked_mul(f as u64)?;
+        }
+        Some(Timebase { ticks_per_us: lcm })
+    }
+    /// Whether 64-bit time reaches `us` microseconds in this timebase.
+    pub fn reaches_us(&self, us: f64) -> bool {
+        us * (self.ticks_per_us as f64) < u64::MAX as f64
+    }
     /// Ticks in one microsecond.
     pub fn ticks_per_us(&self) -> u64 {
         self.ticks_per_us

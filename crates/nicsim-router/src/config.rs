@@ -14,6 +14,7 @@ use nicsim_kernel::config::err;
 pub use nicsim_kernel::config::ConfigError;
 /// How the run loop advances (`mode = "skip" | "stepped"`).
 pub use nicsim_kernel::Mode;
+use nicsim_kernel::Timebase;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -687,27 +688,22 @@ impl Config {
     /// takes) so that time cannot wrap. Computed in u128: the check itself cannot overflow.
     fn check_time_range(&self) -> Result<(), ConfigError> {
         let clocks = self.clocks_mhz();
-        let ticks_per_us = clocks.iter().fold(1u128, |acc, &f| {
-            let f = f.max(1) as u128;
-            acc / gcd(acc, f) * f
-        });
         // duration_us is finite and in (0, 1e8] (checked first).
-        let span_us =
-            TIME_RANGE_DURATIONS * self.run.duration_us.ceil() as u128 + TIME_RANGE_DRAIN_US;
-        let fits = ticks_per_us
-            .checked_mul(span_us)
-            .is_some_and(|t| t <= u64::MAX as u128);
-        if !fits {
+        let span_us = TIME_RANGE_DURATIONS * self.run.duration_us + TIME_RANGE_DRAIN_US;
+        let tb = Timebase::checked_for_clocks_mhz(&clocks);
+        if !tb.is_some_and(|tb| tb.reaches_us(span_us)) {
             let list: Vec<String> = clocks.iter().map(|c| c.to_string()).collect();
+            let reach = tb.map_or("no".to_string(), |tb| {
+                format!(
+                    "only {:.0} µs of",
+                    u64::MAX as f64 / tb.ticks_per_us() as f64
+                )
+            });
             return err(
                 "run.duration_us",
                 format!(
-                    "the clocks ({} MHz) give {ticks_per_us} ticks per µs (their lcm), so u64 \
-                     time covers only {:.0} µs, less than {TIME_RANGE_DURATIONS} × duration_us \
-                     + {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a \
-                     shorter run",
+                    "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach}                      simulated time, less than {TIME_RANGE_DURATIONS} × duration_us +                      {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a                      shorter run",
                     list.join(", "),
-                    u64::MAX as f64 / ticks_per_us as f64,
                 ),
             );
         }
@@ -724,17 +720,9 @@ const MAX_HEADER_BYTES: u32 = 4096;
 const RESERVED_NAMES: [&str; 4] = ["slow", "*", "cpu", "ram"];
 
 /// Simulated time must reach this many run durations plus [`TIME_RANGE_DRAIN_US`].
-const TIME_RANGE_DURATIONS: u128 = 4;
+const TIME_RANGE_DURATIONS: f64 = 4.0;
 /// One simulated second of drain beyond the durations.
-const TIME_RANGE_DRAIN_US: u128 = 1_000_000;
-
-fn gcd(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
+const TIME_RANGE_DRAIN_US: f64 = 1e6;
 
 fn check_frame(key: &str, bytes: u32) -> Result<(), ConfigError> {
     if !(64..=9018).contains(&bytes) {
