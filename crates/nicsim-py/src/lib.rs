@@ -196,10 +196,10 @@ impl XdpSearch {
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
             .map_err(|e| InputError::new_err(e.to_string()))?;
-        let mut s = nicsim_xdp::analysis::Search::new(a, bit_rate);
-        if let Some(mb) = memory_mb {
-            s.memory_budget = (mb as usize).saturating_mul(1 << 20);
-        }
+        // The budget is known before the search's tables are built: tables that would not fit
+        // are not built (the search stops at its first query, with the naive bound).
+        let budget = memory_mb.map_or(usize::MAX, |mb| (mb as usize).saturating_mul(1 << 20));
+        let s = nicsim_xdp::analysis::Search::with_budget(a, bit_rate, budget);
         Ok(XdpSearch { s })
     }
 

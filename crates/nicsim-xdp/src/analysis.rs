@@ -37,6 +37,11 @@ pub struct Analysis {
 
 /// The split graph may have this many times the nodes of the graph, at most.
 const SPLIT_GROWTH: usize = 64;
+/// And this many nodes at most: the split takes about 1.1 kB per node it builds (each holds
+/// its constants, 264 bytes, in a hash map and a list), so a split that fails only at 64 times
+/// a large graph (a loop unrolled 30,000 times: 17 million split nodes) took 19 GB to find that
+/// out; this caps it near 600 MB. The suite's largest split graph has 70,264 nodes.
+pub const SPLIT_MAX_NODES: usize = 1 << 19;
 
 impl Analysis {
     pub fn new(bytes: &[u8], target: Target, opts: &Options) -> Result<Analysis, XdpError> {
@@ -48,11 +53,12 @@ impl Analysis {
                 ..Limits::default()
             },
         )?;
-        let dag = cost::costed(&program, &graph, &target)?;
-        let at = cost::states(&program, &graph, &graph.topo_order());
-        let model = crate::consts::ConstModel::new(&program, &dag, &at);
-        let search_dag = crate::consts::split(&dag, &model, dag.n * SPLIT_GROWTH + 1024)
-            .unwrap_or_else(|| dag.clone());
+        let (dag, facts) = cost::costed_with_facts(&program, &graph, &target)?;
+        let model = crate::consts::ConstModel::from_facts(&program, &dag, &facts);
+        drop(facts);
+        let max_split = (dag.n * SPLIT_GROWTH + 1024).min(SPLIT_MAX_NODES);
+        let search_dag =
+            crate::consts::split(&dag, &model, max_split).unwrap_or_else(|| dag.clone());
         Ok(Analysis {
             program,
             graph,
@@ -185,7 +191,16 @@ pub struct Search {
 
 impl Search {
     pub fn new(a: Analysis, bit_rate: bool) -> Search {
-        let merger = crate::paths::Merger::new(&a.search_dag, &a.target, bit_rate);
+        Search::with_budget(a, bit_rate, usize::MAX)
+    }
+
+    /// A search whose state may take `budget` bytes ([`Search::memory_budget`]). The
+    /// enumeration's tables are sized before they are built: when they alone would take more
+    /// (a stream per MPS class, each with tables for every kept node: in bit-rate mode a long
+    /// unrolled loop makes both grow with its bound), they are not built, and the search stops
+    /// at its first query as it does when its state reaches the budget later.
+    pub fn with_budget(a: Analysis, bit_rate: bool, budget: usize) -> Search {
+        let merger = crate::paths::Merger::with_budget(&a.search_dag, &a.target, bit_rate, budget);
         Search {
             a,
             merger,
@@ -200,7 +215,7 @@ impl Search {
             lemma_index: Default::default(),
             current_min_len: 0,
             length_skipped: 0,
-            memory_budget: usize::MAX,
+            memory_budget: budget,
             enumerated: 0,
             unsat: 0,
         }
@@ -210,6 +225,9 @@ impl Search {
     /// first (paths skipped without a query, by a refuted prefix or a known conflict, can be
     /// many: the deadline is checked between them).
     pub fn next_query(&mut self, deadline: Option<std::time::Instant>) -> Next {
+        if !self.merger.built {
+            return Next::OutOfMemory;
+        }
         let mut tries = 0u32;
         loop {
             tries += 1;
@@ -299,14 +317,16 @@ impl Search {
         )
     }
 
-    /// What the search's state takes, estimated from its entries: the enumeration's prefixes
-    /// and candidates, refuted prefixes and known conflicts.
+    /// What the search's state takes, estimated from its entries: the enumeration's tables
+    /// (what they would take, if they did not fit the budget), prefixes and candidates,
+    /// refuted prefixes and known conflicts.
     pub fn memory_bytes(&self) -> usize {
         let (prefixes, candidates) = self.merger.streams.iter().fold((0, 0), |(a, b), x| {
             let (l, c) = x.size();
             (a + l, b + c)
         });
-        prefixes * std::mem::size_of::<crate::paths::Entry>()
+        self.merger.tables
+            + prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
             + self.merger.refuted.size() * 4
             + (self.conflict_size.len() + self.lemma_size.len()) * 64
@@ -448,6 +468,9 @@ impl Search {
 
     /// Every path not yet refuted is at least this fast (packets/s, or bits/s).
     pub fn floor(&self) -> f64 {
+        if !self.merger.built {
+            return 0.0; // no path was enumerated: nothing is known beyond the naive bound
+        }
         let pending = self.current.as_ref().map_or(f64::INFINITY, |c| c.0.key);
         pending.min(self.merger.floor(&self.a.target))
     }

@@ -355,7 +355,7 @@ fn states(g: &Graph, p: &Program) -> Vec<Option<State>> {
     let mut work = vec![0u32];
     while let Some(u) = work.pop() {
         let Some(s) = at[u as usize] else { continue };
-        for (_, to, out) in out_states(g, p, u, &s, &at) {
+        for (_, to, out) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
             let merged = match at[to as usize] {
                 None => out,
                 Some(old) => {
@@ -378,13 +378,14 @@ fn states(g: &Graph, p: &Program) -> Vec<Option<State>> {
     at
 }
 
-/// The states leaving node `u` (in state `s`) along each feasible edge.
+/// The states leaving node `u` (in state `s`) along each feasible edge; `call(c)` is the state
+/// at call node `c` (that a `Return` edge gives the caller's registers and stack back from).
 pub(crate) fn out_states(
     g: &Graph,
     p: &Program,
     u: u32,
     s: &State,
-    at: &[Option<State>],
+    call: impl Fn(u32) -> Option<State>,
 ) -> Vec<(usize, u32, State)> {
     let node = &g.nodes[u as usize];
     let insn = p.code[node.pc as usize]
@@ -402,7 +403,7 @@ pub(crate) fn out_states(
             EdgeKind::NotTaken => t.refine(insn, false),
             EdgeKind::Return => {
                 // The caller's r6–r10 and stack come back; r1–r5 are clobbered.
-                if let Some(c) = at.get(e.call as usize).copied().flatten() {
+                if let Some(c) = call(e.call) {
                     t.return_to(&c);
                 } else {
                     t.regs[6..10].fill(crate::absint::Val::Top);
@@ -438,7 +439,7 @@ fn find_bound(
             continue;
         }
         let Some(s) = at[u as usize] else { continue };
-        for (_, to, t) in out_states(g, p, u, &s, &at) {
+        for (_, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
             if to == lp.header {
                 entry = Some(entry.map_or(t, |e| e.join(&t)));
             }
@@ -459,7 +460,7 @@ fn find_bound(
             let Some(s) = local.get(&u).copied() else {
                 continue;
             };
-            for (idx, to, t) in out_states(g, p, u, &s, &at) {
+            for (idx, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
                 here.insert((u, idx));
                 if is_back(u, idx) {
                     next = Some(next.map_or(t, |x| x.join(&t)));

@@ -120,24 +120,48 @@ pub struct ConstModel {
     ops: Vec<Op>,
 }
 
+/// What the split reads of a node's abstract state (which is 3.3 kB; this is 32 bytes, so it is
+/// kept for every node): the value of the register its memory instruction goes through (an
+/// `Ldx`'s source, a `St`'s or an `Atomic`'s destination; `Top` for other instructions), and
+/// whether r1–r5 hold a pointer into the stack (what a helper call may write through).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    pub base: Val,
+    pub stack_arg: bool,
+}
+
+impl Facts {
+    /// The facts of a node executing `insn` in state `s`.
+    pub fn of(insn: &Insn, s: &State) -> Facts {
+        let base = match *insn {
+            Insn::Ldx { src, .. } => s.regs[src as usize],
+            Insn::St { dst, .. } | Insn::Atomic { dst, .. } => s.regs[dst as usize],
+            _ => Val::Top,
+        };
+        Facts {
+            base,
+            stack_arg: s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_))),
+        }
+    }
+}
+
 /// Tracked stack slots: the constant r10 offsets of the program's 8-byte stores to its stack,
 /// each given a location after the registers (up to W − 11 of them).
-fn tracked_slots(p: &Program, dag: &Dag, at: &[Option<State>]) -> Vec<i64> {
+fn tracked_slots(p: &Program, dag: &Dag, facts: &[Option<Facts>]) -> Vec<i64> {
     let mut offs: Vec<i64> = Vec::new();
-    for (u, s) in at.iter().enumerate().take(dag.n.saturating_sub(1)) {
+    for (u, s) in facts.iter().enumerate().take(dag.n.saturating_sub(1)) {
         let Some(e) = dag.edges(u as u32).next() else {
             continue;
         };
         let Some(Insn::St {
             size: Size::DW,
-            dst,
             off,
             ..
         }) = p.code[dag.pc[e] as usize]
         else {
             continue;
         };
-        if let Some(Val::Fp(Some(b))) = s.map(|s| s.regs[dst as usize]) {
+        if let Some(Val::Fp(Some(b))) = s.map(|s| s.base) {
             let o = b as i64 + off as i64;
             if o % 8 == 0 && !offs.contains(&o) {
                 offs.push(o);
@@ -152,7 +176,23 @@ fn tracked_slots(p: &Program, dag: &Dag, at: &[Option<State>]) -> Vec<i64> {
 impl ConstModel {
     /// `at`: the abstract states at the graph's nodes (to tell stack pointers from others).
     pub fn new(p: &Program, dag: &Dag, at: &[Option<State>]) -> ConstModel {
-        let slots = tracked_slots(p, dag, at);
+        let facts: Vec<Option<Facts>> = at
+            .iter()
+            .enumerate()
+            .take(dag.n.saturating_sub(1))
+            .map(|(u, s)| {
+                let e = dag.edges(u as u32).next()?;
+                let insn = p.code.get(dag.pc[e] as usize).copied().flatten()?;
+                s.as_ref().map(|s| Facts::of(&insn, s))
+            })
+            .collect();
+        ConstModel::from_facts(p, dag, &facts)
+    }
+
+    /// As [`ConstModel::new`], from what the split needs of each node's state
+    /// ([`crate::cost::costed_with_facts`] gives it).
+    pub fn from_facts(p: &Program, dag: &Dag, facts: &[Option<Facts>]) -> ConstModel {
+        let slots = tracked_slots(p, dag, facts);
         let slot_of = |base: Val, off: i16| -> Result<Option<u8>, ()> {
             // Ok(Some(loc)): that tracked slot; Ok(None): no tracked slot; Err: maybe any.
             match base {
@@ -195,7 +235,7 @@ impl ConstModel {
             for e in dag.edges(u as u32) {
                 let kind = dag.kind[e];
                 let insn = p.code.get(dag.pc[e] as usize).copied().flatten();
-                let s = at.get(u).copied().flatten();
+                let s = facts.get(u).copied().flatten();
                 let op = match (kind, insn, s) {
                     (EdgeKind::Call | EdgeKind::Return, _, _) => Op::Forget(ALL),
                     (_, None, _) | (_, _, None) => Op::Forget(ALL),
@@ -214,23 +254,12 @@ impl ConstModel {
                                 _ => None,
                             },
                         },
-                        Insn::Ldx {
-                            size,
-                            dst,
-                            src,
-                            off,
-                            ..
-                        } => match (size, slot_of(s.regs[src as usize], off)) {
+                        Insn::Ldx { size, dst, off, .. } => match (size, slot_of(s.base, off)) {
                             (Size::DW, Ok(Some(from))) => Op::Load { dst, from },
                             _ => Op::Set { dst, val: None },
                         },
-                        Insn::St {
-                            size,
-                            dst,
-                            src,
-                            off,
-                        } => {
-                            let base = s.regs[dst as usize];
+                        Insn::St { size, src, off, .. } => {
+                            let base = s.base;
                             match (size, slot_of(base, off)) {
                                 (Size::DW, Ok(Some(to))) => Op::Store { to, src: opd(src) },
                                 _ => Op::Forget(touched(base, off, size.bytes() as i64)),
@@ -239,12 +268,12 @@ impl ConstModel {
                         Insn::Atomic {
                             op,
                             size,
-                            dst,
                             src,
                             off,
                             fetch,
+                            ..
                         } => {
-                            let mut m = touched(s.regs[dst as usize], off, size.bytes() as i64);
+                            let mut m = touched(s.base, off, size.bytes() as i64);
                             if fetch {
                                 let r = if op == crate::insn::AtomicOp::CmpXchg {
                                     0
@@ -257,9 +286,7 @@ impl ConstModel {
                         }
                         Insn::Call { helper } => {
                             let mut m = 0b11_1111; // r0–r5
-                            if !READ_ONLY_HELPERS.contains(&helper)
-                                && s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)))
-                            {
+                            if !READ_ONLY_HELPERS.contains(&helper) && s.stack_arg {
                                 m |= SLOT_BITS;
                             }
                             Op::Forget(m)

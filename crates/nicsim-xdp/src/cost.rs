@@ -13,8 +13,11 @@
 //! The minimum packet size of an edge is what its packet-bounds check guarantees (0 if none);
 //! a path's is the largest over its edges, and never below the target's minimum packet.
 
+use std::collections::HashMap;
+
 use crate::absint::{State, Val};
 use crate::cfg::{EdgeKind, Graph};
+use crate::consts::Facts;
 use crate::helpers_table::helper_name;
 use crate::insn::{AluOp, Insn};
 use crate::load::Program;
@@ -72,21 +75,74 @@ pub enum CostError {
     },
 }
 
-/// Abstract states at every node of an acyclic graph (one pass in topological order).
+/// Abstract states at every node of an acyclic graph (one pass in topological order). This
+/// keeps a state (3.3 kB: registers and 128 stack cells) for every node: the analysis itself
+/// uses [`visit_states`], which keeps only those still needed.
 pub fn states(p: &Program, g: &Graph, topo: &[u32]) -> Vec<Option<State>> {
     let mut at: Vec<Option<State>> = vec![None; g.nodes.len()];
-    at[0] = Some(State::entry());
-    for &u in topo {
-        let Some(s) = at[u as usize] else { continue };
-        for (_, to, out) in crate::cfg::out_states(g, p, u, &s, &at) {
-            let slot = &mut at[to as usize];
-            *slot = Some(match slot {
-                None => out,
-                Some(old) => old.join(&out),
-            });
+    let done: Result<(), std::convert::Infallible> = visit_states(p, g, topo, |u, s| {
+        at[u as usize] = s.copied();
+        Ok(())
+    });
+    let Ok(()) = done;
+    at
+}
+
+/// The abstract state at each node of an acyclic graph, handed to `f` node by node in the
+/// order `topo` (`None`: no state reaches the node). One pass, as [`states`], but a state is
+/// kept only while it is needed: from the first edge that reaches its node until the node is
+/// visited, and at a call node until its `Return` edges are visited (they give the caller's
+/// registers and stack back from it). So the pass holds states for the graph's width, not one
+/// per node: a state is 3.3 kB, and a graph of a million nodes took 3.5 GB.
+pub fn visit_states<E>(
+    p: &Program,
+    g: &Graph,
+    topo: &[u32],
+    mut f: impl FnMut(u32, Option<&State>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut pending: Vec<Option<Box<State>>> = vec![None; g.nodes.len()];
+    if let Some(x) = pending.first_mut() {
+        *x = Some(Box::new(State::entry()));
+    }
+    // Call nodes: how many `Return` edges read each one's state, and those states.
+    let mut uses: HashMap<u32, u32> = HashMap::new();
+    for n in &g.nodes {
+        for e in &n.succ {
+            if e.kind == EdgeKind::Return && e.call != crate::cfg::NONE {
+                *uses.entry(e.call).or_insert(0) += 1;
+            }
         }
     }
-    at
+    let mut calls: HashMap<u32, State> = HashMap::new();
+    for &u in topo {
+        let s = pending[u as usize].take();
+        f(u, s.as_deref())?;
+        let node = &g.nodes[u as usize];
+        if let Some(s) = s {
+            if uses.contains_key(&u) {
+                calls.insert(u, *s);
+            }
+            for (_, to, out) in crate::cfg::out_states(g, p, u, &s, |c| calls.get(&c).copied()) {
+                match &mut pending[to as usize] {
+                    Some(old) => **old = old.join(&out),
+                    slot => *slot = Some(Box::new(out)),
+                }
+            }
+        }
+        for e in &node.succ {
+            if e.kind != EdgeKind::Return {
+                continue;
+            }
+            if let Some(k) = uses.get_mut(&e.call) {
+                *k -= 1;
+                if *k == 0 {
+                    uses.remove(&e.call);
+                    calls.remove(&e.call);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Cost of one instruction taking one edge: (core cycles, DRAM cycles, memory wait latency).
@@ -216,8 +272,18 @@ fn insn_cost(
 
 /// Build the costed graph of `g` on target `t`.
 pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
+    costed_with_facts(p, g, t).map(|(dag, _)| dag)
+}
+
+/// [`costed`], and what the split by constants needs of each node's abstract state
+/// ([`crate::consts::ConstModel::from_facts`]), from the same pass over the states.
+pub fn costed_with_facts(
+    p: &Program,
+    g: &Graph,
+    t: &Target,
+) -> Result<(Dag, Vec<Option<Facts>>), CostError> {
     let topo = g.topo_order();
-    let at = states(p, g, &topo);
+    let mut facts: Vec<Option<Facts>> = vec![None; g.nodes.len()];
     let n = g.nodes.len() + 1;
     let sink = (n - 1) as u32;
     // Cycles since the previous memory instruction, minimum over paths into each node.
@@ -226,11 +292,12 @@ pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
                               // Per node: (to, cost, need, kind) of each edge.
     type Out = (u32, [u64; NC], u32, EdgeKind);
     let mut per_node: Vec<Vec<Out>> = vec![Vec::new(); n];
-    for &u in &topo {
+    visit_states(p, g, &topo, |u, at| {
         let node = &g.nodes[u as usize];
         let pc = node.pc as usize;
         let insn = p.code[pc].as_ref().expect("node on an instruction");
-        let s = at[u as usize].unwrap_or_else(State::entry);
+        facts[u as usize] = at.map(|s| Facts::of(insn, s));
+        let s = at.copied().unwrap_or_else(State::entry);
         let (can_take, can_fall) = s.branch(insn);
         let mut edges: Vec<(u32, EdgeKind)> = node
             .succ
@@ -279,7 +346,8 @@ pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
                 };
             per_node[u as usize].push((to, [units(cycles), units(ic.dram)], need, kind));
         }
-    }
+        Ok(())
+    })?;
     let mut dag = Dag {
         n,
         first: Vec::with_capacity(n + 1),
@@ -304,5 +372,5 @@ pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
     dag.first.push(dag.to.len() as u32);
     dag.topo = topo;
     dag.topo.push(sink);
-    Ok(dag)
+    Ok((dag, facts))
 }

@@ -579,6 +579,27 @@ impl Stream {
         }
     }
 
+    /// Bytes a stream's tables over `sk` take before it builds any prefix: per kept node (and
+    /// layer) a list of prefixes, a set of candidates with room for one per in-edge, and a flag.
+    /// A stream per MPS class, each with tables for every kept node, is what grows with the
+    /// square of a loop's bound in bit-rate mode (each iteration adds a class and a kept node).
+    pub fn table_bytes(sk: &Skeleton, exact: bool) -> usize {
+        /// What the allocator adds to each block (glibc: a header, and 16-byte alignment).
+        const BLOCK: usize = 16;
+        let layers = if exact { 2 } else { 1 };
+        let per_node = std::mem::size_of::<Vec<Entry>>()
+            + std::mem::size_of::<Candidates>()
+            + std::mem::size_of::<bool>();
+        let room: usize = sk
+            .ins
+            .iter()
+            .map(|v| v.len() * layers)
+            .filter(|&k| k > 0)
+            .map(|k| k * std::mem::size_of::<Cand>() + BLOCK)
+            .sum();
+        layers * (sk.kept() * per_node + room)
+    }
+
     /// The sink's index.
     fn sink(&self, sk: &Skeleton) -> u32 {
         sk.kidx[sk.sink as usize] + if self.exact { self.kept } else { 0 }
@@ -872,10 +893,22 @@ pub struct Merger {
     /// Paths taken from the streams, and those dropped as another stream's.
     pub pulled: u64,
     pub dropped: u64,
+    /// Bytes the streams' tables take ([`Stream::table_bytes`]), or would have taken when they
+    /// were not built.
+    pub tables: usize,
+    /// False when the tables would have taken more than the budget given to
+    /// [`Merger::with_budget`]: there are no streams then, and no path is handed out.
+    pub built: bool,
 }
 
 impl Merger {
     pub fn new(dag: &Dag, t: &Target, bit_rate: bool) -> Merger {
+        Merger::with_budget(dag, t, bit_rate, usize::MAX)
+    }
+
+    /// As [`Merger::new`], unless the streams' tables would take more than `budget` bytes: then
+    /// they are not built (`built` is false, `tables` says how much they would have taken).
+    pub fn with_budget(dag: &Dag, t: &Target, bit_rate: bool, budget: usize) -> Merger {
         let skel = Skeleton::new(dag);
         let classes = if bit_rate {
             mps_classes(dag, t)
@@ -887,24 +920,37 @@ impl Merger {
         let costed: Vec<bool> = (0..NC)
             .map(|c| c == 0 || dag.cost.iter().any(|x| x[c] > 0))
             .collect();
-        let mut streams = Vec::new();
-        let mut class = Vec::new();
+        // (component, class, whether the stream has the class's paths only) of each stream.
+        let mut specs: Vec<(usize, u32, bool)> = Vec::new();
         for (i, &s) in classes.iter().enumerate() {
             for (c, &costed) in costed.iter().enumerate() {
                 if c == 1 && t.dram.is_none() || !costed {
                     continue;
                 }
-                streams.push(if !bit_rate {
-                    Stream::new(&skel, c, u32::MAX)
-                } else if i == 0 {
-                    // The smallest class (the target's minimum packet): every path whose edges
-                    // need no more.
-                    Stream::new(&skel, c, s)
-                } else {
-                    Stream::exact(&skel, c, s)
-                });
-                class.push(s);
+                // In bit-rate mode the smallest class (the target's minimum packet) has every
+                // path whose edges need no more.
+                specs.push((c, s, bit_rate && i > 0));
             }
+        }
+        let tables: usize = specs
+            .iter()
+            .map(|&(_, _, exact)| Stream::table_bytes(&skel, exact))
+            .sum();
+        let built = tables <= budget;
+        if !built {
+            specs.clear();
+        }
+        let mut streams = Vec::new();
+        let mut class = Vec::new();
+        for (c, s, exact) in specs {
+            streams.push(if !bit_rate {
+                Stream::new(&skel, c, u32::MAX)
+            } else if exact {
+                Stream::exact(&skel, c, s)
+            } else {
+                Stream::new(&skel, c, s)
+            });
+            class.push(s);
         }
         let n = streams.len();
         let mut m = Merger {
@@ -917,6 +963,8 @@ impl Merger {
             bit_rate,
             pulled: 0,
             dropped: 0,
+            tables,
+            built,
         };
         for i in 0..n {
             m.advance(t, i);

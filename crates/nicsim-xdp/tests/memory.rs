@@ -1,0 +1,201 @@
+//! What the analysis allocates, counted by a global allocator (bytes requested, not RSS, so the
+//! numbers do not depend on the machine): a large `--loop-bound` must not make memory grow
+//! faster than the graph, nor take the machine's memory. Allocations past `CAP` fail (the test
+//! binary aborts) rather than go on.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use nicsim_xdp::analysis::{Next, Search};
+use nicsim_xdp::{Analysis, Options, Target};
+
+const CAP: usize = 3 << 30;
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+struct Counting;
+
+impl Counting {
+    fn take(size: usize) -> bool {
+        let now = CURRENT.fetch_add(size, Relaxed) + size;
+        if now > CAP {
+            CURRENT.fetch_sub(size, Relaxed);
+            return false;
+        }
+        PEAK.fetch_max(now, Relaxed);
+        true
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if !Counting::take(l.size()) {
+            return std::ptr::null_mut();
+        }
+        let p = unsafe { System.alloc(l) };
+        if p.is_null() {
+            CURRENT.fetch_sub(l.size(), Relaxed);
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        if !Counting::take(l.size()) {
+            return std::ptr::null_mut();
+        }
+        let p = unsafe { System.alloc_zeroed(l) };
+        if p.is_null() {
+            CURRENT.fetch_sub(l.size(), Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        CURRENT.fetch_sub(l.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        if new > l.size() && !Counting::take(new - l.size()) {
+            return std::ptr::null_mut();
+        }
+        let q = unsafe { System.realloc(p, l, new) };
+        if q.is_null() {
+            if new > l.size() {
+                CURRENT.fetch_sub(new - l.size(), Relaxed);
+            }
+        } else if new < l.size() {
+            CURRENT.fetch_sub(l.size() - new, Relaxed);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The peak is process-wide: one measurement at a time.
+static ONE: Mutex<()> = Mutex::new(());
+
+/// `f()`, and the most bytes allocated beyond what was allocated before it, at any time in it.
+fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = CURRENT.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    let x = f();
+    (x, PEAK.load(Relaxed) - base)
+}
+
+fn obj(name: &str) -> Vec<u8> {
+    let dir = std::env::var("NICSIM_XDP_OBJS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
+    let p = PathBuf::from(dir).join(format!("{name}.o"));
+    std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
+}
+
+fn nfp() -> Target {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/xdp/targets/nfp.toml"
+    ))
+    .unwrap();
+    Target::from_toml(&text, "nfp.toml").unwrap()
+}
+
+fn analysis(name: &str, loop_bound: Option<u32>) -> Analysis {
+    Analysis::new(
+        &obj(name),
+        nfp(),
+        &Options {
+            section: None,
+            loop_bound,
+        },
+    )
+    .unwrap()
+}
+
+const GIB: usize = 1 << 30;
+
+#[test]
+fn costing_keeps_abstract_states_only_while_they_are_needed() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // loop_nested's inner loop unrolled 1000 times, inside an outer one unrolled 10 times: 121k
+    // nodes, whose split by constants has as many. An abstract state (3.3 kB: registers and
+    // 128 stack cells) was kept for every node while the graph was costed, and again while it
+    // was split: 4.2 kB a node at the peak. They are kept now only from the first edge that
+    // reaches a node until it is visited (and at call nodes until their returns).
+    let p = nicsim_xdp::load(&obj("loop_nested"), None).unwrap();
+    let limits = nicsim_xdp::cfg::Limits {
+        loop_bound: Some(10),
+        ..Default::default()
+    };
+    let g = nicsim_xdp::cfg::build(&p, limits).unwrap();
+    let (dag, bytes) = peak(|| nicsim_xdp::cost::costed(&p, &g, &nfp()).unwrap());
+    let n = dag.n;
+    assert!(n > 100_000, "{n}");
+    assert!(bytes / n < 1_000, "costing: {} bytes a node", bytes / n);
+    drop((dag, g, p));
+    // The whole analysis: now mostly the split's constants (264 bytes, in a map and a list).
+    let (a, bytes) = peak(|| analysis("loop_nested", Some(10)));
+    assert!(a.search_dag.n >= n / 2, "{}", a.search_dag.n);
+    assert!(bytes / n < 2_500, "analysis: {} bytes a node", bytes / n);
+}
+
+#[test]
+fn a_large_loop_bound_is_refused_by_the_budget_not_the_machine() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // The fuzzing case: loop_nobound with --loop-bound 30000 (270k nodes) took 172 s and 19.7
+    // GB. Its path constants differ on every iteration, so the split would grow to 64 times
+    // the graph before it gave up (17 M split nodes); and in bit-rate mode every iteration adds
+    // an MPS class, each with a stream whose tables cover every kept node (~30,000 of each:
+    // hundreds of GB).
+    let (a, bytes) = peak(|| analysis("loop_nobound", Some(30_000)));
+    assert!(a.dag.n > 250_000, "{}", a.dag.n);
+    assert!(bytes < GIB, "the analysis allocated {bytes} bytes");
+    let budget = 2 * GIB; // `--memory-mb` by default
+    let (mut s, bytes) = peak(|| Search::with_budget(a, true, budget));
+    assert!(!s.merger.built && s.merger.streams.is_empty());
+    assert!(bytes < GIB / 4, "the search allocated {bytes} bytes");
+    assert!(s.memory_bytes() > 100 * budget, "{}", s.memory_bytes());
+    // The search stops at once, as when its state reaches the budget later: the guarantee is
+    // the naive bound (nothing is known beyond it).
+    assert!(matches!(s.next_query(None), Next::OutOfMemory));
+    assert_eq!(s.floor(), 0.0);
+}
+
+#[test]
+fn the_search_tables_estimate_is_what_they_take() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // loop_nobound unrolled 1000 times, bit rate: 942 classes × 1006 kept nodes × 2 layers.
+    let a = analysis("loop_nobound", Some(1000));
+    let (s, bytes) = peak(|| Search::with_budget(a, true, usize::MAX));
+    assert!(s.merger.built);
+    let est = s.merger.tables;
+    // The estimate leaves out the prefixes the streams build for their first paths, which
+    // the search's running estimate counts.
+    assert!(
+        est as f64 > 0.7 * bytes as f64 && (est as f64) < 1.1 * bytes as f64,
+        "estimated {est}, allocated {bytes}"
+    );
+    assert!(s.memory_bytes() as f64 > 0.8 * bytes as f64);
+    // The suite's search tables are small next to the default budget.
+    for name in [
+        "parser",
+        "dos_filter",
+        "quic_lb_v4",
+        "quic_lb_v6",
+        "rtp_alaw",
+        "rtp_alaw_opt",
+        "dns_cache",
+        "count_min_20",
+        "path_explosion",
+    ] {
+        for bit in [true, false] {
+            let s = Search::with_budget(analysis(name, None), bit, 2 * GIB);
+            assert!(
+                s.merger.built && s.merger.tables < 64 << 20,
+                "{name}: {}",
+                s.merger.tables
+            );
+        }
+    }
+}
