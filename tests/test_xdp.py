@@ -92,6 +92,18 @@ def test_loop_bound_option(tmp_path: Path) -> None:
     assert s["graph"]["loops"][0]["bound"] == 32 and not s["graph"]["loops"][0]["evident"]
 
 
+def test_a_large_loop_bound_stops_at_the_memory_budget_and_says_so(tmp_path: Path) -> None:
+    # 3,000 unrolled iterations: the search's tables would take more than 64 MB, so the search
+    # stops at once with the naive bound, and the CLI says what to change.
+    r = nicsim("xdp", "analyze", obj("loop_nobound"), "--loop-bound", "3000", "--memory-mb", "64",
+               "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["stopped"] == "memory"
+    assert s["guarantee"]["bps"] == s["naive"]["bps"]
+    assert "memory budget (--memory-mb 64)" in " ".join(r.stdout.split())
+
+
 # The interpreter (`_core.xdp_run`): the example packet of a summary, with its map entries, must
 # run along the reported path.
 @pytest.mark.parametrize("name", [

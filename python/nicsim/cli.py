@@ -345,13 +345,18 @@ def xdp_analyze(
     t.add_row("min packet", f"{g['min_packet_bytes']} B")
     if s["path"].get("xdp_action"):
         t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
+    in_graph = "at least 2^128" if int(s["graph"]["paths"]) == 2**128 - 1 else f"{int(s['graph']['paths']):,}"
     t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible "
-              f"({s['graph']['paths']} in the graph)")
+              f"({in_graph} in the graph)")
     for lp in s["graph"]["loops"]:
         t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
                   + ("" if lp["evident"] else " (--loop-bound)"))
     t.add_row("time", f"{s['seconds']:.3f} s")
     out_console.print(t)
+    if s["stopped"] == "memory":
+        out_console.print(f"the search reached its memory budget (--memory-mb {memory_mb}) before the slowest "
+                          "path, so the guarantee is the bound proven so far; a smaller --loop-bound or a "
+                          "larger --memory-mb may let it finish")
     files = ["summary.json"] + (["example.pcap"] if s["example_packet_hex"] else [])
     out_console.print(f"wrote {out}/ ({', '.join(files)})")
 
