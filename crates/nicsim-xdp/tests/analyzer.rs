@@ -1,26 +1,10 @@
 //! The analyzer on the clang-built programs in $NICSIM_XDP_OBJS (`make xdp-suite` builds them;
 //! `make test` does so before running these tests).
 
-use std::path::PathBuf;
+mod common;
 
-use nicsim_xdp::{cfg, Analysis, Options, Target};
-
-fn obj(name: &str) -> Vec<u8> {
-    let dir = std::env::var("NICSIM_XDP_OBJS")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
-    let p = PathBuf::from(dir).join(format!("{name}.o"));
-    std::fs::read(&p)
-        .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
-}
-
-fn nfp() -> Target {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
-    Target::from_toml(&text, "nfp.toml").unwrap()
-}
+use common::{nfp, obj};
+use nicsim_xdp::{cfg, Analysis, Options};
 
 fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, nicsim_xdp::XdpError> {
     Analysis::new(

@@ -3,16 +3,15 @@
 //! imply, and every trace checked to be a path of the analyzer's graphs. A test whose object is
 //! not built says so and passes without checking anything.
 
-use std::path::PathBuf;
+mod common;
 
+use common::nfp;
 use nicsim_xdp::cost::Dag;
 use nicsim_xdp::interp::{run, MapState, Outcome, RunOptions, XDP_DROP, XDP_PASS, XDP_TX};
-use nicsim_xdp::{load, Analysis, Options, Program, Target};
+use nicsim_xdp::{load, Analysis, Options, Program};
 
 fn obj(name: &str) -> Option<Vec<u8>> {
-    let dir = std::env::var("NICSIM_XDP_OBJS")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
-    let p = PathBuf::from(dir).join(format!("{name}.o"));
+    let p = common::obj_path(name);
     match std::fs::read(&p) {
         Ok(b) => Some(b),
         Err(e) => {
@@ -23,15 +22,6 @@ fn obj(name: &str) -> Option<Vec<u8>> {
             None
         }
     }
-}
-
-fn nfp() -> Target {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
-    Target::from_toml(&text, "nfp.toml").unwrap()
 }
 
 /// A loaded suite program and its analysis.

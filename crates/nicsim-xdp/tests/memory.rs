@@ -3,13 +3,15 @@
 //! faster than the graph, nor take the machine's memory. Allocations past `CAP` fail (the test
 //! binary aborts) rather than go on.
 
+mod common;
+
+use common::{nfp, obj};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use nicsim_xdp::analysis::{Next, Search};
-use nicsim_xdp::{Analysis, Options, Target};
+use nicsim_xdp::{Analysis, Options};
 
 const CAP: usize = 3 << 30;
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
@@ -82,23 +84,6 @@ fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     PEAK.store(base, Relaxed);
     let x = f();
     (x, PEAK.load(Relaxed) - base)
-}
-
-fn obj(name: &str) -> Vec<u8> {
-    let dir = std::env::var("NICSIM_XDP_OBJS")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
-    let p = PathBuf::from(dir).join(format!("{name}.o"));
-    std::fs::read(&p)
-        .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
-}
-
-fn nfp() -> Target {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
-    Target::from_toml(&text, "nfp.toml").unwrap()
 }
 
 fn analysis(name: &str, loop_bound: Option<u32>) -> Analysis {

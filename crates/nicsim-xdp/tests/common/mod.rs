@@ -1,0 +1,31 @@
+//! What the XDP integration tests share: the clang-built suite in $NICSIM_XDP_OBJS (`make
+//! xdp-suite` builds it; `make test` does so first) and the `nfp` target.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::PathBuf;
+
+use nicsim_xdp::Target;
+
+/// Where the suite object `name.o` is.
+pub fn obj_path(name: &str) -> PathBuf {
+    let dir = std::env::var("NICSIM_XDP_OBJS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
+    PathBuf::from(dir).join(format!("{name}.o"))
+}
+
+/// The suite object `name.o`; panics, naming `make xdp-suite`, when it is not built.
+pub fn obj(name: &str) -> Vec<u8> {
+    let p = obj_path(name);
+    std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
+}
+
+/// The `nfp` target shipped with the Python package.
+pub fn nfp() -> Target {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/xdp/targets/nfp.toml"
+    ))
+    .unwrap();
+    Target::from_toml(&text, "nfp.toml").unwrap()
+}
