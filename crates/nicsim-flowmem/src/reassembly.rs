@@ -684,15 +684,15 @@ fn insert(
             .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
             .map(|(k, _)| k);
         let added = usize::from(coalesce.is_none());
-        if state.table.len() + added > config.limits.max_segments_per_direction {
-            return Outcome::OverSegments;
-        }
-        let stored = match payload_addr {
-            Some(at) => arena.reference(at, payload.len()),
-            None => arena.append(payload),
-        };
-        let Some(addr) = stored else {
-            return Outcome::OverArena;
+        let addr = match store(
+            state.table.len() + added,
+            config,
+            arena,
+            payload,
+            payload_addr,
+        ) {
+            Ok(addr) => addr,
+            Err(refused) => return refused,
         };
         state.bytes.new_bytes += payload.len() as u64;
         put(
@@ -773,15 +773,15 @@ fn insert(
             (1 + split).saturating_sub(covered + merges)
         }
     };
-    if state.table.len() + added > config.limits.max_segments_per_direction {
-        return Outcome::OverSegments;
-    }
-    let stored = match payload_addr {
-        Some(at) => arena.reference(at, payload.len()),
-        None => arena.append(payload),
-    };
-    let Some(addr) = stored else {
-        return Outcome::OverArena;
+    let addr = match store(
+        state.table.len() + added,
+        config,
+        arena,
+        payload,
+        payload_addr,
+    ) {
+        Ok(addr) => addr,
+        Err(refused) => return refused,
     };
     debug_assert_eq!(addr, base);
     state.bytes = scratch;
@@ -831,6 +831,25 @@ fn insert(
         }
     }
     Outcome::Data
+}
+
+/// Stores `payload` once the table would hold `entries` (appended to the arena, or referenced
+/// at `payload_addr` in a capture-backed one): its address, or the limit that refused it.
+fn store(
+    entries: usize,
+    config: &Config,
+    arena: &mut Arena,
+    payload: &[u8],
+    payload_addr: Option<u64>,
+) -> Result<u64, Outcome> {
+    if entries > config.limits.max_segments_per_direction {
+        return Err(Outcome::OverSegments);
+    }
+    match payload_addr {
+        Some(at) => arena.reference(at, payload.len()),
+        None => arena.append(payload),
+    }
+    .ok_or(Outcome::OverArena)
 }
 
 /// Inserts an entry, growing the entry at `coalesce` instead when it ends where this one starts.
