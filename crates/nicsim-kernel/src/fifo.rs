@@ -86,8 +86,9 @@ impl<T> Fifo<T> {
     pub fn front_mut(&mut self) -> Option<&mut Slot<T>> {
         self.q.front_mut()
     }
-    /// Bytes of the packets whose last beat is in by `now`, for a FIFO whose packets land in
-    /// the order they were pushed (one writer): those still arriving are at the back.
+    /// Bytes of the packets whose last beat is in by `now`. Only for a FIFO whose packets land
+    /// in the order they were pushed (one writer over one link, as a NIC's input FIFO): it
+    /// counts the packets still arriving from the back.
     #[inline]
     pub fn stored_bytes(&self, now: Time) -> u64 {
         let arriving: u64 = self

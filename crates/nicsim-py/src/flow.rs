@@ -82,9 +82,10 @@ impl FlowCapture {
         let read_error = |e: std::io::Error| input_error(format!("{}: {e}", path.display()));
         let mut file = std::fs::File::open(&path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len() as usize;
+        // Read straight into the new bytes object, the GIL released (Python cannot see it yet).
         let data = PyBytes::new_with(py, len, |buf| {
             use std::io::Read;
-            file.read_exact(buf).map_err(read_error)
+            py.detach(|| file.read_exact(buf)).map_err(read_error)
         })?;
         let bytes = data.as_bytes();
         let shared = std::sync::Arc::new(PyBytesBuffer {

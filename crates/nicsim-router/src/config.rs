@@ -174,9 +174,11 @@ pub struct NicParams {
     pub burst_header_bytes: u32,
     pub length_header_bytes: u32,
     /// An output NIC sends a RES only when its fast-path output FIFO has room for the bytes
-    /// the REQ asked for, or for this many (1518, the largest untagged Ethernet frame: the
-    /// grant then admits the head-of-line packet, and no burst is empty for want of room).
-    pub res_min_free_bytes: u32,
+    /// the REQ asked for, or for this many. Default: the largest frame the port takes (1518
+    /// bytes, the largest untagged Ethernet frame, or the traffic's largest if it sends jumbo
+    /// frames), so that the grant admits the head-of-line packet and no burst is empty for
+    /// want of room; 0 is the literal reading (a RES whenever a REQ waits).
+    pub res_min_free_bytes: Option<u32>,
 }
 
 impl Default for NicParams {
@@ -192,7 +194,7 @@ impl Default for NicParams {
             msg_bytes: 8,
             burst_header_bytes: 8,
             length_header_bytes: 8,
-            res_min_free_bytes: 1518,
+            res_min_free_bytes: None,
         }
     }
 }
@@ -385,6 +387,13 @@ impl Config {
         ]
     }
 
+    /// The room an output waits for before it sends a RES (see `nic.res_min_free_bytes`).
+    pub fn res_min_free_bytes(&self) -> u32 {
+        self.nic
+            .res_min_free_bytes
+            .unwrap_or_else(|| self.max_frame_bytes().max(ETHERNET_MAX_FRAME_BYTES))
+    }
+
     /// The largest frame any flow sends.
     pub fn max_frame_bytes(&self) -> u32 {
         self.traffic
@@ -499,7 +508,7 @@ impl Config {
         }
         // A RES goes out only while the fast-path output FIFO has this much room; more than
         // the FIFO holds and no RES is ever sent (0: a RES whenever a REQ waits).
-        let res_min = self.nic.res_min_free_bytes;
+        let res_min = self.res_min_free_bytes();
         if res_min > self.nic.output_fifo_bytes {
             return err(
                 "nic.res_min_free_bytes",
@@ -702,7 +711,10 @@ impl Config {
             return err(
                 "run.duration_us",
                 format!(
-                    "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach}                      simulated time, less than {TIME_RANGE_DURATIONS} × duration_us +                      {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a                      shorter run",
+                    "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach} \
+                     simulated time, less than {TIME_RANGE_DURATIONS} × duration_us + \
+                     {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a \
+                     shorter run",
                     list.join(", "),
                 ),
             );
@@ -710,6 +722,9 @@ impl Config {
         Ok(())
     }
 }
+
+/// The largest untagged Ethernet frame (IEEE 802.3, FCS included).
+const ETHERNET_MAX_FRAME_BYTES: u32 = 1518;
 
 /// Bytes of a bus message, descriptor or header at most (keeps per-packet bus byte counts far
 /// from u32 overflow).

@@ -44,8 +44,9 @@
 //! out of the input FIFOs when it is composed and they land in the output FIFO when the
 //! transaction that carries their last byte ends; the trailing REQ is computed when the
 //! burst's last transaction ends; the output NIC sends a RES only when its fast-path output
-//! FIFO has room for the bytes asked for or for `res_min_free_bytes` (default 1518, the
-//! largest frame), whichever is less, so that the grant admits the head-of-line packet.
+//! FIFO has room for the bytes asked for or for `res_min_free_bytes` (default: the largest
+//! frame the port takes, 1518 bytes or a larger jumbo frame), whichever is less, so that the
+//! grant admits the head-of-line packet.
 
 use nicsim_kernel::{Clock, Component, Link, Port, Time, Width};
 
@@ -120,7 +121,7 @@ impl PciBus {
             burst_header_bytes: n.burst_header_bytes,
             length_header_bytes: n.length_header_bytes,
             descriptor_bytes: cfg.pc.driver.descriptor_bytes,
-            res_min_free_bytes: n.res_min_free_bytes,
+            res_min_free_bytes: cfg.res_min_free_bytes(),
             mem: Link::new(m.width_bits * m.transfers_per_clock, mem_clock),
             mem_read_latency,
             reads,

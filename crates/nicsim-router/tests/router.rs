@@ -175,8 +175,8 @@ fn interleaved_streams_split_exactly_and_f_stays_lossless() {
 }
 
 /// A REQ asks only for packets stored in the input FIFOs, and a RES waits for room for the
-/// head-of-line frame: with 1518-byte frames no burst goes out empty (before, B sent 1148
-/// empty bursts of 1230 and D spun the bus at 98 % on them).
+/// head-of-line frame: with 1518-byte (and 9018-byte) frames no burst goes out empty (before,
+/// B sent 1148 empty bursts of 1230 and D spun the bus at 98 % on them).
 #[test]
 fn large_frames_send_no_empty_bursts() {
     for name in ["setup_b", "setup_d", "setup_f"] {
@@ -196,6 +196,19 @@ fn large_frames_send_no_empty_bursts() {
             assert!(f(&s["bus"]["utilisation"]) < 0.35, "{name}: {}", s["bus"]);
         }
     }
+    // Jumbo frames: the RES waits for room for the largest frame the traffic sends.
+    let mut cfg = config("setup_d");
+    cfg.nic.mac_rx_fifo_bytes = 16384;
+    for t in &mut cfg.traffic {
+        t.frame_bytes = 9018;
+    }
+    let s = run(cfg);
+    check_invariants(&s, "D, 9018 B");
+    assert_eq!(
+        s["protocol"]["empty_bursts"], 0,
+        "D, 9018 B: {}",
+        s["protocol"]
+    );
 }
 
 /// A slow-path frame crosses the bus in transactions of at most `max_burst_bytes`: at 1518
@@ -455,6 +468,7 @@ fn bad_configs_name_the_key() {
             e.msg
         );
         assert!(!e.to_string().contains('\n'), "one line: {e}");
+        assert!(!e.msg.contains("  "), "no runs of spaces: {e}");
     }
 }
 
