@@ -494,7 +494,8 @@ impl Reassembler {
             data_off,
             payload,
             payload_addr,
-        );
+        )
+        .unwrap_or_else(|refused| refused);
         match outcome {
             Outcome::Data => Bucket::Data,
             Outcome::Retransmission => Bucket::Retransmission,
@@ -665,7 +666,8 @@ fn compare(arena: &Arena, addr: u64, new: &[u8], bytes: &mut ByteCounts) -> bool
 }
 
 /// Puts `payload` (stream offset `start`) into the direction's translation table: appended
-/// to the arena, or referenced at `payload_addr` in a capture-backed one.
+/// to the arena, or referenced at `payload_addr` in a capture-backed one. `Err` is the limit
+/// that refused it.
 fn insert(
     state: &mut DirState,
     arena: &mut Arena,
@@ -673,7 +675,7 @@ fn insert(
     start: i64,
     payload: &[u8],
     payload_addr: Option<u64>,
-) -> Outcome {
+) -> Result<Outcome, Outcome> {
     let end = start + payload.len() as i64;
     // Fast path, the common case (in order, or filling a gap): no entry overlaps [start, end).
     // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
@@ -684,16 +686,13 @@ fn insert(
             .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
             .map(|(k, _)| k);
         let added = usize::from(coalesce.is_none());
-        let addr = match store(
+        let addr = store(
             state.table.len() + added,
             config,
             arena,
             payload,
             payload_addr,
-        ) {
-            Ok(addr) => addr,
-            Err(refused) => return refused,
-        };
+        )?;
         state.bytes.new_bytes += payload.len() as u64;
         put(
             &mut state.table,
@@ -702,7 +701,7 @@ fn insert(
             payload.len() as u64,
             coalesce,
         );
-        return Outcome::Data;
+        return Ok(Outcome::Data);
     }
     // Existing entries that overlap [start, end).
     let first_key = state
@@ -746,11 +745,11 @@ fn insert(
         OverlapPolicy::FirstWins => {
             if pieces.is_empty() {
                 state.bytes = scratch;
-                return if conflict {
+                return Ok(if conflict {
                     Outcome::OverlapDiscarded
                 } else {
                     Outcome::Retransmission
-                };
+                });
             }
             let merges = usize::from(coalesce.is_some() && pieces[0].0 == start);
             pieces.len() - merges
@@ -758,7 +757,7 @@ fn insert(
         OverlapPolicy::LastWins => {
             if pieces.is_empty() && !conflict {
                 state.bytes = scratch;
-                return Outcome::Retransmission;
+                return Ok(Outcome::Retransmission);
             }
             let covered = overlapping
                 .iter()
@@ -773,16 +772,13 @@ fn insert(
             (1 + split).saturating_sub(covered + merges)
         }
     };
-    let addr = match store(
+    let addr = store(
         state.table.len() + added,
         config,
         arena,
         payload,
         payload_addr,
-    ) {
-        Ok(addr) => addr,
-        Err(refused) => return refused,
-    };
+    )?;
     debug_assert_eq!(addr, base);
     state.bytes = scratch;
     state.bytes.new_bytes += new_bytes as u64;
@@ -830,7 +826,7 @@ fn insert(
             );
         }
     }
-    Outcome::Data
+    Ok(Outcome::Data)
 }
 
 /// Stores `payload` once the table would hold `entries` (appended to the arena, or referenced
