@@ -299,8 +299,12 @@ impl PciBus {
             let [h, l] = w.nics[m].inq[j];
             w.q.stored_bytes(h, now) + w.q.stored_bytes(l, now) > 0
         };
-        let eligible: Vec<bool> = (0..n).map(|j| nic.active[j] && stored(j)).collect();
-        let req_ready = nic.awaiting_res.is_none() && eligible.iter().any(|&e| e);
+        // One bit per output (at most 64 NICs, checked with the config).
+        let eligible: u64 = (0..n)
+            .filter(|&j| nic.active[j] && stored(j))
+            .fold(0, |bits, j| bits | 1 << j);
+        let is_eligible = |j: usize| eligible >> j & 1 == 1;
+        let req_ready = nic.awaiting_res.is_none() && eligible != 0;
         let send_res = match (res_ready, req_ready) {
             (false, false) => return false,
             (true, true) => !nic.last_msg_was_res,
@@ -344,7 +348,7 @@ impl PciBus {
             let nic = &mut w.nics[m];
             let j = (0..n)
                 .map(|k| (nic.req_ptr + k) % n)
-                .find(|&j| eligible[j])
+                .find(|&j| is_eligible(j))
                 .expect("an active output");
             let [h, l] = nic.inq[j];
             let bytes = [
@@ -356,7 +360,7 @@ impl PciBus {
             nic.req_ptr = (j + 1) % n;
             nic.last_msg_was_res = false;
             nic.req_waits[j] = 0;
-            for (k, _) in eligible.iter().enumerate().filter(|&(k, &e)| e && k != j) {
+            for k in (0..n).filter(|&k| is_eligible(k) && k != j) {
                 nic.req_waits[k] += 1;
                 w.proto.max_req_waits = w.proto.max_req_waits.max(nic.req_waits[k]);
             }
