@@ -67,7 +67,8 @@ pub struct Pipeline {
     pub clock_mhz: u32,
     /// Traffic Arbiter FIFOs (bypass and unit side) of every Offload.
     pub arbiter_fifo_bytes: u32,
-    /// Skid buffer at the input of every stage (Pre-Processor, Offloads, Egress, DMA).
+    /// Skid buffer in front of the Pre-Processor and the DMA engine (PANIC: parser, scheduler);
+    /// Offloads are directly connected.
     pub stage_fifo_bytes: u32,
     /// Input queue of every Offload Unit.
     pub unit_queue_bytes: u32,

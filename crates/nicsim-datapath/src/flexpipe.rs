@@ -9,58 +9,172 @@
 //! (highest demand first between the bypass FIFO and the units' FIFO, 16 kB each).
 //! StaticPipe is this structure with every packet's chain set to every offload.
 //!
-//! An Offload acts through five ports, in this order at every pipeline edge: the units' events
-//! (finish a packet, start the next), the Traffic Arbiter, the nested round robin, the Traffic
-//! Splitter with its Load Balancer, and once more the units' events (for a unit the round robin
-//! freed in this very cycle).
+//! The Offloads are "directly connected to each other" (§III): a Traffic Arbiter hands its
+//! packet straight to the next Offload's Traffic Splitter, which "forwards the packet
+//! immediately" into its bypass FIFO or a unit's queue, so the arbiter sends only when that
+//! destination can take the packet (valid/ready through the splitter). The Ingress Traffic
+//! Controller feeds the first Splitter the same way, and the last Arbiter feeds the Egress
+//! Traffic Controller. The whole chain is one component, [`Pipeline`]. PANIC's compute
+//! engines reuse [`Offload`] on its own, fed from a FIFO by a Splitter port of their own.
+//!
+//! An Offload acts through these ports, in this order at every pipeline edge: the units'
+//! events (finish a packet, start the next), the Traffic Arbiter, the nested round robin, (on
+//! its own: the Traffic Splitter with its Load Balancer,) and once more the units' events (for
+//! a unit the round robin freed in this very cycle).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use nicsim_kernel::{Clock, Component, Link, Port, Slot, Time, Width};
+use nicsim_kernel::{Clock, Component, Link, Port, Slot, Time, Transfer, Width};
 
 use crate::packet::{Pkt, PktId};
 use crate::world::{FifoId, World};
+
+/// Where a sender's packet goes next, and whether it can go there now.
+pub enum Next<'a> {
+    /// A FIFO (PANIC: a crossbar port).
+    Fifo(FifoId),
+    /// An Offload's Traffic Splitter (FlexPipe: the Offloads are directly connected).
+    Offload(&'a mut Offload),
+    /// The Egress Traffic Controller.
+    Egress(&'a EgressTc),
+}
+
+/// Where a packet handed to a [`Next`] lands.
+#[derive(Debug, Clone, Copy)]
+pub enum Route {
+    /// A FIFO: the next stage's, an Offload's bypass FIFO, the DMA engine's or the
+    /// recirculation FIFO.
+    Fifo(FifoId),
+    /// A unit of the Offload, through its Load Balancer.
+    Unit(usize),
+    /// PANIC full variant: back through the bypass path to the scheduler, for lack of credit.
+    Detour,
+}
+
+impl Next<'_> {
+    /// Where packet `item` of `bytes` would land if sent at `now`; `None` when it cannot be
+    /// taken now (whoever would free room wakes the sender).
+    #[inline]
+    fn route(&mut self, now: Time, w: &mut World, item: PktId, bytes: u32) -> Option<Route> {
+        match self {
+            Next::Fifo(f) => w.room(*f, bytes).then_some(Route::Fifo(*f)),
+            Next::Offload(o) => o.route(now, w, item, bytes),
+            Next::Egress(e) => {
+                let to = e.target(&w.pkts[item]);
+                w.room(to, bytes).then_some(Route::Fifo(to))
+            }
+        }
+    }
+
+    /// Packet `item` is on its way over transfer `tr`, to `route`.
+    #[inline]
+    fn enter(
+        &mut self,
+        now: Time,
+        w: &mut World,
+        route: Route,
+        item: PktId,
+        bytes: u32,
+        tr: Transfer,
+    ) {
+        match (self, route) {
+            (Next::Offload(o), r) => o.enter(now, w, r, item, bytes, tr),
+            (Next::Egress(e), Route::Fifo(to)) => {
+                if to == e.recirc {
+                    // The metadata update travels with the packet: count the extra pass.
+                    let p = &mut w.pkts[item];
+                    p.recircs = p.recircs.saturating_add(1);
+                }
+                w.push(to, now, item, bytes, tr.head, tr.tail);
+            }
+            (_, Route::Fifo(to)) => w.push(to, now, item, bytes, tr.head, tr.tail),
+            (_, r) => unreachable!("{r:?} into a FIFO"),
+        }
+    }
+
+    /// Whether the sender should wake for packet `item` (when its first beat is there and its
+    /// link is free): it might be taken then. Otherwise whatever frees room wakes the sender.
+    #[inline]
+    fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
+        match self {
+            Next::Offload(o) => o.may_take(w, item, bytes),
+            _ => {
+                let now = w.cal.now();
+                self.route(now, w, item, bytes).is_some()
+            }
+        }
+    }
+}
+
+/// Send the front packet of `from` over `link` (with `extra_beats` ahead of its data) to
+/// `next`, if its first beat is there, the link is free and `next` can take it.
+fn send_front(
+    now: Time,
+    w: &mut World,
+    from: FifoId,
+    link: &mut Link,
+    extra_beats: u64,
+    next: &mut Next,
+) -> bool {
+    let Some(s) = w.q.ready_front(from, now) else {
+        return false;
+    };
+    let (item, bytes) = (s.item, s.bytes);
+    if !link.is_free(now) {
+        return false;
+    }
+    let Some(route) = next.route(now, w, item, bytes) else {
+        return false;
+    };
+    let slot = w.pop(from, now).unwrap();
+    let tr = link.send_beats(now, link.beats_for(bytes) + extra_beats, slot.tail);
+    next.enter(now, w, route, item, bytes, tr);
+    true
+}
+
+/// Wake `port` (of the component being stepped) for the next [`send_front`] of `from`: when
+/// its front packet's first beat is there and `link` is free, if `next` might take it.
+#[inline]
+fn wake_send(w: &mut World, port: usize, link: &Link, from: FifoId, next: &mut Next) {
+    if let Some(s) = w.q.front(from) {
+        let (item, bytes, head) = (s.item, s.bytes, s.head);
+        if next.may_take(w, item, bytes) {
+            w.cal.wake_port(port, link.free_from(head));
+        }
+    }
+}
 
 /// Merges recirculated and new traffic into the first Offload; recirculated packets go first
 /// so that the loop always drains.
 pub struct IngressTc {
     pub new: FifoId,
     pub recirc: FifoId,
-    pub out: FifoId,
     pub link: Link,
 }
 
-impl Component<World> for IngressTc {
-    fn ports(&self) -> Vec<Port> {
-        vec![Port::new(self.link.clock)
-            .reads(&[self.new, self.recirc])
-            .writes(&[self.out])]
-    }
-    fn step(&mut self, _: usize, now: Time, w: &mut World) {
+impl IngressTc {
+    fn step(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next) {
         if self.link.is_free(now) {
             for from in [self.recirc, self.new] {
-                if let Some(p) = w.ready_front(from, now) {
-                    if w.room(self.out, p.size) {
-                        w.forward(now, &mut self.link, from, self.out, 0);
-                    }
+                if w.q.ready_front(from, now).is_some() {
+                    send_front(now, w, from, &mut self.link, 0, next);
                     break;
                 }
             }
         }
-        w.cal.busy_until(0, self.link.busy_until());
+        w.cal.busy_until(port, self.link.busy_until());
         for from in [self.recirc, self.new] {
-            w.wake_forward(0, &self.link, from, self.out);
+            wake_send(w, port, &self.link, from, next);
         }
     }
 }
 
-/// Sends finished packets to the DMA engine and the others back to the Ingress Traffic Controller.
+/// Sends finished packets to the DMA engine and the others back to the Ingress Traffic
+/// Controller, as the last Traffic Arbiter hands them over.
 pub struct EgressTc {
-    pub inp: FifoId,
     pub dma: FifoId,
     pub recirc: FifoId,
-    pub link: Link,
 }
 
 impl EgressTc {
@@ -72,34 +186,6 @@ impl EgressTc {
         }
     }
 }
-
-impl Component<World> for EgressTc {
-    fn ports(&self) -> Vec<Port> {
-        vec![Port::new(self.link.clock)
-            .reads(&[self.inp])
-            .writes(&[self.dma, self.recirc])]
-    }
-    fn step(&mut self, _: usize, now: Time, w: &mut World) {
-        if let Some(p) = w.ready_front(self.inp, now) {
-            let to = self.target(p);
-            if self.link.is_free(now) && w.room(to, p.size) {
-                if to == self.recirc {
-                    // The metadata update travels with the packet: count the extra pass.
-                    if let Some(front) = w.front_pkt_mut(self.inp) {
-                        front.recircs = front.recircs.saturating_add(1);
-                    }
-                }
-                w.forward(now, &mut self.link, self.inp, to, 0);
-            }
-        }
-        w.cal.busy_until(0, self.link.busy_until());
-        if let Some(p) = w.front_pkt(self.inp) {
-            let to = self.target(p);
-            w.wake_forward(0, &self.link, self.inp, to);
-        }
-    }
-}
-
 /// One Offload Unit.
 struct Unit {
     queue: VecDeque<Slot<PktId>>,
@@ -150,6 +236,28 @@ pub struct UnitSpec {
     pub idle_cycles: u32,
 }
 
+/// An Offload's ports, numbered within the component it belongs to (in the order they act).
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    units: usize,
+    arb: usize,
+    rr: usize,
+    /// The port that feeds the Traffic Splitter: its own (PANIC) or the previous stage's
+    /// sender (FlexPipe), woken when the Load Balancer may take a packet again.
+    split: usize,
+    units_late: usize,
+}
+
+/// The ports of an Offload that is a component of its own: units, arbiter, round robin,
+/// splitter, units again.
+const ALONE: Ports = Ports {
+    units: 0,
+    arb: 1,
+    rr: 2,
+    split: 3,
+    units_late: 4,
+};
+
 pub struct Offload {
     pub idx: u8,
     pub name: String,
@@ -159,11 +267,14 @@ pub struct Offload {
     width: Width,
     /// Process every packet here (StaticPipe).
     process_all: bool,
-    inp: FifoId,
     bypass: FifoId,
     ufifo: FifoId,
-    out: FifoId,
-    split_link: Link,
+    /// An Offload on its own (PANIC): the FIFO its Traffic Splitter reads and the FIFO its
+    /// Traffic Arbiter writes. In a [`Pipeline`] its neighbours feed it and take from it.
+    io: Option<(FifoId, FifoId)>,
+    ports: Ports,
+    /// On its own: the Traffic Splitter's link (in a [`Pipeline`], the feeder's link).
+    split_link: Option<Link>,
     rr_link: Link,
     arb_link: Link,
     units: Vec<Unit>,
@@ -190,7 +301,10 @@ pub struct Offload {
 }
 
 impl Offload {
-    #[allow(clippy::too_many_arguments)]
+    /// An Offload of `n_units` units with a pipeline of (width, clock), whose Traffic Splitter
+    /// puts bypassing packets into `bypass` and whose round robin fills `ufifo`. It is a
+    /// component of its own once given its input and output ([`Offload::alone`]); otherwise a
+    /// [`Pipeline`] connects it to its neighbours.
     pub fn new(
         idx: u8,
         name: String,
@@ -198,9 +312,8 @@ impl Offload {
         spec: UnitSpec,
         pipe: (u32, Clock),
         process_all: bool,
-        fifos: [FifoId; 4],
+        [bypass, ufifo]: [FifoId; 2],
     ) -> Offload {
-        let [inp, bypass, ufifo, out] = fifos;
         let units = (0..n_units)
             .map(|_| Unit {
                 queue: VecDeque::new(),
@@ -221,11 +334,11 @@ impl Offload {
             width: Width::new(spec.width_bits),
             spec,
             process_all,
-            inp,
             bypass,
             ufifo,
-            out,
-            split_link: link.clone(),
+            io: None,
+            ports: ALONE,
+            split_link: None,
             rr_link: link.clone(),
             arb_link: link,
             units,
@@ -240,6 +353,15 @@ impl Offload {
             detour: false,
             returns: VecDeque::new(),
         }
+    }
+
+    /// A component of its own: its Traffic Splitter reads `inp` (over a link of its own), its
+    /// Traffic Arbiter writes `out`.
+    pub fn alone(mut self, inp: FifoId, out: FifoId) -> Offload {
+        self.io = Some((inp, out));
+        self.ports = ALONE;
+        self.split_link = Some(self.arb_link.clone());
+        self
     }
 
     /// Make this one-unit Offload a PANIC compute engine of the full variant: its credits are
@@ -265,7 +387,6 @@ impl Offload {
     fn wants(&self, p: &Pkt) -> bool {
         self.process_all || p.next_offload() == Some(self.idx)
     }
-
     /// The Load Balancer's counter: bytes stored for the unit that it has not yet read.
     fn load(&self, u: usize, now: Time) -> u64 {
         let unit = &self.units[u];
@@ -357,7 +478,9 @@ impl Offload {
             let c = &mut w.module_free_credits[self.credit_id];
             *c = c.wrapping_add_signed(-delta);
             // Whoever looks at these credits (the splitter, the scheduler, the crossbar).
-            w.cal.touched(self.inp);
+            if let Some((inp, _)) = self.io {
+                w.cal.touched(inp);
+            }
         }
     }
 
@@ -396,12 +519,12 @@ impl Offload {
     fn wake_units(&mut self, port: usize, w: &mut World) {
         if let Some(&Reverse((t, _))) = self.unit_wakes.peek() {
             let now = w.cal.now();
-            if t <= now && port < UNITS_LATE {
-                w.cal.wake_port(UNITS_LATE, now);
+            if t <= now && port < self.ports.units_late {
+                w.cal.wake_port(self.ports.units_late, now);
             } else if t < self.units_woken || self.units_woken <= now {
                 let e = self.pclk.edge_at_or_after(t.max(now + 1));
                 self.units_woken = e;
-                w.cal.wake_port(UNITS, e);
+                w.cal.wake_port(self.ports.units, e);
             }
         }
     }
@@ -431,7 +554,8 @@ impl Offload {
                     unit.done_bytes += bytes as u64;
                     self.set_ready(u, true);
                     // The round robin has a finished packet to take (once its link is free).
-                    w.cal.wake_port(RR, self.rr_link.free_from(w.cal.now()));
+                    w.cal
+                        .wake_port(self.ports.rr, self.rr_link.free_from(w.cal.now()));
                 }
                 Err(reason) => {
                     self.hold(u, -1, w);
@@ -492,20 +616,13 @@ impl Offload {
     }
 }
 
-/// The Offload's ports, in the order they act at a pipeline edge.
-const UNITS: usize = 0;
-const ARB: usize = 1;
-const RR: usize = 2;
-const SPLIT: usize = 3;
-const UNITS_LATE: usize = 4;
-
 impl Offload {
     /// Unit events due at or before pipeline edge `now`, each at its own unit edge: the units
     /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
     /// crossing.
     fn unit_events(&mut self, port: usize, now: Time, w: &mut World) {
-        if port == UNITS {
+        if port == self.ports.units {
             self.units_woken = Time::MAX;
         }
         while let Some(&Reverse((t, u))) = self.unit_wakes.peek() {
@@ -515,7 +632,7 @@ impl Offload {
             self.unit_wakes.pop();
             if std::mem::take(&mut self.lb_blocked) {
                 // A unit changed: the Load Balancer may find room now.
-                w.cal.wake_port(SPLIT, now);
+                w.cal.wake_port(self.ports.split, now);
             }
             self.settle(u as usize, now);
             self.unit_event(u as usize, t, w);
@@ -524,8 +641,8 @@ impl Offload {
     }
 
     /// Credits of packets whose last beat has left the unit (full PANIC variant), then the
-    /// Traffic Arbiter → next Offload.
-    fn arbiter(&mut self, now: Time, w: &mut World) {
+    /// Traffic Arbiter → `next`.
+    fn arbiter(&mut self, now: Time, w: &mut World, next: &mut Next) {
         while let Some(&(t, u)) = self.returns.front() {
             if t > now {
                 break;
@@ -535,26 +652,16 @@ impl Offload {
         }
         if self.arb_link.is_free(now) {
             if let Some(from) = self.arbiter_pick(now, w) {
-                let bytes = w.q[from].front().unwrap().bytes;
-                if w.room(self.out, bytes) {
-                    let slot = w.pop(from, now).unwrap();
-                    let beats = self.arb_link.beats_for(slot.bytes) + self.spec.descriptor_beats;
-                    let tr = self.arb_link.send_beats(now, beats, slot.tail);
-                    w.push(self.out, now, slot.item, slot.bytes, tr.head, tr.tail);
-                }
+                let beats = self.spec.descriptor_beats;
+                send_front(now, w, from, &mut self.arb_link, beats, next);
             }
         }
-        w.cal.busy_until(ARB, self.arb_link.busy_until());
+        w.cal.busy_until(self.ports.arb, self.arb_link.busy_until());
         if let Some(&(r, _)) = self.returns.front() {
-            w.cal.wake_port(ARB, r);
+            w.cal.wake_port(self.ports.arb, r);
         }
         for f in [self.bypass, self.ufifo] {
-            if let Some(s) = w.q[f].front() {
-                if w.room(self.out, s.bytes) {
-                    let t = self.arb_link.free_from(s.head);
-                    w.cal.wake_port(ARB, t);
-                }
-            }
+            wake_send(w, self.ports.arb, &self.arb_link, f, next);
         }
     }
 
@@ -572,7 +679,7 @@ impl Offload {
                     w.push(self.ufifo, now, pkt, bytes, tr.head, tr.tail);
                     if self.detour {
                         self.returns.push_back((tr.tail, u));
-                        w.cal.wake_port(ARB, tr.tail);
+                        w.cal.wake_port(self.ports.arb, tr.tail);
                     } else {
                         self.hold(u, -1, w);
                     }
@@ -591,7 +698,7 @@ impl Offload {
                     let unit = &self.units[u];
                     if unit.cur.is_some() || !unit.queue.is_empty() {
                         let t = unit.free_at.max(now);
-                        self.wake_unit(u, t, RR, w);
+                        self.wake_unit(u, t, self.ports.rr, w);
                     }
                 }
             }
@@ -599,121 +706,246 @@ impl Offload {
         if let Some(u) = self.next_ready() {
             if w.room(self.ufifo, self.units[u].done.front().unwrap().1) {
                 let t = self.rr_link.free_from(now + 1);
-                w.cal.wake_port(RR, t);
+                w.cal.wake_port(self.ports.rr, t);
             }
         }
     }
 
-    /// Traffic Splitter and Load Balancer.
-    fn splitter(&mut self, now: Time, w: &mut World) {
-        if self.split_link.is_free(now) {
-            if let Some(p) = w.ready_front(self.inp, now) {
-                let bytes = w.q[self.inp].front().unwrap().bytes;
-                if self.detour && self.wants(p) && !self.admits(p, w) {
-                    // No credit: the whole packet goes back to the scheduler.
-                    if w.room(self.bypass, bytes) {
-                        w.front_pkt_mut(self.inp).unwrap().detour = true;
-                        w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
-                        w.detours += 1;
-                    }
-                } else if self.wants(p) {
-                    let target = if self.detour {
-                        Some(0)
-                    } else {
-                        self.steer(now, bytes)
-                    };
-                    self.lb_blocked = target.is_none();
-                    if let Some(u) = target {
-                        self.sticky_unit = u;
-                        let slot = w.pop(self.inp, now).unwrap();
-                        if std::mem::take(&mut w.pkts[slot.item].credited) {
-                            // The scheduler took this unit's credit at dispatch: hand it back
-                            // so that `hold` takes it again.
-                            w.module_free_credits[self.credit_id] += 1;
-                        }
-                        let tr = self.split_link.send(now, slot.bytes, slot.tail);
-                        self.settle(u, now);
-                        let unit = &mut self.units[u];
-                        unit.queued_bytes += slot.bytes as u64;
-                        let idle = unit.cur.is_none() && unit.queue.is_empty();
-                        // Nothing can change when an idle unit starts this packet (its first
-                        // edge once the first beat is there and its idle time is over) if its
-                        // output buffer has room, and no hand-over of a finished packet can
-                        // still move its idle time.
-                        if idle
-                            && unit.done_bytes + slot.bytes as u64 <= self.spec.out_bytes as u64
-                            && (self.spec.idle_cycles == 0 || unit.done.is_empty())
-                        {
-                            let clk = self.spec.clock;
-                            let start = clk.edge_at_or_after(tr.head.max(unit.free_at));
-                            let end = self.service_end(start, slot.bytes, tr.tail);
-                            let unit = &mut self.units[u];
-                            unit.cur = Some((slot.item, slot.bytes, start, end));
-                            unit.ahead = Some((self.pclk.edge_at_or_after(start), slot.bytes));
-                            self.unit_wakes.push(Reverse((end, u as u32)));
-                            self.wake_units(SPLIT, w);
-                        } else {
-                            unit.queue.push_back(Slot {
-                                item: slot.item,
-                                bytes: slot.bytes,
-                                head: tr.head,
-                                tail: tr.tail,
-                                enq: now,
-                            });
-                            if idle {
-                                let t = tr.head.max(unit.free_at);
-                                self.wake_unit(u, t, SPLIT, w);
-                            }
-                        }
-                        self.hold(u, 1, w);
-                    }
-                } else if w.room(self.bypass, bytes) {
-                    w.forward(now, &mut self.split_link, self.inp, self.bypass, 0);
-                }
-            }
-        }
-        w.cal.busy_until(SPLIT, self.split_link.busy_until());
-        if let Some(s) = w.q[self.inp].front() {
-            let p = &w.pkts[s.item];
-            let room = if self.detour && self.wants(p) {
-                self.admits(p, w) || w.room(self.bypass, s.bytes)
-            } else if self.wants(p) {
-                if self.lb_blocked {
-                    // A start ahead, once seen, frees queue room without a unit event.
-                    if let Some(t) = self.units.iter().filter_map(|u| u.ahead).map(|a| a.0).min() {
-                        w.cal.wake_port(SPLIT, t);
-                    }
-                }
-                !self.lb_blocked
+    /// The Traffic Splitter's decision for packet `item` of `bytes` at `now`: the bypass FIFO,
+    /// a unit picked by the Load Balancer, or (PANIC full variant, no credit) a detour; `None`
+    /// when that destination cannot take it now.
+    fn route(&mut self, now: Time, w: &mut World, item: PktId, bytes: u32) -> Option<Route> {
+        let p = &w.pkts[item];
+        if self.detour && self.wants(p) && !self.admits(p, w) {
+            // No credit: the whole packet goes back to the scheduler.
+            w.room(self.bypass, bytes).then_some(Route::Detour)
+        } else if self.wants(p) {
+            let target = if self.detour {
+                Some(0)
             } else {
-                w.room(self.bypass, s.bytes)
+                self.steer(now, bytes)
             };
-            if room {
-                let t = self.split_link.free_from(s.head);
-                w.cal.wake_port(SPLIT, t);
+            self.lb_blocked = target.is_none();
+            target.map(Route::Unit)
+        } else {
+            w.room(self.bypass, bytes)
+                .then_some(Route::Fifo(self.bypass))
+        }
+    }
+
+    /// Packet `item` of `bytes` enters the Traffic Splitter over transfer `tr`, bound for
+    /// `route` (from [`Offload::route`] at the same instant).
+    fn enter(
+        &mut self,
+        now: Time,
+        w: &mut World,
+        route: Route,
+        item: PktId,
+        bytes: u32,
+        tr: Transfer,
+    ) {
+        let u = match route {
+            Route::Fifo(to) => return w.push(to, now, item, bytes, tr.head, tr.tail),
+            Route::Detour => {
+                w.pkts[item].detour = true;
+                w.detours += 1;
+                return w.push(self.bypass, now, item, bytes, tr.head, tr.tail);
+            }
+            Route::Unit(u) => u,
+        };
+        self.sticky_unit = u;
+        if std::mem::take(&mut w.pkts[item].credited) {
+            // The scheduler took this unit's credit at dispatch: hand it back so that `hold`
+            // takes it again.
+            w.module_free_credits[self.credit_id] += 1;
+        }
+        self.settle(u, now);
+        let unit = &mut self.units[u];
+        unit.queued_bytes += bytes as u64;
+        let idle = unit.cur.is_none() && unit.queue.is_empty();
+        // Nothing can change when an idle unit starts this packet (its first edge once the
+        // first beat is there and its idle time is over) if its output buffer has room, and no
+        // hand-over of a finished packet can still move its idle time.
+        if idle
+            && unit.done_bytes + bytes as u64 <= self.spec.out_bytes as u64
+            && (self.spec.idle_cycles == 0 || unit.done.is_empty())
+        {
+            let clk = self.spec.clock;
+            let start = clk.edge_at_or_after(tr.head.max(unit.free_at));
+            let end = self.service_end(start, bytes, tr.tail);
+            let unit = &mut self.units[u];
+            unit.cur = Some((item, bytes, start, end));
+            unit.ahead = Some((self.pclk.edge_at_or_after(start), bytes));
+            self.unit_wakes.push(Reverse((end, u as u32)));
+            self.wake_units(self.ports.split, w);
+        } else {
+            unit.queue.push_back(Slot {
+                item,
+                bytes,
+                head: tr.head,
+                tail: tr.tail,
+                enq: now,
+            });
+            if idle {
+                let t = tr.head.max(unit.free_at);
+                self.wake_unit(u, t, self.ports.split, w);
             }
         }
+        self.hold(u, 1, w);
+    }
+
+    /// Whether the feeder should wake for packet `item`: the Splitter might take it then.
+    /// A packet for the Load Balancer that found no unit waits for a unit event (or for a
+    /// start ahead to be seen, which frees queue room without one).
+    fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
+        let p = &w.pkts[item];
+        if self.detour && self.wants(p) {
+            self.admits(p, w) || w.room(self.bypass, bytes)
+        } else if self.wants(p) {
+            if self.lb_blocked {
+                if let Some(t) = self.units.iter().filter_map(|u| u.ahead).map(|a| a.0).min() {
+                    w.cal.wake_port(self.ports.split, t);
+                }
+            }
+            !self.lb_blocked
+        } else {
+            w.room(self.bypass, bytes)
+        }
+    }
+
+    /// The Traffic Splitter of an Offload on its own: its input FIFO → bypass or units.
+    fn splitter(&mut self, now: Time, w: &mut World) {
+        let (inp, _) = self.io.expect("an Offload on its own has an input FIFO");
+        let mut link = self
+            .split_link
+            .take()
+            .expect("an Offload on its own has a link");
+        send_front(now, w, inp, &mut link, 0, &mut Next::Offload(self));
+        w.cal.busy_until(self.ports.split, link.busy_until());
+        wake_send(w, self.ports.split, &link, inp, &mut Next::Offload(self));
+        self.split_link = Some(link);
     }
 }
 
 impl Component<World> for Offload {
-    // Every port acts at pipeline edges; the units' events, at their own edges, are taken up at
-    // the next pipeline edge (see `unit_events`).
+    // An Offload on its own (PANIC). Every port acts at pipeline edges; the units' events, at
+    // their own edges, are taken up at the next pipeline edge (see `unit_events`).
     fn ports(&self) -> Vec<Port> {
+        let (inp, out) = self
+            .io
+            .expect("an Offload on its own has an input and an output");
         let p = || Port::new(self.pclk);
         let mut ports = vec![p(); 5];
-        ports[ARB] = p().reads(&[self.bypass, self.ufifo]).writes(&[self.out]);
-        ports[RR] = p().writes(&[self.ufifo]);
-        ports[SPLIT] = p().reads(&[self.inp]).writes(&[self.bypass]);
+        ports[ALONE.arb] = p().reads(&[self.bypass, self.ufifo]).writes(&[out]);
+        ports[ALONE.rr] = p().writes(&[self.ufifo]);
+        ports[ALONE.split] = p().reads(&[inp]).writes(&[self.bypass]);
         ports
     }
 
     fn step(&mut self, port: usize, now: Time, w: &mut World) {
         match port {
-            UNITS | UNITS_LATE => self.unit_events(port, now, w),
-            ARB => self.arbiter(now, w),
-            RR => self.round_robin(now, w),
+            0 | 4 => self.unit_events(port, now, w),
+            1 => {
+                let out = self.io.unwrap().1;
+                self.arbiter(now, w, &mut Next::Fifo(out))
+            }
+            2 => self.round_robin(now, w),
             _ => self.splitter(now, w),
+        }
+    }
+}
+
+/// FlexPipe's (and StaticPipe's) chain as one component: the Ingress Traffic Controller, the
+/// Offloads, directly connected, and the Egress Traffic Controller.
+///
+/// Ports, consumers first: for each Offload from the last to the first its units' events,
+/// Traffic Arbiter (which hands over to the next Offload's Splitter, or to the Egress Traffic
+/// Controller), round robin and units' events again; then the Ingress Traffic Controller.
+pub struct Pipeline {
+    ingress: IngressTc,
+    /// In physical order.
+    offloads: Vec<Offload>,
+    egress: EgressTc,
+}
+
+/// Ports per Offload in a [`Pipeline`].
+const PER_OFFLOAD: usize = 4;
+
+impl Pipeline {
+    pub fn new(ingress: IngressTc, mut offloads: Vec<Offload>, egress: EgressTc) -> Pipeline {
+        let n = offloads.len();
+        for (i, o) in offloads.iter_mut().enumerate() {
+            let base = (n - 1 - i) * PER_OFFLOAD;
+            o.io = None;
+            o.split_link = None;
+            o.ports = Ports {
+                units: base,
+                arb: base + 1,
+                rr: base + 2,
+                units_late: base + 3,
+                // The previous Offload's arbiter, or the Ingress Traffic Controller.
+                split: if i == 0 {
+                    n * PER_OFFLOAD
+                } else {
+                    base + PER_OFFLOAD + 1
+                },
+            };
+        }
+        Pipeline {
+            ingress,
+            offloads,
+            egress,
+        }
+    }
+
+    pub fn offloads(&self) -> &[Offload] {
+        &self.offloads
+    }
+}
+
+impl Component<World> for Pipeline {
+    fn ports(&self) -> Vec<Port> {
+        let n = self.offloads.len();
+        let mut ports = Vec::with_capacity(n * PER_OFFLOAD + 1);
+        for i in (0..n).rev() {
+            let o = &self.offloads[i];
+            let p = || Port::new(o.pclk);
+            let out: Vec<FifoId> = match self.offloads.get(i + 1) {
+                Some(next) => vec![next.bypass],
+                None => vec![self.egress.dma, self.egress.recirc],
+            };
+            ports.push(p());
+            ports.push(p().reads(&[o.bypass, o.ufifo]).writes(&out));
+            ports.push(p().writes(&[o.ufifo]));
+            ports.push(p());
+        }
+        let ing = &self.ingress;
+        ports.push(
+            Port::new(ing.link.clock)
+                .reads(&[ing.new, ing.recirc])
+                .writes(&[self.offloads[0].bypass]),
+        );
+        ports
+    }
+
+    fn step(&mut self, port: usize, now: Time, w: &mut World) {
+        let n = self.offloads.len();
+        if port == n * PER_OFFLOAD {
+            let next = &mut Next::Offload(&mut self.offloads[0]);
+            return self.ingress.step(port, now, w, next);
+        }
+        let i = n - 1 - port / PER_OFFLOAD;
+        match port % PER_OFFLOAD {
+            1 => {
+                let (this, rest) = self.offloads.split_at_mut(i + 1);
+                let mut next = match rest.first_mut() {
+                    Some(o) => Next::Offload(o),
+                    None => Next::Egress(&self.egress),
+                };
+                this[i].arbiter(now, w, &mut next);
+            }
+            2 => self.offloads[i].round_robin(now, w),
+            _ => self.offloads[i].unit_events(port, now, w),
         }
     }
 }

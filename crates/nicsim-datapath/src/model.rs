@@ -10,7 +10,7 @@ use nicsim_kernel::{Component, Engine, Link, Time, Timebase};
 use serde_json::{json, Value};
 
 use crate::config::{Arch, Config};
-use crate::flexpipe::{EgressTc, IngressTc, Offload, Steering, UnitSpec};
+use crate::flexpipe::{EgressTc, IngressTc, Offload, Pipeline, Steering, UnitSpec};
 use crate::measure::Sink;
 use crate::packet::Chain;
 use crate::preproc::{MatchTable, Rule};
@@ -132,30 +132,14 @@ impl Datapath {
                 let pre_in = world.add_fifo("preprocessor.in", p.stage_fifo_bytes);
                 let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
                 let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
-                let stage_in: Vec<usize> = cfg
-                    .offloads
-                    .iter()
-                    .map(|o| world.add_fifo(format!("{}.in", o.name), p.stage_fifo_bytes))
-                    .collect();
-                let egress_in = world.add_fifo("egress.in", p.stage_fifo_bytes);
                 let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
                 // Consumers first.
                 comps.push(Box::new(Dma::new(dma_in, &p, &tb)));
-                comps.push(Box::new(EgressTc {
-                    inp: egress_in,
-                    dma: dma_in,
-                    recirc,
-                    link: link.clone(),
-                }));
-                for (i, o) in cfg.offloads.iter().enumerate().rev() {
+                let mut chain = Vec::new();
+                for (i, o) in cfg.offloads.iter().enumerate() {
                     let bypass = world.add_fifo(format!("{}.bypass", o.name), p.arbiter_fifo_bytes);
                     let ufifo =
                         world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
-                    let out = if i + 1 < cfg.offloads.len() {
-                        stage_in[i + 1]
-                    } else {
-                        egress_in
-                    };
                     let spec = UnitSpec {
                         width_bits: o.width_bits,
                         clock: tb.clock(o.clock_mhz),
@@ -171,23 +155,28 @@ impl Datapath {
                         name: o.name.clone(),
                         units,
                     });
-                    comps.push(Box::new(Offload::new(
+                    chain.push(Offload::new(
                         i as u8,
                         o.name.clone(),
                         units,
                         spec,
                         (p.width_bits, pclk),
                         staticpipe,
-                        [stage_in[i], bypass, ufifo, out],
-                    )));
+                        [bypass, ufifo],
+                    ));
                 }
-                offloads.reverse();
-                comps.push(Box::new(IngressTc {
-                    new: ing_new,
-                    recirc,
-                    out: stage_in[0],
-                    link: link.clone(),
-                }));
+                comps.push(Box::new(Pipeline::new(
+                    IngressTc {
+                        new: ing_new,
+                        recirc,
+                        link: link.clone(),
+                    },
+                    chain,
+                    EgressTc {
+                        dma: dma_in,
+                        recirc,
+                    },
+                )));
                 comps.push(Box::new(PreProcessor {
                     inp: pre_in,
                     out: ing_new,

@@ -511,7 +511,6 @@ pub fn build(
         };
         let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
         let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
-        let fifos = [port_in[port], detour, ufifo, port_out[port]];
         let engine = Offload::new(
             i as u8,
             name,
@@ -519,8 +518,9 @@ pub fn build(
             spec,
             (p.width_bits, fclk),
             true,
-            fifos,
-        );
+            [detour, ufifo],
+        )
+        .alone(port_in[port], port_out[port]);
         comps.push(Box::new(if full {
             engine.panic_engine(port)
         } else {
