@@ -278,6 +278,9 @@ pub struct Offload {
     rr_link: Link,
     arb_link: Link,
     units: Vec<Unit>,
+    /// Per unit: from when its Load Balancer counter is 0 if nothing else is queued (see
+    /// `refresh_zero`), so that the least-loaded unit is found without computing counters.
+    zero_from: Vec<Time>,
     ready: Vec<u64>,
     /// Units with a finished packet (members of `ready`).
     n_ready: u32,
@@ -342,6 +345,7 @@ impl Offload {
             rr_link: link.clone(),
             arb_link: link,
             units,
+            zero_from: vec![0; n_units as usize],
             ready: vec![0; (n_units as usize).div_ceil(64)],
             n_ready: 0,
             rr_next: 0,
@@ -411,6 +415,22 @@ impl Offload {
         }
     }
 
+    /// Unit `u`'s queue, packet in service or start ahead changed: from when its Load
+    /// Balancer counter is 0 (nothing queued, its start seen, its packet read), if nothing
+    /// else comes.
+    fn refresh_zero(&mut self, u: usize) {
+        let unit = &self.units[u];
+        self.zero_from[u] = if unit.queue.is_empty() {
+            let seen = unit.ahead.map_or(0, |a| a.0);
+            let read_by = unit.cur.map_or(0, |(_, bytes, start, _)| {
+                start + self.spec.clock.cycles(self.width.beats(bytes))
+            });
+            seen.max(read_by)
+        } else {
+            Time::MAX
+        };
+    }
+
     /// The unit's start ahead of time is now seen by everyone (`now` ≥ its edge).
     #[inline]
     fn settle(&mut self, u: usize, now: Time) {
@@ -427,17 +447,27 @@ impl Offload {
     fn steer(&self, now: Time, bytes: u32) -> Option<usize> {
         match self.spec.steering {
             Steering::LeastLoaded => {
-                let mut best = (u64::MAX, 0);
-                for u in 0..self.units.len() {
-                    let l = self.load(u, now);
-                    if l < best.0 {
-                        best = (l, u);
-                        if l == 0 {
-                            break;
+                // The first unit whose counter is 0, else the first with the smallest.
+                let u = match self.zero_from.iter().position(|&t| t <= now) {
+                    Some(u) => u,
+                    None => {
+                        let mut best = (u64::MAX, 0);
+                        for u in 0..self.units.len() {
+                            let l = self.load(u, now);
+                            if l < best.0 {
+                                best = (l, u);
+                            }
                         }
+                        best.1
                     }
-                }
-                let u = best.1;
+                };
+                debug_assert_eq!(
+                    Some(u),
+                    (0..self.units.len()).min_by_key(|&u| (self.load(u, now), u)),
+                    "{}: zero_from {:?} at {now}",
+                    self.name,
+                    self.zero_from
+                );
                 (self.queued(u, now) + bytes as u64 <= self.spec.queue_bytes as u64).then_some(u)
             }
             Steering::Credits {
@@ -532,6 +562,11 @@ impl Offload {
     /// A unit event at unit edge `now` (observed by the rest of the Offload at the next pipeline
     /// edge): finish the packet in service, start the next.
     fn unit_event(&mut self, u: usize, now: Time, w: &mut World) {
+        self.finish_and_start(u, now, w);
+        self.refresh_zero(u);
+    }
+
+    fn finish_and_start(&mut self, u: usize, now: Time, w: &mut World) {
         let unit = &mut self.units[u];
         if let Some((_, _, _, end)) = &unit.cur {
             if *end > now {
@@ -791,6 +826,7 @@ impl Offload {
                 self.wake_unit(u, t, self.ports.split, w);
             }
         }
+        self.refresh_zero(u);
         self.hold(u, 1, w);
     }
 
