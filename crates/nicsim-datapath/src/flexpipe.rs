@@ -17,10 +17,12 @@
 //! Traffic Controller. The whole chain is one component, [`Pipeline`]. PANIC's compute
 //! engines reuse [`Offload`] on its own, fed from a FIFO by a Splitter port of their own.
 //!
-//! An Offload acts through these ports, in this order at every pipeline edge: the units'
-//! events (finish a packet, start the next), the Traffic Arbiter, the nested round robin, (on
-//! its own: the Traffic Splitter with its Load Balancer,) and once more the units' events (for
-//! a unit the round robin freed in this very cycle).
+//! An Offload acts through these ports, in this order at every pipeline edge: the Traffic
+//! Arbiter; the units' events (finish a packet, start the next) with the nested round robin
+//! right after them; and once more the units' events, for a unit the round robin freed in this
+//! very cycle (on its own, that is a port after its Traffic Splitter's). The arbiter comes
+//! first because nothing it reads (its two FIFOs, the next stage) depends on this Offload's
+//! units, and the round robin after the arbiter because it fills the FIFO the arbiter empties.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -239,23 +241,33 @@ pub struct UnitSpec {
 /// An Offload's ports, numbered within the component it belongs to (in the order they act).
 #[derive(Debug, Clone, Copy)]
 struct Ports {
-    units: usize,
+    /// The Traffic Arbiter.
     arb: usize,
-    rr: usize,
+    /// The units' events, then the nested round robin (then, without a `late` port, the units'
+    /// events once more).
+    units: usize,
     /// The port that feeds the Traffic Splitter: its own (PANIC) or the previous stage's
     /// sender (FlexPipe), woken when the Load Balancer may take a packet again.
     split: usize,
-    units_late: usize,
+    /// On its own, the units' events once more come after the Splitter, in a port of their own.
+    late: Option<usize>,
 }
 
-/// The ports of an Offload that is a component of its own: units, arbiter, round robin,
+impl Ports {
+    /// The port that takes up unit events due at the current edge once the units' port has
+    /// acted (for a unit the round robin freed).
+    fn late(&self) -> usize {
+        self.late.unwrap_or(self.units)
+    }
+}
+
+/// The ports of an Offload that is a component of its own: arbiter, units and round robin,
 /// splitter, units again.
 const ALONE: Ports = Ports {
-    units: 0,
-    arb: 1,
-    rr: 2,
-    split: 3,
-    units_late: 4,
+    arb: 0,
+    units: 1,
+    split: 2,
+    late: Some(3),
 };
 
 pub struct Offload {
@@ -535,22 +547,21 @@ impl Offload {
         scan(self.rr_next, n).or_else(|| scan(0, self.rr_next))
     }
 
-    /// Schedule unit `u` to look at its queue at the first unit edge at or after `t`; `port` is
-    /// the port asking.
-    fn wake_unit(&mut self, u: usize, t: Time, port: usize, w: &mut World) {
+    /// Schedule unit `u` to look at its queue at the first unit edge at or after `t` (the
+    /// caller then wakes whoever takes it up, see `wake_units`).
+    fn wake_unit(&mut self, u: usize, t: Time) {
         self.unit_wakes
             .push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
-        self.wake_units(port, w);
     }
 
-    /// Wake the port that takes up the units' earliest event: the last port of this very edge
-    /// if the event is due by now and that port is still to come, otherwise the first port at
-    /// the pipeline edge that follows the event.
+    /// Wake the port that takes up the units' earliest event: the late units' port of this
+    /// very edge if the event is due by now and that port is still to come, otherwise the
+    /// units' port at the pipeline edge that follows the event.
     fn wake_units(&mut self, port: usize, w: &mut World) {
         if let Some(&Reverse((t, _))) = self.unit_wakes.peek() {
             let now = w.cal.now();
-            if t <= now && port < self.ports.units_late {
-                w.cal.wake_port(self.ports.units_late, now);
+            if t <= now && port < self.ports.late() {
+                w.cal.wake_port(self.ports.late(), now);
             } else if t < self.units_woken || self.units_woken <= now {
                 let e = self.pclk.edge_at_or_after(t.max(now + 1));
                 self.units_woken = e;
@@ -561,12 +572,13 @@ impl Offload {
 
     /// A unit event at unit edge `now` (observed by the rest of the Offload at the next pipeline
     /// edge): finish the packet in service, start the next.
-    fn unit_event(&mut self, u: usize, now: Time, w: &mut World) {
-        self.finish_and_start(u, now, w);
+    /// `rr_follows`: the round robin acts right after, in the same step.
+    fn unit_event(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) {
+        self.finish_and_start(u, now, rr_follows, w);
         self.refresh_zero(u);
     }
 
-    fn finish_and_start(&mut self, u: usize, now: Time, w: &mut World) {
+    fn finish_and_start(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) {
         let unit = &mut self.units[u];
         if let Some((_, _, _, end)) = &unit.cur {
             if *end > now {
@@ -589,8 +601,10 @@ impl Offload {
                     unit.done_bytes += bytes as u64;
                     self.set_ready(u, true);
                     // The round robin has a finished packet to take (once its link is free).
-                    w.cal
-                        .wake_port(self.ports.rr, self.rr_link.free_from(w.cal.now()));
+                    if !rr_follows {
+                        w.cal
+                            .wake_port(self.ports.units, self.rr_link.free_from(w.cal.now()));
+                    }
                 }
                 Err(reason) => {
                     self.hold(u, -1, w);
@@ -656,10 +670,7 @@ impl Offload {
     /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
     /// crossing.
-    fn unit_events(&mut self, port: usize, now: Time, w: &mut World) {
-        if port == self.ports.units {
-            self.units_woken = Time::MAX;
-        }
+    fn unit_events(&mut self, now: Time, rr_follows: bool, w: &mut World) {
         while let Some(&Reverse((t, u))) = self.unit_wakes.peek() {
             if t > now {
                 break;
@@ -670,8 +681,25 @@ impl Offload {
                 w.cal.wake_port(self.ports.split, now);
             }
             self.settle(u as usize, now);
-            self.unit_event(u as usize, t, w);
+            self.unit_event(u as usize, t, rr_follows, w);
         }
+    }
+
+    /// The units' port: unit events due by now, the nested round robin, and (when no late
+    /// port of its own follows) the unit events the round robin made due.
+    fn units_step(&mut self, now: Time, w: &mut World) {
+        self.units_woken = Time::MAX;
+        self.unit_events(now, true, w);
+        self.round_robin(now, w);
+        if self.ports.late.is_none() {
+            self.unit_events(now, false, w);
+        }
+        self.wake_units(self.ports.units, w);
+    }
+
+    /// The late units' port of an Offload on its own.
+    fn late_step(&mut self, port: usize, now: Time, w: &mut World) {
+        self.unit_events(now, false, w);
         self.wake_units(port, w);
     }
 
@@ -733,7 +761,7 @@ impl Offload {
                     let unit = &self.units[u];
                     if unit.cur.is_some() || !unit.queue.is_empty() {
                         let t = unit.free_at.max(now);
-                        self.wake_unit(u, t, self.ports.rr, w);
+                        self.wake_unit(u, t);
                     }
                 }
             }
@@ -741,7 +769,7 @@ impl Offload {
         if let Some(u) = self.next_ready() {
             if w.room(self.ufifo, self.units[u].done.front().unwrap().1) {
                 let t = self.rr_link.free_from(now + 1);
-                w.cal.wake_port(self.ports.rr, t);
+                w.cal.wake_port(self.ports.units, t);
             }
         }
     }
@@ -823,7 +851,8 @@ impl Offload {
             });
             if idle {
                 let t = tr.head.max(unit.free_at);
-                self.wake_unit(u, t, self.ports.split, w);
+                self.wake_unit(u, t);
+                self.wake_units(self.ports.split, w);
             }
         }
         self.refresh_zero(u);
@@ -871,22 +900,22 @@ impl Component<World> for Offload {
             .io
             .expect("an Offload on its own has an input and an output");
         let p = || Port::new(self.pclk);
-        let mut ports = vec![p(); 5];
+        let mut ports = vec![p(); 4];
         ports[ALONE.arb] = p().reads(&[self.bypass, self.ufifo]).writes(&[out]);
-        ports[ALONE.rr] = p().writes(&[self.ufifo]);
+        ports[ALONE.units] = p().writes(&[self.ufifo]);
         ports[ALONE.split] = p().reads(&[inp]).writes(&[self.bypass]);
         ports
     }
 
     fn step(&mut self, port: usize, now: Time, w: &mut World) {
         match port {
-            0 | 4 => self.unit_events(port, now, w),
-            1 => {
+            0 => {
                 let out = self.io.unwrap().1;
                 self.arbiter(now, w, &mut Next::Fifo(out))
             }
-            2 => self.round_robin(now, w),
-            _ => self.splitter(now, w),
+            1 => self.units_step(now, w),
+            2 => self.splitter(now, w),
+            _ => self.late_step(port, now, w),
         }
     }
 }
@@ -894,9 +923,9 @@ impl Component<World> for Offload {
 /// FlexPipe's (and StaticPipe's) chain as one component: the Ingress Traffic Controller, the
 /// Offloads, directly connected, and the Egress Traffic Controller.
 ///
-/// Ports, consumers first: for each Offload from the last to the first its units' events,
-/// Traffic Arbiter (which hands over to the next Offload's Splitter, or to the Egress Traffic
-/// Controller), round robin and units' events again; then the Ingress Traffic Controller.
+/// Ports, consumers first: for each Offload from the last to the first its Traffic Arbiter
+/// (which hands over to the next Offload's Splitter, or to the Egress Traffic Controller) and
+/// its units (events, round robin, events again); then the Ingress Traffic Controller.
 pub struct Pipeline {
     ingress: IngressTc,
     /// In physical order.
@@ -904,8 +933,8 @@ pub struct Pipeline {
     egress: EgressTc,
 }
 
-/// Ports per Offload in a [`Pipeline`].
-const PER_OFFLOAD: usize = 4;
+/// Ports per Offload in a [`Pipeline`]: the arbiter, the units.
+const PER_OFFLOAD: usize = 2;
 
 impl Pipeline {
     pub fn new(ingress: IngressTc, mut offloads: Vec<Offload>, egress: EgressTc) -> Pipeline {
@@ -915,16 +944,15 @@ impl Pipeline {
             o.io = None;
             o.split_link = None;
             o.ports = Ports {
-                units: base,
-                arb: base + 1,
-                rr: base + 2,
-                units_late: base + 3,
+                arb: base,
+                units: base + 1,
                 // The previous Offload's arbiter, or the Ingress Traffic Controller.
                 split: if i == 0 {
                     n * PER_OFFLOAD
                 } else {
-                    base + PER_OFFLOAD + 1
+                    base + PER_OFFLOAD
                 },
+                late: None,
             };
         }
         Pipeline {
@@ -950,10 +978,8 @@ impl Component<World> for Pipeline {
                 Some(next) => vec![next.bypass],
                 None => vec![self.egress.dma, self.egress.recirc],
             };
-            ports.push(p());
             ports.push(p().reads(&[o.bypass, o.ufifo]).writes(&out));
             ports.push(p().writes(&[o.ufifo]));
-            ports.push(p());
         }
         let ing = &self.ingress;
         ports.push(
@@ -971,17 +997,15 @@ impl Component<World> for Pipeline {
             return self.ingress.step(port, now, w, next);
         }
         let i = n - 1 - port / PER_OFFLOAD;
-        match port % PER_OFFLOAD {
-            1 => {
-                let (this, rest) = self.offloads.split_at_mut(i + 1);
-                let mut next = match rest.first_mut() {
-                    Some(o) => Next::Offload(o),
-                    None => Next::Egress(&self.egress),
-                };
-                this[i].arbiter(now, w, &mut next);
-            }
-            2 => self.offloads[i].round_robin(now, w),
-            _ => self.offloads[i].unit_events(port, now, w),
+        if port % PER_OFFLOAD == 0 {
+            let (this, rest) = self.offloads.split_at_mut(i + 1);
+            let mut next = match rest.first_mut() {
+                Some(o) => Next::Offload(o),
+                None => Next::Egress(&self.egress),
+            };
+            this[i].arbiter(now, w, &mut next);
+        } else {
+            self.offloads[i].units_step(now, w);
         }
     }
 }
