@@ -113,7 +113,10 @@ impl Wakes {
     fn set_bit(&mut self, b: usize, p: usize) {
         let w = p / 64;
         self.bits[b * self.words + w] |= 1 << (p % 64);
-        self.sum[b * self.sums + w / 64] |= 1 << (w % 64);
+        if self.words > 1 {
+            // One word of ports needs no summary (see `take_lowest`).
+            self.sum[b * self.sums + w / 64] |= 1 << (w % 64);
+        }
         self.nonempty[b / 64] |= 1 << (b % 64);
     }
 
@@ -157,7 +160,6 @@ impl Wakes {
             let p = word.trailing_zeros() as usize;
             *word &= *word - 1;
             if *word == 0 {
-                self.sum[b] = 0;
                 self.nonempty[b / 64] &= !(1 << (b % 64));
             }
             return p;
