@@ -11,6 +11,7 @@ use nicsim_kernel::config::err;
 pub use nicsim_kernel::config::ConfigError;
 /// How the run loop advances (`mode = "skip" | "stepped"`).
 pub use nicsim_kernel::Mode;
+use nicsim_kernel::Timebase;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -638,6 +639,18 @@ impl Config {
                 if self.offload_index(f).is_none() {
                     return err("panic.first_offload", format!("unknown offload '{f}'"));
                 }
+            }
+        }
+        // 64-bit time must hold the offered traffic with these clocks (a replay at the
+        // capture's own timing is checked when the capture is read).
+        if !t
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.timing == ReplayTiming::Original)
+        {
+            let span_us = t.packets as f64 * 8.0 * max_size as f64 / (t.rate_gbps * 1e3);
+            if let Err(e) = Timebase::for_span(&self.clocks_mhz(), span_us) {
+                return err("traffic.packets", e.to_string());
             }
         }
         Ok(())

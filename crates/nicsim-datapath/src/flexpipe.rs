@@ -997,7 +997,7 @@ impl Component<World> for Pipeline {
             return self.ingress.step(port, now, w, next);
         }
         let i = n - 1 - port / PER_OFFLOAD;
-        if port % PER_OFFLOAD == 0 {
+        if port.is_multiple_of(PER_OFFLOAD) {
             let (this, rest) = self.offloads.split_at_mut(i + 1);
             let mut next = match rest.first_mut() {
                 Some(o) => Next::Offload(o),

@@ -248,7 +248,22 @@ impl Source {
             }
         };
         let replay = match &t.replay {
-            Some(r) => Some((load_capture(&r.path)?, r.timing)),
+            Some(r) => {
+                let caps = load_capture(&r.path)?;
+                if r.timing == ReplayTiming::Original {
+                    // 64-bit time must hold the capture's own timing with these clocks.
+                    let n = caps.len().min(t.packets as usize);
+                    let first = caps.first().map_or(0, |c| c.ts_ns);
+                    let span_ns = caps[..n]
+                        .iter()
+                        .map(|c| c.ts_ns.saturating_sub(first))
+                        .max()
+                        .unwrap_or(0);
+                    Timebase::for_span(&cfg.clocks_mhz(), span_ns as f64 / 1e3)
+                        .map_err(|e| format!("traffic.replay.path: {}: {e}", r.path))?;
+                }
+                Some((caps, r.timing))
+            }
             None => None,
         };
         let total = match &replay {

@@ -286,8 +286,22 @@ fn config_errors_name_the_key() {
             "[panic]\nvariant = \"ful\"\n\n[measure]",
             "panic.variant",
         ),
+        // Offload clocks whose lcm is ~9.7e11 ticks/µs: 64-bit time ends after ~19 s, and a
+        // billion packets at 90 Gbit/s take ~130 s.
+        ("packets = 11000", "packets = 1000000000", "traffic.packets"),
     ];
-    for (from, to, key) in cases {
+    // The clocks of the last case (only its traffic is too long for them).
+    let odd_clocks = base
+        .replacen("clock_mhz = 150", "clock_mhz = 997", 1)
+        .replacen("clock_mhz = 150", "clock_mhz = 991", 1)
+        .replacen("clock_mhz = 100", "clock_mhz = 983", 1);
+    assert!(Config::from_toml(&odd_clocks).is_ok(), "11,000 packets fit");
+    for (i, (from, to, key)) in cases.into_iter().enumerate() {
+        let base = if i + 1 == cases.len() {
+            &odd_clocks
+        } else {
+            &base
+        };
         assert!(base.contains(from), "{from}");
         let e = Config::from_toml(&base.replacen(from, to, 1)).unwrap_err();
         assert!(e.path.starts_with(key), "expected key {key}, got '{e}'");

@@ -190,6 +190,15 @@ impl MemConfig {
                 "core.word_bytes: must be a power of two no larger than l1.line_bytes".into(),
             );
         }
+        // Stalls and transfers add up in ticks of 1 / lcm(clocks) µs over a whole capture.
+        let clocks = [
+            self.core.clock_mhz,
+            self.dram.clock_mhz,
+            self.engine.clock_mhz,
+        ];
+        if let Err(e) = Timebase::for_span(&clocks, MAX_MEMORY_TIME_US) {
+            return Err(format!("core.clock_mhz: {e}"));
+        }
         Ok(())
     }
 }
@@ -392,6 +401,10 @@ impl Cache {
 }
 
 /// The clocks of one run, in one timebase.
+/// The longest memory time a capture may take in the model (100 s: 1 TB at 10 GB/s); the
+/// clocks must let 64-bit time hold it (see [`Timebase::for_span`]).
+pub const MAX_MEMORY_TIME_US: f64 = 1e8;
+
 struct Clocks {
     tb: Timebase,
     core: Clock,

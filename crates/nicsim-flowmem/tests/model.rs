@@ -138,6 +138,18 @@ fn a_bad_target_names_the_key() {
     let e =
         MemConfig::from_toml(&text.replace("size_bytes = 8192", "size_bytes = 8200")).unwrap_err();
     assert!(e.contains("l1.size_bytes"), "{e}");
+    // lcm(4294967291, 4294967279, 4294967231) overflows 64 bits: no tick fits all three.
+    let e = MemConfig::from_toml(
+        &text
+            .replacen("clock_mhz = 250 ", "clock_mhz = 4294967291 ", 1)
+            .replacen("clock_mhz = 300 ", "clock_mhz = 4294967279 ", 1)
+            .replacen("clock_mhz = 250 ", "clock_mhz = 4294967231 ", 1),
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("core.clock_mhz: the clocks (4294967291, 4294967279, 4294967231 MHz)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -32,5 +32,5 @@ pub use link::{Link, Transfer, Width};
 pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
 pub use slab::{Slab, SlabId};
 pub use stats::LatStats;
-pub use time::{Clock, Time, Timebase};
+pub use time::{Clock, Time, TimeRangeError, Timebase, DRAIN_US, SPAN_FACTOR};
 pub use wakes::Wakes;

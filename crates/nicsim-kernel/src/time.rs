@@ -44,6 +44,21 @@ impl Timebase {
     pub fn reaches_us(&self, us: f64) -> bool {
         us * (self.ticks_per_us as f64) < u64::MAX as f64
     }
+    /// The timebase of a run on `clocks_mhz` whose traffic spans `span_us` simulated µs, or
+    /// why 64-bit time cannot hold the run. It must reach [`SPAN_FACTOR`] × `span_us` +
+    /// [`DRAIN_US`], far more than a run's drain and rounding take, so time cannot wrap. Every
+    /// model's config check calls this.
+    pub fn for_span(clocks_mhz: &[u32], span_us: f64) -> Result<Timebase, TimeRangeError> {
+        let need_us = SPAN_FACTOR * span_us + DRAIN_US;
+        match Timebase::checked_for_clocks_mhz(clocks_mhz) {
+            Some(tb) if span_us.is_finite() && tb.reaches_us(need_us) => Ok(tb),
+            tb => Err(TimeRangeError {
+                clocks_mhz: clocks_mhz.to_vec(),
+                reach_us: tb.map(|tb| u64::MAX as f64 / tb.ticks_per_us as f64),
+                span_us,
+            }),
+        }
+    }
     /// Ticks in one microsecond.
     pub fn ticks_per_us(&self) -> u64 {
         self.ticks_per_us
@@ -67,6 +82,45 @@ impl Timebase {
         (us * self.ticks_per_us as f64).round() as Time
     }
 }
+
+/// Simulated time must reach this many times the span of a run's traffic, plus [`DRAIN_US`].
+pub const SPAN_FACTOR: f64 = 4.0;
+/// One simulated second of drain beyond the traffic.
+pub const DRAIN_US: f64 = 1e6;
+
+/// A run that 64-bit time cannot hold with its clocks (see [`Timebase::for_span`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeRangeError {
+    pub clocks_mhz: Vec<u32>,
+    /// How far 64-bit time reaches (µs), or `None` when the clocks' lcm overflows.
+    pub reach_us: Option<f64>,
+    pub span_us: f64,
+}
+
+impl std::fmt::Display for TimeRangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut list: Vec<String> = Vec::new();
+        for c in self.clocks_mhz.iter().map(|c| c.to_string()) {
+            if !list.contains(&c) {
+                list.push(c);
+            }
+        }
+        let reach = match self.reach_us {
+            Some(us) => format!("only {us:.0} µs of"),
+            None => "no".to_string(),
+        };
+        write!(
+            f,
+            "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach} simulated \
+             time, less than {SPAN_FACTOR} × the {:.0} µs of traffic + {DRAIN_US} µs of drain: \
+             use clocks with common factors or less traffic",
+            list.join(", "),
+            self.span_us,
+        )
+    }
+}
+
+impl std::error::Error for TimeRangeError {}
 
 /// A clock domain: edges at every multiple of `period` ticks, starting at time 0.
 ///
@@ -159,6 +213,28 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_must_fit_in_64_bit_time() {
+        let tb = Timebase::for_span(&[250, 150], 1e6).unwrap();
+        assert_eq!(tb.ticks_per_us(), 750);
+        // lcm ≈ 9.5e15 ticks/µs: 64-bit time ends at ~1949 µs.
+        let primes = [9973, 997, 991, 983, 977];
+        assert!(
+            Timebase::for_span(&primes, 1.0).is_err(),
+            "the drain alone does not fit"
+        );
+        let e =
+            Timebase::for_span(&[4_294_967_291, 4_294_967_279, 4_294_967_231], 1.0).unwrap_err();
+        assert_eq!(e.reach_us, None, "lcm beyond 64 bits");
+        assert!(e.to_string().contains("covers no simulated time"), "{e}");
+        let e = Timebase::for_span(&[1000, 999, 1000], 1e13).unwrap_err();
+        assert!(
+            e.to_string().starts_with("the clocks (1000, 999 MHz)"),
+            "{e}"
+        );
+        assert!(Timebase::for_span(&[250], f64::INFINITY).is_err());
+    }
 
     #[test]
     fn datapath_clocks_share_an_exact_base() {

@@ -692,34 +692,14 @@ impl Config {
 
 impl Config {
     /// Simulated time counts u64 ticks of 1 / lcm(clocks in MHz) µs. The run sends for
-    /// `duration_us`, then drains; the clocks must leave room for [`TIME_RANGE_DURATIONS`] ×
-    /// `duration_us` + [`TIME_RANGE_DRAIN_US`] (far more than any drain of the FIFOs and rings
-    /// takes) so that time cannot wrap. Computed in u128: the check itself cannot overflow.
+    /// `duration_us`, then drains: the kernel checks that the clocks leave room for it
+    /// ([`Timebase::for_span`]).
     fn check_time_range(&self) -> Result<(), ConfigError> {
-        let clocks = self.clocks_mhz();
         // duration_us is finite and in (0, 1e8] (checked first).
-        let span_us = TIME_RANGE_DURATIONS * self.run.duration_us + TIME_RANGE_DRAIN_US;
-        let tb = Timebase::checked_for_clocks_mhz(&clocks);
-        if !tb.is_some_and(|tb| tb.reaches_us(span_us)) {
-            let list: Vec<String> = clocks.iter().map(|c| c.to_string()).collect();
-            let reach = tb.map_or("no".to_string(), |tb| {
-                format!(
-                    "only {:.0} µs of",
-                    u64::MAX as f64 / tb.ticks_per_us() as f64
-                )
-            });
-            return err(
-                "run.duration_us",
-                format!(
-                    "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach} \
-                     simulated time, less than {TIME_RANGE_DURATIONS} × duration_us + \
-                     {TIME_RANGE_DRAIN_US} µs of drain: use clocks with common factors or a \
-                     shorter run",
-                    list.join(", "),
-                ),
-            );
+        match Timebase::for_span(&self.clocks_mhz(), self.run.duration_us) {
+            Ok(_) => Ok(()),
+            Err(e) => err("run.duration_us", e.to_string()),
         }
-        Ok(())
     }
 }
 
@@ -733,11 +713,6 @@ const MAX_HEADER_BYTES: u32 = 4096;
 /// NIC names that place and FIFO names already use (`slow` and `*` in class masks, `cpu` a
 /// drop place, `ram.` the driver rings).
 const RESERVED_NAMES: [&str; 4] = ["slow", "*", "cpu", "ram"];
-
-/// Simulated time must reach this many run durations plus [`TIME_RANGE_DRAIN_US`].
-const TIME_RANGE_DURATIONS: f64 = 4.0;
-/// One simulated second of drain beyond the durations.
-const TIME_RANGE_DRAIN_US: f64 = 1e6;
 
 fn check_frame(key: &str, bytes: u32) -> Result<(), ConfigError> {
     if !(64..=9018).contains(&bytes) {
