@@ -76,6 +76,26 @@ fn stepped_and_skipping_runs_are_identical() {
             "{arch:?} {variant:?} credits {credits}"
         );
     }
+    // FlexPipe with every chain reversed, so that packets recirculate, beyond saturation.
+    let mut cfg = paper();
+    for f in &mut cfg.flows {
+        f.chain.reverse();
+    }
+    cfg.traffic.packets = 600;
+    cfg.traffic.rate_gbps = 120.0;
+    cfg.measure.window = [20, 580];
+    let skip = run(cfg.clone());
+    assert!(
+        skip["recirculation"]["fraction"].as_f64().unwrap() > 0.5,
+        "{}",
+        skip["recirculation"]
+    );
+    cfg.mode = Mode::Stepped;
+    assert_eq!(
+        without_engine(skip),
+        without_engine(run(cfg)),
+        "recirculating"
+    );
 }
 
 /// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
