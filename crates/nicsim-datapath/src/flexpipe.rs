@@ -860,22 +860,41 @@ impl Offload {
     }
 
     /// Whether the feeder should wake for packet `item`: the Splitter might take it then.
-    /// A packet for the Load Balancer that found no unit waits for a unit event (or for a
-    /// start ahead to be seen, which frees queue room without one).
+    /// A packet for the Load Balancer is tried unless the Load Balancer has refused a packet
+    /// since the last unit event and has no unit for this one either. Then only a unit event
+    /// (which wakes the feeder), a start ahead being seen (which frees queue room) or a unit
+    /// reading on (which lowers its counter, so that another unit may become the least
+    /// loaded) can change that: the feeder is woken for the last two here.
     fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
         let p = &w.pkts[item];
         if self.detour && self.wants(p) {
             self.admits(p, w) || w.room(self.bypass, bytes)
         } else if self.wants(p) {
-            if self.lb_blocked {
-                if let Some(t) = self.units.iter().filter_map(|u| u.ahead).map(|a| a.0).min() {
-                    w.cal.wake_port(self.ports.split, t);
-                }
+            let now = w.cal.now();
+            if !self.lb_blocked || self.steer(now, bytes).is_some() {
+                return true;
             }
-            !self.lb_blocked
+            if let Some(t) = self.units.iter().filter_map(|u| u.ahead).map(|a| a.0).min() {
+                w.cal.wake_port(self.ports.split, t);
+            }
+            if self.spec.steering == Steering::LeastLoaded && self.any_reading(now) {
+                w.cal.wake_port(self.ports.split, now + 1);
+            }
+            false
         } else {
             w.room(self.bypass, bytes)
         }
+    }
+
+    /// Whether some unit's Load Balancer counter is falling at `now`: its packet in service,
+    /// its start seen, is still being read.
+    fn any_reading(&self, now: Time) -> bool {
+        self.units.iter().any(|unit| {
+            unit.cur.is_some_and(|(_, bytes, start, _)| {
+                unit.ahead.is_none_or(|(seen, _)| seen <= now)
+                    && now < start + self.spec.clock.cycles(self.width.beats(bytes))
+            })
+        })
     }
 
     /// The Traffic Splitter of an Offload on its own: its input FIFO → bypass or units.

@@ -98,6 +98,57 @@ fn stepped_and_skipping_runs_are_identical() {
     );
 }
 
+/// Cases a random search over small configurations found where skipping and stepping
+/// disagreed: a Traffic Arbiter whose two inputs both hold packets for the next Offload's Load
+/// Balancer, one of which it refused (the other must still be tried when the arbiter picks
+/// it); and two units whose Load Balancer counters cross while both are reading, so that the
+/// least-loaded unit changes with no unit event.
+#[test]
+fn skipping_matches_stepping_when_the_load_balancer_refuses() {
+    let mut cases = Vec::new();
+    for (q, rate) in [(1500, 20.0), (2000, 60.0), (3000, 100.0), (4096, 60.0)] {
+        let mut cfg = paper();
+        cfg.offloads.truncate(2);
+        for (o, (name, width)) in cfg.offloads.iter_mut().zip([("a", 512), ("b", 8)]) {
+            o.name = name.into();
+            o.width_bits = width;
+            o.clock_mhz = 250;
+            o.delay_cycles = 0;
+            o.units = Some(1);
+        }
+        cfg.flows.truncate(2);
+        // Reaches b through a's bypass FIFO, and through a's units' FIFO.
+        cfg.flows[0].chain = vec!["b".into()];
+        cfg.flows[1].chain = vec!["a".into(), "b".into()];
+        cfg.traffic.size = SizeDist::UniformSet {
+            values: vec![64, 1500],
+        };
+        cfg.pipeline.unit_queue_bytes = q;
+        cfg.traffic.rate_gbps = rate;
+        cases.push(cfg);
+    }
+    for q in [3000, 4096] {
+        let mut cfg = paper();
+        cfg.offloads.truncate(1);
+        cfg.offloads[0].width_bits = 8;
+        cfg.offloads[0].delay_cycles = 100;
+        cfg.offloads[0].units = Some(2);
+        for f in &mut cfg.flows {
+            f.chain = vec!["crc".into()];
+        }
+        cfg.pipeline.unit_queue_bytes = q;
+        cfg.traffic.rate_gbps = 60.0;
+        cases.push(cfg);
+    }
+    for (i, mut cfg) in cases.into_iter().enumerate() {
+        cfg.traffic.packets = 400;
+        cfg.measure.window = [10, 390];
+        let skip = run(cfg.clone());
+        cfg.mode = Mode::Stepped;
+        assert_eq!(without_engine(skip), without_engine(run(cfg)), "case {i}");
+    }
+}
+
 /// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
 /// unit's queue is M/D/1's Pollaczek–Khinchine W_q = ρ D / (2 (1 − ρ)).
 #[test]
