@@ -197,7 +197,18 @@ impl MemConfig {
             self.engine.clock_mhz,
         ];
         if let Err(e) = Timebase::for_span(&clocks, MAX_MEMORY_TIME_US) {
-            return Err(format!("core.clock_mhz: {e}"));
+            let reach = e
+                .reach_us
+                .map_or("no time".to_string(), |us| format!("{us:.0} µs"));
+            return Err(format!(
+                "core.clock_mhz: the core, DRAM and engine clocks ({}, {}, {} MHz) make a tick \
+                 1/lcm µs, so 64-bit time covers {reach}, less than the {} s of memory time a \
+                 target must hold: use clocks with common factors",
+                clocks[0],
+                clocks[1],
+                clocks[2],
+                MAX_MEMORY_TIME_US / 1e6
+            ));
         }
         Ok(())
     }
@@ -400,11 +411,12 @@ impl Cache {
     }
 }
 
-/// The clocks of one run, in one timebase.
-/// The longest memory time a capture may take in the model (100 s: 1 TB at 10 GB/s); the
-/// clocks must let 64-bit time hold it (see [`Timebase::for_span`]).
+/// The memory time a target's clocks must let 64-bit time hold (100 s: 1 TB at 10 GB/s; see
+/// [`Timebase::for_span`]). Not a limit the model enforces: a capture that took longer could
+/// wrap time, which is why clocks with few common factors are refused.
 pub const MAX_MEMORY_TIME_US: f64 = 1e8;
 
+/// The clocks of one run, in one timebase.
 struct Clocks {
     tb: Timebase,
     core: Clock,

@@ -147,7 +147,10 @@ fn a_bad_target_names_the_key() {
     )
     .unwrap_err();
     assert!(
-        e.starts_with("core.clock_mhz: the clocks (4294967291, 4294967279, 4294967231 MHz)"),
+        e.starts_with(
+            "core.clock_mhz: the core, DRAM and engine clocks (4294967291, 4294967279, \
+             4294967231 MHz)"
+        ),
         "{e}"
     );
 }
