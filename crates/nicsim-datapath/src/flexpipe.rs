@@ -135,15 +135,45 @@ fn send_front(
     true
 }
 
-/// Wake `port` (of the component being stepped) for the next [`send_front`] of `from`: when
-/// its front packet's first beat is there and `link` is free, if `next` might take it.
-#[inline]
-fn wake_send(w: &mut World, port: usize, link: &Link, from: FifoId, next: &mut Next) {
-    if let Some(s) = w.q.front(from) {
-        let (item, bytes, head) = (s.item, s.bytes, s.head);
-        if next.may_take(w, item, bytes) {
-            w.cal.wake_port(port, link.free_from(head));
+/// Wake `port` (of the component being stepped) for its next [`send_front`] from one of
+/// `inputs`, where `pick(w, t)` is the input it takes from at time `t` (of those whose front
+/// packet's first beat is there by `t`). What it picks changes only as front packets arrive,
+/// so it is woken at the first of those times (once `link` is free) at which it would pick a
+/// packet `next` might take. If it would pick one `next` cannot take, only `next` making room
+/// (which wakes it) or a push into one of its inputs (which can change what it picks) can
+/// change that: the inputs then wake it at their next push.
+fn wake_send(
+    w: &mut World,
+    port: usize,
+    link: &Link,
+    inputs: [FifoId; 2],
+    pick: impl Fn(&World, Time) -> Option<FifoId>,
+    next: &mut Next,
+) {
+    let now = w.cal.now();
+    let mut times = [Time::MAX; 2];
+    for (t, &f) in times.iter_mut().zip(&inputs) {
+        if let Some(s) = w.q.front(f) {
+            *t = link.free_from(s.head.max(now));
         }
+    }
+    times.sort_unstable();
+    let (mut last, mut blocked) = (None, false);
+    for t in times.into_iter().filter(|&t| t != Time::MAX) {
+        let Some(f) = pick(w, t).filter(|&f| Some(f) != last) else {
+            continue;
+        };
+        last = Some(f);
+        let s = w.q.front(f).expect("a picked input has a front packet");
+        let (item, bytes) = (s.item, s.bytes);
+        if next.may_take(w, item, bytes) {
+            w.cal.wake_port(port, t);
+            return;
+        }
+        blocked = true;
+    }
+    if blocked {
+        inputs.iter().for_each(|&f| w.q.wait_for_push(f));
     }
 }
 
@@ -166,9 +196,13 @@ impl IngressTc {
             }
         }
         w.cal.busy_until(port, self.link.busy_until());
-        for from in [self.recirc, self.new] {
-            wake_send(w, port, &self.link, from, next);
-        }
+        let (recirc, new) = (self.recirc, self.new);
+        let pick = |w: &World, t: Time| {
+            [recirc, new]
+                .into_iter()
+                .find(|&f| w.q.ready_front(f, t).is_some())
+        };
+        wake_send(w, port, &self.link, [recirc, new], pick, next);
     }
 }
 
@@ -723,9 +757,10 @@ impl Offload {
         if let Some(&(r, _)) = self.returns.front() {
             w.cal.wake_port(self.ports.arb, r);
         }
-        for f in [self.bypass, self.ufifo] {
-            wake_send(w, self.ports.arb, &self.arb_link, f, next);
-        }
+        let this = &*self;
+        let pick = |w: &World, t: Time| this.arbiter_pick(t, w);
+        let inputs = [this.bypass, this.ufifo];
+        wake_send(w, this.ports.arb, &this.arb_link, inputs, pick, next);
     }
 
     /// Nested round robin: a unit that finished a whole packet → units' FIFO.
@@ -906,7 +941,9 @@ impl Offload {
             .expect("an Offload on its own has a link");
         send_front(now, w, inp, &mut link, 0, &mut Next::Offload(self));
         w.cal.busy_until(self.ports.split, link.busy_until());
-        wake_send(w, self.ports.split, &link, inp, &mut Next::Offload(self));
+        let pick = move |w: &World, t: Time| w.q.ready_front(inp, t).map(|_| inp);
+        let port = self.ports.split;
+        wake_send(w, port, &link, [inp, inp], pick, &mut Next::Offload(self));
         self.split_link = Some(link);
     }
 }

@@ -149,6 +149,49 @@ fn skipping_matches_stepping_when_the_load_balancer_refuses() {
     }
 }
 
+/// FIFOs too small for recirculating chains deadlock the loop, as they would in hardware: the
+/// run must still end (no port polling forever for a packet it will never pick), with the
+/// stuck packets counted in flight, and the same in both modes.
+#[test]
+fn a_deadlocked_recirculation_loop_ends_the_run_with_packets_in_flight() {
+    use nicsim_datapath::config::OffloadCfg;
+    let mut cfg = paper();
+    let unit = |name: &str, width_bits, clock_mhz, delay_cycles, units| OffloadCfg {
+        name: name.into(),
+        kind: None,
+        width_bits,
+        clock_mhz,
+        delay_cycles,
+        units: Some(units),
+    };
+    cfg.offloads = vec![
+        unit("o0", 64, 100, 0, 5),
+        unit("o1", 512, 300, 100, 1),
+        unit("o2", 8, 150, 3, 5),
+    ];
+    let chains: [&[&str]; 4] = [&["o2", "o0", "o2"], &["o2", "o1"], &["o1"], &["o2", "o1"]];
+    for (f, c) in cfg.flows.iter_mut().zip(chains) {
+        f.chain = c.iter().map(|s| s.to_string()).collect();
+    }
+    cfg.pipeline.clock_mhz = 150;
+    cfg.pipeline.arbiter_fifo_bytes = 1500;
+    cfg.pipeline.recirc_fifo_bytes = 1500;
+    cfg.traffic.size = SizeDist::UniformSet {
+        values: vec![64, 1500],
+    };
+    cfg.traffic.rate_gbps = 20.0;
+    cfg.traffic.packets = 400;
+    cfg.measure.window = [10, 390];
+    let skip = run(cfg.clone());
+    assert!(
+        skip["packets"]["in_flight"].as_u64().unwrap() > 0,
+        "{}",
+        skip["packets"]
+    );
+    cfg.mode = Mode::Stepped;
+    assert_eq!(without_engine(skip), without_engine(run(cfg)));
+}
+
 /// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
 /// unit's queue is M/D/1's Pollaczek–Khinchine W_q = ρ D / (2 (1 − ρ)).
 #[test]

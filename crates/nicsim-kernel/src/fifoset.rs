@@ -21,6 +21,8 @@ pub struct FifoSet<T> {
     pub names: Vec<String>,
     /// Per FIFO: a writer found no room in it, so the next pop must wake its writer.
     waiting: Vec<Cell<bool>>,
+    /// Per FIFO: its reader waits for any push (not only one into an empty FIFO).
+    push_waiting: Vec<Cell<bool>>,
 }
 
 impl<T> Default for FifoSet<T> {
@@ -29,6 +31,7 @@ impl<T> Default for FifoSet<T> {
             fifos: Vec::new(),
             names: Vec::new(),
             waiting: Vec::new(),
+            push_waiting: Vec::new(),
         }
     }
 }
@@ -39,6 +42,7 @@ impl<T> FifoSet<T> {
         self.fifos.push(Fifo::new(capacity_bytes));
         self.names.push(name.into());
         self.waiting.push(Cell::new(false));
+        self.push_waiting.push(Cell::new(false));
         self.fifos.len() - 1
     }
     pub fn len(&self) -> usize {
@@ -62,9 +66,9 @@ impl<T> FifoSet<T> {
         tail: Time,
     ) {
         let f = &mut self.fifos[id];
-        let was_empty = f.is_empty();
+        let wake_reader = f.is_empty() | self.push_waiting[id].replace(false);
         f.push(now, item, bytes, head, tail);
-        cal.pushed(id, head, was_empty);
+        cal.pushed(id, head, wake_reader);
     }
     /// Start reading the front item of FIFO `id` out.
     #[inline]
@@ -88,6 +92,12 @@ impl<T> FifoSet<T> {
     #[inline]
     pub fn wait_for_room(&self, id: FifoId) {
         self.waiting[id].set(true);
+    }
+    /// The reader of FIFO `id` waits for it to change (what it would take from it depends on
+    /// more than its front): the next push wakes it, as a push into an empty FIFO does.
+    #[inline]
+    pub fn wait_for_push(&self, id: FifoId) {
+        self.push_waiting[id].set(true);
     }
     /// Free bytes of FIFO `id`.
     #[inline]

@@ -222,11 +222,11 @@ impl Calendar {
         self.not_before[self.base + port] = t;
     }
 
-    /// A packet whose first beat lands at `head` was put into resource `r`, which was empty
-    /// before if `was_empty`.
+    /// A packet whose first beat lands at `head` was put into resource `r`; `wake_reader`: it
+    /// was empty before, or its reader waits for any push.
     #[inline]
-    pub fn pushed(&mut self, r: usize, head: Time, was_empty: bool) {
-        if was_empty {
+    pub fn pushed(&mut self, r: usize, head: Time, wake_reader: bool) {
+        if wake_reader {
             if let Some(&p) = self.reader.get(r).filter(|&&p| p != NOBODY) {
                 let t = head.max(self.not_before[p as usize]);
                 self.wake(p as usize, t);
