@@ -12,7 +12,8 @@
 //! - [`Mode::Skip`] steps a port only at instants it has been *woken* for, so idle cycles cost
 //!   nothing. A port is woken by itself, for work it knows is pending (its link is busy until
 //!   t, its front packet's first beat lands at t); by a FIFO, which wakes its readers when a
-//!   packet lands in it while it is empty, its writers when a packet leaves it after one of
+//!   packet lands in it while it is empty (or at any push, when the reader asked for that),
+//!   its writers when a packet leaves it after one of
 //!   them found no room, and its watchers on both; and by another port, explicitly, for shared
 //!   state that is not a FIFO ([`Calendar::touched`]).
 //!
