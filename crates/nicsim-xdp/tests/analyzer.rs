@@ -3,19 +3,8 @@
 
 mod common;
 
-use common::{nfp, obj};
+use common::{analysis, nfp, obj};
 use nicsim_xdp::{cfg, Analysis, Options};
-
-fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, nicsim_xdp::XdpError> {
-    Analysis::new(
-        &obj(name),
-        nfp(),
-        &Options {
-            section: None,
-            loop_bound,
-        },
-    )
-}
 
 /// Paths from the entry to the sink of a costed graph.
 fn dag_paths(d: &nicsim_xdp::cost::Dag) -> u128 {

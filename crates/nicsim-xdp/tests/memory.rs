@@ -5,13 +5,12 @@
 
 mod common;
 
-use common::{nfp, obj};
+use common::{analysis, nfp, obj};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use nicsim_xdp::analysis::{Next, Search};
-use nicsim_xdp::{Analysis, Options};
 
 const CAP: usize = 3 << 30;
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
@@ -29,28 +28,27 @@ impl Counting {
         PEAK.fetch_max(now, Relaxed);
         true
     }
+
+    /// Counts `size` bytes, then allocates them with `alloc` (giving them back if it fails);
+    /// a null pointer beyond the cap.
+    fn counted(size: usize, alloc: impl FnOnce() -> *mut u8) -> *mut u8 {
+        if !Counting::take(size) {
+            return std::ptr::null_mut();
+        }
+        let p = alloc();
+        if p.is_null() {
+            CURRENT.fetch_sub(size, Relaxed);
+        }
+        p
+    }
 }
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if !Counting::take(l.size()) {
-            return std::ptr::null_mut();
-        }
-        let p = unsafe { System.alloc(l) };
-        if p.is_null() {
-            CURRENT.fetch_sub(l.size(), Relaxed);
-        }
-        p
+        Counting::counted(l.size(), || unsafe { System.alloc(l) })
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if !Counting::take(l.size()) {
-            return std::ptr::null_mut();
-        }
-        let p = unsafe { System.alloc_zeroed(l) };
-        if p.is_null() {
-            CURRENT.fetch_sub(l.size(), Relaxed);
-        }
-        p
+        Counting::counted(l.size(), || unsafe { System.alloc_zeroed(l) })
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) };
@@ -86,18 +84,6 @@ fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (x, PEAK.load(Relaxed) - base)
 }
 
-fn analysis(name: &str, loop_bound: Option<u32>) -> Analysis {
-    Analysis::new(
-        &obj(name),
-        nfp(),
-        &Options {
-            section: None,
-            loop_bound,
-        },
-    )
-    .unwrap()
-}
-
 const GIB: usize = 1 << 30;
 
 #[test]
@@ -120,7 +106,7 @@ fn costing_keeps_abstract_states_only_while_they_are_needed() {
     assert!(bytes / n < 1_000, "costing: {} bytes a node", bytes / n);
     drop((dag, g, p));
     // The whole analysis: now mostly the split's constants (264 bytes, in a map and a list).
-    let (a, bytes) = peak(|| analysis("loop_nested", Some(10)));
+    let (a, bytes) = peak(|| analysis("loop_nested", Some(10)).unwrap());
     assert!(a.search_dag.n >= n / 2, "{}", a.search_dag.n);
     assert!(bytes / n < 2_500, "analysis: {} bytes a node", bytes / n);
 }
@@ -133,7 +119,7 @@ fn a_large_loop_bound_is_refused_by_the_budget_not_the_machine() {
     // the graph before it gave up (17 M split nodes); and in bit-rate mode every iteration adds
     // an MPS class, each with a stream whose tables cover every kept node (~30,000 of each:
     // hundreds of GB).
-    let (a, bytes) = peak(|| analysis("loop_nobound", Some(30_000)));
+    let (a, bytes) = peak(|| analysis("loop_nobound", Some(30_000)).unwrap());
     assert!(a.dag.n > 250_000, "{}", a.dag.n);
     assert!(bytes < GIB, "the analysis allocated {bytes} bytes");
     let budget = 2 * GIB; // `--memory-mb` by default
@@ -151,7 +137,7 @@ fn a_large_loop_bound_is_refused_by_the_budget_not_the_machine() {
 fn the_search_tables_estimate_is_what_they_take() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     // loop_nobound unrolled 1000 times, bit rate: 942 classes × 1006 kept nodes × 2 layers.
-    let a = analysis("loop_nobound", Some(1000));
+    let a = analysis("loop_nobound", Some(1000)).unwrap();
     let (s, bytes) = peak(|| Search::with_budget(a, true, usize::MAX));
     assert!(s.merger.built);
     let est = s.merger.tables;
@@ -175,7 +161,7 @@ fn the_search_tables_estimate_is_what_they_take() {
         "path_explosion",
     ] {
         for bit in [true, false] {
-            let s = Search::with_budget(analysis(name, None), bit, 2 * GIB);
+            let s = Search::with_budget(analysis(name, None).unwrap(), bit, 2 * GIB);
             assert!(
                 s.merger.built && s.merger.tables < 64 << 20,
                 "{name}: {}",

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use nicsim_xdp::Target;
+use nicsim_xdp::{Analysis, Options, Target, XdpError};
 
 /// Where the suite object `name.o` is.
 pub fn obj_path(name: &str) -> PathBuf {
@@ -28,4 +28,16 @@ pub fn nfp() -> Target {
     ))
     .unwrap();
     Target::from_toml(&text, "nfp.toml").unwrap()
+}
+
+/// The analysis of suite object `name` on `nfp`, with the default section.
+pub fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, XdpError> {
+    Analysis::new(
+        &obj(name),
+        nfp(),
+        &Options {
+            section: None,
+            loop_bound,
+        },
+    )
 }
