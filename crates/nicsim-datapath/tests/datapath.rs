@@ -46,6 +46,21 @@ fn without_engine(mut v: Value) -> Value {
     v
 }
 
+/// Runs `cfg` skipping and stepped, checks that the summaries agree (but for the engine's
+/// counts), and returns both.
+fn skip_and_stepped(mut cfg: Config, what: &str) -> (Value, Value) {
+    cfg.mode = Mode::Skip;
+    let skip = run(cfg.clone());
+    cfg.mode = Mode::Stepped;
+    let stepped = run(cfg);
+    assert_eq!(
+        without_engine(skip.clone()),
+        without_engine(stepped.clone()),
+        "{what}"
+    );
+    (skip, stepped)
+}
+
 #[test]
 fn stepped_and_skipping_runs_are_identical() {
     let mut cases: Vec<(Arch, PanicVariant, u32)> =
@@ -58,7 +73,9 @@ fn stepped_and_skipping_runs_are_identical() {
         cfg.traffic.packets = 300;
         cfg.traffic.rate_gbps = 110.0;
         cfg.measure.window = [20, 280];
-        let skip = run(cfg.clone());
+        let (skip, stepped) =
+            skip_and_stepped(cfg, &format!("{arch:?} {variant:?} credits {credits}"));
+        assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
         if variant == PanicVariant::Full {
             // The credit/detour paths must actually be exercised.
             assert!(
@@ -67,14 +84,6 @@ fn stepped_and_skipping_runs_are_identical() {
                 skip["panic"]
             );
         }
-        cfg.mode = Mode::Stepped;
-        let stepped = run(cfg);
-        assert!(stepped["engine"]["instants"].as_u64() > skip["engine"]["instants"].as_u64());
-        assert_eq!(
-            without_engine(skip),
-            without_engine(stepped),
-            "{arch:?} {variant:?} credits {credits}"
-        );
     }
     // FlexPipe with every chain reversed, so that packets recirculate, beyond saturation.
     let mut cfg = paper();
@@ -84,17 +93,11 @@ fn stepped_and_skipping_runs_are_identical() {
     cfg.traffic.packets = 600;
     cfg.traffic.rate_gbps = 120.0;
     cfg.measure.window = [20, 580];
-    let skip = run(cfg.clone());
+    let (skip, _) = skip_and_stepped(cfg, "recirculating");
     assert!(
         skip["recirculation"]["fraction"].as_f64().unwrap() > 0.5,
         "{}",
         skip["recirculation"]
-    );
-    cfg.mode = Mode::Stepped;
-    assert_eq!(
-        without_engine(skip),
-        without_engine(run(cfg)),
-        "recirculating"
     );
 }
 
@@ -143,9 +146,7 @@ fn skipping_matches_stepping_when_the_load_balancer_refuses() {
     for (i, mut cfg) in cases.into_iter().enumerate() {
         cfg.traffic.packets = 400;
         cfg.measure.window = [10, 390];
-        let skip = run(cfg.clone());
-        cfg.mode = Mode::Stepped;
-        assert_eq!(without_engine(skip), without_engine(run(cfg)), "case {i}");
+        skip_and_stepped(cfg, &format!("case {i}"));
     }
 }
 
@@ -182,14 +183,12 @@ fn a_deadlocked_recirculation_loop_ends_the_run_with_packets_in_flight() {
     cfg.traffic.rate_gbps = 20.0;
     cfg.traffic.packets = 400;
     cfg.measure.window = [10, 390];
-    let skip = run(cfg.clone());
+    let (skip, _) = skip_and_stepped(cfg, "deadlocked");
     assert!(
         skip["packets"]["in_flight"].as_u64().unwrap() > 0,
         "{}",
         skip["packets"]
     );
-    cfg.mode = Mode::Stepped;
-    assert_eq!(without_engine(skip), without_engine(run(cfg)));
 }
 
 /// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
