@@ -186,22 +186,22 @@ pub struct IngressTc {
 }
 
 impl IngressTc {
+    /// The input it takes from at `t`: recirculated traffic whenever its front packet is there.
+    fn pick(recirc: FifoId, new: FifoId, w: &World, t: Time) -> Option<FifoId> {
+        [recirc, new]
+            .into_iter()
+            .find(|&f| w.q.ready_front(f, t).is_some())
+    }
+
     fn step(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next) {
+        let (recirc, new) = (self.recirc, self.new);
         if self.link.is_free(now) {
-            for from in [self.recirc, self.new] {
-                if w.q.ready_front(from, now).is_some() {
-                    send_front(now, w, from, &mut self.link, 0, next);
-                    break;
-                }
+            if let Some(from) = IngressTc::pick(recirc, new, w, now) {
+                send_front(now, w, from, &mut self.link, 0, next);
             }
         }
         w.cal.busy_until(port, self.link.busy_until());
-        let (recirc, new) = (self.recirc, self.new);
-        let pick = |w: &World, t: Time| {
-            [recirc, new]
-                .into_iter()
-                .find(|&f| w.q.ready_front(f, t).is_some())
-        };
+        let pick = |w: &World, t: Time| IngressTc::pick(recirc, new, w, t);
         wake_send(w, port, &self.link, [recirc, new], pick, next);
     }
 }
@@ -461,6 +461,12 @@ impl Offload {
         }
     }
 
+    /// When a unit that started a packet of `bytes` at `start` has read it all (ceil(8 s / w)
+    /// unit cycles), so that its Load Balancer counter holds none of it.
+    fn read_by(&self, start: Time, bytes: u32) -> Time {
+        start + self.spec.clock.cycles(self.width.beats(bytes))
+    }
+
     /// Unit `u`'s queue, packet in service or start ahead changed: from when its Load
     /// Balancer counter is 0 (nothing queued, its start seen, its packet read), if nothing
     /// else comes.
@@ -468,9 +474,9 @@ impl Offload {
         let unit = &self.units[u];
         self.zero_from[u] = if unit.queue.is_empty() {
             let seen = unit.ahead.map_or(0, |a| a.0);
-            let read_by = unit.cur.map_or(0, |(_, bytes, start, _)| {
-                start + self.spec.clock.cycles(self.width.beats(bytes))
-            });
+            let read_by = unit
+                .cur
+                .map_or(0, |(_, bytes, start, _)| self.read_by(start, bytes));
             seen.max(read_by)
         } else {
             Time::MAX
@@ -675,8 +681,9 @@ impl Offload {
     /// fragment before it has arrived), then the non-pipelined delay.
     fn service_end(&self, start: Time, bytes: u32, tail: Time) -> Time {
         let clk = self.spec.clock;
-        let beats = self.width.beats(bytes);
-        let read_end = (start + clk.cycles(beats)).max(clk.edge_at_or_after(tail) + clk.period);
+        let read_end = self
+            .read_by(start, bytes)
+            .max(clk.edge_at_or_after(tail) + clk.period);
         read_end + clk.cycles(self.spec.delay_cycles as u64)
     }
 
@@ -926,8 +933,7 @@ impl Offload {
     fn any_reading(&self, now: Time) -> bool {
         self.units.iter().any(|unit| {
             unit.cur.is_some_and(|(_, bytes, start, _)| {
-                unit.ahead.is_none_or(|(seen, _)| seen <= now)
-                    && now < start + self.spec.clock.cycles(self.width.beats(bytes))
+                unit.ahead.is_none_or(|(seen, _)| seen <= now) && now < self.read_by(start, bytes)
             })
         })
     }
