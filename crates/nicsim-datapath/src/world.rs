@@ -88,19 +88,6 @@ impl World {
         self.q.wait_for_room(id);
     }
 
-    /// The front packet of FIFO `id`.
-    #[inline]
-    pub fn front_pkt(&self, id: FifoId) -> Option<&Pkt> {
-        self.q[id].front().map(|s| &self.pkts[s.item])
-    }
-
-    /// The front packet, to update its metadata in place (on its way out).
-    #[inline]
-    pub fn front_pkt_mut(&mut self, id: FifoId) -> Option<&mut Pkt> {
-        let s = self.q[id].front()?;
-        Some(&mut self.pkts[s.item])
-    }
-
     /// Drop a packet in flight, counting the reason.
     pub fn drop_pkt(&mut self, id: PktId, reason: &'static str) {
         self.pkts.free(id);
@@ -133,20 +120,6 @@ impl World {
             .front()
             .filter(|s| s.head <= now)
             .map(|s| &self.pkts[s.item])
-    }
-
-    /// Move the front packet of `from` into `to` over `link` at `now` (caller checked room).
-    pub fn forward(&mut self, now: Time, link: &mut Link, from: FifoId, to: FifoId, latency: Time) {
-        let slot = self.pop(from, now).expect("forward from an empty FIFO");
-        let tr = link.send(now, slot.bytes, slot.tail);
-        self.push(
-            to,
-            now,
-            slot.item,
-            slot.bytes,
-            tr.head + latency,
-            tr.tail + latency,
-        );
     }
 
     /// Wake `port` (of the component being stepped) for the next forward of `from`'s front
