@@ -278,15 +278,22 @@ impl Calendar {
     }
 }
 
+/// Where a port belongs: its component, its index within it, and the component's first port.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    comp: u32,
+    port: u32,
+    base: u32,
+}
+
 /// Components, the world they share, and the loop that runs them.
 pub struct Engine<W> {
     pub components: Vec<Box<dyn Component<W>>>,
     pub world: W,
     pub mode: Mode,
     pub stats: RunStats,
-    /// Per port: (component, port within it); per component: its first port.
-    owner: Vec<(usize, usize)>,
-    base: Vec<usize>,
+    /// Per port: its component, its index within it and the component's first port.
+    owner: Vec<Owner>,
     /// Distinct clocks (stepped mode walks their edges).
     clocks: Vec<Clock>,
     /// Steps taken per port (for profiling a model).
@@ -299,15 +306,18 @@ impl<W: HasCalendar> Engine<W> {
     /// Wire the components' ports into the world's calendar; every port is due at time 0.
     pub fn new(components: Vec<Box<dyn Component<W>>>, mut world: W, mode: Mode) -> Engine<W> {
         let mut owner = Vec::new();
-        let mut base = Vec::new();
         let mut port_clocks = Vec::new();
         let (mut rd, mut wr, mut wa) = (Vec::new(), Vec::new(), Vec::new());
         let mut n_res = 0;
         for (c, comp) in components.iter().enumerate() {
-            base.push(owner.len());
+            let base = owner.len() as u32;
             for (k, port) in comp.ports().into_iter().enumerate() {
                 let id = owner.len() as u32;
-                owner.push((c, k));
+                owner.push(Owner {
+                    comp: c as u32,
+                    port: k as u32,
+                    base,
+                });
                 port_clocks.push(port.clock);
                 for (list, res) in [
                     (&mut rd, &port.reads),
@@ -365,7 +375,6 @@ impl<W: HasCalendar> Engine<W> {
             mode,
             stats: RunStats::default(),
             owner,
-            base,
             clocks,
             port_steps: vec![0; n],
             visited: false,
@@ -380,6 +389,7 @@ impl<W: HasCalendar> Engine<W> {
     /// Statistics so far.
     pub fn stats(&self) -> RunStats {
         RunStats {
+            steps: self.port_steps.iter().sum(),
             wakes: self.world.cal_ref().requested,
             ..self.stats
         }
@@ -388,13 +398,12 @@ impl<W: HasCalendar> Engine<W> {
     /// Step port `p` at `now`; its own wake-up (popped, or none) becomes what it asks for.
     #[inline]
     fn step(&mut self, p: usize, now: Time) {
-        let (c, k) = self.owner[p];
+        let o = self.owner[p];
         let cal = self.world.cal();
         cal.cur = p;
-        cal.base = self.base[c];
+        cal.base = o.base as usize;
         cal.own = Time::MAX;
-        self.components[c].step(k, now, &mut self.world);
-        self.stats.steps += 1;
+        self.components[o.comp as usize].step(o.port as usize, now, &mut self.world);
         self.port_steps[p] += 1;
         let cal = self.world.cal();
         let own = std::mem::replace(&mut cal.own, Time::MAX);

@@ -132,13 +132,13 @@ impl Wakes {
         loop {
             let cur = self.base as usize & (B - 1);
             if let Some(b) = self.first_nonempty(cur) {
-                let d = (b + B - cur) & (B - 1);
-                let t = (self.base + d as u64) * self.g;
+                let q = self.base + ((b + B - cur) & (B - 1)) as u64;
+                let t = q * self.g;
                 if t > until {
                     return None;
                 }
-                if d != 0 {
-                    self.move_to(t);
+                if q != self.base {
+                    self.advance(q);
                 }
                 return Some((t, self.take_lowest(b)));
             }
@@ -201,9 +201,14 @@ impl Wakes {
     #[inline]
     pub fn move_to(&mut self, t: Time) {
         let base = self.g_div.div(t);
-        if base == self.base {
-            return;
+        if base != self.base {
+            self.advance(base);
         }
+    }
+
+    /// Time has reached bucket `base` (after the current one).
+    #[inline]
+    fn advance(&mut self, base: u64) {
         debug_assert!(base > self.base);
         self.base = base;
         while let Some(&Reverse((t, p))) = self.far.peek() {
