@@ -9,6 +9,7 @@
 //! bytes × sojourn. It is added when a packet leaves, and for the packets still in when the
 //! statistics are read, so a push or a pop costs no multiplication by elapsed time.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use crate::time::Time;
@@ -45,6 +46,10 @@ pub struct Fifo<T> {
     stats: FifoStats,
     /// Of the popped packets: Σ bytes × sojourn.
     byte_sojourn: u128,
+    /// Its writer found no room, so the next pop must wake it (see [`crate::FifoSet`]).
+    pub(crate) wait_room: Cell<bool>,
+    /// Its reader waits for any push, not only one into an empty FIFO.
+    pub(crate) wait_push: Cell<bool>,
 }
 
 impl<T> Fifo<T> {
@@ -55,6 +60,8 @@ impl<T> Fifo<T> {
             q: VecDeque::new(),
             stats: FifoStats::default(),
             byte_sojourn: 0,
+            wait_room: Cell::new(false),
+            wait_push: Cell::new(false),
         }
     }
     #[inline]

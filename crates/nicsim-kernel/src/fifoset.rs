@@ -6,8 +6,6 @@
 //! writer had asked for room and found none ([`FifoSet::room`]); both wake its watchers. This
 //! is the bookkeeping every model needs to keep event skipping exact, kept in one place.
 
-use std::cell::Cell;
-
 use crate::fifo::{Fifo, Slot};
 use crate::sim::Calendar;
 use crate::time::Time;
@@ -19,10 +17,6 @@ pub type FifoId = usize;
 pub struct FifoSet<T> {
     pub fifos: Vec<Fifo<T>>,
     pub names: Vec<String>,
-    /// Per FIFO: a writer found no room in it, so the next pop must wake its writer.
-    waiting: Vec<Cell<bool>>,
-    /// Per FIFO: its reader waits for any push (not only one into an empty FIFO).
-    push_waiting: Vec<Cell<bool>>,
 }
 
 impl<T> Default for FifoSet<T> {
@@ -30,8 +24,6 @@ impl<T> Default for FifoSet<T> {
         FifoSet {
             fifos: Vec::new(),
             names: Vec::new(),
-            waiting: Vec::new(),
-            push_waiting: Vec::new(),
         }
     }
 }
@@ -41,8 +33,6 @@ impl<T> FifoSet<T> {
     pub fn add(&mut self, name: impl Into<String>, capacity_bytes: u64) -> FifoId {
         self.fifos.push(Fifo::new(capacity_bytes));
         self.names.push(name.into());
-        self.waiting.push(Cell::new(false));
-        self.push_waiting.push(Cell::new(false));
         self.fifos.len() - 1
     }
     pub fn len(&self) -> usize {
@@ -66,15 +56,16 @@ impl<T> FifoSet<T> {
         tail: Time,
     ) {
         let f = &mut self.fifos[id];
-        let wake_reader = f.is_empty() | self.push_waiting[id].replace(false);
+        let wake_reader = f.is_empty() | f.wait_push.replace(false);
         f.push(now, item, bytes, head, tail);
         cal.pushed(id, head, wake_reader);
     }
     /// Start reading the front item of FIFO `id` out.
     #[inline]
     pub fn pop(&mut self, cal: &mut Calendar, id: FifoId, now: Time) -> Option<Slot<T>> {
-        let s = self.fifos[id].pop(now)?;
-        cal.popped(id, self.waiting[id].replace(false));
+        let f = &mut self.fifos[id];
+        let s = f.pop(now)?;
+        cal.popped(id, f.wait_room.replace(false));
         Some(s)
     }
     /// Whether FIFO `id` has room for `bytes`. A writer must ask here: when there is no room,
@@ -91,13 +82,13 @@ impl<T> FifoSet<T> {
     /// the next pop wakes it.
     #[inline]
     pub fn wait_for_room(&self, id: FifoId) {
-        self.waiting[id].set(true);
+        self.fifos[id].wait_room.set(true);
     }
     /// The reader of FIFO `id` waits for it to change (what it would take from it depends on
     /// more than its front): the next push wakes it, as a push into an empty FIFO does.
     #[inline]
     pub fn wait_for_push(&self, id: FifoId) {
-        self.push_waiting[id].set(true);
+        self.fifos[id].wait_push.set(true);
     }
     /// Free bytes of FIFO `id`.
     #[inline]
