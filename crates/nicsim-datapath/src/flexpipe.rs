@@ -151,13 +151,12 @@ fn wake_send(
     next: &mut Next,
 ) {
     let now = w.cal.now();
-    let mut times = [Time::MAX; 2];
-    for (t, &f) in times.iter_mut().zip(&inputs) {
-        if let Some(s) = w.q.front(f) {
-            *t = link.free_from(s.head.max(now));
-        }
-    }
-    times.sort_unstable();
+    let at = |f: FifoId| w.q.front(f).map(|s| link.free_from(s.head.max(now)));
+    let times = match (at(inputs[0]), at(inputs[1])) {
+        (None, None) => return, // a push wakes it
+        (Some(t), None) | (None, Some(t)) => [t, Time::MAX],
+        (Some(a), Some(b)) => [a.min(b), a.max(b)],
+    };
     let (mut last, mut blocked) = (None, false);
     for t in times.into_iter().filter(|&t| t != Time::MAX) {
         let Some(f) = pick(w, t).filter(|&f| Some(f) != last) else {
