@@ -207,10 +207,18 @@ impl Wakes {
     }
 
     /// Time has reached bucket `base` (after the current one).
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, base: u64) {
         debug_assert!(base > self.base);
         self.base = base;
+        if !self.far.is_empty() {
+            self.take_in_far();
+        }
+    }
+
+    /// Move the far wake-ups the ring now covers into it.
+    #[inline(never)]
+    fn take_in_far(&mut self) {
         while let Some(&Reverse((t, p))) = self.far.peek() {
             let q = self.g_div.div(t);
             if q >= self.base + B as u64 {
