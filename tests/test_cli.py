@@ -80,12 +80,69 @@ def test_run_writes_summary_and_tables(tmp_path: Path) -> None:
     assert lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"] and lat["min"] <= lat["mean"] <= lat["max"], lat
     assert set(s["per_flow"]) == {"flow1", "flow2", "flow3", "flow4"}
     assert s["interrupted"] is False
+    assert s["finished"] is True and s["deadlocked"] is False
+    assert "deadlock" not in r.stderr
     with (out / "per_flow.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["flow", "size_bytes", "packets", "mean_us", "min_us", "p50_us", "p99_us", "max_us"]
     assert {r["flow"] for r in rows} == {"flow1", "flow2", "flow3", "flow4"}
     assert sum(int(r["packets"]) for r in rows) == s["latency_us"]["packets"]
     assert not list(tmp_path.glob(".run.*")), "temporary folders left behind"
+
+
+DEADLOCK = """
+seed = 1
+arch = "flexpipe"
+[pipeline]
+width_bits = 512
+clock_mhz = 150
+arbiter_fifo_bytes = 1500
+recirc_fifo_bytes = 1500
+[[offloads]]
+name = "o0"
+width_bits = 64
+clock_mhz = 100
+units = 5
+[[offloads]]
+name = "o1"
+width_bits = 512
+clock_mhz = 300
+delay_cycles = 100
+units = 1
+[[offloads]]
+name = "o2"
+width_bits = 8
+clock_mhz = 150
+delay_cycles = 3
+units = 5
+[traffic]
+packets = 400
+rate_gbps = 20.0
+size = { dist = "uniform_set", values = [64, 1500] }
+[[flows]]
+name = "loop"
+chain = ["o2", "o0", "o2"]
+dport = 5001
+[[flows]]
+name = "other"
+chain = ["o2", "o1"]
+dport = 5002
+[measure]
+window = [10, 390]
+"""
+
+
+def test_a_deadlock_is_reported(tmp_path: Path) -> None:
+    """1500 B FIFOs on a recirculating chain jam the loop, as they would in hardware: the run ends,
+    the stuck packets are counted in flight, and the user is told why."""
+    cfg = tmp_path / "jam.toml"
+    cfg.write_text(DEADLOCK)
+    r = nicsim("run", cfg, "--out", tmp_path / "jam")
+    assert r.returncode == 0, r.stderr
+    s = _summary(tmp_path / "jam")
+    assert s["finished"] is True and s["deadlocked"] is True
+    assert s["packets"]["in_flight"] > 0 and _conserved(s)
+    assert "warning: the run deadlocked" in r.stderr and f"{s['packets']['in_flight']:,} packets" in r.stderr
 
 
 def test_same_seed_same_bytes(tmp_path: Path) -> None:

@@ -135,6 +135,10 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
                 bar.update(task, completed=p["delivered"] + p["dropped_total"], sim=f"{s['sim_time_us']:,.1f} µs simulated")
             bar.stop()
     print_run(summary)
+    if summary.get("deadlocked"):
+        err_console.print(f"[yellow]warning:[/] the run deadlocked: {summary['packets']['in_flight']:,} packets "
+                          "are stuck with nothing able to move (e.g. a recirculation loop whose FIFOs are full; "
+                          "see pipeline.recirc_fifo_bytes and pipeline.arbiter_fifo_bytes)")
     files = ["summary.json", "per_flow.csv", "config.json"] + (["egress.pcap"] if want_pcap else [])
     if summary["interrupted"]:
         err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")

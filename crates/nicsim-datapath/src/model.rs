@@ -313,6 +313,9 @@ impl Datapath {
             "throughput_gbps": sink.throughput_gbps(&tb),
             "sim_time_us": tb.to_us(end),
             "finished": self.finished,
+            // Nothing can move any more, yet packets are still inside (e.g. a recirculation
+            // loop whose FIFOs are all full, as it would stay in hardware).
+            "deadlocked": self.finished && in_flight > 0,
             "packets": {
                 "offered": offered,
                 "delivered": delivered,

@@ -183,12 +183,23 @@ fn a_deadlocked_recirculation_loop_ends_the_run_with_packets_in_flight() {
     cfg.traffic.rate_gbps = 20.0;
     cfg.traffic.packets = 400;
     cfg.measure.window = [10, 390];
-    let (skip, _) = skip_and_stepped(cfg, "deadlocked");
+    let (skip, _) = skip_and_stepped(cfg.clone(), "deadlocked");
     assert!(
         skip["packets"]["in_flight"].as_u64().unwrap() > 0,
         "{}",
         skip["packets"]
     );
+    assert_eq!(skip["finished"], true);
+    assert_eq!(
+        skip["deadlocked"], true,
+        "the summary says why packets are left"
+    );
+    // With room enough for the loop, the same traffic drains.
+    cfg.pipeline.arbiter_fifo_bytes = 16384;
+    cfg.pipeline.recirc_fifo_bytes = 16384;
+    let (roomy, _) = skip_and_stepped(cfg, "roomy");
+    assert_eq!(roomy["packets"]["in_flight"], 0);
+    assert_eq!(roomy["deadlocked"], false);
 }
 
 /// One offload with one unit, Poisson arrivals of fixed-size packets: the mean wait in the
