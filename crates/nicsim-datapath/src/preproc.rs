@@ -61,7 +61,11 @@ impl Prefix {
     }
     #[inline]
     pub fn matches(&self, a: &IpAddr) -> bool {
-        let (v6, x) = addr_bits(a);
+        self.matches_bits(addr_bits(a))
+    }
+    /// [`Prefix::matches`] on an address already in its [`addr_bits`] form.
+    #[inline]
+    fn matches_bits(&self, (v6, x): (bool, u128)) -> bool {
         v6 == self.v6 && x & self.mask == self.value
     }
 }
@@ -148,13 +152,19 @@ impl Rule {
     }
     #[inline]
     pub fn matches(&self, h: &HeaderKey) -> bool {
-        self.src.is_none_or(|p| p.matches(&h.src))
-            && self.dst.is_none_or(|p| p.matches(&h.dst))
+        self.matches_with(h, addr_bits(&h.src), addr_bits(&h.dst))
+    }
+    /// [`Rule::matches`] with `h`'s addresses already in their [`addr_bits`] form (a lookup
+    /// converts them once for all rules); the cheap scalar fields are compared first.
+    #[inline]
+    fn matches_with(&self, h: &HeaderKey, src: (bool, u128), dst: (bool, u128)) -> bool {
+        self.dport.is_none_or(|(a, b)| (a..=b).contains(&h.dport))
             && self.sport.is_none_or(|(a, b)| (a..=b).contains(&h.sport))
-            && self.dport.is_none_or(|(a, b)| (a..=b).contains(&h.dport))
             && self.proto.is_none_or(|p| p == h.proto)
             && self.tos.is_none_or(|t| t == h.tos)
             && self.vlan.is_none_or(|v| Some(v) == h.vlan)
+            && self.src.is_none_or(|p| p.matches_bits(src))
+            && self.dst.is_none_or(|p| p.matches_bits(dst))
     }
 }
 
@@ -168,9 +178,10 @@ impl MatchTable {
     /// The flow type of the first matching rule.
     #[inline]
     pub fn lookup(&self, h: &HeaderKey) -> Option<u16> {
+        let (src, dst) = (addr_bits(&h.src), addr_bits(&h.dst));
         self.rules
             .iter()
-            .find(|(r, _)| r.matches(h))
+            .find(|(r, _)| r.matches_with(h, src, dst))
             .map(|(_, f)| *f)
     }
 }
