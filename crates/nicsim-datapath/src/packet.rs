@@ -116,8 +116,8 @@ impl Pkt {
 /// A packet in flight: its index in [`Pkts`].
 pub type PktId = u32;
 
-/// The packets in flight. Freed slots are reused, so the slab is as large as the most packets
-/// ever in flight at once.
+/// The packets in flight, and the generator's next one waiting at the MAC. Freed slots are
+/// reused, so the slab is as large as the most packets ever in flight at once (plus that one).
 #[derive(Default)]
 pub struct Pkts {
     slots: Vec<Pkt>,
@@ -125,7 +125,7 @@ pub struct Pkts {
 }
 
 impl Pkts {
-    /// Put a packet in flight.
+    /// Put a packet in flight (or at the MAC, ready to go).
     pub fn alloc(&mut self, p: Pkt) -> PktId {
         match self.free.pop() {
             Some(id) => {

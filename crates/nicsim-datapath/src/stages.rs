@@ -6,7 +6,7 @@ use nicsim_kernel::{Component, Link, Port, Time, Timebase};
 
 use crate::config::Pipeline;
 
-use crate::packet::{Chain, Pkt};
+use crate::packet::{Chain, PktId};
 use crate::traffic::Source;
 use crate::world::{FifoId, World};
 
@@ -16,7 +16,8 @@ pub struct Generator {
     pub source: Source,
     pub link: Link,
     pub out: FifoId,
-    pending: Option<Pkt>,
+    /// The next packet, already in the slab, waiting at the MAC for its arrival time and room.
+    pending: Option<PktId>,
     /// Chain to prepare frames for when it does not come from the flow table (StaticPipe).
     pub fixed_chain: Option<Chain>,
 }
@@ -41,7 +42,8 @@ impl Generator {
                         .and_then(|f| chains.get(f as usize).copied())
                 })
             };
-            self.pending = Some(self.source.take(&chain_for, w.funcs.as_ref()));
+            let p = self.source.take(&chain_for, w.funcs.as_ref());
+            self.pending = Some(w.pkts.alloc(p));
             w.offered += 1;
         }
     }
@@ -53,23 +55,22 @@ impl Component<World> for Generator {
     }
     fn step(&mut self, _: usize, now: Time, w: &mut World) {
         self.refill(w);
-        let Some(p) = &self.pending else { return };
-        if p.t_arrival <= now && self.link.is_free(now) && w.room(self.out, p.size) {
-            let p = self.pending.take().unwrap();
-            let tr = self.link.send(now, p.size, now);
-            let size = p.size;
-            let id = w.pkts.alloc(p);
+        let Some(id) = self.pending else { return };
+        let (t_arrival, size) = (w.pkts[id].t_arrival, w.pkts[id].size);
+        if t_arrival <= now && self.link.is_free(now) && w.room(self.out, size) {
+            let tr = self.link.send(now, size, now);
             w.push(self.out, now, id, size, tr.head, tr.tail);
+            self.pending = None;
             self.refill(w);
         }
         // Next: the pending packet's arrival once the link is free (no room: the reader's
         // pop wakes us).
-        match &self.pending {
-            Some(p) if w.room(self.out, p.size) => {
+        if let Some(id) = self.pending {
+            let p = &w.pkts[id];
+            if w.room(self.out, p.size) {
                 let t = self.link.free_from(p.t_arrival);
                 w.cal.wake_port(0, t);
             }
-            _ => {}
         }
     }
 }
