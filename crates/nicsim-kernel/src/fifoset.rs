@@ -61,7 +61,7 @@ impl<T> FifoSet<T> {
         cal.pushed(id, head, wake_reader);
     }
     /// Start reading the front item of FIFO `id` out.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self, cal: &mut Calendar, id: FifoId, now: Time) -> Option<Slot<T>> {
         let f = &mut self.fifos[id];
         let s = f.pop(now)?;
