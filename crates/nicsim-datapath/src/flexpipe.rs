@@ -24,8 +24,7 @@
 //! first because nothing it reads (its two FIFOs, the next stage) depends on this Offload's
 //! units, and the round robin after the arbiter because it fills the FIFO the arbiter empties.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use nicsim_kernel::{Clock, Component, Link, Port, Slot, Time, Transfer, Width};
 
@@ -303,6 +302,72 @@ const ALONE: Ports = Ports {
     late: Some(3),
 };
 
+/// The units' next events: one time per unit (`Time::MAX`: none), and a tournament tree over
+/// them that holds the earliest, the lower unit first on a tie. A unit's event reschedules it
+/// (see `finish_and_start`), so one pending time per unit is enough: a wake for later than the
+/// pending one is the event's to set again.
+struct UnitWakes {
+    /// Node `i` (from 1) holds the earliest (time, unit) below it; its children are `2i` and
+    /// `2i + 1`, and unit `u`'s leaf is `leaves + u`.
+    nodes: Vec<(Time, u32)>,
+    /// Leaves: the number of units rounded up to a power of two.
+    leaves: usize,
+}
+
+impl UnitWakes {
+    /// No events for `n_units` units.
+    fn new(n_units: usize) -> UnitWakes {
+        let leaves = n_units.next_power_of_two();
+        let mut nodes = vec![(Time::MAX, 0); 2 * leaves];
+        for (u, leaf) in nodes[leaves..].iter_mut().enumerate() {
+            leaf.1 = u as u32;
+        }
+        for i in (1..leaves).rev() {
+            nodes[i] = nodes[2 * i];
+        }
+        UnitWakes { nodes, leaves }
+    }
+
+    /// The earliest event: (unit edge, unit); `Time::MAX` when there is none.
+    #[inline]
+    fn first(&self) -> (Time, u32) {
+        self.nodes[1]
+    }
+
+    /// Unit `u`'s next event is at `t` (`Time::MAX`: none).
+    fn set(&mut self, u: usize, t: Time) {
+        let mut i = self.leaves + u;
+        self.nodes[i] = (t, u as u32);
+        while i > 1 {
+            let l = i & !1;
+            let (a, b) = (self.nodes[l], self.nodes[l + 1]);
+            i >>= 1;
+            // The left child holds the lower units: it wins a tie.
+            self.nodes[i] = if b.0 < a.0 { b } else { a };
+        }
+    }
+
+    /// Unit `u` looks at its packet in service or its queue at `t` at the latest.
+    fn arm(&mut self, u: usize, t: Time) {
+        let mut i = self.leaves + u;
+        if t >= self.nodes[i].0 {
+            return;
+        }
+        let new = (t, u as u32);
+        self.nodes[i] = new;
+        // An earlier time: it only wins where it beats the earliest so far (unless that was
+        // this unit's own, later time).
+        while i > 1 {
+            i >>= 1;
+            let old = self.nodes[i];
+            if old.1 != new.1 && old <= new {
+                break;
+            }
+            self.nodes[i] = new;
+        }
+    }
+}
+
 pub struct Offload {
     pub idx: u8,
     pub name: String,
@@ -333,9 +398,9 @@ pub struct Offload {
     sticky_unit: usize,
     /// The splitter found no unit able to take its packet; only a unit event can change that.
     lb_blocked: bool,
-    /// The units' events: (unit edge, unit) at which a unit next looks at its packet in
-    /// service or its queue, earliest first.
-    unit_wakes: BinaryHeap<Reverse<(Time, u32)>>,
+    /// The units' events: per unit, the unit edge at which it next looks at its packet in
+    /// service or its queue.
+    unit_wakes: UnitWakes,
     /// The earliest pipeline edge for which the units' first port has been woken (and not yet
     /// stepped), so that it is not woken again for a later one.
     units_woken: Time,
@@ -396,7 +461,7 @@ impl Offload {
             rr_next: 0,
             sticky_unit: 0,
             lb_blocked: false,
-            unit_wakes: BinaryHeap::new(),
+            unit_wakes: UnitWakes::new(n_units as usize),
             units_woken: Time::MAX,
             credit_id: idx as usize,
             detour: false,
@@ -589,15 +654,15 @@ impl Offload {
     /// Schedule unit `u` to look at its queue at the first unit edge at or after `t` (the
     /// caller then wakes whoever takes it up, see `wake_units`).
     fn wake_unit(&mut self, u: usize, t: Time) {
-        self.unit_wakes
-            .push(Reverse((self.spec.clock.edge_at_or_after(t), u as u32)));
+        self.unit_wakes.arm(u, self.spec.clock.edge_at_or_after(t));
     }
 
     /// Wake the port that takes up the units' earliest event: the late units' port of this
     /// very edge if the event is due by now and that port is still to come, otherwise the
     /// units' port at the pipeline edge that follows the event.
     fn wake_units(&mut self, port: usize, w: &mut World) {
-        if let Some(&Reverse((t, _))) = self.unit_wakes.peek() {
+        let (t, _) = self.unit_wakes.first();
+        if t != Time::MAX {
             let now = w.cal.now();
             if t <= now && port < self.ports.late() {
                 w.cal.wake_port(self.ports.late(), now);
@@ -613,15 +678,22 @@ impl Offload {
     /// edge): finish the packet in service, start the next.
     /// `rr_follows`: the round robin acts right after, in the same step.
     fn unit_event(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) {
-        self.finish_and_start(u, now, rr_follows, w);
+        let next = self.finish_and_start(u, now, rr_follows, w);
+        self.unit_wakes.set(u, next);
         self.refresh_zero(u);
     }
 
-    fn finish_and_start(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) {
+    /// Finish unit `u`'s packet in service if it is done by unit edge `now`, then start the
+    /// front packet of its queue if it can. Returns the unit edge of the unit's next event: the
+    /// end of its packet in service, else the first edge at which the front packet may start
+    /// (its first beat there, the unit's idle time over); `Time::MAX` when only a packet
+    /// entering (see `enter`) or the round robin making room (see `round_robin`) can let it
+    /// go on, and they wake it.
+    fn finish_and_start(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) -> Time {
         let unit = &mut self.units[u];
-        if let Some((_, _, _, end)) = &unit.cur {
-            if *end > now {
-                return;
+        if let Some((_, _, _, end)) = unit.cur {
+            if end > now {
+                return end;
             }
             let (id, bytes, start, end) = unit.cur.take().unwrap();
             w.unit_busy_ticks[self.idx as usize] += end - start;
@@ -652,27 +724,24 @@ impl Offload {
             }
         }
         let unit = &mut self.units[u];
-        if unit.cur.is_some() || now < unit.free_at {
-            return;
-        }
         let Some(front) = unit.queue.front() else {
-            return;
+            return Time::MAX;
         };
         if unit.done_bytes + front.bytes as u64 > self.spec.out_bytes as u64 {
-            return; // output buffer full: wait for the round robin
+            return Time::MAX; // output buffer full: wait for the round robin
         }
-        let clk = self.spec.clock;
-        if clk.edge_at_or_after(front.head) > now {
-            let t = front.head;
-            self.unit_wakes
-                .push(Reverse((clk.edge_at_or_after(t), u as u32)));
-            return;
+        let start = self
+            .spec
+            .clock
+            .edge_at_or_after(front.head.max(unit.free_at));
+        if start > now {
+            return start;
         }
         let slot = unit.queue.pop_front().unwrap();
         unit.queued_bytes -= slot.bytes as u64;
         let end = self.service_end(now, slot.bytes, slot.tail);
         self.units[u].cur = Some((slot.item, slot.bytes, now, end));
-        self.unit_wakes.push(Reverse((end, u as u32)));
+        end
     }
 
     /// When a unit that starts a packet of `bytes` at unit edge `start`, whose last beat lands
@@ -711,11 +780,11 @@ impl Offload {
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
     /// crossing.
     fn unit_events(&mut self, now: Time, rr_follows: bool, w: &mut World) {
-        while let Some(&Reverse((t, u))) = self.unit_wakes.peek() {
+        loop {
+            let (t, u) = self.unit_wakes.first();
             if t > now {
                 break;
             }
-            self.unit_wakes.pop();
             if std::mem::take(&mut self.lb_blocked) {
                 // A unit changed: the Load Balancer may find room now.
                 w.cal.wake_port(self.ports.split, now);
@@ -797,10 +866,10 @@ impl Offload {
                         self.set_ready(u, false);
                     }
                     self.rr_next = if u + 1 == self.units.len() { 0 } else { u + 1 };
-                    // The unit may go on (its output buffer has room, its idle time starts):
-                    // unless it has nothing at all, in service or queued.
+                    // The unit may go on (its output buffer has room, its idle time starts) if
+                    // a packet waits in its queue; one in service has its event at its end.
                     let unit = &self.units[u];
-                    if unit.cur.is_some() || !unit.queue.is_empty() {
+                    if unit.cur.is_none() && !unit.queue.is_empty() {
                         let t = unit.free_at.max(now);
                         self.wake_unit(u, t);
                     }
@@ -880,7 +949,7 @@ impl Offload {
             let unit = &mut self.units[u];
             unit.cur = Some((item, bytes, start, end));
             unit.ahead = Some((self.pclk.edge_at_or_after(start), bytes));
-            self.unit_wakes.push(Reverse((end, u as u32)));
+            self.unit_wakes.arm(u, end);
             self.wake_units(self.ports.split, w);
         } else {
             unit.queue.push_back(Slot {
