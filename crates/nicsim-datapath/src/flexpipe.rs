@@ -779,7 +779,17 @@ impl Offload {
     /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
     /// crossing.
+    #[inline]
     fn unit_events(&mut self, now: Time, rr_follows: bool, w: &mut World) {
+        // Most steps find none due: look no further then.
+        if self.unit_wakes.first().0 <= now {
+            self.due_unit_events(now, rr_follows, w);
+        }
+    }
+
+    /// [`Offload::unit_events`], the earliest being due.
+    #[inline(never)]
+    fn due_unit_events(&mut self, now: Time, rr_follows: bool, w: &mut World) {
         loop {
             let (t, u) = self.unit_wakes.first();
             if t > now {
