@@ -677,6 +677,9 @@ impl Offload {
     /// A unit event at unit edge `now` (observed by the rest of the Offload at the next pipeline
     /// edge): finish the packet in service, start the next.
     /// `rr_follows`: the round robin acts right after, in the same step.
+    /// Out of line, so that the loop over due events (mostly one) does not load everything this
+    /// needs before its first turn.
+    #[inline(never)]
     fn unit_event(&mut self, u: usize, now: Time, rr_follows: bool, w: &mut World) {
         let next = self.finish_and_start(u, now, rr_follows, w);
         self.unit_wakes.set(u, next);
