@@ -339,9 +339,10 @@ impl UnitWakes {
         let mut i = self.leaves + u;
         self.nodes[i] = (t, u as u32);
         while i > 1 {
-            let l = i & !1;
-            let (a, b) = (self.nodes[l], self.nodes[l + 1]);
-            i >>= 1;
+            i /= 2;
+            let [a, b] = self.nodes[2 * i..2 * i + 2] else {
+                unreachable!("two children")
+            };
             // The left child holds the lower units: it wins a tie.
             self.nodes[i] = if b.0 < a.0 { b } else { a };
         }
