@@ -83,6 +83,7 @@ impl Link {
         t.max(self.busy_until)
     }
     /// Start moving `bytes` at `now`; `src_tail` is when the last byte reaches the sender.
+    #[inline]
     pub fn send(&mut self, now: Time, bytes: u32, src_tail: Time) -> Transfer {
         let beats = self.beats_for(bytes);
         self.send_beats(now, beats, src_tail)

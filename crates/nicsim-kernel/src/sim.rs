@@ -238,14 +238,19 @@ impl Calendar {
 
     /// A packet left resource `r`; `wake_writer`: its writer found no room in it and is
     /// waiting for this.
-    #[inline]
+    #[inline(always)]
     pub fn popped(&mut self, r: usize, wake_writer: bool) {
         if wake_writer {
-            if let Some(&p) = self.writer.get(r).filter(|&&p| p != NOBODY) {
-                self.wake(p as usize, self.now);
-            }
+            self.wake_writer(r);
         }
         self.wake_watchers(r);
+    }
+
+    /// The writer of resource `r` waits for room in it: wake it now.
+    fn wake_writer(&mut self, r: usize) {
+        if let Some(&p) = self.writer.get(r).filter(|&&p| p != NOBODY) {
+            self.wake(p as usize, self.now);
+        }
     }
 
     /// Resource `r` (or state that goes with it, such as credits) changed: wake everyone on it.
