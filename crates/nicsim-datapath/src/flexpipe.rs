@@ -191,6 +191,9 @@ impl IngressTc {
             .find(|&f| w.q.ready_front(f, t).is_some())
     }
 
+    /// Out of line, so that the pipeline's step, which dispatches to every port (mostly the
+    /// Offloads'), stays small: without this it saves and restores registers on every step.
+    #[inline(never)]
     fn step(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next) {
         let (recirc, new) = (self.recirc, self.new);
         if self.link.is_free(now) {
