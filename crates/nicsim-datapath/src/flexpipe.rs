@@ -906,20 +906,20 @@ impl Offload {
     /// when that destination cannot take it now.
     fn route(&mut self, now: Time, w: &mut World, item: PktId, bytes: u32) -> Option<Route> {
         let p = &w.pkts[item];
-        if self.detour && self.wants(p) && !self.admits(p, w) {
-            // No credit: the whole packet goes back to the scheduler.
-            w.room(self.bypass, bytes).then_some(Route::Detour)
-        } else if self.wants(p) {
-            let target = if self.detour {
-                Some(0)
-            } else {
-                self.steer(now, bytes)
-            };
-            self.lb_blocked = target.is_none();
-            target.map(Route::Unit)
-        } else {
+        if !self.wants(p) {
             w.room(self.bypass, bytes)
                 .then_some(Route::Fifo(self.bypass))
+        } else if !self.detour {
+            let target = self.steer(now, bytes);
+            self.lb_blocked = target.is_none();
+            target.map(Route::Unit)
+        } else if self.admits(p, w) {
+            // PANIC full variant: its one unit.
+            self.lb_blocked = false;
+            Some(Route::Unit(0))
+        } else {
+            // No credit: the whole packet goes back to the scheduler.
+            w.room(self.bypass, bytes).then_some(Route::Detour)
         }
     }
 
@@ -994,9 +994,11 @@ impl Offload {
     /// loaded) can change that: the feeder is woken for the last two here.
     fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
         let p = &w.pkts[item];
-        if self.detour && self.wants(p) {
+        if !self.wants(p) {
+            w.room(self.bypass, bytes)
+        } else if self.detour {
             self.admits(p, w) || w.room(self.bypass, bytes)
-        } else if self.wants(p) {
+        } else {
             let now = w.cal.now();
             if !self.lb_blocked || self.steer(now, bytes).is_some() {
                 return true;
@@ -1008,8 +1010,6 @@ impl Offload {
                 w.cal.wake_port(self.ports.split, now + 1);
             }
             false
-        } else {
-            w.room(self.bypass, bytes)
         }
     }
 
