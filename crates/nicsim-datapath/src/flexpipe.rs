@@ -108,34 +108,52 @@ impl Next<'_> {
     }
 }
 
-/// Send the front packet of `from` over `link` (with `extra_beats` ahead of its data) to
-/// `next`, if its first beat is there, the link is free and `next` can take it.
+/// The front packet of a sender's input, as its pick found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Front {
+    fifo: FifoId,
+    item: PktId,
+    bytes: u32,
+}
+
+impl Front {
+    /// FIFO `fifo`'s front packet, if its first beat is there by `t`.
+    #[inline]
+    fn ready(w: &World, fifo: FifoId, t: Time) -> Option<Front> {
+        w.q.ready_front(fifo, t).map(|s| Front {
+            fifo,
+            item: s.item,
+            bytes: s.bytes,
+        })
+    }
+}
+
+/// Send `front` (its first beat there by `now`) over `link` (with `extra_beats` ahead of its
+/// data) to `next`, if the link is free and `next` can take it.
 fn send_front(
     now: Time,
     w: &mut World,
-    from: FifoId,
+    front: Front,
     link: &mut Link,
     extra_beats: u64,
     next: &mut Next,
 ) -> bool {
-    let Some(s) = w.q.ready_front(from, now) else {
-        return false;
-    };
-    let (item, bytes) = (s.item, s.bytes);
+    debug_assert_eq!(Some(front), Front::ready(w, front.fifo, now));
+    let Front { fifo, item, bytes } = front;
     if !link.is_free(now) {
         return false;
     }
     let Some(route) = next.route(now, w, item, bytes) else {
         return false;
     };
-    let slot = w.pop(from, now).unwrap();
+    let slot = w.pop(fifo, now).unwrap();
     let tr = link.send_beats(now, link.beats_for(bytes) + extra_beats, slot.tail);
     next.enter(now, w, route, item, bytes, tr);
     true
 }
 
 /// Wake `port` (of the component being stepped) for its next [`send_front`] from one of
-/// `inputs`, where `pick(w, t)` is the input it takes from at time `t` (of those whose front
+/// `inputs`, where `pick(w, t)` is the front packet it takes at time `t` (of those whose front
 /// packet's first beat is there by `t`). What it picks changes only as front packets arrive,
 /// so it is woken at the first of those times (once `link` is free) at which it would pick a
 /// packet `next` might take. If it would pick one `next` cannot take, only `next` making room
@@ -146,7 +164,7 @@ fn wake_send(
     port: usize,
     link: &Link,
     inputs: [FifoId; 2],
-    pick: impl Fn(&World, Time) -> Option<FifoId>,
+    pick: impl Fn(&World, Time) -> Option<Front>,
     next: &mut Next,
 ) {
     let now = w.cal.now();
@@ -158,13 +176,11 @@ fn wake_send(
     };
     let (mut last, mut blocked) = (None, false);
     for t in times.into_iter().filter(|&t| t != Time::MAX) {
-        let Some(f) = pick(w, t).filter(|&f| Some(f) != last) else {
+        let Some(f) = pick(w, t).filter(|f| Some(f.fifo) != last) else {
             continue;
         };
-        last = Some(f);
-        let s = w.q.front(f).expect("a picked input has a front packet");
-        let (item, bytes) = (s.item, s.bytes);
-        if next.may_take(w, item, bytes) {
+        last = Some(f.fifo);
+        if next.may_take(w, f.item, f.bytes) {
             w.cal.wake_port(port, t);
             return;
         }
@@ -184,11 +200,9 @@ pub struct IngressTc {
 }
 
 impl IngressTc {
-    /// The input it takes from at `t`: recirculated traffic whenever its front packet is there.
-    fn pick(recirc: FifoId, new: FifoId, w: &World, t: Time) -> Option<FifoId> {
-        [recirc, new]
-            .into_iter()
-            .find(|&f| w.q.ready_front(f, t).is_some())
+    /// The packet it takes at `t`: recirculated traffic whenever its front packet is there.
+    fn pick(recirc: FifoId, new: FifoId, w: &World, t: Time) -> Option<Front> {
+        Front::ready(w, recirc, t).or_else(|| Front::ready(w, new, t))
     }
 
     /// Out of line, so that the pipeline's step, which dispatches to every port (mostly the
@@ -197,8 +211,8 @@ impl IngressTc {
     fn step(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next) {
         let (recirc, new) = (self.recirc, self.new);
         if self.link.is_free(now) {
-            if let Some(from) = IngressTc::pick(recirc, new, w, now) {
-                send_front(now, w, from, &mut self.link, 0, next);
+            if let Some(f) = IngressTc::pick(recirc, new, w, now) {
+                send_front(now, w, f, &mut self.link, 0, next);
             }
         }
         w.cal.busy_until(port, self.link.busy_until());
@@ -762,21 +776,21 @@ impl Offload {
         read_end + clk.cycles(self.spec.delay_cycles as u64)
     }
 
-    /// The Traffic Arbiter's choice: the FIFO with the highest fill level among those whose
-    /// front packet has arrived (units' FIFO on a tie).
-    fn arbiter_pick(&self, now: Time, w: &World) -> Option<FifoId> {
-        let ready = |f: FifoId| w.q[f].front().is_some_and(|s| s.head <= now);
-        match (ready(self.ufifo), ready(self.bypass)) {
-            (true, true) => Some(
+    /// The Traffic Arbiter's choice: the front packet of the FIFO with the highest fill level
+    /// among those whose front packet has arrived (units' FIFO on a tie).
+    fn arbiter_pick(&self, now: Time, w: &World) -> Option<Front> {
+        match (
+            Front::ready(w, self.ufifo, now),
+            Front::ready(w, self.bypass, now),
+        ) {
+            (Some(u), Some(b)) => Some(
                 if w.q[self.bypass].used_bytes() > w.q[self.ufifo].used_bytes() {
-                    self.bypass
+                    b
                 } else {
-                    self.ufifo
+                    u
                 },
             ),
-            (true, false) => Some(self.ufifo),
-            (false, true) => Some(self.bypass),
-            (false, false) => None,
+            (u, b) => u.or(b),
         }
     }
 }
@@ -840,9 +854,9 @@ impl Offload {
             self.hold(u, -1, w);
         }
         if self.arb_link.is_free(now) {
-            if let Some(from) = self.arbiter_pick(now, w) {
+            if let Some(f) = self.arbiter_pick(now, w) {
                 let beats = self.spec.descriptor_beats;
-                send_front(now, w, from, &mut self.arb_link, beats, next);
+                send_front(now, w, f, &mut self.arb_link, beats, next);
             }
         }
         w.cal.busy_until(self.ports.arb, self.arb_link.busy_until());
@@ -1030,9 +1044,11 @@ impl Offload {
             .split_link
             .take()
             .expect("an Offload on its own has a link");
-        send_front(now, w, inp, &mut link, 0, &mut Next::Offload(self));
+        if let Some(f) = Front::ready(w, inp, now) {
+            send_front(now, w, f, &mut link, 0, &mut Next::Offload(self));
+        }
         w.cal.busy_until(self.ports.split, link.busy_until());
-        let pick = move |w: &World, t: Time| w.q.ready_front(inp, t).map(|_| inp);
+        let pick = move |w: &World, t: Time| Front::ready(w, inp, t);
         let port = self.ports.split;
         wake_send(w, port, &link, [inp, inp], pick, &mut Next::Offload(self));
         self.split_link = Some(link);
