@@ -99,11 +99,9 @@ impl Next<'_> {
     #[inline]
     fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
         match self {
+            Next::Fifo(f) => w.room(*f, bytes),
             Next::Offload(o) => o.may_take(w, item, bytes),
-            _ => {
-                let now = w.cal.now();
-                self.route(now, w, item, bytes).is_some()
-            }
+            Next::Egress(e) => w.room(e.target(&w.pkts[item]), bytes),
         }
     }
 }
