@@ -9,7 +9,8 @@
 //! - [`sim`]: the run loop. Components are ports of cycle-step logic, woken by themselves, by
 //!   FIFOs and by each other; the loop can step every clock edge (for tests) or jump from one
 //!   wake-up to the next (for speed), and both must give identical results.
-//! - [`wakes`]: the earliest of a fixed set of wake-up times, kept up to date per member.
+//! - [`wakes`]: the calendar of wake-ups: per instant of the clocks' common grid, a bitset of the
+//!   ports due then.
 //! - [`fifoset`]: a model's FIFOs wired to the calendar (pushes and pops wake the right ports).
 //! - [`slab`]: items in flight, addressed by 4-byte ids.
 //! - [`stats`]: streaming latency statistics for a model's sink.
