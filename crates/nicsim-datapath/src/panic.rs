@@ -346,7 +346,7 @@ impl Component<World> for Crossbar {
                 continue;
             };
             let d = self.dest_of(&w.pkts[f.item], w);
-            if w.q[self.dsts[d]].has_room(f.bytes) {
+            if w.room(self.dsts[d], f.bytes) {
                 let t = self.src_links[s]
                     .free_from(f.head)
                     .max(self.dst_links[d].free_from(f.head));
@@ -368,7 +368,7 @@ impl Crossbar {
                 continue;
             };
             let d = self.dest_of(p, w);
-            if !self.dst_links[d].is_free(now) || !w.q[self.dsts[d]].has_room(p.size) {
+            if !self.dst_links[d].is_free(now) || !w.room(self.dsts[d], p.size) {
                 continue;
             }
             let rr = self.rr[d];
