@@ -150,6 +150,45 @@ fn skipping_matches_stepping_when_the_load_balancer_refuses() {
     }
 }
 
+/// PANIC's crossbar must be woken when a full output port (here the DMA engine's, behind a
+/// slow single-unit engine) frees room: skipping runs used to miss that wake-up and end with
+/// the scheduler's buffer stuck full, while stepped runs drained.
+#[test]
+fn skipping_matches_stepping_when_a_crossbar_port_is_full() {
+    use nicsim_datapath::config::OffloadCfg;
+    let mut cfg = paper_as(Arch::Panic, PanicVariant::Full);
+    cfg.seed = 41;
+    cfg.pipeline.clock_mhz = 150;
+    cfg.pipeline.stage_fifo_bytes = 4096;
+    cfg.pipeline.unit_queue_bytes = 2000;
+    cfg.pipeline.recirc_fifo_bytes = 1500;
+    cfg.pipeline.ingress_fifo_bytes = 1500;
+    cfg.panic.credits = 1;
+    cfg.panic.crossbar_port_buffer_bytes = 3000;
+    cfg.offloads = vec![OffloadCfg {
+        name: "a".into(),
+        kind: None,
+        width_bits: 64,
+        clock_mhz: 250,
+        delay_cycles: 100,
+        units: None,
+    }];
+    let chains: [&[&str]; 4] = [&["a"], &[], &[], &["a"]];
+    for (f, c) in cfg.flows.iter_mut().zip(chains) {
+        f.chain = c.iter().map(|s| s.to_string()).collect();
+    }
+    cfg.traffic.packets = 1200;
+    cfg.traffic.rate_gbps = 60.0;
+    cfg.traffic.arrivals = Arrivals::Poisson;
+    cfg.traffic.size = SizeDist::UniformSet {
+        values: vec![64, 1500],
+    };
+    cfg.measure.window = [10, 290];
+    let (skip, _) = skip_and_stepped(cfg, "panic, full DMA port");
+    assert_eq!(skip["packets"]["in_flight"], 0);
+    assert_eq!(skip["deadlocked"], false);
+}
+
 /// FIFOs too small for recirculating chains deadlock the loop, as they would in hardware: the
 /// run must still end (no port polling forever for a packet it will never pick), with the
 /// stuck packets counted in flight, and the same in both modes.
@@ -194,6 +233,13 @@ fn a_deadlocked_recirculation_loop_ends_the_run_with_packets_in_flight() {
         skip["deadlocked"], true,
         "the summary says why packets are left"
     );
+    // Stopped early with packets inside, a run is not deadlocked: it is not finished.
+    let mut d = Datapath::new(cfg.clone()).unwrap();
+    assert!(!d.run(Some(5.0)));
+    let early = d.summary();
+    assert!(early["packets"]["in_flight"].as_u64().unwrap() > 0);
+    assert_eq!(early["finished"], false);
+    assert_eq!(early["deadlocked"], false);
     // With room enough for the loop, the same traffic drains.
     cfg.pipeline.arbiter_fifo_bytes = 16384;
     cfg.pipeline.recirc_fifo_bytes = 16384;
