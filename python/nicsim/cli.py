@@ -136,9 +136,12 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
             bar.stop()
     print_run(summary)
     if summary.get("deadlocked"):
+        hint = ("offloads that feed each other through full crossbar buffers; see panic.crossbar_port_buffer_bytes"
+                if summary["arch"] == "panic" else
+                "a recirculation loop whose FIFOs are full; see pipeline.recirc_fifo_bytes and "
+                "pipeline.arbiter_fifo_bytes")
         err_console.print(f"[yellow]warning:[/] the run deadlocked: {summary['packets']['in_flight']:,} packets "
-                          "are stuck with nothing able to move (e.g. a recirculation loop whose FIFOs are full; "
-                          "see pipeline.recirc_fifo_bytes and pipeline.arbiter_fifo_bytes)")
+                          f"are stuck with nothing able to move (e.g. {hint})")
     files = ["summary.json", "per_flow.csv", "config.json"] + (["egress.pcap"] if want_pcap else [])
     if summary["interrupted"]:
         err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")

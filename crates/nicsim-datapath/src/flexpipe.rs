@@ -1170,3 +1170,42 @@ impl Component<World> for Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree against a plain minimum over per-unit times, through random `set`s and `arm`s
+    /// (times repeat, so ties are frequent; the lower unit wins them).
+    #[test]
+    fn unit_wakes_hold_the_earliest_event() {
+        let mut x: u64 = 7;
+        let mut rand = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        for n in 1..=13 {
+            let mut tree = UnitWakes::new(n);
+            let mut plain = vec![Time::MAX; n];
+            for _ in 0..2000 {
+                let u = rand(n as u64) as usize;
+                let t = if rand(8) == 0 { Time::MAX } else { rand(20) };
+                if rand(2) == 0 {
+                    tree.set(u, t);
+                    plain[u] = t;
+                } else {
+                    tree.arm(u, t);
+                    plain[u] = plain[u].min(t);
+                }
+                let (t_min, u_min) = (0..n).map(|u| (plain[u], u)).min().unwrap();
+                let (t_tree, u_tree) = tree.first();
+                assert_eq!(t_tree, t_min, "{n} units: {plain:?}");
+                if t_min != Time::MAX {
+                    assert_eq!(u_tree as usize, u_min, "{n} units: {plain:?}");
+                }
+            }
+        }
+    }
+}

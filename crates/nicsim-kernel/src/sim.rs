@@ -296,7 +296,8 @@ pub struct Engine<W> {
     pub components: Vec<Box<dyn Component<W>>>,
     pub world: W,
     pub mode: Mode,
-    pub stats: RunStats,
+    /// Instants visited (the rest of [`Engine::stats`] is counted elsewhere).
+    stats: RunStats,
     /// Per port: its component, its index within it and the component's first port.
     owner: Vec<Owner>,
     /// Distinct clocks (stepped mode walks their edges).
