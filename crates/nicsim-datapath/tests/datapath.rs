@@ -150,6 +150,71 @@ fn skipping_matches_stepping_when_the_load_balancer_refuses() {
     }
 }
 
+/// Random small configurations of every architecture (one to four offloads, odd clocks and
+/// widths, small FIFOs and buffers, few credits, random chains, constant or Poisson arrivals)
+/// give the same summary stepped and skipping: the check that every port is woken whenever
+/// its step could do something, where the paper's configurations leave most paths idle.
+#[test]
+fn random_small_configurations_agree_stepped_and_skipping() {
+    use nicsim_datapath::config::OffloadCfg;
+    let mut x: u64 = 2026;
+    let mut rand = |n: usize| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize % n
+    };
+    let mut ran = 0;
+    for it in 0..48 {
+        let (arch, variant) = archs()[it % 4];
+        let mut cfg = paper_as(arch, variant);
+        let n = 1 + rand(4);
+        let names = ["a", "b", "c", "d"];
+        cfg.offloads = (0..n)
+            .map(|i| OffloadCfg {
+                name: names[i].into(),
+                kind: None,
+                width_bits: [8, 32, 64, 128, 512][rand(5)],
+                clock_mhz: [100, 133, 150, 200, 250, 317][rand(6)],
+                delay_cycles: [0, 0, 1, 7, 25, 100][rand(6)],
+                units: [None, Some(1), Some(2), Some(3), Some(5)][rand(5)],
+            })
+            .collect();
+        cfg.pipeline.clock_mhz = [150, 211, 250][rand(3)];
+        cfg.pipeline.unit_queue_bytes = [1500, 2000, 4096, 16384][rand(4)];
+        cfg.pipeline.arbiter_fifo_bytes = [1500, 2000, 4096, 16384][rand(4)];
+        cfg.pipeline.stage_fifo_bytes = [1500, 4096][rand(2)];
+        cfg.pipeline.recirc_fifo_bytes = [1500, 4096, 16384][rand(3)];
+        cfg.pipeline.ingress_fifo_bytes = [1500, 4096, 16384][rand(3)];
+        cfg.panic.credits = [1, 2, 4][rand(3)];
+        cfg.panic.crossbar_port_buffer_bytes = [1500, 3000, 16384][rand(3)];
+        for f in &mut cfg.flows {
+            let len = rand(n + 1);
+            f.chain = (0..len).map(|_| names[rand(n)].to_string()).collect();
+            f.chain.dedup();
+        }
+        cfg.traffic.size = SizeDist::UniformSet {
+            values: vec![64, 1500],
+        };
+        cfg.traffic.packets = 400;
+        cfg.traffic.rate_gbps = [20.0, 60.0, 100.0, 250.0][rand(4)];
+        if rand(2) == 0 {
+            cfg.traffic.arrivals = Arrivals::Poisson;
+        }
+        cfg.measure.window = [10, 390];
+        cfg.seed = it as u64;
+        if cfg.validate().is_err() {
+            continue;
+        }
+        skip_and_stepped(cfg, &format!("random configuration {it}"));
+        ran += 1;
+    }
+    assert!(
+        ran >= 40,
+        "only {ran} of the random configurations were valid"
+    );
+}
+
 /// PANIC's crossbar must be woken when a full output port (here the DMA engine's, behind a
 /// slow single-unit engine) frees room: skipping runs used to miss that wake-up and end with
 /// the scheduler's buffer stuck full, while stepped runs drained.
