@@ -296,7 +296,7 @@ pub struct Engine<W> {
     pub components: Vec<Box<dyn Component<W>>>,
     pub world: W,
     pub mode: Mode,
-    /// Instants visited (the rest of [`Engine::stats`] is counted elsewhere).
+    /// Instants visited (the rest of what [`Engine::stats()`] reports is counted elsewhere).
     stats: RunStats,
     /// Per port: its component, its index within it and the component's first port.
     owner: Vec<Owner>,
