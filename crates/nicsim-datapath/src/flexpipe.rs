@@ -1174,18 +1174,14 @@ impl Component<World> for Pipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
 
     /// The tree against a plain minimum over per-unit times, through random `set`s and `arm`s
     /// (times repeat, so ties are frequent; the lower unit wins them).
     #[test]
     fn unit_wakes_hold_the_earliest_event() {
-        let mut x: u64 = 7;
-        let mut rand = |n: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % n
-        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut rand = |n: u64| rng.gen_range(0..n);
         for n in 1..=13 {
             let mut tree = UnitWakes::new(n);
             let mut plain = vec![Time::MAX; n];

@@ -157,13 +157,9 @@ fn skipping_matches_stepping_when_the_load_balancer_refuses() {
 #[test]
 fn random_small_configurations_agree_stepped_and_skipping() {
     use nicsim_datapath::config::OffloadCfg;
-    let mut x: u64 = 2026;
-    let mut rand = |n: usize| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) as usize % n
-    };
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
+    let mut rand = |n: usize| rng.gen_range(0..n);
     let mut ran = 0;
     for it in 0..48 {
         let (arch, variant) = archs()[it % 4];
