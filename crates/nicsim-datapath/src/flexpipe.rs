@@ -515,7 +515,7 @@ impl Offload {
     }
 
     fn wants(&self, p: &Pkt) -> bool {
-        self.process_all || p.next_offload() == Some(self.idx)
+        self.process_all | p.next_is(self.idx)
     }
     /// The Load Balancer's counter: bytes stored for the unit that it has not yet read.
     fn load(&self, u: usize, now: Time) -> u64 {
@@ -724,7 +724,7 @@ impl Offload {
             match verdict {
                 Ok(()) => {
                     pkt.trace.push(self.idx);
-                    if pkt.next_offload() == Some(self.idx) {
+                    if pkt.next_is(self.idx) {
                         pkt.next += 1;
                     }
                     unit.done.push_back((id, bytes));

@@ -15,7 +15,7 @@ pub const MAX_CHAIN: usize = 8;
 /// A sequence of offload indices (positions in the physical order).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Chain {
-    hops: [u8; MAX_CHAIN],
+    pub(crate) hops: [u8; MAX_CHAIN],
     len: u8,
 }
 
@@ -106,6 +106,13 @@ impl Pkt {
     #[inline]
     pub fn next_offload(&self) -> Option<u8> {
         self.chain.get(self.next as usize)
+    }
+    /// Whether the offload this packet needs next is `idx`; computed without a branch (which
+    /// offload a packet needs next is as random as its flow).
+    #[inline]
+    pub fn next_is(&self, idx: u8) -> bool {
+        let i = self.next as usize;
+        (i < self.chain.len().min(MAX_CHAIN)) & (self.chain.hops[i % MAX_CHAIN] == idx)
     }
     #[inline]
     pub fn done(&self) -> bool {

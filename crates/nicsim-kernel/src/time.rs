@@ -177,8 +177,9 @@ impl Clock {
     pub fn edge_at_or_after(&self, t: Time) -> Time {
         // Most times asked about are edges already: a divisibility test (a shift, a multiply
         // by the inverse of the period's odd part, a compare) settles those.
-        if (t >> self.shift).wrapping_mul(self.odd_inverse) <= self.max_quotient
-            && t & self.low_mask == 0
+        // (`&`, not `&&`: one branch, not two.)
+        if ((t >> self.shift).wrapping_mul(self.odd_inverse) <= self.max_quotient)
+            & (t & self.low_mask == 0)
         {
             return t;
         }

@@ -137,8 +137,11 @@ impl Wakes {
                 if t > until {
                     return None;
                 }
-                if q != self.base {
-                    self.advance(q);
+                // Time moves to bucket q (often the current one). Unconditionally, so that no
+                // branch depends on whether it moved (data-dependent, often mispredicted).
+                self.base = q;
+                if !self.far.is_empty() {
+                    self.take_in_far();
                 }
                 return Some((t, self.take_lowest(b)));
             }
@@ -159,9 +162,8 @@ impl Wakes {
             let word = &mut self.bits[b];
             let p = word.trailing_zeros() as usize;
             *word &= *word - 1;
-            if *word == 0 {
-                self.nonempty[b / 64] &= !(1 << (b % 64));
-            }
+            // The bucket's bit goes when its last port does (without a branch).
+            self.nonempty[b / 64] &= !(((*word == 0) as u64) << (b % 64));
             return p;
         }
         let sums = &mut self.sum[b * self.sums..][..self.sums];
