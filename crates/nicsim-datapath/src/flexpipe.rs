@@ -376,7 +376,8 @@ impl UnitWakes {
         while i > 1 {
             i >>= 1;
             let old = self.nodes[i];
-            if old.1 != new.1 && old <= new {
+            // old <= new for another unit's event (one condition, without branches inside).
+            if (old.0 < t) | ((old.0 == t) & (old.1 < new.1)) {
                 break;
             }
             self.nodes[i] = new;
@@ -682,7 +683,7 @@ impl Offload {
             let now = w.cal.now();
             if t <= now && port < self.ports.late() {
                 w.cal.wake_port(self.ports.late(), now);
-            } else if t < self.units_woken || self.units_woken <= now {
+            } else if (t < self.units_woken) | (self.units_woken <= now) {
                 let e = self.pclk.edge_at_or_after(t.max(now + 1));
                 self.units_woken = e;
                 w.cal.wake_port(self.ports.units, e);
