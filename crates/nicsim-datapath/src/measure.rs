@@ -11,8 +11,9 @@ use crate::packet::{Chain, Pkt};
 
 #[derive(Clone, Default)]
 struct FlowStats {
-    lat: LatStats,
-    /// Per packet size, in the order sizes were first seen (few sizes: a linear search).
+    /// Latency per packet size (a packet's latency is recorded once, here: the flow's and the
+    /// overall statistics are these merged, see [`Sink::latency_json`]), in the order sizes
+    /// were first seen (few sizes: a linear search).
     per_size: Vec<(u32, LatStats)>,
     delivered: u64,
     bytes: u64,
@@ -30,6 +31,12 @@ impl FlowStats {
             }
         };
         &mut self.per_size[i].1
+    }
+    /// The flow's latency statistics: its sizes' merged.
+    fn latency(&self) -> LatStats {
+        let mut l = LatStats::default();
+        self.per_size.iter().for_each(|(_, s)| l.merge(s));
+        l
     }
     fn count_chain(&mut self, chain: Chain) {
         match self.chains.iter_mut().find(|(c, _)| *c == chain) {
@@ -57,7 +64,8 @@ pub struct Sink {
     t_window_start: Option<Time>,
     t_window_end: Time,
     window_bytes: u64,
-    overall: LatStats,
+    /// Latencies of packets of no configured flow (the flows' own are in `flows`).
+    unmatched: LatStats,
     flows: Vec<FlowStats>,
     pub verify: Verify,
     pub recirculated: u64,
@@ -73,7 +81,7 @@ impl Sink {
             t_window_start: if window[0] == 0 { Some(0) } else { None },
             t_window_end: 0,
             window_bytes: 0,
-            overall: LatStats::default(),
+            unmatched: LatStats::default(),
             flows: vec![FlowStats::default(); n_flows],
             verify: Verify::default(),
             recirculated: 0,
@@ -113,12 +121,12 @@ impl Sink {
             self.t_window_end = t_rx;
             let lat = t_rx - pkt.t_parse;
             let ns = (lat * 1000).div_ceil(self.ticks_per_us);
-            self.overall.record(lat, ns);
             if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
-                fs.lat.record(lat, ns);
                 fs.size_stats(pkt.size).record(lat, ns);
                 fs.delivered += 1;
                 fs.bytes += pkt.size as u64;
+            } else {
+                self.unmatched.record(lat, ns);
             }
         }
     }
@@ -141,7 +149,12 @@ impl Sink {
     }
 
     pub fn latency_json(&self, tb: &Timebase) -> Value {
-        self.overall.to_json(tb)
+        let mut all = self.unmatched.clone();
+        self.flows
+            .iter()
+            .flat_map(|fs| &fs.per_size)
+            .for_each(|(_, s)| all.merge(s));
+        all.to_json(tb)
     }
 
     pub fn per_flow_json(&self, tb: &Timebase, names: &[String], offloads: &[String]) -> Value {
@@ -174,7 +187,7 @@ impl Sink {
                 json!({
                     "delivered_in_window": fs.delivered,
                     "throughput_gbps": if secs > 0.0 { fs.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
-                    "latency_us": fs.lat.to_json(tb),
+                    "latency_us": fs.latency().to_json(tb),
                     "per_size": sizes,
                     "chains": chains,
                 }),

@@ -43,6 +43,18 @@ impl LatStats {
         self.hist.saturating_record(ns.max(1));
     }
 
+    /// Adds `other`'s latencies, as if they had been recorded here (exactly: the counts,
+    /// sums and extremes add up, and both histograms have the same bounds).
+    pub fn merge(&mut self, other: &LatStats) {
+        self.n += other.n;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.hist
+            .add(&other.hist)
+            .expect("histograms of the same bounds add up");
+    }
+
     /// Latencies recorded.
     pub fn count(&self) -> u64 {
         self.n
@@ -93,5 +105,21 @@ mod tests {
         assert_eq!(j["min"], 1.0);
         assert_eq!(j["max"], 10.0);
         assert!((j["p50"].as_f64().unwrap() - 2.0).abs() < 0.01);
+        // Recorded in two parts and merged: the same statistics as recorded in one.
+        let (mut a, mut b) = (LatStats::default(), LatStats::default());
+        for (i, us) in [5_u64, 1, 7, 3, 3, 900].into_iter().enumerate() {
+            let part = if i % 2 == 0 { &mut a } else { &mut b };
+            part.record(us * per_us, us * 1000);
+            s.record(us * per_us, us * 1000);
+        }
+        let mut whole = LatStats::default();
+        for (i, us) in [1_u64, 2, 3, 10].into_iter().enumerate() {
+            let part = if i % 2 == 0 { &mut a } else { &mut b };
+            part.record(us * per_us, us * 1000);
+        }
+        whole.merge(&a);
+        whole.merge(&b);
+        assert_eq!(whole.to_json(&tb), s.to_json(&tb));
+        assert_eq!(whole.count(), 10);
     }
 }
