@@ -27,6 +27,9 @@ fn main() {
     }
     let t = std::time::Instant::now();
     let mut d = Datapath::new(cfg).unwrap();
+    if std::env::var_os("NICSIM_PORT_STEPS").is_some() {
+        d.engine.count_port_steps();
+    }
     d.run(None);
     let dt = t.elapsed().as_secs_f64();
     let s = d.summary();

@@ -296,13 +296,15 @@ pub struct Engine<W> {
     pub components: Vec<Box<dyn Component<W>>>,
     pub world: W,
     pub mode: Mode,
-    /// Instants visited (the rest of what [`Engine::stats()`] reports is counted elsewhere).
+    /// Instants visited and steps taken (the wake-ups that [`Engine::stats()`] reports are
+    /// counted by the calendar).
     stats: RunStats,
     /// Per port: its component, its index within it and the component's first port.
     owner: Vec<Owner>,
     /// Distinct clocks (stepped mode walks their edges).
     clocks: Vec<Clock>,
-    /// Steps taken per port (for profiling a model).
+    /// Steps taken per port, when asked for with [`Engine::count_port_steps`] (for profiling
+    /// a model; empty otherwise).
     pub port_steps: Vec<u64>,
     /// The current instant has been visited (stepped mode), or: some instant has (skip mode).
     visited: bool,
@@ -382,7 +384,7 @@ impl<W: HasCalendar> Engine<W> {
             stats: RunStats::default(),
             owner,
             clocks,
-            port_steps: vec![0; n],
+            port_steps: Vec::new(),
             visited: false,
         }
     }
@@ -392,10 +394,14 @@ impl<W: HasCalendar> Engine<W> {
         self.world.cal_ref().now
     }
 
+    /// Count the steps of each port from now on, in [`Engine::port_steps`].
+    pub fn count_port_steps(&mut self) {
+        self.port_steps = vec![0; self.owner.len()];
+    }
+
     /// Statistics so far.
     pub fn stats(&self) -> RunStats {
         RunStats {
-            steps: self.port_steps.iter().sum(),
             wakes: self.world.cal_ref().requested,
             ..self.stats
         }
@@ -410,7 +416,10 @@ impl<W: HasCalendar> Engine<W> {
         cal.base = o.base as usize;
         cal.own = Time::MAX;
         self.components[o.comp as usize].step(o.port as usize, now, &mut self.world);
-        self.port_steps[p] += 1;
+        self.stats.steps += 1;
+        if !self.port_steps.is_empty() {
+            self.port_steps[p] += 1;
+        }
         let cal = self.world.cal();
         let own = std::mem::replace(&mut cal.own, Time::MAX);
         if own != Time::MAX {
