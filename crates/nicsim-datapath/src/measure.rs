@@ -13,8 +13,10 @@ use crate::packet::{Chain, Pkt};
 struct FlowStats {
     /// Latency per packet size (a packet's latency is recorded once, here: the flow's and the
     /// overall statistics are these merged, see [`Sink::latency_json`]), in the order sizes
-    /// were first seen (few sizes: a linear search).
+    /// were first seen.
     per_size: Vec<(u32, LatStats)>,
+    /// Per frame size in bytes: 1 + its index in `per_size` (0: none yet).
+    size_slot: Vec<u32>,
     delivered: u64,
     bytes: u64,
     /// Delivered packets (whole run) by the chain they carried (few chains per flow).
@@ -23,14 +25,17 @@ struct FlowStats {
 
 impl FlowStats {
     fn size_stats(&mut self, size: u32) -> &mut LatStats {
-        let i = match self.per_size.iter().position(|(s, _)| *s == size) {
-            Some(i) => i,
-            None => {
-                self.per_size.push((size, LatStats::default()));
-                self.per_size.len() - 1
-            }
-        };
-        &mut self.per_size[i].1
+        // A look-up by size, not a search: which size a packet has is random, and a search's
+        // exit mispredicts.
+        let s = size as usize;
+        if s >= self.size_slot.len() {
+            self.size_slot.resize(s + 1, 0);
+        }
+        if self.size_slot[s] == 0 {
+            self.per_size.push((size, LatStats::default()));
+            self.size_slot[s] = self.per_size.len() as u32;
+        }
+        &mut self.per_size[self.size_slot[s] as usize - 1].1
     }
     /// The flow's latency statistics: its sizes' merged.
     fn latency(&self) -> LatStats {
