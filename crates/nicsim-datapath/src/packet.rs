@@ -166,3 +166,52 @@ impl std::ops::IndexMut<PktId> for Pkts {
         &mut self.slots[id as usize]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `next_is` (without a branch) answers as `next_offload` does, for every position, within
+    /// a chain, past its end and on a chain longer than `MAX_CHAIN` (saturated).
+    #[test]
+    fn next_is_agrees_with_next_offload() {
+        let long: Vec<u8> = (0..MAX_CHAIN as u8 + 3).map(|h| h % 5).collect();
+        for hops in [&[][..], &[2], &[0, 3, 1, 3], &long[..]] {
+            let chain = Chain::new(hops);
+            for next in 0..=(MAX_CHAIN as u8 + 4) {
+                let p = Pkt {
+                    id: 0,
+                    size: 64,
+                    hdr: HeaderKey {
+                        src: "10.0.0.1".parse().unwrap(),
+                        dst: "10.0.0.2".parse().unwrap(),
+                        sport: 1,
+                        dport: 2,
+                        proto: 17,
+                        tos: 0,
+                        vlan: None,
+                    },
+                    flow: 0,
+                    priority: 0,
+                    chain,
+                    next,
+                    trace: Chain::default(),
+                    recircs: 0,
+                    dest_unit: 0,
+                    credited: false,
+                    detour: false,
+                    t_arrival: 0,
+                    t_parse: 0,
+                    frame: None,
+                };
+                for idx in 0..6 {
+                    assert_eq!(
+                        p.next_is(idx),
+                        p.next_offload() == Some(idx),
+                        "{hops:?} {next} {idx}"
+                    );
+                }
+            }
+        }
+    }
+}
