@@ -108,7 +108,7 @@ LLVM_PROFDATA = $$(rustc --print sysroot)/lib/rustlib/$$(rustc -vV | sed -n 's/^
 
 $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
 	@rm -f $@
-	@test -x "$(LLVM_PROFDATA)" || rustup component add llvm-tools >/dev/null 2>&1 || true
+	@test -x "$(LLVM_PROFDATA)" || timeout 300 rustup component add llvm-tools >/dev/null 2>&1 || true
 	@if ! test -x "$(LLVM_PROFDATA)"; then \
 	  echo "nicsim: warning: no llvm-profdata (rustup component add llvm-tools): building without profile-guided optimisation" >&2; \
 	else \
