@@ -72,33 +72,37 @@ pub struct Frame {
     pub meta: FuncMeta,
 }
 
+/// A packet in flight. Laid out by hand in two cache lines (the slab is a run of them): what
+/// every hop reads and writes (chain, progress, size, flow) in the first, the header fields
+/// only the generator and the Pre-Processor use in the second, so that a hop touches one line.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct Pkt {
-    pub id: u64,
-    /// Bytes on the datapath (the Ethernet frame including FCS).
-    pub size: u32,
-    pub hdr: HeaderKey,
-    /// Flow type written by the Pre-Processor (index into the configured flows).
-    pub flow: u16,
-    pub priority: u8,
     pub chain: Chain,
-    /// Index into `chain` of the next required offload.
-    pub next: u8,
     /// Offloads that actually processed the packet, in order.
     pub trace: Chain,
+    /// Index into `chain` of the next required offload.
+    pub next: u8,
     pub recircs: u8,
-    /// PANIC (full variant): the crossbar port (global unit index) the scheduler dispatched
-    /// the packet to; meaningful while `credited` is set.
-    pub dest_unit: u16,
+    pub priority: u8,
     /// PANIC (full variant): the scheduler took a credit of `dest_unit` for this packet at
     /// dispatch; the unit accepts it unconditionally and clears the flag.
     pub credited: bool,
     /// PANIC (full variant): the receiving unit had no credit left; the crossbar sends the
     /// packet back to the scheduler, which clears the flag.
     pub detour: bool,
-    pub t_arrival: Time,
+    /// Flow type written by the Pre-Processor (index into the configured flows).
+    pub flow: u16,
+    /// PANIC (full variant): the crossbar port (global unit index) the scheduler dispatched
+    /// the packet to; meaningful while `credited` is set.
+    pub dest_unit: u16,
+    /// Bytes on the datapath (the Ethernet frame including FCS).
+    pub size: u32,
     pub t_parse: Time,
     pub frame: Option<Box<Frame>>,
+    pub t_arrival: Time,
+    pub id: u64,
+    pub hdr: HeaderKey,
 }
 
 impl Pkt {
