@@ -104,6 +104,8 @@ RUST_SOURCES := $(wildcard crates/*/src/*.rs crates/*/Cargo.toml) Cargo.toml Car
 # profile is made during the run). Every release cargo and maturin call of this Makefile uses
 # them, so that the tests reuse the extension's build.
 RELEASE_RUSTFLAGS = $$(test -f $(PROFDATA) && echo "-Cprofile-use=$(PROFDATA) -Cllvm-args=-no-pgo-warn-mismatch")
+# What the release build gets: those flags, unless PGO=0.
+BUILD_RUSTFLAGS = $(if $(filter 1,$(PGO)),$(RELEASE_RUSTFLAGS))
 LLVM_PROFDATA = $$(rustc --print sysroot)/lib/rustlib/$$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-profdata
 
 $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
@@ -122,7 +124,7 @@ $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
 
 # Build the Rust core (release) and install the package into .venv (editable Python sources).
 develop: $(VENV)/.deps $(if $(filter 1,$(PGO)),$(PROFDATA))
-	RUSTFLAGS="$(if $(filter 1,$(PGO)),$(RELEASE_RUSTFLAGS))" $(VENV)/bin/maturin develop --release
+	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin develop --release
 
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
@@ -180,7 +182,7 @@ veth-captures: xdp-tools
 	  rm -rf $(VETH_CAPTURES); fi
 
 test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures
-	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(if $(filter 1,$(PGO)),$(RELEASE_RUSTFLAGS))" \
+	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --release --workspace --exclude nicsim-py
 	$(VENV)/bin/pytest -q tests
 

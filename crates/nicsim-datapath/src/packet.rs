@@ -15,7 +15,7 @@ pub const MAX_CHAIN: usize = 8;
 /// A sequence of offload indices (positions in the physical order).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Chain {
-    pub(crate) hops: [u8; MAX_CHAIN],
+    hops: [u8; MAX_CHAIN],
     len: u8,
 }
 

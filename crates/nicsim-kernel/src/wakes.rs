@@ -137,12 +137,9 @@ impl Wakes {
                 if t > until {
                     return None;
                 }
-                // Time moves to bucket q (often the current one). Unconditionally, so that no
-                // branch depends on whether it moved (data-dependent, often mispredicted).
-                self.base = q;
-                if !self.far.is_empty() {
-                    self.take_in_far();
-                }
+                // Unconditionally, so that no branch depends on whether time moved to another
+                // bucket (data-dependent, often mispredicted).
+                self.advance(q);
                 return Some((t, self.take_lowest(b)));
             }
             // The ring is empty: move it to the earliest far wake-up.
@@ -208,10 +205,10 @@ impl Wakes {
         }
     }
 
-    /// Time has reached bucket `base` (after the current one).
+    /// Time has reached bucket `base` (the current one or a later one).
     #[inline(always)]
     fn advance(&mut self, base: u64) {
-        debug_assert!(base > self.base);
+        debug_assert!(base >= self.base);
         self.base = base;
         if !self.far.is_empty() {
             self.take_in_far();
