@@ -97,15 +97,21 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
 # had, with a warning.
 PGO ?= 1
+# The CPU the release build targets: this machine's by default (`make develop` builds for the
+# machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
+# slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable
+# build; the profile is kept per CPU.
+CPU ?= native
+CPU_RUSTFLAGS = $(if $(CPU),-Ctarget-cpu=$(CPU) $(if $(filter x86_64,$(shell uname -m)),-Ctarget-feature=-avx512f))
 PGO_DIR := $(CARGO_TARGET_DIR)/pgo
-PROFDATA := $(PGO_DIR)/nicsim.profdata
+PROFDATA := $(PGO_DIR)/nicsim-$(or $(CPU),default).profdata
 RUST_SOURCES := $(wildcard crates/*/src/*.rs crates/*/Cargo.toml) Cargo.toml Cargo.lock
 # The release build's flags: the profile's once there is one (a shell expansion, as the
 # profile is made during the run). Every release cargo and maturin call of this Makefile uses
 # them, so that the tests reuse the extension's build.
 RELEASE_RUSTFLAGS = $$(test -f $(PROFDATA) && echo "-Cprofile-use=$(PROFDATA) -Cllvm-args=-no-pgo-warn-mismatch")
-# What the release build gets: those flags, unless PGO=0.
-BUILD_RUSTFLAGS = $(if $(filter 1,$(PGO)),$(RELEASE_RUSTFLAGS))
+# What the release build gets: the target CPU, and those flags unless PGO=0.
+BUILD_RUSTFLAGS = $(CPU_RUSTFLAGS) $(if $(filter 1,$(PGO)),$(RELEASE_RUSTFLAGS))
 LLVM_PROFDATA = $$(rustc --print sysroot)/lib/rustlib/$$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-profdata
 
 $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
@@ -116,7 +122,7 @@ $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
 	else \
 	  rm -rf $(PGO_DIR)/raw && \
 	  echo "nicsim: profile-guided build, 1/2: instrumented" && \
-	  RUSTFLAGS="-Cprofile-generate=$(PGO_DIR)/raw" CARGO_TARGET_DIR=$(PGO_DIR)/target $(VENV)/bin/maturin develop --release -q && \
+	  RUSTFLAGS="$(CPU_RUSTFLAGS) -Cprofile-generate=$(PGO_DIR)/raw" CARGO_TARGET_DIR=$(PGO_DIR)/target $(VENV)/bin/maturin develop --release -q && \
 	  $(PY) benches/pgo_train.py && \
 	  "$(LLVM_PROFDATA)" merge --sparse -o $@ $(PGO_DIR)/raw && \
 	  echo "nicsim: profile-guided build, 2/2: optimised with $@"; \
