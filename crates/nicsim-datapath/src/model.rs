@@ -30,6 +30,9 @@ pub struct Datapath {
     pub engine: Engine<World>,
     offloads: Vec<OffloadInfo>,
     pub finished: bool,
+    /// The time the last `run` that stopped early was asked to reach (everything up to it has
+    /// been simulated, whether or not anything happened at that instant).
+    reached: Time,
 }
 
 fn chain_of(cfg: &Config, names: &[String]) -> Chain {
@@ -129,7 +132,6 @@ impl Datapath {
         match cfg.arch {
             Arch::Flexpipe | Arch::Staticpipe => {
                 let staticpipe = cfg.arch == Arch::Staticpipe;
-                let pre_in = world.add_fifo("preprocessor.in", p.stage_fifo_bytes);
                 let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
                 let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
                 let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
@@ -177,10 +179,9 @@ impl Datapath {
                         recirc,
                     },
                 )));
-                comps.push(Box::new(PreProcessor {
-                    inp: pre_in,
+                // The MAC streams each packet straight into the Pre-Processor.
+                let pre = PreProcessor {
                     out: ing_new,
-                    link: link.clone(),
                     latency: pclk.cycles(p.preprocessor_latency_cycles as u64),
                     policy: if staticpipe {
                         ChainPolicy::All(all)
@@ -189,11 +190,11 @@ impl Datapath {
                     },
                     descriptor_beats: 0,
                     priorities,
-                }));
+                };
                 comps.push(Box::new(Generator::new(
                     source,
                     link,
-                    pre_in,
+                    pre,
                     staticpipe.then_some(all),
                 )));
             }
@@ -215,6 +216,7 @@ impl Datapath {
             tb,
             offloads,
             finished: false,
+            reached: 0,
         })
     }
 
@@ -222,6 +224,9 @@ impl Datapath {
     pub fn run(&mut self, until_us: Option<f64>) -> bool {
         let until = until_us.map_or(Time::MAX, |u| self.tb.from_us(u));
         self.finished = self.engine.run_until(until);
+        if !self.finished {
+            self.reached = self.reached.max(until);
+        }
         self.finished
     }
 
@@ -241,8 +246,10 @@ impl Datapath {
         Ok(())
     }
 
+    /// Simulated time so far: the last instant visited, or the time a run that stopped early
+    /// was asked to reach, whichever is later.
     pub fn now_us(&self) -> f64 {
-        self.tb.to_us(self.engine.now())
+        self.tb.to_us(self.engine.now().max(self.reached))
     }
 
     /// Install a callback that sees every delivered packet (egress capture).

@@ -430,7 +430,6 @@ pub fn build(
     let pifo_clk = tb.clock(c.pifo_clock_mhz);
     let link = Link::new(p.width_bits, fclk);
     let desc_beats = (c.descriptor_bits as u64).div_ceil(p.width_bits as u64);
-    let pre_in = world.add_fifo("parser.in", p.stage_fifo_bytes);
     let sched_in = world.add_fifo("scheduler.in", p.stage_fifo_bytes);
     let sched_out = world.add_fifo("scheduler.dispatch", u32::MAX);
     let detour_in =
@@ -554,14 +553,13 @@ pub fn build(
             .map_or(0, |n| cfg.offload_index(n).unwrap() as u8);
         ChainPolicy::FirstFixed(first)
     };
-    comps.push(Box::new(PreProcessor {
-        inp: pre_in,
+    // The MAC streams each packet straight into the parser.
+    let parser = PreProcessor {
         out: sched_in,
-        link: link.clone(),
         latency: fclk.cycles(c.parser_latency_cycles as u64),
         policy,
         descriptor_beats: desc_beats,
         priorities,
-    }));
-    comps.push(Box::new(Generator::new(source, link, pre_in, None)));
+    };
+    comps.push(Box::new(Generator::new(source, link, parser, None)));
 }

@@ -1,6 +1,6 @@
-//! Components every architecture shares: the traffic generator (the MAC side), the
-//! Pre-Processor / parser (match-action tables that write the metadata), and the DMA engine
-//! that hands packets to the host and the sink.
+//! Components every architecture shares: the traffic generator (the MAC side) with the
+//! Pre-Processor / parser it streams packets into (match-action tables that write the
+//! metadata), and the DMA engine that hands packets to the host and the sink.
 
 use nicsim_kernel::{Component, Link, Port, Time, Timebase};
 
@@ -10,12 +10,15 @@ use crate::packet::{Chain, PktId};
 use crate::traffic::Source;
 use crate::world::{FifoId, World};
 
-/// Pushes the source's packets into the datapath at their arrival times, as fast as the
-/// first link and backpressure allow (packets wait at the MAC, unmeasured, when it is busy).
+/// The MAC side: the source's packets at their arrival times, each handed straight to the
+/// Pre-Processor over the datapath's first link as soon as that link is free and the
+/// Pre-Processor's output can take it (valid/ready: the paper's traffic generator feeds FlexPipe
+/// over AXI4-Stream, with no buffer between them). Until then the packet waits at the MAC,
+/// unmeasured (latency is counted from the parse).
 pub struct Generator {
     pub source: Source,
     pub link: Link,
-    pub out: FifoId,
+    pub pre: PreProcessor,
     /// The next packet, already in the slab, waiting at the MAC for its arrival time and room.
     pending: Option<PktId>,
     /// Chain to prepare frames for when it does not come from the flow table (StaticPipe).
@@ -23,11 +26,16 @@ pub struct Generator {
 }
 
 impl Generator {
-    pub fn new(source: Source, link: Link, out: FifoId, fixed_chain: Option<Chain>) -> Generator {
+    pub fn new(
+        source: Source,
+        link: Link,
+        pre: PreProcessor,
+        fixed_chain: Option<Chain>,
+    ) -> Generator {
         Generator {
             source,
             link,
-            out,
+            pre,
             pending: None,
             fixed_chain,
         }
@@ -51,23 +59,22 @@ impl Generator {
 
 impl Component<World> for Generator {
     fn ports(&self) -> Vec<Port> {
-        vec![Port::new(self.link.clock).writes(&[self.out])]
+        vec![Port::new(self.link.clock).writes(&[self.pre.out])]
     }
     fn step(&mut self, _: usize, now: Time, w: &mut World) {
         self.refill(w);
         let Some(id) = self.pending else { return };
         let (t_arrival, size) = (w.pkts[id].t_arrival, w.pkts[id].size);
-        if t_arrival <= now && self.link.is_free(now) && w.room(self.out, size) {
-            let tr = self.link.send(now, size, now);
-            w.push(self.out, now, id, size, tr.head, tr.tail);
+        if t_arrival <= now && self.link.is_free(now) && w.room(self.pre.out, size) {
             self.pending = None;
+            self.pre.parse(now, w, id, size, &mut self.link);
             self.refill(w);
         }
         // Next: the pending packet's arrival once the link is free (no room: the reader's
         // pop wakes us).
         if let Some(id) = self.pending {
             let p = &w.pkts[id];
-            if w.room(self.out, p.size) {
+            if w.room(self.pre.out, p.size) {
                 let t = self.link.free_from(p.t_arrival);
                 w.cal.wake_port(0, t);
             }
@@ -88,44 +95,25 @@ pub enum ChainPolicy {
 }
 
 /// Match-action tables on header fields → flow type → chain; writes the metadata beside the
-/// data (FlexPipe) or as a descriptor beat ahead of it (PANIC, `descriptor_beats` > 0).
+/// data (FlexPipe) or as a descriptor beat ahead of it (PANIC, `descriptor_beats` > 0). It
+/// parses a packet as the MAC streams it in and streams it on to `out`, `latency` later.
 pub struct PreProcessor {
-    pub inp: FifoId,
     pub out: FifoId,
-    pub link: Link,
     pub latency: Time,
     pub policy: ChainPolicy,
     pub descriptor_beats: u64,
     pub priorities: Vec<u8>,
 }
 
-impl Component<World> for PreProcessor {
-    fn ports(&self) -> Vec<Port> {
-        vec![Port::new(self.link.clock)
-            .reads(&[self.inp])
-            .writes(&[self.out])]
-    }
-    fn step(&mut self, _: usize, now: Time, w: &mut World) {
-        self.parse(now, w);
-        w.cal.busy_until(0, self.link.busy_until());
-        w.wake_forward(0, &self.link, self.inp, self.out);
-    }
-}
-
 impl PreProcessor {
-    fn parse(&mut self, now: Time, w: &mut World) {
-        let Some(p) = w.ready_front(self.inp, now) else {
-            return;
-        };
-        if !self.link.is_free(now) || !w.room(self.out, p.size) {
-            return;
-        }
+    /// Packet `id` of `bytes` streams in over `link` from `now` (the caller checked that the
+    /// link is free and `out` has room): parse it, write its metadata and send it on.
+    fn parse(&mut self, now: Time, w: &mut World, id: PktId, bytes: u32, link: &mut Link) {
         w.apply_remaps(now);
-        let slot = w.pop(self.inp, now).unwrap();
-        let beats = self.link.beats_for(slot.bytes) + self.descriptor_beats;
-        let tr = self.link.send_beats(now, beats, slot.tail);
-        let Some(flow) = w.table.lookup(&w.pkts[slot.item].hdr) else {
-            w.drop_pkt(slot.item, "no_flow");
+        let beats = link.beats_for(bytes) + self.descriptor_beats;
+        let tr = link.send_beats(now, beats, now);
+        let Some(flow) = w.table.lookup(&w.pkts[id].hdr) else {
+            w.drop_pkt(id, "no_flow");
             return;
         };
         let chain = match self.policy {
@@ -143,7 +131,7 @@ impl PreProcessor {
                 n
             }
         };
-        let pkt = &mut w.pkts[slot.item];
+        let pkt = &mut w.pkts[id];
         pkt.flow = flow;
         pkt.priority = self.priorities.get(flow as usize).copied().unwrap_or(0);
         pkt.t_parse = now;
@@ -151,8 +139,8 @@ impl PreProcessor {
         w.push(
             self.out,
             now,
-            slot.item,
-            slot.bytes,
+            id,
+            bytes,
             tr.head + self.latency,
             tr.tail + self.latency,
         );
