@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use nicsim_kernel::{Calendar, FifoSet, HasCalendar, Link, Slot, Time};
+use nicsim_kernel::{Calendar, FifoSet, HasCalendar, Slot, Time};
 
 use crate::measure::Sink;
 use crate::packet::{Chain, Pkt, PktId, Pkts};
@@ -120,18 +120,5 @@ impl World {
             .front()
             .filter(|s| s.head <= now)
             .map(|s| &self.pkts[s.item])
-    }
-
-    /// Wake `port` (of the component being stepped) for the next forward of `from`'s front
-    /// packet over `link` into `to`: when its first beat is there and the link is free. With
-    /// no room in `to`, the pop that makes room wakes it instead.
-    #[inline]
-    pub fn wake_forward(&mut self, port: usize, link: &Link, from: FifoId, to: FifoId) {
-        if let Some(s) = self.q[from].front() {
-            if self.room(to, s.bytes) {
-                let t = link.free_from(s.head);
-                self.cal.wake_port(port, t);
-            }
-        }
     }
 }
