@@ -102,7 +102,7 @@ PGO ?= 1
 # slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable
 # build; the profile is kept per CPU.
 CPU ?= native
-CPU_RUSTFLAGS = $(if $(CPU),-Ctarget-cpu=$(CPU) $(if $(filter x86_64,$(shell uname -m)),-Ctarget-feature=-avx512f))
+CPU_RUSTFLAGS := $(if $(CPU),-Ctarget-cpu=$(CPU) $(if $(filter x86_64,$(shell uname -m)),-Ctarget-feature=-avx512f))
 PGO_DIR := $(CARGO_TARGET_DIR)/pgo
 PROFDATA := $(PGO_DIR)/nicsim-$(or $(CPU),default).profdata
 RUST_SOURCES := $(wildcard crates/*/src/*.rs crates/*/Cargo.toml) Cargo.toml Cargo.lock
