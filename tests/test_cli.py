@@ -203,13 +203,14 @@ def test_failing_run_leaves_no_output(tmp_path: Path) -> None:
     assert_one_line_error(r, "missing.pcap")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
-    # An existing folder is kept as it was when a run fails, and replaced when it succeeds.
+    # An existing folder is kept as it was when a run fails, and replaced when it succeeds
+    # (a folder nicsim did not write only with --force: tests/test_output.py).
     out.mkdir()
     (out / "old.txt").write_text("old")
-    r = nicsim("run", PAPER, "--out", out, "--param", "traffic.replay.path=missing.pcap", cwd=tmp_path)
+    r = nicsim("run", PAPER, "--out", out, "--param", "traffic.replay.path=missing.pcap", "--force", cwd=tmp_path)
     assert r.returncode == 2
     assert [p.name for p in out.iterdir()] == ["old.txt"]
-    assert nicsim("run", PAPER, "--out", out, *SMALL).returncode == 0
+    assert nicsim("run", PAPER, "--out", out, *SMALL, "--force").returncode == 0
     assert not (out / "old.txt").exists() and (out / "summary.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
 

@@ -35,7 +35,9 @@ def test_parse_value(text: str, value: object) -> None:
 def test_parse_key() -> None:
     assert parse_key("flows[0].chain") == ["flows", 0, "chain"]
     assert parse_key("offloads[1].units") == ["offloads", 1, "units"]
-    assert parse_key("a[1][-2].b") == ["a", 1, -2, "b"]
+    assert parse_key("a[1][2].b") == ["a", 1, 2, "b"]
+    with pytest.raises(nicsim.ConfigError, match="count from 0"):  # not Python's negative indices
+        parse_key("traffic[-1].rate_mbps")
     with pytest.raises(nicsim.ConfigError, match="not a key path"):
         parse_key("flows[x].chain")
     with pytest.raises(nicsim.ConfigError, match="not a key path"):
@@ -80,10 +82,14 @@ def test_override_errors_name_the_key() -> None:
     assert str(e.value) == "--param: flows[9].chain: index 9 out of range (flows has 4 entries)"
     with pytest.raises(nicsim.ConfigError, match="seed is not a table"):
         nicsim.load_config(PAPER, ["seed.x=1"])
-    # Validated by the core, reported with the file and key path.
+    # Validated by the core, reported against the --param that set the key, with its path.
     with pytest.raises(nicsim.ConfigError) as e:
         nicsim.load_config(PAPER, ['flows[0].chain=["crc","nope"]'])
-    assert str(e.value).startswith(f"{PAPER}: flows[0].chain[1]: unknown offload 'nope'")
+    assert str(e.value).startswith("--param: flows[0].chain[1]: unknown offload 'nope'")
+    # A problem elsewhere in the file stays the file's.
+    with pytest.raises(nicsim.ConfigError) as e:
+        nicsim.load_config(PAPER, ['offloads[0].name="renamed"'])
+    assert str(e.value).startswith(f"{PAPER}: flows[")
     with pytest.raises(nicsim.ConfigError, match=r"traffic\.rate_gbps: must be a finite number"):
         nicsim.load_config(PAPER, ["traffic.rate_gbps=nan"])
 

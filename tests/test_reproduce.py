@@ -19,7 +19,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     flexpipe.main(out)
     summary = json.loads((out / "summary.json").read_text())
     figures = ("fig3_throughput", "fig4_latency", "fig5_recirculation", "overview")
-    expected = ["summary.json", "comparison.csv"] + [f"{n}.{e}" for n in figures for e in ("png", "svg")]
+    expected = [".nicsim-output", "summary.json", "comparison.csv"] + [f"{n}.{e}" for n in figures for e in ("png", "svg")]
     assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     return summary
 

@@ -9,6 +9,7 @@ code 2 and no traceback; Ctrl-C exits with 130 after writing what can be written
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +24,8 @@ from rich.table import Table
 from nicsim.config import get_key, load_config, parse_sweep_param
 from nicsim.errors import ConfigError, Interrupted, NicsimError
 from nicsim.flow.cli import flow_app
+from nicsim.options import MAX_MEMORY_MB, MAX_SECONDS, MAX_SYNTH_FLOWS, U32_MAX, U64_MAX, ForceOpt, OutOpt
+from nicsim.output import check_out_arg
 from nicsim.router.cli import router_app
 
 try:  # typer >= 0.22 carries its own copy of click
@@ -63,8 +66,6 @@ class Executor(StrEnum):
 
 ConfigArg = Annotated[Path, typer.Argument(help="Datapath configuration (TOML), e.g. configs/flexpipe_paper.toml.",
                                            show_default=False)]
-OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder; written atomically, replaced if it exists.",
-                                      show_default=False)]
 ParamOpt = Annotated[
     list[str] | None,
     typer.Option("--param", "-p", metavar="KEY=VALUE",
@@ -75,7 +76,7 @@ ParamOpt = Annotated[
 ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
                                                help="Where runs execute: a local process pool, or Ray "
                                                     "(needs the [b]nicsim\\[ray][/b] extra).")]
-WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", min=1,
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", min=1, max=4096,
                                                 help="Parallel runs (default: one per CPU).", show_default=False)]
 
 
@@ -100,6 +101,7 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
             egress_pcap: Annotated[bool, typer.Option("--egress-pcap",
                                                       help="Write delivered packets to OUT/egress.pcap "
                                                            "(as [b]measure.egress_pcap = true[/b]).")] = False,
+            force: ForceOpt = False,
             ) -> None:
     """Run one datapath simulation and write OUT/summary.json and OUT/per_flow.csv.
 
@@ -124,7 +126,7 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
         bar.update(task, completed=done, sim=f"{now_us:,.1f} µs simulated")
 
     try:
-        summary = run(cfg, out, egress_pcap=want_pcap, progress=progress)
+        summary = run(cfg, out, egress_pcap=want_pcap, progress=progress, force=force)
     except Interrupted as e:
         summary = e.summary
     finally:
@@ -177,6 +179,7 @@ def sweep_cmd(
                                              show_default=False)],
     executor: ExecutorOpt = Executor.local,
     workers: WorkersOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Run a configuration over a grid of parameter values.
 
@@ -184,6 +187,7 @@ def sweep_cmd(
     delivered, dropped), OUT/summary.json (every point with its full summary) and, when one
     parameter varies, OUT/sweep.png and .svg (throughput and mean latency against it).
     """
+    from nicsim.datapath import config_inputs
     from nicsim.output import OutputDir
     from nicsim.sweep import sweep
 
@@ -194,10 +198,12 @@ def sweep_cmd(
             raise ConfigError("given twice", path=key, file="--param")
         params[key] = values
     cfg = load_config(config)
+    output = OutputDir(out, inputs=config_inputs(cfg), force=force)
+    output.check()  # before the runs, not after them
     points = sweep(cfg, params, executor=executor.value, workers=workers)
     rows = [{**pt["params"], **sweep_metrics(pt["summary"])} for pt in points]
     varied = [k for k, v in params.items() if len(v) > 1]
-    with OutputDir(out) as o:
+    with output as o:
         o.csv("sweep.csv", rows)
         o.json("summary.json", points)
         if len(varied) == 1:
@@ -298,17 +304,18 @@ def xdp_analyze(
                                         "calibrate`) or a target TOML file.")] = "nfp",
     rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s (each path at its minimum packet size) "
                                        "or packets/s.")] = Rate.bit,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds to search for the slowest "
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, max=MAX_SECONDS, help="Seconds to search for the slowest "
                                            "satisfiable path; the bound so far is valid when it runs out.")] = 60.0,
     solver: Annotated[Solver, typer.Option("--solver", help="SMT solver. Bitwuzla is the default: it was the "
                                            "faster on the suite (BENCHMARKS.md).")] = Solver.bitwuzla,
-    loop_bound: Annotated[int | None, typer.Option("--loop-bound", min=0, help="Iterations for loops whose bound "
+    loop_bound: Annotated[int | None, typer.Option("--loop-bound", min=0, max=U32_MAX, help="Iterations for loops whose bound "
                                                    "the code does not make evident (too small a bound is unsound).")] = None,
-    memory_mb: Annotated[int, typer.Option("--memory-mb", min=16, help="Memory for the search's state; the search "
+    memory_mb: Annotated[int, typer.Option("--memory-mb", min=16, max=MAX_MEMORY_MB, help="Memory for the search's state; the search "
                                            "stops there with the bound so far (valid).")] = 2048,
     mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
                                             "limit; --no-mac-limit gives the cores' and DRAM's rate alone, as the "
                                             "paper's evaluation reports it.")] = True,
+    force: ForceOpt = False,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
 
@@ -335,7 +342,7 @@ def xdp_analyze(
     try:
         s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
-                    progress=progress)
+                    progress=progress, force=force)
     finally:
         if bar.live.is_started:
             bar.stop()
@@ -397,11 +404,12 @@ def xdp_validate(
     analysis: Annotated[Path, typer.Option("--analysis", "-a", help="Folder of `nicsim xdp analyze` for OBJ.",
                                            show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for validation.json (default: the "
-                                             "analysis folder).", show_default=False)] = None,
-    packets: Annotated[int, typer.Option("--packets", min=0, help="Random packets, and as many mutated ones.")] = 1000,
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Kernel runs per packet; its time is their median.")] = 15,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random and mutated packets.")] = 1,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds for the x86-jit analysis.")] = 60.0,
+                                             "analysis folder).", parser=check_out_arg, show_default=False)] = None,
+    packets: Annotated[int, typer.Option("--packets", min=0, max=1_000_000, help="Random packets, and as many mutated ones.")] = 1000,
+    runs: Annotated[int, typer.Option("--runs", min=1, max=10_000, help="Kernel runs per packet; its time is their median.")] = 15,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=U64_MAX, help="Seed of the random and mutated packets.")] = 1,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, max=MAX_SECONDS, help="Seconds for the x86-jit analysis.")] = 60.0,
+    force: ForceOpt = False,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
 
@@ -419,7 +427,7 @@ def xdp_validate(
     task = bar.add_task("val", total=None, what="")
     with bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
-                     progress=lambda what: bar.update(task, what=what))
+                     progress=lambda what: bar.update(task, what=what), force=force)
     t = Table(title=f"validation of {obj.name}", show_header=False)
     t.add_column(style="bold")
     t.add_column()
@@ -444,22 +452,24 @@ def reproduce_flexpipe(
     out: OutOpt,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer packets and points: a fast smoke run.")] = False,
     executor: ExecutorOpt = Executor.local,
+    force: ForceOpt = False,
 ) -> None:
     """FlexPipe (Zyla et al., 2023): Table II, Fig. 3 (throughput), Fig. 4 (latency per flow and
     size) and Fig. 5 (recirculation), each next to the paper's numbers."""
     from nicsim.reproduce import flexpipe
 
-    flexpipe.main(out, quick=quick, executor=executor.value)
+    flexpipe.main(out, quick=quick, executor=executor.value, force=force)
 
 
 @reproduce_app.command("xdp")
 def reproduce_xdp(
     out: OutOpt,
     quick: Annotated[bool, typer.Option("--quick", help="Path explosion searched for 5 s instead of 60 s.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds each analysis may search for its "
+    timeout: Annotated[float, typer.Option("--timeout", min=0.0, max=MAX_SECONDS, help="Seconds each analysis may search for its "
                                            "SSP (path explosion: see --quick).")] = 60.0,
     nfp_only: Annotated[bool, typer.Option("--nfp-only", help="Leave out the x86-jit analyses (and the "
                                            "calibration they need on a new machine).")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Krude et al. (CoNEXT 2021): Tables 2 and 3 (naive bound, SSP, improvement, bottleneck,
     time) for the XDP suite on nfp beside the paper's figures, the same on x86-jit (calibrated
@@ -468,21 +478,22 @@ def reproduce_xdp(
     (`make xdp-suite`)."""
     from nicsim.reproduce import xdp
 
-    xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS)
+    xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS, force=force)
 
 
 @reproduce_app.command("flowmem")
 def reproduce_flowmem(
     out: OutOpt,
-    flows: Annotated[int, typer.Option("--flows", min=1, help="Connections in the synthetic capture.")] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic capture.")] = 1,
+    flows: Annotated[int, typer.Option("--flows", min=1, max=MAX_SYNTH_FLOWS, help="Connections in the synthetic capture.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=U64_MAX, help="Seed of the synthetic capture.")] = 1,
+    force: ForceOpt = False,
 ) -> None:
     """Packets are Not Pages (Adams et al.): the 10 × 1,510-byte micro-benchmark, DRAM traffic
     per payload byte and per-core throughput (scan and regex) of copy-based and flow-based
     addressing in the SmartNIC memory model, beside the talk's figures."""
     from nicsim.reproduce import flowmem
 
-    flowmem.main(out, flows=flows, seed=seed)
+    flowmem.main(out, flows=flows, seed=seed, force=force)
 
 
 @reproduce_app.command("router")
@@ -491,13 +502,14 @@ def reproduce_router(
     quick: Annotated[bool, typer.Option("--quick", help="Shorter runs and fewer points: a fast smoke run.")] = False,
     beyond: Annotated[bool, typer.Option("--beyond/--no-beyond", help="Also sweep 2-8 NICs on PCI-X 66 and "
                                          "133 MHz (fast path, every NIC to every other at line rate).")] = True,
+    force: ForceOpt = False,
 ) -> None:
     """Seed 002 (a PC software router with FPGA NICs): set-up A's slow path, Fig. 4's saturation rate
     against frame size, set-ups B-F and the QoS runs of Figs. 5 and 6, each beside the paper
     with holds / does not hold, and beyond the paper 2-8 NICs on PCI-X."""
     from nicsim.reproduce import router
 
-    router.main(out, quick=quick, beyond=beyond)
+    router.main(out, quick=quick, beyond=beyond, force=force)
 
 
 def _fail(msg: str, code: int = 2) -> NoReturn:
@@ -505,16 +517,29 @@ def _fail(msg: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+class Terminated(SystemExit):
+    """SIGTERM: unwinds like an exception, so that output folders under way are removed."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `nicsim` command; the one place where errors become exit codes."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = app(args=argv, prog_name="nicsim", standalone_mode=False)
     except typer.Abort:
         print("nicsim: interrupted", file=sys.stderr)
         sys.exit(130)
-    except ClickException as e:  # usage errors: click's message, exit 2
-        e.show()
-        sys.exit(e.exit_code)
+    except Terminated as e:
+        print("nicsim: terminated", file=sys.stderr)
+        sys.exit(e.code)
+    except ClickException as e:  # usage errors: click's message on one line, exit 2
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _fail(" ".join(e.format_message().split()) + hint, e.exit_code)
     except NicsimError as e:
         _fail(str(e))
     except OSError as e:

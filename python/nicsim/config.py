@@ -56,16 +56,83 @@ def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override
         raise ConfigError("no such file", file=file) from None
     except OSError as e:
         raise ConfigError(e.strerror or str(e), file=file) from None
+    doc = parse_toml(raw, file)
+    _resolve_paths(doc, path.parent)
+    cfg = with_overrides(Config(doc, source=file), overrides)
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        (check or validate)(cfg)
+    except ConfigError as e:
+        # A problem at a key that an override set is the override's, not the file's.
+        if e.file == file and any(_key_under(e.path, k) for k in _override_keys(overrides)):
+            e.file = "--param"
+        raise
+    return cfg
+
+
+#: How deep tables and arrays may nest in a configuration (the deepest nicsim reads is 4).
+MAX_DEPTH = 32
+
+
+def parse_toml(raw: bytes, file: str) -> dict[str, Any]:
+    """A TOML document from bytes: UTF-8 (a leading byte-order mark is allowed, as editors on
+    Windows write one), nested at most MAX_DEPTH deep. Errors name `file` and the position."""
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+        doc = tomllib.loads(text)
     except UnicodeDecodeError as e:
         raise ConfigError(f"not UTF-8 text (byte {e.start})", file=file) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(*_toml_error(str(e)), file=file) from None
-    _resolve_paths(doc, path.parent)
-    cfg = with_overrides(Config(doc, source=file), overrides)
-    (check or validate)(cfg)
-    return cfg
+    except RecursionError:
+        raise ConfigError(f"tables or arrays nested more than {MAX_DEPTH} deep", file=file) from None
+    key = _too_deep(doc, MAX_DEPTH)
+    if key is not None:
+        raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=key, file=file)
+    return doc
+
+
+def read_toml_file(path: str | os.PathLike[str], what: str) -> str:
+    """The text of a TOML file that the core parses (a target file), checked here first so that
+    its syntax errors read `FILE: line L, column C: MSG`. `what` names it in read errors."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    parse_toml(raw, str(path))
+    return raw.decode("utf-8").removeprefix("\ufeff")
+
+
+def _too_deep(v: Any, depth: int, path: str = "") -> str | None:
+    """The key path where `v` nests deeper than `depth`, or None (iterative: no recursion limit)."""
+    stack = [(v, path, 0)]
+    while stack:
+        x, p, d = stack.pop()
+        if isinstance(x, dict | list) and d > depth:
+            return p or "."
+        if isinstance(x, dict):
+            stack.extend((y, f"{p}.{k}" if p else str(k), d + 1) for k, y in x.items())
+        elif isinstance(x, list):
+            stack.extend((y, f"{p}[{i}]", d + 1) for i, y in enumerate(x))
+    return None
+
+
+def _override_keys(overrides: Iterable[str | Override] | Mapping[str, Any]) -> list[str]:
+    if isinstance(overrides, Mapping):
+        keys = list(overrides)
+    else:
+        keys = [o.partition("=")[0] if isinstance(o, str) else o[0] for o in overrides]
+    out = []
+    for k in keys:
+        try:
+            out.append(format_key(parse_key(k.strip())))
+        except ConfigError:
+            pass
+    return out
+
+
+def _key_under(path: str, key: str) -> bool:
+    """Whether key path `path` is `key` or inside it (`flows[0].chain` is under `flows`)."""
+    return path == key or path.startswith(key + ".") or path.startswith(key + "[")
 
 
 def _toml_error(text: str) -> tuple[str, str]:
@@ -143,8 +210,10 @@ def parse_value(text: str) -> Any:
     text = text.strip()
     try:
         doc = tomllib.loads(f"v = {text}")
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
+    if _too_deep(doc["v"] if "v" in doc else doc, MAX_DEPTH) is not None:
+        raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40], file="--param")
     return doc["v"] if len(doc) == 1 else text
 
 
@@ -159,7 +228,11 @@ def parse_key(key: str) -> Key:
         if not m:
             raise ConfigError("not a key path (expected names and [index] joined by dots, e.g. flows[0].chain)", path=key, file="--param")
         tokens.append(m.group(1))
-        tokens.extend(int(i) for i in re.findall(r"-?\d+", m.group(2)))
+        for i in re.findall(r"-?\d+", m.group(2)):
+            if int(i) < 0:
+                raise ConfigError(f"index {i}: list indices count from 0 (negative ones are not supported)",
+                                  path=key, file="--param")
+            tokens.append(int(i))
     return tokens
 
 
@@ -253,9 +326,15 @@ def core_errors(source: str | None) -> Iterator[None]:
         yield
     except _core.ConfigError as e:
         path, msg = e.args if len(e.args) == 2 else ("", str(e.args[0]) if e.args else "")
-        raise ConfigError(str(msg), path="" if path == "." else str(path), file=source) from None
+        raise ConfigError(_one_line(msg), path="" if path == "." else str(path), file=source) from None
     except _core.InputError as e:
-        raise InputError(str(e.args[0]) if e.args else str(e)) from None
+        msg = _one_line(e.args[0] if e.args else e)
+        raise InputError(msg if source is None or msg.startswith(source) else f"{source}: {msg}") from None
+
+
+def _one_line(msg: Any) -> str:
+    """A message on one line (the core's parser errors span several)."""
+    return "; ".join(line.strip() for line in str(msg).splitlines() if line.strip())
 
 
 def validate(config: Mapping[str, Any]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import core_errors, get_key, to_json
+from nicsim.config import PATH_KEYS, core_errors, get_key, to_json
 from nicsim.errors import Interrupted
 from nicsim.output import OutputDir
 
@@ -108,10 +108,12 @@ def run(
     *,
     egress_pcap: bool | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run one simulation; with `out`, write its output folder (atomically: all or nothing).
 
     `egress_pcap`: write `out/egress.pcap` (default: the config's `measure.egress_pcap`).
+    `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
     On Ctrl-C the partial summary is still written and [`Interrupted`] (a KeyboardInterrupt
     carrying the summary) is raised.
     """
@@ -120,12 +122,17 @@ def run(
     if out is None:
         summary = simulate(config, progress=progress)
     else:
-        with OutputDir(out) as o:
+        with OutputDir(out, inputs=config_inputs(config), force=force) as o:
             summary = simulate(config, o.file("egress.pcap") if egress_pcap else None, progress)
             write_run(o, config, summary)
     if summary["interrupted"]:
         raise Interrupted(summary)
     return summary
+
+
+def config_inputs(config: Mapping[str, Any]) -> list[str | None]:
+    """The files a configuration reads: itself and its traffic files."""
+    return [getattr(config, "source", None), *(get_key(config, k) for k in PATH_KEYS)]
 
 
 def write_run(o: OutputDir, config: Mapping[str, Any], summary: Mapping[str, Any]) -> None:

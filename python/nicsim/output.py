@@ -1,19 +1,39 @@
-"""Output folders, written atomically.
+"""Output folders: written atomically, and never at the cost of a user's data.
 
 Every command that produces results writes one folder. [`OutputDir`] builds it in a hidden
-temporary folder next to the target and renames it into place when the block ends without an
-error (replacing an existing folder of that name); an error or Ctrl-C inside the block leaves
-the target as it was and nothing half-written. Helpers write JSON (sorted keys, indent 2, so
-equal results are equal bytes), CSV tables and matplotlib figures (PNG and SVG).
+temporary folder next to the target (`.NAME.tmp-PID-XXXX`) and renames it into place when the
+block ends without an error; an error, Ctrl-C or SIGTERM inside the block removes the temporary
+folder and leaves the target as it was.
+
+A command deletes or replaces only what it wrote itself. Every output folder holds a marker,
+`.nicsim-output` (JSON: the nicsim version, the command line and the files nicsim wrote there),
+and an existing `--out` folder is replaced only when it is empty, or holds that marker and no
+file that the marker does not list. Any other folder is refused ([`OutputRefused`], exit 2)
+unless `force=True` (`--force`). Even with `force`, these are never replaced:
+
+- the working directory or any folder above it, `/` and the home folder;
+- a folder that holds a git repository (a `.git` anywhere inside);
+- a folder that holds one of the command's own inputs (its configuration, capture or object).
+
+The checks run before the command starts (so a refusal costs nothing) and again just before the
+rename. Debris of a run that was killed (`.NAME.tmp-PID-*` and `.NAME.old-PID-*` folders whose
+process is gone on this host) is removed the next time the same `--out` is used.
+
+Helpers write JSON (sorted keys, indent 2, so equal results are equal bytes), CSV tables and
+matplotlib figures (PNG and SVG).
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 import os
+import re
 import shutil
+import socket
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,49 +41,230 @@ from typing import Any
 
 from nicsim.errors import InputError
 
+#: The marker file every output folder holds.
+MARKER = ".nicsim-output"
+
+
+class OutputRefused(InputError):
+    """`--out` names a folder that nicsim may not replace."""
+
+
+def command_line() -> list[str]:
+    """The command line as the user typed it (`nicsim ...`, also under `python -m nicsim`)."""
+    return ["nicsim", *sys.argv[1:]]
+
+
+def check_out_arg(value: str | os.PathLike[str]) -> Path:
+    """An `--out` value as a path; the empty string is refused (it would mean the working
+    directory)."""
+    if os.fspath(value) == "":
+        raise OutputRefused("--out: the output folder is an empty path; give a folder name (e.g. --out out/run)")
+    return Path(value)
+
+
+def _real(p: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(p))
+
+
+def _is_within(inner: Path, outer: Path) -> bool:
+    """Whether `inner` is `outer` or inside it (both absolute)."""
+    return inner == outer or outer in inner.parents
+
+
+def _both(p: str | os.PathLike[str]) -> set[Path]:
+    """A path as given (made absolute) and as resolved: a symbolic link lives in one folder and
+    points into another, and both hold it."""
+    return {Path(os.path.abspath(p)), _real(p)}
+
+
+def _inside(inner: str | os.PathLike[str], outer: str | os.PathLike[str]) -> bool:
+    return any(_is_within(i, o) for i in _both(inner) for o in _both(outer))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, as another user's
+        return True
+    return True
+
+
+def _read_marker(folder: Path) -> dict[str, Any] | None:
+    try:
+        m = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return m if isinstance(m, dict) else None
+
+
+def _files_under(folder: Path) -> Iterable[str]:
+    """Relative paths of the files (and empty folders) under `folder`, symbolic links
+    included as files, not followed."""
+    for root, dirs, files in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            yield name if rel == "." else os.path.join(rel, name)
+        if not files and not dirs and rel != ".":
+            yield rel + os.sep
+
+
+def _holds_git(folder: Path) -> Path | None:
+    for root, dirs, files in os.walk(folder):
+        if ".git" in dirs or ".git" in files:
+            return Path(root) / ".git"
+    return None
+
 
 class OutputDir:
-    """`with OutputDir("out/run") as o: o.json("summary.json", s)` — all files or none."""
+    """`with OutputDir("out/run") as o: o.json("summary.json", s)` — all files or none.
 
-    def __init__(self, target: str | os.PathLike[str]) -> None:
-        self.target = Path(target)
+    `inputs`: the files the command reads; a folder that holds one is never replaced.
+    `force`: replace an existing folder that nicsim did not write (within the limits above).
+    """
+
+    def __init__(self, target: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str] | None] = (),
+                 force: bool = False) -> None:
+        self.given = check_out_arg(target)
+        self.inputs = [Path(i) for i in inputs if i is not None and os.fspath(i) not in ("", "-")]
+        self.force = force
         self.path: Path | None = None
+        absolute = Path(os.path.abspath(self.given))
+        # A symbolic link to a folder is followed: the link stays, the folder behind it is written.
+        self.target = _real(absolute) if absolute.is_symlink() else absolute
+        self._written: list[str] = []
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def _refuse(self, why: str) -> OutputRefused:
+        return OutputRefused(f"{self.given}: {why}")
+
+    def check(self) -> None:
+        """Raise [`OutputRefused`] unless the target may be (re)written."""
+        t = self.target
+        given = os.path.abspath(self.given)
+        if os.path.islink(given) and not os.path.exists(given):
+            raise self._refuse("is a symbolic link to nothing; give another --out")
+        cwd = os.getcwd()
+        if _inside(cwd, t) or _inside(os.environ.get("PWD") or cwd, t):
+            where = "the working directory" if _both(cwd) & _both(t) else "a folder above the working directory"
+            raise self._refuse(f"is {where}; nicsim never replaces it (give a new folder, e.g. --out out/run)")
+        if _both(t) & (_both("/") | _both(Path.home())):
+            raise self._refuse("is the root or home folder; nicsim never replaces it (give a new folder)")
+        for i in self.inputs:
+            if _inside(i, t):
+                raise self._refuse(f"holds the input {i}; nicsim never replaces it (give another --out)")
+        if not t.exists():
+            return
+        if not t.is_dir():
+            raise self._refuse("exists and is not a folder; give another --out")
+        marker = _read_marker(t)
+        listed = set(marker.get("files", [])) | {MARKER} if marker else set()
+        foreign = []
+        for f in _files_under(t):
+            if f not in listed and not f.endswith(os.sep):
+                foreign.append(f)
+                if len(foreign) > 3 and not self.force:
+                    break
+        if foreign and not self.force:
+            shown = ", ".join(sorted(foreign)[:3]) + (" and more" if len(foreign) > 3 else "")
+            what = "is a folder nicsim did not write" if marker is None else "holds files nicsim did not write"
+            raise self._refuse(f"{what} ({shown}); give another --out, or --force to replace it")
+        git = _holds_git(t)
+        if git is not None:
+            raise self._refuse(f"holds a git repository ({git}); nicsim never replaces it, even with --force")
+
+    # -- the folder's life --------------------------------------------------------------------
 
     def __enter__(self) -> OutputDir:
-        if self.target.exists() and not self.target.is_dir():
-            raise InputError(f"{self.target}: exists and is not a folder")
-        parent = self.target.absolute().parent
+        self.check()
+        parent = self.target.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+            self._clean_stale(parent)
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent))
         except OSError as e:
-            raise InputError(f"{e.filename or parent}: cannot create the output folder: {e.strerror}") from None
+            raise InputError(f"{self.given}: cannot create the output folder: {e.strerror}") from None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(self.path, 0o777 & ~umask)
+        self._write_marker()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self.path is not None
         if exc_type is not None:
             shutil.rmtree(self.path, ignore_errors=True)
+            if isinstance(exc, OSError) and self._is_write_error(exc):
+                raise InputError(f"{self.given}: cannot write the output folder: {exc.strerror}") from None
             return
         try:
+            self._write_marker()
             self._commit()
+        except OSError as e:
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise InputError(f"{self.given}: cannot write the output folder: {e.strerror}") from None
         except BaseException:
             shutil.rmtree(self.path, ignore_errors=True)
             raise
 
+    def _is_write_error(self, e: OSError) -> bool:
+        """An error writing the folder (not reading an input): named after `--out`, not the
+        hidden temporary folder."""
+        in_tmp = e.filename is not None and self.path is not None and _is_within(_real(e.filename), _real(self.path))
+        return in_tmp or e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+    def _write_marker(self) -> None:
+        """The marker: who wrote the folder, and which files (so that a later run replaces only those)."""
+        from nicsim import __version__
+
+        assert self.path is not None
+        files = sorted(f for f in _files_under(self.path) if f != MARKER and not f.endswith(os.sep))
+        (self.path / MARKER).write_text(json.dumps({
+            "nicsim_version": __version__, "command": command_line(),
+            "host": socket.gethostname(), "pid": os.getpid(), "files": files,
+        }, indent=1) + "\n", encoding="utf-8")
+
     def _commit(self) -> None:
         assert self.path is not None
-        target = self.target.absolute()
+        self.check()
+        target = self.target
         old = None
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent)) / "old"
-            os.replace(target, old)
-        os.replace(self.path, target)
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{os.getpid()}-", dir=target.parent))
+            os.replace(target, old)  # over the empty folder mkdtemp made
+        try:
+            os.replace(self.path, target)
+        except BaseException:
+            if old is not None:
+                os.replace(old, target)
+            raise
         if old is not None:
-            shutil.rmtree(old.parent, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _clean_stale(self, parent: Path) -> None:
+        """Remove what a killed run of this `--out` left: temporary and old folders whose
+        process is gone (on this host) and that nicsim wrote."""
+        pattern = re.compile(rf"\.{re.escape(self.target.name)}\.(tmp|old)-(\d+)-[^/]*")
+        host = socket.gethostname()
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return
+        for name in names:
+            m = pattern.fullmatch(name)
+            if not m or _pid_alive(int(m.group(2))):
+                continue
+            p = parent / name
+            if p.is_symlink() or not p.is_dir():
+                continue
+            marker = _read_marker(p)
+            empty = not any(p.iterdir())
+            if empty or (marker is not None and marker.get("host") == host):
+                shutil.rmtree(p, ignore_errors=True)
+
+    # -- writing ------------------------------------------------------------------------------
 
     def file(self, name: str) -> Path:
         """Where to write `name` (inside the temporary folder until the block ends)."""

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from nicsim.options import MAX_SYNTH_FLOWS, U32_MAX, U64_MAX, ForceOpt, OutOpt
+
 flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
                        "the cost of copy-based against flow-based addressing (host and SmartNIC model).",
                        no_args_is_help=True)
@@ -22,21 +24,22 @@ class Overlap(StrEnum):
 @flow_app.command("reassemble")
 def flow_reassemble(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder; written atomically, replaced if it "
-                                      "exists.", show_default=False)],
+    out: OutOpt,
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Which bytes win where retransmissions "
                                              "disagree.")] = Overlap.first,
-    max_flows: Annotated[int | None, typer.Option("--max-flows", min=1, help="Flow-table size; packets of "
+    max_flows: Annotated[int | None, typer.Option("--max-flows", min=1, max=U32_MAX, help="Flow-table size; packets of "
                                                   "further flows are dropped and counted.")] = None,
-    max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", min=0, help="Payload memory; "
+    max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", min=0, max=U64_MAX, help="Payload memory; "
                                                         "payloads beyond it are dropped and counted.")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Reassemble every TCP flow of CAPTURE: OUT/flows.json (one entry per flow direction),
     one raw byte file per direction (holes zero-filled), OUT/summary.json (every packet
     accounted for)."""
     from nicsim.flow import reassemble
 
-    s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes)
+    s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
+                   force=force)
     dropped = {k: v for k, v in s["packets"].items() if k not in ("read", "data", "control", "retransmission") and v}
     Console().print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream bytes "
                     f"({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}")
@@ -55,10 +58,10 @@ class RetrievalOpt(StrEnum):
 
 @flow_app.command("synth")
 def flow_synth(
-    out: Annotated[Path, typer.Argument(help="Capture file to write (.pcap, or .pcapng with --pcapng).",
-                                        show_default=False)],
-    flows: Annotated[int, typer.Option("--flows", min=1, help="TCP connections.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same bytes.")] = 1,
+    out: Annotated[str, typer.Argument(help="Capture file to write (.pcap, or .pcapng with --pcapng).",
+                                       show_default=False)],
+    flows: Annotated[int, typer.Option("--flows", min=1, max=MAX_SYNTH_FLOWS, help="TCP connections.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=U64_MAX, help="Random seed: the same seed gives the same bytes.")] = 1,
     loss: Annotated[float, typer.Option("--loss", min=0.0, max=0.99, help="Share of data segments lost before "
                                         "the tap (each retransmitted an RTT later).")] = 0.01,
     reorder: Annotated[float, typer.Option("--reorder", min=0.0, max=0.99, help="Share of data segments "
@@ -66,6 +69,7 @@ def flow_synth(
     duplicate: Annotated[float, typer.Option("--duplicate", min=0.0, max=0.99, help="Share of data segments "
                                              "retransmitted although they arrived.")] = 0.005,
     pcapng: Annotated[bool, typer.Option("--pcapng", help="Write pcapng instead of pcap.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
 ) -> None:
     """Write a synthetic TCP capture: HTTP-like request/response connections whose response
     sizes are heavy-tailed (Pareto, 93.16 % of flows at most 10 KB, as the talk measured), with
@@ -78,7 +82,7 @@ def flow_synth(
                   transient=True) as bar:
         task = bar.add_task("synth", n=0)
         rep = synth(out, flows=flows, seed=seed, loss=loss, reorder=reorder, duplicate=duplicate, pcapng=pcapng,
-                    progress=lambda n: bar.update(task, n=n))
+                    progress=lambda n: bar.update(task, n=n), force=force)
     Console().print(f"{rep['flows']:,} flows, {rep['packets']:,} packets, {rep['frame_bytes']:,} frame bytes; "
                     f"{rep['flows_le_10kb'] / rep['flows']:.1%} of flows <= 10 KB; lost {rep['lost']:,}, "
                     f"reordered {rep['reordered']:,}, duplicated {rep['duplicated']:,}")
@@ -88,7 +92,7 @@ def flow_synth(
 @flow_app.command("bench")
 def flow_bench(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
+    out: OutOpt,
     workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting newlines "
                                                "(memory-bound); regex: run a DFA (compute-bound).")] = Workload.scan,
     pattern: Annotated[str | None, typer.Option("--pattern", "-p", help="Regex of the regex workload "
@@ -98,7 +102,8 @@ def flow_bench(
     retrieval: Annotated[RetrievalOpt | None, typer.Option("--retrieval", help="Flow cache fill: the whole "
                                                            "bytestream first, or a line on each miss (default: "
                                                            "the target's).")] = None,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Host runs; the best is kept.")] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, max=1000, help="Host runs; the best is kept.")] = 3,
+    force: ForceOpt = False,
 ) -> None:
     """Copy-based against flow-based on every flow of CAPTURE, measured on this host (bytes
     copied and read, seconds, Gbit/s) and in the SmartNIC memory model (DRAM bytes, cycles,
@@ -108,7 +113,7 @@ def flow_bench(
     from nicsim.flow.memory import bench
 
     s = bench(capture, out, workload=workload.value, pattern=pattern, target=target,
-              retrieval=retrieval.value if retrieval else None, repeat=repeat)
+              retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force)
     t = Table(title=f"{s['workload']} over {s['streams']:,} streams, {s['payload_bytes']:,} payload bytes")
     for col in ("", "copy-based", "flow-based"):
         t.add_column(col, justify="right" if col else "left")
@@ -126,13 +131,14 @@ def flow_bench(
 @flow_app.command("sizes")
 def flow_sizes(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
+    out: OutOpt,
+    force: ForceOpt = False,
 ) -> None:
     """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
     50/90/99 % of its flows. Writes OUT/summary.json, OUT/flows.csv and flow_size_cdf (PNG, SVG)."""
     from nicsim.flow.memory import sizes
 
-    s = sizes(capture, out)
+    s = sizes(capture, out, force=force)
     Console().print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)")
     for c in s["cover"]:
         Console().print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import core_errors
+from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError
 from nicsim.flow.reassemble import open_capture, require_tcp
 from nicsim.output import OutputDir
@@ -43,23 +43,25 @@ def load_mem_target(target: str) -> tuple[str, str]:
     path = Path(target)
     if path.suffix != ".toml":
         raise InputError(f"unknown target '{target}' (built in: u250-microblaze, bluefield3; or a .toml file)")
-    try:
-        return path.read_text(), str(path)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the target: {e.strerror}") from None
+    return read_toml_file(path, "target"), str(path)
 
 
 def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss: float = 0.01,
           reorder: float = 0.01, duplicate: float = 0.005, pcapng: bool = False,
-          progress: Any = None, **extra: Any) -> dict[str, Any]:
-    """Write a synthetic capture to `out` (atomically); returns what it holds."""
+          progress: Any = None, force: bool = False, **extra: Any) -> dict[str, Any]:
+    """Write a synthetic capture to `out` (atomically); returns what it holds. An existing
+    file is replaced only with `force` (nicsim cannot tell a capture it wrote from a user's)."""
     from nicsim import _core
 
+    if os.fspath(out) == "":
+        raise InputError("the capture file to write is an empty path; give a file name (e.g. out/s.pcap)")
     path = Path(out)
-    if path.exists() and path.is_dir():
+    if path.is_dir():
         raise InputError(f"{path}: is a folder (give a capture file name)")
+    if os.path.lexists(path) and not force:
+        raise InputError(f"{path}: exists; give another file name, or --force to replace it")
     config = {"flows": flows, "seed": seed, "loss": loss, "reorder": reorder, "duplicate": duplicate, **extra}
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with core_errors(None):
@@ -80,12 +82,17 @@ def _check_workload(workload: str, pattern: str | None) -> str | None:
 
 def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, workload: str = "scan",
           pattern: str | None = None, target: str = "u250-microblaze", retrieval: str | None = None,
-          repeat: int = 3) -> dict[str, Any]:
-    """Both designs on every flow of `capture`: measured here and modelled on `target`."""
+          repeat: int = 3, force: bool = False) -> dict[str, Any]:
+    """Both designs on every flow of `capture`: measured here and modelled on `target`.
+    `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
     from nicsim import _core
 
     pattern = _check_workload(workload, pattern)
     text, tname = load_mem_target(target)
+    output = None
+    if out is not None:
+        output = OutputDir(out, inputs=[capture, target if target.endswith(".toml") else None], force=force)
+        output.check()  # before the benchmark, not after it
     cap = open_capture(capture)
     require_tcp(cap, capture)
     with core_errors(tname):
@@ -107,8 +114,8 @@ def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = 
         "copy_dram_per_payload": model["copy"]["dram_bytes"] / p,
         "flow_dram_per_payload": model["flow"]["dram_bytes"] / p,
     }
-    if out is not None:
-        with OutputDir(out) as o:
+    if output is not None:
+        with output as o:
             o.json("summary.json", summary)
             o.csv("designs.csv", [{"design": s, **{k: v for k, v in summary[s].items() if k != "model"}}
                                   for s in ("copy", "flow")])
@@ -122,8 +129,11 @@ def _quantile(sorted_values: list[int], q: float) -> int:
     return sorted_values[i]
 
 
-def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:
-    """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows."""
+def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
+    """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows.
+    `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
+    output = OutputDir(out, inputs=[capture], force=force)
+    output.check()
     cap = open_capture(capture)
     require_tcp(cap, capture)
     per_flow: dict[int, dict[str, int]] = {}
@@ -142,7 +152,7 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[
     summary = {"capture": str(capture), "flows": len(flows), "share_le_10kb": le_10kb,
                "table_entry_bytes": TABLE_ENTRY_BYTES, "cover": cover,
                "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]}}
-    with OutputDir(out) as o:
+    with output as o:
         o.json("summary.json", summary)
         o.csv("flows.csv", [{"rank": i, **f} for i, f in enumerate(flows)])
         _plot_cdf(size, le_10kb, o)

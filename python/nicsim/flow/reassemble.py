@@ -73,7 +73,11 @@ def open_capture(
         raise InputError(f"overlap policy {overlap!r}: expected one of {', '.join(OVERLAP_POLICIES)}")
     path = Path(capture)
     if not path.is_file():
-        raise InputError(f"{path}: no such capture file")
+        if not os.path.lexists(path):
+            raise InputError(f"{path}: no such capture file")
+        if path.is_dir():
+            raise InputError(f"{path}: is a folder, not a capture file")
+        raise InputError(f"{path}: not a regular file (a pipe or device); give a pcap or pcapng file")
     try:
         with core_errors(None):
             core = _core.FlowCapture(os.fspath(path), overlap, max_flows, max_arena_bytes, max_segments_per_direction)
@@ -98,15 +102,20 @@ def reassemble(
     max_flows: int | None = None,
     max_arena_bytes: int | None = None,
     max_segments_per_direction: int | None = None,
+    *,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Reassemble `capture` and write OUT/flows.json, OUT/summary.json and one file per flow
-    direction; returns the summary."""
+    direction; returns the summary. `force`: replace an existing `out` that nicsim did not
+    write (see [`OutputDir`])."""
+    output = OutputDir(out, inputs=[capture], force=force)
+    output.check()
     cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction)
     require_tcp(cap, capture)
     directions = cap.directions()
     counts = cap.counts()
     entries = []
-    with OutputDir(out) as o:
+    with output as o:
         for d in directions:
             name = f"flow{d['flow']:05d}.{d['direction']}.bin"
             view = cap.view(d["flow"], d["direction"])

@@ -243,14 +243,16 @@ def print_comparison(rows: list[dict], console: Console) -> None:
     console.print(table)
 
 
-def main(out: Path, quick: bool = False, executor: str = "local") -> dict:
+def main(out: Path, quick: bool = False, executor: str = "local", force: bool = False) -> dict:
     console = Console()
+    output = OutputDir(out, force=force)
+    output.check()  # before the experiments, not after them
     cfg, runs = experiments(quick)
     summaries = run_many([c for _, c in runs], executor=executor, description="FlexPipe experiments")
     results = {label: s for (label, _), s in zip(runs, summaries)}
     summary = analyse(cfg, results)
     rows = comparison(summary, results)
-    with OutputDir(out) as o:
+    with output as o:
         o.json("summary.json", summary)
         o.csv("comparison.csv", rows)
         plot(summary, o)

@@ -189,12 +189,14 @@ def print_comparison(rows: list[dict[str, Any]], console: Console) -> None:
     console.print(t)
 
 
-def main(out: Path, flows: int = 2000, seed: int = 1) -> dict[str, Any]:
+def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False) -> dict[str, Any]:
     console = report_console()
+    output = OutputDir(out, force=force)
+    output.check()  # before the experiments, not after them
     s = run(flows=flows, seed=seed)
     rows = comparison(s)
     s["comparison"] = rows
-    with OutputDir(out) as o:
+    with output as o:
         o.json("summary.json", s)
         o.csv("comparison.csv", rows)
         plot(s, o)

@@ -442,10 +442,12 @@ def print_comparison(s: dict[str, Any], console: Console) -> None:
                   + f" ({s['settings']['runs']} runs, {s['settings']['seconds']:.1f} s)")
 
 
-def main(out: Path, quick: bool = False, beyond: bool = True) -> dict[str, Any]:
+def main(out: Path, quick: bool = False, beyond: bool = True, force: bool = False) -> dict[str, Any]:
     console = report_console(140)
+    output = OutputDir(out, force=force)
+    output.check()  # before the experiments, not after them
     s = run(quick=quick, beyond=beyond)
-    with OutputDir(out) as o:
+    with output as o:
         o.json("summary.json", s)
         o.csv("comparison.csv", s["comparison"])
         plot(s, o)

@@ -228,12 +228,14 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
 
 
 def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_timeout_s: float | None = None,
-         targets: tuple[str, ...] = TARGETS) -> dict[str, Any]:
+         targets: tuple[str, ...] = TARGETS, force: bool = False) -> dict[str, Any]:
     console = report_console()
+    output = OutputDir(out, force=force)
+    output.check()  # before the analyses, not after them
     if explosion_timeout_s is None:
         explosion_timeout_s = 5.0 if quick else 60.0
     summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets)
-    with OutputDir(out) as o:
+    with output as o:
         o.json("summary.json", summary)
         o.csv("table.csv", summary["table"])
         o.csv("count_min.csv", summary["count_min"])

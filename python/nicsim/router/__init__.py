@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from nicsim.config import Config, Override, core_errors, load_config, to_json, with_overrides
@@ -95,11 +94,14 @@ def port_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def run(config: Mapping[str, Any], out: str | os.PathLike[str]) -> dict[str, Any]:
+def run(config: Mapping[str, Any], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
     """Simulate and write OUT/summary.json, OUT/ports.csv and OUT/config.json (all or nothing).
-    Ctrl-C still writes them, for what ran, with `"interrupted": true` in the summary."""
+    Ctrl-C still writes them, for what ran, with `"interrupted": true` in the summary.
+    `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
+    output = OutputDir(out, inputs=[getattr(config, "source", None)], force=force)
+    output.check()  # before the run, not after it
     summary = simulate(config, partial_on_interrupt=True)
-    with OutputDir(Path(out)) as o:
+    with output as o:
         o.json("summary.json", summary)
         o.csv("ports.csv", port_rows(summary), columns=PORT_COLUMNS)
         o.json("config.json", dict(config))

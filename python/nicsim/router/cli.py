@@ -10,6 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from nicsim.options import ForceOpt, OutOpt
+
 router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NICs (slow path through the CPU, "
                               "fast path over the shared PCI-X bus).", no_args_is_help=True)
 
@@ -18,12 +20,12 @@ router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NIC
 def router_run(
     config: Annotated[Path, typer.Argument(help="Router configuration (TOML), e.g. configs/router/setup_d.toml.",
                                            show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder; written atomically, replaced if it "
-                                      "exists.", show_default=False)],
+    out: OutOpt,
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", metavar="KEY=VALUE",
         help="Override a configuration value (repeatable): [b]run.duration_us=2000[/b], "
              "[b]traffic[0].rate_mbps=500[/b], [b]pc.bus.clock_mhz=133[/b].")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Run one router simulation to the end: OUT/summary.json (docs/router.md, "Summary schema"),
     OUT/ports.csv (per port: offered and forwarded Mbit/s and kpkt/s, per class, latency, drops)
@@ -32,7 +34,7 @@ def router_run(
     from nicsim.router import load, run
 
     cfg = load(config, param or [])
-    s = run(cfg, out)
+    s = run(cfg, out, force=force)
     print_summary(s, Console(), title=f"{config.name}: {s['sim_time_us']:,.0f} µs simulated")
     if s["interrupted"]:
         Console(stderr=True).print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import core_errors
+from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
 
@@ -38,21 +38,18 @@ def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
         if not path.is_file():
             raise InputError(f"the x86-jit target is not calibrated on this machine ({path} is missing): "
                              "run `nicsim xdp calibrate` first")
-        return path.read_text(), str(path)
+        return read_toml_file(path, "target"), str(path)
     path = TARGETS_DIR / f"{name}.toml" if name in BUILTIN_TARGETS else Path(name)
     if name not in BUILTIN_TARGETS and not path.suffix:
         raise InputError(f"unknown target '{name}' (built in: {', '.join(BUILTIN_TARGETS)}, x86-jit once "
                          "calibrated; or a .toml file)")
-    try:
-        return path.read_text(), str(path.name if name in BUILTIN_TARGETS else path)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the target: {e.strerror}") from None
+    return read_toml_file(path, "target"), str(path.name if name in BUILTIN_TARGETS else path)
 
 
 def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, target: str = "nfp",
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
-            progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+            progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
 
@@ -62,12 +59,17 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     (`stopped` says which ended the search). `progress` is called with every new bound.
     `mac_limit=False` leaves out the target's MAC limit, as the paper's evaluation does (§6:
     core-bound programs measured on 5 cores and scaled to 50, past the MAC's packet rate).
+    `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
     """
     from nicsim import _core
     from nicsim.xdp.solver import make_solver
 
     if rate not in ("bit", "packet"):
         raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
+    output = None
+    if out is not None:
+        output = OutputDir(out, inputs=[obj, target if target.endswith(".toml") else None], force=force)
+        output.check()  # before the search, not after it
     obj = Path(obj)
     try:
         data = obj.read_bytes()
@@ -217,8 +219,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest())
     summary["seconds"] = elapsed()
     summary["trace"] = trace
-    if out is not None:
-        with OutputDir(out) as o:
+    if output is not None:
+        with output as o:
             o.json("summary.json", summary)
             if example is not None:
                 _core.write_pcap(o.path / "example.pcap", [example])

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nicsim.errors import InputError
-from nicsim.output import OutputDir
+from nicsim.output import MARKER, OutputDir
 
 
 def _base_packet() -> bytes:
@@ -44,13 +44,53 @@ BASE_PACKET = _base_packet()
 
 
 def _read_analysis(analysis: Path) -> dict[str, Any]:
+    """The summary of `nicsim xdp analyze` in folder `analysis`, with the keys validation reads
+    checked (each problem names the file and the key)."""
     f = analysis / "summary.json"
     try:
-        return json.loads(f.read_text())
+        s = json.loads(f.read_text(encoding="utf-8"))
     except OSError as e:
         raise InputError(f"{f}: cannot read the analysis: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{f}: not JSON: line {e.lineno}: {e.msg}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        where = f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else "not UTF-8 JSON"
+        raise InputError(f"{f}: not JSON: {where}") from None
+
+    def bad(key: str, what: str) -> InputError:
+        return InputError(f"{f}: {key}: {what} (is {analysis} a folder of `nicsim xdp analyze`?)")
+
+    def table(v: Any, key: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise bad(key, "missing, or not a table")
+        return v
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    table(s, "the summary")
+    g = table(s.get("guarantee"), "guarantee")
+    if not isinstance(g.get("status"), str):
+        raise bad("guarantee.status", "missing, or not a string")
+    if not (number(g.get("pps")) and g["pps"] > 0):
+        raise bad("guarantee.pps", "missing, or not a positive number")
+    obj = table(s.get("object"), "object")
+    if not isinstance(obj.get("section", ""), str | None) or not isinstance(obj.get("sha256", ""), str | None):
+        raise bad("object.section", "not a string")
+    if not isinstance(s.get("maps") or {}, dict):
+        raise bad("maps", "not a table")
+    hexed = s.get("example_packet_hex")
+    if hexed:
+        try:
+            example = bytes.fromhex(hexed) if isinstance(hexed, str) else None
+        except ValueError:
+            example = None
+        if not example:
+            raise bad("example_packet_hex", "not a packet in hexadecimal")
+        path = table(s.get("path"), "path")
+        if not (isinstance(path.get("insns"), list) and all(isinstance(i, int) for i in path["insns"])):
+            raise bad("path.insns", "missing, or not a list of instruction numbers")
+        if not isinstance(path.get("retval"), int):
+            raise bad("path.retval", "missing, or not an integer")
+    return s
 
 
 def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str, bytes]]:
@@ -81,10 +121,12 @@ def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str,
 
 def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
              *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float = 0.05,
-             timeout_s: float = 60.0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             timeout_s: float = 60.0, progress: Callable[[str], None] | None = None,
+             force: bool = False) -> dict[str, Any]:
     """Validate the analysis in folder `analysis` of the object `obj`; write `validation.json`
-    to `out` (default: into `analysis`). Returns the report; `report["ok"]` says whether every
-    check passed."""
+    to `out` (default: into `analysis`, keeping its files). Returns the report; `report["ok"]`
+    says whether every check passed. `force`: replace an existing `out` that nicsim did not
+    write (see [`OutputDir`])."""
     from nicsim import _core
     from nicsim.xdp.analyze import analyze
     from nicsim.xdp.calibrate import default_path
@@ -95,6 +137,9 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     except OSError as e:
         raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
     s = _read_analysis(analysis)
+    output = OutputDir(out if out is not None else analysis, inputs=[obj] if out is None else [obj, analysis],
+                       force=force)
+    output.check()  # before the kernel runs, not after them
     sha = hashlib.sha256(data).hexdigest()
     if s.get("object", {}).get("sha256") not in (None, sha):
         raise InputError(f"{analysis}/summary.json: the analysis is of another object than {obj} (sha256 differs)")
@@ -104,7 +149,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     report: dict[str, Any] = {"object": str(obj), "analysis": str(analysis), "status": s["guarantee"]["status"]}
     checks: dict[str, bool] = {}
 
-    example = bytes.fromhex(s["example_packet_hex"]) if s.get("example_packet_hex") else None
+    example = bytes.fromhex(s["example_packet_hex"]) if s.get("example_packet_hex") else None  # checked
     if example is not None:
         say("interpreter")
         r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000))
@@ -167,11 +212,11 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     report["timing"] = timing
     report["checks"] = checks
     report["ok"] = all(checks.values())
-    with OutputDir(out if out is not None else analysis) as o:
+    with output as o:
         if out is None:
             # Keep the analysis's own files: copy them into the new folder.
             for f in analysis.iterdir():
-                if f.is_file() and f.name != "validation.json":
+                if f.is_file() and f.name not in ("validation.json", MARKER):
                     (o.path / f.name).write_bytes(f.read_bytes())
         o.json("validation.json", report)
     return report

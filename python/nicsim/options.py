@@ -1,0 +1,35 @@
+"""The command-line options that every `nicsim` command shares, defined once.
+
+`--out` names the output folder (see [`nicsim.output`] for what may be replaced) and `--force`
+lets it replace a folder that nicsim did not write. The subcommand modules (cli.py, flow/cli.py,
+router/cli.py) import these instead of spelling them again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nicsim.output import check_out_arg
+
+#: The largest values the core's integer types hold; larger option values are refused by the
+#: option parser (naming the option) instead of overflowing in the bindings.
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+#: `--memory-mb` at most 1 TiB; `--timeout` at most a year (both far beyond a real run).
+MAX_MEMORY_MB = 2**20
+MAX_SECONDS = 365 * 24 * 3600.0
+#: Synthetic captures of at most 10 million connections (about 100 GB of pcap at the talk's sizes).
+MAX_SYNTH_FLOWS = 10_000_000
+
+OUT_HELP = ("Output folder, written atomically. An existing folder is replaced only if nicsim wrote it "
+            "(it holds .nicsim-output) or it is empty; see --force.")
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help=OUT_HELP, parser=check_out_arg, show_default=False)]
+
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Replace an existing --out folder that nicsim did not write. Never the working directory or "
+                    "a folder above it, / or $HOME, a folder holding a git repository or one of the command's "
+                    "inputs.")]

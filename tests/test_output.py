@@ -1,0 +1,221 @@
+"""Output folders: nicsim replaces only what it wrote itself, and leaves no debris.
+
+Every test works in its own scratch folder (tmp_path) and checks that a user's files survive
+whatever `--out` is given. The commands run as a user would run them, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nicsim.errors import InputError
+from nicsim.output import MARKER, OutputDir, OutputRefused
+
+from conftest import PAPER, assert_one_line_error, nicsim
+
+TINY = ["--param", "traffic.packets=300", "--param", "measure.window=[10,290]"]
+
+
+def _tree(p: Path) -> dict[str, bytes]:
+    """Every file under `p` with its bytes (hidden ones included)."""
+    return {str(f.relative_to(p)): f.read_bytes() for f in sorted(p.rglob("*")) if f.is_file()}
+
+
+def _debris(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A user's folder: a sentinel file, a sub-folder with data, and the config copied in."""
+    (tmp_path / "sentinel.txt").write_text("the user's data")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("more of the user's data")
+    (tmp_path / "cfg.toml").write_text(PAPER.read_text())
+    return tmp_path
+
+
+def test_the_working_directory_and_user_folders_survive(scratch: Path) -> None:
+    """The bug that deleted a checkout: `--out ""` and `--out .` named the working directory."""
+    before = _tree(scratch)
+    cases = [(out, force) for out in ("", ".", "./", str(scratch)) for force in ([], ["--force"])]
+    cases += [("data", []), (str(scratch / "data"), [])]  # a user's folder, without --force
+    for out, force in cases:
+        r = nicsim("run", "cfg.toml", "--out", out, *TINY, *force, cwd=scratch)
+        assert_one_line_error(r, "--out" if out == "" else out.rstrip("/") or ".")
+        assert _tree(scratch) == before, (out, force)
+    assert _debris(scratch) == [] and _debris(scratch.parent) == []
+
+
+def test_empty_out_is_an_error(scratch: Path) -> None:
+    assert_one_line_error(nicsim("run", "cfg.toml", "--out", "", cwd=scratch), "--out", "empty path")
+    with pytest.raises(OutputRefused, match="empty path"):
+        OutputDir("")
+
+
+def test_a_folder_nicsim_wrote_is_replaced_and_marked(scratch: Path) -> None:
+    out = scratch / "run"
+    assert nicsim("run", "cfg.toml", "--out", out, *TINY, cwd=scratch).returncode == 0
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["command"][:2] == ["nicsim", "run"] and "--out" in marker["command"]
+    assert marker["nicsim_version"] and sorted(marker["files"]) == ["config.json", "per_flow.csv", "summary.json"]
+    assert nicsim("run", "cfg.toml", "--out", out, *TINY, "--param", "seed=3", cwd=scratch).returncode == 0
+    assert json.loads((out / "config.json").read_text())["seed"] == 3
+    # An empty folder is taken as it is.
+    (scratch / "empty").mkdir()
+    assert nicsim("run", "cfg.toml", "--out", "empty", *TINY, cwd=scratch).returncode == 0
+    assert (scratch / "empty" / "summary.json").is_file()
+    assert _debris(scratch) == []
+
+
+def test_a_file_the_user_added_blocks_replacement(scratch: Path) -> None:
+    out = scratch / "run"
+    assert nicsim("run", "cfg.toml", "--out", out, *TINY, cwd=scratch).returncode == 0
+    (out / "my-notes.md").write_text("mine")
+    r = nicsim("run", "cfg.toml", "--out", out, *TINY, cwd=scratch)
+    assert_one_line_error(r, str(out), "my-notes.md", "--force")
+    assert (out / "my-notes.md").read_text() == "mine"
+    # --force replaces it (the user asked), and the result is a clean nicsim folder.
+    assert nicsim("run", "cfg.toml", "--out", out, *TINY, "--force", cwd=scratch).returncode == 0
+    assert not (out / "my-notes.md").exists() and (out / "summary.json").is_file()
+
+
+def test_force_never_removes_protected_folders(scratch: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    before = _tree(scratch)
+    # A folder holding a git repository, however deep.
+    repo = scratch / "project"
+    (repo / "src" / ".git").mkdir(parents=True)
+    (repo / "src" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert_one_line_error(nicsim("run", "cfg.toml", "--out", repo, *TINY, "--force", cwd=scratch),
+                          str(repo), "git repository")
+    assert (repo / "src" / ".git" / "HEAD").is_file()
+    # A folder holding the command's own input (the config), also through a symbolic link.
+    assert_one_line_error(nicsim("run", scratch / "cfg.toml", "--out", scratch, *TINY, "--force", cwd=scratch.parent),
+                          str(scratch), "input")
+    linked = scratch / "linked"
+    linked.mkdir()
+    (linked / "cfg.toml").symlink_to(scratch / "cfg.toml")
+    assert_one_line_error(nicsim("run", linked / "cfg.toml", "--out", linked, *TINY, "--force", cwd=scratch.parent),
+                          "input")
+    assert (linked / "cfg.toml").is_symlink()
+    # The working directory, the folders above it, / and $HOME.
+    inner = scratch / "data"
+    for out in ("..", str(scratch), "/"):
+        assert_one_line_error(nicsim("run", scratch / "cfg.toml", "--out", out, *TINY, "--force", cwd=inner), out)
+    home = tmp_path_factory.mktemp("home")
+    (home / ".profile").write_text("x")
+    r = subprocess.run([sys.executable, "-m", "nicsim", "run", str(scratch / "cfg.toml"), "--out", str(home), *TINY,
+                        "--force"], capture_output=True, text=True, cwd=scratch, env={**os.environ, "HOME": str(home)})
+    assert_one_line_error(r, str(home), "home")
+    assert (home / ".profile").read_text() == "x"
+    for p in (scratch, scratch.parent):
+        assert _debris(p) == [], p
+    assert {k: v for k, v in _tree(scratch).items() if k in before} == before
+
+
+def test_out_up_the_tree_leaves_no_debris(scratch: Path) -> None:
+    """`--out ..` is refused before anything is created: no .old- or .tmp- folder anywhere."""
+    inner = scratch / "data"
+    r = nicsim("run", scratch / "cfg.toml", "--out", "..", *TINY, cwd=inner)
+    assert_one_line_error(r, "..", "above the working directory")
+    for p in (inner, scratch, scratch.parent):
+        assert _debris(p) == [], p
+
+
+def test_a_symlinked_out_writes_behind_the_link(scratch: Path) -> None:
+    real = scratch / "real"
+    real.mkdir()
+    (scratch / "link").symlink_to(real)
+    assert nicsim("run", "cfg.toml", "--out", "link", *TINY, cwd=scratch).returncode == 0
+    assert (scratch / "link").is_symlink() and (real / "summary.json").is_file()
+    (scratch / "dangling").symlink_to(scratch / "nowhere")
+    assert_one_line_error(nicsim("run", "cfg.toml", "--out", "dangling", *TINY, cwd=scratch), "dangling", "link")
+
+
+def test_a_file_as_out_is_refused(scratch: Path) -> None:
+    assert_one_line_error(nicsim("run", "cfg.toml", "--out", "sentinel.txt", *TINY, cwd=scratch),
+                          "sentinel.txt", "not a folder")
+    assert (scratch / "sentinel.txt").read_text() == "the user's data"
+
+
+def test_stale_temporary_folders_are_cleaned(scratch: Path) -> None:
+    """What a killed run left (its process is gone) goes the next time that --out is used; a
+    live run's folder and a folder nicsim did not write stay."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    host = socket.gethostname()
+
+    def stale(name: str, pid: int, marked: bool) -> Path:
+        p = scratch / f".run.{name}-{pid}-{'m' if marked else 'u'}"
+        p.mkdir()
+        (p / "summary.json").write_text("{}")
+        if marked:
+            (p / MARKER).write_text(json.dumps({"host": host, "pid": pid, "files": ["summary.json"]}))
+        return p
+
+    killed_tmp, killed_old = stale("tmp", dead_pid, True), stale("old", dead_pid, True)
+    live = stale("tmp", os.getpid(), True)
+    unmarked = stale("tmp", dead_pid, False)
+    assert nicsim("run", "cfg.toml", "--out", "run", *TINY, cwd=scratch).returncode == 0
+    assert not killed_tmp.exists() and not killed_old.exists()
+    assert live.exists() and unmarked.exists()
+
+
+def test_sigterm_removes_the_temporary_folder(scratch: Path) -> None:
+    cmd = [sys.executable, "-m", "nicsim", "run", "cfg.toml", "--out", "big",
+           "--param", "traffic.packets=50000000", "--param", "measure.window=[100,49999000]"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=scratch)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(scratch.glob(".big.tmp-*")):  # the run has started
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        _, stderr = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr
+    assert not (scratch / "big").exists()
+    assert _debris(scratch) == []
+
+
+def test_unwritable_location_names_out(scratch: Path) -> None:
+    """A location that cannot be written is reported against --out, not the hidden folder."""
+    r = nicsim("run", "cfg.toml", "--out", "/proc/nicsim-out", *TINY, cwd=scratch)
+    line = assert_one_line_error(r, "/proc/nicsim-out", "cannot create the output folder")
+    assert ".tmp-" not in line
+
+
+def test_library_checks_before_the_work(scratch: Path) -> None:
+    """The Python API refuses the same folders, before it starts the run."""
+    import nicsim
+
+    cfg = nicsim.load_config(scratch / "cfg.toml", ["traffic.packets=300", "measure.window=[10,290]"])
+    with pytest.raises(OutputRefused, match="did not write"):
+        nicsim.run(cfg, scratch / "data")
+    with pytest.raises(InputError, match="input"):
+        nicsim.run(cfg, scratch, force=True)
+    s = nicsim.run(cfg, scratch / "data", force=True)
+    assert s["packets"]["offered"] == 300 and (scratch / "data" / MARKER).is_file()
+
+
+def test_flow_synth_does_not_overwrite_a_capture(scratch: Path) -> None:
+    cap = scratch / "user.pcap"
+    cap.write_bytes(b"the user's capture")
+    assert_one_line_error(nicsim("flow", "synth", cap, "--flows", "5"), str(cap), "exists", "--force")
+    assert cap.read_bytes() == b"the user's capture"
+    assert nicsim("flow", "synth", cap, "--flows", "5", "--force").returncode == 0
+    assert cap.read_bytes()[:4] in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1"))  # pcap (µs or ns)
+    assert_one_line_error(nicsim("flow", "synth", "", "--flows", "5", cwd=scratch), "empty path")
+    assert [p.name for p in scratch.iterdir() if p.name.startswith(".")] == []
