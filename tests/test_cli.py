@@ -183,7 +183,10 @@ def test_sweep_local(tmp_path: Path) -> None:
     assert [r["traffic.rate_gbps"] for r in rows] == ["64", "128"]
     assert {"throughput_gbps", "latency_mean_us", "latency_p99_us", "delivered", "dropped"} <= set(rows[0])
     assert float(rows[0]["throughput_gbps"]) < float(rows[1]["throughput_gbps"])
-    points = _summary(out)
+    s = _summary(out)
+    assert s["model"] == "datapath" and s["params"] == {"traffic.rate_gbps": [64, 128], "traffic.packets": [2000],
+                                                        "measure.window": [[100, 1900]]}
+    points = s["points"]
     assert [p["params"]["traffic.rate_gbps"] for p in points] == [64, 128]
     assert all(_conserved(p["summary"]) for p in points)
     assert (out / "sweep.png").stat().st_size > 0 and (out / "sweep.svg").stat().st_size > 0

@@ -67,7 +67,8 @@ def test_a_folder_nicsim_wrote_is_replaced_and_marked(scratch: Path) -> None:
     assert nicsim("run", "cfg.toml", "--out", out, *TINY, cwd=scratch).returncode == 0
     marker = json.loads((out / MARKER).read_text())
     assert marker["command"][:2] == ["nicsim", "run"] and "--out" in marker["command"]
-    assert marker["nicsim_version"] and sorted(marker["files"]) == ["config.json", "per_flow.csv", "summary.json"]
+    assert marker["nicsim_version"] and {"config.json", "per_flow.csv", "summary.json", "provenance.json",
+                                         "run.png"} <= set(marker["files"])
     assert nicsim("run", "cfg.toml", "--out", out, *TINY, "--param", "seed=3", cwd=scratch).returncode == 0
     assert json.loads((out / "config.json").read_text())["seed"] == 3
     # An empty folder is taken as it is.
@@ -219,3 +220,12 @@ def test_flow_synth_does_not_overwrite_a_capture(scratch: Path) -> None:
     assert cap.read_bytes()[:4] in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1"))  # pcap (µs or ns)
     assert_one_line_error(nicsim("flow", "synth", "", "--flows", "5", cwd=scratch), "empty path")
     assert [p.name for p in scratch.iterdir() if p.name.startswith(".")] == []
+
+
+def test_calibrate_does_not_overwrite_a_file_it_did_not_write(scratch: Path) -> None:
+    """Refused before anything is measured: the user's file stays as it was."""
+    assert_one_line_error(nicsim("xdp", "calibrate", "--out", "sentinel.txt", cwd=scratch),
+                          "sentinel.txt", "not written by `nicsim xdp calibrate`", "--force")
+    assert (scratch / "sentinel.txt").read_text() == "the user's data"
+    assert_one_line_error(nicsim("xdp", "calibrate", "--out", "data", cwd=scratch), "data", "folder")
+    assert_one_line_error(nicsim("xdp", "calibrate", "--out", "", cwd=scratch), "--out", "empty path")

@@ -19,13 +19,13 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     flexpipe.main(out)
     summary = json.loads((out / "summary.json").read_text())
     figures = ("fig3_throughput", "fig4_latency", "fig5_recirculation", "overview")
-    expected = [".nicsim-output", "summary.json", "comparison.csv"] + [f"{n}.{e}" for n in figures for e in ("png", "svg")]
+    expected = [".nicsim-output", "provenance.json", "summary.json", "comparison.csv"] + [f"{n}.{e}" for n in figures for e in ("png", "svg")]
     assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     return summary
 
 
 def test_schema(result: dict) -> None:
-    assert sorted(result) == ["latency", "recirculation", "table2", "throughput"]
+    assert sorted(result) == ["latency", "nicsim_version", "recirculation", "schema_version", "table2", "throughput"]
     assert {(t["arch"], t["offered_gbps"]) for t in result["throughput"]} == {
         (a, r) for a in ("flexpipe", "panic", "staticpipe") for r in (64, 80, 96, 112, 128)}
     assert all(set(e) == {"arch", "offered_gbps", "flow", "size_bytes", "mean_us", "min_us", "max_us"} for e in result["latency"])

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -48,16 +49,9 @@ def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override
     """Read a TOML configuration, apply overrides (`"key=value"` strings or `(key, value)`
     pairs) and validate it (with `check`, default: as a datapath configuration). Raises
     [`ConfigError`] naming the file and the key path."""
-    path = Path(path)
-    file = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("no such file", file=file) from None
-    except OSError as e:
-        raise ConfigError(e.strerror or str(e), file=file) from None
+    raw, file, base = _read_config_bytes(path)
     doc = parse_toml(raw, file)
-    _resolve_paths(doc, path.parent)
+    _resolve_paths(doc, base)
     cfg = with_overrides(Config(doc, source=file), overrides)
     try:
         (check or validate)(cfg)
@@ -67,6 +61,34 @@ def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override
             e.file = "--param"
         raise
     return cfg
+
+
+#: The largest configuration read (the paper's is 1.5 kB): a bound for standard input and
+#: for a path that names something endless (a device, a pipe).
+MAX_CONFIG_BYTES = 16 << 20
+
+
+def _read_config_bytes(path: str | os.PathLike[str]) -> tuple[bytes, str, Path]:
+    """(bytes, name for errors, folder that relative paths in it are relative to) of a
+    configuration file, or of standard input for `-`."""
+    if os.fspath(path) == "-":
+        raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+        file, base = "<stdin>", Path.cwd()
+    else:
+        p = Path(path)
+        file, base = str(p), p.parent
+        try:
+            if p.is_dir():
+                raise ConfigError("is a folder, not a configuration file", file=file)
+            with p.open("rb") as f:
+                raw = f.read(MAX_CONFIG_BYTES + 1)
+        except FileNotFoundError:
+            raise ConfigError("no such file", file=file) from None
+        except OSError as e:
+            raise ConfigError(e.strerror or str(e), file=file) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a configuration", file=file)
+    return raw, file, base
 
 
 #: How deep tables and arrays may nest in a configuration (the deepest nicsim reads is 4).

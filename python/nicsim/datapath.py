@@ -18,7 +18,7 @@ from typing import Any
 
 from nicsim.config import PATH_KEYS, core_errors, get_key, to_json
 from nicsim.errors import Interrupted
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, stamp
 
 #: Called between slices with (simulated µs, summary so far).
 Progress = Callable[[float, "dict[str, Any] | None"], None]
@@ -32,7 +32,8 @@ class Datapath:
     `egress_pcap`: write every delivered packet there (frames exist when `functional = true`).
     """
 
-    def __init__(self, config: Mapping[str, Any], egress_pcap: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any], egress_pcap: str | os.PathLike[str] | None = None,
+                 log_packets: bool = False) -> None:
         from nicsim import _core
 
         self.config = config
@@ -40,7 +41,8 @@ class Datapath:
         self.egress_pcap = None if egress_pcap is None else Path(egress_pcap)
         payload = to_json(config)
         with core_errors(self._source):
-            self._core = _core.Datapath(payload, None if egress_pcap is None else os.fspath(egress_pcap))
+            self._core = _core.Datapath(payload, None if egress_pcap is None else os.fspath(egress_pcap),
+                                        log_packets)
 
     def run(self, until_us: float | None = None) -> bool:
         """Run to simulated time `until_us` (µs; to the end when None). True when the run is over."""
@@ -61,6 +63,27 @@ class Datapath:
         """The summary so far."""
         return json.loads(self._core.summary())
 
+    def take_packets(self) -> dict[str, Any]:
+        """The records of the packets delivered since the last call (with `log_packets`), as
+        numpy columns: `id`, `flow` (its name), `size_bytes`, `t_arrival_ns`, `t_parse_ns`,
+        `t_rx_ns`, `latency_ns` (parse to sink, as the summary's), `recircs`, `in_window`."""
+        import numpy as np
+
+        raw = self._core.take_packets()
+        ns_per_tick = 1e3 / raw["ticks_per_us"]
+        names = [f.get("name", f"flow{i}") for i, f in enumerate(self.config.get("flows", []))]
+        flow = np.frombuffer(raw["flow"], "<u2")
+        t = {k: np.frombuffer(raw[k], "<u8") for k in ("t_arrival", "t_parse", "t_rx")}
+        return {
+            "id": np.frombuffer(raw["id"], "<u8"),
+            "flow": np.array([names[i] if i < len(names) else "" for i in flow], dtype=object),
+            "size_bytes": np.frombuffer(raw["size_bytes"], "<u4"),
+            **{f"{k}_ns": v * ns_per_tick for k, v in t.items()},
+            "latency_ns": (t["t_rx"] - t["t_parse"]) * ns_per_tick,
+            "recircs": np.frombuffer(raw["recircs"], "u1"),
+            "in_window": np.frombuffer(raw["in_window"], "u1").astype(bool),
+        }
+
     def finish(self) -> None:
         """Flush and close the egress capture, if any."""
         with core_errors(self._source):
@@ -73,33 +96,63 @@ def simulate(
     progress: Progress | None = None,
     interval_s: float = 0.1,
     partial_on_interrupt: bool = True,
+    packets: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run `config` to the end and return its summary. With `progress`, run in slices of about
-    `interval_s` of wall time and report between them. Ctrl-C ends the run early: the summary
-    then covers what ran and has `"interrupted": true` (or, with `partial_on_interrupt=False`,
-    KeyboardInterrupt propagates)."""
-    dp = Datapath(config, egress_pcap)
+    `interval_s` of wall time and report between them. With `packets`, hand it the records of
+    the packets delivered in each slice (see [`Datapath.take_packets`]), so that memory stays
+    bounded. Ctrl-C ends the run early: the summary then covers what ran and has
+    `"interrupted": true` (or, with `partial_on_interrupt=False`, KeyboardInterrupt propagates)."""
+    dp = Datapath(config, egress_pcap, log_packets=packets is not None)
     interrupted = False
     try:
-        if progress is None:
+        if progress is None and packets is None:
             dp.run()
         else:
             slice_us = 20.0
             while True:
                 t0 = time.perf_counter()
-                if dp.run(until_us=dp.now_us + slice_us):
+                done = dp.run(until_us=dp.now_us + slice_us)
+                if packets is not None:
+                    packets(dp.take_packets())
+                if done:
                     break
                 elapsed = time.perf_counter() - t0
                 slice_us *= min(4.0, max(0.25, interval_s / max(elapsed, 1e-6)))
-                progress(dp.now_us, dp.summary())
+                if progress is not None:
+                    progress(dp.now_us, dp.summary())
     except KeyboardInterrupt:
         if not partial_on_interrupt:
             raise
         interrupted = True
     dp.finish()
+    if packets is not None:
+        packets(dp.take_packets())
     summary = dp.summary()
     summary["interrupted"] = interrupted
-    return summary
+    return stamp(summary)
+
+
+class _PacketParquet:
+    """packets.parquet, written a row group per slice of the run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: Any = None
+
+    def __call__(self, cols: dict[str, Any]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table(cols)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, table.schema)
+        if table.num_rows:
+            self.writer.write_table(table)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 def run(
@@ -109,10 +162,12 @@ def run(
     egress_pcap: bool | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    packet_records: bool = False,
 ) -> dict[str, Any]:
     """Run one simulation; with `out`, write its output folder (atomically: all or nothing).
 
     `egress_pcap`: write `out/egress.pcap` (default: the config's `measure.egress_pcap`).
+    `packet_records`: write `out/packets.parquet`, a row per delivered packet.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
     On Ctrl-C the partial summary is still written and [`Interrupted`] (a KeyboardInterrupt
     carrying the summary) is raised.
@@ -122,8 +177,13 @@ def run(
     if out is None:
         summary = simulate(config, progress=progress)
     else:
-        with OutputDir(out, inputs=config_inputs(config), force=force) as o:
-            summary = simulate(config, o.file("egress.pcap") if egress_pcap else None, progress)
+        with OutputDir(out, inputs=config_inputs(config), force=force, config=config) as o:
+            records = _PacketParquet(o.file("packets.parquet")) if packet_records else None
+            try:
+                summary = simulate(config, o.file("egress.pcap") if egress_pcap else None, progress, packets=records)
+            finally:
+                if records is not None:
+                    records.close()
             write_run(o, config, summary)
     if summary["interrupted"]:
         raise Interrupted(summary)
@@ -132,14 +192,69 @@ def run(
 
 def config_inputs(config: Mapping[str, Any]) -> list[str | None]:
     """The files a configuration reads: itself and its traffic files."""
-    return [getattr(config, "source", None), *(get_key(config, k) for k in PATH_KEYS)]
+    source = getattr(config, "source", None)
+    return [None if source == "<stdin>" else source, *(get_key(config, k) for k in PATH_KEYS)]
 
 
-def write_run(o: OutputDir, config: Mapping[str, Any], summary: Mapping[str, Any]) -> None:
-    """summary.json, per_flow.csv and config.json (the configuration as run)."""
-    o.json("summary.json", summary)
+def write_run(o: OutputDir, config: Mapping[str, Any], summary: dict[str, Any]) -> None:
+    """summary.json, per_flow.csv, fifos.csv, run.png/.svg (both plotted) and config.json (the
+    configuration as run)."""
+    o.summary(summary)
     o.csv("per_flow.csv", per_flow_rows(summary), columns=PER_FLOW_COLUMNS)
+    o.csv("fifos.csv", fifo_rows(summary), columns=FIFO_COLUMNS)
     o.json("config.json", config)
+    plot_run(o, summary)
+
+
+FIFO_COLUMNS = ("fifo", "capacity_bytes", "mean_bytes", "max_bytes", "mean_packets", "max_packets", "arrivals",
+                "departures")
+
+
+def fifo_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per FIFO: its capacity and its occupancy over the run."""
+    return [{"fifo": name, **{c: f.get(c) for c in FIFO_COLUMNS[1:]}}
+            for name, f in sorted(summary.get("fifos", {}).items())]
+
+
+def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
+    """run.png: latency per flow against packet size (mean, with min to p99), and each FIFO's
+    mean and peak occupancy as a share of its capacity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = per_flow_rows(summary)
+    fifos = [f for f in fifo_rows(summary) if f["capacity_bytes"]]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, max(4.0, 0.22 * len(fifos) + 1.5)))
+    for flow in dict.fromkeys(r["flow"] for r in rows):
+        rs = [r for r in rows if r["flow"] == flow and r["packets"]]
+        if not rs:
+            continue
+        xs = [r["size_bytes"] for r in rs]
+        mean = [r["mean_us"] for r in rs]
+        err = [[m - r["min_us"] for m, r in zip(mean, rs)], [r["p99_us"] - m for m, r in zip(mean, rs)]]
+        ax.errorbar(xs, mean, yerr=err, marker="o", capsize=3, label=flow)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("packet size (bytes)")
+    ax.set_ylabel("latency (µs): mean, min to p99")
+    ax.set_title(f"{summary.get('arch')}, {summary.get('offered_gbps', 0):g} Gbit/s offered: "
+                 f"{summary.get('throughput_gbps', 0):.1f} Gbit/s")
+    ax.grid(alpha=0.3)
+    if rows:
+        ax.legend(fontsize=8)
+    names = [f["fifo"] for f in fifos]
+    ys = range(len(fifos))
+    ax2.barh(ys, [f["max_bytes"] / f["capacity_bytes"] for f in fifos], color="tab:orange", alpha=0.5, label="peak")
+    ax2.barh(ys, [f["mean_bytes"] / f["capacity_bytes"] for f in fifos], color="tab:blue", label="mean")
+    ax2.set_yticks(list(ys), names, fontsize=7)
+    ax2.invert_yaxis()
+    ax2.set_xlim(0, 1)
+    ax2.set_xlabel("occupancy (share of the FIFO's capacity)")
+    ax2.legend(fontsize=8)
+    ax2.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    o.figure("run", fig)
 
 
 def per_flow_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:

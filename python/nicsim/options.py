@@ -7,11 +7,13 @@ router/cli.py) import these instead of spelling them again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from nicsim import ui
 from nicsim.output import check_out_arg
 
 #: The largest values the core's integer types hold; larger option values are refused by the
@@ -24,6 +26,18 @@ MAX_SECONDS = 365 * 24 * 3600.0
 #: Synthetic captures of at most 10 million connections (about 100 GB of pcap at the talk's sizes).
 MAX_SYNTH_FLOWS = 10_000_000
 
+def in_range(lo: float, hi: float) -> Callable[[Any], Any]:
+    """An option callback that refuses values outside [lo, hi] (as click's `min`/`max` do, but
+    without printing the range, often the width of an integer type, in --help)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and not (lo <= value <= hi):  # NaN fails too
+            raise typer.BadParameter(f"{value} is not in {lo:g}..{hi:g}")
+        return value
+
+    return check
+
+
 OUT_HELP = ("Output folder, written atomically. An existing folder is replaced only if nicsim wrote it "
             "(it holds .nicsim-output) or it is empty; see --force.")
 
@@ -33,3 +47,28 @@ ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Replace an existing --out folder that nicsim did not write. Never the working directory or "
                     "a folder above it, / or $HOME, a folder holding a git repository or one of the command's "
                     "inputs.")]
+
+
+def _set_json(value: bool) -> None:
+    if value:
+        ui.configure(json=True)
+
+
+def _set_quiet(value: bool) -> None:
+    if value:
+        ui.configure(quiet=True)
+
+
+def _set_verbose(value: int) -> None:
+    if value:
+        ui.configure(verbose=value)
+
+
+# Each sets the process's output state (nicsim.ui) as it is parsed; commands read it from there.
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout (what summary.json "
+                                       "holds) instead of tables.", callback=_set_json, expose_value=False,
+                                       is_eager=True)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No tables and no progress: only warnings and errors.",
+                                        callback=_set_quiet, expose_value=False, is_eager=True)]
+VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="Also list every file written, with "
+                                         "its size.", callback=_set_verbose, expose_value=False, is_eager=True)]

@@ -19,20 +19,29 @@ The checks run before the command starts (so a refusal costs nothing) and again 
 rename. Debris of a run that was killed (`.NAME.tmp-PID-*` and `.NAME.old-PID-*` folders whose
 process is gone on this host) is removed the next time the same `--out` is used.
 
-Helpers write JSON (sorted keys, indent 2, so equal results are equal bytes), CSV tables and
-matplotlib figures (PNG and SVG).
+Beside the marker, `provenance.json` says how the results came to be: the command line, the
+nicsim version and (run from a checkout) its git commit, the inputs' sizes and SHA-256, the
+configuration's hash, the host and the time. `summary.json` ([`OutputDir.summary`]) carries only
+`nicsim_version` and `schema_version` of these, so that equal results stay equal bytes.
+
+Helpers write JSON (sorted keys, indent 2), CSV tables, Parquet tables and matplotlib figures
+(PNG and SVG).
 """
 
 from __future__ import annotations
 
 import csv
+import datetime
 import errno
+import hashlib
 import json
 import math
 import os
+import platform
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +52,10 @@ from nicsim.errors import InputError
 
 #: The marker file every output folder holds.
 MARKER = ".nicsim-output"
+#: The version of the layout of summary.json (docs/summary-schema.md): raised when a key moves
+#: or changes meaning. 2: every summary is a table carrying nicsim_version and schema_version
+#: (a sweep's points moved under `points`).
+SCHEMA_VERSION = 2
 
 
 class OutputRefused(InputError):
@@ -125,10 +138,12 @@ class OutputDir:
     """
 
     def __init__(self, target: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str] | None] = (),
-                 force: bool = False) -> None:
+                 force: bool = False, config: Mapping[str, Any] | None = None) -> None:
         self.given = check_out_arg(target)
         self.inputs = [Path(i) for i in inputs if i is not None and os.fspath(i) not in ("", "-")]
         self.force = force
+        self.config = config
+        self.started = _now()
         self.path: Path | None = None
         absolute = Path(os.path.abspath(self.given))
         # A symbolic link to a folder is followed: the link stays, the folder behind it is written.
@@ -200,6 +215,7 @@ class OutputDir:
                 raise InputError(f"{self.given}: cannot write the output folder: {exc.strerror}") from None
             return
         try:
+            self._write_provenance()
             self._write_marker()
             self._commit()
         except OSError as e:
@@ -225,6 +241,26 @@ class OutputDir:
             "nicsim_version": __version__, "command": command_line(),
             "host": socket.gethostname(), "pid": os.getpid(), "files": files,
         }, indent=1) + "\n", encoding="utf-8")
+
+    def _write_provenance(self) -> None:
+        from nicsim import __version__
+
+        inputs = []
+        for i in self.inputs:
+            try:
+                inputs.append({"path": str(i), "bytes": i.stat().st_size, "sha256": _sha256(i)})
+            except OSError:
+                inputs.append({"path": str(i), "bytes": None, "sha256": None})
+        config_sha = None
+        if self.config is not None:
+            canonical = json.dumps(_finite(dict(self.config)), sort_keys=True, separators=(",", ":"), default=str)
+            config_sha = hashlib.sha256(canonical.encode()).hexdigest()
+        self.json("provenance.json", {
+            "command": command_line(), "cwd": os.getcwd(), "nicsim_version": __version__, "git": _git_commit(),
+            "inputs": inputs, "config_sha256": config_sha, "host": socket.gethostname(),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "started": self.started, "finished": _now(),
+        })
 
     def _commit(self) -> None:
         assert self.path is not None
@@ -278,6 +314,26 @@ class OutputDir:
         p.write_text(text, encoding="utf-8")
         return p
 
+    def summary(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """Write summary.json: `summary` with `nicsim_version` and `schema_version` added (in
+        place, so that what a command prints with --json is what the file holds)."""
+        stamp(summary)
+        self.json("summary.json", summary)
+        return summary
+
+    def parquet(self, name: str, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
+        """A Parquet table of the same rows as [`csv`] (lists and tables as JSON text)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = list(rows)
+        if columns is None:
+            columns = list(dict.fromkeys(k for r in rows for k in r))
+        data = {c: [_parquet_cell(r.get(c)) for r in rows] for c in columns}
+        p = self.file(name)
+        pq.write_table(pa.table(data), p)
+        return p
+
     def json(self, name: str, obj: Any) -> Path:
         """JSON with sorted keys and indent 2; non-finite numbers become null."""
         return self.text(name, json.dumps(_finite(obj), sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
@@ -307,6 +363,56 @@ class OutputDir:
             fig.savefig(svg, bbox_inches="tight", metadata={"Date": None, "Creator": None})
         plt.close(fig)
         return png, svg
+
+
+def written_files(folder: str | os.PathLike[str]) -> list[str]:
+    """The files nicsim wrote in an output folder (from its marker), summary.json first."""
+    m = _read_marker(Path(folder)) or {}
+    files = [f for f in m.get("files", []) if isinstance(f, str)]
+    return sorted(files, key=lambda f: (f != "summary.json", "/" in f, f))
+
+
+def stamp(summary: dict[str, Any]) -> dict[str, Any]:
+    """Add `nicsim_version` and `schema_version` to a summary (in place)."""
+    from nicsim import __version__
+
+    summary["nicsim_version"] = __version__
+    summary["schema_version"] = SCHEMA_VERSION
+    return summary
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _git_commit() -> dict[str, Any] | None:
+    """The commit of the nicsim checkout this package runs from (None when installed)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip()) if dirty.returncode == 0 else None}
+
+
+def _parquet_cell(v: Any) -> Any:
+    if isinstance(v, list | tuple | dict):
+        return json.dumps(v, separators=(",", ":"))
+    return v
 
 
 def _cell(v: Any) -> Any:

@@ -1,13 +1,17 @@
-"""Parameter sweeps: many independent simulations on a local process pool or on Ray.
+"""Parameter sweeps: many independent runs on a local process pool or on a Ray cluster.
 
-[`sweep`] runs the cartesian product of parameter values over a base configuration;
-[`run_many`] runs a list of configurations. Results come back in input order and do not depend
-on the executor or the number of workers: each run is seeded by its own configuration.
+[`run_tasks`] runs one module-level function over many inputs, on the executor asked for, and
+returns the results in input order: they do not depend on the executor or the number of
+workers (each run is seeded by its own input). Every model sweeps through it: datapath and
+router configurations ([`run_many`], [`sweep`], `nicsim sweep`), XDP analyses over objects and
+targets (`nicsim xdp analyze` with several), flow benchmarks over captures, and the
+reproductions.
 
 - `local` (default): a `ProcessPoolExecutor` with spawned workers (one per core by default).
-- `ray`: Ray tasks (`pip install 'nicsim[ray]'`). Connects to a running Ray if `ray.init` was
-  already called (e.g. a cluster via `RAY_ADDRESS`), otherwise starts a local one with
-  `workers` CPUs and shuts it down afterwards.
+- `ray`: Ray tasks (the `nicsim[ray]` extra). With an address (`--ray-address`, or
+  `RAY_ADDRESS` in the environment) it connects to that running cluster, whose nodes need
+  nicsim installed; otherwise it starts a local Ray with `workers` CPUs and shuts it down after.
+  A Ray that the caller already started (`ray.init` before) is used as it is.
 """
 
 from __future__ import annotations
@@ -18,15 +22,52 @@ import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any
+from typing import Any, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from nicsim.config import validate, with_overrides
+from nicsim import ui
+from nicsim.config import Config, validate, with_overrides
 from nicsim.errors import InputError, NicsimError
 
 EXECUTORS = ("local", "ray")
+MODELS = ("datapath", "router")
+
+T = TypeVar("T")
+
+
+def model_of(config: Mapping[str, Any]) -> str:
+    """Which model a configuration is for: a router's has `nics` (or `pc`), a datapath's not."""
+    return "router" if "nics" in config or "pc" in config else "datapath"
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Validate a datapath or router configuration (whichever it is)."""
+    if model_of(config) == "router":
+        from nicsim.router import check
+
+        check(config)
+    else:
+        validate(config)
+
+
+def load_any(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Config:
+    """A datapath or router configuration from a TOML file (or `-`, standard input)."""
+    from nicsim.config import load_config
+
+    return load_config(path, overrides, check=check_config)
+
+
+def simulate_any(config: Mapping[str, Any]) -> dict[str, Any] | NicsimError:
+    """One run of either model, in a worker. Bad input comes back as a value, raised by the caller."""
+    try:
+        if model_of(config) == "router":
+            from nicsim.router import simulate
+
+            return simulate(config)
+        from nicsim.datapath import simulate as simulate_datapath
+
+        return simulate_datapath(config, partial_on_interrupt=False)
+    except NicsimError as e:
+        return e
 
 
 def sweep(
@@ -35,8 +76,10 @@ def sweep(
     executor: str = "local",
     workers: int | None = None,
     progress: bool = True,
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every combination of `params` (key path → values) over `config`.
+    """Run every combination of `params` (key path → values) over `config` (a datapath or a
+    router configuration).
 
     Returns one `{"params": {key: value}, "summary": {...}}` per point, in the order of
     `itertools.product` over the keys as given.
@@ -44,7 +87,8 @@ def sweep(
     keys = list(params)
     points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(params[k] for k in keys))]
     configs = [with_overrides(config, p) for p in points]
-    summaries = run_many(configs, executor=executor, workers=workers, progress=progress, description="sweep")
+    summaries = run_many(configs, executor=executor, workers=workers, progress=progress, description="sweep",
+                         ray_address=ray_address)
     return [{"params": p, "summary": s} for p, s in zip(points, summaries, strict=True)]
 
 
@@ -54,45 +98,48 @@ def run_many(
     workers: int | None = None,
     progress: bool = True,
     description: str = "runs",
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Simulate each configuration to the end; summaries in input order."""
+    """Simulate each configuration (datapath or router) to the end; summaries in input order."""
+    for c in configs:  # fail before starting anything
+        check_config(c)
+    return run_tasks(simulate_any, configs, executor=executor, workers=workers, progress=progress,
+                     description=description, ray_address=ray_address)
+
+
+def run_tasks(
+    fn: Callable[[T], Any],
+    items: Sequence[T],
+    executor: str = "local",
+    workers: int | None = None,
+    progress: bool = True,
+    description: str = "runs",
+    ray_address: str | None = None,
+) -> list[Any]:
+    """`[fn(x) for x in items]` on the executor; `fn` must be a module-level function (it is
+    pickled to the workers). A result that is a [`NicsimError`] is raised here, after all ran."""
     if executor not in EXECUTORS:
         raise InputError(f"unknown executor '{executor}' (expected {' or '.join(EXECUTORS)})")
     if workers is not None and workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
-    for c in configs:  # fail before starting anything
-        validate(c)
-    if not configs:
+    if not items:
         return []
-    workers = min(workers or os.cpu_count() or 1, len(configs))
-    with _progress(progress) as bar:
-        task = bar.add_task(description, total=len(configs))
-        advance = lambda: bar.advance(task)  # noqa: E731
+    workers = min(workers or os.cpu_count() or 1, len(items))
+    with ui.Progress(description, total=len(items), unit="runs") if progress else _NoProgress() as bar:
+        bar.update(0)
         if executor == "ray":
-            outcomes = _run_ray(configs, workers, advance)
+            outcomes = _run_ray(fn, items, workers, bar.advance, ray_address)
         elif workers == 1:
-            outcomes = [_advance_after(_point(c), advance) for c in configs]
+            outcomes = []
+            for x in items:
+                outcomes.append(fn(x))
+                bar.advance()
         else:
-            outcomes = _run_local(configs, workers, advance)
+            outcomes = _run_local(fn, items, workers, bar.advance)
     for o in outcomes:
         if isinstance(o, BaseException):
             raise o
     return outcomes
-
-
-def _point(config: Mapping[str, Any]) -> dict[str, Any] | NicsimError:
-    """One run, in a worker. Bad input comes back as a value, to be raised by the caller."""
-    from nicsim.datapath import simulate
-
-    try:
-        return simulate(config, partial_on_interrupt=False)
-    except NicsimError as e:
-        return e
-
-
-def _advance_after(result: Any, advance: Callable[[], None]) -> Any:
-    advance()
-    return result
 
 
 def _ignore_sigint() -> None:
@@ -100,11 +147,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_local(configs: Sequence[Mapping[str, Any]], workers: int, advance: Callable[[], None]) -> list[Any]:
+def _run_local(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advance: Callable[[], None]) -> list[Any]:
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
     try:
-        futures = [pool.submit(_point, c) for c in configs]
+        futures = [pool.submit(fn, x) for x in items]
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -120,21 +167,62 @@ def _run_local(configs: Sequence[Mapping[str, Any]], workers: int, advance: Call
         pool.shutdown(wait=True)
 
 
-def _run_ray(configs: Sequence[Mapping[str, Any]], workers: int, advance: Callable[[], None]) -> list[Any]:
+def ray_install_hint() -> str:
+    """The command that installs Ray into the Python that runs nicsim (a checkout's .venv, or
+    wherever nicsim was installed), with the version the `ray` extra asks for."""
+    import shlex
+    import sys
+    from importlib.metadata import PackageNotFoundError, requires
+
+    req = "ray>=2.9"
+    try:
+        for r in requires("nicsim") or []:
+            if "extra == \"ray\"" in r.replace("'", "\""):
+                req = r.split(";")[0].strip()
+    except PackageNotFoundError:
+        pass
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(req)}"
+
+
+def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advance: Callable[[], None],
+             address: str | None) -> list[Any]:
     try:
         import ray
     except ImportError:
-        raise InputError("the ray executor needs Ray: pip install 'nicsim[ray]'") from None
+        raise InputError(f"the ray executor needs Ray, which is not installed: {ray_install_hint()}") from None
+    address = address or os.environ.get("RAY_ADDRESS") or None
     started = not ray.is_initialized()
     if started:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        try:
+            if address:
+                # The package's own folder travels with the tasks, so a cluster whose nodes have
+                # nicsim's dependencies (and the same Python) runs this checkout's code.
+                ray.init(address=address, **common)
+            else:
+                ray.init(num_cpus=workers, **common)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            where = f"the Ray cluster at {address}" if address else "a local Ray"
+            raise InputError(f"--ray-address: cannot connect to {where}: {' '.join(str(e).split())[:300]}") from None
     refs: list[Any] = []
     try:
-        task = ray.remote(num_cpus=1)(_point)
-        refs = [task.remote(c) for c in configs]
-        pending = list(refs)
-        while pending:
+        task = ray.remote(num_cpus=1)(fn)
+        pending: list[Any] = []
+        results: dict[Any, int] = {}
+        it = iter(enumerate(items))
+        limit = workers if address else len(items)  # at most `workers` in flight on a shared cluster
+        while True:
+            while len(pending) < limit:
+                nxt = next(it, None)
+                if nxt is None:
+                    break
+                ref = task.remote(nxt[1])
+                results[ref] = nxt[0]
+                refs.append(ref)
+                pending.append(ref)
+            if not pending:
+                break
             done, pending = ray.wait(pending, num_returns=1)
             for _ in done:
                 advance()
@@ -155,22 +243,114 @@ class _NoProgress:
     def __exit__(self, *exc: Any) -> None:
         pass
 
-    def add_task(self, *a: Any, **kw: Any) -> int:
-        return 0
+    def update(self, *a: Any, **kw: Any) -> None:
+        pass
 
     def advance(self, *a: Any, **kw: Any) -> None:
         pass
 
 
-def _progress(enabled: bool) -> Any:
-    if not enabled:
-        return _NoProgress()
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("runs"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
+# -- nicsim sweep: the output folder --------------------------------------------------------------
+
+#: The headline metrics of a point, per model: (key, column header).
+METRICS = {
+    "datapath": [("throughput_gbps", "Gbit/s"), ("latency_mean_us", "mean µs"), ("latency_p99_us", "p99 µs"),
+                 ("delivered", "delivered"), ("dropped", "dropped")],
+    "router": [("forwarded_mbps", "fwd Mbit/s"), ("offered_mbps", "offered Mbit/s"), ("loss_high", "loss high"),
+               ("loss_low", "loss low"), ("latency_high_mean_us", "high µs"), ("latency_low_mean_us", "low µs"),
+               ("bus_utilisation", "bus"), ("cpu_utilisation", "CPU")],
+}
+
+
+#: The two metrics sweep.png plots, per model.
+PLOTTED = {"datapath": ("throughput_gbps", "latency_mean_us"), "router": ("forwarded_mbps", "loss_low")}
+
+
+def metrics(model: str, s: Mapping[str, Any]) -> dict[str, Any]:
+    """A point's headline numbers (one row of sweep.csv)."""
+    if model == "router":
+        ports = s["ports"].values()
+        cl = s["classes"]
+
+        def mean_latency(c: str) -> float | None:
+            xs = [p["latency_us"][c].get("mean") for p in ports if p["latency_us"][c].get("mean") is not None]
+            return sum(xs) / len(xs) if xs else None
+
+        return {"forwarded_mbps": sum(p["forwarded"]["mbps"] for p in ports),
+                "offered_mbps": sum(p["offered"]["mbps"] for p in ports),
+                "loss_high": cl["high"]["loss"], "loss_low": cl["low"]["loss"],
+                "latency_high_mean_us": mean_latency("high"), "latency_low_mean_us": mean_latency("low"),
+                "bus_utilisation": s["bus"]["utilisation"], "cpu_utilisation": s["cpu"]["utilisation"]}
+    lat = s.get("latency_us", {})
+    return {"throughput_gbps": s["throughput_gbps"], "latency_mean_us": lat.get("mean"),
+            "latency_p99_us": lat.get("p99"), "delivered": s["packets"]["delivered"],
+            "dropped": s["packets"]["dropped_total"]}
+
+
+def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequence[Any]],
+                    out: str | os.PathLike[str], *, executor: str = "local", workers: int | None = None,
+                    ray_address: str | None = None, force: bool = False,
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
+    """`nicsim sweep`: run the grid and write OUT/summary.json (`model`, `params`, `points`),
+    sweep.csv and sweep.parquet (a row per point) and sweep.png/.svg. Returns the summary, the
+    rows and the columns to show (key, header): the varied parameters and the metrics."""
+    from nicsim.datapath import config_inputs
+    from nicsim.output import OutputDir
+
+    cfg = load_any(config)
+    model = model_of(cfg)
+    output = OutputDir(out, inputs=config_inputs(cfg), force=force, config=cfg)
+    output.check()  # before the runs, not after them
+    for combo in itertools.product(*params.values()):  # every point valid before any runs
+        check_config(with_overrides(cfg, dict(zip(params, combo, strict=True))))
+    points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
+    rows = [{**pt["params"], **metrics(model, pt["summary"])} for pt in points]
+    varied = [k for k, v in params.items() if len(v) > 1]
+    summary = {"model": model, "config": str(config), "params": {k: list(v) for k, v in params.items()},
+               "points": points}
+    with output as o:
+        o.csv("sweep.csv", rows)
+        o.parquet("sweep.parquet", rows)
+        o.summary(summary)
+        plot_sweep(o, model, varied, rows)
+    shown = [(k, k) for k in varied] + METRICS[model]
+    return summary, rows, shown
+
+
+def plot_sweep(o: Any, model: str, varied: list[str], rows: list[dict[str, Any]]) -> None:
+    """The first two metrics against the first varied parameter, one line per combination of
+    the other varied ones (at most 12); against the point number when nothing varies."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    headers = dict(METRICS[model])
+    m1, m2 = PLOTTED[model]
+    h1, h2 = headers[m1], headers[m2]
+    x_key = varied[0] if varied else None
+    others = varied[1:]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(", ".join(f"{k}={r[k]}" for k in others), []).append(r)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for label, rs in list(groups.items())[:12]:
+        xs: list[Any] = [r[x_key] for r in rs] if x_key else list(range(len(rs)))
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs):
+            xs = [x if isinstance(x, str) else json.dumps(x) for x in xs]
+        ax.plot(xs, [r[m1] for r in rs], marker="o", label=label or None)
+        ax2.plot(xs, [r[m2] for r in rs], marker="s", ls="--", label=label or None)
+    for a, h in ((ax, h1), (ax2, h2)):
+        a.set_xlabel(x_key or "point")
+        a.set_ylabel(h)
+        a.grid(alpha=0.3)
+    if others:
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{model} sweep ({len(rows)} points)")
+    fig.tight_layout()
+    o.figure("sweep", fig)
+
+
+__all__ = ["EXECUTORS", "MODELS", "load_any", "model_of", "run_many", "run_tasks", "sweep", "sweep_to_folder"]

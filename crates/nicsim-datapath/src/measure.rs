@@ -2,7 +2,8 @@
 //! 500th to the 10,500th of 11,000), latency from the Pre-Processor to the sink overall, per
 //! flow and per size (mean, min, p50, p99, max), and the check that every delivered packet
 //! passed exactly its chain, in order, with its payload restored. Statistics stream: memory
-//! does not grow with the number of packets.
+//! does not grow with the number of packets. On request, a [`PacketLog`] also keeps a record
+//! of every delivered packet, which the caller takes in batches (`nicsim run --packets parquet`).
 
 use nicsim_kernel::{LatStats, Time, Timebase};
 use serde_json::{json, Value};
@@ -62,6 +63,51 @@ pub struct Verify {
 /// A callback that sees every delivered packet with its arrival time (egress capture).
 pub type EgressHook = Box<dyn FnMut(Time, &Pkt)>;
 
+/// One record per delivered packet, in delivery order, as columns; times in ticks. It grows
+/// until the caller takes it ([`PacketLog::take`]), so a caller that keeps memory bounded takes
+/// it between slices of the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PacketLog {
+    /// The packet's number in generation order.
+    pub id: Vec<u64>,
+    /// Index of its flow in the configuration (the number of flows or more: none of them).
+    pub flow: Vec<u16>,
+    /// Frame bytes on the datapath (FCS included).
+    pub size_bytes: Vec<u32>,
+    /// When its first byte reached the MAC, was parsed, and its last byte reached the sink.
+    pub t_arrival: Vec<Time>,
+    pub t_parse: Vec<Time>,
+    pub t_rx: Vec<Time>,
+    /// Times it went round the recirculation path.
+    pub recircs: Vec<u8>,
+    /// Whether it is inside the measurement window (its latency is in the statistics).
+    pub in_window: Vec<bool>,
+}
+
+impl PacketLog {
+    fn push(&mut self, t_rx: Time, pkt: &Pkt, in_window: bool) {
+        self.id.push(pkt.id);
+        self.flow.push(pkt.flow);
+        self.size_bytes.push(pkt.size);
+        self.t_arrival.push(pkt.t_arrival);
+        self.t_parse.push(pkt.t_parse);
+        self.t_rx.push(t_rx);
+        self.recircs.push(pkt.recircs);
+        self.in_window.push(in_window);
+    }
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.id.is_empty()
+    }
+    /// The records so far; the log starts empty again.
+    pub fn take(&mut self) -> PacketLog {
+        std::mem::take(self)
+    }
+}
+
 pub struct Sink {
     ticks_per_us: u64,
     window: [u64; 2],
@@ -75,6 +121,8 @@ pub struct Sink {
     pub verify: Verify,
     pub recirculated: u64,
     pub egress: Option<EgressHook>,
+    /// Records of delivered packets, when asked for.
+    pub log: Option<PacketLog>,
 }
 
 impl Sink {
@@ -91,6 +139,7 @@ impl Sink {
             verify: Verify::default(),
             recirculated: 0,
             egress: None,
+            log: None,
         }
     }
 
@@ -118,6 +167,9 @@ impl Sink {
             cb(t_rx, pkt);
         }
         let [a, b] = self.window;
+        if let Some(log) = self.log.as_mut() {
+            log.push(t_rx, pkt, k >= a && k < b);
+        }
         if k + 1 == a {
             self.t_window_start = Some(t_rx);
         }

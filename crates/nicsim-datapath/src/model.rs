@@ -257,6 +257,22 @@ impl Datapath {
         self.engine.world.sink.egress = Some(cb);
     }
 
+    /// Keep a record of every packet delivered from now on ([`Datapath::take_packet_log`]).
+    pub fn log_packets(&mut self) {
+        let sink = &mut self.engine.world.sink;
+        sink.log.get_or_insert_with(Default::default);
+    }
+
+    /// The records kept since the last call (empty when logging is off).
+    pub fn take_packet_log(&mut self) -> crate::measure::PacketLog {
+        self.engine.world.sink.log.as_mut().map(|l| l.take()).unwrap_or_default()
+    }
+
+    /// Ticks per µs of this run's time (to convert a [`crate::measure::PacketLog`]'s times).
+    pub fn ticks_per_us(&self) -> u64 {
+        self.tb.ticks_per_us()
+    }
+
     /// The run's summary (see docs/summary-schema.md).
     pub fn summary(&mut self) -> Value {
         let tb = self.tb;

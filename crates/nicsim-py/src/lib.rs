@@ -51,11 +51,15 @@ struct Datapath {
 #[pymethods]
 impl Datapath {
     /// Build from a configuration (JSON text). `egress_pcap`: write delivered packets there.
+    /// `log_packets`: keep a record of every delivered packet ([`Datapath::take_packets`]).
     #[new]
-    #[pyo3(signature = (config_json, egress_pcap=None))]
-    fn new(config_json: &str, egress_pcap: Option<PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, egress_pcap=None, log_packets=false))]
+    fn new(config_json: &str, egress_pcap: Option<PathBuf>, log_packets: bool) -> PyResult<Self> {
         let cfg = parse_config(config_json)?;
         let mut model = Model::new(cfg).map_err(InputError::new_err)?;
+        if log_packets {
+            model.log_packets();
+        }
         let mut pcap = None;
         if let Some(path) = egress_pcap {
             let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535)
@@ -115,6 +119,33 @@ impl Datapath {
     /// Give flow `flow` a new offload chain; packets already parsed keep theirs.
     fn remap(&mut self, flow: &str, chain: Vec<String>) -> PyResult<()> {
         self.model.remap(flow, &chain).map_err(ConfigError::new_err)
+    }
+
+    /// The packet records kept since the last call, as columns of little-endian bytes (`id`
+    /// u64, `flow` u16, `size_bytes` u32, `t_arrival`/`t_parse`/`t_rx` u64 ticks, `recircs` u8,
+    /// `in_window` u8), and `ticks_per_us`.
+    fn take_packets<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        use pyo3::types::{PyBytes, PyDict};
+        fn le<T: Copy, const N: usize>(xs: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+            xs.iter().flat_map(|&x| f(x)).collect()
+        }
+        let log = self.model.take_packet_log();
+        let d = PyDict::new(py);
+        d.set_item("ticks_per_us", self.model.ticks_per_us())?;
+        let cols: [(&str, Vec<u8>); 8] = [
+            ("id", le(&log.id, u64::to_le_bytes)),
+            ("flow", le(&log.flow, u16::to_le_bytes)),
+            ("size_bytes", le(&log.size_bytes, u32::to_le_bytes)),
+            ("t_arrival", le(&log.t_arrival, u64::to_le_bytes)),
+            ("t_parse", le(&log.t_parse, u64::to_le_bytes)),
+            ("t_rx", le(&log.t_rx, u64::to_le_bytes)),
+            ("recircs", log.recircs.clone()),
+            ("in_window", log.in_window.iter().map(|&b| b as u8).collect()),
+        ];
+        for (name, bytes) in cols {
+            d.set_item(name, PyBytes::new(py, &bytes))?;
+        }
+        Ok(d)
     }
 
     /// Current simulated time in µs.

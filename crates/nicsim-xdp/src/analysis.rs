@@ -88,6 +88,42 @@ impl Analysis {
         out
     }
 
+    /// A path's cost by instruction class (`alu`, `jump`, `load`, `store`, `call bpf_…`, …), in
+    /// order of first appearance: `{class: {"insns", "cores", "dram"}}`, costs in cycles. The
+    /// classes' costs add up to the path's.
+    pub fn cost_by_class(&self, dag: &Dag, path: &[u32]) -> Value {
+        let mut classes: Vec<(String, u64, [u64; crate::cost::NC])> = Vec::new();
+        for &e in path {
+            let pc = dag.pc[e as usize] as usize;
+            let class = match self.program.code.get(pc).and_then(|i| i.as_ref()) {
+                Some(i) => crate::cost::insn_class(i),
+                None => "exit".to_string(), // the edge to the virtual sink
+            };
+            let i = match classes.iter().position(|(c, _, _)| *c == class) {
+                Some(i) => i,
+                None => {
+                    classes.push((class, 0, [0; crate::cost::NC]));
+                    classes.len() - 1
+                }
+            };
+            classes[i].1 += 1;
+            for (k, x) in classes[i].2.iter_mut().enumerate() {
+                *x += dag.cost[e as usize][k];
+            }
+        }
+        let map: serde_json::Map<String, Value> = classes
+            .into_iter()
+            .map(|(c, n, cost)| {
+                (
+                    c,
+                    json!({"insns": n, COMPONENTS[0]: cost[0] as f64 / UNITS_PER_CYCLE,
+                           COMPONENTS[1]: cost[1] as f64 / UNITS_PER_CYCLE}),
+                )
+            })
+            .collect();
+        Value::Object(map)
+    }
+
     /// The summary with the naive bound as the guarantee (`status = "naive-only"`).
     pub fn naive_summary(&self) -> Value {
         let t = &self.target;
@@ -133,6 +169,7 @@ impl Analysis {
                           "min_packet_bytes": n.bps_packet_bytes, "status": "naive-only"},
             "path": {"insns": self.path_insns(&self.dag, &n.path), "source_lines": self.path_lines(&self.dag, &n.path),
                      "cost": {COMPONENTS[0]: cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: cost[1] as f64 / UNITS_PER_CYCLE},
+                     "cost_by_class": self.cost_by_class(&self.dag, &n.path),
                      "min_packet_bytes": mps, "feasible": Value::Null,
                      "xdp_action": Value::Null, "retval": Value::Null},
             "example_packet_hex": Value::Null,
@@ -484,6 +521,7 @@ impl Search {
             "pps": f.rate.pps, "bps": bps, "bottleneck": f.rate.bottleneck, "min_packet_bytes": f.mps,
             "insns": self.a.path_insns(&self.a.search_dag, edges), "source_lines": self.a.path_lines(&self.a.search_dag, edges),
             "cost": {COMPONENTS[0]: f.cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: f.cost[1] as f64 / UNITS_PER_CYCLE},
+            "cost_by_class": self.a.cost_by_class(&self.a.search_dag, edges),
             "mac_pps": t.limits.mac_pps,
         }))
     }

@@ -34,6 +34,25 @@ fn units(x: f64) -> u64 {
     (x * UNITS_PER_CYCLE).round() as u64
 }
 
+/// The class of an instruction, as a path's cost is broken down (`nicsim xdp analyze`'s
+/// cost_by_class): `alu`, `byteswap`, `load`, `store`, `atomic`, `ld_imm64`, `jump`, `call`
+/// (bpf-to-bpf), `exit`, or `call bpf_<helper>` for each helper.
+pub fn insn_class(insn: &Insn) -> String {
+    match insn {
+        Insn::Alu { .. } => "alu",
+        Insn::End { .. } => "byteswap",
+        Insn::Ldx { .. } | Insn::LdAbs => "load",
+        Insn::St { .. } => "store",
+        Insn::Atomic { .. } => "atomic",
+        Insn::LdImm64 { .. } => "ld_imm64",
+        Insn::Ja { .. } | Insn::Jmp { .. } => "jump",
+        Insn::Call { helper } => return format!("call {}", helper_name(*helper)),
+        Insn::CallLocal { .. } => "call",
+        Insn::Exit => "exit",
+    }
+    .to_string()
+}
+
 /// The loop-free graph in compressed form, with a cost vector per edge.
 #[derive(Debug, Clone)]
 pub struct Dag {

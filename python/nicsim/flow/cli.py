@@ -8,12 +8,27 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from nicsim.options import MAX_SYNTH_FLOWS, U32_MAX, U64_MAX, ForceOpt, OutOpt
+from nicsim import ui
+from nicsim.options import (
+    MAX_SYNTH_FLOWS,
+    U32_MAX,
+    U64_MAX,
+    ForceOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    VerboseOpt,
+    in_range,
+)
 
 flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
                        "the cost of copy-based against flow-based addressing (host and SmartNIC model).",
-                       no_args_is_help=True)
+                       no_args_is_help=True, rich_markup_mode="markdown")
+
+CaptureArg = Annotated[Path, typer.Argument(metavar="CAPTURE", help="Capture file (pcap or pcapng); `-` reads it "
+                                            "from standard input.", show_default=False)]
 
 
 class Overlap(StrEnum):
@@ -23,27 +38,38 @@ class Overlap(StrEnum):
 
 @flow_app.command("reassemble")
 def flow_reassemble(
-    capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
+    capture: CaptureArg,
     out: OutOpt,
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Which bytes win where retransmissions "
                                              "disagree.")] = Overlap.first,
-    max_flows: Annotated[int | None, typer.Option("--max-flows", min=1, max=U32_MAX, help="Flow-table size; packets of "
-                                                  "further flows are dropped and counted.")] = None,
-    max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", min=0, max=U64_MAX, help="Payload memory; "
+    max_flows: Annotated[int | None, typer.Option("--max-flows", metavar="N", callback=in_range(1, U32_MAX),
+                                                  help="Flow-table size; packets of further flows are dropped "
+                                                  "and counted.")] = None,
+    max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", metavar="BYTES",
+                                                        callback=in_range(0, U64_MAX), help="Payload memory; "
                                                         "payloads beyond it are dropped and counted.")] = None,
-    force: ForceOpt = False,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
-    """Reassemble every TCP flow of CAPTURE: OUT/flows.json (one entry per flow direction),
-    one raw byte file per direction (holes zero-filled), OUT/summary.json (every packet
-    accounted for)."""
+    """Reassemble every TCP flow of CAPTURE.
+
+    Writes OUT/flows.json and directions.csv (one entry per flow direction), one raw byte file
+    per direction (holes zero-filled), OUT/summary.json (every packet accounted for) and
+    stream_sizes.png/.svg (the distribution of the directions' stream sizes).
+    """
     from nicsim.flow import reassemble
 
-    s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
-                   force=force)
-    dropped = {k: v for k, v in s["packets"].items() if k not in ("read", "data", "control", "retransmission") and v}
-    Console().print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream bytes "
-                    f"({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}")
-    Console().print(f"wrote {out}/ (summary.json, flows.json, {s['directions']} stream files)")
+    with ui.Progress("reassembling", transient=True):
+        s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
+                       force=force)
+
+    def show(console: Console) -> None:
+        dropped = {k: v for k, v in s["packets"].items()
+                   if k not in ("read", "data", "control", "retransmission") and v}
+        console.print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream "
+                      f"bytes ({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}", highlight=False)
+
+    ui.result(s, show)
+    ui.wrote(out)
 
 
 class Workload(StrEnum):
@@ -58,89 +84,124 @@ class RetrievalOpt(StrEnum):
 
 @flow_app.command("synth")
 def flow_synth(
-    out: Annotated[str, typer.Argument(help="Capture file to write (.pcap, or .pcapng with --pcapng).",
-                                       show_default=False)],
-    flows: Annotated[int, typer.Option("--flows", min=1, max=MAX_SYNTH_FLOWS, help="TCP connections.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=U64_MAX, help="Random seed: the same seed gives the same bytes.")] = 1,
-    loss: Annotated[float, typer.Option("--loss", min=0.0, max=0.99, help="Share of data segments lost before "
-                                        "the tap (each retransmitted an RTT later).")] = 0.01,
-    reorder: Annotated[float, typer.Option("--reorder", min=0.0, max=0.99, help="Share of data segments "
-                                           "delivered after later ones.")] = 0.01,
-    duplicate: Annotated[float, typer.Option("--duplicate", min=0.0, max=0.99, help="Share of data segments "
-                                             "retransmitted although they arrived.")] = 0.005,
+    out: Annotated[str, typer.Argument(metavar="FILE", help="Capture file to write (.pcap, or .pcapng with "
+                                       "--pcapng).", show_default=False)],
+    flows: Annotated[int, typer.Option("--flows", metavar="N", callback=in_range(1, MAX_SYNTH_FLOWS),
+                                       help="TCP connections.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", callback=in_range(0, U64_MAX),
+                                      help="Random seed: the same seed gives the same bytes.")] = 1,
+    loss: Annotated[float, typer.Option("--loss", metavar="SHARE", callback=in_range(0, 0.99),
+                                        help="Share of data segments lost before the tap (each retransmitted an "
+                                        "RTT later).")] = 0.01,
+    reorder: Annotated[float, typer.Option("--reorder", metavar="SHARE", callback=in_range(0, 0.99),
+                                           help="Share of data segments delivered after later ones.")] = 0.01,
+    duplicate: Annotated[float, typer.Option("--duplicate", metavar="SHARE", callback=in_range(0, 0.99),
+                                             help="Share of data segments retransmitted although they "
+                                             "arrived.")] = 0.005,
     pcapng: Annotated[bool, typer.Option("--pcapng", help="Write pcapng instead of pcap.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
+    _json: JsonOpt = False, _quiet: QuietOpt = False,
 ) -> None:
-    """Write a synthetic TCP capture: HTTP-like request/response connections whose response
-    sizes are heavy-tailed (Pareto, 93.16 % of flows at most 10 KB, as the talk measured), with
-    loss, reordering and spurious retransmissions. Valid pcap that Wireshark opens."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    """Write a synthetic TCP capture.
 
+    HTTP-like request/response connections whose response sizes are heavy-tailed (Pareto,
+    93.16 % of flows at most 10 KB, as the talk measured), with loss, reordering and spurious
+    retransmissions. Valid pcap that Wireshark opens.
+    """
     from nicsim.flow.memory import synth
 
-    with Progress(SpinnerColumn(), TextColumn("writing {task.fields[n]:,} packets"), TimeElapsedColumn(),
-                  transient=True) as bar:
-        task = bar.add_task("synth", n=0)
+    with ui.Progress("writing", unit="packets", transient=True) as bar:
         rep = synth(out, flows=flows, seed=seed, loss=loss, reorder=reorder, duplicate=duplicate, pcapng=pcapng,
-                    progress=lambda n: bar.update(task, n=n), force=force)
-    Console().print(f"{rep['flows']:,} flows, {rep['packets']:,} packets, {rep['frame_bytes']:,} frame bytes; "
-                    f"{rep['flows_le_10kb'] / rep['flows']:.1%} of flows <= 10 KB; lost {rep['lost']:,}, "
-                    f"reordered {rep['reordered']:,}, duplicated {rep['duplicated']:,}")
-    Console().print(f"wrote {out}")
+                    progress=lambda n: bar.update(n), force=force)
+
+    def show(console: Console) -> None:
+        console.print(f"{rep['flows']:,} flows, {rep['packets']:,} packets, {rep['frame_bytes']:,} frame bytes; "
+                      f"{rep['flows_le_10kb'] / rep['flows']:.1%} of flows <= 10 KB; lost {rep['lost']:,}, "
+                      f"reordered {rep['reordered']:,}, duplicated {rep['duplicated']:,}", highlight=False)
+
+    ui.result(rep, show)
+    ui.note(f"wrote {out}")
 
 
 @flow_app.command("bench")
 def flow_bench(
-    capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
+    captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", help="Capture files (pcap or pcapng); "
+                                                   "`-` reads one from standard input. Several are benchmarked one "
+                                                   "after the other (see --workers).", show_default=False)],
     out: OutOpt,
-    workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting newlines "
-                                               "(memory-bound); regex: run a DFA (compute-bound).")] = Workload.scan,
-    pattern: Annotated[str | None, typer.Option("--pattern", "-p", help="Regex of the regex workload "
-                                                "(default: HTTP request lines).")] = None,
-    target: Annotated[str, typer.Option("--target", "-t", help="SmartNIC model: u250-microblaze (the talk's "
-                                        "prototype), bluefield3, or a target TOML file.")] = "u250-microblaze",
+    workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting "
+                                               "newlines (memory-bound); regex: run a DFA (compute-bound).")
+                        ] = Workload.scan,
+    pattern: Annotated[str | None, typer.Option("--pattern", "-p", metavar="REGEX", help="Regex of the regex "
+                                                "workload (default: HTTP request lines).")] = None,
+    target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="SmartNIC model: "
+                                        "u250-microblaze (the talk's prototype), bluefield3, or a target TOML "
+                                        "file.")] = "u250-microblaze",
     retrieval: Annotated[RetrievalOpt | None, typer.Option("--retrieval", help="Flow cache fill: the whole "
                                                            "bytestream first, or a line on each miss (default: "
                                                            "the target's).")] = None,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, max=1000, help="Host runs; the best is kept.")] = 3,
-    force: ForceOpt = False,
+    repeat: Annotated[int, typer.Option("--repeat", metavar="N", callback=in_range(1, 1000),
+                                        help="Host runs; the best is kept.")] = 3,
+    workers: Annotated[int, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
+                                         help="Captures benchmarked at once. The host measurement times this "
+                                         "machine's cores, so more than one skews it; the model's numbers do "
+                                         "not change.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", "-x", metavar="local|ray",
+                                          help="Where several captures run (see `nicsim sweep`).")] = "local",
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
-    """Copy-based against flow-based on every flow of CAPTURE, measured on this host (bytes
-    copied and read, seconds, Gbit/s) and in the SmartNIC memory model (DRAM bytes, cycles,
-    cache hit rates). Writes OUT/summary.json and OUT/designs.csv."""
-    from rich.table import Table
+    """Copy-based against flow-based addressing on every flow of each CAPTURE.
 
+    Measured on this host (bytes copied and read, seconds, Gbit/s) and in the SmartNIC memory
+    model (DRAM bytes, cycles, cache hit rates). Writes OUT/summary.json, designs.csv and
+    bench.png/.svg (the two designs side by side); with several captures, one row per capture
+    and design.
+    """
     from nicsim.flow.memory import bench
 
-    s = bench(capture, out, workload=workload.value, pattern=pattern, target=target,
-              retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force)
-    t = Table(title=f"{s['workload']} over {s['streams']:,} streams, {s['payload_bytes']:,} payload bytes")
-    for col in ("", "copy-based", "flow-based"):
-        t.add_column(col, justify="right" if col else "left")
-    c, f = s["copy"], s["flow"]
-    t.add_row("host: bytes copied", f"{c['bytes_copied']:,}", f"{f['bytes_copied']:,}")
-    t.add_row("host: bytes read", f"{c['bytes_read']:,}", f"{f['bytes_read']:,}")
-    t.add_row("host: Gbit/s (one core)", f"{c['gbps']:.2f}", f"{f['gbps']:.2f}")
-    t.add_row(f"model ({s['target']}): DRAM bytes", f"{c['dram_bytes']:,}", f"{f['dram_bytes']:,}")
-    t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
-    t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
-    Console().print(t)
-    Console().print(f"wrote {out}/ (summary.json, designs.csv)")
+    with ui.Progress("benchmarking", transient=True):
+        s = bench(captures if len(captures) > 1 else captures[0], out, workload=workload.value, pattern=pattern,
+                  target=target, retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force,
+                  workers=workers, executor=executor)
+
+    def show(console: Console) -> None:
+        for one in s.get("captures", [s]):
+            t = Table(title=f"{one['capture']}: {s['workload']} over {one['streams']:,} streams, "
+                      f"{one['payload_bytes']:,} payload bytes")
+            for col in ("", "copy-based", "flow-based"):
+                t.add_column(col, justify="right" if col else "left")
+            c, f = one["copy"], one["flow"]
+            t.add_row("host: bytes copied", f"{c['bytes_copied']:,}", f"{f['bytes_copied']:,}")
+            t.add_row("host: bytes read", f"{c['bytes_read']:,}", f"{f['bytes_read']:,}")
+            t.add_row("host: Gbit/s (one core)", f"{c['gbps']:.2f}", f"{f['gbps']:.2f}")
+            t.add_row(f"model ({s['target']}): DRAM bytes", f"{c['dram_bytes']:,}", f"{f['dram_bytes']:,}")
+            t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
+            t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
+            console.print(t)
+
+    ui.result(s, show)
+    ui.wrote(out)
 
 
 @flow_app.command("sizes")
 def flow_sizes(
-    capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
+    capture: CaptureArg,
     out: OutOpt,
-    force: ForceOpt = False,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
-    50/90/99 % of its flows. Writes OUT/summary.json, OUT/flows.csv and flow_size_cdf (PNG, SVG)."""
+    50/90/99 % of its flows. Writes OUT/summary.json, flows.csv and flow_size_cdf (PNG, SVG)."""
     from nicsim.flow.memory import sizes
 
     s = sizes(capture, out, force=force)
-    Console().print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)")
-    for c in s["cover"]:
-        Console().print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "
-                        f"translation table {c['table_entries']:,} entries ({c['table_bytes']:,} B)")
-    Console().print(f"wrote {out}/ (summary.json, flows.csv, flow_size_cdf)")
+
+    def show(console: Console) -> None:
+        console.print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)",
+                      highlight=False)
+        for c in s["cover"]:
+            console.print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "
+                          f"translation table {c['table_entries']:,} entries ({c['table_bytes']:,} B)",
+                          highlight=False)
+
+    ui.result(s, show)
+    ui.wrote(out)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nicsim.config import core_errors, read_toml_file
-from nicsim.errors import InputError
-from nicsim.flow.reassemble import open_capture, require_tcp
+from nicsim.errors import InputError, NicsimError
+from nicsim.flow.reassemble import capture_name, open_capture, require_tcp
 from nicsim.output import OutputDir
 
 WORKLOADS = ("scan", "regex")
@@ -80,26 +81,60 @@ def _check_workload(workload: str, pattern: str | None) -> str | None:
     return (pattern or DEFAULT_PATTERN) if workload == "regex" else None
 
 
-def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, workload: str = "scan",
-          pattern: str | None = None, target: str = "u250-microblaze", retrieval: str | None = None,
-          repeat: int = 3, force: bool = False) -> dict[str, Any]:
-    """Both designs on every flow of `capture`: measured here and modelled on `target`.
+def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+          out: str | os.PathLike[str] | None = None, *, workload: str = "scan", pattern: str | None = None,
+          target: str = "u250-microblaze", retrieval: str | None = None, repeat: int = 3, force: bool = False,
+          workers: int = 1, executor: str = "local") -> dict[str, Any]:
+    """Both designs on every flow of `capture`: measured here and modelled on `target`. With a
+    list of captures, each is benchmarked (on `executor`, `workers` at a time: more than one
+    skews the host measurement) and the summary holds them under `captures`.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
-    from nicsim import _core
+    from nicsim.sweep import run_tasks
 
     pattern = _check_workload(workload, pattern)
     text, tname = load_mem_target(target)
+    several = not isinstance(capture, str | os.PathLike)
+    captures = list(capture) if several else [capture]  # type: ignore[arg-type]
+    if several and any(os.fspath(c) == "-" for c in captures):
+        raise InputError("-: standard input can be the only capture of a benchmark")
     output = None
     if out is not None:
-        output = OutputDir(out, inputs=[capture, target if target.endswith(".toml") else None], force=force)
+        output = OutputDir(out, inputs=[*captures, target if target.endswith(".toml") else None], force=force)
         output.check()  # before the benchmark, not after it
-    cap = open_capture(capture)
-    require_tcp(cap, capture)
-    with core_errors(tname):
-        host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
-        model = json.loads(_core.flow_model(cap._core, workload, pattern, text, retrieval))
+    jobs = [(os.fspath(c), workload, pattern, text, tname, retrieval, repeat) for c in captures]
+    if several:
+        results = run_tasks(bench_one, jobs, executor=executor, workers=workers, description="benchmarking")
+        summary: dict[str, Any] = {"workload": workload, "pattern": pattern, "target": results[0]["target"],
+                                   "retrieval": results[0]["retrieval"], "captures": results}
+    else:
+        summary = bench_one(jobs[0])
+        if isinstance(summary, BaseException):
+            raise summary
+    if output is not None:
+        with output as o:
+            o.summary(summary)
+            o.csv("designs.csv", [{"capture": one["capture"], "design": side,
+                                   **{k: v for k, v in one[side].items() if k != "model"}}
+                                  for one in summary.get("captures", [summary]) for side in ("copy", "flow")])
+            _plot_bench(o, summary)
+    return summary
+
+
+def bench_one(job: tuple[str, str, str | None, str, str, str | None, int]) -> dict[str, Any] | NicsimError:
+    """One capture's benchmark (in a worker, for several): the summary, or the bad input."""
+    from nicsim import _core
+
+    capture, workload, pattern, text, tname, retrieval, repeat = job
+    try:
+        cap = open_capture(capture)
+        require_tcp(cap, capture)
+        with core_errors(tname):
+            host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
+            model = json.loads(_core.flow_model(cap._core, workload, pattern, text, retrieval))
+    except NicsimError as e:
+        return e
     summary = {
-        "capture": str(capture), "workload": workload, "pattern": pattern,
+        "capture": capture_name(capture), "workload": workload, "pattern": pattern,
         "payload_bytes": host["payload_bytes"], "streams": host["streams"], "result": host["result"],
         "target": model["target"], "retrieval": model["retrieval"],
     }
@@ -114,12 +149,37 @@ def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = 
         "copy_dram_per_payload": model["copy"]["dram_bytes"] / p,
         "flow_dram_per_payload": model["flow"]["dram_bytes"] / p,
     }
-    if output is not None:
-        with output as o:
-            o.json("summary.json", summary)
-            o.csv("designs.csv", [{"design": s, **{k: v for k, v in summary[s].items() if k != "model"}}
-                                  for s in ("copy", "flow")])
     return summary
+
+
+def _plot_bench(o: OutputDir, summary: dict[str, Any]) -> None:
+    """bench.png: copy-based against flow-based, per capture: bytes copied and read per payload
+    byte and host Gbit/s (measured), DRAM bytes per payload byte and cycles (modelled)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = summary.get("captures", [summary])
+    panels = [("host: bytes copied / payload byte", lambda d, p: d["bytes_copied"] / p),
+              ("host: bytes read / payload byte", lambda d, p: d["bytes_read"] / p),
+              ("host: Gbit/s (one core)", lambda d, p: d["gbps"]),
+              ("model: DRAM bytes / payload byte", lambda d, p: d["dram_bytes"] / p),
+              ("model: cycles / payload byte", lambda d, p: d["cycles"] / p)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6))
+    names = [Path(r["capture"]).name for r in runs]
+    xs = list(range(len(runs)))
+    for ax, (title, f) in zip(axes, panels):
+        for i, (side, color) in enumerate((("copy", "tab:red"), ("flow", "tab:green"))):
+            ax.bar([x + (i - 0.5) * 0.38 for x in xs], [f(r[side], r["payload_bytes"] or 1) for r in runs], 0.38,
+                   color=color, label=f"{side}-based")
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{summary['workload']} on {summary['target']}", fontsize=10)
+    fig.tight_layout()
+    o.figure("bench", fig)
 
 
 def _quantile(sorted_values: list[int], q: float) -> int:
@@ -149,11 +209,11 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force
         cover.append({"share": q, "flow_bytes": _quantile(size, q), "table_entries": _quantile(segs, q),
                       "table_bytes": _quantile(segs, q) * TABLE_ENTRY_BYTES})
     le_10kb = sum(1 for s in size if s <= 10_240) / len(size)
-    summary = {"capture": str(capture), "flows": len(flows), "share_le_10kb": le_10kb,
+    summary = {"capture": capture_name(capture), "flows": len(flows), "share_le_10kb": le_10kb,
                "table_entry_bytes": TABLE_ENTRY_BYTES, "cover": cover,
                "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]}}
     with output as o:
-        o.json("summary.json", summary)
+        o.summary(summary)
         o.csv("flows.csv", [{"rank": i, **f} for i, f in enumerate(flows)])
         _plot_cdf(size, le_10kb, o)
     return summary

@@ -1,17 +1,30 @@
 """`nicsim flow reassemble`: a capture's TCP flow directions written out as raw byte files.
 
 OUT/flows.json has one entry per flow direction (src, dst, sport, dport, proto, bytes, holes,
-file, ...); OUT/<file> holds that direction's stream, with holes zero-filled so that file offsets
-are stream offsets (`holes` lists them as [offset, length]). OUT/summary.json accounts for every
-packet of the capture. The folder is written atomically: on an error nothing is left half-written.
+file, ...), and directions.csv the same without the holes; OUT/<file> holds that direction's
+stream, with holes zero-filled so that file offsets are stream offsets (`holes` lists them as
+[offset, length]). OUT/summary.json accounts for every packet of the capture, and
+stream_sizes.png plots the directions' sizes. The folder is written atomically: on an error
+nothing is left half-written.
+
+A capture is a file, or a stream: standard input (`-`, as `tshark -r -` reads it), a pipe or
+a process substitution (`<(zcat x.pcap.gz)`). A stream is checked for a pcap or pcapng magic
+number first (so that `/dev/zero` is refused at once) and then spooled to a temporary file,
+which the reassembler reads as it reads any capture.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from nicsim import ui
 from nicsim.config import core_errors
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
@@ -55,6 +68,52 @@ class FlowCapture(_Core):
             return FlowView(self._core.view(flow, direction))
 
 
+#: The first four bytes of a capture: pcap (micro- and nanosecond, both byte orders) and pcapng.
+CAPTURE_MAGICS = {bytes.fromhex(m) for m in ("a1b2c3d4", "d4c3b2a1", "a1b23c4d", "4d3cb2a1", "0a0d0d0a")}
+
+
+def capture_name(capture: str | os.PathLike[str]) -> str:
+    """How a capture is named in summaries and errors (`<stdin>` for `-`)."""
+    return "<stdin>" if os.fspath(capture) == "-" else str(capture)
+
+
+@contextlib.contextmanager
+def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
+    """A path to the capture's bytes: the file itself, or (standard input, a pipe) a temporary
+    copy that is removed afterwards."""
+    name = capture_name(capture)
+    if name == "<stdin>":
+        stream: BinaryIO = sys.stdin.buffer
+        close = False
+    else:
+        path = Path(capture)
+        if path.is_file():
+            yield path
+            return
+        if not os.path.lexists(path):
+            raise InputError(f"{path}: no such capture file")
+        if path.is_dir():
+            raise InputError(f"{path}: is a folder, not a capture file")
+        try:
+            stream = path.open("rb")  # a pipe or a device: read it as a stream
+        except OSError as e:
+            raise InputError(f"{path}: cannot read the capture: {e.strerror}") from None
+        close = True
+    try:
+        head = stream.read(4)
+        if head not in CAPTURE_MAGICS:
+            what = "empty" if not head else f"starts with {head.hex()}"
+            raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
+        with tempfile.NamedTemporaryFile(prefix="nicsim-capture-", suffix=".pcap") as tmp:
+            tmp.write(head)
+            shutil.copyfileobj(stream, tmp, 1 << 20)
+            tmp.flush()
+            yield Path(tmp.name)
+    finally:
+        if close:
+            stream.close()
+
+
 def open_capture(
     capture: str | os.PathLike[str],
     overlap: str = "first",
@@ -71,20 +130,16 @@ def open_capture(
 
     if overlap not in OVERLAP_POLICIES:
         raise InputError(f"overlap policy {overlap!r}: expected one of {', '.join(OVERLAP_POLICIES)}")
-    path = Path(capture)
-    if not path.is_file():
-        if not os.path.lexists(path):
-            raise InputError(f"{path}: no such capture file")
-        if path.is_dir():
-            raise InputError(f"{path}: is a folder, not a capture file")
-        raise InputError(f"{path}: not a regular file (a pipe or device); give a pcap or pcapng file")
-    try:
-        with core_errors(None):
-            core = _core.FlowCapture(os.fspath(path), overlap, max_flows, max_arena_bytes, max_segments_per_direction)
-            return FlowCapture(core)
-    except InputError as e:
-        msg = str(e)
-        raise InputError(msg if str(path) in msg else f"{path}: {msg}") from None
+    name = capture_name(capture)
+    with capture_file(capture) as path:
+        try:
+            with core_errors(None):
+                core = _core.FlowCapture(os.fspath(path), overlap, max_flows, max_arena_bytes,
+                                         max_segments_per_direction)
+                return FlowCapture(core)
+        except InputError as e:
+            msg = str(e).replace(str(path), name)
+            raise InputError(msg if name in msg else f"{name}: {msg}") from None
 
 
 def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
@@ -92,7 +147,7 @@ def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
     if len(cap) == 0:
         counts = {k: v for k, v in cap.counts().items() if k != "read" and v}
         held = ", ".join(f"{v:,} {k.replace('_', '-')}" for k, v in counts.items()) or "nothing"
-        raise InputError(f"{capture}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
+        raise InputError(f"{capture_name(capture)}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
 
 
 def reassemble(
@@ -110,7 +165,8 @@ def reassemble(
     write (see [`OutputDir`])."""
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
-    cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction)
+    with ui.Progress("reading", transient=True):
+        cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction)
     require_tcp(cap, capture)
     directions = cap.directions()
     counts = cap.counts()
@@ -122,7 +178,7 @@ def reassemble(
             o.file(name).write_bytes(view.to_bytes())
             entries.append({**d, "holes": [list(h) for h in d["holes"]], "file": name})
         summary = {
-            "capture": str(capture),
+            "capture": capture_name(capture),
             "overlap": overlap,
             "packets": counts,
             "packets_conserved": sum(v for k, v in counts.items() if k != "read") == counts["read"],
@@ -133,5 +189,34 @@ def reassemble(
             "arena_bytes": cap.arena_bytes,
         }
         o.json("flows.json", entries)
-        o.json("summary.json", summary)
+        o.csv("directions.csv", [{k: v for k, v in e.items() if k != "holes"} | {"holes": len(e["holes"])}
+                                 for e in entries])
+        o.summary(summary)
+        _plot_sizes(o, [e["bytes"] for e in entries], capture_name(capture))
     return summary
+
+
+def _plot_sizes(o: OutputDir, sizes: list[int], capture: str) -> None:
+    """stream_sizes.png: the directions' stream sizes, as a histogram (log bins) and a CDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    xs = np.sort(np.maximum(np.array(sizes, dtype=float), 1.0))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    if len(xs):
+        bins = np.logspace(0, np.log10(xs[-1]) + 0.01, 30)
+        ax.hist(xs, bins=bins, color="tab:blue")
+        ax2.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post")
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_xlabel("stream size (bytes, holes included)")
+        a.grid(alpha=0.3)
+    ax.set_ylabel("flow directions")
+    ax2.set_ylabel("share of directions (CDF)")
+    ax2.set_ylim(0, 1.01)
+    fig.suptitle(f"{capture}: {len(xs):,} flow directions")
+    fig.tight_layout()
+    o.figure("stream_sizes", fig)

@@ -16,9 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from nicsim import _core
+from nicsim import _core, ui
 from nicsim.config import load_config
 from nicsim.output import OutputDir
+from nicsim.reproduce import report_console
 from nicsim.sweep import run_many
 
 PAPER_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "flexpipe_paper.toml"
@@ -244,7 +245,7 @@ def print_comparison(rows: list[dict], console: Console) -> None:
 
 
 def main(out: Path, quick: bool = False, executor: str = "local", force: bool = False) -> dict:
-    console = Console()
+    console = report_console()
     output = OutputDir(out, force=force)
     output.check()  # before the experiments, not after them
     cfg, runs = experiments(quick)
@@ -253,9 +254,9 @@ def main(out: Path, quick: bool = False, executor: str = "local", force: bool = 
     summary = analyse(cfg, results)
     rows = comparison(summary, results)
     with output as o:
-        o.json("summary.json", summary)
+        o.summary(summary)
         o.csv("comparison.csv", rows)
         plot(summary, o)
-    print_comparison(rows, console)
-    console.print(f"wrote {out}/summary.json, comparison.csv, fig3_throughput, fig4_latency, fig5_recirculation, overview (.png, .svg)")
+    if ui.shows_tables():
+        print_comparison(rows, console)
     return summary

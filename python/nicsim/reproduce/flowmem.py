@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from nicsim import ui
 from nicsim.flow.memory import DEFAULT_PATTERN, load_mem_target, synth
 from nicsim.flow.reassemble import open_capture
 from nicsim.output import OutputDir
@@ -197,9 +198,9 @@ def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False) -> di
     rows = comparison(s)
     s["comparison"] = rows
     with output as o:
-        o.json("summary.json", s)
+        o.summary(s)
         o.csv("comparison.csv", rows)
         plot(s, o)
-    print_comparison(rows, console)
-    console.print(f"wrote {out}/summary.json, comparison.csv, micro_benchmark, dram_and_throughput (.png, .svg)")
+    if ui.shows_tables():
+        print_comparison(rows, console)
     return s

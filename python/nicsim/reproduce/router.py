@@ -28,13 +28,14 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
 from nicsim.reproduce import report_console
-from nicsim.router import derive, load, simulate
+from nicsim.router import derive, load
+from nicsim.sweep import run_many
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "router"
 #: The paper's figures (section IV).
@@ -160,23 +161,20 @@ def experiments(quick: bool, beyond: bool) -> list[tuple[str, str, Callable[[], 
     return runs
 
 
-def run(quick: bool = False, beyond: bool = True, progress: bool = True) -> dict[str, Any]:
+def run(quick: bool = False, beyond: bool = True, progress: bool = True, executor: str = "local",
+        workers: int | None = None) -> dict[str, Any]:
+    """Every run of the reproduction, on the sweep pool (local processes or Ray); the summary
+    (not written). Results do not depend on the executor or the number of workers."""
     if not CONFIGS.is_dir():
-        raise InputError(f"{CONFIGS}: the router configurations are missing (run from a source checkout: make develop)")
+        raise InputError(f"{CONFIGS}: the router configurations are missing (a broken install?)")
     runs = experiments(quick, beyond)
     configs = [(g, n, make()) for g, n, make in runs]  # every configuration validated before any run
-    results: dict[str, dict[str, Any]] = {}
-    bar = Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-                   TextColumn("{task.fields[what]}"), TimeElapsedColumn(), console=Console(stderr=True),
-                   transient=True, disable=not progress)
     t0 = time.perf_counter()
-    with bar:
-        task = bar.add_task("router", total=len(configs), what="")
-        for g, n, cfg in configs:
-            bar.update(task, what=f"{g} {n}")
-            s = simulate(cfg)
-            results.setdefault(g, {})[n] = {"metrics": metrics(s), "summary": s, "config": cfg}
-            bar.advance(task)
+    summaries = run_many([c for _, _, c in configs], executor=executor, workers=workers, progress=progress,
+                         description="router experiments")
+    results: dict[str, dict[str, Any]] = {}
+    for (g, n, cfg), s in zip(configs, summaries, strict=True):
+        results.setdefault(g, {})[n] = {"metrics": metrics(s), "summary": s, "config": cfg}
     return analyse(results, quick=quick, beyond=beyond, seconds=time.perf_counter() - t0)
 
 
@@ -442,16 +440,16 @@ def print_comparison(s: dict[str, Any], console: Console) -> None:
                   + f" ({s['settings']['runs']} runs, {s['settings']['seconds']:.1f} s)")
 
 
-def main(out: Path, quick: bool = False, beyond: bool = True, force: bool = False) -> dict[str, Any]:
+def main(out: Path, quick: bool = False, beyond: bool = True, executor: str = "local", workers: int | None = None,
+         force: bool = False) -> dict[str, Any]:
     console = report_console(140)
     output = OutputDir(out, force=force)
     output.check()  # before the experiments, not after them
-    s = run(quick=quick, beyond=beyond)
+    s = run(quick=quick, beyond=beyond, executor=executor, workers=workers)
     with output as o:
-        o.json("summary.json", s)
+        o.summary(s)
         o.csv("comparison.csv", s["comparison"])
         plot(s, o)
-    print_comparison(s, console)
-    figs = "setups, fig4_saturation, fig5_qos, fig6_qos" + (", beyond_nics" if s["beyond"] else "")
-    console.print(f"wrote {out}/summary.json, comparison.csv, {figs} (.png, .svg)")
+    if ui.shows_tables():
+        print_comparison(s, console)
     return s

@@ -20,9 +20,9 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.output import OutputDir
 from nicsim.reproduce import report_console
@@ -113,25 +113,23 @@ def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tup
     table: list[dict[str, Any]] = []
     count_min: list[dict[str, Any]] = []
     traces: dict[str, list[dict[str, Any]]] = {}
-    cols = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*cols, console=console, transient=True) as bar:
-        task = bar.add_task("analysing", total=len(jobs))
+    with ui.Progress("analysing", total=len(jobs), unit="analyses", transient=True) as bar:
         for target, p, what in jobs:
             if what == "table":
-                bar.update(task, description=f"{p.name} on {target}")
+                bar.update(detail=f"{p.name} on {target}")
                 t = explosion_timeout_s if p.name == "path_explosion" else timeout_s
                 s = analyze(object_path(p.name), target=target, rate="bit", timeout_s=t, mac_limit=False)
                 table.append(_row(p, target, s))
                 if target == "nfp" and p.name in FIG7:
                     traces[p.name] = s["trace"]
             else:
-                bar.update(task, description=f"count_min_{p} on nfp (Fig. 8)")
+                bar.update(detail=f"count_min_{p} on nfp (Fig. 8)")
                 s = analyze(object_path(f"count_min_{p}"), target="nfp", rate="packet", timeout_s=timeout_s,
                             mac_limit=True)
                 g = s["guarantee"]
                 count_min.append({"stages": p, "mpps": round(g["pps"] / 1e6, 3), "naive_mpps": round(s["naive"]["pps"] / 1e6, 3),
                                   "bottleneck": g["bottleneck"], "status": g["status"]})
-            bar.advance(task)
+            bar.advance()
     return {"table": table, "count_min": count_min, "fig7": traces, "checks": checks(table, count_min),
             "settings": {"rate": "bit (tables, Fig. 7), packet (Fig. 8)", "mac_limit": "off (tables), on (Fig. 8)",
                          "timeout_s": timeout_s, "path_explosion_timeout_s": explosion_timeout_s, "targets": list(targets)}}
@@ -236,10 +234,10 @@ def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_time
         explosion_timeout_s = 5.0 if quick else 60.0
     summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets)
     with output as o:
-        o.json("summary.json", summary)
+        o.summary(summary)
         o.csv("table.csv", summary["table"])
         o.csv("count_min.csv", summary["count_min"])
         plot(summary, o)
-    print_summary(summary, console)
-    console.print(f"wrote {out}/summary.json, table.csv, count_min.csv, fig7_bound_vs_time, fig8_count_min (.png, .svg)")
+    if ui.shows_tables():
+        print_summary(summary, console)
     return summary

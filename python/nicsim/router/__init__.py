@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nicsim.config import Config, Override, core_errors, load_config, to_json, with_overrides
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, stamp
 
 CLASSES = ("high", "low")
 
@@ -68,7 +68,7 @@ def simulate(config: Mapping[str, Any], partial_on_interrupt: bool = False) -> d
         raise KeyboardInterrupt
     summary = json.loads(text)
     summary["interrupted"] = interrupted
-    return summary
+    return stamp(summary)
 
 
 def port_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -98,14 +98,54 @@ def run(config: Mapping[str, Any], out: str | os.PathLike[str], *, force: bool =
     """Simulate and write OUT/summary.json, OUT/ports.csv and OUT/config.json (all or nothing).
     Ctrl-C still writes them, for what ran, with `"interrupted": true` in the summary.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
-    output = OutputDir(out, inputs=[getattr(config, "source", None)], force=force)
+    source = getattr(config, "source", None)
+    output = OutputDir(out, inputs=[None if source == "<stdin>" else source], force=force, config=config)
     output.check()  # before the run, not after it
     summary = simulate(config, partial_on_interrupt=True)
     with output as o:
-        o.json("summary.json", summary)
+        o.summary(summary)
         o.csv("ports.csv", port_rows(summary), columns=PORT_COLUMNS)
+        o.csv("drops.csv", [{"place": k, "packets": v} for k, v in summary["drops_by_place"].items()],
+              columns=["place", "packets"])
         o.json("config.json", dict(config))
+        plot_run(o, summary)
     return summary
+
+
+def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
+    """router.png: offered and forwarded Mbit/s per port and class, and where packets were dropped."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = port_rows(summary)
+    drops = [(k, v) for k, v in summary["drops_by_place"].items() if v]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    xs = list(range(len(rows)))
+    w = 0.2
+    for i, (key, label, color) in enumerate([("offered_high_mbps", "offered, high", "tab:blue"),
+                                             ("forwarded_high_mbps", "forwarded, high", "tab:cyan"),
+                                             ("offered_low_mbps", "offered, low", "tab:red"),
+                                             ("forwarded_low_mbps", "forwarded, low", "tab:orange")]):
+        ax.bar([x + (i - 1.5) * w for x in xs], [r[key] for r in rows], w, label=label, color=color)
+    ax.set_xticks(xs, [r["port"] for r in rows])
+    ax.set_ylabel("Mbit/s (over the window)")
+    ax.set_title(f"per port, {summary.get('sim_time_us', 0):,.0f} µs simulated")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    if drops:
+        ax2.barh(range(len(drops)), [v for _, v in drops], color="tab:red")
+        ax2.set_yticks(range(len(drops)), [k for k, _ in drops], fontsize=8)
+        ax2.invert_yaxis()
+    else:
+        ax2.text(0.5, 0.5, "no packet dropped", ha="center", va="center", transform=ax2.transAxes)
+        ax2.set_yticks([])
+    ax2.set_xlabel("packets dropped")
+    ax2.set_title("drops by place")
+    ax2.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    o.figure("router", fig)
 
 
 __all__ = ["CLASSES", "PORT_COLUMNS", "check", "derive", "load", "port_rows", "run", "simulate"]

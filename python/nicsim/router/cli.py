@@ -10,36 +10,46 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from nicsim.options import ForceOpt, OutOpt
+from nicsim import ui
+from nicsim.options import ForceOpt, JsonOpt, OutOpt, QuietOpt, VerboseOpt
 
 router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NICs (slow path through the CPU, "
-                              "fast path over the shared PCI-X bus).", no_args_is_help=True)
+                              "fast path over the shared PCI-X bus).", no_args_is_help=True,
+                         rich_markup_mode="markdown")
 
 
 @router_app.command("run")
 def router_run(
-    config: Annotated[Path, typer.Argument(help="Router configuration (TOML), e.g. configs/router/setup_d.toml.",
+    config: Annotated[Path, typer.Argument(metavar="CONFIG", help="Router configuration (TOML), e.g. "
+                                           "configs/router/setup_d.toml; `-` reads it from standard input.",
                                            show_default=False)],
     out: OutOpt,
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", metavar="KEY=VALUE",
-        help="Override a configuration value (repeatable): [b]run.duration_us=2000[/b], "
-             "[b]traffic[0].rate_mbps=500[/b], [b]pc.bus.clock_mhz=133[/b].")] = None,
-    force: ForceOpt = False,
+        help="Override a configuration value (repeatable): `run.duration_us=2000`, "
+             "`traffic[0].rate_mbps=500`, `pc.bus.clock_mhz=133`.")] = None,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
-    """Run one router simulation to the end: OUT/summary.json (docs/router.md, "Summary schema"),
-    OUT/ports.csv (per port: offered and forwarded Mbit/s and kpkt/s, per class, latency, drops)
-    and OUT/config.json. Prints a table per port and where packets were dropped. Ctrl-C stops
-    the run and still writes the summary of what ran, marked [b]"interrupted": true[/b]."""
+    """Run one router simulation to the end.
+
+    Writes OUT/summary.json (docs/router.md, "Summary schema"), ports.csv (per port: offered
+    and forwarded Mbit/s and kpkt/s, per class, latency, drops), drops.csv (drops by place),
+    router.png/.svg (both plotted) and config.json. Prints a table per port and where packets
+    were dropped. Ctrl-C stops the run and still writes the summary of what ran, marked
+    `"interrupted": true`.
+    """
     from nicsim.router import load, run
 
     cfg = load(config, param or [])
-    s = run(cfg, out, force=force)
-    print_summary(s, Console(), title=f"{config.name}: {s['sim_time_us']:,.0f} µs simulated")
+    with ui.Progress("simulating", transient=True) as bar:
+        bar.update(detail=config.name)
+        s = run(cfg, out, force=force)
+    ui.result(s, lambda console: print_summary(s, console, title=f"{config.name}: {s['sim_time_us']:,.0f} µs "
+                                                               "simulated"))
     if s["interrupted"]:
-        Console(stderr=True).print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
+        ui.err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
         raise typer.Exit(130)
-    Console().print(f"wrote {out}/ (summary.json, ports.csv, config.json)")
+    ui.wrote(out)
 
 
 def print_summary(s: dict[str, Any], console: Console, title: str = "") -> None:

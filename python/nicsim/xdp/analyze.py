@@ -199,7 +199,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     if ssp is not None and status == "ssp":
         g.update(status="ssp", bottleneck=ssp["bottleneck"], min_packet_bytes=ssp["min_packet_bytes"],
                  pps=ssp["pps"], bps=ssp["pps"] * 8 * ssp["min_packet_bytes"])
-        summary["path"] = {k: ssp[k] for k in ("insns", "source_lines", "cost", "min_packet_bytes")}
+        summary["path"] = {k: ssp[k] for k in ("insns", "source_lines", "cost", "cost_by_class", "min_packet_bytes")}
         summary["path"].update(feasible=True, retval=ssp["retval"], xdp_action=XDP_ACTIONS.get(ssp["retval"], "unknown"))
         summary["example_packet_hex"] = example.hex()
         summary["maps"] = _merge_maps(summary["maps"], maps)
@@ -221,10 +221,51 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     summary["trace"] = trace
     if output is not None:
         with output as o:
-            o.json("summary.json", summary)
+            o.summary(summary)
             if example is not None:
                 _core.write_pcap(o.path / "example.pcap", [example])
+            key = "bps" if rate == "bit" else "pps"
+            o.csv("trace.csv", summary["trace"], columns=["seconds", "bps", "pps"])
+            o.csv("path_cost.csv", [{"class": c, **v} for c, v in summary["path"]["cost_by_class"].items()],
+                  columns=["class", "insns", "cores", "dram"])
+            _plot(o, summary, key)
     return summary
+
+
+def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
+    """analysis.png: the bound over time (naive, then each path refuted raises it) and the
+    reported path's cycles by instruction class, on the cores and the DRAM engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale, unit = (1e9, "Gbit/s") if key == "bps" else (1e6, "Mpps")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    tr = s["trace"]
+    if tr:
+        ax.step([t["seconds"] for t in tr] + [s["seconds"]], [t[key] / scale for t in tr] + [tr[-1][key] / scale],
+                where="post", color="tab:blue")
+    ax.axhline(s["naive"][key] / scale, color="grey", ls=":", label="naive bound")
+    ax.axhline(s["guarantee"][key] / scale, color="tab:green", ls="--",
+               label=f"guarantee ({s['guarantee']['status']})")
+    ax.set(xlabel="search time (s)", ylabel=f"bound ({unit})",
+           title=f"{s['object']['program']} on {s['target']}: {s['paths_enumerated']:,} paths")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    by = s["path"].get("cost_by_class") or {}
+    names = sorted(by, key=lambda c: -(by[c]["cores"] + by[c]["dram"]))
+    ys = range(len(names))
+    ax2.barh([y - 0.2 for y in ys], [by[c]["cores"] for c in names], 0.4, label="core cycles", color="tab:blue")
+    ax2.barh([y + 0.2 for y in ys], [by[c]["dram"] for c in names], 0.4, label="DRAM-engine cycles",
+             color="tab:orange")
+    ax2.set_yticks(list(ys), [f"{c} ({by[c]['insns']})" for c in names], fontsize=8)
+    ax2.invert_yaxis()
+    ax2.set(xlabel="cycles on the path", title="the path's cost by instruction class (count)")
+    ax2.legend(fontsize=8)
+    ax2.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    o.figure("analysis", fig)
 
 
 XDP_ACTIONS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}

@@ -55,7 +55,7 @@ def target_toml(m: dict[str, Any]) -> str:
         return f"{x:.3f}"
 
     lines = [
-        "# The x86-64 JIT of the running kernel, measured by `nicsim xdp calibrate` with",
+        HEADER + " with",
         "# BPF_PROG_TEST_RUN micro-benchmarks (nicsim_xdp::calibrate). One core; a cycle is one ns.",
         f"# Measured {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {_cpu()}, kernel {platform.release()}.",
         'name = "x86-jit"',
@@ -113,16 +113,37 @@ def target_toml(m: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The first line of every target file `calibrate` writes: a file that starts otherwise is not
+#: nicsim's, and is replaced only with `force`.
+HEADER = "# The x86-64 JIT of the running kernel, measured by `nicsim xdp calibrate`"
+
+
 def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str], None] | None = None,
-              budget_s: float = 0.5) -> Path:
-    """Measure and write the target file (atomically); returns its path."""
+              budget_s: float = 0.5, force: bool = False) -> Path:
+    """Measure and write the target file (atomically); returns its path. An existing file that
+    `calibrate` did not write is replaced only with `force`."""
+    if out is not None and os.fspath(out) == "":
+        raise InputError("--out: the target file is an empty path; give a file name (e.g. --out x86.toml)")
     path = Path(out) if out is not None else default_path()
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a target file name")
+    if os.path.lexists(path) and not force:
+        try:
+            ours = path.read_bytes()[:len(HEADER)] == HEADER.encode()
+        except OSError:
+            ours = False
+        if not ours:
+            raise InputError(f"{path}: exists and was not written by `nicsim xdp calibrate`; give another --out, "
+                             "or --force to replace it")
     text = target_toml(measure(progress, budget_s))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            tmp.write_text(text)
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
     except OSError as e:
         raise InputError(f"{path}: cannot write the target: {e.strerror}") from None
     return path

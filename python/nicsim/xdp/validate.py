@@ -219,4 +219,31 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                 if f.is_file() and f.name not in ("validation.json", MARKER):
                     (o.path / f.name).write_bytes(f.read_bytes())
         o.json("validation.json", report)
+        o.csv("timing.csv", rows, columns=["kind", "bytes", "ns", "retimed"])
+        _plot(o, rows, timing, obj.name)
     return report
+
+
+def _plot(o: OutputDir, rows: list[dict[str, Any]], timing: dict[str, Any], name: str) -> None:
+    """validation.png: each packet's median time in the kernel against its size, and the
+    x86-jit guarantee (with the tolerance) when there is one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for kind, color in (("random", "tab:blue"), ("mutated", "tab:orange"), ("example", "tab:green")):
+        pts = [r for r in rows if r["kind"] == kind]
+        if pts:
+            ax.scatter([r["bytes"] for r in pts], [r["ns"] for r in pts], s=8 if kind != "example" else 40,
+                       color=color, label=kind, alpha=0.7)
+    g = timing.get("guarantee_ns")
+    if g:
+        ax.axhline(g, color="tab:red", ls="--", label="x86-jit guarantee")
+        ax.axhline(g * (1 + timing["tolerance"]), color="tab:red", ls=":", lw=0.8,
+                   label=f"+{timing['tolerance']:.0%}")
+    ax.set(xlabel="packet bytes", ylabel="ns per packet (median in the kernel)", title=f"{name} in the kernel")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    o.figure("validation", fig)

@@ -1,0 +1,201 @@
+"""The `nicsim xdp ...` commands (the XDP throughput analyzer, seed 004)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nicsim import ui
+from nicsim.options import (
+    MAX_MEMORY_MB,
+    MAX_SECONDS,
+    U32_MAX,
+    U64_MAX,
+    ForceOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    VerboseOpt,
+    in_range,
+)
+from nicsim.output import check_out_arg
+
+xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program always sustains on a target.",
+                      no_args_is_help=True, rich_markup_mode="markdown")
+
+
+class Rate(StrEnum):
+    bit = "bit"
+    packet = "packet"
+
+
+class Solver(StrEnum):
+    bitwuzla = "bitwuzla"
+    z3 = "z3"
+
+
+ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", help="BPF object built by clang (`-target bpf`), e.g. "
+                                        "target/xdp/calls.o.", show_default=False)]
+
+
+@xdp_app.command("analyze")
+def xdp_analyze(
+    obj: ObjArg,
+    out: OutOpt,
+    section: Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section or function "
+                                                "of the program (needed only if the object holds several XDP "
+                                                "programs).")] = None,
+    target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="Target model: `nfp` (the "
+                                        "paper's Netronome constants), `x86-jit` (this machine's kernel JIT, after "
+                                        "`nicsim xdp calibrate`) or a target TOML file.")] = "nfp",
+    rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s (each path at its minimum packet size) "
+                                       "or packets/s.")] = Rate.bit,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
+                                           help="Seconds to search for the slowest satisfiable path; the bound so "
+                                           "far is valid when it runs out.")] = 60.0,
+    solver: Annotated[Solver, typer.Option("--solver", help="SMT solver. Bitwuzla is the default: it was the "
+                                           "faster on the suite (BENCHMARKS.md).")] = Solver.bitwuzla,
+    loop_bound: Annotated[int | None, typer.Option("--loop-bound", metavar="N", callback=in_range(0, U32_MAX),
+                                                   help="Iterations for loops whose bound the code does not make "
+                                                   "evident (too small a bound is unsound).")] = None,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", metavar="MB", callback=in_range(16, MAX_MEMORY_MB),
+                                           help="Memory for the search's state; the search stops there with the "
+                                           "bound so far (valid).")] = 2048,
+    mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
+                                            "limit; `--no-mac-limit` gives the cores' and DRAM's rate alone, as the "
+                                            "paper's evaluation reports it.")] = True,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+) -> None:
+    """Guarantee the packet or bit rate an XDP program sustains for every packet.
+
+    Loads the object, inlines bpf-to-bpf calls, unrolls loops (finding their bounds where the
+    code makes them evident), costs every edge on the target and reports the naive bound (the
+    slowest path, feasible or not) at once. Then checks paths from the slowest on with an SMT
+    solver until one is satisfiable: the slowest satisfiable path (SSP), whose rate is the
+    guarantee, with a packet that takes it. Writes OUT/summary.json, OUT/example.pcap, the
+    bound over time and the path's cost (CSV tables and plots).
+    """
+    from nicsim.xdp import analyze
+
+    unit = "Gbit/s" if rate == Rate.bit else "Mpps"
+    scale = 1e9 if rate == Rate.bit else 1e6
+    key = "bps" if rate == Rate.bit else "pps"
+    with ui.Progress("searching", transient=True) as bar:
+        s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound, rate=rate.value,
+                    timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
+                    progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force)
+
+    def show(console: Console) -> None:
+        g, n = s["guarantee"], s["naive"]
+        t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
+        t.add_column(style="bold")
+        t.add_column(justify="right")
+        t.add_row("naive bound", f"{n[key] / scale:,.3f} {unit}")
+        why = "" if s["stopped"] in ("ssp", g["status"]) else f", {s['stopped']}"
+        t.add_row("guarantee", f"{g[key] / scale:,.3f} {unit}  ({g['status']}{why})")
+        if n[key] > 0:
+            t.add_row("improvement", f"{(g[key] / n[key] - 1) * 100:+.1f} %")
+        t.add_row("bottleneck", g["bottleneck"])
+        t.add_row("min packet", f"{g['min_packet_bytes']} B")
+        if s["path"].get("xdp_action"):
+            t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
+        in_graph = "at least 2^128" if int(s["graph"]["paths"]) == 2**128 - 1 else f"{int(s['graph']['paths']):,}"
+        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible "
+                  f"({in_graph} in the graph)")
+        for lp in s["graph"]["loops"]:
+            t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
+                      + ("" if lp["evident"] else " (--loop-bound)"))
+        t.add_row("time", f"{s['seconds']:.3f} s")
+        console.print(t)
+
+    ui.result(s, show)
+    if s["stopped"] == "memory":
+        ui.note(f"the search reached its memory budget (--memory-mb {memory_mb}) before the slowest path, so the "
+                "guarantee is the bound proven so far; a smaller --loop-bound or a larger --memory-mb may let it "
+                "finish")
+    ui.wrote(out)
+
+
+@xdp_app.command("calibrate")
+def xdp_calibrate(
+    out: Annotated[str | None, typer.Option("--out", "-o", metavar="FILE", help="Target file to write (default: "
+                                            "where `--target x86-jit` reads it, ~/.cache/nicsim/x86-jit.toml or "
+                                            "$NICSIM_X86_JIT).", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out even if `nicsim xdp calibrate` did not "
+                                        "write it.")] = False,
+    _quiet: QuietOpt = False,
+) -> None:
+    """Measure this machine's kernel JIT and write the `x86-jit` target.
+
+    Runs generated micro-benchmarks with BPF_PROG_TEST_RUN, one per BPF instruction class and
+    helper (as the paper's section 4 measures the NFP), and writes their costs in nanoseconds
+    as a target file for `nicsim xdp analyze --target x86-jit`. Needs the privileges to load
+    BPF programs (root). Takes about 20 s.
+    """
+    from nicsim.xdp.calibrate import calibrate
+
+    with ui.Progress("calibrating", transient=True) as bar:
+        path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force)
+    ui.note(f"wrote {path}")
+
+
+@xdp_app.command("validate")
+def xdp_validate(
+    obj: Annotated[Path, typer.Argument(metavar="OBJ", help="The BPF object that was analysed.", show_default=False)],
+    analysis: Annotated[Path, typer.Option("--analysis", "-a", metavar="DIR", help="Folder of `nicsim xdp analyze` "
+                                           "for OBJ.", show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", metavar="DIR", help="Folder for validation.json "
+                                             "(default: the analysis folder).", parser=check_out_arg,
+                                             show_default=False)] = None,
+    packets: Annotated[int, typer.Option("--packets", metavar="N", callback=in_range(0, 1_000_000),
+                                         help="Random packets, and as many mutated ones.")] = 1000,
+    runs: Annotated[int, typer.Option("--runs", metavar="N", callback=in_range(1, 10_000),
+                                      help="Kernel runs per packet; its time is their median.")] = 15,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", callback=in_range(0, U64_MAX),
+                                      help="Seed of the random and mutated packets.")] = 1,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
+                                           help="Seconds for the x86-jit analysis.")] = 60.0,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+) -> int:
+    """Check an analysis against the interpreter and the running kernel.
+
+    Runs the example packet in nicsim's eBPF interpreter (it must take the reported path), loads
+    OBJ into the kernel with the analysis's map entries and runs the packet with
+    BPF_PROG_TEST_RUN (it must return the reported action), then times the example and
+    `--packets` random and mutated packets in the kernel and compares them with the x86-jit
+    guarantee (a packet-rate analysis on the calibrated target): none may be more than 5 %
+    slower. Writes validation.json, timing.csv and a plot of the times against the guarantee.
+    Exit code 1 if a check fails. Needs root for the kernel.
+    """
+    from nicsim.xdp.validate import validate
+
+    with ui.Progress("validating", transient=True) as bar:
+        r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
+                     progress=lambda what: bar.update(detail=what), force=force)
+
+    def show(console: Console) -> None:
+        t = Table(title=f"validation of {obj.name}", show_header=False)
+        t.add_column(style="bold")
+        t.add_column()
+        for name, ok in r["checks"].items():
+            t.add_row("[green]pass[/green]" if ok else "[red]FAIL[/red]", name)
+        tm = r["timing"]
+        if "example_ns" in tm:
+            t.add_row("example", f"{tm['example_ns']:.0f} ns/packet")
+        t.add_row("slowest", f"{tm['slowest']['ns']:.0f} ns/packet ({tm['slowest']['kind']}, "
+                  f"{tm['slowest']['bytes']} B)")
+        if tm.get("guarantee_ns"):
+            t.add_row("x86-jit guarantee", f"{tm['guarantee_ns']:.0f} ns/packet ({tm['guarantee_status']}); "
+                      f"slowest is {tm['slowest_vs_guarantee']:.0%} of it")
+        else:
+            t.add_row("x86-jit guarantee", tm["note"])
+        console.print(t)
+
+    ui.result(r, show)
+    ui.wrote(out or analysis)
+    return 0 if r["ok"] else 1
