@@ -19,7 +19,8 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     flexpipe.main(out)
     summary = json.loads((out / "summary.json").read_text())
     figures = ("fig3_throughput", "fig4_latency", "fig5_recirculation", "overview")
-    expected = [".nicsim-output", "provenance.json", "summary.json", "comparison.csv"] + [f"{n}.{e}" for n in figures for e in ("png", "svg")]
+    expected = [".nicsim-output", "provenance.json", "summary.json", "comparison.csv"]
+    expected += [f"{n}.{e}" for n in figures for e in ("png", "svg")]
     assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     return summary
 

@@ -43,6 +43,29 @@ try:  # typer >= 0.22 carries its own copy of click
 except ImportError:  # pragma: no cover
     from click.exceptions import ClickException
 
+def _conventional_help() -> None:
+    """--help as the tools users know print it: `nicsim run [OPTIONS] CONFIG`, not typer's
+    `{CONFIG}`, and flags without a `<bool>` type beside them. Typer keeps both in its
+    parameter classes; each is changed only where that typer has it."""
+    from typer import core
+
+    if hasattr(core.TyperArgument, "_usage_display_name"):
+        def usage_name(self: Any) -> str:
+            name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        core.TyperArgument._usage_display_name = usage_name
+    if hasattr(core.TyperOption, "display_type_rich"):
+        typed = core.TyperOption.display_type_rich
+
+        def display_type(self: Any, ctx: Any) -> str | None:
+            return None if self.is_flag or self.count else typed(self, ctx)
+
+        core.TyperOption.display_type_rich = display_type
+
+
+_conventional_help()
+
 app = typer.Typer(
     name="nicsim",
     help="SmartNIC design and analysis toolkit: simulate datapaths (FlexPipe, PANIC, StaticPipe) and "

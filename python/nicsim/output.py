@@ -247,8 +247,9 @@ class OutputDir:
 
         inputs = []
         for i in self.inputs:
-            try:
-                inputs.append({"path": str(i), "bytes": i.stat().st_size, "sha256": _sha256(i)})
+            try:  # a pipe was read once, by the command: only files are hashed
+                inputs.append({"path": str(i), "bytes": i.stat().st_size, "sha256": _sha256(i)} if i.is_file()
+                              else {"path": str(i), "bytes": None, "sha256": None})
             except OSError:
                 inputs.append({"path": str(i), "bytes": None, "sha256": None})
         config_sha = None

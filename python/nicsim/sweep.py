@@ -197,6 +197,7 @@ def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advan
         common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
         try:
             if address:
+                _probe(address)
                 # The package's own folder travels with the tasks, so a cluster whose nodes have
                 # nicsim's dependencies (and the same Python) runs this checkout's code.
                 ray.init(address=address, **common)
@@ -234,6 +235,21 @@ def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advan
     finally:
         if started:
             ray.shutdown()
+
+
+def _probe(address: str) -> None:
+    """Fail at once when nothing listens at a `HOST:PORT` cluster address (Ray itself retries
+    for minutes); `auto`, `local` and `ray://` addresses are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as e:
+        raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: "
+                         f"{e.strerror or e}") from None
 
 
 class _NoProgress:

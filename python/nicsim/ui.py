@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
+
 def _console(stderr: bool = False) -> Console:
     """A console; for a log or a pipe (where rich assumes 80 columns) 140 columns, unless
     COLUMNS says otherwise, so that tables are not crushed."""
@@ -117,7 +118,6 @@ class Progress:
         self.completed: float = 0
         self.detail = ""
         self._t0 = time.monotonic()
-        self._last_line = self._t0
         self._lines = 0
         self._bar: RichProgress | None = None
         self._task: Any = None
@@ -135,8 +135,8 @@ class Progress:
         while not self._stop.wait(_interval_s()):
             self._line(time.monotonic())
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.stop(failed=exc_type is not None)
 
     def update(self, completed: float | None = None, *, total: float | None = None, detail: str | None = None,
                advance: float = 0) -> None:
@@ -158,7 +158,7 @@ class Progress:
     def advance(self, n: float = 1) -> None:
         self.update(advance=n)
 
-    def stop(self) -> None:
+    def stop(self, failed: bool = False) -> None:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
@@ -167,7 +167,7 @@ class Progress:
             self._ticker.join()
             self._ticker = None
             if self._lines:
-                self._line(time.monotonic(), done=True)  # where it ended, as the log showed it under way
+                self._line(time.monotonic(), done=not failed)  # where it ended, as the log showed it under way
 
     def _start_bar(self) -> None:
         cols: list[Any] = [TextColumn(f"[bold]{self.what}")]
@@ -191,5 +191,4 @@ class Progress:
             parts.append(self.detail)
         print(", ".join([" ".join(parts[:2]), *parts[2:]]) + f" ({elapsed // 60}:{elapsed % 60:02d}"
               + (", done)" if done else ")"), file=sys.stderr, flush=True)
-        self._last_line = now
         self._lines += 1

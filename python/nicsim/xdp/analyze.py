@@ -14,12 +14,12 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from nicsim.config import core_errors, read_toml_file
-from nicsim.errors import InputError
+from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir
 
 TARGETS_DIR = Path(__file__).parent / "targets"
@@ -334,3 +334,80 @@ def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str
         if m is not None and e["present"]:
             m["entries"].setdefault(e["key_hex"], e["value_hex"])
     return maps
+
+
+def analyze_job(job: tuple[str, str, dict[str, Any]]) -> dict[str, Any] | NicsimError:
+    """One analysis of a sweep, in a worker: (object, target, options) → summary, or the bad
+    input as a value (raised by the caller once every analysis ran)."""
+    obj, target, opts = job
+    try:
+        return analyze(obj, target=target, **opts)
+    except NicsimError as e:
+        return e
+
+
+SWEEP_COLUMNS = ["object", "program", "target", "naive_gbps", "guarantee_gbps", "naive_mpps", "guarantee_mpps",
+                 "status", "bottleneck", "min_packet_bytes", "paths_enumerated", "seconds"]
+
+
+def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str], out: str | os.PathLike[str], *,
+                 executor: str = "local", workers: int | None = None, ray_address: str | None = None,
+                 force: bool = False, **opts: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Analyse every object on every target (`opts` as [`analyze`] takes them) on the sweep
+    pool, and write OUT/summary.json (`points`: object, target and each analysis's summary),
+    sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees)."""
+    from nicsim.sweep import run_tasks
+
+    for t in targets:  # a bad target or a missing object fails before anything runs
+        load_target(t)
+    for obj in objs:
+        if not Path(obj).is_file():
+            raise InputError(f"{obj}: no such object file")
+    output = OutputDir(out, inputs=[*objs, *(t for t in targets if t.endswith(".toml"))], force=force)
+    output.check()
+    jobs = [(os.fspath(obj), t, opts) for obj in objs for t in targets]
+    results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
+                        ray_address=ray_address)
+    points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)]
+    rows = [{"object": p["object"], "program": p["summary"]["object"]["program"], "target": p["target"],
+             "naive_gbps": p["summary"]["naive"]["bps"] / 1e9, "guarantee_gbps": p["summary"]["guarantee"]["bps"] / 1e9,
+             "naive_mpps": p["summary"]["naive"]["pps"] / 1e6,
+             "guarantee_mpps": p["summary"]["guarantee"]["pps"] / 1e6, "status": p["summary"]["guarantee"]["status"],
+             "bottleneck": p["summary"]["guarantee"]["bottleneck"],
+             "min_packet_bytes": p["summary"]["guarantee"]["min_packet_bytes"],
+             "paths_enumerated": p["summary"]["paths_enumerated"], "seconds": p["summary"]["seconds"]}
+            for p in points]
+    summary = {"model": "xdp", "targets": list(targets), "objects": [os.fspath(o) for o in objs],
+               "rate": opts.get("rate", "bit"), "points": points}
+    with output as o:
+        o.csv("sweep.csv", rows, columns=SWEEP_COLUMNS)
+        o.parquet("sweep.parquet", rows, columns=SWEEP_COLUMNS)
+        o.summary(summary)
+        _plot_sweep(o, rows, summary["rate"])
+    return summary, rows
+
+
+def _plot_sweep(o: OutputDir, rows: list[dict[str, Any]], rate: str) -> None:
+    """sweep.png: each object's naive bound and guarantee, a bar per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key, unit = ("gbps", "Gbit/s") if rate == "bit" else ("mpps", "Mpps")
+    objects = list(dict.fromkeys(r["object"] for r in rows))
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    w = 0.8 / max(len(targets), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(objects) * max(len(targets), 1)), 4.5))
+    for i, t in enumerate(targets):
+        by = {r["object"]: r for r in rows if r["target"] == t}
+        xs = [j + (i - (len(targets) - 1) / 2) * w for j in range(len(objects))]
+        ax.bar(xs, [by[ob][f"guarantee_{key}"] for ob in objects], w, label=f"{t}: guarantee")
+        ax.scatter(xs, [by[ob][f"naive_{key}"] for ob in objects], marker="_", s=200, color="black",
+                   label="naive bound" if i == 0 else None, zorder=3)
+    ax.set_xticks(range(len(objects)), [Path(ob).stem for ob in objects], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(unit)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    o.figure("sweep", fig)

@@ -121,6 +121,59 @@ def xdp_analyze(
     ui.wrote(out)
 
 
+@xdp_app.command("sweep")
+def xdp_sweep(
+    objs: Annotated[list[Path], typer.Argument(metavar="OBJ...", help="BPF objects built by clang.",
+                                               show_default=False)],
+    out: OutOpt,
+    target: Annotated[str, typer.Option("--target", "-t", metavar="T1,T2,...", help="Targets, comma-separated "
+                                        "(`nfp`, `x86-jit`, target TOML files).")] = "nfp",
+    rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s or packets/s.")] = Rate.bit,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
+                                           help="Seconds each analysis may search.")] = 60.0,
+    solver: Annotated[Solver, typer.Option("--solver", help="SMT solver.")] = Solver.bitwuzla,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", metavar="MB", callback=in_range(16, MAX_MEMORY_MB),
+                                           help="Memory for each analysis's search.")] = 2048,
+    mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the targets' MAC "
+                                            "packet limit.")] = True,
+    executor: Annotated[str, typer.Option("--executor", "-x", metavar="local|ray", help="Where the analyses "
+                                          "run (see `nicsim sweep`).")] = "local",
+    workers: Annotated[int | None, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
+                                                help="Analyses at once (default: one per CPU).",
+                                                show_default=False)] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", help="Run on this Ray "
+                                                    "cluster (implies `--executor ray`).")] = None,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+) -> None:
+    """Analyse several XDP objects on several targets, on the sweep pool.
+
+    Every object on every target, as `nicsim xdp analyze` would (each with --timeout). Writes
+    OUT/summary.json (each analysis's summary under `points`), sweep.csv and sweep.parquet (a
+    row per analysis: naive bound, guarantee, status, bottleneck) and sweep.png.
+    """
+    from nicsim.xdp.analyze import analyze_many
+
+    targets = [t.strip() for t in target.split(",") if t.strip()]
+    if not targets:
+        raise typer.BadParameter("no target given", param_hint="--target")
+    summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
+                                 ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
+                                 solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit)
+
+    def show(console: Console) -> None:
+        unit, key = ("Gbit/s", "gbps") if rate == Rate.bit else ("Mpps", "mpps")
+        t = Table(title=f"{len(rows)} analyses")
+        for c in ("program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
+            t.add_column(c, justify="left" if c in ("program", "target", "status", "bottleneck") else "right")
+        for r in rows:
+            t.add_row(r["program"], r["target"], f"{r[f'naive_{key}']:.3f}", f"{r[f'guarantee_{key}']:.3f}",
+                      r["status"], r["bottleneck"], f"{r['seconds']:.2f}")
+        console.print(t)
+
+    ui.result(summary, show)
+    ui.wrote(out)
+
+
 @xdp_app.command("calibrate")
 def xdp_calibrate(
     out: Annotated[str | None, typer.Option("--out", "-o", metavar="FILE", help="Target file to write (default: "

@@ -1,0 +1,96 @@
+"""Builds the XDP program suite with clang for the BPF target.
+
+The suite is the XDP paper's programs as nicsim writes them (the C sources in
+`nicsim/xdp/programs/`, which the checkout's `examples/xdp` links to): Count-Min built once per
+stage count 1..20, QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised, and each
+other program once. `make xdp-suite` runs this file (with the analyzer's test programs in
+tests/xdp added), and an installed nicsim runs it to build the suite into its cache the first
+time `nicsim reproduce xdp` needs it. An object is rebuilt only when it is older than its
+source or the shared header.
+
+Standard library only, so that the Makefile can run it before anything is installed:
+
+    python3 python/nicsim/xdp/build.py DEST [EXTRA_SOURCE_DIR ...]
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+#: The suite's C sources (package data).
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+HEADER = "xdp_common.h"
+
+#: Programs built more than once: object name → (source, defines).
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    **{f"count_min_{n}": ("count_min.c", [f"-DSTAGES={n}"]) for n in range(1, 21)},
+    "quic_lb_v4": ("quic_lb.c", []),
+    "quic_lb_v6": ("quic_lb.c", ["-DQUIC_IPV6"]),
+    "rtp_alaw": ("rtp_alaw.c", []),
+    "rtp_alaw_opt": ("rtp_alaw.c", ["-DRTP_OPT"]),
+}
+
+
+class BuildError(Exception):
+    """clang is missing or a program does not compile."""
+
+
+def objects(sources: Path = PROGRAMS, extra: list[Path] | None = None) -> dict[str, tuple[Path, list[str]]]:
+    """Every object of the suite (and of the extra source folders): name → (source, defines)."""
+    varied = {src for src, _ in VARIANTS.values()}
+    out = {name: (sources / src, defs) for name, (src, defs) in VARIANTS.items()}
+    for d in [sources, *(extra or [])]:
+        for c in sorted(d.glob("*.c")):
+            if not (d == sources and c.name in varied):
+                out[c.stem] = (c, [])
+    return out
+
+
+def _multiarch() -> str:
+    """The Debian multiarch folder of the host's C headers (asm/types.h lives there)."""
+    gcc = shutil.which("gcc")
+    if gcc:
+        r = subprocess.run([gcc, "-print-multiarch"], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout.strip():
+            return r.stdout.strip()
+    return f"{platform.machine()}-linux-gnu"
+
+
+def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None, clang: str = "clang") -> list[Path]:
+    """Compile what is missing or out of date into `dest`; returns every object's path."""
+    exe = shutil.which(clang)
+    if exe is None:
+        raise BuildError("clang is needed to build the XDP suite (apt-get install clang libbpf-dev)")
+    dest.mkdir(parents=True, exist_ok=True)
+    flags = ["-O2", "-g", "-target", "bpf", "-Wall", f"-I{sources}", f"-I/usr/include/{_multiarch()}"]
+    header = sources / HEADER
+    built = []
+    for name, (src, defs) in objects(sources, extra).items():
+        obj = dest / f"{name}.o"
+        newest = max(src.stat().st_mtime, header.stat().st_mtime if header.exists() else 0)
+        if not obj.exists() or obj.stat().st_mtime < newest:
+            tmp = obj.with_name(f".{obj.name}.tmp-{os.getpid()}")
+            cmd = [exe, *flags, *defs, "-c", str(src), "-o", str(tmp)]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                first = (r.stderr.strip().splitlines() or ["(no message)"])[0]
+                raise BuildError(f"{src}: clang failed: {first}")
+            os.replace(tmp, obj)
+            print(" ".join(cmd[:1] + ["..."] + defs + ["-c", src.name, "-o", str(obj)]), flush=True)
+        built.append(obj)
+    return built
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: build.py DEST [EXTRA_SOURCE_DIR ...]")
+    try:
+        build(Path(sys.argv[1]), extra=[Path(p) for p in sys.argv[2:]])
+    except BuildError as e:
+        sys.exit(f"nicsim: {e}")

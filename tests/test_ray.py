@@ -1,0 +1,93 @@
+"""Distributed sweeps on a real Ray cluster: a head started on 127.0.0.1 with `ray start`,
+reached by address (`--ray-address` and `RAY_ADDRESS`); the results must be the bytes the
+local pool gives. And the hint when Ray is missing."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import PAPER, ROOT, assert_one_line_error, nicsim
+
+SWEEP = ["-p", "traffic.rate_gbps=64,96,128", "-p", "traffic.packets=1000", "-p", "measure.window=[10,990]"]
+ROUTER_SWEEP = ["-p", "traffic[0].rate_mbps=200,400", "-p", "run.duration_us=800", "-p", "run.warmup_us=200"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Ray head on 127.0.0.1 (2 CPUs, token authentication with a token of its own), stopped
+    afterwards. Yields its address and the environment a client needs."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    ray_bin = Path(sys.executable).with_name("ray")
+    if not ray_bin.exists():
+        pytest.skip("no `ray` command beside this Python")
+    port = _free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env.pop("RAY_ADDRESS", None)
+    temp = tmp_path_factory.mktemp("ray")
+    start = subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                            "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+                            f"--temp-dir={temp}"], capture_output=True, text=True, env=env, timeout=300)
+    assert start.returncode == 0, start.stderr[-2000:]
+    try:
+        yield f"127.0.0.1:{port}", env
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, env=env, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _sweep(config: Path, out: Path, params: list[str], *extra: str, env: dict[str, str] | None = None) -> Path:
+    r = subprocess.run([sys.executable, "-m", "nicsim", "sweep", str(config), "--out", str(out), *params, *extra, "-q"],
+                       capture_output=True, text=True, env=env or {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.mark.parametrize("config", ["datapath", "router"])
+def test_sweep_on_a_ray_cluster_matches_the_local_pool(tmp_path: Path, ray_head: tuple[str, dict[str, str]],
+                                                       config: str) -> None:
+    address, env = ray_head
+    cfg, params = (PAPER, SWEEP) if config == "datapath" else (ROOT / "configs" / "router" / "setup_b.toml",
+                                                                 ROUTER_SWEEP)
+    local = _sweep(cfg, tmp_path / "local", params, "--workers", "2")
+    by_option = _sweep(cfg, tmp_path / "option", params, "--ray-address", address, env=env)
+    by_env = _sweep(cfg, tmp_path / "env", params, "--executor", "ray", env={**env, "RAY_ADDRESS": address})
+    for out in (by_option, by_env):
+        for f in ("summary.json", "sweep.csv"):
+            assert (out / f).read_bytes() == (local / f).read_bytes(), (out, f)
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    port = _free_port()  # nothing listens there
+    r = nicsim("sweep", PAPER, "--out", tmp_path / "o", *SWEEP, "--ray-address", f"127.0.0.1:{port}", timeout=600)
+    assert_one_line_error(r, "--ray-address", f"127.0.0.1:{port}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_ray_says_how_to_install_it(tmp_path: Path) -> None:
+    """Without Ray the hint is a command that works here: this Python's pip, the extra's version."""
+    shim = tmp_path / "shim" / "ray"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    env = {**os.environ, "PYTHONPATH": f"{shim.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = subprocess.run([sys.executable, "-m", "nicsim", "sweep", str(PAPER), "--out", str(tmp_path / "o"), *SWEEP,
+                        "--executor", "ray"], capture_output=True, text=True, env=env, timeout=300)
+    line = assert_one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout, r.stderr), "Ray")
+    assert f"{sys.executable} -m pip install" in line and "ray>=" in line
