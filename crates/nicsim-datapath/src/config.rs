@@ -431,7 +431,7 @@ impl Config {
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let msg = inner.message().to_string();
+            let msg = nicsim_kernel::config::one_line(inner.message());
             let path = if path == "." { String::new() } else { path };
             ConfigError { path, msg }
         })?;
@@ -444,7 +444,7 @@ impl Config {
         let de = &mut serde_json::Deserializer::from_str(text);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
             path: e.path().to_string(),
-            msg: strip_position(&e.into_inner().to_string()),
+            msg: nicsim_kernel::config::one_line(&strip_position(&e.into_inner().to_string())),
         })?;
         cfg.validate()?;
         Ok(cfg)

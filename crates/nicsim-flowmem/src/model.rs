@@ -147,7 +147,7 @@ impl MemConfig {
         let c: MemConfig = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let msg = inner.message().trim().to_string();
+            let msg = nicsim_kernel::config::one_line(inner.message());
             if path == "." || path.is_empty() {
                 msg
             } else {

@@ -23,6 +23,16 @@ pub fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, Conf
     })
 }
 
+/// A parser's message on one line: the toml crate's spread over several (`invalid table
+/// header` / `expected newline`), and a config error is one line.
+pub fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 /// The fastest clock any model takes (100 GHz, twenty times today's fastest silicon). A clock
 /// sizes nothing by itself, but it scales what does: FlexPipe's Eq. 1 gives units in
 /// proportion to the pipeline clock, and the tick is 1 / lcm(clocks) µs, so clocks in the
@@ -162,6 +172,15 @@ mod tests {
             "{e}"
         );
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn messages_on_one_line() {
+        assert_eq!(
+            one_line("invalid table header\nexpected newline, `#`\n"),
+            "invalid table header: expected newline, `#`"
+        );
+        assert_eq!(one_line("plain"), "plain");
     }
 
     #[test]

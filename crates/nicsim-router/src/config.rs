@@ -349,7 +349,7 @@ impl Config {
         let de = toml::Deserializer::new(text);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            let msg = e.into_inner().message().to_string();
+            let msg = nicsim_kernel::config::one_line(e.into_inner().message());
             ConfigError {
                 path: if path == "." { String::new() } else { path },
                 msg,
@@ -371,7 +371,7 @@ impl Config {
             };
             ConfigError {
                 path: if path == "." { String::new() } else { path },
-                msg,
+                msg: nicsim_kernel::config::one_line(&msg),
             }
         })?;
         cfg.validate()?;

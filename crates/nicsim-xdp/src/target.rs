@@ -150,7 +150,15 @@ impl Target {
             TargetError {
                 file: file.to_string(),
                 path: if path == "." { String::new() } else { path },
-                msg: e.into_inner().message().to_string(),
+                // The toml crate's messages span lines; an error is one.
+                msg: e
+                    .into_inner()
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(": "),
             }
         })?;
         let bad = |path: &str, msg: &str| TargetError {

@@ -81,3 +81,20 @@ fn xdp_target_seeds() {
         }
     }
 }
+
+/// The toml crate's syntax errors span lines (`invalid table header` / `expected newline`);
+/// every loader puts them on one (found by `make fuzz-config`).
+#[test]
+fn toml_syntax_errors_are_one_line() {
+    for text in [
+        "[a]\nx = 1\n[a]\n",
+        "[[nics]]\n[nics]\n",
+        "x = 1.e\n",
+        "[x y]\n",
+    ] {
+        nicsim_config_fuzz::datapath(text.as_bytes());
+        nicsim_config_fuzz::router(text.as_bytes());
+        nicsim_config_fuzz::flowmem_target(text.as_bytes());
+        nicsim_config_fuzz::xdp_target(text.as_bytes());
+    }
+}
