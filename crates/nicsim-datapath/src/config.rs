@@ -432,7 +432,11 @@ impl Config {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let msg = nicsim_kernel::config::one_line(inner.message());
-            let path = if path == "." { String::new() } else { path };
+            let path = if path == "." {
+                String::new()
+            } else {
+                nicsim_kernel::config::printable(&path)
+            };
             ConfigError { path, msg }
         })?;
         cfg.validate()?;
@@ -443,7 +447,7 @@ impl Config {
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
         let de = &mut serde_json::Deserializer::from_str(text);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
-            path: e.path().to_string(),
+            path: nicsim_kernel::config::printable(&e.path().to_string()),
             msg: nicsim_kernel::config::one_line(&strip_position(&e.into_inner().to_string())),
         })?;
         cfg.validate()?;

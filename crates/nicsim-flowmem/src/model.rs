@@ -151,7 +151,7 @@ impl MemConfig {
             if path == "." || path.is_empty() {
                 msg
             } else {
-                format!("{path}: {msg}")
+                format!("{}: {msg}", nicsim_kernel::config::printable(&path))
             }
         })?;
         c.check()?;

@@ -33,6 +33,20 @@ pub fn one_line(msg: &str) -> String {
         .join(": ")
 }
 
+/// A key path as given, with control characters escaped (`\n`): a key of a JSON document may
+/// hold any character, and a config error is one line.
+pub fn printable(path: &str) -> String {
+    path.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The fastest clock any model takes (100 GHz, twenty times today's fastest silicon). A clock
 /// sizes nothing by itself, but it scales what does: FlexPipe's Eq. 1 gives units in
 /// proportion to the pipeline clock, and the tick is 1 / lcm(clocks) µs, so clocks in the
@@ -181,6 +195,7 @@ mod tests {
             "invalid table header: expected newline, `#`"
         );
         assert_eq!(one_line("plain"), "plain");
+        assert_eq!(printable("a\nb.c"), "a\\nb.c");
     }
 
     #[test]

@@ -351,7 +351,11 @@ impl Config {
             let path = e.path().to_string();
             let msg = nicsim_kernel::config::one_line(e.into_inner().message());
             ConfigError {
-                path: if path == "." { String::new() } else { path },
+                path: if path == "." {
+                    String::new()
+                } else {
+                    nicsim_kernel::config::printable(&path)
+                },
                 msg,
             }
         })?;
@@ -370,7 +374,11 @@ impl Config {
                 None => msg,
             };
             ConfigError {
-                path: if path == "." { String::new() } else { path },
+                path: if path == "." {
+                    String::new()
+                } else {
+                    nicsim_kernel::config::printable(&path)
+                },
                 msg: nicsim_kernel::config::one_line(&msg),
             }
         })?;

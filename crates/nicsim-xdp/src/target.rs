@@ -149,7 +149,11 @@ impl Target {
             let path = e.path().to_string();
             TargetError {
                 file: file.to_string(),
-                path: if path == "." { String::new() } else { path },
+                path: if path == "." {
+                    String::new()
+                } else {
+                    path.chars().flat_map(char::escape_debug).collect()
+                },
                 // The toml crate's messages span lines; an error is one.
                 msg: e
                     .into_inner()

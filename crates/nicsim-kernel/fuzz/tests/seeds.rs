@@ -98,3 +98,14 @@ fn toml_syntax_errors_are_one_line() {
         nicsim_config_fuzz::xdp_target(text.as_bytes());
     }
 }
+
+/// A JSON key may hold a newline; the key path in the error escapes it (found by
+/// `make fuzz-config`).
+#[test]
+fn key_paths_are_one_line() {
+    let text = "{\"ru\\nn\": 1}";
+    nicsim_config_fuzz::datapath(text.as_bytes());
+    nicsim_config_fuzz::router(text.as_bytes());
+    let e = nicsim_router::Config::from_json(text).unwrap_err();
+    assert!(e.to_string().contains("ru\\nn"), "{e}");
+}
