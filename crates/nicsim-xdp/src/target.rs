@@ -170,11 +170,12 @@ impl Target {
             path: path.to_string(),
             msg: msg.to_string(),
         };
-        // `!(x > 0.0)`, not `x <= 0.0`: NaN is not positive either.
-        if !(t.cores.clock_mhz > 0.0) || t.cores.count == 0 {
+        // Not `x <= 0.0`, which NaN passes: NaN is not positive either.
+        let positive = |x: f64| x > 0.0;
+        if !positive(t.cores.clock_mhz) || t.cores.count == 0 {
             return Err(bad("cores", "clock_mhz and count must be positive"));
         }
-        if !(t.limits.mac_pps > 0.0) || t.limits.min_packet_bytes == 0 {
+        if !positive(t.limits.mac_pps) || t.limits.min_packet_bytes == 0 {
             return Err(bad(
                 "limits",
                 "mac_pps and min_packet_bytes must be positive",
@@ -183,7 +184,7 @@ impl Target {
         if let Some(d) = &t.dram {
             if [d.clock_mhz, d.read_mops, d.write_mops, d.atomic_mops]
                 .iter()
-                .any(|&x| !(x > 0.0))
+                .any(|&x| !positive(x))
             {
                 return Err(bad(
                     "dram",
