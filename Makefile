@@ -1,9 +1,9 @@
 # nicsim build plumbing. Two commands do everything from a fresh clone:
 #   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
-# Also: make bench, make lint, make fuzz (not part of make test). Rust is built in release mode
-# into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO below);
-# `cargo test --release` reuses that profile, its flags and target directory.
+# Also: make bench, make lint, make fuzz, make fuzz-config (not part of make test). Rust is built
+# in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
+# below); `cargo test --release` reuses that profile, its flags and target directory.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -54,7 +54,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-config
 
 # The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
 # with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
@@ -239,3 +239,32 @@ fuzz-capture: | tools
 	@mkdir -p $(CARGO_TARGET_DIR)/fuzz-capture-corpus
 	cd crates/nicsim-packet/fuzz && $(CARGO) +nightly fuzz run capture_reader \
 	  $(CARGO_TARGET_DIR)/fuzz-capture-corpus seeds -- -max_total_time=$(FUZZ_CAPTURE_SECONDS) -max_len=65536
+
+# Fuzz the configuration loaders (crates/nicsim-kernel/fuzz; cargo-fuzz on nightly; not part of
+# `make test`): the datapath and router configurations as TOML and as JSON (what the Python front
+# end sends the core), the flow-memory target TOML and the XDP target TOML, each target for
+# FUZZ_CONFIG_SECONDS with debug assertions. An accepted configuration is built and run for a few
+# nanoseconds, and libFuzzer's limits make an allocation of more than 512 MB, or 2 GB resident,
+# a crash: validation must bound what the models allocate. Seeds are the shipped files (and JSON
+# copies of the datapath and router ones); the corpora grow in
+# $(CARGO_TARGET_DIR)/fuzz-config-corpus, crashes land in crates/nicsim-kernel/fuzz/artifacts.
+# `cargo test` in that folder runs the same checks on the seeds without nightly.
+FUZZ_CONFIG_SECONDS ?= 120
+FUZZ_CONFIG_TARGETS ?= config_datapath config_router config_flowmem_target config_xdp_target
+FUZZ_CONFIG_CORPUS := $(CARGO_TARGET_DIR)/fuzz-config-corpus
+TOML_TO_JSON := import json, sys, tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], "rb"))))
+fuzz-config: fuzz-tools
+	@mkdir -p $(addprefix $(FUZZ_CONFIG_CORPUS)/,$(FUZZ_CONFIG_TARGETS))
+	cp configs/flexpipe_paper.toml $(FUZZ_CONFIG_CORPUS)/config_datapath/
+	cp configs/router/*.toml $(FUZZ_CONFIG_CORPUS)/config_router/
+	cp crates/nicsim-flowmem/targets/*.toml $(FUZZ_CONFIG_CORPUS)/config_flowmem_target/
+	cp python/nicsim/xdp/targets/*.toml $(FUZZ_CONFIG_CORPUS)/config_xdp_target/
+	$(PYTHON) -c '$(TOML_TO_JSON)' configs/flexpipe_paper.toml > $(FUZZ_CONFIG_CORPUS)/config_datapath/flexpipe_paper.json
+	for f in configs/router/*.toml; do \
+	  $(PYTHON) -c '$(TOML_TO_JSON)' $$f > $(FUZZ_CONFIG_CORPUS)/config_router/$$(basename $$f .toml).json; \
+	done
+	cd crates/nicsim-kernel/fuzz && for t in $(FUZZ_CONFIG_TARGETS); do \
+	  $(CARGO) +nightly fuzz run --debug-assertions $$t $(FUZZ_CONFIG_CORPUS)/$$t -- \
+	    -max_total_time=$(FUZZ_CONFIG_SECONDS) -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=65536 \
+	    -print_final_stats=1 || exit 1; \
+	done

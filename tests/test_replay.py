@@ -50,7 +50,7 @@ def test_a_replay_longer_than_64_bit_time_holds_is_a_one_line_error(tmp_path: Pa
         text = text.replace(old, new, 1)
     cfg = tmp_path / "odd.toml"
     cfg.write_text(text)
-    r = nicsim("run", cfg, "--out", tmp_path / "ok", "--param", "traffic.packets=200")
+    r = nicsim("run", cfg, "--out", tmp_path / "ok", "--param", "traffic.packets=200", "--param", "measure.window=[10,190]")
     assert r.returncode == 0, r.stderr
     r = nicsim("run", cfg, "--out", tmp_path / "o", "--param", f"traffic.replay.path=\"{cap}\"")
     assert r.returncode == 2, r.stderr

@@ -7,11 +7,41 @@
 
 use serde::Deserialize;
 
-use nicsim_kernel::config::err;
 pub use nicsim_kernel::config::ConfigError;
+use nicsim_kernel::config::{
+    check_range, check_timebase, err, Span, MAX_BUFFERED_BYTES, MAX_CLOCK_MHZ, MAX_FIFO_BYTES,
+    MAX_LATENCY_CYCLES,
+};
 /// How the run loop advances (`mode = "skip" | "stepped"`).
 pub use nicsim_kernel::Mode;
-use nicsim_kernel::Timebase;
+
+/// The widest link or unit (bits per beat): 64 kbit, a hundred times the paper's 512-bit
+/// datapath. Widths size nothing, but Eq. 1 gives units in proportion to the pipeline's.
+pub const MAX_WIDTH_BITS: u32 = 1 << 16;
+/// Units of one offload at most (explicit or by Eq. 1): 32 times the paper's largest (the
+/// Firewall's 128). Every unit has its own queue, event slot and leaf in the units' event tree,
+/// the Load Balancer looks at every unit for every packet, and PANIC's full variant makes each
+/// unit a component with its own crossbar port and four FIFOs.
+pub const MAX_UNITS_PER_OFFLOAD: u64 = 4096;
+/// Units of all offloads together at most: 74 times the paper's 222 (and below the 16-bit
+/// crossbar port number PANIC's full variant gives each unit).
+pub const MAX_TOTAL_UNITS: u64 = 16384;
+/// Packets offered at most (`traffic.packets`): 10^10, about three hours of simulation at a
+/// million packets per second. Memory does not grow with packets; run time does.
+pub const MAX_PACKETS: u64 = 10_000_000_000;
+/// Latency statistics the sink may keep: one HDR histogram (32-128 kB) per (flow, frame size)
+/// seen in the measurement window, so at most min(window length, flows × frame sizes) of them.
+/// 32768 is about 1 GB for sub-millisecond latencies and 4 GB at the histograms' full range.
+pub const MAX_LATENCY_HISTOGRAMS: u64 = 32768;
+/// PANIC: credits per unit at most; units × credits is a 32-bit counter.
+pub const MAX_CREDITS: u64 = 1_000_000;
+/// PANIC: PIFO entries per offload at most (each a queued packet).
+pub const MAX_PIFO_ENTRIES: u64 = 1 << 20;
+/// PANIC: the descriptor's bits at most (it travels as beats ahead of every packet).
+pub const MAX_DESCRIPTOR_BITS: u64 = 1 << 16;
+/// Frame sizes counted per flow for the latency statistics when sizes come from a capture:
+/// 64 to 1522 bytes, the sizes the capacity checks assume for captures.
+const CAPTURE_SIZE_CLASSES: u64 = 1522 - 64 + 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,6 +153,12 @@ impl OffloadCfg {
         let num = p.width_bits as u64 * p.clock_mhz as u64;
         let den = self.width_bits as u64 * self.clock_mhz as u64;
         (num + self.delay_cycles as u64 * den).div_ceil(den) as u32
+    }
+    /// Eq. 1 without truncation to 32 bits (validation compares it with the limit).
+    pub fn eq1_units_u64(&self, p: &Pipeline) -> u64 {
+        let num = p.width_bits as u64 * p.clock_mhz as u64;
+        let den = (self.width_bits as u64 * self.clock_mhz as u64).max(1);
+        (num + self.delay_cycles as u64 * den).div_ceil(den)
     }
     pub fn units(&self, p: &Pipeline) -> u32 {
         self.units.unwrap_or_else(|| self.eq1_units(p))
@@ -395,8 +431,12 @@ impl Config {
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let msg = inner.message().to_string();
-            let path = if path == "." { String::new() } else { path };
+            let msg = nicsim_kernel::config::one_line(inner.message());
+            let path = if path == "." {
+                String::new()
+            } else {
+                nicsim_kernel::config::printable(&path)
+            };
             ConfigError { path, msg }
         })?;
         cfg.validate()?;
@@ -407,8 +447,8 @@ impl Config {
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
         let de = &mut serde_json::Deserializer::from_str(text);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
-            path: e.path().to_string(),
-            msg: strip_position(&e.into_inner().to_string()),
+            path: nicsim_kernel::config::printable(&e.path().to_string()),
+            msg: nicsim_kernel::config::one_line(&strip_position(&e.into_inner().to_string())),
         })?;
         cfg.validate()?;
         Ok(cfg)
@@ -446,13 +486,24 @@ impl Config {
         let p = &self.pipeline;
         for (key, v) in [
             ("pipeline.width_bits", p.width_bits),
-            ("pipeline.clock_mhz", p.clock_mhz),
             ("pipeline.dma_width_bits", p.dma_width_bits),
+        ] {
+            check_range(key, v as u64, 1, MAX_WIDTH_BITS as u64, "bits")?;
+        }
+        for (key, v) in [
+            ("pipeline.clock_mhz", p.clock_mhz),
             ("pipeline.dma_clock_mhz", p.dma_clock_mhz),
         ] {
-            if v == 0 {
-                return err(key, "must be > 0");
-            }
+            check_range(key, v as u64, 1, MAX_CLOCK_MHZ as u64, "MHz")?;
+        }
+        for (key, v) in [
+            (
+                "pipeline.preprocessor_latency_cycles",
+                p.preprocessor_latency_cycles,
+            ),
+            ("pipeline.dma_latency_cycles", p.dma_latency_cycles),
+        ] {
+            check_range(key, v as u64, 0, MAX_LATENCY_CYCLES, "cycles")?;
         }
         let max_size = self.max_packet_bytes();
         for (key, v) in [
@@ -468,6 +519,7 @@ impl Config {
                     format!("{v} bytes cannot hold the largest packet ({max_size} bytes)"),
                 );
             }
+            check_range(key, v as u64, 1, MAX_FIFO_BYTES, "bytes")?;
         }
         if self.offloads.is_empty() {
             return err("offloads", "at least one offload is required");
@@ -483,11 +535,54 @@ impl Config {
                     "must be a positive multiple of 8",
                 );
             }
-            if o.clock_mhz == 0 {
-                return err(format!("{path}.clock_mhz"), "must be > 0");
-            }
-            if o.units == Some(0) {
-                return err(format!("{path}.units"), "must be > 0");
+            check_range(
+                &format!("{path}.width_bits"),
+                o.width_bits as u64,
+                8,
+                MAX_WIDTH_BITS as u64,
+                "bits",
+            )?;
+            check_range(
+                &format!("{path}.clock_mhz"),
+                o.clock_mhz as u64,
+                1,
+                MAX_CLOCK_MHZ as u64,
+                "MHz",
+            )?;
+            check_range(
+                &format!("{path}.delay_cycles"),
+                o.delay_cycles as u64,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            )?;
+            match o.units {
+                Some(n) => check_range(
+                    &format!("{path}.units"),
+                    n as u64,
+                    1,
+                    MAX_UNITS_PER_OFFLOAD,
+                    "units",
+                )?,
+                None => {
+                    let n = o.eq1_units_u64(p);
+                    if n > MAX_UNITS_PER_OFFLOAD {
+                        return err(
+                            format!("{path}.units"),
+                            format!(
+                                "Eq. 1 gives {n} units (pipeline {} bits at {} MHz over units of \
+                                 {} bits at {} MHz with {} delay cycles), more than the \
+                                 {MAX_UNITS_PER_OFFLOAD} an offload may have: set units or \
+                                 narrow the gap",
+                                p.width_bits,
+                                p.clock_mhz,
+                                o.width_bits,
+                                o.clock_mhz,
+                                o.delay_cycles
+                            ),
+                        );
+                    }
+                }
             }
             if self.offloads[..i].iter().any(|x| x.name == o.name) {
                 return err(
@@ -502,13 +597,21 @@ impl Config {
                 }
             }
         }
+        let total_units: u64 = self.offloads.iter().map(|o| o.units(p) as u64).sum();
+        if total_units > MAX_TOTAL_UNITS {
+            return err(
+                "offloads",
+                format!(
+                    "{total_units} units in all, more than the {MAX_TOTAL_UNITS} a datapath may \
+                     have"
+                ),
+            );
+        }
         let t = &self.traffic;
         if !(t.rate_gbps.is_finite() && t.rate_gbps > 0.0) {
             return err("traffic.rate_gbps", "must be a positive number");
         }
-        if t.packets == 0 {
-            return err("traffic.packets", "must be > 0");
-        }
+        check_range("traffic.packets", t.packets, 1, MAX_PACKETS, "packets")?;
         for (key, v) in [
             ("traffic.faults.bad_fcs", t.faults.bad_fcs),
             ("traffic.faults.bad_tag", t.faults.bad_tag),
@@ -602,6 +705,29 @@ impl Config {
         if a >= b {
             return err("measure.window", format!("start {a} must be below end {b}"));
         }
+        if b > t.packets {
+            return err(
+                "measure.window",
+                format!(
+                    "end {b} is past the {} packets offered (traffic.packets)",
+                    t.packets
+                ),
+            );
+        }
+        let histograms = (b - a).min(self.flows.len() as u64 * self.size_classes());
+        if histograms > MAX_LATENCY_HISTOGRAMS {
+            return err(
+                "measure.window",
+                format!(
+                    "{} packets in the window over {} flows and {} frame sizes would keep up to \
+                     {histograms} latency histograms, more than {MAX_LATENCY_HISTOGRAMS}: \
+                     shorten the window or use fewer flows or sizes",
+                    b - a,
+                    self.flows.len(),
+                    self.size_classes()
+                ),
+            );
+        }
         for (i, r) in self.remap.iter().enumerate() {
             let path = format!("remap[{i}]");
             if !(r.at_us.is_finite() && r.at_us >= 0.0) {
@@ -619,6 +745,67 @@ impl Config {
                     "panic",
                     "pifo_clock_mhz, credits, pifo_entries and cell_bytes must be > 0",
                 );
+            }
+            for (key, v, lo, hi, unit) in [
+                (
+                    "panic.pifo_clock_mhz",
+                    c.pifo_clock_mhz as u64,
+                    1,
+                    MAX_CLOCK_MHZ as u64,
+                    "MHz",
+                ),
+                ("panic.credits", c.credits as u64, 1, MAX_CREDITS, ""),
+                (
+                    "panic.pifo_entries",
+                    c.pifo_entries as u64,
+                    1,
+                    MAX_PIFO_ENTRIES,
+                    "",
+                ),
+                (
+                    "panic.descriptor_bits",
+                    c.descriptor_bits as u64,
+                    0,
+                    MAX_DESCRIPTOR_BITS,
+                    "bits",
+                ),
+                (
+                    "panic.pifo_cycles_per_packet",
+                    c.pifo_cycles_per_packet as u64,
+                    0,
+                    MAX_LATENCY_CYCLES,
+                    "cycles",
+                ),
+                (
+                    "panic.crossbar_latency_cycles",
+                    c.crossbar_latency_cycles as u64,
+                    0,
+                    MAX_LATENCY_CYCLES,
+                    "cycles",
+                ),
+                (
+                    "panic.parser_latency_cycles",
+                    c.parser_latency_cycles as u64,
+                    0,
+                    MAX_LATENCY_CYCLES,
+                    "cycles",
+                ),
+                (
+                    "panic.crossbar_port_buffer_bytes",
+                    c.crossbar_port_buffer_bytes as u64,
+                    1,
+                    MAX_FIFO_BYTES,
+                    "bytes",
+                ),
+                (
+                    "panic.cell_bytes",
+                    c.cell_bytes as u64,
+                    1,
+                    MAX_FIFO_BYTES,
+                    "bytes",
+                ),
+            ] {
+                check_range(key, v, lo, hi, unit)?;
             }
             if c.cell_bytes < max_size {
                 return err(
@@ -641,19 +828,130 @@ impl Config {
                 }
             }
         }
+        let buffered = self.buffered_bytes();
+        if buffered > MAX_BUFFERED_BYTES {
+            return err(
+                "pipeline",
+                format!(
+                    "the FIFOs and buffers hold {buffered} bytes in all (unit queues count once \
+                     per unit), more than {MAX_BUFFERED_BYTES}"
+                ),
+            );
+        }
         // 64-bit time must hold the offered traffic with these clocks (a replay at the
-        // capture's own timing is checked when the capture is read).
+        // capture's own timing is checked when the capture is read). Clocks that cannot hold
+        // even the drain are named first, then a rate at which one packet is too long, then
+        // the packet count.
+        let mut spans = Vec::new();
         if !t
             .replay
             .as_ref()
             .is_some_and(|r| r.timing == ReplayTiming::Original)
         {
-            let span_us = t.packets as f64 * 8.0 * max_size as f64 / (t.rate_gbps * 1e3);
-            if let Err(e) = Timebase::for_span(&self.clocks_mhz(), span_us) {
-                return err("traffic.packets", e.to_string());
+            let one_us = 8.0 * max_size as f64 / (t.rate_gbps * 1e3);
+            spans.push(Span {
+                key: "traffic.rate_gbps".into(),
+                span_us: one_us,
+                context: format!(
+                    "one {max_size}-byte packet at {:e} Gbit/s takes {one_us:.3e} µs",
+                    t.rate_gbps
+                ),
+            });
+            spans.push(Span {
+                key: "traffic.packets".into(),
+                span_us: t.packets as f64 * one_us,
+                context: format!(
+                    "{} packets of up to {max_size} bytes at {:e} Gbit/s",
+                    t.packets, t.rate_gbps
+                ),
+            });
+        }
+        check_timebase(&self.clock_keys(), &spans)?;
+        Ok(())
+    }
+
+    /// Every clock of the run with its key, in the order of [`Config::clocks_mhz`].
+    pub fn clock_keys(&self) -> Vec<(String, u32)> {
+        let mut v = vec![
+            ("pipeline.clock_mhz".to_string(), self.pipeline.clock_mhz),
+            (
+                "pipeline.dma_clock_mhz".to_string(),
+                self.pipeline.dma_clock_mhz,
+            ),
+        ];
+        v.extend(
+            self.offloads
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (format!("offloads[{i}].clock_mhz"), o.clock_mhz)),
+        );
+        if self.arch == Arch::Panic {
+            v.push((
+                "panic.pifo_clock_mhz".to_string(),
+                self.panic.pifo_clock_mhz,
+            ));
+        }
+        v
+    }
+
+    /// Frame sizes the traffic can have, for the latency statistics (one histogram per flow
+    /// and size seen).
+    fn size_classes(&self) -> u64 {
+        if self.traffic.replay.is_some() {
+            return CAPTURE_SIZE_CLASSES;
+        }
+        match &self.traffic.size {
+            SizeDist::UniformSet { values } | SizeDist::Weighted { values, .. } => {
+                let mut v = values.clone();
+                v.sort_unstable();
+                v.dedup();
+                v.len() as u64
+            }
+            SizeDist::Fixed { .. } => 1,
+            SizeDist::Exponential {
+                min_bytes,
+                max_bytes,
+                ..
+            }
+            | SizeDist::Lognormal {
+                min_bytes,
+                max_bytes,
+                ..
+            } => (*max_bytes as u64).saturating_sub(*min_bytes as u64) + 1,
+            SizeDist::Capture { .. } => CAPTURE_SIZE_CLASSES,
+        }
+    }
+
+    /// Bytes all FIFOs and buffers of the datapath can hold together: what bounds the packets
+    /// in flight (unit queues and output buffers count once per unit; PANIC's unit queues are
+    /// bounded by credits instead, and its central buffer is `buffer_cells × cell_bytes`).
+    pub fn buffered_bytes(&self) -> u64 {
+        let p = &self.pipeline;
+        let n_off = self.offloads.len() as u64;
+        let units: u64 = self.offloads.iter().map(|o| o.units(p) as u64).sum();
+        match self.arch {
+            Arch::Flexpipe | Arch::Staticpipe => {
+                p.ingress_fifo_bytes as u64
+                    + p.recirc_fifo_bytes as u64
+                    + p.stage_fifo_bytes as u64
+                    + n_off * 2 * p.arbiter_fifo_bytes as u64
+                    + units * 2 * p.unit_queue_bytes as u64
+            }
+            Arch::Panic => {
+                let c = &self.panic;
+                let ports = if c.variant == PanicVariant::Full {
+                    units
+                } else {
+                    n_off
+                };
+                let xbar = c.crossbar_port_buffer_bytes as u64;
+                p.stage_fifo_bytes as u64
+                    + (2 * ports + 2) * xbar
+                    + ports * 2 * p.arbiter_fifo_bytes as u64
+                    + units * xbar
+                    + c.buffer_cells as u64 * c.cell_bytes as u64
             }
         }
-        Ok(())
     }
 
     /// The largest packet the traffic can hold (bytes), for capacity checks.

@@ -576,3 +576,176 @@ fn panic_full_detours_under_overload_and_keeps_chains() {
     let s = run(paper_as(Arch::Panic, PanicVariant::Eval));
     assert_eq!(s["panic"]["detours"], 0);
 }
+
+/// Values a hostile-input probe found to exhaust memory or to be blamed on the wrong key are
+/// refused at validation, each with one line naming the key at fault: clocks and unit counts
+/// that Eq. 1 or the units' vectors turn into gigabytes, rates and clocks that 64-bit time
+/// cannot hold, buffers whose sum is unbounded, a window past the traffic.
+#[test]
+fn values_that_would_exhaust_memory_name_their_key() {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
+    Config::from_toml(&base).unwrap();
+    let firewall = "clock_mhz = 150\ndelay_cycles = 21";
+    let cases: Vec<(String, &str, &str)> = vec![
+        // Grew to 24 GB through Eq. 1's units (OOM-killed).
+        (
+            base.replacen("clock_mhz = 250", "clock_mhz = 4294967295", 1),
+            "pipeline.clock_mhz",
+            "outside 1..=100000 MHz",
+        ),
+        // Aborted in the allocator.
+        (
+            base.replacen("clock_mhz = 250", "clock_mhz = 1000000000", 1),
+            "pipeline.clock_mhz",
+            "outside",
+        ),
+        (
+            base.replace("name = \"crc\"", "name = \"crc\"\nunits = 4294967295"),
+            "offloads[0].units",
+            "outside 1..=4096 units",
+        ),
+        // A clock in range whose Eq. 1 units are not: 512 b × 100 GHz over the Firewall's
+        // 8 b × 150 MHz is 42,688 units.
+        (
+            base.replacen("clock_mhz = 250", "clock_mhz = 100000", 1),
+            "offloads[1].units",
+            "Eq. 1 gives 42688 units",
+        ),
+        (
+            base.replacen(firewall, "clock_mhz = 150\ndelay_cycles = 4294967295", 1),
+            "offloads[1].delay_cycles",
+            "outside",
+        ),
+        // 4 × 4096 units plus the other two offloads' Eq. 1 units: more than 16384 in all.
+        (
+            with_units(&base, [4096, 4096, 4096, 4096, 1, 1]),
+            "offloads",
+            "units in all",
+        ),
+        // Was blamed on traffic.packets: one packet alone does not fit.
+        (
+            base.replace("rate_gbps = 90.0", "rate_gbps = 1e-30"),
+            "traffic.rate_gbps",
+            "one 1500-byte packet",
+        ),
+        // Large prime clocks: lcm(99991, 99989, 99971) leaves 64-bit time 18 ms, not even
+        // the drain; the Jpeg offload's clock tips it over. Was blamed on traffic.packets.
+        (
+            base.replacen(firewall, "clock_mhz = 99991\ndelay_cycles = 21", 1)
+                .replacen("clock_mhz = 150", "clock_mhz = 99989", 1)
+                .replacen("clock_mhz = 100", "clock_mhz = 99971", 1),
+            "offloads[4].clock_mhz",
+            "drain every run needs",
+        ),
+        (
+            base.replace("window = [500, 10500]", "window = [500, 20000]"),
+            "measure.window",
+            "past the 11000 packets",
+        ),
+        (
+            base.replace("packets = 11000", "packets = 100000000000"),
+            "traffic.packets",
+            "outside",
+        ),
+        (
+            base.replace(
+                "[pipeline]",
+                "[pipeline]\narbiter_fifo_bytes = 4294967295",
+            ),
+            "pipeline.arbiter_fifo_bytes",
+            "outside",
+        ),
+        // Each unit queue within the limit, but 222 units × 2 × 16 MiB is 7 GB of buffers.
+        (
+            base.replace("[pipeline]", "[pipeline]\nunit_queue_bytes = 16777216"),
+            "pipeline",
+            "bytes in all",
+        ),
+        // 40,000 packets over four flows of 9,537 sizes each: 38,148 latency histograms.
+        (
+            base.replace("packets = 11000", "packets = 50000")
+                .replace("window = [500, 10500]", "window = [0, 40000]")
+                .replace(
+                    "[pipeline]",
+                    "[pipeline]\narbiter_fifo_bytes = 9600\nstage_fifo_bytes = 9600\n\
+                     unit_queue_bytes = 9600\nrecirc_fifo_bytes = 9600\ningress_fifo_bytes = 9600",
+                )
+                .replace(
+                    "size = { dist = \"uniform_set\", values = [64, 128, 256, 512, 1024, 1500] }",
+                    "size = { dist = \"exponential\", mean_bytes = 2000.0, min_bytes = 64, max_bytes = 9600 }",
+                ),
+            "measure.window",
+            "latency histograms",
+        ),
+        (
+            base.replace("arch = \"flexpipe\"", "arch = \"panic\"")
+                .replace("[measure]", "[panic]\ncredits = 4294967295\n\n[measure]"),
+            "panic.credits",
+            "outside",
+        ),
+        (
+            base.replace("arch = \"flexpipe\"", "arch = \"panic\"").replace(
+                "[measure]",
+                "[panic]\ncrossbar_latency_cycles = 4294967295\n\n[measure]",
+            ),
+            "panic.crossbar_latency_cycles",
+            "outside",
+        ),
+    ];
+    for (text, key, what) in cases {
+        let e = Config::from_toml(&text).expect_err(key);
+        assert_eq!(e.path, key, "{e}");
+        assert!(
+            e.msg.contains(what),
+            "{key}: expected '{what}' in '{}'",
+            e.msg
+        );
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
+        // The JSON the Python front end sends is checked the same way.
+        let json = serde_json::to_string(&toml::from_str::<Value>(&text).unwrap()).unwrap();
+        assert_eq!(Config::from_json(&json).unwrap_err().path, key);
+    }
+}
+
+/// The limits themselves are fine: an offload of 4096 units, 16,384 units in all, the fastest
+/// clock with explicit units, a window that ends at the last packet.
+#[test]
+fn values_at_the_limits_run() {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
+    let text = with_units(&base, [4096, 4096, 4096, 4094, 1, 1])
+        .replace("packets = 11000", "packets = 300")
+        .replace("window = [500, 10500]", "window = [0, 300]");
+    let mut cfg = Config::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+    let units: u32 = cfg.offloads.iter().map(|o| o.units(&cfg.pipeline)).sum();
+    assert_eq!(units, 16384);
+    let s = run(cfg.clone());
+    assert_eq!(s["packets"]["offered"], 300);
+    cfg.pipeline.clock_mhz = 100_000;
+    cfg.pipeline.dma_clock_mhz = 100_000;
+    for o in &mut cfg.offloads {
+        o.units = Some(8);
+    }
+    cfg.validate().unwrap();
+}
+
+/// The paper's config with explicit unit counts for its six offloads.
+fn with_units(base: &str, units: [u32; 6]) -> String {
+    let mut text = base.to_string();
+    for (name, n) in ["crc", "firewall", "sha3", "aes", "jpeg", "rss"]
+        .iter()
+        .zip(units)
+    {
+        let at = format!("name = \"{name}\"");
+        assert!(text.contains(&at), "{at}");
+        text = text.replace(&at, &format!("{at}\nunits = {n}"));
+    }
+    text
+}

@@ -24,6 +24,7 @@
 //! clocks. Every constant is a field of [`MemConfig`], read from a target TOML whose sources are
 //! in docs/flowmem.md.
 
+use nicsim_kernel::config::{check_range, check_timebase, ConfigError, Span, MAX_LATENCY_CYCLES};
 use nicsim_kernel::time::{Clock, Time, Timebase};
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::start;
@@ -146,11 +147,11 @@ impl MemConfig {
         let c: MemConfig = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let msg = inner.message().trim().to_string();
+            let msg = nicsim_kernel::config::one_line(inner.message());
             if path == "." || path.is_empty() {
                 msg
             } else {
-                format!("{path}: {msg}")
+                format!("{}: {msg}", nicsim_kernel::config::printable(&path))
             }
         })?;
         c.check()?;
@@ -158,60 +159,161 @@ impl MemConfig {
     }
 
     fn check(&self) -> Result<(), String> {
+        self.check_bounds().map_err(|e| e.to_string())
+    }
+
+    /// Every value that sizes the model's memory or its arithmetic, at its key.
+    fn check_bounds(&self) -> Result<(), ConfigError> {
         for (key, c) in [("l1", &self.l1), ("flow_cache", &self.flow_cache)] {
             if !c.line_bytes.is_power_of_two() || c.ways == 0 {
-                return Err(format!(
-                    "{key}: line_bytes must be a power of two and ways at least 1"
-                ));
+                return cfg_err(key, "line_bytes must be a power of two and ways at least 1");
+            }
+            check_range(
+                &format!("{key}.line_bytes"),
+                c.line_bytes,
+                1,
+                MAX_LINE_BYTES,
+                "bytes",
+            )?;
+            check_range(&format!("{key}.ways"), c.ways as u64, 1, MAX_WAYS, "ways")?;
+            // The cache keeps a record per line, allocated up front.
+            let lines = c.size_bytes / c.line_bytes;
+            if lines > MAX_CACHE_LINES {
+                return cfg_err(
+                    format!("{key}.size_bytes"),
+                    format!(
+                        "{} bytes are {lines} lines of {} bytes, more than the \
+                         {MAX_CACHE_LINES} lines a cache may have",
+                        c.size_bytes, c.line_bytes
+                    ),
+                );
             }
             let sets = c.size_bytes / (c.line_bytes * c.ways as u64);
             if sets == 0 || sets * c.line_bytes * c.ways as u64 != c.size_bytes {
-                return Err(format!(
-                    "{key}.size_bytes: must be a multiple of line_bytes × ways"
-                ));
+                return cfg_err(
+                    format!("{key}.size_bytes"),
+                    "must be a multiple of line_bytes × ways",
+                );
             }
         }
-        let positive = [
-            ("core.clock_mhz", self.core.clock_mhz as u64),
-            ("core.word_bytes", self.core.word_bytes),
-            ("dram.clock_mhz", self.dram.clock_mhz as u64),
-            ("dram.bytes_per_cycle", self.dram.bytes_per_cycle),
-            ("dram.burst_bytes", self.dram.burst_bytes),
-            ("engine.clock_mhz", self.engine.clock_mhz as u64),
-            ("engine.bytes_per_cycle", self.engine.bytes_per_cycle),
-        ];
-        for (key, v) in positive {
-            if v == 0 {
-                return Err(format!("{key}: must be positive"));
-            }
+        for (key, v, lo, hi, unit) in [
+            (
+                "core.word_bytes",
+                self.core.word_bytes,
+                1,
+                MAX_LINE_BYTES,
+                "bytes",
+            ),
+            (
+                "core.l2_hit_cycles",
+                self.core.l2_hit_cycles,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+            (
+                "core.copy_cycles_per_word",
+                self.core.copy_cycles_per_word,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+            (
+                "core.scan_cycles_per_byte",
+                self.core.scan_cycles_per_byte,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+            (
+                "core.regex_cycles_per_byte",
+                self.core.regex_cycles_per_byte,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+            (
+                "dram.bytes_per_cycle",
+                self.dram.bytes_per_cycle,
+                1,
+                MAX_TRANSFER_BYTES,
+                "bytes",
+            ),
+            (
+                "dram.latency_cycles",
+                self.dram.latency_cycles,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+            (
+                "dram.burst_bytes",
+                self.dram.burst_bytes,
+                1,
+                MAX_TRANSFER_BYTES,
+                "bytes",
+            ),
+            (
+                "engine.bytes_per_cycle",
+                self.engine.bytes_per_cycle,
+                1,
+                MAX_TRANSFER_BYTES,
+                "bytes",
+            ),
+            (
+                "engine.lookup_cycles",
+                self.engine.lookup_cycles,
+                0,
+                MAX_LATENCY_CYCLES,
+                "cycles",
+            ),
+        ] {
+            check_range(key, v, lo, hi, unit)?;
         }
         if !self.core.word_bytes.is_power_of_two() || self.core.word_bytes > self.l1.line_bytes {
-            return Err(
-                "core.word_bytes: must be a power of two no larger than l1.line_bytes".into(),
+            return cfg_err(
+                "core.word_bytes",
+                "must be a power of two no larger than l1.line_bytes",
             );
         }
-        // Stalls and transfers add up in ticks of 1 / lcm(clocks) µs over a whole capture.
+        // Stalls and transfers add up in ticks of 1 / lcm(clocks) µs over a whole capture:
+        // the kernel's check, with the memory time a target must hold as the span, names the
+        // clock whose lcm with those before it leaves 64-bit time too short.
         let clocks = [
-            self.core.clock_mhz,
-            self.dram.clock_mhz,
-            self.engine.clock_mhz,
+            ("core.clock_mhz".to_string(), self.core.clock_mhz),
+            ("dram.clock_mhz".to_string(), self.dram.clock_mhz),
+            ("engine.clock_mhz".to_string(), self.engine.clock_mhz),
         ];
-        if let Err(e) = Timebase::for_span(&clocks, MAX_MEMORY_TIME_US) {
-            let reach = e
-                .reach_us
-                .map_or("no time".to_string(), |us| format!("{us:.0} µs"));
-            return Err(format!(
-                "core.clock_mhz: the core, DRAM and engine clocks ({}, {}, {} MHz) make a tick \
-                 1/lcm µs, so 64-bit time covers {reach}, less than the {} s of memory time a \
-                 target must hold: use clocks with common factors",
-                clocks[0],
-                clocks[1],
-                clocks[2],
-                MAX_MEMORY_TIME_US / 1e6
-            ));
+        for i in 0..clocks.len() {
+            check_timebase(
+                &clocks[..=i],
+                &[Span {
+                    key: clocks[i].0.clone(),
+                    span_us: MAX_MEMORY_TIME_US,
+                    context: format!(
+                        "a target must hold {} s of memory time",
+                        MAX_MEMORY_TIME_US / 1e6
+                    ),
+                }],
+            )?;
         }
         Ok(())
     }
+}
+
+/// A cache line's bytes at most (4 KiB, a page; real lines are 16 to 128 bytes).
+pub const MAX_LINE_BYTES: u64 = 4096;
+/// A cache's ways at most: a fully associative cache of 4096 lines (each access looks at
+/// every way of its set).
+pub const MAX_WAYS: u64 = 4096;
+/// A cache's lines at most (4 Mi lines, 24 bytes of model state each, about 100 MB; 256 MiB
+/// of 64-byte lines, a thousand times the flow cache the targets give).
+pub const MAX_CACHE_LINES: u64 = 1 << 22;
+/// Bytes per cycle or per burst at most (1 MiB; DRAM moves tens of bytes a cycle).
+pub const MAX_TRANSFER_BYTES: u64 = 1 << 20;
+
+fn cfg_err(path: impl Into<String>, msg: impl Into<String>) -> Result<(), ConfigError> {
+    nicsim_kernel::config::err(path, msg)
 }
 
 /// What the core does with the stream.

@@ -138,7 +138,7 @@ fn a_bad_target_names_the_key() {
     let e =
         MemConfig::from_toml(&text.replace("size_bytes = 8192", "size_bytes = 8200")).unwrap_err();
     assert!(e.contains("l1.size_bytes"), "{e}");
-    // lcm(4294967291, 4294967279, 4294967231) overflows 64 bits: no tick fits all three.
+    // Clocks beyond the kernel's 100 GHz are refused at their key before any lcm is taken.
     let e = MemConfig::from_toml(
         &text
             .replacen("clock_mhz = 250 ", "clock_mhz = 4294967291 ", 1)
@@ -146,11 +146,37 @@ fn a_bad_target_names_the_key() {
             .replacen("clock_mhz = 250 ", "clock_mhz = 4294967231 ", 1),
     )
     .unwrap_err();
+    assert_eq!(
+        e, "core.clock_mhz: 4294967291 MHz is outside 1..=100000 MHz",
+        "{e}"
+    );
+    // lcm(99991, 99989, 99971) ≈ 10^15 ticks/µs: 64-bit time covers 18 ms, not even the
+    // second of drain every run needs; the engine clock, whose lcm with the other two no
+    // longer fits, is named.
+    let e = MemConfig::from_toml(
+        &text
+            .replacen("clock_mhz = 250 ", "clock_mhz = 99991 ", 1)
+            .replacen("clock_mhz = 300 ", "clock_mhz = 99989 ", 1)
+            .replacen("clock_mhz = 250 ", "clock_mhz = 99971 ", 1),
+    )
+    .unwrap_err();
     assert!(
         e.starts_with(
-            "core.clock_mhz: the core, DRAM and engine clocks (4294967291, 4294967279, \
-             4294967231 MHz)"
+            "engine.clock_mhz: the clocks (99991, 99989, 99971 MHz) make a tick 1/lcm µs"
         ),
+        "{e}"
+    );
+    // lcm(9973, 9967, 9949) ≈ 10^12 ticks/µs: 64-bit time covers 18.6 s, the drain but not
+    // the 100 s of memory time.
+    let e = MemConfig::from_toml(
+        &text
+            .replacen("clock_mhz = 250 ", "clock_mhz = 9973 ", 1)
+            .replacen("clock_mhz = 300 ", "clock_mhz = 9967 ", 1)
+            .replacen("clock_mhz = 250 ", "clock_mhz = 9949 ", 1),
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("engine.clock_mhz: a target must hold 100 s of memory time; the clocks"),
         "{e}"
     );
 }
@@ -180,5 +206,53 @@ fn every_built_in_target_parses_and_shows_the_same_direction() {
         let out = m.compare(std::slice::from_ref(&v), &Workload::Scan);
         assert!(out.copy.cycles() > out.flow.cycles(), "{name}");
         assert!(out.copy.dram_bytes() > out.flow.dram_bytes(), "{name}");
+    }
+}
+
+/// Values that size the model's memory or overflow its arithmetic are refused at their key:
+/// a cache of 2^40 bytes (a record per line, allocated up front), lines and ways beyond any
+/// cache (line × ways overflowed), cycle counts whose ticks overflow 64 bits.
+#[test]
+fn values_that_would_exhaust_memory_name_their_key() {
+    let text = include_str!("../targets/u250-microblaze.toml");
+    let cases = [
+        (
+            "size_bytes = 8192",
+            "size_bytes = 1099511627776",
+            "l1.size_bytes",
+            "lines",
+        ),
+        (
+            "line_bytes = 16",
+            "line_bytes = 4611686018427387904",
+            "l1.line_bytes",
+            "outside",
+        ),
+        ("ways = 1", "ways = 4294967295", "l1.ways", "outside"),
+        (
+            "latency_cycles = 36",
+            "latency_cycles = 9223372036854775807",
+            "dram.latency_cycles",
+            "outside",
+        ),
+        (
+            "burst_bytes = 64",
+            "burst_bytes = 9223372036854775807",
+            "dram.burst_bytes",
+            "outside",
+        ),
+        (
+            "lookup_cycles = 2",
+            "lookup_cycles = 9223372036854775807",
+            "engine.lookup_cycles",
+            "outside",
+        ),
+    ];
+    for (from, to, key, what) in cases {
+        assert!(text.contains(from), "{from}");
+        let e = MemConfig::from_toml(&text.replacen(from, to, 1)).unwrap_err();
+        assert!(e.starts_with(&format!("{key}: ")), "{key}: {e}");
+        assert!(e.contains(what), "{key}: {e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -14,7 +14,8 @@
 //! - [`fifoset`]: a model's FIFOs wired to the calendar (pushes and pops wake the right ports).
 //! - [`slab`]: items in flight, addressed by 4-byte ids.
 //! - [`stats`]: streaming latency statistics for a model's sink.
-//! - [`config`]: the error a bad configuration produces, with its key path.
+//! - [`config`]: the error a bad configuration produces, with its key path; the limits every
+//!   model applies to clocks, latencies and buffers; the timebase check every model calls.
 
 pub mod config;
 pub mod fifo;
@@ -26,7 +27,7 @@ pub mod stats;
 pub mod time;
 pub mod wakes;
 
-pub use config::ConfigError;
+pub use config::{check_timebase, ConfigError, Span};
 pub use fifo::{Fifo, FifoStats, Slot};
 pub use fifoset::{FifoId, FifoSet};
 pub use link::{Link, Transfer, Width};

@@ -47,7 +47,8 @@ impl Timebase {
     /// The timebase of a run on `clocks_mhz` whose traffic spans `span_us` simulated µs, or
     /// why 64-bit time cannot hold the run. It must reach [`SPAN_FACTOR`] × `span_us` +
     /// [`DRAIN_US`], far more than a run's drain and rounding take, so time cannot wrap. Every
-    /// model's config check calls this.
+    /// model's config check reaches this through [`crate::config::check_timebase`], which also
+    /// names the key at fault.
     pub fn for_span(clocks_mhz: &[u32], span_us: f64) -> Result<Timebase, TimeRangeError> {
         let need_us = SPAN_FACTOR * span_us + DRAIN_US;
         match Timebase::checked_for_clocks_mhz(clocks_mhz) {
@@ -106,17 +107,36 @@ impl std::fmt::Display for TimeRangeError {
             }
         }
         let reach = match self.reach_us {
-            Some(us) => format!("only {us:.0} µs of"),
+            Some(us) => format!("only {} µs of", fmt_us(us)),
             None => "no".to_string(),
         };
+        // Without traffic (span 0) the clocks alone are at fault.
+        if self.span_us == 0.0 {
+            return write!(
+                f,
+                "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach} \
+                 simulated time, less than the {DRAIN_US} µs of drain every run needs: use \
+                 clocks with common factors",
+                list.join(", "),
+            );
+        }
         write!(
             f,
             "the clocks ({} MHz) make a tick 1/lcm µs, so 64-bit time covers {reach} simulated \
-             time, less than {SPAN_FACTOR} × the {:.0} µs of traffic + {DRAIN_US} µs of drain: \
+             time, less than {SPAN_FACTOR} × the {} µs of traffic + {DRAIN_US} µs of drain: \
              use clocks with common factors or less traffic",
             list.join(", "),
-            self.span_us,
+            fmt_us(self.span_us),
         )
+    }
+}
+
+/// Whole µs, or in scientific notation beyond 10^12.
+fn fmt_us(us: f64) -> String {
+    if us.abs() < 1e12 {
+        format!("{us:.0}")
+    } else {
+        format!("{us:.3e}")
     }
 }
 

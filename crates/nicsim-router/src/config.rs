@@ -10,11 +10,17 @@ use serde::Deserialize;
 
 use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary};
 
-use nicsim_kernel::config::err;
 pub use nicsim_kernel::config::ConfigError;
+use nicsim_kernel::config::{
+    check_range, check_timebase, err, Span, MAX_BUFFERED_BYTES, MAX_FIFO_BYTES, MAX_LATENCY_CYCLES,
+};
 /// How the run loop advances (`mode = "skip" | "stepped"`).
 pub use nicsim_kernel::Mode;
-use nicsim_kernel::Timebase;
+
+/// Packets the router's queues may hold at once, all NICs together: the FIFOs' bytes over the
+/// 64-byte minimum frame, plus the RAM rings' slots. Each queued packet is a record in memory;
+/// about four million of them (as many as the datapath's buffers allow) is some hundreds of MB.
+pub const MAX_QUEUED_PACKETS: u64 = MAX_BUFFERED_BYTES / 64;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,9 +349,13 @@ impl Config {
         let de = toml::Deserializer::new(text);
         let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            let msg = e.into_inner().message().to_string();
+            let msg = nicsim_kernel::config::one_line(e.into_inner().message());
             ConfigError {
-                path: if path == "." { String::new() } else { path },
+                path: if path == "." {
+                    String::new()
+                } else {
+                    nicsim_kernel::config::printable(&path)
+                },
                 msg,
             }
         })?;
@@ -364,8 +374,12 @@ impl Config {
                 None => msg,
             };
             ConfigError {
-                path: if path == "." { String::new() } else { path },
-                msg,
+                path: if path == "." {
+                    String::new()
+                } else {
+                    nicsim_kernel::config::printable(&path)
+                },
+                msg: nicsim_kernel::config::one_line(&msg),
             }
         })?;
         cfg.validate()?;
@@ -425,7 +439,12 @@ impl Config {
         let pc = &self.pc;
         for (key, v, lo, hi) in [
             ("pc.cpu.clock_mhz", pc.cpu.clock_mhz, 1, 10_000),
-            ("pc.cpu.forward_cycles", pc.cpu.forward_cycles, 1, u32::MAX),
+            (
+                "pc.cpu.forward_cycles",
+                pc.cpu.forward_cycles,
+                1,
+                MAX_LATENCY_CYCLES as u32,
+            ),
             ("pc.cpu.napi_weight", pc.cpu.napi_weight, 1, 1 << 20),
             ("pc.memory.width_bits", pc.memory.width_bits, 8, 4096),
             ("pc.memory.clock_mhz", pc.memory.clock_mhz, 1, 10_000),
@@ -455,6 +474,12 @@ impl Config {
                 pc.driver.descriptor_bytes,
                 1,
                 MAX_HEADER_BYTES,
+            ),
+            (
+                "nic.rx_latency_cycles",
+                self.nic.rx_latency_cycles,
+                0,
+                MAX_LATENCY_CYCLES as u32,
             ),
             ("nic.clock_mhz", self.nic.clock_mhz, 1, 1000),
             ("nic.datapath_bits", self.nic.datapath_bits, 8, 1024),
@@ -505,6 +530,7 @@ impl Config {
                     format!("{v} bytes cannot hold the largest frame ({max_frame} bytes)"),
                 );
             }
+            check_range(key, v as u64, 1, MAX_FIFO_BYTES, "bytes")?;
         }
         // A RES goes out only while the fast-path output FIFO has this much room; more than
         // the FIFO holds and no RES is ever sent (0: a RES whenever a REQ waits).
@@ -525,7 +551,20 @@ impl Config {
         if self.nics.len() > 64 {
             return err("nics", "at most 64 NICs are supported");
         }
-        let mut subnets: Vec<Ternary> = Vec::new();
+        let queued = self.max_queued_packets();
+        if queued > MAX_QUEUED_PACKETS {
+            return err(
+                "nics",
+                format!(
+                    "{} NICs with these FIFOs and rings can hold {queued} packets at once, more \
+                     than {MAX_QUEUED_PACKETS}: use fewer NICs or smaller nic.*_fifo_bytes or \
+                     pc.driver.*_ring_slots",
+                    self.nics.len()
+                ),
+            );
+        }
+        // Every name first, so that a duplicate is reported as such and not as an unknown
+        // route or class target further on.
         for (i, n) in self.nics.iter().enumerate() {
             let path = format!("nics[{i}]");
             if n.name.is_empty() || RESERVED_NAMES.contains(&n.name.as_str()) {
@@ -547,6 +586,10 @@ impl Config {
                     format!("duplicate NIC name '{}'", n.name),
                 );
             }
+        }
+        let mut subnets: Vec<Ternary> = Vec::new();
+        for (i, n) in self.nics.iter().enumerate() {
+            let path = format!("nics[{i}]");
             let sub = parse_subnet(&n.subnet).map_err(|m| ConfigError {
                 path: format!("{path}.subnet"),
                 msg: m,
@@ -693,13 +736,50 @@ impl Config {
 impl Config {
     /// Simulated time counts u64 ticks of 1 / lcm(clocks in MHz) µs. The run sends for
     /// `duration_us`, then drains: the kernel checks that the clocks leave room for it
-    /// ([`Timebase::for_span`]).
+    /// ([`check_timebase`]), naming the clock that leaves no room even for the drain, else
+    /// `run.duration_us`.
     fn check_time_range(&self) -> Result<(), ConfigError> {
         // duration_us is finite and in (0, 1e8] (checked first).
-        match Timebase::for_span(&self.clocks_mhz(), self.run.duration_us) {
-            Ok(_) => Ok(()),
-            Err(e) => err("run.duration_us", e.to_string()),
-        }
+        check_timebase(
+            &self.clock_keys(),
+            &[Span {
+                key: "run.duration_us".into(),
+                span_us: self.run.duration_us,
+                context: String::new(),
+            }],
+        )
+        .map(|_| ())
+    }
+
+    /// Every clock of the run with its key, in the order of [`Config::clocks_mhz`].
+    pub fn clock_keys(&self) -> Vec<(String, u32)> {
+        [
+            "pc.cpu.clock_mhz",
+            "pc.bus.clock_mhz",
+            "pc.memory.clock_mhz",
+            "nic.clock_mhz",
+            "nic.mac_clock_mhz",
+        ]
+        .iter()
+        .map(|k| k.to_string())
+        .zip(self.clocks_mhz())
+        .collect()
+    }
+
+    /// Packets all queues can hold at once: per NIC its MAC buffer, its input FIFOs (two per
+    /// other NIC with a fast path, two for the slow path) and its two output FIFOs, each over
+    /// the 64-byte minimum frame, and its three RAM rings' slots.
+    pub fn max_queued_packets(&self) -> u64 {
+        let n = self.nics.len() as u64;
+        let np = &self.nic;
+        let d = &self.pc.driver;
+        let per_nic = (np.mac_rx_fifo_bytes as u64
+            + (2 * n.saturating_sub(1) + 2) * np.input_fifo_bytes as u64
+            + 2 * np.output_fifo_bytes as u64)
+            / 64
+            + 2 * d.rx_ring_slots as u64
+            + d.tx_ring_slots as u64;
+        n * per_nic
     }
 }
 

@@ -538,7 +538,8 @@ fn bad_configs_name_the_key_ranges_names_time() {
             format!("{good}\n[nic]\ndatapath_bits = 63\n"),
             "nic.datapath_bits",
         ),
-        // lcm = 9973·997·991·983·977 ≈ 9.5e15 ticks/µs: u64 time ends at ~1949 µs.
+        // lcm = 9973·997·991·983·977 ≈ 9.5e15 ticks/µs: u64 time ends at ~1949 µs, short of
+        // the drain alone whatever the duration: the clock that tips the lcm over is named.
         (
             format!(
                 "{}\n[pc.cpu]\nclock_mhz = 9973\n[pc.memory]\nclock_mhz = 991\n\
@@ -546,6 +547,17 @@ fn bad_configs_name_the_key_ranges_names_time() {
                 good.replace("clock_mhz = 66", "clock_mhz = 997")
                     .replace("duration_us = 10000.0", "duration_us = 2000.0")
                     .replace("warmup_us = 2000.0", "warmup_us = 200.0")
+            ),
+            "nic.mac_clock_mhz",
+        ),
+        // lcm = 9973·997·991·983 ≈ 9.7e12 ticks/µs: u64 time ends at ~1.9 s, room for the
+        // drain but not for 100 s of traffic.
+        (
+            format!(
+                "{}\n[pc.cpu]\nclock_mhz = 9973\n[pc.memory]\nclock_mhz = 991\n\
+                 [nic]\nclock_mhz = 983\nmac_clock_mhz = 983\n",
+                good.replace("clock_mhz = 66", "clock_mhz = 997")
+                    .replace("duration_us = 10000.0", "duration_us = 1e8")
             ),
             "run.duration_us",
         ),
@@ -585,4 +597,68 @@ fn bad_configs_name_the_key_ranges_names_time() {
         s["finished"] == true && s["packets"]["delivered"].as_u64() > Some(100),
         "{s}"
     );
+}
+
+/// Values that would exhaust memory or time, and a duplicate NIC name, are refused at their
+/// key: FIFOs beyond 16 MiB, queues that together hold millions of packets, cycle counts whose
+/// time in ticks overflows, and a renamed NIC (reported as a duplicate, not as the routes to
+/// its old name that no longer resolve).
+#[test]
+fn values_that_would_exhaust_memory_name_their_key() {
+    let good = std::fs::read_to_string(format!(
+        "{}/../../configs/router/setup_d.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            good.replace("name = \"nic2\"", "name = \"nic1\""),
+            "nics[2].name",
+            "duplicate NIC name 'nic1'",
+        ),
+        (
+            format!("{good}\n[nic]\ninput_fifo_bytes = 4294967295\n"),
+            "nic.input_fifo_bytes",
+            "outside",
+        ),
+        (
+            format!("{good}\n[nic]\nmac_rx_fifo_bytes = 16777217\n"),
+            "nic.mac_rx_fifo_bytes",
+            "outside",
+        ),
+        // Three NICs of 16 MiB FIFOs: 8 FIFOs each, 6.3 million 64-byte frames.
+        (
+            format!("{good}\n[nic]\ninput_fifo_bytes = 16777216\n"),
+            "nics",
+            "packets at once",
+        ),
+        (
+            format!("{good}\n[pc.cpu]\nforward_cycles = 4294967295\n"),
+            "pc.cpu.forward_cycles",
+            "outside",
+        ),
+        (
+            format!("{good}\n[nic]\nrx_latency_cycles = 4294967295\n"),
+            "nic.rx_latency_cycles",
+            "outside",
+        ),
+    ];
+    for (text, key, what) in cases {
+        let e = Config::from_toml(&text).expect_err(key);
+        assert_eq!(e.path, key, "{e}");
+        assert!(
+            e.msg.contains(what),
+            "{key}: expected '{what}' in '{}'",
+            e.msg
+        );
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
+    }
+    // At the limits: 16 MiB output FIFOs, a million CPU cycles per packet.
+    let edge = format!(
+        "{}\n[nic]\noutput_fifo_bytes = 16777216\n[pc.cpu]\nforward_cycles = 1000000\n",
+        good.replace("duration_us = 10000.0", "duration_us = 600.0")
+            .replace("warmup_us = 2000.0", "warmup_us = 100.0")
+    );
+    let s = run(Config::from_toml(&edge).unwrap_or_else(|e| panic!("{e}")));
+    check_invariants(&s, "edge values");
 }

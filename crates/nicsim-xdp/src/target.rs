@@ -149,8 +149,20 @@ impl Target {
             let path = e.path().to_string();
             TargetError {
                 file: file.to_string(),
-                path: if path == "." { String::new() } else { path },
-                msg: e.into_inner().message().to_string(),
+                path: if path == "." {
+                    String::new()
+                } else {
+                    path.chars().flat_map(char::escape_debug).collect()
+                },
+                // The toml crate's messages span lines; an error is one.
+                msg: e
+                    .into_inner()
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(": "),
             }
         })?;
         let bad = |path: &str, msg: &str| TargetError {
@@ -158,10 +170,12 @@ impl Target {
             path: path.to_string(),
             msg: msg.to_string(),
         };
-        if t.cores.clock_mhz <= 0.0 || t.cores.count == 0 {
+        // Not `x <= 0.0`, which NaN passes: NaN is not positive either.
+        let positive = |x: f64| x > 0.0;
+        if !positive(t.cores.clock_mhz) || t.cores.count == 0 {
             return Err(bad("cores", "clock_mhz and count must be positive"));
         }
-        if t.limits.mac_pps <= 0.0 || t.limits.min_packet_bytes == 0 {
+        if !positive(t.limits.mac_pps) || t.limits.min_packet_bytes == 0 {
             return Err(bad(
                 "limits",
                 "mac_pps and min_packet_bytes must be positive",
@@ -170,13 +184,66 @@ impl Target {
         if let Some(d) = &t.dram {
             if [d.clock_mhz, d.read_mops, d.write_mops, d.atomic_mops]
                 .iter()
-                .any(|&x| x <= 0.0)
+                .any(|&x| !positive(x))
             {
                 return Err(bad(
                     "dram",
                     "clock_mhz and the *_mops rates must be positive",
                 ));
             }
+        }
+        // Every rate and cost a finite number (costs not negative), so that the rates the
+        // analysis divides out of them are positive numbers.
+        let i = &t.insn;
+        let m = &t.memory;
+        let mut numbers: Vec<(String, f64)> = vec![
+            ("limits.mac_pps".into(), t.limits.mac_pps),
+            ("cores.clock_mhz".into(), t.cores.clock_mhz),
+            ("cores.overhead_cycles".into(), t.cores.overhead_cycles),
+            ("insn.alu".into(), i.alu),
+            ("insn.alu64".into(), i.alu64.unwrap_or(0.0)),
+            ("insn.mul".into(), i.mul),
+            ("insn.div".into(), i.div),
+            ("insn.endian".into(), i.endian),
+            ("insn.ld_imm64".into(), i.ld_imm64),
+            ("insn.jmp_compare".into(), i.jmp_compare),
+            ("insn.jmp64_compare".into(), i.jmp64_compare.unwrap_or(0.0)),
+            ("insn.jmp_taken".into(), i.jmp_taken),
+            ("insn.jmp_not_taken".into(), i.jmp_not_taken),
+            ("insn.ja".into(), i.ja),
+            ("insn.exit".into(), i.exit),
+            ("insn.call_local".into(), i.call_local),
+            ("insn.stack".into(), i.stack),
+            ("memory.issue_wait_cycles".into(), m.issue_wait_cycles),
+            ("memory.issue_nowait_cycles".into(), m.issue_nowait_cycles),
+            (
+                "memory.packet_latency_cycles".into(),
+                m.packet_latency_cycles,
+            ),
+            ("memory.map_latency_cycles".into(), m.map_latency_cycles),
+            (
+                "memory.atomic_cycles".into(),
+                m.atomic_cycles.unwrap_or(0.0),
+            ),
+        ];
+        if let Some(d) = &t.dram {
+            numbers.extend([
+                ("dram.clock_mhz".into(), d.clock_mhz),
+                ("dram.read_mops".into(), d.read_mops),
+                ("dram.write_mops".into(), d.write_mops),
+                ("dram.atomic_mops".into(), d.atomic_mops),
+            ]);
+        }
+        for (name, h) in &t.helpers {
+            numbers.extend([
+                (format!("helpers.{name}.cycles"), h.cycles),
+                (format!("helpers.{name}.dram_reads"), h.dram_reads),
+                (format!("helpers.{name}.dram_writes"), h.dram_writes),
+                (format!("helpers.{name}.dram_atomics"), h.dram_atomics),
+            ]);
+        }
+        if let Some((key, _)) = numbers.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
+            return Err(bad(key, "must be a finite number, not negative"));
         }
         Ok(t)
     }
