@@ -796,6 +796,7 @@ pub fn packet_buffers(packets: u32, payload_bytes: u32, buffer_bytes: u32) -> (A
         holes: Vec::new(),
         packets: packets as u64,
         bytes: Default::default(),
+        cut: false,
     };
     (arena, dir)
 }

@@ -153,6 +153,17 @@ impl<'a> FlowView<'a> {
 
     /// Copies the `len_bytes` bytes from `offset` (only those).
     pub fn read(&self, offset: u64, len_bytes: usize) -> Result<Vec<u8>, FlowError> {
+        // The range is checked before the buffer is allocated: `len_bytes` is the caller's.
+        if offset
+            .checked_add(len_bytes as u64)
+            .is_none_or(|end| end > self.len_bytes)
+        {
+            return Err(FlowError::OutOfRange {
+                offset,
+                len_bytes: len_bytes as u64,
+                stream_len_bytes: self.len_bytes,
+            });
+        }
         let mut buf = vec![0; len_bytes];
         self.read_into(offset, &mut buf)?;
         Ok(buf)

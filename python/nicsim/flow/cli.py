@@ -19,6 +19,14 @@ class Overlap(StrEnum):
     last = "last"
 
 
+#: `--max-hole-bytes`, shared by the commands that reassemble a capture.
+MaxHoleOpt = Annotated[int | None, typer.Option(
+    "--max-hole-bytes", min=0, help="Most bytes missing from the capture (holes) per flow direction, all its "
+    "holes together; a segment that would leave more is dropped (counted hole_too_large) and cuts the "
+    "direction there. Bounds what a stream laid out contiguously adds to its payload. [default: 64 MiB]",
+    show_default=False)]
+
+
 @flow_app.command("reassemble")
 def flow_reassemble(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
@@ -30,16 +38,21 @@ def flow_reassemble(
                                                   "further flows are dropped and counted.")] = None,
     max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", min=0, help="Payload memory; "
                                                         "payloads beyond it are dropped and counted.")] = None,
+    max_hole_bytes: MaxHoleOpt = None,
 ) -> None:
     """Reassemble every TCP flow of CAPTURE: OUT/flows.json (one entry per flow direction),
-    one raw byte file per direction (holes zero-filled), OUT/summary.json (every packet
-    accounted for)."""
+    one raw byte file per direction (holes zero-filled, at most --max-hole-bytes of them per
+    direction), OUT/summary.json (every packet accounted for)."""
     from nicsim.flow import reassemble
 
-    s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes)
+    s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
+                   max_hole_bytes=max_hole_bytes)
     dropped = {k: v for k, v in s["packets"].items() if k not in ("read", "data", "control", "retransmission") and v}
     Console().print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream bytes "
                     f"({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}")
+    if s["cut_directions"]:
+        Console().print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded --max-hole-bytes "
+                        f"({s['max_hole_bytes']:,}); see 'cut' in flows.json")
     Console().print(f"wrote {out}/ (summary.json, flows.json, {s['directions']} stream files)")
 
 
@@ -99,6 +112,7 @@ def flow_bench(
                                                            "bytestream first, or a line on each miss (default: "
                                                            "the target's).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", min=1, help="Host runs; the best is kept.")] = 3,
+    max_hole_bytes: MaxHoleOpt = None,
 ) -> None:
     """Copy-based against flow-based on every flow of CAPTURE, measured on this host (bytes
     copied and read, seconds, Gbit/s) and in the SmartNIC memory model (DRAM bytes, cycles,
@@ -108,7 +122,7 @@ def flow_bench(
     from nicsim.flow.memory import bench
 
     s = bench(capture, out, workload=workload.value, pattern=pattern, target=target,
-              retrieval=retrieval.value if retrieval else None, repeat=repeat)
+              retrieval=retrieval.value if retrieval else None, repeat=repeat, max_hole_bytes=max_hole_bytes)
     t = Table(title=f"{s['workload']} over {s['streams']:,} streams, {s['payload_bytes']:,} payload bytes")
     for col in ("", "copy-based", "flow-based"):
         t.add_column(col, justify="right" if col else "left")
@@ -120,6 +134,9 @@ def flow_bench(
     t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
     t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
     Console().print(t)
+    if s["hole_too_large"]:
+        Console().print(f"{s['hole_too_large']:,} packets left out: their holes would have exceeded --max-hole-bytes "
+                        f"({s['max_hole_bytes']:,})")
     Console().print(f"wrote {out}/ (summary.json, designs.csv)")
 
 
@@ -127,14 +144,18 @@ def flow_bench(
 def flow_sizes(
     capture: Annotated[Path, typer.Argument(help="Capture file (pcap or pcapng).", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", show_default=False)],
+    max_hole_bytes: MaxHoleOpt = None,
 ) -> None:
     """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
     50/90/99 % of its flows. Writes OUT/summary.json, OUT/flows.csv and flow_size_cdf (PNG, SVG)."""
     from nicsim.flow.memory import sizes
 
-    s = sizes(capture, out)
+    s = sizes(capture, out, max_hole_bytes=max_hole_bytes)
     Console().print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)")
     for c in s["cover"]:
         Console().print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "
                         f"translation table {c['table_entries']:,} entries ({c['table_bytes']:,} B)")
+    if s["cut_directions"]:
+        Console().print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded --max-hole-bytes "
+                        f"({s['max_hole_bytes']:,})")
     Console().print(f"wrote {out}/ (summary.json, flows.csv, flow_size_cdf)")

@@ -9,6 +9,10 @@ sizes` (seed 001, "Packets are Not Pages").
   (`u250-microblaze`, the talk's prototype, or a target TOML file).
 - `sizes` gives the flow-size CDF and the translation-table and flow-cache sizes that cover
   50/90/99 % of flows.
+
+Both reassemble the capture with its holes bounded (`max_hole_bytes` per flow direction, 64 MiB
+by default, as `nicsim flow reassemble`): the copy-based baseline and the model lay each stream
+out contiguously, so a capture's sequence numbers cannot make them allocate or model more.
 """
 
 from __future__ import annotations
@@ -80,13 +84,13 @@ def _check_workload(workload: str, pattern: str | None) -> str | None:
 
 def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, workload: str = "scan",
           pattern: str | None = None, target: str = "u250-microblaze", retrieval: str | None = None,
-          repeat: int = 3) -> dict[str, Any]:
+          repeat: int = 3, max_hole_bytes: int | None = None) -> dict[str, Any]:
     """Both designs on every flow of `capture`: measured here and modelled on `target`."""
     from nicsim import _core
 
     pattern = _check_workload(workload, pattern)
     text, tname = load_mem_target(target)
-    cap = open_capture(capture)
+    cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
     require_tcp(cap, capture)
     with core_errors(tname):
         host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
@@ -95,6 +99,7 @@ def bench(capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = 
         "capture": str(capture), "workload": workload, "pattern": pattern,
         "payload_bytes": host["payload_bytes"], "streams": host["streams"], "result": host["result"],
         "target": model["target"], "retrieval": model["retrieval"],
+        "max_hole_bytes": cap.limits["max_hole_bytes"], "hole_too_large": cap.counts()["hole_too_large"],
     }
     for side in ("copy", "flow"):
         h, m = host[side], model[side]
@@ -122,12 +127,14 @@ def _quantile(sorted_values: list[int], q: float) -> int:
     return sorted_values[i]
 
 
-def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[str, Any]:
+def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *,
+          max_hole_bytes: int | None = None) -> dict[str, Any]:
     """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows."""
-    cap = open_capture(capture)
+    cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
     require_tcp(cap, capture)
     per_flow: dict[int, dict[str, int]] = {}
-    for d in cap.directions():
+    directions = cap.directions()
+    for d in directions:
         f = per_flow.setdefault(d["flow"], {"bytes": 0, "segments": 0})
         f["bytes"] += d["bytes"]
         f["segments"] += d["segments"]
@@ -141,7 +148,9 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str]) -> dict[
     le_10kb = sum(1 for s in size if s <= 10_240) / len(size)
     summary = {"capture": str(capture), "flows": len(flows), "share_le_10kb": le_10kb,
                "table_entry_bytes": TABLE_ENTRY_BYTES, "cover": cover,
-               "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]}}
+               "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]},
+               "max_hole_bytes": cap.limits["max_hole_bytes"],
+               "cut_directions": sum(1 for d in directions if d["cut"])}
     with OutputDir(out) as o:
         o.json("summary.json", summary)
         o.csv("flows.csv", [{"rank": i, **f} for i, f in enumerate(flows)])
