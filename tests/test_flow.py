@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,11 @@ def test_flow_bench_bad_input_is_one_line(tmp_path: Path) -> None:
     assert nicsim("flow", "synth", cap, "--flows", "5").returncode == 0
     r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(unclosed", "--out", tmp_path / "o")
     assert_one_line_error(r, "(unclosed")
+    # A pattern whose automaton would grow without bound is refused quickly, naming the limit.
+    t0 = time.perf_counter()
+    r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(a{1000}){1000}", "--out", tmp_path / "o")
+    assert_one_line_error(r, "(a{1000}){1000}", "too large", "10 MiB")
+    assert time.perf_counter() - t0 < 30
     r = nicsim("flow", "bench", cap, "--target", "nosuch", "--out", tmp_path / "o")
     assert_one_line_error(r, "unknown target")
     t = tmp_path / "t.toml"
