@@ -304,8 +304,9 @@ def xdp_analyze(
                                            "faster on the suite (BENCHMARKS.md).")] = Solver.bitwuzla,
     loop_bound: Annotated[int | None, typer.Option("--loop-bound", min=0, help="Iterations for loops whose bound "
                                                    "the code does not make evident (too small a bound is unsound).")] = None,
-    memory_mb: Annotated[int, typer.Option("--memory-mb", min=16, help="Memory for the search's state; the search "
-                                           "stops there with the bound so far (valid).")] = 2048,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", min=16, help="Memory for the whole analysis, half for the "
+                                           "graph and search, half for the solver; the search stops there with the "
+                                           "bound so far (valid), a graph that does not fit is an error.")] = 2048,
     mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
                                             "limit; --no-mac-limit gives the cores' and DRAM's rate alone, as the "
                                             "paper's evaluation reports it.")] = True,
