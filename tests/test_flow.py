@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,59 @@ def test_cli_reassemble_writes_one_file_per_direction(capture: Path, tmp_path: P
         assert (out / name).read_bytes() == (again / name).read_bytes()
 
 
+def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_path: Path) -> None:
+    """A 604-byte capture whose sequence numbers jump by about 2^31 wrote a 4.1 GB stream file.
+    The holes of each direction are bounded now: the segments past the jump are dropped and
+    counted as `hole_too_large`, the direction is marked `cut`, packets stay conserved."""
+    from nicsim import _core
+
+    jump = ISN + 1 + 2**31 - 100
+    frames = [
+        _frame(ISN, SYN, b""),
+        _frame(ISN + 1, ACK, MESSAGE),
+        _frame(jump, ACK, b"x" * 100),
+        _frame(jump + 100, ACK, b"y" * 100),
+        _frame(jump + 200, FIN | ACK, b""),
+        _frame(500, ACK, b"HTTP/1.1 200 OK\r\n", reverse=True),
+        _frame(500 + 17 + 1000, ACK, b"body!", reverse=True),  # a 1000-byte hole: within any bound here
+    ]
+    cap = tmp_path / "jump.pcap"
+    _core.write_pcap(str(cap), frames)
+    assert cap.stat().st_size < 1000
+    out = tmp_path / "out"
+    r = nicsim("flow", "reassemble", cap, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "1 directions cut" in r.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["packets"]["hole_too_large"] == 3 and summary["packets_conserved"]
+    assert summary["cut_directions"] == 1 and summary["max_hole_bytes"] == 64 << 20
+    flows = json.loads((out / "flows.json").read_text())
+    assert [(f["cut"], f["bytes"], f["holes"]) for f in flows] == [
+        (True, len(MESSAGE), []), (False, 17 + 1000 + 5, [[17, 1000]])]
+    assert (out / flows[0]["file"]).read_bytes() == MESSAGE
+    assert sum(f.stat().st_size for f in out.iterdir()) < 10_000
+    # A smaller bound cuts the other direction too, at its hole; the bytes before it stay.
+    small = tmp_path / "small"
+    r = nicsim("flow", "reassemble", cap, "--out", small, "--max-hole-bytes", "999")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((small / "summary.json").read_text())
+    assert summary["packets"]["hole_too_large"] == 4 and summary["packets_conserved"]
+    assert summary["cut_directions"] == 2 and summary["max_hole_bytes"] == 999
+    flows = json.loads((small / "flows.json").read_text())
+    assert (small / flows[1]["file"]).read_bytes() == b"HTTP/1.1 200 OK\r\n"
+    # The commands that lay streams out contiguously take the bound too.
+    r = nicsim("flow", "sizes", cap, "--out", tmp_path / "sizes", "--max-hole-bytes", "999")
+    assert r.returncode == 0, r.stderr
+    sizes = json.loads((tmp_path / "sizes" / "summary.json").read_text())
+    assert sizes["bytes"]["total"] == len(MESSAGE) + 17 and sizes["cut_directions"] == 2
+    r = nicsim("flow", "bench", cap, "--out", tmp_path / "bench", "--repeat", "1")
+    assert r.returncode == 0, r.stderr
+    bench = json.loads((tmp_path / "bench" / "summary.json").read_text())
+    assert bench["hole_too_large"] == 3 and bench["payload_bytes"] == len(MESSAGE) + 17 + 5
+    r = nicsim("flow", "reassemble", cap, "--out", tmp_path / "neg", "--max-hole-bytes", "-1")
+    assert r.returncode == 2 and "--max-hole-bytes" in r.stderr and not (tmp_path / "neg").exists()
+
+
 def test_cli_bad_capture_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"not a capture at all")
@@ -149,6 +203,11 @@ def test_flow_bench_bad_input_is_one_line(tmp_path: Path) -> None:
     assert nicsim("flow", "synth", cap, "--flows", "5").returncode == 0
     r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(unclosed", "--out", tmp_path / "o")
     assert_one_line_error(r, "(unclosed")
+    # A pattern whose automaton would grow without bound is refused quickly, naming the limit.
+    t0 = time.perf_counter()
+    r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(a{1000}){1000}", "--out", tmp_path / "o")
+    assert_one_line_error(r, "(a{1000}){1000}", "too large", "10 MiB")
+    assert time.perf_counter() - t0 < 30
     r = nicsim("flow", "bench", cap, "--target", "nosuch", "--out", tmp_path / "o")
     assert_one_line_error(r, "unknown target")
     t = tmp_path / "t.toml"

@@ -54,6 +54,8 @@ def test_same_object_same_summary(tmp_path: Path) -> None:
         for key in ("seconds", "trace"):
             s.pop(key)
         s["object"].pop("path")
+        for key in ("process_peak_rss_mb", "solver_peak_rss_mb"):  # measured, as seconds are
+            s["memory"].pop(key)
         runs.append(s)
     assert runs[0] == runs[1]
 
@@ -102,6 +104,61 @@ def test_a_large_loop_bound_stops_at_the_memory_budget_and_says_so(tmp_path: Pat
     assert s["stopped"] == "memory"
     assert s["guarantee"]["bps"] == s["naive"]["bps"]
     assert "memory budget (--memory-mb 64)" in " ".join(r.stdout.split())
+
+
+#: What each process of `nicsim xdp analyze` (the analyzer, the solver) may take beyond its
+#: share of `--memory-mb`: its interpreter and libraries, about 40 MB each (measured below), and
+#: the slack of the estimates; docs/xdp.md, "Memory".
+PROCESS_OVERHEAD_MB = 64
+
+
+def _analyze_peak(*args: str | os.PathLike[str]) -> tuple[int, str, float]:
+    """Run `nicsim xdp analyze ARGS` in a fresh process: its exit code, stderr, and the peak
+    resident memory (MB) of it and of the solver process it waited for (the larger)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    env = {**os.environ, "COLUMNS": "120"}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([sys.executable, "-m", "nicsim", "xdp", "analyze", *map(str, args)],
+                             stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return p.returncode, err.read().decode(), usage.ru_maxrss / 1024
+
+
+def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
+    # The fixed overhead: a small program, each process with its interpreter and little else.
+    rc, err, base_mb = _analyze_peak(obj("count_min_5"), "--out", tmp_path / "cm")
+    assert rc == 0, err
+    assert base_mb < PROCESS_OVERHEAD_MB, base_mb
+    # loop_nested's outer loop unrolled twice (33,000 instruction instances; a 1 MB query whose
+    # multiplications Bitwuzla bit-blasts into 1.4 GB): with --memory-mb 256 the analysis took
+    # 1.4 GB. Half the budget is the core's, half the solver process's, each a bound.
+    for mb, bound in ((128, 2), (256, 10)):
+        out = tmp_path / f"ln{mb}"
+        rc, err, peak_mb = _analyze_peak(obj("loop_nested"), "--loop-bound", bound, "--memory-mb", mb,
+                                         "--timeout", 60, "--out", out)
+        assert rc == 0, err
+        s = json.loads((out / "summary.json").read_text())
+        assert peak_mb <= mb / 2 + PROCESS_OVERHEAD_MB, (mb, peak_mb, s["memory"])
+        m = s["memory"]
+        assert m["process_peak_rss_mb"] <= m["analysis_budget_mb"] + PROCESS_OVERHEAD_MB, m
+        # The solver ran out of its share: the search stopped cleanly, with a valid bound.
+        assert s["stopped"] == "memory" and m["solver_ended"].startswith("memory"), m
+        assert s["guarantee"]["status"] == "timeout" and s["guarantee"]["bps"] >= s["naive"]["bps"]
+    # A graph that does not fit the core's share is a one-line error naming --memory-mb and
+    # what would not fit, without taking more.
+    for name, extra, needle in (("loop_nested", ["--loop-bound", "2"], "loop_nested.c:12"),
+                                ("call_fanout", [], "instruction instances")):
+        out = tmp_path / name
+        rc, err, peak_mb = _analyze_peak(obj(name), *extra, "--memory-mb", 64, "--out", out)
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith("nicsim: error: "), err
+        assert "--memory-mb" in lines[0] and needle in lines[0] and name in lines[0], lines[0]
+        assert peak_mb <= 32 + PROCESS_OVERHEAD_MB and not out.exists(), peak_mb
 
 
 # The interpreter (`_core.xdp_run`): the example packet of a summary, with its map entries, must

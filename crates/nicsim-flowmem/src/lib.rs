@@ -20,11 +20,20 @@ mod view;
 pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
     ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
-    Reassembly, Segment,
+    Reassembly, Segment, DEFAULT_MAX_HOLE_BYTES,
 };
-pub use view::{Chunk, FlowView, StreamRegex};
+pub use view::{regex_limits, Chunk, FlowView, StreamRegex};
 
 use nicsim_packet::capture::CaptureError;
+
+/// `pattern` quoted for a message, its first 60 characters when it is longer.
+fn short_pattern(pattern: &str) -> String {
+    const SHOWN_CHARS: usize = 60;
+    match pattern.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &pattern[..cut], pattern.len()),
+        None => format!("{pattern:?}"),
+    }
+}
 
 /// A flow-memory failure; the message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -32,8 +41,9 @@ pub enum FlowError {
     /// The capture could not be read.
     #[error(transparent)]
     Capture(#[from] CaptureError),
-    /// The regular expression does not compile into a DFA.
-    #[error("invalid regex {pattern:?}: {reason}")]
+    /// The regular expression does not compile into a DFA (or is too large to: see
+    /// [`regex_limits`]). The message shows at most the pattern's first 60 characters.
+    #[error("invalid regex {}: {reason}", short_pattern(pattern))]
     Regex {
         /// The pattern.
         pattern: String,

@@ -326,12 +326,17 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// The regex workload for `pattern` (an unanchored forward DFA, as a scanner would run).
+    /// The regex workload for `pattern` (an unanchored forward DFA, as a scanner would run),
+    /// compiled within the limits of [`crate::view::regex_limits`].
     pub fn regex(pattern: &str) -> Result<Self, FlowError> {
-        let dfa = dense::DFA::new(pattern).map_err(|e| FlowError::Regex {
-            pattern: pattern.to_string(),
-            reason: e.to_string(),
-        })?;
+        crate::view::check_pattern_len(pattern)?;
+        let (syntax, nfa, dfa) = crate::view::regex_configs(true);
+        let dfa = dense::Builder::new()
+            .syntax(syntax)
+            .thompson(nfa)
+            .configure(dfa)
+            .build(pattern)
+            .map_err(|e| crate::view::regex_build_error(pattern, &e))?;
         Ok(Workload::Regex(Box::new(dfa)))
     }
 }
@@ -898,6 +903,7 @@ pub fn packet_buffers(packets: u32, payload_bytes: u32, buffer_bytes: u32) -> (A
         holes: Vec::new(),
         packets: packets as u64,
         bytes: Default::default(),
+        cut: false,
     };
     (arena, dir)
 }

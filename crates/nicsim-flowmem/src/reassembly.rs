@@ -6,6 +6,14 @@
 //! lowest sequence number. Overlaps are resolved by [`OverlapPolicy`] without moving bytes: the
 //! table entries are trimmed or split. Every packet read ends in exactly one [`PacketCounts`]
 //! bucket, so `read == accounted()`.
+//!
+//! Holes (stream bytes the capture does not hold) cost nothing here, but everything that lays a
+//! stream out contiguously (the stream files of `nicsim flow reassemble`, the copy-based
+//! baseline, the memory model's flow address space) sizes it by the sequence numbers, which a
+//! capture sets freely: [`Limits::max_hole_bytes`] bounds the hole bytes of each direction, and
+//! a segment, FIN or SYN that would go past it is dropped ([`PacketCounts::hole_too_large`]); a
+//! segment beyond the data cuts the direction where it starts ([`Direction::cut`]): nothing
+//! from there on is kept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
@@ -41,7 +49,14 @@ pub struct Limits {
     pub max_arena_bytes: u64,
     /// Translation-table entries per flow direction.
     pub max_segments_per_direction: usize,
+    /// Hole bytes per flow direction, all its holes together (the head after a SYN, the gaps,
+    /// the tail before a FIN). A stream is at most its payload plus this many bytes long.
+    pub max_hole_bytes: u64,
 }
+
+/// The default [`Limits::max_hole_bytes`], 64 MiB: what a capture can miss of one direction
+/// while the connection goes on (docs/flowmem.md, "Holes are bounded").
+pub const DEFAULT_MAX_HOLE_BYTES: u64 = 64 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -49,6 +64,7 @@ impl Default for Limits {
             max_flows: 1 << 20,
             max_arena_bytes: 4 << 30,
             max_segments_per_direction: 1 << 20,
+            max_hole_bytes: DEFAULT_MAX_HOLE_BYTES,
         }
     }
 }
@@ -94,6 +110,10 @@ pub struct PacketCounts {
     pub over_arena_limit: u64,
     /// Packets that would have grown a translation table beyond its limit.
     pub over_segment_limit: u64,
+    /// Segments (and FINs, SYNs) whose position would have taken their direction's holes
+    /// beyond [`Limits::max_hole_bytes`], and every later one at or past the point where that
+    /// cut the direction.
+    pub hole_too_large: u64,
 }
 
 impl PacketCounts {
@@ -112,10 +132,11 @@ impl PacketCounts {
             + self.over_flow_limit
             + self.over_arena_limit
             + self.over_segment_limit
+            + self.hole_too_large
     }
 
     /// `(name, count)` for every bucket, in a fixed order (for reports).
-    pub fn buckets(&self) -> [(&'static str, u64); 13] {
+    pub fn buckets(&self) -> [(&'static str, u64); 14] {
         [
             ("data", self.data),
             ("control", self.control),
@@ -130,6 +151,7 @@ impl PacketCounts {
             ("over_flow_limit", self.over_flow_limit),
             ("over_arena_limit", self.over_arena_limit),
             ("over_segment_limit", self.over_segment_limit),
+            ("hole_too_large", self.hole_too_large),
         ]
     }
 }
@@ -198,6 +220,12 @@ pub struct Direction {
     pub packets: u64,
     /// Byte accounting.
     pub bytes: ByteCounts,
+    /// [`Limits::max_hole_bytes`] dropped packets of this direction. A segment too far beyond
+    /// the data cut the stream where that segment starts: no byte from there on is kept (data
+    /// before it still fills in, within the bound), so the stream ends at the data before the
+    /// hole. A FIN too far beyond the data, or a segment or SYN too far before it (the start),
+    /// was dropped alone.
+    pub cut: bool,
 }
 
 /// A TCP connection: direction 0 is the sender of the first packet seen.
@@ -298,6 +326,22 @@ struct DirState {
     table: BTreeMap<i64, Entry>,
     packets: u64,
     bytes: ByteCounts,
+    /// The stream as far as it is known: its start (SYN + 1, or the lowest data offset) once
+    /// there is one, its end (of the data or the FIN) and the hole bytes between them.
+    extent: Option<Extent>,
+    /// Where a hole too large cut the stream (the start of the first segment refused beyond
+    /// the data): no byte at or after it is kept.
+    cut_at: Option<i64>,
+    /// The hole bound dropped a packet (or a FIN or SYN) of this direction.
+    cut: bool,
+}
+
+/// The known part of a stream, `[lo, hi)`, and the bytes missing in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Extent {
+    lo: i64,
+    hi: i64,
+    hole_bytes: u64,
 }
 
 impl DirState {
@@ -314,7 +358,153 @@ impl DirState {
             table: BTreeMap::new(),
             packets: 0,
             bytes: ByteCounts::default(),
+            extent: None,
+            cut_at: None,
+            cut: false,
         }
+    }
+
+    /// Bytes of `[lo, hi)` that no table entry covers (one walk over the entries there).
+    fn holes_in(&self, lo: i64, hi: i64) -> u64 {
+        let first = self.table.range(..=lo).next_back().map_or(lo, |(&k, _)| k);
+        let mut covered = 0;
+        for (&k, e) in self.table.range(first..hi) {
+            let (a, b) = (k.max(lo), (k + e.len as i64).min(hi));
+            covered += (b - a).max(0);
+        }
+        ((hi - lo) - covered).max(0) as u64
+    }
+
+    /// The stream's start is known now (`lo`: the first data, or SYN + 1): a FIN seen before
+    /// it extends the end, unless that would leave more than `max_hole` bytes missing (then
+    /// the FIN is forgotten).
+    fn start_at(&mut self, lo: i64, hi: i64, max_hole: u64) {
+        let mut extent = Extent {
+            lo,
+            hi: hi.max(lo),
+            hole_bytes: 0,
+        };
+        if let Some(fin) = self.fin_off.filter(|&f| f > extent.hi) {
+            if (fin - extent.hi) as u64 > max_hole {
+                self.fin_off = None;
+                self.cut = true;
+            } else {
+                extent.hole_bytes = (fin - extent.hi) as u64;
+                extent.hi = fin;
+            }
+        }
+        self.extent = Some(extent);
+    }
+
+    /// A SYN at stream offset `syn_off` (the first one): false when it is refused, as it would
+    /// put the stream's start more than `max_hole` hole bytes before the data already seen.
+    fn accept_syn(&mut self, syn_off: i64, max_hole: u64) -> bool {
+        let start = syn_off + 1;
+        match self.extent {
+            None => {
+                self.syn_off = Some(syn_off);
+                self.start_at(start, start, max_hole);
+            }
+            Some(x) if start < x.lo => {
+                let hole_bytes = x.hole_bytes + (x.lo - start) as u64;
+                if hole_bytes > max_hole {
+                    self.cut = true;
+                    return false;
+                }
+                self.syn_off = Some(syn_off);
+                self.extent = Some(Extent {
+                    lo: start,
+                    hole_bytes,
+                    ..x
+                });
+            }
+            Some(x) => {
+                // Data before the start is left out now: the holes can only shrink.
+                self.syn_off = Some(syn_off);
+                let hi = x.hi.max(start);
+                self.extent = Some(Extent {
+                    lo: start,
+                    hi,
+                    hole_bytes: self.holes_in(start, hi),
+                });
+            }
+        }
+        true
+    }
+
+    /// A FIN ending the stream at offset `fin_end`: false when it is refused, as it lies past
+    /// the cut or would leave more than `max_hole` bytes missing before it.
+    fn accept_fin(&mut self, fin_end: i64, max_hole: u64) -> bool {
+        if let Some(mut x) = self.extent {
+            if self.cut_at.is_some_and(|c| fin_end > c) {
+                self.cut = true;
+                return false;
+            }
+            if fin_end > x.hi {
+                let hole_bytes = x.hole_bytes + (fin_end - x.hi) as u64;
+                if hole_bytes > max_hole {
+                    self.cut = true;
+                    return false;
+                }
+                x.hole_bytes = hole_bytes;
+                x.hi = fin_end;
+                self.extent = Some(x);
+            }
+        }
+        self.fin_off = Some(self.fin_off.map_or(fin_end, |f| f.max(fin_end)));
+        true
+    }
+
+    /// The extent once `[start, end)` is stored, `new_bytes` of it (the uncovered pieces,
+    /// `pieces` when given) filling positions for the first time; `Err` when that would leave
+    /// more than `max_hole` bytes missing.
+    fn extent_with(
+        &self,
+        start: i64,
+        end: i64,
+        pieces: Option<&[(i64, i64)]>,
+        max_hole: u64,
+    ) -> Result<Extent, ()> {
+        let Some(x) = self.extent else {
+            return Ok(Extent {
+                lo: start,
+                hi: end,
+                hole_bytes: 0,
+            });
+        };
+        // Without a SYN the stream starts at the lowest data; with one, bytes before it are
+        // not part of the stream (nor of its holes).
+        let lo = if self.syn_off.is_some() {
+            x.lo
+        } else {
+            x.lo.min(start)
+        };
+        let hi = x.hi.max(end);
+        let inside = |(a, b): (i64, i64)| (b.min(hi) - a.max(lo)).max(0);
+        let new_inside: i64 = match pieces {
+            Some(pieces) => pieces.iter().map(|&p| inside(p)).sum(),
+            None => inside((start, end)),
+        };
+        let hole_bytes = x.hole_bytes as i64 + (x.lo - lo) + (hi - x.hi) - new_inside;
+        debug_assert!(hole_bytes >= 0, "{x:?} {start} {end}");
+        if hole_bytes as u64 > max_hole {
+            return Err(());
+        }
+        Ok(Extent {
+            lo,
+            hi,
+            hole_bytes: hole_bytes as u64,
+        })
+    }
+
+    /// A segment `[start, ..)` was refused by the hole bound: one beyond the data cuts the
+    /// stream where it starts.
+    fn refuse_hole(&mut self, start: i64) -> Outcome {
+        if self.extent.is_some_and(|x| start >= x.hi) {
+            self.cut_at = Some(self.cut_at.map_or(start, |c| c.min(start)));
+        }
+        self.cut = true;
+        Outcome::HoleTooLarge
     }
 }
 
@@ -330,6 +520,7 @@ enum Outcome {
     OverlapDiscarded,
     OverArena,
     OverSegments,
+    HoleTooLarge,
 }
 
 /// Streaming reassembler: feed records with [`Reassembler::push`], then [`Reassembler::finish`].
@@ -394,6 +585,7 @@ impl Reassembler {
             Bucket::OverFlowLimit => &mut counts.over_flow_limit,
             Bucket::OverArenaLimit => &mut counts.over_arena_limit,
             Bucket::OverSegmentLimit => &mut counts.over_segment_limit,
+            Bucket::HoleTooLarge => &mut counts.hole_too_large,
         } += 1;
     }
 
@@ -470,20 +662,19 @@ impl Reassembler {
         };
         let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq));
         state.packets += 1;
+        let max_hole = self.config.limits.max_hole_bytes;
         let seq_off = state.tracker.offset(seq);
         let syn = tcp_flags & flags::SYN != 0;
+        let fin = tcp_flags & flags::FIN != 0;
         let data_off = seq_off + i64::from(syn);
-        if syn && state.syn_off.is_none() {
-            state.syn_off = Some(seq_off);
-        }
-        if tcp_flags & flags::FIN != 0 {
-            let fin_off = data_off + payload.len() as i64;
-            state.fin_off = Some(state.fin_off.map_or(fin_off, |f| f.max(fin_off)));
-        }
+        let syn_refused = syn && state.syn_off.is_none() && !state.accept_syn(seq_off, max_hole);
         if tcp_flags & flags::RST != 0 {
             state.rst = true;
         }
         if payload.is_empty() {
+            if syn_refused || (fin && !state.accept_fin(data_off, max_hole)) {
+                return Bucket::HoleTooLarge;
+            }
             return Bucket::Control;
         }
         state.bytes.payload_bytes += payload.len() as u64;
@@ -496,12 +687,18 @@ impl Reassembler {
             payload_addr,
         )
         .unwrap_or_else(|refused| refused);
+        if fin && !matches!(outcome, Outcome::HoleTooLarge) {
+            // The FIN ends where the payload does (also when a memory limit dropped the payload,
+            // leaving a hole): checked like any FIN; past a cut it is left out.
+            state.accept_fin(data_off + payload.len() as i64, max_hole);
+        }
         match outcome {
             Outcome::Data => Bucket::Data,
             Outcome::Retransmission => Bucket::Retransmission,
             Outcome::OverlapDiscarded => Bucket::OverlapDiscarded,
             Outcome::OverArena => Bucket::OverArenaLimit,
             Outcome::OverSegments => Bucket::OverSegmentLimit,
+            Outcome::HoleTooLarge => Bucket::HoleTooLarge,
         }
     }
 
@@ -650,6 +847,7 @@ enum Bucket {
     OverFlowLimit,
     OverArenaLimit,
     OverSegmentLimit,
+    HoleTooLarge,
 }
 
 /// Counts equal and differing bytes of `new` against the arena bytes at `addr`.
@@ -667,7 +865,8 @@ fn compare(arena: &Arena, addr: u64, new: &[u8], bytes: &mut ByteCounts) -> bool
 
 /// Puts `payload` (stream offset `start`) into the direction's translation table: appended
 /// to the arena, or referenced at `payload_addr` in a capture-backed one. `Err` is the limit
-/// that refused it.
+/// that refused it. Past a cut nothing is kept (a payload that reaches past it keeps the part
+/// before it).
 fn insert(
     state: &mut DirState,
     arena: &mut Arena,
@@ -676,6 +875,15 @@ fn insert(
     payload: &[u8],
     payload_addr: Option<u64>,
 ) -> Result<Outcome, Outcome> {
+    let max_hole = config.limits.max_hole_bytes;
+    let payload = match state.cut_at {
+        Some(c) if start >= c => {
+            state.cut = true;
+            return Err(Outcome::HoleTooLarge);
+        }
+        Some(c) => &payload[..payload.len().min((c - start) as usize)],
+        None => payload,
+    };
     let end = start + payload.len() as i64;
     // Fast path, the common case (in order, or filling a gap): no entry overlaps [start, end).
     // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
@@ -686,6 +894,9 @@ fn insert(
             .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
             .map(|(k, _)| k);
         let added = usize::from(coalesce.is_none());
+        let Ok(extent) = state.extent_with(start, end, None, max_hole) else {
+            return Err(state.refuse_hole(start));
+        };
         let addr = store(
             state.table.len() + added,
             config,
@@ -701,6 +912,11 @@ fn insert(
             payload.len() as u64,
             coalesce,
         );
+        if state.extent.is_none() {
+            state.start_at(extent.lo, extent.hi, max_hole);
+        } else {
+            state.extent = Some(extent);
+        }
         return Ok(Outcome::Data);
     }
     // Existing entries that overlap [start, end).
@@ -772,6 +988,10 @@ fn insert(
             (1 + split).saturating_sub(covered + merges)
         }
     };
+    // Bytes that overlap what is there cannot widen the stream: the check is for form's sake.
+    let Ok(extent) = state.extent_with(start, end, Some(&pieces), max_hole) else {
+        return Err(state.refuse_hole(start));
+    };
     let addr = store(
         state.table.len() + added,
         config,
@@ -780,6 +1000,7 @@ fn insert(
         payload_addr,
     )?;
     debug_assert_eq!(addr, base);
+    state.extent = Some(extent);
     state.bytes = scratch;
     state.bytes.new_bytes += new_bytes as u64;
     match config.overlap {
@@ -876,10 +1097,12 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
         holes: Vec::new(),
         packets: 0,
         bytes: ByteCounts::default(),
+        cut: false,
     };
     let Some(state) = state else {
         return direction;
     };
+    direction.cut = state.cut;
     direction.syn = state.syn_off.is_some();
     direction.fin = state.fin_off.is_some();
     direction.rst = state.rst;
@@ -923,5 +1146,11 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
         cursor = fin_end;
     }
     direction.len_bytes = cursor;
+    debug_assert!(
+        direction.holes.iter().map(|h| h.len_bytes).sum::<u64>()
+            == state.extent.map_or(0, |x| x.hole_bytes),
+        "{direction:?} {:?}",
+        state.extent
+    );
     direction
 }

@@ -153,6 +153,17 @@ impl<'a> FlowView<'a> {
 
     /// Copies the `len_bytes` bytes from `offset` (only those).
     pub fn read(&self, offset: u64, len_bytes: usize) -> Result<Vec<u8>, FlowError> {
+        // The range is checked before the buffer is allocated: `len_bytes` is the caller's.
+        if offset
+            .checked_add(len_bytes as u64)
+            .is_none_or(|end| end > self.len_bytes)
+        {
+            return Err(FlowError::OutOfRange {
+                offset,
+                len_bytes: len_bytes as u64,
+                stream_len_bytes: self.len_bytes,
+            });
+        }
         let mut buf = vec![0; len_bytes];
         self.read_into(offset, &mut buf)?;
         Ok(buf)
@@ -482,8 +493,110 @@ fn search_error(offset: u64, reason: impl ToString) -> FlowError {
     }
 }
 
+/// Bounds on compiling a pattern (the pattern is the user's, and a dense DFA can grow
+/// exponentially with it: `(a{1000}){1000}` took memory without bound). Past one the pattern is
+/// refused with [`FlowError::Regex`], quickly: each is checked while the automaton is built.
+/// Patterns that scan streams (protocol keywords, request lines, signatures) are far inside
+/// them: the default HTTP request-line pattern compiles to DFAs of 10 kB together.
+pub mod regex_limits {
+    /// Pattern length.
+    pub const MAX_PATTERN_BYTES: usize = 4 << 10;
+    /// Nesting depth of groups and repetitions.
+    pub const MAX_NEST: u32 = 64;
+    /// Heap of the Thompson NFA the DFAs are built from (the `regex` crate's default too).
+    pub const NFA_SIZE_LIMIT_BYTES: usize = 10 << 20;
+    /// Each dense DFA (a stream regex has a forward and a reverse one).
+    pub const DFA_SIZE_LIMIT_BYTES: usize = 32 << 20;
+    /// Working memory of determinization (besides the DFA).
+    pub const DETERMINIZE_SIZE_LIMIT_BYTES: usize = 32 << 20;
+}
+
+/// The syntax, NFA and DFA settings of a stream pattern, with [`regex_limits`]; `unicode`
+/// allows Unicode classes (the memory model's DFA keeps its historical setting).
+pub(crate) fn regex_configs(unicode: bool) -> (syntax::Config, thompson::Config, dense::Config) {
+    use regex_limits::*;
+    (
+        syntax::Config::new()
+            .unicode(unicode)
+            .utf8(unicode)
+            .nest_limit(MAX_NEST),
+        thompson::Config::new()
+            .utf8(unicode)
+            .nfa_size_limit(Some(NFA_SIZE_LIMIT_BYTES)),
+        dense::Config::new()
+            .dfa_size_limit(Some(DFA_SIZE_LIMIT_BYTES))
+            .determinize_size_limit(Some(DETERMINIZE_SIZE_LIMIT_BYTES)),
+    )
+}
+
+/// Refuses a pattern longer than [`regex_limits::MAX_PATTERN_BYTES`] before it is parsed.
+pub(crate) fn check_pattern_len(pattern: &str) -> Result<(), FlowError> {
+    let max = regex_limits::MAX_PATTERN_BYTES;
+    if pattern.len() > max {
+        return Err(FlowError::Regex {
+            pattern: pattern.to_string(),
+            reason: format!(
+                "the pattern is too large: {} bytes, the limit is {max} bytes",
+                pattern.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The one-line reason of a failed build: a size limit named with its value.
+pub(crate) fn regex_build_error(pattern: &str, e: &(dyn std::error::Error + 'static)) -> FlowError {
+    use regex_limits::*;
+    // The NFA's limit and syntax errors are reported by the errors the DFA builder's wraps:
+    // the reason is the innermost one's. A syntax error shows the pattern with a caret line
+    // under the culprit before `error: WHAT`; WHAT is enough on one line.
+    let mut nfa_limit = false;
+    let mut text = e.to_string();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(t) = err.downcast_ref::<thompson::BuildError>() {
+            nfa_limit |= t.size_limit().is_some();
+        }
+        text = err.to_string();
+        source = err.source();
+    }
+    if let Some(i) = text.rfind("error: ") {
+        text = format!("regex parse error: {}", &text[i + "error: ".len()..]);
+    }
+    let text = text.replace('\n', " ");
+    let dfa_limit = e
+        .downcast_ref::<dense::BuildError>()
+        .is_some_and(|d| d.is_size_limit_exceeded());
+    let reason = if nfa_limit {
+        format!(
+            "the pattern is too large: its NFA would exceed the limit of {} MiB",
+            NFA_SIZE_LIMIT_BYTES >> 20
+        )
+    } else if dfa_limit && text.contains("determinization") {
+        format!(
+            "the pattern is too large: building its DFA would take more than the limit of {} MiB \
+             ({text})",
+            DETERMINIZE_SIZE_LIMIT_BYTES >> 20
+        )
+    } else if dfa_limit {
+        format!(
+            "the pattern is too large: its DFA would exceed the limit of {} MiB ({text})",
+            DFA_SIZE_LIMIT_BYTES >> 20
+        )
+    } else if text.contains("nest") {
+        format!("the pattern is too large: it nests deeper than the limit of {MAX_NEST} levels")
+    } else {
+        text
+    };
+    FlowError::Regex {
+        pattern: pattern.to_string(),
+        reason,
+    }
+}
+
 /// A regular expression compiled into forward and reverse dense DFAs, matching bytes (no
-/// Unicode classes, no UTF-8 requirement: streams are binary).
+/// Unicode classes, no UTF-8 requirement: streams are binary). Matching stays linear (a DFA
+/// step per byte); compiling is bounded by [`regex_limits`].
 #[derive(Debug, Clone)]
 pub struct StreamRegex {
     regex: Regex,
@@ -491,17 +604,17 @@ pub struct StreamRegex {
 }
 
 impl StreamRegex {
-    /// Compiles `pattern`.
+    /// Compiles `pattern`; a pattern past [`regex_limits`] is refused with a one-line
+    /// [`FlowError::Regex`] naming the limit.
     pub fn new(pattern: &str) -> Result<Self, FlowError> {
+        check_pattern_len(pattern)?;
+        let (syntax, nfa, dfa) = regex_configs(false);
         let regex = Regex::builder()
-            .syntax(syntax::Config::new().unicode(false).utf8(false))
-            .thompson(thompson::Config::new().utf8(false))
-            .dense(dense::Config::new())
+            .syntax(syntax)
+            .thompson(nfa)
+            .dense(dfa)
             .build(pattern)
-            .map_err(|e| FlowError::Regex {
-                pattern: pattern.to_string(),
-                reason: e.to_string().replace('\n', " "),
-            })?;
+            .map_err(|e| regex_build_error(pattern, &e))?;
         Ok(StreamRegex {
             regex,
             pattern: pattern.to_string(),

@@ -275,6 +275,7 @@ fn limits_drop_packets_with_their_reason() {
         max_flows: 1,
         max_arena_bytes: 10,
         max_segments_per_direction: 10,
+        ..Limits::default()
     };
     let out = reassemble(
         &frames,

@@ -50,8 +50,9 @@ struct FlowCapture {
 #[pymethods]
 impl FlowCapture {
     /// Reassemble `path`. `overlap`: "first" (default) or "last" wins on conflicting bytes.
+    /// The limits default to `nicsim_flowmem::Limits::default()`.
     #[new]
-    #[pyo3(signature = (path, overlap="first", max_flows=None, max_arena_bytes=None, max_segments_per_direction=None))]
+    #[pyo3(signature = (path, overlap="first", max_flows=None, max_arena_bytes=None, max_segments_per_direction=None, max_hole_bytes=None))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -59,6 +60,7 @@ impl FlowCapture {
         max_flows: Option<usize>,
         max_arena_bytes: Option<u64>,
         max_segments_per_direction: Option<usize>,
+        max_hole_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let overlap = match overlap {
             "first" => OverlapPolicy::FirstWins,
@@ -77,6 +79,7 @@ impl FlowCapture {
                 max_arena_bytes: max_arena_bytes.unwrap_or(defaults.max_arena_bytes),
                 max_segments_per_direction: max_segments_per_direction
                     .unwrap_or(defaults.max_segments_per_direction),
+                max_hole_bytes: max_hole_bytes.unwrap_or(defaults.max_hole_bytes),
             },
         };
         let read_error = |e: std::io::Error| input_error(format!("{}: {e}", path.display()));
@@ -109,6 +112,19 @@ impl FlowCapture {
         for (name, n) in self.inner.counts.buckets() {
             d.set_item(name, n)?;
         }
+        Ok(d)
+    }
+
+    /// The limits used, as a dict (`max_flows`, `max_arena_bytes`,
+    /// `max_segments_per_direction`, `max_hole_bytes`).
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = &self.inner.config.limits;
+        let d = PyDict::new(py);
+        d.set_item("max_flows", l.max_flows)?;
+        d.set_item("max_arena_bytes", l.max_arena_bytes)?;
+        d.set_item("max_segments_per_direction", l.max_segments_per_direction)?;
+        d.set_item("max_hole_bytes", l.max_hole_bytes)?;
         Ok(d)
     }
 
@@ -145,6 +161,7 @@ impl FlowCapture {
                 row.set_item("syn", dir.syn)?;
                 row.set_item("fin", dir.fin)?;
                 row.set_item("rst", dir.rst)?;
+                row.set_item("cut", dir.cut)?;
                 row.set_item("start_seq", dir.start_seq)?;
                 row.set_item("payload_bytes", dir.bytes.payload_bytes)?;
                 row.set_item("new_bytes", dir.bytes.new_bytes)?;

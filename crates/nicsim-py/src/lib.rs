@@ -193,6 +193,8 @@ fn offload_units(config_json: &str) -> PyResult<String> {
 }
 
 /// The XDP analyzer's ordered search: Python runs the solver on each query it hands out.
+/// `memory_mb` bounds the analysis (its graph while it is built, then the graph and the
+/// search's state; not the solver): `nicsim_xdp::Options::memory_budget_bytes`.
 #[pyclass(unsendable)]
 struct XdpSearch {
     s: nicsim_xdp::analysis::Search,
@@ -223,14 +225,12 @@ impl XdpSearch {
         let opts = nicsim_xdp::Options {
             section,
             loop_bound,
+            memory_budget_bytes: memory_mb.map(|mb| (mb as usize).saturating_mul(1 << 20)),
         };
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
             .map_err(|e| InputError::new_err(e.to_string()))?;
-        // The budget is known before the search's tables are built: tables that would not fit
-        // are not built (the search stops at its first query, with the naive bound).
-        let budget = memory_mb.map_or(usize::MAX, |mb| (mb as usize).saturating_mul(1 << 20));
-        let s = nicsim_xdp::analysis::Search::with_budget(a, bit_rate, budget);
+        let s = nicsim_xdp::analysis::Search::with_total_budget(a, bit_rate);
         Ok(XdpSearch { s })
     }
 
@@ -310,6 +310,11 @@ impl XdpSearch {
     /// What the search's state takes (bytes, estimated).
     fn memory_bytes(&self) -> usize {
         self.s.memory_bytes()
+    }
+
+    /// What the analysis keeps besides (the graph, its costs, the graph searched; bytes).
+    fn analysis_bytes(&self) -> usize {
+        self.s.a.memory_bytes()
     }
 
     /// (paths enumerated, paths refuted by the solver, paths skipped without a query — under a

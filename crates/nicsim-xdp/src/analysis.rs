@@ -1,4 +1,11 @@
 //! One analysis, from object bytes to the summary that `nicsim xdp analyze` writes.
+//!
+//! Its memory is bounded by a budget ([`Options::memory_budget_bytes`], what `--memory-mb` leaves
+//! the analyzer: docs/xdp.md, "Memory"): the graph is built within it (or the analysis stops
+//! with [`XdpError::Memory`], naming what would not fit, before there is a bound), the split
+//! by constants only where it fits, and the search's state and each query get what the graph
+//! leaves ([`Search::with_total_budget`]); a search that reaches it stops with the bound so
+//! far.
 
 use serde_json::{json, Value};
 
@@ -16,13 +23,42 @@ pub enum XdpError {
     Cfg(#[from] cfg::CfgError),
     #[error(transparent)]
     Cost(#[from] cost::CostError),
+    /// The graph needed for the naive bound does not fit the memory budget.
+    #[error(
+        "{what} would need about {need_mb} MB, more than the {budget_mb} MB that --memory-mb \
+         leaves the analysis (a larger --memory-mb may let it fit)"
+    )]
+    Memory {
+        what: String,
+        need_mb: usize,
+        budget_mb: usize,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub section: Option<String>,
     pub loop_bound: Option<u32>,
+    /// Bytes the analysis may take: the graph while it is built and costed, then the graph,
+    /// its split and the search's state together (`None`: no bound). The object itself and
+    /// the solver are not counted.
+    pub memory_budget_bytes: Option<usize>,
 }
+
+/// Bytes per node of the graph at the peak of building and costing it (inlining's tables,
+/// unrolling, then the costs and the facts for the constant split, beside the graph itself):
+/// the graph may have `budget / NODE_BYTES` nodes. Measured with a counting allocator on the
+/// suite's largest graphs (tests/memory.rs: at most 250).
+pub const NODE_BYTES: usize = 384;
+/// Bytes per node the split by constants takes while it is built (each holds its constants,
+/// 264 bytes, in a hash map and a list, and its edges): measured 1.2–1.3 kB (tests/memory.rs).
+pub const SPLIT_NODE_BYTES: usize = 1536;
+/// A query's text is held about this many times at once (the core's text, its JSON, Python's
+/// string, the copy sent to the solver process; building it takes about twice its text).
+pub const QUERY_COPIES: usize = 6;
+/// A query's text is at least this long per step of its path (35 to 450 on the suite): a path
+/// whose query could not fit even so is not turned into one.
+pub const QUERY_MIN_BYTES_PER_STEP: usize = 32;
 
 /// A loaded, unrolled and costed program.
 pub struct Analysis {
@@ -33,6 +69,8 @@ pub struct Analysis {
     /// The graph the search enumerates: `dag` split by path constants ([`crate::consts`]),
     /// or `dag` itself when the split would be too large.
     pub search_dag: Dag,
+    /// The budget it was built within ([`Options::memory_budget_bytes`]; `usize::MAX`: none).
+    pub memory_budget_bytes: usize,
 }
 
 /// The split graph may have this many times the nodes of the graph, at most.
@@ -45,18 +83,47 @@ pub const SPLIT_MAX_NODES: usize = 1 << 19;
 
 impl Analysis {
     pub fn new(bytes: &[u8], target: Target, opts: &Options) -> Result<Analysis, XdpError> {
+        let budget = opts.memory_budget_bytes.unwrap_or(usize::MAX);
+        let memory_error = |what: String, need_bytes: usize| XdpError::Memory {
+            what,
+            need_mb: need_bytes.div_ceil(1 << 20),
+            budget_mb: budget >> 20,
+        };
         let program = load::load(bytes, opts.section.as_deref())?;
+        // The graph's size follows from the budget, unless the fixed limit is lower.
+        let limits = Limits {
+            loop_bound: opts.loop_bound,
+            max_bytes: budget,
+            ..Limits::default()
+        };
+        let max_nodes = limits.max_nodes.min(budget / NODE_BYTES);
         let graph = cfg::build(
             &program,
             Limits {
-                loop_bound: opts.loop_bound,
-                ..Limits::default()
+                max_nodes,
+                ..limits
             },
-        )?;
+        )
+        .map_err(|e| match e {
+            cfg::CfgError::TooLarge(n) if n < limits.max_nodes => memory_error(
+                format!(
+                    "the inlined and unrolled graph (more than {n} instruction instances, \
+                     {NODE_BYTES} bytes each while it is built and costed)"
+                ),
+                (n + 1) * NODE_BYTES,
+            ),
+            cfg::CfgError::Memory { what, need_bytes } => memory_error(what, need_bytes),
+            e => e.into(),
+        })?;
         let (dag, facts) = cost::costed_with_facts(&program, &graph, &target)?;
         let model = crate::consts::ConstModel::from_facts(&program, &dag, &facts);
         drop(facts);
-        let max_split = (dag.n * SPLIT_GROWTH + 1024).min(SPLIT_MAX_NODES);
+        // The split only where it fits beside what is kept (it is an optimisation: without it
+        // the search enumerates the graph itself).
+        let kept = graph.memory_bytes() + 2 * dag.memory_bytes();
+        let max_split = (dag.n * SPLIT_GROWTH + 1024)
+            .min(SPLIT_MAX_NODES)
+            .min(budget.saturating_sub(kept) / SPLIT_NODE_BYTES);
         let search_dag =
             crate::consts::split(&dag, &model, max_split).unwrap_or_else(|| dag.clone());
         Ok(Analysis {
@@ -65,7 +132,14 @@ impl Analysis {
             dag,
             target,
             search_dag,
+            memory_budget_bytes: budget,
         })
+    }
+
+    /// Bytes the analysis keeps: the graph, its costed form and the graph the search
+    /// enumerates (the program, as small as its object, is left out).
+    pub fn memory_bytes(&self) -> usize {
+        self.graph.memory_bytes() + self.dag.memory_bytes() + self.search_dag.memory_bytes()
     }
 
     /// Instructions (program indices) along a path of edges of `dag`.
@@ -220,7 +294,8 @@ pub struct Search {
     /// Paths passed without a solver call because no packet they accept could make them
     /// slower than the slowest satisfiable path already found.
     pub length_skipped: u64,
-    /// The search stops when its state would take more than this (bytes, estimated).
+    /// The search stops when its state (and the query it builds) would take more than this
+    /// (bytes, estimated).
     pub memory_budget: usize,
     pub enumerated: u64,
     pub unsat: u64,
@@ -229,6 +304,13 @@ pub struct Search {
 impl Search {
     pub fn new(a: Analysis, bit_rate: bool) -> Search {
         Search::with_budget(a, bit_rate, usize::MAX)
+    }
+
+    /// A search within what the analysis's budget ([`Options::memory_budget_bytes`]) leaves
+    /// once the analysis is built: the budget less [`Analysis::memory_bytes`].
+    pub fn with_total_budget(a: Analysis, bit_rate: bool) -> Search {
+        let budget = a.memory_budget_bytes.saturating_sub(a.memory_bytes());
+        Search::with_budget(a, bit_rate, budget)
     }
 
     /// A search whose state may take `budget` bytes ([`Search::memory_budget`]). The
@@ -289,6 +371,14 @@ impl Search {
                     (d.pc[e as usize], d.kind[e as usize])
                 })
                 .collect();
+            // The query is built and held while the solver checks it: it must fit too (a path
+            // through a long unrolled loop gives one of megabytes). When it does not, the path
+            // stays current, so the floor still counts it.
+            let held = self.memory_bytes();
+            if held + QUERY_COPIES * QUERY_MIN_BYTES_PER_STEP * steps.len() > self.memory_budget {
+                self.current = Some((f, edges));
+                return Next::OutOfMemory;
+            }
             let t = &self.a.target.limits;
             let q = crate::symex::query(
                 &self.a.program,
@@ -296,6 +386,10 @@ impl Search {
                 t.min_packet_bytes as u64,
                 t.mtu_bytes as u64 + 14,
             );
+            if held + QUERY_COPIES * q.smt.len() > self.memory_budget {
+                self.current = Some((f, edges));
+                return Next::OutOfMemory;
+            }
             if let Some(pos) = self.conflict_position(&q.asserts) {
                 // A known conflict: refuted without the solver.
                 self.merger.refute(&self.a.target, &edges[..=pos]);
@@ -362,7 +456,8 @@ impl Search {
             let (l, c) = x.size();
             (a + l, b + c)
         });
-        self.merger.tables
+        self.merger.skel.memory_bytes()
+            + self.merger.tables
             + prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
             + self.merger.refuted.size() * 4

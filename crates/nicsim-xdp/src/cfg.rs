@@ -81,6 +81,10 @@ pub enum CfgError {
     Irreducible { pc: usize, line: String },
     #[error("the unrolled graph would exceed {0} instruction instances")]
     TooLarge(usize),
+    /// Building the graph would take more than [`Limits::max_bytes`]: `what` would need
+    /// `need_bytes`.
+    #[error("{what} would need about {} MB", need_bytes.div_ceil(1 << 20))]
+    Memory { what: String, need_bytes: usize },
     #[error("no path from the entry reaches an exit")]
     NoExit,
 }
@@ -97,6 +101,9 @@ pub struct Limits {
     pub max_iterations: u32,
     /// Most instruction instances in the unrolled graph.
     pub max_nodes: usize,
+    /// Most bytes the graph and the abstract states of a loop's bound search may take
+    /// together (the states: [`STATE_BYTES`] per node of the graph at the time).
+    pub max_bytes: usize,
 }
 
 impl Default for Limits {
@@ -105,9 +112,15 @@ impl Default for Limits {
             loop_bound: None,
             max_iterations: 1 << 16,
             max_nodes: 4_000_000,
+            max_bytes: usize::MAX,
         }
     }
 }
+
+/// Bytes of one node's abstract state while a loop's bound is searched for (registers and
+/// 128 stack cells: about 3.3 kB; every node of the graph at that time has one), with its
+/// share of the predecessor lists and the loop's tables.
+pub const STATE_BYTES: usize = std::mem::size_of::<Option<State>>() + 64;
 
 fn line_note(p: &Program, pc: usize) -> String {
     p.line(pc)
@@ -127,12 +140,29 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             });
         }
         let header_pc = g.nodes[lp.header as usize].pc;
+        // The bound search keeps an abstract state for every node of the graph, and those of
+        // the body's nodes not visited yet in the current iteration.
+        let need_bytes = |states: usize| g.memory_bytes() + states * STATE_BYTES;
+        let too_much = |states: usize| CfgError::Memory {
+            what: format!(
+                "finding the bound of the loop at instruction {header_pc}{} (abstract states for \
+                 {states} instruction instances)",
+                line_note(p, header_pc as usize),
+            ),
+            need_bytes: need_bytes(states),
+        };
+        let n = g.nodes.len();
+        if need_bytes(n) > limits.max_bytes {
+            return Err(too_much(n));
+        }
+        let max_local = (limits.max_bytes - need_bytes(n)) / STATE_BYTES;
         // Iterations an unrolling could still take (see `Limits::max_iterations`).
         let room = limits.max_nodes.saturating_sub(g.nodes.len()) / lp.body.len();
         let tries = limits
             .max_iterations
             .min(room.try_into().unwrap_or(u32::MAX));
-        let (bound, feasible, evident) = match find_bound(p, &g, &lp, tries) {
+        let found = find_bound(p, &g, &lp, tries, max_local).map_err(|m| too_much(n + m))?;
+        let (bound, feasible, evident) = match found {
             Some((b, f)) => (b, Some(f), true),
             None => match limits.loop_bound {
                 Some(b) => (b, None, false),
@@ -147,7 +177,7 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
         if g.nodes.len() + lp.body.len() * bound as usize > limits.max_nodes {
             return Err(CfgError::TooLarge(limits.max_nodes));
         }
-        unroll(&mut g, &lp, bound, feasible.as_deref());
+        unroll(&mut g, &lp, bound, feasible.as_ref());
         g.loops.push(LoopInfo {
             header_pc,
             bound,
@@ -419,17 +449,73 @@ pub(crate) fn out_states(
     out
 }
 
-/// Edges (node, successor index) that can be taken in one iteration of a loop.
-type Feasible = std::collections::HashSet<(u32, usize)>;
+/// The edges (body node, successor index) of a loop that can be taken, iteration by
+/// iteration: a bit per edge of the body per iteration (a hash set of them took about 40 bytes
+/// an edge: 160 MB for `loop_nested.o`'s outer loop, tried 400 times over a 10,000-node body).
+struct Feasible {
+    /// The loop's body (sorted node ids) and the bit of each body node's first edge.
+    body: Vec<u32>,
+    first_bit: Vec<usize>,
+    /// 64-bit words per iteration, and the iterations' bits one after the other.
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Feasible {
+    fn new(g: &Graph, lp: &Loop) -> Feasible {
+        let mut first_bit = Vec::with_capacity(lp.body.len() + 1);
+        let mut at = 0;
+        for &v in &lp.body {
+            first_bit.push(at);
+            at += g.nodes[v as usize].succ.len();
+        }
+        first_bit.push(at);
+        Feasible {
+            body: lp.body.clone(),
+            first_bit,
+            words: at.div_ceil(64),
+            bits: Vec::new(),
+        }
+    }
+
+    /// A new iteration, with no edge taken yet.
+    fn push_iteration(&mut self) {
+        self.bits.resize(self.bits.len() + self.words, 0);
+    }
+
+    fn bit(&self, u: u32, idx: usize) -> Option<usize> {
+        let i = self.body.binary_search(&u).ok()?;
+        Some(self.first_bit[i] + idx).filter(|&b| b < self.first_bit[i + 1])
+    }
+
+    /// Edge `idx` of body node `u` can be taken in the last iteration.
+    fn insert(&mut self, u: u32, idx: usize) {
+        if let Some(b) = self.bit(u, idx) {
+            let at = self.bits.len() - self.words + b / 64;
+            self.bits[at] |= 1 << (b % 64);
+        }
+    }
+
+    /// Edge `idx` of body node `u` can be taken in iteration `k`.
+    fn contains(&self, k: usize, u: u32, idx: usize) -> bool {
+        self.bit(u, idx).is_some_and(|b| {
+            self.bits
+                .get(k * self.words + b / 64)
+                .is_some_and(|w| w >> (b % 64) & 1 == 1)
+        })
+    }
+}
 
 /// How many times the loop's back edges can be taken, if the abstract values show it, and for
-/// every iteration the edges of the body that the abstract values do not rule out.
+/// every iteration the edges of the body that the abstract values do not rule out. `Err`: an
+/// iteration would hold more than `max_local` states of the body's nodes at once (how many).
 fn find_bound(
     p: &Program,
     g: &Graph,
     lp: &Loop,
     max_iterations: u32,
-) -> Option<(u32, Vec<Feasible>)> {
+    max_local: usize,
+) -> Result<Option<(u32, Feasible)>, usize> {
     let at = states(g, p);
     let pr = preds(g);
     // State on entry: the join over edges into the header from outside the loop.
@@ -445,38 +531,44 @@ fn find_bound(
             }
         }
     }
-    let mut cur = entry?;
+    let Some(mut cur) = entry else {
+        return Ok(None);
+    };
     // Topological order of the body without its back edges (inner loops are unrolled).
     let order = body_order(g, lp);
     let is_back = |u: u32, k: usize| lp.back.contains(&(u, k));
     let mut local: HashMap<u32, State> = HashMap::new();
-    let mut feasible: Vec<Feasible> = Vec::new();
+    let mut feasible = Feasible::new(g, lp);
     for k in 0..=max_iterations {
         local.clear();
-        let mut here = Feasible::new();
+        feasible.push_iteration();
         local.insert(lp.header, cur);
         let mut next: Option<State> = None;
         for &u in &order {
-            let Some(s) = local.get(&u).copied() else {
+            // Visited in topological order: a node's state is not needed after its visit.
+            let Some(s) = local.remove(&u) else {
                 continue;
             };
             for (idx, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
-                here.insert((u, idx));
+                feasible.insert(u, idx);
                 if is_back(u, idx) {
                     next = Some(next.map_or(t, |x| x.join(&t)));
                 } else if lp.in_body[to as usize] {
                     local.entry(to).and_modify(|x| *x = x.join(&t)).or_insert(t);
                 }
             }
+            // (The table's capacity: what it holds allocated.)
+            if local.capacity() > max_local {
+                return Err(local.capacity());
+            }
         }
-        feasible.push(here);
         match next {
-            None => return Some((k, feasible)),
-            Some(n) if n == cur => return None, // no progress: the loop would never end
+            None => return Ok(Some((k, feasible))),
+            Some(n) if n == cur => return Ok(None), // no progress: the loop would never end
             Some(n) => cur = n,
         }
     }
-    None
+    Ok(None)
 }
 
 /// The loop body in topological order (header first), ignoring back edges.
@@ -508,7 +600,7 @@ fn body_order(g: &Graph, lp: &Loop) -> Vec<u32> {
 
 /// Replace the loop by `bound + 1` chained copies of its body; copy k keeps only the edges in
 /// `feasible[k]` when given.
-fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&[Feasible]>) {
+fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&Feasible>) {
     let m = lp.body.len();
     // copies[k][i] = node id of body node i in copy k (copy 0 = the original nodes).
     let pos: HashMap<u32, usize> = lp.body.iter().enumerate().map(|(i, &v)| (v, i)).collect();
@@ -535,7 +627,7 @@ fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&[Feasible]>) {
             let mut succ = Vec::with_capacity(g.nodes[id].succ.len());
             for (idx, &e) in orig_succ[i].iter().enumerate() {
                 let mut e = e;
-                if feasible.is_some_and(|f| !f[k].contains(&(orig, idx))) {
+                if feasible.is_some_and(|f| !f.contains(k, orig, idx)) {
                     continue; // ruled out in this iteration
                 }
                 if lp.back.contains(&(orig, idx)) {
@@ -624,6 +716,14 @@ fn prune(g: &mut Graph) -> Result<(), CfgError> {
 
 impl Graph {
     /// Number of entry→exit paths (saturating), for tests and reports.
+    /// Bytes the graph takes (its nodes and their edge lists).
+    pub fn memory_bytes(&self) -> usize {
+        let edges: usize = self.nodes.iter().map(|n| n.succ.capacity()).sum();
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + edges * std::mem::size_of::<Edge>()
+            + self.loops.capacity() * std::mem::size_of::<LoopInfo>()
+    }
+
     pub fn path_count(&self) -> u128 {
         let order = self.topo_order();
         let mut count = vec![0u128; self.nodes.len()];

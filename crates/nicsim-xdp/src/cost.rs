@@ -81,6 +81,18 @@ impl Dag {
     pub fn n_edges(&self) -> usize {
         self.to.len()
     }
+    /// Bytes the graph's arrays take.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        (self.first.capacity()
+            + self.to.capacity()
+            + self.need.capacity()
+            + self.pc.capacity()
+            + self.topo.capacity())
+            * size_of::<u32>()
+            + self.cost.capacity() * size_of::<[u64; NC]>()
+            + self.kind.capacity() * size_of::<EdgeKind>()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

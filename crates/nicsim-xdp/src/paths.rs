@@ -324,6 +324,24 @@ impl Skeleton {
         self.ins.len()
     }
 
+    /// Bytes the skeleton takes.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let words = self.first.capacity()
+            + self.to.capacity()
+            + self.src.capacity()
+            + self.kidx.capacity()
+            + self.up.capacity()
+            + self.anchor.capacity()
+            + self.cneed.capacity()
+            + self.cpow.capacity()
+            + self.cacc.capacity()
+            + self.ins.iter().map(|v| v.capacity()).sum::<usize>();
+        words * size_of::<u32>()
+            + self.ccost.capacity() * size_of::<[u64; NC]>()
+            + self.ins.capacity() * size_of::<Vec<u32>>()
+    }
+
     fn is_kept(&self, v: u32) -> bool {
         self.kidx[v as usize] != NONE
     }
@@ -906,8 +924,9 @@ impl Merger {
         Merger::with_budget(dag, t, bit_rate, usize::MAX)
     }
 
-    /// As [`Merger::new`], unless the streams' tables would take more than `budget` bytes: then
-    /// they are not built (`built` is false, `tables` says how much they would have taken).
+    /// As [`Merger::new`], unless the streams' tables (with the skeleton they share) would take
+    /// more than `budget` bytes: then they are not built (`built` is false, `tables` says how
+    /// much they would have taken).
     pub fn with_budget(dag: &Dag, t: &Target, bit_rate: bool, budget: usize) -> Merger {
         let skel = Skeleton::new(dag);
         let classes = if bit_rate {
@@ -936,7 +955,7 @@ impl Merger {
             .iter()
             .map(|&(_, _, exact)| Stream::table_bytes(&skel, exact))
             .sum();
-        let built = tables <= budget;
+        let built = skel.memory_bytes() + tables <= budget;
         if !built {
             specs.clear();
         }

@@ -118,7 +118,7 @@ fn bad_objects_are_one_line_errors() {
             nfp(),
             &Options {
                 section: section.map(str::to_string),
-                loop_bound: None,
+                ..Options::default()
             },
         )
         .err()

@@ -1,11 +1,13 @@
 //! What the analysis allocates, counted by a global allocator (bytes requested, not RSS, so the
 //! numbers do not depend on the machine): a large `--loop-bound` must not make memory grow
-//! faster than the graph, nor take the machine's memory. Allocations past `CAP` fail (the test
-//! binary aborts) rather than go on.
+//! faster than the graph, nor take the machine's memory, and the whole analysis (graph, split,
+//! search state, queries) stays within its budget (`Options::memory_budget_bytes`, the core's share
+//! of `--memory-mb`). Allocations past `CAP` fail (the test binary aborts) rather than go on.
 
 mod common;
 
 use common::{analysis, nfp, obj};
+use nicsim_xdp::{Analysis, Options, XdpError};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -169,4 +171,137 @@ fn the_search_tables_estimate_is_what_they_take() {
             );
         }
     }
+}
+
+const MB: usize = 1 << 20;
+
+/// The analysis of `name` within `budget` bytes.
+fn within(name: &str, loop_bound: Option<u32>, budget: usize) -> Result<Analysis, XdpError> {
+    Analysis::new(
+        &obj(name),
+        nfp(),
+        &Options {
+            section: None,
+            loop_bound,
+            memory_budget_bytes: Some(budget),
+        },
+    )
+}
+
+/// The analysis of `name` within `budget`, then its search (bit rate) for up to 50 queries:
+/// the most allocated at any time, and how the search ended.
+fn analysis_and_search(
+    name: &str,
+    loop_bound: Option<u32>,
+    budget: usize,
+) -> (Option<&'static str>, usize) {
+    peak(|| {
+        let a = match within(name, loop_bound, budget) {
+            Ok(a) => a,
+            Err(e) => {
+                assert!(matches!(e, XdpError::Memory { .. }), "{e}");
+                return None;
+            }
+        };
+        let mut s = Search::with_total_budget(a, true);
+        for _ in 0..50 {
+            match s.next_query(None) {
+                Next::Query(_, q) => {
+                    // Held as the solver checks it (its text, JSON and Python's copies).
+                    let held = std::hint::black_box(q.smt.repeat(3));
+                    drop(held);
+                    s.pass();
+                }
+                Next::OutOfMemory => return Some("memory"),
+                Next::Exhausted => return Some("exhausted"),
+                Next::Timeout => return Some("timeout"),
+            }
+        }
+        Some("queries")
+    })
+}
+
+#[test]
+fn the_budget_bounds_the_whole_analysis() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // The suite's largest graphs and the fuzzing cases, each within a small budget: the graph,
+    // the split by constants, the search's tables and state and each query stay within it.
+    for (name, bound, budget) in [
+        ("loop_nested", Some(2), 64 * MB),
+        ("loop_nested", Some(10), 64 * MB),
+        ("loop_nested", Some(10), 128 * MB),
+        ("loop_nobound", Some(1000), 32 * MB),
+        ("loop_nobound", Some(3000), 64 * MB),
+        ("call_fanout", None, 64 * MB),
+        ("dns_cache", None, 16 * MB),
+        ("dns_cache", None, 64 * MB),
+        ("path_explosion", None, 16 * MB),
+        ("count_min_20", None, 16 * MB),
+    ] {
+        let (end, bytes) = analysis_and_search(name, bound, budget);
+        eprintln!(
+            "{name} {bound:?} budget {} MB: peak {:.1} MB, {end:?}",
+            budget / MB,
+            bytes as f64 / MB as f64
+        );
+        assert!(
+            bytes <= budget,
+            "{name} {bound:?}: {} MB allocated at the peak, budget {} MB (ended: {end:?})",
+            bytes / MB,
+            budget / MB
+        );
+    }
+}
+
+#[test]
+fn a_graph_that_does_not_fit_is_a_one_line_error_naming_the_budget() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // loop_nested: the outer loop's bound search holds an abstract state (3.3 kB) for each of
+    // the 11,000 instruction instances (the inner loop unrolled): 36 MB. Before the budget it
+    // took 195 MB to find no bound, and the whole analysis 1.4 GB (`--memory-mb 256`).
+    let (e, bytes) = peak(|| {
+        within("loop_nested", Some(2), 32 * MB)
+            .err()
+            .expect("refused")
+    });
+    let msg = e.to_string();
+    assert!(bytes <= 32 * MB, "{} MB", bytes / MB);
+    assert!(
+        msg.contains("--memory-mb") && msg.contains("loop_nested.c:12") && msg.contains("32 MB"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'));
+    // call_fanout: the inlined graph would have 8^7 instances of its innermost function; it
+    // took 527 MB to reach the fixed limit of 4,000,000 nodes.
+    let (e, bytes) = peak(|| within("call_fanout", None, 64 * MB).err().expect("refused"));
+    let msg = e.to_string();
+    assert!(bytes <= 64 * MB, "{} MB", bytes / MB);
+    assert!(
+        msg.contains("--memory-mb") && msg.contains("instruction instances"),
+        "{msg}"
+    );
+    // Without a budget the fixed limit stays.
+    let e = analysis("call_fanout", None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("4000000 instruction instances"), "{e}");
+}
+
+#[test]
+fn what_the_graph_leaves_the_search_and_its_queries_is_what_it_gets() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // The split by constants needs 1.2 kB a split node: within 64 MB, dns_cache (70,264 split
+    // nodes, 83 MB) is searched without it, and still reaches its slowest paths.
+    let a = within("dns_cache", None, 64 * MB).unwrap();
+    assert_eq!(a.search_dag.n, a.dag.n, "no split");
+    let a = within("dns_cache", None, 256 * MB).unwrap();
+    assert!(a.search_dag.n > 10 * a.dag.n, "split");
+    // A path whose query would not fit stops the search, and stays counted by the floor: a
+    // valid bound.
+    let a = within("loop_nested", Some(10), 64 * MB).unwrap();
+    let mut s = Search::with_total_budget(a, true);
+    s.memory_budget = s.memory_bytes() + MB; // the path's query is about 3.4 MB of text
+    assert!(matches!(s.next_query(None), Next::OutOfMemory));
+    assert!(s.floor() > 0.0 && s.current_path().is_some());
 }

@@ -36,6 +36,14 @@ class Overlap(StrEnum):
     last = "last"
 
 
+#: `--max-hole-bytes`, shared by the commands that reassemble a capture.
+MaxHoleOpt = Annotated[int | None, typer.Option(
+    "--max-hole-bytes", metavar="BYTES", callback=in_range(0, U64_MAX),
+    help="Most bytes missing from the capture (holes) per flow direction, all its holes together; a segment "
+    "that would leave more is dropped (counted hole_too_large) and cuts the direction there. Bounds what a "
+    "stream laid out contiguously adds to its payload. [default: 64 MiB]", show_default=False)]
+
+
 @flow_app.command("reassemble")
 def flow_reassemble(
     capture: CaptureArg,
@@ -48,25 +56,30 @@ def flow_reassemble(
     max_arena_bytes: Annotated[int | None, typer.Option("--max-arena-bytes", metavar="BYTES",
                                                         callback=in_range(0, U64_MAX), help="Payload memory; "
                                                         "payloads beyond it are dropped and counted.")] = None,
+    max_hole_bytes: MaxHoleOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Reassemble every TCP flow of CAPTURE.
 
     Writes OUT/flows.json and directions.csv (one entry per flow direction), one raw byte file
-    per direction (holes zero-filled), OUT/summary.json (every packet accounted for) and
+    per direction (holes zero-filled, at most --max-hole-bytes of them per direction),
+    OUT/summary.json (every packet accounted for) and
     stream_sizes.png/.svg (the distribution of the directions' stream sizes).
     """
     from nicsim.flow import reassemble
 
     with ui.Progress("reassembling", transient=True):
         s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
-                       force=force)
+                       max_hole_bytes=max_hole_bytes, force=force)
 
     def show(console: Console) -> None:
         dropped = {k: v for k, v in s["packets"].items()
                    if k not in ("read", "data", "control", "retransmission") and v}
         console.print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream "
                       f"bytes ({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}", highlight=False)
+        if s["cut_directions"]:
+            console.print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded "
+                          f"--max-hole-bytes ({s['max_hole_bytes']:,}); see 'cut' in flows.json", highlight=False)
 
     ui.result(s, show)
     ui.wrote(out)
@@ -142,6 +155,7 @@ def flow_bench(
                                                            "the target's).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", metavar="N", callback=in_range(1, 1000),
                                         help="Host runs; the best is kept.")] = 3,
+    max_hole_bytes: MaxHoleOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                          help="Captures benchmarked at once. The host measurement times this "
                                          "machine's cores, so more than one skews it; the model's numbers do "
@@ -162,7 +176,7 @@ def flow_bench(
     with ui.Progress("benchmarking", transient=True):
         s = bench(captures if len(captures) > 1 else captures[0], out, workload=workload.value, pattern=pattern,
                   target=target, retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force,
-                  workers=workers, executor=executor)
+                  workers=workers, executor=executor, max_hole_bytes=max_hole_bytes)
 
     def show(console: Console) -> None:
         for one in s.get("captures", [s]):
@@ -178,6 +192,9 @@ def flow_bench(
             t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
             t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
             console.print(t)
+            if one["hole_too_large"]:
+                console.print(f"{one['hole_too_large']:,} packets left out: their holes would have exceeded "
+                              f"--max-hole-bytes ({one['max_hole_bytes']:,})", highlight=False)
 
     ui.result(s, show)
     ui.wrote(out)
@@ -187,13 +204,14 @@ def flow_bench(
 def flow_sizes(
     capture: CaptureArg,
     out: OutOpt,
+    max_hole_bytes: MaxHoleOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
     50/90/99 % of its flows. Writes OUT/summary.json, flows.csv and flow_size_cdf (PNG, SVG)."""
     from nicsim.flow.memory import sizes
 
-    s = sizes(capture, out, force=force)
+    s = sizes(capture, out, force=force, max_hole_bytes=max_hole_bytes)
 
     def show(console: Console) -> None:
         console.print(f"{s['flows']:,} flows; {s['share_le_10kb']:.2%} at most 10 KB (the talk: 93.16 %)",
@@ -202,6 +220,9 @@ def flow_sizes(
             console.print(f"  {c['share']:.0%} of flows: flow cache {c['flow_bytes']:,} B per flow, "
                           f"translation table {c['table_entries']:,} entries ({c['table_bytes']:,} B)",
                           highlight=False)
+        if s["cut_directions"]:
+            console.print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded "
+                          f"--max-hole-bytes ({s['max_hole_bytes']:,})", highlight=False)
 
     ui.result(s, show)
     ui.wrote(out)

@@ -9,6 +9,10 @@ sizes` (seed 001, "Packets are Not Pages").
   (`u250-microblaze`, the talk's prototype, or a target TOML file).
 - `sizes` gives the flow-size CDF and the translation-table and flow-cache sizes that cover
   50/90/99 % of flows.
+
+Both reassemble the capture with its holes bounded (`max_hole_bytes` per flow direction, 64 MiB
+by default, as `nicsim flow reassemble`): the copy-based baseline and the model lay each stream
+out contiguously, so a capture's sequence numbers cannot make them allocate or model more.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ def _check_workload(workload: str, pattern: str | None) -> str | None:
 def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
           out: str | os.PathLike[str] | None = None, *, workload: str = "scan", pattern: str | None = None,
           target: str = "u250-microblaze", retrieval: str | None = None, repeat: int = 3, force: bool = False,
-          workers: int = 1, executor: str = "local") -> dict[str, Any]:
+          workers: int = 1, executor: str = "local", max_hole_bytes: int | None = None) -> dict[str, Any]:
     """Both designs on every flow of `capture`: measured here and modelled on `target`. With a
     list of captures, each is benchmarked (on `executor`, `workers` at a time: more than one
     skews the host measurement) and the summary holds them under `captures`.
@@ -101,7 +105,7 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     if out is not None:
         output = OutputDir(out, inputs=[*captures, target if target.endswith(".toml") else None], force=force)
         output.check()  # before the benchmark, not after it
-    jobs = [(os.fspath(c), workload, pattern, text, tname, retrieval, repeat) for c in captures]
+    jobs = [(os.fspath(c), workload, pattern, text, tname, retrieval, repeat, max_hole_bytes) for c in captures]
     if several:
         results = run_tasks(bench_one, jobs, executor=executor, workers=workers, description="benchmarking")
         summary: dict[str, Any] = {"workload": workload, "pattern": pattern, "target": results[0]["target"],
@@ -120,13 +124,13 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     return summary
 
 
-def bench_one(job: tuple[str, str, str | None, str, str, str | None, int]) -> dict[str, Any] | NicsimError:
+def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | None]) -> dict[str, Any] | NicsimError:
     """One capture's benchmark (in a worker, for several): the summary, or the bad input."""
     from nicsim import _core
 
-    capture, workload, pattern, text, tname, retrieval, repeat = job
+    capture, workload, pattern, text, tname, retrieval, repeat, max_hole_bytes = job
     try:
-        cap = open_capture(capture)
+        cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
         require_tcp(cap, capture)
         with core_errors(tname):
             host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
@@ -137,6 +141,7 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int]) -> di
         "capture": capture_name(capture), "workload": workload, "pattern": pattern,
         "payload_bytes": host["payload_bytes"], "streams": host["streams"], "result": host["result"],
         "target": model["target"], "retrieval": model["retrieval"],
+        "max_hole_bytes": cap.limits["max_hole_bytes"], "hole_too_large": cap.counts()["hole_too_large"],
     }
     for side in ("copy", "flow"):
         h, m = host[side], model[side]
@@ -189,15 +194,17 @@ def _quantile(sorted_values: list[int], q: float) -> int:
     return sorted_values[i]
 
 
-def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
+def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
+          max_hole_bytes: int | None = None) -> dict[str, Any]:
     """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
-    cap = open_capture(capture)
+    cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
     require_tcp(cap, capture)
     per_flow: dict[int, dict[str, int]] = {}
-    for d in cap.directions():
+    directions = cap.directions()
+    for d in directions:
         f = per_flow.setdefault(d["flow"], {"bytes": 0, "segments": 0})
         f["bytes"] += d["bytes"]
         f["segments"] += d["segments"]
@@ -211,7 +218,9 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force
     le_10kb = sum(1 for s in size if s <= 10_240) / len(size)
     summary = {"capture": capture_name(capture), "flows": len(flows), "share_le_10kb": le_10kb,
                "table_entry_bytes": TABLE_ENTRY_BYTES, "cover": cover,
-               "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]}}
+               "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]},
+               "max_hole_bytes": cap.limits["max_hole_bytes"],
+               "cut_directions": sum(1 for d in directions if d["cut"])}
     with output as o:
         o.summary(summary)
         o.csv("flows.csv", [{"rank": i, **f} for i, f in enumerate(flows)])

@@ -3,9 +3,11 @@
 OUT/flows.json has one entry per flow direction (src, dst, sport, dport, proto, bytes, holes,
 file, ...), and directions.csv the same without the holes; OUT/<file> holds that direction's
 stream, with holes zero-filled so that file offsets are stream offsets (`holes` lists them as
-[offset, length]). OUT/summary.json accounts for every packet of the capture, and
-stream_sizes.png plots the directions' sizes. The folder is written atomically: on an error
-nothing is left half-written.
+[offset, length]). The zero fill is bounded: a direction's holes add up to at most
+`max_hole_bytes` (64 MiB by default), so a file is at most its payload plus that; packets past
+the bound are dropped, counted as `hole_too_large`, and the direction is marked `cut`.
+OUT/summary.json accounts for every packet of the capture, and stream_sizes.png plots the
+directions' sizes. The folder is written atomically: on an error nothing is left half-written.
 
 A capture is a file, or a stream: standard input (`-`, as `tshark -r -` reads it), a pipe or
 a process substitution (`<(zcat x.pcap.gz)`). A stream is checked for a pcap or pcapng magic
@@ -61,7 +63,8 @@ class FlowView(_Core):
 
 
 class FlowCapture(_Core):
-    """A reassembled capture: `counts()`, `directions()`, `arena_bytes`, `view(flow, direction)`."""
+    """A reassembled capture: `counts()`, `directions()`, `arena_bytes`, `limits`,
+    `view(flow, direction)`."""
 
     def view(self, flow: int, direction: int) -> FlowView:
         with core_errors(None):
@@ -120,11 +123,14 @@ def open_capture(
     max_flows: int | None = None,
     max_arena_bytes: int | None = None,
     max_segments_per_direction: int | None = None,
+    max_hole_bytes: int | None = None,
 ) -> FlowCapture:
     """Reassemble `capture` (pcap or pcapng) into a [`FlowCapture`].
 
     `overlap`: which bytes win where retransmitted segments disagree, "first" (default) or
     "last". The limits bound memory; packets beyond them are dropped and counted by reason.
+    `max_hole_bytes` bounds the holes of each flow direction together (what a stream laid out
+    contiguously adds to its payload; default 64 MiB): a segment past it is `hole_too_large`.
     """
     from nicsim import _core
 
@@ -135,7 +141,7 @@ def open_capture(
         try:
             with core_errors(None):
                 core = _core.FlowCapture(os.fspath(path), overlap, max_flows, max_arena_bytes,
-                                         max_segments_per_direction)
+                                         max_segments_per_direction, max_hole_bytes)
                 return FlowCapture(core)
         except InputError as e:
             msg = str(e).replace(str(path), name)
@@ -157,6 +163,7 @@ def reassemble(
     max_flows: int | None = None,
     max_arena_bytes: int | None = None,
     max_segments_per_direction: int | None = None,
+    max_hole_bytes: int | None = None,
     *,
     force: bool = False,
 ) -> dict[str, Any]:
@@ -166,7 +173,7 @@ def reassemble(
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
     with ui.Progress("reading", transient=True):
-        cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction)
+        cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes)
     require_tcp(cap, capture)
     directions = cap.directions()
     counts = cap.counts()
@@ -187,6 +194,8 @@ def reassemble(
             "stream_bytes": sum(e["bytes"] for e in entries),
             "hole_bytes": sum(h[1] for e in entries for h in e["holes"]),
             "arena_bytes": cap.arena_bytes,
+            "max_hole_bytes": cap.limits["max_hole_bytes"],
+            "cut_directions": sum(1 for e in entries if e["cut"]),
         }
         o.json("flows.json", entries)
         o.csv("directions.csv", [{k: v for k, v in e.items() if k != "holes"} | {"holes": len(e["holes"])}

@@ -2,10 +2,16 @@
 
 The Rust core loads the object, inlines calls, unrolls loops, costs every edge on the target,
 gives the naive bound, and then hands out paths slowest first, each as an SMT-LIB2 query; this
-module runs the solver on them (`nicsim.xdp.solver`) until one is satisfiable — the slowest
-satisfiable path, whose rate is the guarantee — or the time is up, feeds unsat cores back to
-prune infeasible prefixes, reads the example packet and map contents from the model, and writes
-the output folder atomically.
+module runs the solver on them (`nicsim.xdp.solver`, in a process of its own) until one is
+satisfiable — the slowest satisfiable path, whose rate is the guarantee — or the time or the
+memory is up, feeds unsat cores back to prune infeasible prefixes, reads the example packet and
+map contents from the model, and writes the output folder atomically.
+
+`memory_mb` (`--memory-mb`) bounds the whole analysis: half goes to the core (the graph while
+it is built and costed, then the graph and the search's state; an analysis whose graph does not
+fit is an error, one that fits stops its search there with the bound so far), half to the solver
+process (a limit of the operating system; a solver that reaches it stops the search the same
+way). Each process has its interpreter besides (docs/xdp.md, "Memory").
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +30,8 @@ from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir
 
 TARGETS_DIR = Path(__file__).parent / "targets"
+#: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
+ANALYSIS_SHARE = 0.5
 #: Targets shipped with nicsim (`x86-jit` is made on each machine by `nicsim xdp calibrate`).
 BUILTIN_TARGETS = ("nfp",)
 
@@ -55,14 +64,16 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
 
     `rate`: `bit` guarantees bits/s (each path at its minimum packet size), `packet` packets/s.
     Paths are checked slowest first until one is satisfiable (the SSP), `timeout_s` passes, or
-    the search's state would exceed `memory_mb`; the bound in the summary is valid either way
-    (`stopped` says which ended the search). `progress` is called with every new bound.
+    the analysis would exceed `memory_mb` (half for the core's graph and search, half for the
+    solver process); the bound in the summary is valid either way (`stopped` says which ended
+    the search). A graph that does not fit in its half is an `InputError` naming
+    `--memory-mb`. `progress` is called with every new bound.
     `mac_limit=False` leaves out the target's MAC limit, as the paper's evaluation does (§6:
     core-bound programs measured on 5 cores and scaled to 50, past the MAC's packet rate).
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
     """
     from nicsim import _core
-    from nicsim.xdp.solver import make_solver
+    from nicsim.xdp.solver import SolverStopped, make_solver
 
     if rate not in ("bit", "packet"):
         raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
@@ -76,13 +87,18 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     except OSError as e:
         raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
     text, tname = load_target(target)
-    slv = make_solver(solver)
+    analysis_mb = int(memory_mb * ANALYSIS_SHARE)
+    slv = make_solver(solver, (memory_mb - analysis_mb) << 20)
     t0 = time.perf_counter()
     try:
         with core_errors(tname):
-            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", memory_mb, mac_limit)
+            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit)
     except InputError as e:
+        slv.close()
         raise InputError(f"{obj}: {e}") from None
+    except BaseException:
+        slv.close()
+        raise
     summary = json.loads(search.naive())
     naive = summary["naive"]
     bit = rate == "bit"
@@ -113,87 +129,97 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     def remaining() -> float:
         return timeout_s - (time.perf_counter() - t0)
 
-    while True:
-        if remaining() <= 0:
+    solver_ended = None
+    try:
+        solver_name = f"{slv.name} {slv.version()}"  # (waits for the solver process to be ready)
+        while True:
+            if remaining() <= 0:
+                status = stopped = "timeout"
+                break
+            what, qj = search.next_query(remaining())
+            if what in ("timeout", "memory"):
+                status, stopped = "timeout", what
+                break
+            if what == "exhausted":
+                break
+            q = json.loads(qj)
+            if found is not None and q["key"] >= found:
+                status = stopped = "ssp"  # every path left is at least as fast
+                break
+            if bit and found is not None and q["pps"] * 8 * q["min_len"] >= found:
+                # A length lemma (below) says every packet this path accepts is long enough to make
+                # it no slower than the slowest satisfiable path found: it cannot change the result.
+                search.pass_longer()
+                note(min(search.floor(), found))
+                continue
+            res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
+            if res == "unsat":
+                core = slv.core()
+                slv.done()
+                search.refute(core)
+                note(min(search.floor(), found or float("inf")))
+                continue
+            if res == "sat":
+                path = json.loads(search.current_path())
+                # Once a satisfiable path is known, a later one matters only if some packet short
+                # enough to make it slower than that one takes it: one check with the length bounded
+                # says so, before the search for its exact minimum length and the model.
+                bounded = False
+                if bit and found is not None:
+                    longest = _longest_slower(path["pps"], found)
+                    res = "unsat"  # (no packet is short enough: cannot happen, its key is below)
+                    if longest >= path["min_packet_bytes"]:
+                        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{longest} 64)))\n",
+                                             timeout_s=max(remaining(), 0.001))
+                        bounded = True
+                    if res != "sat":
+                        if res == "unsat" and bounded:
+                            # The core's conditions need a longer packet on any path that asserts
+                            # them all: a length lemma.
+                            search.longer(slv.core(), longest + 1)
+                        if bounded:
+                            slv.done()
+                        slv.done()
+                        if res == "unsat":  # no packet makes it slower than the SSP found so far
+                            search.pass_path()
+                            note(min(search.floor(), found))
+                            continue
+                        status = stopped = "timeout"  # as below: the floor counts this path
+                        break
+                if bit:
+                    mps, _ = _min_length(slv, q, max(path["min_packet_bytes"], q["min_len"]), remaining)
+                    path["min_packet_bytes"] = mps
+                    key = path["pps"] * 8 * mps
+                else:
+                    key = q["key"]
+                pkt, ret, mp = _model(slv, q)
+                if bit:
+                    slv.done()
+                if bounded:
+                    slv.done()
+                slv.done()
+                path["retval"] = ret
+                if found is None or key < found:
+                    found, ssp, example, maps = key, path, pkt, mp
+                    ssp["key"] = key
+                search.pass_path()
+                note(min(search.floor(), found))
+                if not bit or key <= q["key"] * (1 + 1e-12):
+                    status = stopped = "ssp"
+                    break
+                continue
+            # `unknown`: the solver ran out of time on this path; it may be feasible, so the bound
+            # stays at or below its rate (the floor counts the path being checked).
+            slv.done()
             status = stopped = "timeout"
             break
-        what, qj = search.next_query(remaining())
-        if what in ("timeout", "memory"):
-            status, stopped = "timeout", what
-            break
-        if what == "exhausted":
-            break
-        q = json.loads(qj)
-        if found is not None and q["key"] >= found:
-            status = stopped = "ssp"  # every path left is at least as fast
-            break
-        if bit and found is not None and q["pps"] * 8 * q["min_len"] >= found:
-            # A length lemma (below) says every packet this path accepts is long enough to make
-            # it no slower than the slowest satisfiable path found: it cannot change the result.
-            search.pass_longer()
-            note(min(search.floor(), found))
-            continue
-        res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
-        if res == "unsat":
-            core = slv.core()
-            slv.done()
-            search.refute(core)
-            note(min(search.floor(), found or float("inf")))
-            continue
-        if res == "sat":
-            path = json.loads(search.current_path())
-            # Once a satisfiable path is known, a later one matters only if some packet short
-            # enough to make it slower than that one takes it: one check with the length bounded
-            # says so, before the search for its exact minimum length and the model.
-            bounded = False
-            if bit and found is not None:
-                longest = _longest_slower(path["pps"], found)
-                res = "unsat"  # (no packet is short enough: cannot happen, its key is below)
-                if longest >= path["min_packet_bytes"]:
-                    res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{longest} 64)))\n",
-                                         timeout_s=max(remaining(), 0.001))
-                    bounded = True
-                if res != "sat":
-                    if res == "unsat" and bounded:
-                        # The core's conditions need a longer packet on any path that asserts
-                        # them all: a length lemma.
-                        search.longer(slv.core(), longest + 1)
-                    if bounded:
-                        slv.done()
-                    slv.done()
-                    if res == "unsat":  # no packet makes it slower than the SSP found so far
-                        search.pass_path()
-                        note(min(search.floor(), found))
-                        continue
-                    status = stopped = "timeout"  # as below: the floor counts this path
-                    break
-            if bit:
-                mps, _ = _min_length(slv, q, max(path["min_packet_bytes"], q["min_len"]), remaining)
-                path["min_packet_bytes"] = mps
-                key = path["pps"] * 8 * mps
-            else:
-                key = q["key"]
-            pkt, ret, mp = _model(slv, q)
-            if bit:
-                slv.done()
-            if bounded:
-                slv.done()
-            slv.done()
-            path["retval"] = ret
-            if found is None or key < found:
-                found, ssp, example, maps = key, path, pkt, mp
-                ssp["key"] = key
-            search.pass_path()
-            note(min(search.floor(), found))
-            if not bit or key <= q["key"] * (1 + 1e-12):
-                status = stopped = "ssp"
-                break
-            continue
-        # `unknown`: the solver ran out of time on this path; it may be feasible, so the bound
-        # stays at or below its rate (the floor counts the path being checked).
-        slv.done()
-        status = stopped = "timeout"
-        break
+    except SolverStopped as e:
+        # The solver process ran out of its memory, or overran its time: the search stops as
+        # when the core's state reaches its budget, or at a timeout (the path being checked is
+        # counted by the floor).
+        status, stopped, solver_ended = "timeout", e.reason, str(e)
+    finally:
+        slv.close()
     enumerated, unsat, pruned, refused = search.counts()
     g = summary["guarantee"]
     if ssp is not None and status == "ssp":
@@ -213,9 +239,18 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             g[key_name] = max(floor, naive[key_name])
         ssp = None
         g["status"] = status
-    summary.update(rate=rate, mac_limit=mac_limit, solver=f"{slv.name} {slv.version()}", paths_enumerated=enumerated, paths_unsat=unsat,
+    summary.update(rate=rate, mac_limit=mac_limit, solver=solver_name, paths_enumerated=enumerated, paths_unsat=unsat,
                    paths_pruned=pruned, prefixes_refused=refused, stopped=stopped,
                    search_memory_mb=round(search.memory_bytes() / 2**20, 1))
+    summary["memory"] = {
+        "budget_mb": memory_mb, "analysis_budget_mb": analysis_mb,
+        "analysis_mb": round(search.analysis_bytes() / 2**20, 1),
+        "search_mb": summary["search_memory_mb"],
+        "solver_budget_mb": memory_mb - analysis_mb,
+        "solver_peak_rss_mb": round(slv.peak_rss_bytes / 2**20, 1),
+        "solver_ended": solver_ended,
+        "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, 1),
+    }
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest())
     summary["seconds"] = elapsed()
     summary["trace"] = trace

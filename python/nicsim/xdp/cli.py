@@ -64,8 +64,9 @@ def xdp_analyze(
                                                    help="Iterations for loops whose bound the code does not make "
                                                    "evident (too small a bound is unsound).")] = None,
     memory_mb: Annotated[int, typer.Option("--memory-mb", metavar="MB", callback=in_range(16, MAX_MEMORY_MB),
-                                           help="Memory for the search's state; the search stops there with the "
-                                           "bound so far (valid).")] = 2048,
+                                           help="Memory for the whole analysis, half for the graph and search, "
+                                           "half for the solver; the search stops there with the bound so far "
+                                           "(valid), a graph that does not fit is an error.")] = 2048,
     mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
                                             "limit; `--no-mac-limit` gives the cores' and DRAM's rate alone, as the "
                                             "paper's evaluation reports it.")] = True,
@@ -133,7 +134,7 @@ def xdp_sweep(
                                            help="Seconds each analysis may search.")] = 60.0,
     solver: Annotated[Solver, typer.Option("--solver", help="SMT solver.")] = Solver.bitwuzla,
     memory_mb: Annotated[int, typer.Option("--memory-mb", metavar="MB", callback=in_range(16, MAX_MEMORY_MB),
-                                           help="Memory for each analysis's search.")] = 2048,
+                                           help="Memory for each analysis (see `nicsim xdp analyze`).")] = 2048,
     mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the targets' MAC "
                                             "packet limit.")] = True,
     executor: Annotated[str, typer.Option("--executor", "-x", metavar="local|ray", help="Where the analyses "

@@ -38,6 +38,7 @@ pub fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, XdpErro
         &Options {
             section: None,
             loop_bound,
+            memory_budget_bytes: None,
         },
     )
 }
