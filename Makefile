@@ -54,19 +54,14 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-config
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-config wheel
 
-# The XDP program suite (examples/xdp) and the analyzer's test programs (tests/xdp), compiled
-# with clang for the BPF target into $(XDP_OUT). Count-Min is built once per stage count 1..20,
-# QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised.
+# The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
+# analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
+# by python/nicsim/xdp/build.py, which an installed nicsim also uses: Count-Min once per stage
+# count 1..20, QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised. An object is
+# rebuilt when its source is newer.
 XDP_OUT := $(CARGO_TARGET_DIR)/xdp
-XDP_VARIANTS := examples/xdp/count_min.c examples/xdp/quic_lb.c examples/xdp/rtp_alaw.c
-XDP_SRC := $(filter-out $(XDP_VARIANTS),$(wildcard examples/xdp/*.c)) $(wildcard tests/xdp/*.c)
-XDP_OBJ := $(addprefix $(XDP_OUT)/,$(notdir $(XDP_SRC:.c=.o))) \
-           $(foreach n,$(shell seq 1 20),$(XDP_OUT)/count_min_$(n).o) \
-           $(XDP_OUT)/quic_lb_v4.o $(XDP_OUT)/quic_lb_v6.o \
-           $(XDP_OUT)/rtp_alaw.o $(XDP_OUT)/rtp_alaw_opt.o
-BPF_CFLAGS := -O2 -g -target bpf -Wall -Iexamples/xdp -I/usr/include/$(shell gcc -print-multiarch 2>/dev/null)
 export NICSIM_XDP_OBJS := $(XDP_OUT)
 
 tools:
@@ -140,35 +135,8 @@ xdp-tools:
 	@$(call need,clang,clang)
 	@$(call need_file,/usr/include/bpf/bpf_helpers.h,libbpf-dev)
 
-$(XDP_OUT)/count_min_%.o: examples/xdp/count_min.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -DSTAGES=$* -c $< -o $@
-
-$(XDP_OUT)/quic_lb_v4.o: examples/xdp/quic_lb.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -c $< -o $@
-
-$(XDP_OUT)/quic_lb_v6.o: examples/xdp/quic_lb.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -DQUIC_IPV6 -c $< -o $@
-
-$(XDP_OUT)/rtp_alaw.o: examples/xdp/rtp_alaw.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -c $< -o $@
-
-$(XDP_OUT)/rtp_alaw_opt.o: examples/xdp/rtp_alaw.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -DRTP_OPT -c $< -o $@
-
-$(XDP_OUT)/%.o: examples/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -c $< -o $@
-
-$(XDP_OUT)/%.o: tests/xdp/%.c examples/xdp/xdp_common.h | xdp-tools
-	@mkdir -p $(@D)
-	clang $(BPF_CFLAGS) -c $< -o $@
-
-xdp-suite: $(XDP_OBJ)
+xdp-suite: xdp-tools
+	$(PYTHON) python/nicsim/xdp/build.py $(XDP_OUT) tests/xdp
 
 # tshark checks that the captures nicsim writes are ones Wireshark opens, and is the reference
 # for flow reassembly on the real captures Debian ships with gopacket and dpkt.
@@ -187,10 +155,18 @@ veth-captures: xdp-tools
 	  echo "nicsim: warning: could not record the veth captures (network namespaces?); the tshark test uses the others" >&2; \
 	  rm -rf $(VETH_CAPTURES); fi
 
-test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures
+# The wheel users install (pip install nicsim-*.whl): the release extension of `make develop`,
+# reused (same flags and target directory), packed with the Python sources, configs, targets
+# and XDP program sources. tests/test_wheel.py installs it into a scratch venv.
+WHEEL_DIR := $(CARGO_TARGET_DIR)/wheels
+wheel: develop
+	@rm -rf $(WHEEL_DIR)
+	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin build --release -q -o $(WHEEL_DIR)
+
+test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --release --workspace --exclude nicsim-py
-	$(VENV)/bin/pytest -q tests
+	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q tests
 
 bench: develop xdp-suite
 	$(PY) benches/run.py
@@ -221,8 +197,8 @@ fuzz-tools: | tools
 
 fuzz: xdp-suite fuzz-tools
 	@mkdir -p $(FUZZ_DIR)/corpus/elf_load $(FUZZ_DIR)/corpus/decode
-	cp $(filter-out %/call_fanout.o %/loop_nested.o,$(XDP_OBJ)) $(FUZZ_DIR)/corpus/elf_load/
-	$(CARGO) run --release -q -p nicsim-xdp --example fuzz_seeds -- $(FUZZ_DIR)/corpus/decode $(XDP_OBJ)
+	for f in $(XDP_OUT)/*.o; do case $$f in */call_fanout.o|*/loop_nested.o) ;; *) cp $$f $(FUZZ_DIR)/corpus/elf_load/ ;; esac; done
+	$(CARGO) run --release -q -p nicsim-xdp --example fuzz_seeds -- $(FUZZ_DIR)/corpus/decode $(XDP_OUT)/*.o
 	cd $(FUZZ_DIR) && for t in $(FUZZ_TARGETS); do \
 	  $(CARGO) +nightly fuzz run --debug-assertions $$t corpus/$$t -- \
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) \

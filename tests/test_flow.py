@@ -127,7 +127,8 @@ def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_p
     assert [(f["cut"], f["bytes"], f["holes"]) for f in flows] == [
         (True, len(MESSAGE), []), (False, 17 + 1000 + 5, [[17, 1000]])]
     assert (out / flows[0]["file"]).read_bytes() == MESSAGE
-    assert sum(f.stat().st_size for f in out.iterdir()) < 10_000
+    # The stream files and their index stay small (the plot and tables beside them are fixed-size).
+    assert sum(f.stat().st_size for f in out.iterdir() if f.suffix in (".bin", ".json")) < 10_000
     # A smaller bound cuts the other direction too, at its hole; the bytes before it stay.
     small = tmp_path / "small"
     r = nicsim("flow", "reassemble", cap, "--out", small, "--max-hole-bytes", "999")

@@ -229,3 +229,18 @@ def test_calibrate_does_not_overwrite_a_file_it_did_not_write(scratch: Path) -> 
     assert (scratch / "sentinel.txt").read_text() == "the user's data"
     assert_one_line_error(nicsim("xdp", "calibrate", "--out", "data", cwd=scratch), "data", "folder")
     assert_one_line_error(nicsim("xdp", "calibrate", "--out", "", cwd=scratch), "--out", "empty path")
+
+
+def test_a_full_disk_names_out_and_leaves_nothing(tmp_path: Path) -> None:
+    """ENOSPC while writing: one line naming --out (not the hidden temporary folder), nothing
+    left on the full file system. Needs root to mount a 64 kB tmpfs."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root?)")
+    try:
+        r = nicsim("run", PAPER, "--out", mnt / "o", *TINY)
+        assert_one_line_error(r, str(mnt / "o"), "No space left on device")
+        assert list(mnt.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)

@@ -257,7 +257,7 @@ def _fmt(v: Any) -> str:
 
 
 @offloads_app.command("units")
-def offloads_units(config: ConfigArg, param: ParamOpt = None, _json: JsonOpt = False) -> None:
+def offloads_units(config: ConfigArg, param: ParamOpt = None, _json: JsonOpt = False, _quiet: QuietOpt = False) -> None:
     """Eq. 1 for each offload: n = ceil(w_pipe/w_unit · f_pipe/f_unit + delay).
 
     Shows each offload's width, clock, non-pipelined delay, one unit's rate, the units Eq. 1
@@ -293,13 +293,14 @@ def reproduce_flexpipe(
     out: OutOpt,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer packets and points: a fast smoke run.")] = False,
     executor: ExecutorOpt = Executor.local,
+    workers: WorkersOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """FlexPipe (Zyla et al., 2023): Table II, Fig. 3 (throughput), Fig. 4 (latency per flow and
     size) and Fig. 5 (recirculation), each next to the paper's numbers."""
     from nicsim.reproduce import flexpipe
 
-    _reproduced(out, flexpipe.main(out, quick=quick, executor=executor.value, force=force))
+    _reproduced(out, flexpipe.main(out, quick=quick, executor=executor.value, workers=workers, force=force))
 
 
 @reproduce_app.command("xdp")
@@ -327,8 +328,10 @@ def reproduce_xdp(
 @reproduce_app.command("flowmem")
 def reproduce_flowmem(
     out: OutOpt,
-    flows: Annotated[int, typer.Option("--flows", metavar="N", callback=in_range(1, MAX_SYNTH_FLOWS),
-                                       help="Connections in the synthetic capture.")] = 2000,
+    flows: Annotated[int | None, typer.Option("--flows", metavar="N", callback=in_range(1, MAX_SYNTH_FLOWS),
+                                              help="Connections in the synthetic capture [default: 2,000; 200 with "
+                                              "--quick].", show_default=False)] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A fast smoke run: 200 connections.")] = False,
     seed: Annotated[int, typer.Option("--seed", metavar="N", callback=in_range(0, U64_MAX),
                                       help="Seed of the synthetic capture.")] = 1,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
@@ -338,7 +341,7 @@ def reproduce_flowmem(
     addressing in the SmartNIC memory model, beside the talk's figures."""
     from nicsim.reproduce import flowmem
 
-    _reproduced(out, flowmem.main(out, flows=flows, seed=seed, force=force))
+    _reproduced(out, flowmem.main(out, flows=flows or (200 if quick else 2000), seed=seed, force=force))
 
 
 @reproduce_app.command("router")
@@ -360,7 +363,14 @@ def reproduce_router(
                                  force=force))
 
 
+#: The longest error line: a message that quotes a huge input (a 100 kB name) is cut.
+MAX_ERROR_CHARS = 1000
+
+
 def _fail(msg: str, code: int = 2) -> NoReturn:
+    msg = " ".join(msg.split())  # one line, whatever the message quoted
+    if len(msg) > MAX_ERROR_CHARS:
+        msg = msg[:MAX_ERROR_CHARS] + f"… ({len(msg) - MAX_ERROR_CHARS:,} more characters)"
     print(f"nicsim: error: {msg}", file=sys.stderr)
     sys.exit(code)
 

@@ -35,13 +35,20 @@ Override = tuple[str, Any]
 
 
 class Config(dict):
-    """A configuration document; `source` names the file it came from (for error messages)."""
+    """A configuration document; `source` names the file it came from and `overridden` the key
+    paths that `--param` set (for error messages: a problem there is the `--param`'s)."""
 
     source: str | None = None
+    overridden: tuple[str, ...] = ()
 
-    def __init__(self, *args: Any, source: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, source: str | None = None, overridden: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.source = source
+        self.overridden = tuple(overridden)
+
+    def origin(self, key: str) -> str | None:
+        """Where the value at `key` came from: `--param` when an override set it, else the file."""
+        return "--param" if any(_key_under(key, k) for k in self.overridden) else self.source
 
 
 def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override] | Mapping[str, Any] = (),
@@ -53,14 +60,21 @@ def load_config(path: str | os.PathLike[str], overrides: Iterable[str | Override
     doc = parse_toml(raw, file)
     _resolve_paths(doc, base)
     cfg = with_overrides(Config(doc, source=file), overrides)
-    try:
+    with blame_overrides(file, override_keys(overrides)):
         (check or validate)(cfg)
+    return cfg
+
+
+@contextmanager
+def blame_overrides(file: str | None, keys: Iterable[str]) -> Iterator[None]:
+    """A [`ConfigError`] at a key that one of `keys` (overrides) set is reported against
+    `--param`, not against the file, whose value it replaced."""
+    try:
+        yield
     except ConfigError as e:
-        # A problem at a key that an override set is the override's, not the file's.
-        if e.file == file and any(_key_under(e.path, k) for k in _override_keys(overrides)):
+        if e.file == file and any(_key_under(e.path, k) for k in keys):
             e.file = "--param"
         raise
-    return cfg
 
 
 #: The largest configuration read (the paper's is 1.5 kB): a bound for standard input and
@@ -110,16 +124,47 @@ def parse_toml(raw: bytes, file: str) -> dict[str, Any]:
     key = _too_deep(doc, MAX_DEPTH)
     if key is not None:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=key, file=file)
+    key = _int_out_of_range(doc)
+    if key is not None:  # TOML integers are 64-bit; Python's tomllib reads any
+        raise ConfigError("integer out of TOML's 64-bit range", path=key, file=file)
     return doc
+
+
+def _int_out_of_range(v: Any, path: str = "") -> str | None:
+    """The key path of the first integer outside -2^63..2^63-1, or None."""
+    stack = [(v, path)]
+    while stack:
+        x, p = stack.pop()
+        if isinstance(x, int) and not isinstance(x, bool) and not -(2**63) <= x < 2**63:
+            return p or "."
+        if isinstance(x, dict):
+            stack.extend((y, f"{p}.{k}" if p else str(k)) for k, y in x.items())
+        elif isinstance(x, list):
+            stack.extend((y, f"{p}[{i}]") for i, y in enumerate(x))
+    return None
+
+
+def read_input_file(path: str | os.PathLike[str], what: str, max_bytes: int) -> bytes:
+    """The bytes of an input file (`what` names it in errors): a regular file of at most
+    `max_bytes`, so that a device or an endless file is refused instead of read forever."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: " + (f"no such {what} file" if not os.path.lexists(p) else
+                                        f"not a regular file (a {what} is a file)"))
+    try:
+        with p.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    if len(raw) > max_bytes:
+        raise InputError(f"{path}: larger than {max_bytes >> 20} MiB: not a {what}")
+    return raw
 
 
 def read_toml_file(path: str | os.PathLike[str], what: str) -> str:
     """The text of a TOML file that the core parses (a target file), checked here first so that
     its syntax errors read `FILE: line L, column C: MSG`. `what` names it in read errors."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    raw = read_input_file(path, what, MAX_CONFIG_BYTES)
     parse_toml(raw, str(path))
     return raw.decode("utf-8").removeprefix("\ufeff")
 
@@ -138,7 +183,7 @@ def _too_deep(v: Any, depth: int, path: str = "") -> str | None:
     return None
 
 
-def _override_keys(overrides: Iterable[str | Override] | Mapping[str, Any]) -> list[str]:
+def override_keys(overrides: Iterable[str | Override] | Mapping[str, Any]) -> list[str]:
     if isinstance(overrides, Mapping):
         keys = list(overrides)
     else:
@@ -172,12 +217,14 @@ def with_overrides(
         items = list(overrides.items())
     else:
         items = [parse_override(o) if isinstance(o, str) else o for o in overrides]
-    out = Config(copy.deepcopy(dict(config)), source=getattr(config, "source", None))
+    out = Config(copy.deepcopy(dict(config)), source=getattr(config, "source", None),
+                 overridden=getattr(config, "overridden", ()))
     touched = []
     for key, value in items:
         tokens = parse_key(key)
         set_key(out, tokens, copy.deepcopy(value), key)
         touched.append(format_key(tokens))
+    out.overridden += tuple(touched)
     _resolve_paths(out, Path(relative_to) if relative_to is not None else Path.cwd(), only=touched)
     return out
 
@@ -232,8 +279,10 @@ def parse_value(text: str) -> Any:
     text = text.strip()
     try:
         doc = tomllib.loads(f"v = {text}")
-    except (tomllib.TOMLDecodeError, RecursionError):
+    except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40] + "…", file="--param") from None
     if _too_deep(doc["v"] if "v" in doc else doc, MAX_DEPTH) is not None:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40], file="--param")
     return doc["v"] if len(doc) == 1 else text
@@ -340,8 +389,9 @@ def _check_json(v: Any, path: str, file: str | None) -> None:
 
 
 @contextmanager
-def core_errors(source: str | None) -> Iterator[None]:
-    """Turn the core's exceptions into [`ConfigError`] (with the file) and [`InputError`]."""
+def core_errors(source: str | None, about: str | None = None) -> Iterator[None]:
+    """Turn the core's exceptions into [`ConfigError`] (with the file `source`) and
+    [`InputError`] (prefixed with `about`, the input it is about, when given and not named)."""
     from nicsim import _core
 
     try:
@@ -351,7 +401,7 @@ def core_errors(source: str | None) -> Iterator[None]:
         raise ConfigError(_one_line(msg), path="" if path == "." else str(path), file=source) from None
     except _core.InputError as e:
         msg = _one_line(e.args[0] if e.args else e)
-        raise InputError(msg if source is None or msg.startswith(source) else f"{source}: {msg}") from None
+        raise InputError(msg if about is None or msg.startswith(about) else f"{about}: {msg}") from None
 
 
 def _one_line(msg: Any) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import PATH_KEYS, core_errors, get_key, to_json
-from nicsim.errors import Interrupted
+from nicsim.config import PATH_KEYS, Config, core_errors, get_key, to_json
+from nicsim.errors import ConfigError, InputError, Interrupted
 from nicsim.output import OutputDir, stamp
 
 #: Called between slices with (simulated µs, summary so far).
@@ -40,9 +40,18 @@ class Datapath:
         self._source = getattr(config, "source", None)
         self.egress_pcap = None if egress_pcap is None else Path(egress_pcap)
         payload = to_json(config)
-        with core_errors(self._source):
-            self._core = _core.Datapath(payload, None if egress_pcap is None else os.fspath(egress_pcap),
-                                        log_packets)
+        try:
+            with core_errors(self._source):
+                self._core = _core.Datapath(payload, None if egress_pcap is None else os.fspath(egress_pcap),
+                                            log_packets)
+        except InputError as e:
+            # A traffic file that cannot be used is the fault of the key that names it.
+            for key in PATH_KEYS:
+                value = get_key(config, key)
+                if isinstance(value, str) and value and value in str(e):
+                    origin = config.origin(key) if isinstance(config, Config) else self._source
+                    raise ConfigError(str(e), path=key, file=origin) from None
+            raise
 
     def run(self, until_us: float | None = None) -> bool:
         """Run to simulated time `until_us` (µs; to the end when None). True when the run is over."""

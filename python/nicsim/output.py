@@ -171,6 +171,7 @@ class OutputDir:
             if _inside(i, t):
                 raise self._refuse(f"holds the input {i}; nicsim never replaces it (give another --out)")
         if not t.exists():
+            self._check_creatable()
             return
         if not t.is_dir():
             raise self._refuse("exists and is not a folder; give another --out")
@@ -189,6 +190,20 @@ class OutputDir:
         git = _holds_git(t)
         if git is not None:
             raise self._refuse(f"holds a git repository ({git}); nicsim never replaces it, even with --force")
+
+    def _check_creatable(self) -> None:
+        """The folder can be made: its nearest existing ancestor is a folder where a folder can
+        be created (tried, and removed at once), so that a long command does not find out at
+        its end."""
+        a = self.target.parent
+        while not os.path.lexists(a) and a != a.parent:
+            a = a.parent
+        if not a.is_dir():
+            raise self._refuse(f"cannot create the output folder: {a} is not a folder")
+        try:
+            shutil.rmtree(tempfile.mkdtemp(prefix=".nicsim-probe-", dir=a))
+        except OSError as e:
+            raise self._refuse(f"cannot create the output folder: {e.strerror}") from None
 
     # -- the folder's life --------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from nicsim import ui
-from nicsim.config import Config, validate, with_overrides
+from nicsim.config import Config, blame_overrides, override_keys, validate, with_overrides
 from nicsim.errors import InputError, NicsimError
 
 EXECUTORS = ("local", "ray")
@@ -118,10 +118,7 @@ def run_tasks(
 ) -> list[Any]:
     """`[fn(x) for x in items]` on the executor; `fn` must be a module-level function (it is
     pickled to the workers). A result that is a [`NicsimError`] is raised here, after all ran."""
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor '{executor}' (expected {' or '.join(EXECUTORS)})")
-    if workers is not None and workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
+    check_executor(executor, workers)
     if not items:
         return []
     workers = min(workers or os.cpu_count() or 1, len(items))
@@ -140,6 +137,14 @@ def run_tasks(
         if isinstance(o, BaseException):
             raise o
     return outcomes
+
+
+def check_executor(executor: str, workers: int | None = None) -> None:
+    """`--executor` and `--workers`, checked before any work starts."""
+    if executor not in EXECUTORS:
+        raise InputError(f"--executor: unknown executor '{executor}' (expected {' or '.join(EXECUTORS)})")
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
 
 
 def _ignore_sigint() -> None:
@@ -317,8 +322,9 @@ def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequenc
     model = model_of(cfg)
     output = OutputDir(out, inputs=config_inputs(cfg), force=force, config=cfg)
     output.check()  # before the runs, not after them
-    for combo in itertools.product(*params.values()):  # every point valid before any runs
-        check_config(with_overrides(cfg, dict(zip(params, combo, strict=True))))
+    with blame_overrides(cfg.source, override_keys(params)):
+        for combo in itertools.product(*params.values()):  # every point valid before any runs
+            check_config(with_overrides(cfg, dict(zip(params, combo, strict=True))))
     points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
     rows = [{**pt["params"], **metrics(model, pt["summary"])} for pt in points]
     varied = [k for k, v in params.items() if len(v) > 1]

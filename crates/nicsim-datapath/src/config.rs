@@ -481,8 +481,86 @@ impl Config {
         Ok(())
     }
 
+    /// The firewall's rules parse, whether or not the run is functional (a timing run today is
+    /// a functional run tomorrow), and are few enough for the rule table's 16-bit index. A
+    /// problem names the entry (`firewall.rules[i]`).
+    fn check_firewall_rules(&self) -> Result<(), ConfigError> {
+        let rules = &self.firewall.rules;
+        if rules.len() > u16::MAX as usize {
+            return err(
+                "firewall.rules",
+                format!("{} rules: at most {} are supported", rules.len(), u16::MAX),
+            );
+        }
+        if let Err(e) = nicsim_offloads::RuleSet::parse(&rules.join("\n")) {
+            // The error's line is in the rules joined by newlines: find the entry it is in.
+            let mut first_line = 1;
+            for (i, r) in rules.iter().enumerate() {
+                let lines = r.split('\n').count();
+                if e.line < first_line + lines {
+                    return err(format!("firewall.rules[{i}]"), e.message);
+                }
+                first_line += lines;
+            }
+            return err("firewall.rules", e.to_string());
+        }
+        Ok(())
+    }
+
+    /// The traffic's packet sizes, checked before anything sized by the largest packet (a
+    /// FIFO that "cannot hold" a 10 kB packet is the packet's fault, not the FIFO's).
+    fn check_packet_sizes(&self) -> Result<(), ConfigError> {
+        let t = &self.traffic;
+        match &t.size {
+            SizeDist::UniformSet { values } => check_sizes("traffic.size.values", values)?,
+            SizeDist::Fixed { bytes } => check_sizes("traffic.size.bytes", &[*bytes])?,
+            SizeDist::Weighted { values, weights } => {
+                check_sizes("traffic.size.values", values)?;
+                if weights.len() != values.len() {
+                    return err(
+                        "traffic.size.weights",
+                        format!("has {} entries, values has {}", weights.len(), values.len()),
+                    );
+                }
+                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+                    || weights.iter().sum::<f64>() <= 0.0
+                {
+                    return err(
+                        "traffic.size.weights",
+                        "must be non-negative with a positive sum",
+                    );
+                }
+            }
+            SizeDist::Exponential {
+                mean_bytes,
+                min_bytes,
+                max_bytes,
+            } => {
+                if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
+                    return err("traffic.size.mean_bytes", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Lognormal {
+                sigma,
+                min_bytes,
+                max_bytes,
+                ..
+            } => {
+                if !(sigma.is_finite() && *sigma > 0.0) {
+                    return err("traffic.size.sigma", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Capture { .. } => {}
+        }
+        Ok(())
+    }
+
     /// Check meaning beyond types. The first problem is reported with its key path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_packet_sizes()?;
+        self.check_firewall_rules()?;
         let p = &self.pipeline;
         for (key, v) in [
             ("pipeline.width_bits", p.width_bits),
@@ -619,49 +697,6 @@ impl Config {
             if !(0.0..=1.0).contains(&v) {
                 return err(key, "must be a share between 0 and 1");
             }
-        }
-        match &t.size {
-            SizeDist::UniformSet { values } => check_sizes("traffic.size.values", values)?,
-            SizeDist::Fixed { bytes } => check_sizes("traffic.size.bytes", &[*bytes])?,
-            SizeDist::Weighted { values, weights } => {
-                check_sizes("traffic.size.values", values)?;
-                if weights.len() != values.len() {
-                    return err(
-                        "traffic.size.weights",
-                        format!("has {} entries, values has {}", weights.len(), values.len()),
-                    );
-                }
-                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                    || weights.iter().sum::<f64>() <= 0.0
-                {
-                    return err(
-                        "traffic.size.weights",
-                        "must be non-negative with a positive sum",
-                    );
-                }
-            }
-            SizeDist::Exponential {
-                mean_bytes,
-                min_bytes,
-                max_bytes,
-            } => {
-                if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
-                    return err("traffic.size.mean_bytes", "must be positive");
-                }
-                check_bounds(*min_bytes, *max_bytes)?;
-            }
-            SizeDist::Lognormal {
-                sigma,
-                min_bytes,
-                max_bytes,
-                ..
-            } => {
-                if !(sigma.is_finite() && *sigma > 0.0) {
-                    return err("traffic.size.sigma", "must be positive");
-                }
-                check_bounds(*min_bytes, *max_bytes)?;
-            }
-            SizeDist::Capture { .. } => {}
         }
         if self.flows.is_empty() {
             return err("flows", "at least one flow is required");

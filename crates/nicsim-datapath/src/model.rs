@@ -265,7 +265,13 @@ impl Datapath {
 
     /// The records kept since the last call (empty when logging is off).
     pub fn take_packet_log(&mut self) -> crate::measure::PacketLog {
-        self.engine.world.sink.log.as_mut().map(|l| l.take()).unwrap_or_default()
+        self.engine
+            .world
+            .sink
+            .log
+            .as_mut()
+            .map(|l| l.take())
+            .unwrap_or_default()
     }
 
     /// Ticks per µs of this run's time (to convert a [`crate::measure::PacketLog`]'s times).

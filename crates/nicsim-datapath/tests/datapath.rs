@@ -749,3 +749,25 @@ fn with_units(base: &str, units: [u32; 6]) -> String {
     }
     text
 }
+
+/// Firewall rules are checked at validation whether or not the run is functional, and a bad one
+/// is named by its entry (timing runs used to accept any text there).
+#[test]
+fn firewall_rules_are_checked_in_every_run() {
+    for functional in [false, true] {
+        let mut cfg = paper();
+        cfg.functional = functional;
+        cfg.firewall.rules = vec![
+            "deny udp any any dport 5004".into(),
+            "frobnicate tcp any any".into(),
+        ];
+        let e = cfg.validate().unwrap_err();
+        assert_eq!(e.path, "firewall.rules[1]", "{e:?}");
+        assert!(e.msg.contains("frobnicate"), "{e:?}");
+        cfg.firewall.rules.pop();
+        cfg.validate().unwrap();
+    }
+    let mut cfg = paper();
+    cfg.firewall.rules = vec!["allow tcp any any".into(); 70_000];
+    assert_eq!(cfg.validate().unwrap_err().path, "firewall.rules");
+}

@@ -309,6 +309,24 @@ fn mem_workload(kind: &str, pattern: Option<&str>) -> PyResult<Workload> {
     }
 }
 
+/// Check a memory-model target (TOML) and a retrieval, without a capture.
+#[pyfunction]
+#[pyo3(signature = (target_toml, retrieval=None))]
+fn flow_check_target(target_toml: &str, retrieval: Option<&str>) -> PyResult<()> {
+    mem_config(target_toml, retrieval).map(|_| ())
+}
+
+/// Check a workload and its pattern (both the host's and the model's regex), without a capture.
+#[pyfunction]
+#[pyo3(signature = (workload, pattern=None))]
+fn flow_check_workload(workload: &str, pattern: Option<&str>) -> PyResult<()> {
+    mem_workload(workload, pattern)?;
+    if let Some(p) = pattern {
+        StreamRegex::new(p).map_err(input_error)?;
+    }
+    Ok(())
+}
+
 fn design_json(d: &DesignReport) -> serde_json::Value {
     let mut v = serde_json::to_value(d).expect("serializable");
     let o = v.as_object_mut().expect("an object");
@@ -473,6 +491,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FlowCapture>()?;
     m.add_class::<FlowView>()?;
     m.add_function(wrap_pyfunction!(flow_model, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_check_target, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_check_workload, m)?)?;
     m.add_function(wrap_pyfunction!(flow_model_micro, m)?)?;
     m.add_function(wrap_pyfunction!(flow_model_target, m)?)?;
     m.add_function(wrap_pyfunction!(flow_host_bench, m)?)?;

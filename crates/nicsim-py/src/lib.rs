@@ -140,7 +140,10 @@ impl Datapath {
             ("t_parse", le(&log.t_parse, u64::to_le_bytes)),
             ("t_rx", le(&log.t_rx, u64::to_le_bytes)),
             ("recircs", log.recircs.clone()),
-            ("in_window", log.in_window.iter().map(|&b| b as u8).collect()),
+            (
+                "in_window",
+                log.in_window.iter().map(|&b| b as u8).collect(),
+            ),
         ];
         for (name, bytes) in cols {
             d.set_item(name, PyBytes::new(py, &bytes))?;

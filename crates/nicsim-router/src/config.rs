@@ -518,6 +518,15 @@ impl Config {
         if pc.memory.read_latency_ns > 1_000_000 {
             return err("pc.memory.read_latency_ns", "must be at most 1 ms");
         }
+        // Frame sizes first: a FIFO that "cannot hold" a 10 kB frame is the frame's fault.
+        for (i, t) in self.traffic.iter().enumerate() {
+            check_frame(&format!("traffic[{i}].frame_bytes"), t.frame_bytes)?;
+            for (k, f) in t.flows.iter().enumerate() {
+                if let Some(b) = f.frame_bytes {
+                    check_frame(&format!("traffic[{i}].flows[{k}].frame_bytes"), b)?;
+                }
+            }
+        }
         let max_frame = self.max_frame_bytes();
         for (key, v) in [
             ("nic.input_fifo_bytes", self.nic.input_fifo_bytes),

@@ -147,6 +147,11 @@ fn cstr(tab: &[u8], off: u32) -> String {
     String::from_utf8_lossy(&tail[..end]).into_owned()
 }
 
+/// The largest section without file bytes (`.bss`) loaded. The kernel refuses a map value
+/// larger than KMALLOC_MAX_SIZE (4 MiB with 4 kB pages on x86-64; 32 MiB at most on other
+/// configurations), and a `.bss` is one map value.
+pub const MAX_NOBITS_BYTES: u64 = 64 << 20;
+
 /// Load program `section` (an ELF section name or a function name; optional if the object
 /// holds exactly one XDP program) from the object `bytes`.
 ///
@@ -173,6 +178,22 @@ fn load_inner(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError>
     let elf = object::File::parse(bytes).map_err(|e| LoadError::NotElf(e.to_string()))?;
     if elf.architecture() != object::Architecture::Bpf {
         return Err(LoadError::NotBpf(format!("{:?}", elf.architecture())));
+    }
+    // A section without bytes in the file (`.bss`) declares its size: the parser allocates it
+    // (a global-data map's value), so a size the kernel could never load is refused first.
+    for s in elf.sections() {
+        let nobits = matches!(
+            s.kind(),
+            object::SectionKind::UninitializedData | object::SectionKind::UninitializedTls
+        );
+        if nobits && s.size() > MAX_NOBITS_BYTES {
+            return Err(LoadError::Parse(format!(
+                "section '{}' declares {} bytes, more than the {} MiB a global-data map can hold",
+                s.name().unwrap_or("?"),
+                s.size(),
+                MAX_NOBITS_BYTES >> 20
+            )));
+        }
     }
     let section_names: BTreeMap<usize, String> = elf
         .sections()

@@ -531,3 +531,27 @@ fn length_lemmas_apply_to_the_paths_that_assert_all_their_conditions() {
     assert!(with > 10 && without > 10, "{with} {without}");
     assert_eq!(s.length_skipped, (with + without) as u64);
 }
+
+/// A target's MAC rate may be `inf` (no MAC: what `nicsim xdp calibrate` writes for the x86
+/// JIT), but not NaN, zero or negative; every other number must be finite.
+#[test]
+fn target_mac_rate_may_be_infinite_but_not_nan() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../python/nicsim/xdp/targets/nfp.toml"
+    ))
+    .unwrap();
+    let with = |from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        nicsim_xdp::target::Target::from_toml(&text.replacen(from, to, 1), "t.toml")
+    };
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("mac_pps"))
+        .unwrap();
+    assert!(with(line, "mac_pps = inf").is_ok());
+    for bad in ["mac_pps = nan", "mac_pps = 0.0", "mac_pps = -1.0"] {
+        let e = with(line, bad).unwrap_err().to_string();
+        assert!(e.contains("mac_pps"), "{bad}: {e}");
+    }
+}

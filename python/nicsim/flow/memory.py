@@ -74,6 +74,8 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
         tmp.replace(path)
     except OSError as e:
         raise InputError(f"{path}: cannot write the capture: {e.strerror}") from None
+    except InputError as e:  # the core names the temporary file it was writing
+        raise InputError(str(e).replace(str(tmp), str(path))) from None
     finally:
         tmp.unlink(missing_ok=True)
     return report
@@ -93,10 +95,16 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     list of captures, each is benchmarked (on `executor`, `workers` at a time: more than one
     skews the host measurement) and the summary holds them under `captures`.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
-    from nicsim.sweep import run_tasks
+    from nicsim import _core
+    from nicsim.sweep import check_executor, run_tasks
 
     pattern = _check_workload(workload, pattern)
     text, tname = load_mem_target(target)
+    check_executor(executor, workers)
+    with core_errors(tname, about=tname):  # the target and the pattern, before any capture is read
+        _core.flow_check_target(text, retrieval)
+    with core_errors(None, about="--pattern"):
+        _core.flow_check_workload(workload, pattern)
     several = not isinstance(capture, str | os.PathLike)
     captures = list(capture) if several else [capture]  # type: ignore[arg-type]
     if several and any(os.fspath(c) == "-" for c in captures):
@@ -132,7 +140,7 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
     try:
         cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
         require_tcp(cap, capture)
-        with core_errors(tname):
+        with core_errors(tname, about=tname):
             host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
             model = json.loads(_core.flow_model(cap._core, workload, pattern, text, retrieval))
     except NicsimError as e:

@@ -244,12 +244,13 @@ def print_comparison(rows: list[dict], console: Console) -> None:
     console.print(table)
 
 
-def main(out: Path, quick: bool = False, executor: str = "local", force: bool = False) -> dict:
+def main(out: Path, quick: bool = False, executor: str = "local", workers: int | None = None,
+         force: bool = False) -> dict:
     console = report_console()
     output = OutputDir(out, force=force)
     output.check()  # before the experiments, not after them
     cfg, runs = experiments(quick)
-    summaries = run_many([c for _, c in runs], executor=executor, description="FlexPipe experiments")
+    summaries = run_many([c for _, c in runs], executor=executor, workers=workers, description="FlexPipe experiments")
     results = {label: s for (label, _), s in zip(runs, summaries)}
     summary = analyse(cfg, results)
     rows = comparison(summary, results)

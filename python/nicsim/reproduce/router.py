@@ -37,7 +37,7 @@ from nicsim.reproduce import report_console
 from nicsim.router import derive, load
 from nicsim.sweep import run_many
 
-CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "router"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "router"
 #: The paper's figures (section IV).
 PAPER = {
     "slow_path_mbps": 400.0, "cpu_kpps": 600.0, "pci_gbps": 8.0, "fig4_bus_limit_gbps": 4.0,

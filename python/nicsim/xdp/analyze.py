@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import core_errors, read_toml_file
+from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir
 
@@ -55,6 +55,16 @@ def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
     return read_toml_file(path, "target"), str(path.name if name in BUILTIN_TARGETS else path)
 
 
+#: The largest object read. The kernel takes at most a million instructions (8 MB); with BTF
+#: and debug information an object is rarely over a few MB.
+MAX_OBJECT_BYTES = 256 << 20
+
+
+def read_object(obj: Path) -> bytes:
+    """The bytes of a BPF object file: a regular file of at most MAX_OBJECT_BYTES."""
+    return read_input_file(obj, "object", MAX_OBJECT_BYTES)
+
+
 def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, target: str = "nfp",
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
@@ -82,10 +92,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         output = OutputDir(out, inputs=[obj, target if target.endswith(".toml") else None], force=force)
         output.check()  # before the search, not after it
     obj = Path(obj)
-    try:
-        data = obj.read_bytes()
-    except OSError as e:
-        raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
+    data = read_object(obj)
     text, tname = load_target(target)
     analysis_mb = int(memory_mb * ANALYSIS_SHARE)
     slv = make_solver(solver, (memory_mb - analysis_mb) << 20)

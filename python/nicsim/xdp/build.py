@@ -20,6 +20,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 #: The suite's C sources (package data).
@@ -61,8 +62,10 @@ def _multiarch() -> str:
     return f"{platform.machine()}-linux-gnu"
 
 
-def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None, clang: str = "clang") -> list[Path]:
-    """Compile what is missing or out of date into `dest`; returns every object's path."""
+def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None, clang: str = "clang",
+          log: Callable[[str], None] | None = None) -> list[Path]:
+    """Compile what is missing or out of date into `dest` (telling `log` each command);
+    returns every object's path."""
     exe = shutil.which(clang)
     if exe is None:
         raise BuildError("clang is needed to build the XDP suite (apt-get install clang libbpf-dev)")
@@ -82,7 +85,8 @@ def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None,
                 first = (r.stderr.strip().splitlines() or ["(no message)"])[0]
                 raise BuildError(f"{src}: clang failed: {first}")
             os.replace(tmp, obj)
-            print(" ".join(cmd[:1] + ["..."] + defs + ["-c", src.name, "-o", str(obj)]), flush=True)
+            if log is not None:
+                log(" ".join(cmd[:1] + ["..."] + defs + ["-c", src.name, "-o", str(obj)]))
         built.append(obj)
     return built
 
@@ -91,6 +95,6 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: build.py DEST [EXTRA_SOURCE_DIR ...]")
     try:
-        build(Path(sys.argv[1]), extra=[Path(p) for p in sys.argv[2:]])
+        build(Path(sys.argv[1]), extra=[Path(p) for p in sys.argv[2:]], log=lambda line: print(line, flush=True))
     except BuildError as e:
         sys.exit(f"nicsim: {e}")

@@ -129,12 +129,20 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
         raise InputError(f"{path}: is a folder; give a target file name")
     if os.path.lexists(path) and not force:
         try:
-            ours = path.read_bytes()[:len(HEADER)] == HEADER.encode()
+            with path.open("rb") as f:
+                ours = f.read(len(HEADER)) == HEADER.encode()
         except OSError:
             ours = False
         if not ours:
             raise InputError(f"{path}: exists and was not written by `nicsim xdp calibrate`; give another --out, "
                              "or --force to replace it")
+    try:  # the file can be written: found out now, not after the measurements
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise InputError(f"{path}: cannot write the target: {e.strerror}") from None
     text = target_toml(measure(progress, budget_s))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

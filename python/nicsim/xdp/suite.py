@@ -53,15 +53,32 @@ FIG8_STAGES = tuple(range(1, 21))
 
 
 def objects_dir() -> Path:
-    """Where the suite's objects are: $NICSIM_XDP_OBJS, else <repo>/target/xdp."""
+    """Where the suite's objects are: $NICSIM_XDP_OBJS; else, in a source checkout,
+    <repo>/target/xdp (`make xdp-suite`); else, installed, nicsim's cache
+    (~/.cache/nicsim/xdp-VERSION, or under $XDG_CACHE_HOME), built there when first needed."""
     env = os.environ.get("NICSIM_XDP_OBJS")
-    d = Path(env) if env else Path(__file__).resolve().parents[3] / "target" / "xdp"
-    return d
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[3]
+    if (repo / "Cargo.toml").is_file() and (repo / "crates").is_dir():
+        return repo / "target" / "xdp"
+    from nicsim import __version__
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "nicsim" / f"xdp-{__version__}"
 
 
 def object_path(name: str) -> Path:
-    """The suite object `name`, or a one-line error saying how to build it."""
+    """The suite object `name`, built with clang if it is missing (unless NICSIM_XDP_OBJS
+    names the folder: then it is the user's), or a one-line error saying how to get it."""
+    from nicsim.xdp.build import BuildError, build
+
     p = objects_dir() / f"{name}.o"
+    if not p.is_file() and not os.environ.get("NICSIM_XDP_OBJS"):
+        try:
+            build(p.parent)
+        except (BuildError, OSError) as e:
+            raise InputError(f"{p}: the XDP suite object is missing and cannot be built: {e}") from None
     if not p.is_file():
         raise InputError(f"{p}: the XDP suite object is missing: build the suite with `make xdp-suite` "
                          "(or point NICSIM_XDP_OBJS at a folder holding it)")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nicsim.config import core_errors
 from nicsim.errors import InputError
 from nicsim.output import MARKER, OutputDir
 
@@ -41,6 +42,13 @@ def _base_packet() -> bytes:
 
 
 BASE_PACKET = _base_packet()
+
+
+#: The packets BPF_PROG_TEST_RUN takes for XDP: at least an Ethernet header, at most a 4096-byte
+#: page less XDP_PACKET_HEADROOM (256) and the skb_shared_info tail (320): the kernel's
+#: bpf_prog_test_run_xdp, as the interpreter (`nicsim_xdp::interp`) models it.
+ETHERNET_HEADER_BYTES = 14
+MAX_TEST_RUN_BYTES = 4096 - 256 - 320
 
 
 def _read_analysis(analysis: Path) -> dict[str, Any]:
@@ -70,13 +78,22 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
     g = table(s.get("guarantee"), "guarantee")
     if not isinstance(g.get("status"), str):
         raise bad("guarantee.status", "missing, or not a string")
-    if not (number(g.get("pps")) and g["pps"] > 0):
-        raise bad("guarantee.pps", "missing, or not a positive number")
+    if not (number(g.get("pps")) and 0 < g["pps"] < float("inf")):
+        raise bad("guarantee.pps", "missing, or not a positive finite number")
     obj = table(s.get("object"), "object")
     if not isinstance(obj.get("section", ""), str | None) or not isinstance(obj.get("sha256", ""), str | None):
         raise bad("object.section", "not a string")
-    if not isinstance(s.get("maps") or {}, dict):
+    maps = s.get("maps")
+    if maps is not None and not isinstance(maps, dict):
         raise bad("maps", "not a table")
+    for name, m in (maps or {}).items():
+        if not isinstance(m, dict) or not isinstance(m.get("entries", {}), dict):
+            raise bad(f"maps.{name}", "not a table with a table of entries")
+        for key, value in m.get("entries", {}).items():
+            try:
+                bytes.fromhex(key), bytes.fromhex(value)
+            except (TypeError, ValueError):
+                raise bad(f"maps.{name}.entries", "keys and values must be hexadecimal strings") from None
     hexed = s.get("example_packet_hex")
     if hexed:
         try:
@@ -85,6 +102,9 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
             example = None
         if not example:
             raise bad("example_packet_hex", "not a packet in hexadecimal")
+        if not ETHERNET_HEADER_BYTES <= len(example) <= MAX_TEST_RUN_BYTES:
+            raise bad("example_packet_hex", f"a packet of {len(example):,} bytes (an XDP test run takes "
+                      f"{ETHERNET_HEADER_BYTES} to {MAX_TEST_RUN_BYTES})")
         path = table(s.get("path"), "path")
         if not (isinstance(path.get("insns"), list) and all(isinstance(i, int) for i in path["insns"])):
             raise bad("path.insns", "missing, or not a list of instruction numbers")
@@ -128,14 +148,11 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     says whether every check passed. `force`: replace an existing `out` that nicsim did not
     write (see [`OutputDir`])."""
     from nicsim import _core
-    from nicsim.xdp.analyze import analyze
+    from nicsim.xdp.analyze import analyze, read_object
     from nicsim.xdp.calibrate import default_path
 
     obj, analysis = Path(obj), Path(analysis)
-    try:
-        data = obj.read_bytes()
-    except OSError as e:
-        raise InputError(f"{obj}: cannot read the object: {e.strerror}") from None
+    data = read_object(obj)
     s = _read_analysis(analysis)
     output = OutputDir(out if out is not None else analysis, inputs=[obj] if out is None else [obj, analysis],
                        force=force)
@@ -152,7 +169,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     example = bytes.fromhex(s["example_packet_hex"]) if s.get("example_packet_hex") else None  # checked
     if example is not None:
         say("interpreter")
-        r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000))
+        with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
+            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000))
         path = s["path"]
         follows = r["trace"] == path["insns"]
         first = next((i for i, (a, b) in enumerate(zip(r["trace"], path["insns"], strict=False)) if a != b),
@@ -162,9 +180,10 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         checks["example follows the reported path in the interpreter"] = follows and r["retval"] == path["retval"]
 
     say("kernel")
-    k = _core.XdpKernel(data, section, maps_json)
-    if example is not None:
-        kret, _, kpkt = k.run(example, 1)
+    with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
+        k = _core.XdpKernel(data, section, maps_json)
+        if example is not None:
+            kret, _, kpkt = k.run(example, 1)
         report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
         checks["kernel returns the reported action"] = kret == s["path"]["retval"]
 
