@@ -114,6 +114,14 @@ def test_a_large_loop_bound_stops_at_the_memory_budget_and_says_so(tmp_path: Pat
 PROCESS_OVERHEAD_MB = 128
 
 
+#: Runs argv[2:] and writes the peak resident memory (kB) of it and its waited-for descendants
+#: to argv[1]. A small process of its own starts the analysis: a process forked from pytest
+#: counts pytest's own resident pages (which grow with what earlier tests imported) in its peak.
+_PEAK = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[2:]).returncode; "
+         "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+         "sys.exit(rc)")
+
+
 def _analyze_peak(*args: str | os.PathLike[str]) -> tuple[int, str, float]:
     """Run `nicsim xdp analyze ARGS` in a fresh process: its exit code, stderr, and the peak
     resident memory (MB) of it and of the solver process it waited for (the larger)."""
@@ -122,13 +130,11 @@ def _analyze_peak(*args: str | os.PathLike[str]) -> tuple[int, str, float]:
     import tempfile
 
     env = {**os.environ, "COLUMNS": "120"}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([sys.executable, "-m", "nicsim", "xdp", "analyze", *map(str, args)],
-                             stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return p.returncode, err.read().decode(), usage.ru_maxrss / 1024
+    with tempfile.TemporaryDirectory() as d:
+        peak = Path(d) / "peak"
+        r = subprocess.run([sys.executable, "-c", _PEAK, str(peak), sys.executable, "-m", "nicsim", "xdp", "analyze",
+                            *map(str, args)], capture_output=True, text=True, env=env)
+        return r.returncode, r.stderr, int(peak.read_text()) / 1024
 
 
 def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:

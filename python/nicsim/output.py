@@ -148,7 +148,6 @@ class OutputDir:
         absolute = Path(os.path.abspath(self.given))
         # A symbolic link to a folder is followed: the link stays, the folder behind it is written.
         self.target = _real(absolute) if absolute.is_symlink() else absolute
-        self._written: list[str] = []
 
     # -- the checks ---------------------------------------------------------------------------
 

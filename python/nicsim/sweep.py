@@ -121,11 +121,12 @@ def run_tasks(
     check_executor(executor, workers)
     if not items:
         return []
+    requested = workers
     workers = min(workers or os.cpu_count() or 1, len(items))
     with ui.Progress(description, total=len(items), unit="runs") if progress else _NoProgress() as bar:
         bar.update(0)
         if executor == "ray":
-            outcomes = _run_ray(fn, items, workers, bar.advance, ray_address)
+            outcomes = _run_ray(fn, items, workers, bar.advance, ray_address, requested)
         elif workers == 1:
             outcomes = []
             for x in items:
@@ -190,7 +191,7 @@ def ray_install_hint() -> str:
 
 
 def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advance: Callable[[], None],
-             address: str | None) -> list[Any]:
+             address: str | None, requested: int | None = None) -> list[Any]:
     try:
         import ray
     except ImportError:
@@ -203,28 +204,28 @@ def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advan
         try:
             if address:
                 _probe(address)
-                # The package's own folder travels with the tasks, so a cluster whose nodes have
-                # nicsim's dependencies (and the same Python) runs this checkout's code.
+                # The tasks run nicsim as the cluster's nodes have it installed (the functions
+                # are pickled by reference): every node needs nicsim, as the README says.
                 ray.init(address=address, **common)
             else:
                 ray.init(num_cpus=workers, **common)
         except (ConnectionError, ValueError, RuntimeError) as e:
-            where = f"the Ray cluster at {address}" if address else "a local Ray"
-            raise InputError(f"--ray-address: cannot connect to {where}: {' '.join(str(e).split())[:300]}") from None
+            why = " ".join(str(e).split())[:300]
+            if address:
+                raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
+            raise InputError(f"--executor ray: cannot start a local Ray: {why}") from None
     refs: list[Any] = []
     try:
         task = ray.remote(num_cpus=1)(fn)
         pending: list[Any] = []
-        results: dict[Any, int] = {}
-        it = iter(enumerate(items))
-        limit = workers if address else len(items)  # at most `workers` in flight on a shared cluster
+        it = iter(items)
+        limit = requested or len(items)  # on a cluster: at most -j in flight, when given
         while True:
             while len(pending) < limit:
-                nxt = next(it, None)
-                if nxt is None:
+                nxt = next(it, _END)
+                if nxt is _END:
                     break
-                ref = task.remote(nxt[1])
-                results[ref] = nxt[0]
+                ref = task.remote(nxt)
                 refs.append(ref)
                 pending.append(ref)
             if not pending:
@@ -240,6 +241,9 @@ def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advan
     finally:
         if started:
             ray.shutdown()
+
+
+_END = object()
 
 
 def _probe(address: str) -> None:

@@ -184,8 +184,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         k = _core.XdpKernel(data, section, maps_json)
         if example is not None:
             kret, _, kpkt = k.run(example, 1)
-        report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
-        checks["kernel returns the reported action"] = kret == s["path"]["retval"]
+            report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
+            checks["kernel returns the reported action"] = kret == s["path"]["retval"]
 
     # The x86-jit guarantee, from a packet-rate analysis on the calibrated target.
     guarantee: dict[str, Any] | None = None
