@@ -1560,3 +1560,97 @@ def test_bad_out(tmp_path: Path, cmd: str, out: str) -> None:
     refused(cli(*args, "--out", path, cwd=tmp_path, timeout=20), needle)  # refused before any work
     nothing_written(tmp_path, before)
     assert (tmp_path / "file.txt").read_text() == "the user's data"
+
+
+# --------------------------------------------------------------------------------------------
+# Found by a second, free-hand probe (2026-11-26).
+
+
+@pytest.mark.parametrize("name", ["$\\foo$", "price_$5_to_$6", "[/]", "[bold]x[/bold]"])
+def test_names_are_text_not_markup_or_math(tmp_path: Path, name: str) -> None:
+    """Names go into tables and plots as they are: no rich markup, no matplotlib math."""
+    r = cli("run", PAPER, *TINY, "--param", f"flows[0].name={json_str(name)}", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    cfg = (ROUTER / "setup_b.toml").read_text().replace('"nic1"', json_str(name))
+    (tmp_path / "r.toml").write_text(cfg)
+    r = cli("router", "run", tmp_path / "r.toml", *SHORT, "--out", tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+
+
+def json_str(s: str) -> str:
+    import json
+
+    return json.dumps(s)
+
+
+def test_stream_and_argument_edge_cases(tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text("seed = " + "9" * 5000 + "\n")
+    refused(cli("run", big, "--out", tmp_path / "o"), "big.toml", "4,300 digits")
+    refused(cli("run", PAPER, *TINY, "--param", 'traffic.replay={path="a\\u0000b"}', "--out", tmp_path / "o"),
+            "traffic.replay.path", "NUL")
+    refused(cli("run", PAPER, *TINY, "--param", 'traffic.size={dist="capture",path=""}', "--out", tmp_path / "o"),
+            "--param", "traffic.size.path", "empty path")
+    refused(cli("run", "", "--out", tmp_path / "o"), "CONFIG", "empty path")
+    r = subprocess.run([sys.executable, "-m", "nicsim", "run", PAPER.as_posix().encode() + b"\xff", "--out",
+                        str(tmp_path / "o")], capture_output=True, timeout=60)
+    assert r.returncode == 2 and b"not UTF-8" in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
+    r = subprocess.run([sys.executable, "-m", "nicsim", "run", "-", "--out", str(tmp_path / "o")], stdin=None,
+                       capture_output=True, timeout=60, close_fds=True, preexec_fn=lambda: os.close(0))
+    assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr
+    fifo = tmp_path / "nowriter.fifo"
+    os.mkfifo(fifo)
+    refused(cli("run", PAPER, *TINY, "--param", f"traffic.replay.path={fifo}", "--out", tmp_path / "o", timeout=30),
+            "--param", "traffic.replay.path", "not a regular file")
+    values = ",".join(str(v) for v in range(1, 101))
+    packets = ",".join(str(v) for v in range(300, 311))
+    refused(cli("sweep", PAPER, "-p", f"seed={values}", "-p", f"traffic.rate_gbps={values}", "-p",
+                f"traffic.packets={packets}", "--out", tmp_path / "o", timeout=60), "--param", "110,000 points")
+    env = {**os.environ, "COLUMNS": "99999999"}
+    h = subprocess.run([sys.executable, "-m", "nicsim", "run", "--help"], capture_output=True, env=env, timeout=60)
+    assert h.returncode == 0 and len(h.stdout) < 1 << 20
+    assert not list(tmp_path.glob("o*"))
+
+
+def test_a_stream_of_zeros_after_a_magic_is_refused_at_once(tmp_path: Path) -> None:
+    """The stream's file header is checked before it is copied to disk."""
+    p = subprocess.Popen([sys.executable, "-m", "nicsim", "flow", "reassemble", "-", "--out", str(tmp_path / "o")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(input=bytes.fromhex("d4c3b2a1") + bytes(1 << 16), timeout=60)
+    except BrokenPipeError:
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and b"file header" in err, err
+
+
+def test_ray_address_that_is_not_ray_is_refused_at_once(tmp_path: Path) -> None:
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    def serve() -> None:  # a server that is not Ray: answers with text
+        try:
+            c, _ = srv.accept()
+            c.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+            c.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        refused(cli("sweep", PAPER, *TINY, "-p", "seed=1,2", "--ray-address", f"127.0.0.1:{port}",
+                    "--out", tmp_path / "o", timeout=60), "--ray-address", "not a Ray cluster")
+    finally:
+        srv.close()
+
+
+def test_objects_and_summaries_that_are_not_files(tmp_path: Path) -> None:
+    refused(cli("xdp", "sweep", "/dev/zero", "--out", tmp_path / "o"), "/dev/zero", "not a regular file")
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "summary.json").symlink_to("/dev/zero")
+    refused(cli("xdp", "validate", obj("calls"), "--analysis", a, "--out", tmp_path / "v", timeout=60),
+            "summary.json", "not a regular file")

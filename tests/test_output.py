@@ -20,7 +20,7 @@ import pytest
 from nicsim.errors import InputError
 from nicsim.output import MARKER, OutputDir, OutputRefused
 
-from conftest import PAPER, assert_one_line_error, nicsim
+from conftest import PAPER, ROOT, assert_one_line_error, nicsim
 
 TINY = ["--param", "traffic.packets=300", "--param", "measure.window=[10,290]"]
 
@@ -244,3 +244,93 @@ def test_a_full_disk_names_out_and_leaves_nothing(tmp_path: Path) -> None:
         assert list(mnt.iterdir()) == []
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+# What a second hostile probe found (2026-11-26): inputs that --force could delete, git
+# repositories without a `.git` entry, a folder that cannot be seen whole, two runs at once,
+# and folders left behind.
+
+def test_force_keeps_every_input_whatever_its_name(scratch: Path) -> None:
+    calls = ROOT / "target" / "xdp" / "calls.o"
+    if not calls.exists():
+        pytest.skip("make xdp-suite first")
+    d = scratch / "d"
+    d.mkdir()
+    target = d / "mytarget.txt"  # a target file whose name does not end in .toml
+    target.write_text((ROOT / "python" / "nicsim" / "xdp" / "targets" / "nfp.toml").read_text())
+    assert_one_line_error(nicsim("xdp", "analyze", calls, "--target", target, "--out", d, "--force"), "input")
+    cal = scratch / "e" / "x86-jit.toml"
+    cal.parent.mkdir()
+    cal.write_text("# the user's calibration\n")
+    r = subprocess.run([sys.executable, "-m", "nicsim", "xdp", "analyze", str(calls), "--target", "x86-jit",
+                        "--out", str(cal.parent), "--force"], capture_output=True, text=True,
+                       env={**os.environ, "NICSIM_X86_JIT": str(cal)})
+    assert r.returncode == 2 and cal.exists(), r.stderr
+    # A swept traffic file is an input too.
+    caps = scratch / "caps"
+    caps.mkdir()
+    for n in ("a.pcap", "b.pcap"):
+        (caps / n).write_bytes(b"x")
+    r = nicsim("sweep", "cfg.toml", *TINY, "-p", f"traffic.replay.path={caps}/a.pcap,{caps}/b.pcap", "--out", caps,
+               "--force", cwd=scratch)
+    assert_one_line_error(r, "input")
+    assert sorted(p.name for p in caps.iterdir()) == ["a.pcap", "b.pcap"]
+
+
+def test_force_never_replaces_a_git_folder(scratch: Path) -> None:
+    bare = scratch / "bare.git"
+    assert subprocess.run(["git", "init", "-q", "--bare", str(bare)]).returncode == 0
+    assert_one_line_error(nicsim("run", "cfg.toml", *TINY, "--out", bare, "--force", cwd=scratch), "git repository")
+    repo = scratch / "repo"
+    assert subprocess.run(["git", "init", "-q", str(repo)]).returncode == 0
+    for out in (repo / ".git", repo / ".git" / "objects"):
+        assert_one_line_error(nicsim("run", "cfg.toml", *TINY, "--out", out, "--force", cwd=scratch),
+                              "git repository")
+    assert (bare / "HEAD").is_file() and (repo / ".git" / "HEAD").is_file()
+
+
+def test_a_folder_that_cannot_be_seen_whole_is_kept(scratch: Path) -> None:
+    """A file nicsim cannot list (a path longer than the system takes) is not taken as absent."""
+    out = scratch / "o"
+    assert nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch).returncode == 0
+    os.chdir(out)
+    try:
+        for _ in range(20):
+            os.makedirs("d" * 250, exist_ok=True)
+            os.chdir("d" * 250)
+        Path("precious.txt").write_text("mine")
+    finally:
+        os.chdir(scratch)
+    r = nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch)
+    assert_one_line_error(r, "cannot see all of it")
+    assert out.exists()
+
+
+def test_runs_writing_the_same_out_at_once(scratch: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "nicsim", "run", "cfg.toml", "--param", f"seed={s}",
+                               "--param", "traffic.packets=3000", "--param", "measure.window=[10,2990]",
+                               "--out", "o", "-q"], cwd=scratch, stderr=subprocess.PIPE, text=True)
+             for s in (1, 2, 3)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errs
+    assert (scratch / "o" / "summary.json").is_file() and _debris(scratch) == []
+
+
+def test_a_failed_run_removes_the_folders_it_made(scratch: Path) -> None:
+    r = nicsim("run", "cfg.toml", *TINY, "--param", 'traffic.replay={path="nothere.pcap"}', "--out", "newa/newb/o",
+               cwd=scratch)
+    assert r.returncode == 2
+    assert not (scratch / "newa").exists()
+
+
+def test_odd_markers_are_not_trusted(scratch: Path) -> None:
+    for i, marker in enumerate(['{"files": 5}', "null", "[[1]]"]):
+        out = scratch / f"o{i}"
+        out.mkdir()
+        (out / MARKER).write_text(marker)
+        (out / "mine.txt").write_text("mine")
+        assert_one_line_error(nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch), "did not write")
+    out = scratch / "z"
+    out.mkdir()
+    (out / MARKER).symlink_to("/dev/zero")
+    assert_one_line_error(nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch, timeout=60), "did not write")

@@ -15,16 +15,30 @@ The simulation core is Rust (`nicsim._core`); this package is the user-facing si
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-
-from nicsim.config import Config, load_config
-from nicsim.datapath import Datapath, run
-from nicsim.errors import ConfigError, InputError, Interrupted, NicsimError
+from typing import Any
 
 try:
     __version__ = version("nicsim")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0+unknown"
+
+#: The public names, imported from their modules when first used (so that `nicsim` on the
+#: command line starts without loading what its command does not need).
+_PUBLIC = {
+    "Config": "nicsim.config", "load_config": "nicsim.config",
+    "Datapath": "nicsim.datapath", "run": "nicsim.datapath",
+    "ConfigError": "nicsim.errors", "InputError": "nicsim.errors", "Interrupted": "nicsim.errors",
+    "NicsimError": "nicsim.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'nicsim' has no attribute {name!r}")
+
 
 __all__ = [
     "Config",

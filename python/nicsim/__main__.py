@@ -1,5 +1,5 @@
 """`python -m nicsim` is the `nicsim` command."""
 
-from nicsim.cli import main
+from nicsim._entry import main
 
 main()

@@ -9,6 +9,7 @@ code 2 and no traceback; Ctrl-C exits with 130 after writing what can be written
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from enum import StrEnum
@@ -34,6 +35,7 @@ from nicsim.options import (
     QuietOpt,
     VerboseOpt,
     in_range,
+    path_arg,
 )
 from nicsim.router.cli import router_app
 from nicsim.xdp.cli import xdp_app
@@ -97,7 +99,7 @@ class PacketsFormat(StrEnum):
     parquet = "parquet"
 
 
-ConfigArg = Annotated[Path, typer.Argument(metavar="CONFIG", help="Datapath configuration (TOML), e.g. "
+ConfigArg = Annotated[Path, typer.Argument(metavar="CONFIG", parser=path_arg, help="Datapath configuration (TOML), e.g. "
                                            "configs/flexpipe_paper.toml; `-` reads it from standard input.",
                                            show_default=False)]
 ParamOpt = Annotated[
@@ -177,7 +179,7 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
         ui.warn(f"the run deadlocked: {summary['packets']['in_flight']:,} packets are stuck with nothing able to "
                 f"move (e.g. {hint})")
     if summary["interrupted"]:
-        ui.err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
+        ui.warn(f"wrote the partial summary to {out}/", label="interrupted:")
         raise typer.Exit(130)
     ui.wrote(out)
 
@@ -400,6 +402,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
         _fail(" ".join(e.format_message().split()) + hint, e.exit_code)
     except NicsimError as e:
         _fail(str(e))
+    except BrokenPipeError:
+        # Whoever read our output stopped (`nicsim ... | head`): end quietly, as other tools do.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(141)
     except OSError as e:
         _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
     sys.exit(rv if isinstance(rv, int) else 0)

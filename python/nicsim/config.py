@@ -121,6 +121,8 @@ def parse_toml(raw: bytes, file: str) -> dict[str, Any]:
         raise ConfigError(*_toml_error(str(e)), file=file) from None
     except RecursionError:
         raise ConfigError(f"tables or arrays nested more than {MAX_DEPTH} deep", file=file) from None
+    except ValueError as e:  # Python's own limits, e.g. an integer of more than 4,300 digits
+        raise ConfigError(_value_error(e), file=file) from None
     key = _too_deep(doc, MAX_DEPTH)
     if key is not None:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=key, file=file)
@@ -150,7 +152,8 @@ def read_input_file(path: str | os.PathLike[str], what: str, max_bytes: int) -> 
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: " + (f"no such {what} file" if not os.path.lexists(p) else
-                                        f"not a regular file (a {what} is a file)"))
+                                        f"not a regular file (the {what} must be a file, not a pipe, "
+                                        "device or folder)"))
     try:
         with p.open("rb") as f:
             raw = f.read(max_bytes + 1)
@@ -167,6 +170,14 @@ def read_toml_file(path: str | os.PathLike[str], what: str) -> str:
     raw = read_input_file(path, what, MAX_CONFIG_BYTES)
     parse_toml(raw, str(path))
     return raw.decode("utf-8").removeprefix("\ufeff")
+
+
+def _value_error(e: ValueError) -> str:
+    """Python's message for a value it will not convert, in the user's terms."""
+    text = _one_line(e)
+    if "integer string conversion" in text:
+        return "an integer with more than 4,300 digits (TOML integers are 64-bit)"
+    return text[:200]
 
 
 def _too_deep(v: Any, depth: int, path: str = "") -> str | None:
@@ -281,6 +292,8 @@ def parse_value(text: str) -> Any:
         doc = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
         return text
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise ConfigError(_value_error(e), path=text[:40] + "…", file="--param") from None
     except RecursionError:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40] + "…", file="--param") from None
     if _too_deep(doc["v"] if "v" in doc else doc, MAX_DEPTH) is not None:
@@ -384,6 +397,8 @@ def _check_json(v: Any, path: str, file: str | None) -> None:
             _check_json(x, f"{path}[{i}]", file)
     elif isinstance(v, float) and not math.isfinite(v):
         raise ConfigError("must be a finite number", path=path, file=file)
+    elif isinstance(v, str) and "\x00" in v:
+        raise ConfigError("contains a NUL character", path=path, file=file)
     elif not (v is None or isinstance(v, str | int | float | bool)):
         raise ConfigError(f"a {type(v).__name__} is not a valid value here", path=path, file=file)
 
@@ -410,10 +425,21 @@ def _one_line(msg: Any) -> str:
 
 
 def validate(config: Mapping[str, Any]) -> None:
-    """Check a configuration with the core without running it."""
+    """Check a configuration with the core without running it (and its traffic files' paths
+    here: the core would wait forever on a pipe with no writer)."""
     from nicsim import _core
 
     payload = to_json(config)
+    file = getattr(config, "source", None)
+    for key in PATH_KEYS:
+        value = get_key(config, key)
+        if not isinstance(value, str):
+            continue
+        if not value:
+            raise ConfigError("an empty path", path=key, file=file)
+        if os.path.lexists(value) and not os.path.isfile(value):
+            what = "a folder" if os.path.isdir(value) else "not a regular file (a pipe or a device)"
+            raise ConfigError(f"{value}: {what}; a capture file is needed", path=key, file=file)
     with core_errors(getattr(config, "source", None)):
         _core.offload_units(payload)
 

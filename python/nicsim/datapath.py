@@ -50,7 +50,7 @@ class Datapath:
                 value = get_key(config, key)
                 if isinstance(value, str) and value and value in str(e):
                     origin = config.origin(key) if isinstance(config, Config) else self._source
-                    raise ConfigError(str(e), path=key, file=origin) from None
+                    raise ConfigError(str(e).removeprefix(f"{key}: "), path=key, file=origin) from None
             raise
 
     def run(self, until_us: float | None = None) -> bool:
@@ -228,10 +228,9 @@ def fifo_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
     """run.png: latency per flow against packet size (mean, with min to p99), and each FIFO's
     mean and peak occupancy as a share of its capacity."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = per_flow_rows(summary)
     fifos = [f for f in fifo_rows(summary) if f["capacity_bytes"]]

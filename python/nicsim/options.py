@@ -38,6 +38,13 @@ def in_range(lo: float, hi: float) -> Callable[[Any], Any]:
     return check
 
 
+def path_arg(value: str) -> Path:
+    """An input path argument; the empty string is refused (it would mean the working directory)."""
+    if value == "":
+        raise typer.BadParameter("an empty path")
+    return Path(value)
+
+
 OUT_HELP = ("Output folder, written atomically. An existing folder is replaced only if nicsim wrote it "
             "(it holds .nicsim-output) or it is empty; see --force.")
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import datetime
 import errno
+import fcntl
 import hashlib
 import json
 import math
@@ -41,6 +42,7 @@ import platform
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -104,18 +106,35 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: The largest marker read (one listing 100,000 stream files is about 3 MB).
+MAX_MARKER_BYTES = 64 << 20
+
+
 def _read_marker(folder: Path) -> dict[str, Any] | None:
+    """The marker of a folder nicsim wrote, or None: a regular file (not a link, pipe or
+    device) of JSON whose `files` is a list of names."""
+    p = folder / MARKER
     try:
-        m = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        if not stat.S_ISREG(os.lstat(p).st_mode):
+            return None
+        with p.open("rb") as f:
+            m = json.loads(f.read(MAX_MARKER_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
-    return m if isinstance(m, dict) else None
+    if not (isinstance(m, dict) and isinstance(m.get("files", []), list)
+            and all(isinstance(x, str) for x in m.get("files", []))):
+        return None
+    return m
+
+
+def _raise(e: OSError) -> None:
+    raise e
 
 
 def _files_under(folder: Path) -> Iterable[str]:
     """Relative paths of the files (and empty folders) under `folder`, symbolic links
-    included as files, not followed."""
-    for root, dirs, files in os.walk(folder):
+    included as files, not followed. A part that cannot be listed raises (it may hold files)."""
+    for root, dirs, files in os.walk(folder, onerror=_raise):
         rel = os.path.relpath(root, folder)
         for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
             yield name if rel == "." else os.path.join(rel, name)
@@ -123,10 +142,23 @@ def _files_under(folder: Path) -> Iterable[str]:
             yield rel + os.sep
 
 
+def _is_git_dir(path: str | os.PathLike[str]) -> bool:
+    """A git repository's own folder: `.git`, or a bare repository (HEAD, objects, refs)."""
+    p = Path(path)
+    return p.name == ".git" or ((p / "HEAD").is_file() and (p / "objects").is_dir() and (p / "refs").is_dir())
+
+
 def _holds_git(folder: Path) -> Path | None:
-    for root, dirs, files in os.walk(folder):
+    """The first git repository in or around `folder`: the folder inside one (`repo/.git/x`),
+    or one anywhere under it (a `.git`, or a bare repository)."""
+    for p in [folder, *folder.parents]:
+        if _is_git_dir(p):
+            return p
+    for root, dirs, files in os.walk(folder, onerror=_raise):
         if ".git" in dirs or ".git" in files:
             return Path(root) / ".git"
+        if _is_git_dir(root):
+            return Path(root)
     return None
 
 
@@ -141,6 +173,7 @@ class OutputDir:
                  force: bool = False, config: Mapping[str, Any] | None = None) -> None:
         self.given = check_out_arg(target)
         self.inputs = [Path(i) for i in inputs if i is not None and os.fspath(i) not in ("", "-")]
+        self.inputs.append(Path(__file__).resolve().parent)  # nicsim itself: its configs, targets, programs
         self.force = force
         self.config = config
         self.started = _now()
@@ -148,6 +181,7 @@ class OutputDir:
         absolute = Path(os.path.abspath(self.given))
         # A symbolic link to a folder is followed: the link stays, the folder behind it is written.
         self.target = _real(absolute) if absolute.is_symlink() else absolute
+        self._made: list[Path] = []
 
     # -- the checks ---------------------------------------------------------------------------
 
@@ -174,19 +208,25 @@ class OutputDir:
             return
         if not t.is_dir():
             raise self._refuse("exists and is not a folder; give another --out")
+        if os.path.ismount(t):
+            raise self._refuse("is a mount point; nicsim cannot replace it (give a folder inside it)")
         marker = _read_marker(t)
         listed = set(marker.get("files", [])) | {MARKER} if marker else set()
         foreign = []
-        for f in _files_under(t):
-            if f not in listed and not f.endswith(os.sep):
-                foreign.append(f)
-                if len(foreign) > 3 and not self.force:
-                    break
+        try:
+            for f in _files_under(t):
+                if f not in listed and not f.endswith(os.sep):
+                    foreign.append(f)
+                    if len(foreign) > 3 and not self.force:
+                        break
+            git = _holds_git(t)
+        except OSError as e:
+            raise self._refuse(f"cannot see all of it ({e.filename or t}: {e.strerror}), so nicsim does not "
+                               "replace it; give another --out") from None
         if foreign and not self.force:
             shown = ", ".join(sorted(foreign)[:3]) + (" and more" if len(foreign) > 3 else "")
             what = "is a folder nicsim did not write" if marker is None else "holds files nicsim did not write"
             raise self._refuse(f"{what} ({shown}); give another --out, or --force to replace it")
-        git = _holds_git(t)
         if git is not None:
             raise self._refuse(f"holds a git repository ({git}); nicsim never replaces it, even with --force")
 
@@ -209,6 +249,7 @@ class OutputDir:
     def __enter__(self) -> OutputDir:
         self.check()
         parent = self.target.parent
+        self._made = missing_parents(self.target)  # the folders above --out that this run creates
         try:
             parent.mkdir(parents=True, exist_ok=True)
             self._clean_stale(parent)
@@ -224,7 +265,7 @@ class OutputDir:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self.path is not None
         if exc_type is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._discard()
             if isinstance(exc, OSError) and self._is_write_error(exc):
                 raise InputError(f"{self.given}: cannot write the output folder: {exc.strerror}") from None
             return
@@ -233,11 +274,17 @@ class OutputDir:
             self._write_marker()
             self._commit()
         except OSError as e:
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._discard()
             raise InputError(f"{self.given}: cannot write the output folder: {e.strerror}") from None
         except BaseException:
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._discard()
             raise
+
+    def _discard(self) -> None:
+        """Remove the temporary folder, and the folders above --out this run created (if empty)."""
+        assert self.path is not None
+        shutil.rmtree(self.path, ignore_errors=True)
+        remove_empty(self._made)
 
     def _is_write_error(self, e: OSError) -> bool:
         """An error writing the folder (not reading an input): named after `--out`, not the
@@ -278,21 +325,28 @@ class OutputDir:
         })
 
     def _commit(self) -> None:
+        """Check again and rename into place, holding a lock on the parent folder, so that
+        runs writing the same --out at once replace each other's folder in turn."""
         assert self.path is not None
-        self.check()
         target = self.target
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{os.getpid()}-", dir=target.parent))
-            os.replace(target, old)  # over the empty folder mkdtemp made
+        lock = os.open(target.parent, os.O_RDONLY)
         try:
-            os.replace(self.path, target)
-        except BaseException:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.check()
+            old = None
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{os.getpid()}-", dir=target.parent))
+                os.replace(target, old)  # over the empty folder mkdtemp made
+            try:
+                os.replace(self.path, target)
+            except BaseException:
+                if old is not None:
+                    os.replace(old, target)
+                raise
             if old is not None:
-                os.replace(old, target)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+                shutil.rmtree(old, ignore_errors=True)
+        finally:
+            os.close(lock)  # releases the lock
 
     def _clean_stale(self, parent: Path) -> None:
         """Remove what a killed run of this `--out` left: temporary and old folders whose
@@ -380,11 +434,44 @@ class OutputDir:
         return png, svg
 
 
+def missing_parents(path: str | os.PathLike[str]) -> list[Path]:
+    """The folders above `path` that do not exist yet, the highest first: what creating its
+    parent makes, and what to remove again when the command fails."""
+    made: list[Path] = []
+    p = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(p) and p != p.parent:
+        made.insert(0, p)
+        p = p.parent
+    return made
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove these folders, the deepest first, as long as they are empty."""
+    for d in reversed(list(folders)):
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
 def written_files(folder: str | os.PathLike[str]) -> list[str]:
     """The files nicsim wrote in an output folder (from its marker), summary.json first."""
     m = _read_marker(Path(folder)) or {}
     files = [f for f in m.get("files", []) if isinstance(f, str)]
     return sorted(files, key=lambda f: (f != "summary.json", "/" in f, f))
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot for writing files (the Agg backend, no display), with math text off:
+    the figures hold the user's names (flows, NICs, files), and `$5_to_$6` in a file name is
+    text, not a formula."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def stamp(summary: dict[str, Any]) -> dict[str, Any]:

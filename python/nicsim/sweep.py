@@ -17,6 +17,7 @@ reproductions.
 from __future__ import annotations
 
 import itertools
+import math
 import multiprocessing
 import os
 import signal
@@ -26,9 +27,11 @@ from typing import Any, TypeVar
 
 from nicsim import ui
 from nicsim.config import Config, blame_overrides, override_keys, validate, with_overrides
-from nicsim.errors import InputError, NicsimError
+from nicsim.errors import ConfigError, InputError, NicsimError
 
 EXECUTORS = ("local", "ray")
+#: The most points a sweep runs (each a simulation; 100,000 datapath runs take hours).
+MAX_POINTS = 100_000
 MODELS = ("datapath", "router")
 
 T = TypeVar("T")
@@ -201,15 +204,16 @@ def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advan
     if started:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        if address:
+            _probe(address)
         try:
             if address:
-                _probe(address)
                 # The tasks run nicsim as the cluster's nodes have it installed (the functions
                 # are pickled by reference): every node needs nicsim, as the README says.
                 ray.init(address=address, **common)
             else:
                 ray.init(num_cpus=workers, **common)
-        except (ConnectionError, ValueError, RuntimeError) as e:
+        except Exception as e:  # Ray raises plain Exception when a node does not start
             why = " ".join(str(e).split())[:300]
             if address:
                 raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
@@ -255,10 +259,21 @@ def _probe(address: str) -> None:
     if not sep or "://" in address or not port.isdigit():
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=10) as s:
+            # Ray's head (its GCS) speaks gRPC: HTTP/2 answers the client preface with a
+            # SETTINGS frame (type 4). Anything else listening there is not a Ray head.
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            head = b""
+            while len(head) < 9:
+                chunk = s.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
     except OSError as e:
         raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: "
                          f"{e.strerror or e}") from None
+    if len(head) < 9 or head[3] != 4:
+        raise InputError(f"--ray-address: {address} is not a Ray cluster's head (it does not speak gRPC)")
 
 
 class _NoProgress:
@@ -324,11 +339,17 @@ def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequenc
 
     cfg = load_any(config)
     model = model_of(cfg)
-    output = OutputDir(out, inputs=config_inputs(cfg), force=force, config=cfg)
+    n_points = math.prod(len(v) for v in params.values())
+    if n_points > MAX_POINTS:
+        raise ConfigError(f"the grid has {n_points:,} points; at most {MAX_POINTS:,} (sweep fewer values)",
+                          file="--param")
+    configs = [with_overrides(cfg, dict(zip(params, combo, strict=True))) for combo in itertools.product(*params.values())]
+    # Every point's files are inputs (a swept traffic.replay.path too).
+    output = OutputDir(out, inputs=[f for c in [cfg, *configs] for f in config_inputs(c)], force=force, config=cfg)
     output.check()  # before the runs, not after them
     with blame_overrides(cfg.source, override_keys(params)):
-        for combo in itertools.product(*params.values()):  # every point valid before any runs
-            check_config(with_overrides(cfg, dict(zip(params, combo, strict=True))))
+        for c in configs:  # every point valid before any runs
+            check_config(c)
     points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
     rows = [{**pt["params"], **metrics(model, pt["summary"])} for pt in points]
     varied = [k for k, v in params.items() if len(v) > 1]
@@ -348,10 +369,9 @@ def plot_sweep(o: Any, model: str, varied: list[str], rows: list[dict[str, Any]]
     the other varied ones (at most 12); against the point number when nothing varies."""
     import json
 
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     headers = dict(METRICS[model])
     m1, m2 = PLOTTED[model]

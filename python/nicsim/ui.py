@@ -25,13 +25,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
 
 def _console(stderr: bool = False) -> Console:
     """A console; for a log or a pipe (where rich assumes 80 columns) 140 columns, unless
-    COLUMNS says otherwise, so that tables are not crushed."""
-    c = Console(stderr=stderr)
-    return c if c.is_terminal or os.environ.get("COLUMNS") else Console(stderr=stderr, width=140)
+    COLUMNS says otherwise, so that tables are not crushed. Without markup: what it prints holds
+    the user's names (flows, NICs, files), and `[/]` in a name is a name, not a style; styles are
+    given as `Text` styles."""
+    c = Console(stderr=stderr, markup=False)
+    return c if c.is_terminal or os.environ.get("COLUMNS") else Console(stderr=stderr, width=140, markup=False)
 
 
 out_console = _console()
@@ -65,12 +68,19 @@ def shows_tables() -> bool:
 
 def result(summary: Any, show: Callable[[Console], None] | None = None) -> None:
     """The command's result: `summary` as JSON with --json, else `show(console)` unless quiet."""
-    if state.json:
-        sys.stdout.write(json.dumps(summary, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False,
-                                    default=str) + "\n")
-        sys.stdout.flush()
-    elif show is not None and not state.quiet:
-        show(out_console)
+    try:
+        if state.json:
+            sys.stdout.write(json.dumps(summary, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False,
+                                        default=str) + "\n")
+            sys.stdout.flush()
+        elif show is not None and not state.quiet:
+            show(out_console)
+    except BrokenPipeError:
+        raise
+    except OSError as e:  # a full disk or a device that refuses: it is stdout that failed
+        from nicsim.errors import InputError
+
+        raise InputError(f"standard output: {e.strerror}") from None
 
 
 def note(text: str) -> None:
@@ -80,9 +90,9 @@ def note(text: str) -> None:
     (err_console if state.json else out_console).print(text, highlight=False, soft_wrap=True)
 
 
-def warn(text: str) -> None:
-    """A warning: printed even with --quiet."""
-    err_console.print(f"[yellow]warning:[/] {text}", highlight=False)
+def warn(text: str, label: str = "warning:") -> None:
+    """A warning (or another `label`): printed even with --quiet."""
+    err_console.print(Text.assemble((label, "yellow"), " ", text), highlight=False)
 
 
 def wrote(out: str | os.PathLike[str], files: Iterable[str] | None = None) -> None:
@@ -170,12 +180,12 @@ class Progress:
                 self._line(time.monotonic(), done=not failed)  # where it ended, as the log showed it under way
 
     def _start_bar(self) -> None:
-        cols: list[Any] = [TextColumn(f"[bold]{self.what}")]
+        cols: list[Any] = [TextColumn(self.what.replace("{", "{{").replace("}", "}}"), style="bold", markup=False)]
         if self.total is not None:
             cols += [BarColumn(), MofNCompleteColumn()]
             if self.unit:
-                cols.append(TextColumn(self.unit))
-        cols += [TextColumn("{task.fields[detail]}"), TimeElapsedColumn()]
+                cols.append(TextColumn(self.unit, markup=False))
+        cols += [TextColumn("{task.fields[detail]}", markup=False), TimeElapsedColumn()]
         self._bar = RichProgress(*cols, console=err_console, transient=self.transient)
         self._task = self._bar.add_task(self.what, total=self.total, detail=self.detail)
         self._bar.start()

@@ -21,13 +21,14 @@ from nicsim.options import (
     QuietOpt,
     VerboseOpt,
     in_range,
+    path_arg,
 )
 
 flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
                        "the cost of copy-based against flow-based addressing (host and SmartNIC model).",
                        no_args_is_help=True, rich_markup_mode="markdown")
 
-CaptureArg = Annotated[Path, typer.Argument(metavar="CAPTURE", help="Capture file (pcap or pcapng); `-` reads it "
+CaptureArg = Annotated[Path, typer.Argument(metavar="CAPTURE", parser=path_arg, help="Capture file (pcap or pcapng); `-` reads it "
                                             "from standard input.", show_default=False)]
 
 
@@ -138,7 +139,7 @@ def flow_synth(
 
 @flow_app.command("bench")
 def flow_bench(
-    captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", help="Capture files (pcap or pcapng); "
+    captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", parser=path_arg, help="Capture files (pcap or pcapng); "
                                                    "`-` reads one from standard input. Several are benchmarked one "
                                                    "after the other (see --workers).", show_default=False)],
     out: OutOpt,

@@ -26,7 +26,7 @@ from typing import Any
 from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.flow.reassemble import capture_name, open_capture, require_tcp
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, missing_parents, remove_empty
 
 WORKLOADS = ("scan", "regex")
 #: The regex workload's default pattern: an HTTP request line's method and path.
@@ -60,24 +60,29 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
 
     if os.fspath(out) == "":
         raise InputError("the capture file to write is an empty path; give a file name (e.g. out/s.pcap)")
-    path = Path(out)
+    path = Path(os.path.normpath(out))  # `x/..` is the folder it names
     if path.is_dir():
         raise InputError(f"{path}: is a folder (give a capture file name)")
     if os.path.lexists(path) and not force:
         raise InputError(f"{path}: exists; give another file name, or --force to replace it")
     config = {"flows": flows, "seed": seed, "loss": loss, "reorder": reorder, "duplicate": duplicate, **extra}
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    made = missing_parents(path)
+    done = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with core_errors(None):
             report = json.loads(_core.flow_synth(os.fspath(tmp), json.dumps(config), pcapng, progress))
         tmp.replace(path)
+        done = True
     except OSError as e:
         raise InputError(f"{path}: cannot write the capture: {e.strerror}") from None
     except InputError as e:  # the core names the temporary file it was writing
         raise InputError(str(e).replace(str(tmp), str(path))) from None
     finally:
         tmp.unlink(missing_ok=True)
+        if not done:
+            remove_empty(made)
     return report
 
 
@@ -109,9 +114,14 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     captures = list(capture) if several else [capture]  # type: ignore[arg-type]
     if several and any(os.fspath(c) == "-" for c in captures):
         raise InputError("-: standard input can be the only capture of a benchmark")
+    if several:  # each is read in a worker process, which cannot read the parent's pipes
+        for c in captures:
+            if os.path.lexists(c) and not os.path.isfile(c) and not os.path.isdir(c):
+                raise InputError(f"{c}: a pipe or a device; with several captures each must be a file")
     output = None
     if out is not None:
-        output = OutputDir(out, inputs=[*captures, target if target.endswith(".toml") else None], force=force)
+        target_file = None if _core.flow_model_target(target) is not None else target
+        output = OutputDir(out, inputs=[*captures, target_file], force=force)
         output.check()  # before the benchmark, not after it
     jobs = [(os.fspath(c), workload, pattern, text, tname, retrieval, repeat, max_hole_bytes) for c in captures]
     if several:
@@ -168,10 +178,9 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
 def _plot_bench(o: OutputDir, summary: dict[str, Any]) -> None:
     """bench.png: copy-based against flow-based, per capture: bytes copied and read per payload
     byte and host Gbit/s (measured), DRAM bytes per payload byte and cycles (modelled)."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     runs = summary.get("captures", [summary])
     panels = [("host: bytes copied / payload byte", lambda d, p: d["bytes_copied"] / p),
@@ -237,10 +246,9 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force
 
 
 def _plot_cdf(size: list[int], le_10kb: float, o: OutputDir) -> None:
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = len(size)
     fig, ax = plt.subplots(figsize=(6, 4))

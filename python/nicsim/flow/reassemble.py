@@ -75,6 +75,22 @@ class FlowCapture(_Core):
 CAPTURE_MAGICS = {bytes.fromhex(m) for m in ("a1b2c3d4", "d4c3b2a1", "a1b23c4d", "4d3cb2a1", "0a0d0d0a")}
 
 
+PCAPNG_MAGIC = bytes.fromhex("0a0d0d0a")
+
+
+def _plausible_header(head: bytes) -> bool:
+    """A stream's first bytes are a capture's file header: pcap's 24 bytes with version 2.x, or
+    a pcapng section header's type, length and byte-order magic. Checked before spooling the
+    stream to disk, so that a stream of zeros or text is refused at once."""
+    if head[:4] == PCAPNG_MAGIC:
+        return len(head) == 12 and head[8:12] in (bytes.fromhex("1a2b3c4d"), bytes.fromhex("4d3c2b1a"))
+    if len(head) < 24:
+        return False
+    big = head[:4] in (bytes.fromhex("a1b2c3d4"), bytes.fromhex("a1b23c4d"))
+    major = int.from_bytes(head[4:6], "big" if big else "little")
+    return major == 2
+
+
 def capture_name(capture: str | os.PathLike[str]) -> str:
     """How a capture is named in summaries and errors (`<stdin>` for `-`)."""
     return "<stdin>" if os.fspath(capture) == "-" else str(capture)
@@ -107,6 +123,9 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
         if head not in CAPTURE_MAGICS:
             what = "empty" if not head else f"starts with {head.hex()}"
             raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
+        head += stream.read((24 if head != PCAPNG_MAGIC else 12) - 4)
+        if not _plausible_header(head):
+            raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
         with tempfile.NamedTemporaryFile(prefix="nicsim-capture-", suffix=".pcap") as tmp:
             tmp.write(head)
             shutil.copyfileobj(stream, tmp, 1 << 20)
@@ -207,10 +226,9 @@ def reassemble(
 
 def _plot_sizes(o: OutputDir, sizes: list[int], capture: str) -> None:
     """stream_sizes.png: the directions' stream sizes, as a histogram (log bins) and a CDF."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     xs = np.sort(np.maximum(np.array(sizes, dtype=float), 1.0))

@@ -159,10 +159,11 @@ def comparison(summary: dict, results: dict[str, dict]) -> list[dict]:
 
 
 def plot(summary: dict, out: OutputDir) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
+
+    from nicsim.output import pyplot
+
+    plt = pyplot()
 
     colors = {"flexpipe": "tab:blue", "panic": "tab:red", "staticpipe": "tab:green"}
     fig, ax = plt.subplots(figsize=(6, 4))

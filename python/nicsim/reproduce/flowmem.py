@@ -129,10 +129,9 @@ def comparison(s: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plot(s: dict[str, Any], out: OutputDir) -> None:
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     colors = {"copy": "tab:red", "flow": "tab:blue"}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))

@@ -308,10 +308,9 @@ def comparison(s: dict[str, Any]) -> list[dict[str, Any]]:
 # ---- figures --------------------------------------------------------------------------------
 
 def plot(s: dict[str, Any], out: OutputDir) -> None:
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     # Set-ups A-F: the paper beside nicsim.
     fig, ax = plt.subplots(figsize=(7, 3.8))

@@ -136,10 +136,9 @@ def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tup
 
 
 def plot(summary: dict[str, Any], out: OutputDir) -> None:
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import matplotlib.ticker
 
     by_name = {p.name: p for p in SUITE}
@@ -228,7 +227,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
 def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_timeout_s: float | None = None,
          targets: tuple[str, ...] = TARGETS, force: bool = False) -> dict[str, Any]:
     console = report_console()
-    output = OutputDir(out, force=force)
+    from nicsim.xdp.calibrate import default_path
+    from nicsim.xdp.suite import objects_dir
+
+    output = OutputDir(out, inputs=[objects_dir(), default_path()], force=force)
     output.check()  # before the analyses, not after them
     if explosion_timeout_s is None:
         explosion_timeout_s = 5.0 if quick else 60.0

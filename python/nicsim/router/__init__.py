@@ -114,10 +114,9 @@ def run(config: Mapping[str, Any], out: str | os.PathLike[str], *, force: bool =
 
 def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
     """router.png: offered and forwarded Mbit/s per port and class, and where packets were dropped."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = port_rows(summary)
     drops = [(k, v) for k, v in summary["drops_by_place"].items() if v]

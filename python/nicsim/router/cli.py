@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nicsim import ui
-from nicsim.options import ForceOpt, JsonOpt, OutOpt, QuietOpt, VerboseOpt
+from nicsim.options import ForceOpt, JsonOpt, OutOpt, QuietOpt, VerboseOpt, path_arg
 
 router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NICs (slow path through the CPU, "
                               "fast path over the shared PCI-X bus).", no_args_is_help=True,
@@ -20,7 +20,7 @@ router_app = typer.Typer(help="Router fabric: a PC software router with FPGA NIC
 
 @router_app.command("run")
 def router_run(
-    config: Annotated[Path, typer.Argument(metavar="CONFIG", help="Router configuration (TOML), e.g. "
+    config: Annotated[Path, typer.Argument(metavar="CONFIG", parser=path_arg, help="Router configuration (TOML), e.g. "
                                            "configs/router/setup_d.toml; `-` reads it from standard input.",
                                            show_default=False)],
     out: OutOpt,
@@ -47,7 +47,7 @@ def router_run(
     ui.result(s, lambda console: print_summary(s, console, title=f"{config.name}: {s['sim_time_us']:,.0f} µs "
                                                                "simulated"))
     if s["interrupted"]:
-        ui.err_console.print(f"[yellow]interrupted:[/] wrote the partial summary to {out}/")
+        ui.warn(f"wrote the partial summary to {out}/", label="interrupted:")
         raise typer.Exit(130)
     ui.wrote(out)
 

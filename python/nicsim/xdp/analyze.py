@@ -36,6 +36,15 @@ ANALYSIS_SHARE = 0.5
 BUILTIN_TARGETS = ("nfp",)
 
 
+def target_file(target: str) -> Path | None:
+    """The file a target is read from (None for a built-in one): an input of the command."""
+    if target == "x86-jit":
+        from nicsim.xdp.calibrate import default_path
+
+        return default_path()
+    return None if target in BUILTIN_TARGETS else Path(target)
+
+
 def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
     """The TOML text of a target (a built-in name, `x86-jit`, or a file) and the name to use in
     errors."""
@@ -89,7 +98,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
     output = None
     if out is not None:
-        output = OutputDir(out, inputs=[obj, target if target.endswith(".toml") else None], force=force)
+        output = OutputDir(out, inputs=[obj, target_file(target)], force=force)
         output.check()  # before the search, not after it
     obj = Path(obj)
     data = read_object(obj)
@@ -277,10 +286,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
 def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
     """analysis.png: the bound over time (naive, then each path refuted raises it) and the
     reported path's cycles by instruction class, on the cores and the DRAM engine."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     scale, unit = (1e9, "Gbit/s") if key == "bps" else (1e6, "Mpps")
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -404,8 +412,10 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
         load_target(t)
     for obj in objs:
         if not Path(obj).is_file():
-            raise InputError(f"{obj}: no such object file")
-    output = OutputDir(out, inputs=[*objs, *(t for t in targets if t.endswith(".toml"))], force=force)
+            raise InputError(f"{obj}: " + ("no such object file" if not os.path.lexists(obj) else
+                                           "not a regular file (the object must be a file, not a pipe, device or "
+                                           "folder)"))
+    output = OutputDir(out, inputs=[*objs, *(target_file(t) for t in targets)], force=force)
     output.check()
     jobs = [(os.fspath(obj), t, opts) for obj in objs for t in targets]
     results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
@@ -431,10 +441,9 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
 
 def _plot_sweep(o: OutputDir, rows: list[dict[str, Any]], rate: str) -> None:
     """sweep.png: each object's naive bound and guarantee, a bar per target."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     key, unit = ("gbps", "Gbit/s") if rate == "bit" else ("mpps", "Mpps")
     objects = list(dict.fromkeys(r["object"] for r in rows))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nicsim.errors import InputError
+from nicsim.output import missing_parents
 
 
 def default_path() -> Path:
@@ -136,11 +137,14 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
         if not ours:
             raise InputError(f"{path}: exists and was not written by `nicsim xdp calibrate`; give another --out, "
                              "or --force to replace it")
+    made = missing_parents(path)
     try:  # the file can be written: found out now, not after the measurements
-        path.parent.mkdir(parents=True, exist_ok=True)
-        probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
-        probe.touch()
-        probe.unlink()
+        where = made[0].parent if made else path.parent
+        if not where.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(where))
+        probe = where / f".{path.name}.probe-{os.getpid()}"
+        probe.mkdir()
+        probe.rmdir()
     except OSError as e:
         raise InputError(f"{path}: cannot write the target: {e.strerror}") from None
     text = target_toml(measure(progress, budget_s))

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nicsim import ui
 from nicsim.options import (
@@ -22,6 +23,7 @@ from nicsim.options import (
     QuietOpt,
     VerboseOpt,
     in_range,
+    path_arg,
 )
 from nicsim.output import check_out_arg
 
@@ -39,7 +41,7 @@ class Solver(StrEnum):
     z3 = "z3"
 
 
-ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", help="BPF object built by clang (`-target bpf`), e.g. "
+ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="BPF object built by clang (`-target bpf`), e.g. "
                                         "target/xdp/calls.o.", show_default=False)]
 
 
@@ -124,7 +126,7 @@ def xdp_analyze(
 
 @xdp_app.command("sweep")
 def xdp_sweep(
-    objs: Annotated[list[Path], typer.Argument(metavar="OBJ...", help="BPF objects built by clang.",
+    objs: Annotated[list[Path], typer.Argument(metavar="OBJ...", parser=path_arg, help="BPF objects built by clang.",
                                                show_default=False)],
     out: OutOpt,
     target: Annotated[str, typer.Option("--target", "-t", metavar="T1,T2,...", help="Targets, comma-separated "
@@ -200,8 +202,9 @@ def xdp_calibrate(
 
 @xdp_app.command("validate")
 def xdp_validate(
-    obj: Annotated[Path, typer.Argument(metavar="OBJ", help="The BPF object that was analysed.", show_default=False)],
-    analysis: Annotated[Path, typer.Option("--analysis", "-a", metavar="DIR", help="Folder of `nicsim xdp analyze` "
+    obj: Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="The BPF object that was analysed.",
+                                        show_default=False)],
+    analysis: Annotated[Path, typer.Option("--analysis", "-a", metavar="DIR", parser=path_arg, help="Folder of `nicsim xdp analyze` "
                                            "for OBJ.", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", "-o", metavar="DIR", help="Folder for validation.json "
                                              "(default: the analysis folder).", parser=check_out_arg,
@@ -237,7 +240,7 @@ def xdp_validate(
         t.add_column(style="bold")
         t.add_column()
         for name, ok in r["checks"].items():
-            t.add_row("[green]pass[/green]" if ok else "[red]FAIL[/red]", name)
+            t.add_row(Text("pass", style="green") if ok else Text("FAIL", style="red"), name)
         tm = r["timing"]
         if "example_ns" in tm:
             t.add_row("example", f"{tm['example_ns']:.0f} ns/packet")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nicsim.config import core_errors
+from nicsim.config import core_errors, read_input_file
 from nicsim.errors import InputError
 from nicsim.output import MARKER, OutputDir
 
@@ -51,16 +51,21 @@ ETHERNET_HEADER_BYTES = 14
 MAX_TEST_RUN_BYTES = 4096 - 256 - 320
 
 
+#: The largest analysis summary read (the suite's are under 1 MB).
+MAX_SUMMARY_BYTES = 64 << 20
+
+
 def _read_analysis(analysis: Path) -> dict[str, Any]:
     """The summary of `nicsim xdp analyze` in folder `analysis`, with the keys validation reads
     checked (each problem names the file and the key)."""
     f = analysis / "summary.json"
+    if not os.path.lexists(f):
+        raise InputError(f"{f}: cannot read the analysis: No such file or directory")
+    raw = read_input_file(f, "analysis summary", MAX_SUMMARY_BYTES)
     try:
-        s = json.loads(f.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{f}: cannot read the analysis: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        where = f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else "not UTF-8 JSON"
+        s = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # JSON errors, not UTF-8, an integer of 5,000 digits
+        where = f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else " ".join(str(e).split())[:120]
         raise InputError(f"{f}: not JSON: {where}") from None
 
     def bad(key: str, what: str) -> InputError:
@@ -154,8 +159,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     obj, analysis = Path(obj), Path(analysis)
     data = read_object(obj)
     s = _read_analysis(analysis)
-    output = OutputDir(out if out is not None else analysis, inputs=[obj] if out is None else [obj, analysis],
-                       force=force)
+    inputs = [obj, default_path()] + ([] if out is None else [analysis])  # the calibration is read too
+    output = OutputDir(out if out is not None else analysis, inputs=inputs, force=force)
     output.check()  # before the kernel runs, not after them
     sha = hashlib.sha256(data).hexdigest()
     if s.get("object", {}).get("sha256") not in (None, sha):
@@ -246,10 +251,9 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
 def _plot(o: OutputDir, rows: list[dict[str, Any]], timing: dict[str, Any], name: str) -> None:
     """validation.png: each packet's median time in the kernel against its size, and the
     x86-jit guarantee (with the tolerance) when there is one."""
-    import matplotlib
+    from nicsim.output import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for kind, color in (("random", "tab:blue"), ("mutated", "tab:orange"), ("example", "tab:green")):
