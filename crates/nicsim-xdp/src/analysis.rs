@@ -202,6 +202,7 @@ impl Analysis {
     pub fn naive_summary(&self) -> Value {
         let t = &self.target;
         let n = paths::naive(&self.dag, t);
+        let classes = paths::mps_classes(&self.dag, t).len();
         let cost = paths::path_cost(&self.dag, &n.path);
         let mps = n
             .path
@@ -238,7 +239,8 @@ impl Analysis {
             "graph": {"nodes": self.dag.n, "edges": self.dag.n_edges(), "split_nodes": self.search_dag.n,
                       "paths": self.graph.path_count().to_string(), "loops": loops},
             "naive": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
-                      "min_packet_bytes": n.bps_packet_bytes},
+                      "min_packet_bytes": n.bps_packet_bytes, "mps_classes": classes,
+                      "mps_groups": paths::naive_groups(&self.dag, classes)},
             "guarantee": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
                           "min_packet_bytes": n.bps_packet_bytes, "status": "naive-only"},
             "path": {"insns": self.path_insns(&self.dag, &n.path), "source_lines": self.path_lines(&self.dag, &n.path),

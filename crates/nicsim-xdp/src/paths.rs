@@ -97,6 +97,19 @@ pub fn path_cost(dag: &Dag, path: &[u32]) -> [u64; NC] {
     c
 }
 
+/// Edge visits the naive bit-rate bound may take before it groups MPS classes (a few seconds;
+/// see [`naive`]).
+pub const NAIVE_WORK: usize = 2_000_000_000;
+/// The fewest groups of MPS classes the naive bit-rate bound takes.
+pub const MIN_NAIVE_GROUPS: usize = 64;
+
+/// How many groups of MPS classes the naive bit-rate bound takes for `classes` classes: one
+/// per class while that is within [`NAIVE_WORK`].
+pub fn naive_groups(dag: &Dag, classes: usize) -> usize {
+    let per_pass = (dag.n_edges() * NC).max(1);
+    classes.min((NAIVE_WORK / per_pass).max(MIN_NAIVE_GROUPS))
+}
+
 /// MPS classes: the distinct edge needs, floored at the target's minimum packet.
 pub fn mps_classes(dag: &Dag, t: &Target) -> Vec<u32> {
     let min = t.limits.min_packet_bytes;
@@ -107,7 +120,14 @@ pub fn mps_classes(dag: &Dag, t: &Target) -> Vec<u32> {
     v
 }
 
+/// The naive bounds: the slowest path by packet rate, and by bit rate over the MPS classes
+/// (grouped when there are too many for one graph pass each: [`naive_groups`]).
 pub fn naive(dag: &Dag, t: &Target) -> Naive {
+    naive_grouped(dag, t, naive_groups(dag, mps_classes(dag, t).len()))
+}
+
+/// [`naive`] with the MPS classes taken in `groups` groups (one per class: exact).
+pub fn naive_grouped(dag: &Dag, t: &Target, groups: usize) -> Naive {
     // Packet rate: each component's longest path over all edges.
     let mut worst = Rate {
         pps: f64::INFINITY,
@@ -134,14 +154,23 @@ pub fn naive(dag: &Dag, t: &Target) -> Naive {
     } else {
         rate_of(t, &[0; NC])
     };
-    // Bit rate: per MPS class.
+    // Bit rate: per MPS class. A path whose MPS is class `s` runs at no less than the rate
+    // of the longest path over the edges that need at most `s`. One graph pass per class is
+    // quadratic when there are many (a loop unrolled N times checks N packet offsets), so past
+    // NAIVE_WORK edge visits consecutive classes are taken in groups (at least
+    // MIN_NAIVE_GROUPS): a group's paths run at no less than the rate over the edges its
+    // largest class allows and are no shorter than its smallest class, a bound below each of
+    // its classes' (with one class per group, the classes' own: the bound is exact then).
+    let classes = mps_classes(dag, t);
+    let per_group = classes.len().div_ceil(groups.max(1));
     let mut bps = f64::INFINITY;
     let mut bps_bytes = t.limits.min_packet_bytes;
-    for s in mps_classes(dag, t) {
+    for group in classes.chunks(per_group) {
+        let (smallest, largest) = (group[0], group[group.len() - 1]);
         let mut pps = t.limits.mac_pps;
         let mut any = false;
         for c in 0..NC {
-            let (best, _) = longest_to_sink(dag, c, s);
+            let (best, _) = longest_to_sink(dag, c, largest);
             if let Some(len) = best[0] {
                 any = true;
                 let mut cost = [0u64; NC];
@@ -149,9 +178,9 @@ pub fn naive(dag: &Dag, t: &Target) -> Naive {
                 pps = pps.min(rate_of(t, &cost).pps);
             }
         }
-        if any && pps * 8.0 * s as f64 <= bps {
-            bps = pps * 8.0 * s as f64;
-            bps_bytes = s;
+        if any && pps * 8.0 * smallest as f64 <= bps {
+            bps = pps * 8.0 * smallest as f64;
+            bps_bytes = smallest;
         }
     }
     Naive {

@@ -555,3 +555,52 @@ fn target_mac_rate_may_be_infinite_but_not_nan() {
         assert!(e.contains("mac_pps"), "{bad}: {e}");
     }
 }
+
+/// The naive bit-rate bound, one graph pass per MPS class, as `paths::naive` had it before it
+/// grouped the classes.
+fn naive_bps_per_class(a: &Analysis) -> f64 {
+    use nicsim_xdp::paths::{longest_to_sink, mps_classes, rate_of};
+    let (dag, t) = (&a.dag, &a.target);
+    let mut bps = f64::INFINITY;
+    for s in mps_classes(dag, t) {
+        let mut pps = t.limits.mac_pps;
+        for c in 0..nicsim_xdp::cost::NC {
+            if let Some(len) = longest_to_sink(dag, c, s).0[0] {
+                let mut cost = [0u64; nicsim_xdp::cost::NC];
+                cost[c] = len;
+                pps = pps.min(rate_of(t, &cost).pps);
+            }
+        }
+        bps = bps.min(pps * 8.0 * s as f64);
+    }
+    bps
+}
+
+/// With many MPS classes (a loop unrolled N times checks N packet offsets) and a large graph,
+/// the naive bound groups classes (its work bounded): still a bound below every class's. With
+/// classes and graph within the work bound, it is each class's, as before.
+#[test]
+fn naive_bound_groups_many_classes_soundly() {
+    use nicsim_xdp::paths::{mps_classes, naive, naive_groups, MIN_NAIVE_GROUPS};
+    for (name, bound) in [("count_min_5", None), ("loop_nobound", Some(400))] {
+        let a = analysis(name, bound).unwrap();
+        let k = mps_classes(&a.dag, &a.target).len();
+        assert_eq!(
+            naive_groups(&a.dag, k),
+            k,
+            "{name}: small enough to be exact"
+        );
+        assert_eq!(
+            naive(&a.dag, &a.target).bps,
+            naive_bps_per_class(&a),
+            "{name}"
+        );
+    }
+    // Grouped: the same graph with fewer groups than classes (as a large graph would get).
+    let a = analysis("loop_nobound", Some(400)).unwrap();
+    let k = mps_classes(&a.dag, &a.target).len();
+    assert!(k > 4 * MIN_NAIVE_GROUPS, "{k} classes");
+    let exact = naive_bps_per_class(&a);
+    let grouped = nicsim_xdp::paths::naive_grouped(&a.dag, &a.target, MIN_NAIVE_GROUPS).bps;
+    assert!(grouped <= exact && grouped > 0.0, "{grouped} vs {exact}");
+}
