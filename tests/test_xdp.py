@@ -173,6 +173,7 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
 # run along the reported path.
 @pytest.mark.parametrize("name", [
     "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked", "dns_cache",
+    "ipip_encap", "unsized_map", "redirect_devmap",
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim import _core
@@ -371,3 +372,55 @@ def test_reproduce_xdp_without_the_suite_is_a_one_line_error(tmp_path: Path, mon
     r = nicsim("reproduce", "xdp", "--out", tmp_path / "r")
     assert_one_line_error(r, "make xdp-suite")
     assert not (tmp_path / "r").exists()
+
+
+# Soundness on what real programs do (issue 17, section 0). Each program's slowest path is one a
+# real packet takes; the analysis must not refute it.
+def test_negative_adjust_head_keeps_the_encapsulation_path() -> None:
+    # After bpf_xdp_adjust_head(-20) the packet starts in front of where it was received: the
+    # bounds checks on the new headers compare offsets below 0. Compared as unsigned numbers,
+    # they refuted the XDP_TX path and the guarantee was a 16-instruction drop's 54.4 Mpps.
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("ipip_encap"), rate="packet", timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp"
+    assert s["path"]["xdp_action"] == "XDP_TX"
+    assert s["guarantee"]["pps"] < 20e6
+    # A plain 60-byte TCP packet with a tunnel entry takes that path in the interpreter, and
+    # the analysis's rate is no higher than that path's.
+    pkt = bytes.fromhex(s["example_packet_hex"])
+    r = json.loads(_core.xdp_run(obj("ipip_encap").read_bytes(), None, pkt, json.dumps(s["maps"]), 1_000_000))
+    assert r["retval"] == 3 and len(bytes.fromhex(r["packet_hex"])) == len(pkt) + 20
+
+
+def test_maps_of_max_entries_0_are_of_unknown_size(tmp_path: Path) -> None:
+    # Loaders such as xdp-tools' set the size before loading; taken literally, every lookup
+    # fails and the slow path behind a hit vanishes. Unknown: lookups can succeed, and a
+    # warning says the map was analysed for every size.
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("unsized_map"), rate="packet", timeout_s=120)
+    assert s["unsized_maps"] == ["rules", "seen"]
+    assert any("rules" in w and "--map-size" in w for w in s["warnings"])
+    assert s["path"]["xdp_action"] in ("XDP_TX", "XDP_PASS") and s["guarantee"]["pps"] < 54e6
+    assert s["maps"]["rules"]["max_entries"] >= 1  # the model's size, for the example
+    # --map-size gives the size: no warning for that map, the summary's maps carry it.
+    s2 = analyze(obj("unsized_map"), rate="packet", timeout_s=120, map_sizes={"rules": 4})
+    assert s2["unsized_maps"] == ["seen"] and s2["maps"]["rules"]["max_entries"] == 4
+    assert s2["guarantee"]["pps"] == pytest.approx(s["guarantee"]["pps"])
+    # The CLI: bad values are one line, exit 2.
+    for bad, needle in [("rules=0", "NAME=N"), ("rules", "NAME=N"), ("nosuch=3", "no map 'nosuch'")]:
+        r = nicsim("xdp", "analyze", obj("unsized_map"), "--out", tmp_path / "o", "--map-size", bad)
+        assert_one_line_error(r, needle)
+        assert not (tmp_path / "o").exists()
+
+
+def test_redirect_map_gives_redirect_or_the_flags_action() -> None:
+    # bpf_redirect_map's result: XDP_REDIRECT with an entry, else the flags' action (XDP_PASS
+    # here), never the XDP_ABORTED an unconstrained value was reported as.
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("redirect_devmap"), rate="packet", timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp"
+    assert s["path"]["xdp_action"] in ("XDP_REDIRECT", "XDP_PASS")

@@ -206,7 +206,7 @@ struct XdpSearch {
 #[pymethods]
 impl XdpSearch {
     #[new]
-    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true))]
+    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true, map_sizes=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -218,6 +218,7 @@ impl XdpSearch {
         bit_rate: bool,
         memory_mb: Option<u64>,
         mac_limit: bool,
+        map_sizes: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
             .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
@@ -229,6 +230,7 @@ impl XdpSearch {
             section,
             loop_bound,
             memory_budget_bytes: memory_mb.map(|mb| (mb as usize).saturating_mul(1 << 20)),
+            map_sizes,
         };
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
@@ -346,7 +348,8 @@ fn xdp_run(
 ) -> PyResult<String> {
     use nicsim_xdp::interp::{run, MapState, RunOptions};
     py.detach(|| -> Result<String, String> {
-        let program = nicsim_xdp::load(obj, section).map_err(|e| e.to_string())?;
+        let mut program = nicsim_xdp::load(obj, section).map_err(|e| e.to_string())?;
+        MapState::size_from_json(&mut program, maps_json).map_err(|e| e.to_string())?;
         let mut maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;
         let opts = RunOptions {
             max_insns,
@@ -377,8 +380,10 @@ impl XdpKernel {
     #[new]
     #[pyo3(signature = (obj, section=None, maps_json=""))]
     fn new(obj: &[u8], section: Option<&str>, maps_json: &str) -> PyResult<Self> {
-        let program =
+        let mut program =
             nicsim_xdp::load(obj, section).map_err(|e| InputError::new_err(e.to_string()))?;
+        nicsim_xdp::interp::MapState::size_from_json(&mut program, maps_json)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
         let maps = nicsim_xdp::interp::MapState::from_json(&program, maps_json)
             .map_err(|e| InputError::new_err(e.to_string()))?;
         let k = nicsim_xdp::kernel::Kernel::load(&program)

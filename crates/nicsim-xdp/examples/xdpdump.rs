@@ -71,6 +71,7 @@ fn main() {
                     section: args.get(2).cloned().filter(|s| !s.is_empty()),
                     loop_bound: limits.loop_bound,
                     memory_budget_bytes: None,
+                    ..Default::default()
                 },
             );
             match a {

@@ -33,6 +33,9 @@ pub enum XdpError {
         need_mb: usize,
         budget_mb: usize,
     },
+    /// A `--map-size` that names no map of the program, or a size of 0.
+    #[error("--map-size: {0}")]
+    MapSize(String),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -43,6 +46,9 @@ pub struct Options {
     /// its split and the search's state together (`None`: no bound). The object itself and
     /// the solver are not counted.
     pub memory_budget_bytes: Option<usize>,
+    /// Map sizes the user gives (`--map-size NAME=N`), in place of the declared `max_entries`
+    /// (a loader may set a size before loading: xdp-tools' samples declare 0).
+    pub map_sizes: Vec<(String, u32)>,
 }
 
 /// Bytes per node of the graph at the peak of building and costing it (inlining's tables,
@@ -89,7 +95,8 @@ impl Analysis {
             need_mb: need_bytes.div_ceil(1 << 20),
             budget_mb: budget >> 20,
         };
-        let program = load::load(bytes, opts.section.as_deref())?;
+        let mut program = load::load(bytes, opts.section.as_deref())?;
+        program.resize(&opts.map_sizes).map_err(XdpError::MapSize)?;
         // The graph's size follows from the budget, unless the fixed limit is lower.
         let limits = Limits {
             loop_bound: opts.loop_bound,
@@ -250,6 +257,10 @@ impl Analysis {
                      "xdp_action": Value::Null, "retval": Value::Null},
             "example_packet_hex": Value::Null,
             "maps": maps,
+            "unsized_maps": self.program.unsized_maps(),
+            "warnings": self.program.unsized_maps().iter().map(|m| format!(
+                "map '{m}' declares max_entries 0 (its loader sets the size before loading): analysed \
+                 for every size from 1 on; give --map-size {m}=N for the size it will have")).collect::<Vec<_>>(),
             "paths_enumerated": 0,
             "paths_unsat": 0,
         })

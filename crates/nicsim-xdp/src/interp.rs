@@ -77,6 +77,9 @@ pub(crate) const EACCES: i64 = 13;
 pub(crate) const EEXIST: i64 = 17;
 pub(crate) const EINVAL: i64 = 22;
 
+/// The size a map declared with `max_entries 0` runs with when nothing gives one
+/// ([`MapState::size_from_json`]).
+pub const UNSIZED_RUN_ENTRIES: u32 = 1024;
 /// Map update flags.
 const BPF_NOEXIST: u64 = 1;
 const BPF_EXIST: u64 = 2;
@@ -518,6 +521,9 @@ impl MapState {
                     "type" => Value::from(def.type_name()),
                     "key_size" => Value::from(def.key_size),
                     "value_size" => Value::from(def.value_size),
+                    // 0: the object's declaration of a map its loader sizes (sized for the run
+                    // by `size_from_json`).
+                    "max_entries" if v.as_u64() == Some(0) => continue,
                     "max_entries" => Value::from(def.max_entries),
                     "entries" => continue,
                     other => {
@@ -558,6 +564,37 @@ impl MapState {
 
     /// [`MapState::new`], then [`MapState::set_json`] with the JSON text `maps_json` (empty: no
     /// entries).
+    /// Give the maps of `program` declared with `max_entries 0` (their loader sets the size)
+    /// a size to run with: the "max_entries" that `maps_json` (the format of
+    /// [`MapState::to_json`]; an analysis's example gives the model's size) gives them, else
+    /// [`UNSIZED_RUN_ENTRIES`] (also when it gives 0, as the object does). Call it before [`MapState::from_json`] and before loading the
+    /// program into the kernel (which refuses a map of no entries).
+    pub fn size_from_json(program: &mut Program, maps_json: &str) -> Result<(), MapError> {
+        let v: Value = if maps_json.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(maps_json).map_err(|e| MapError::Json(format!("not JSON: {e}")))?
+        };
+        for m in program.maps.iter_mut().filter(|m| m.max_entries == 0) {
+            let given = &v[m.name.as_str()]["max_entries"];
+            m.max_entries = match given {
+                Value::Null => UNSIZED_RUN_ENTRIES,
+                v if v.as_u64() == Some(0) => UNSIZED_RUN_ENTRIES,
+                v => match v.as_u64() {
+                    Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
+                    _ => {
+                        return Err(MapError::Json(format!(
+                            "map '{}': max_entries {v} is not a size from 1 to {}",
+                            m.name,
+                            u32::MAX
+                        )))
+                    }
+                },
+            };
+        }
+        Ok(())
+    }
+
     pub fn from_json(program: &Program, maps_json: &str) -> Result<MapState, MapError> {
         let mut s = MapState::new(program);
         if !maps_json.trim().is_empty() {

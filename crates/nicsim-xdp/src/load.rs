@@ -86,6 +86,39 @@ pub struct Program {
 }
 
 impl Program {
+    /// Maps declared with `max_entries 0`: their loader sets the size before loading, so the
+    /// object does not say it (the analysis takes every size from 1 on).
+    pub fn unsized_maps(&self) -> Vec<String> {
+        self.maps
+            .iter()
+            .filter(|m| m.max_entries == 0)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    /// Give maps the sizes a loader gives them (`name`, entries), in place of the declared
+    /// ones. A name that is no map of the program, or a size of 0, is an error naming it.
+    pub fn resize(&mut self, sizes: &[(String, u32)]) -> Result<(), String> {
+        for (name, n) in sizes {
+            if *n == 0 {
+                return Err(format!("map '{name}': a size must be at least 1"));
+            }
+            let Some(m) = self.maps.iter_mut().find(|m| &m.name == name) else {
+                let names: Vec<&str> = self.maps.iter().map(|m| m.name.as_str()).collect();
+                return Err(format!(
+                    "the program has no map '{name}' (its maps: {})",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            };
+            m.max_entries = *n;
+        }
+        Ok(())
+    }
+
     /// The source line of instruction `pc`, if known.
     pub fn line(&self, pc: usize) -> Option<&SrcLine> {
         self.line_of

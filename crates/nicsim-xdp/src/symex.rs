@@ -29,7 +29,7 @@ use crate::interp::{
     E2BIG, EACCES, EEXIST, EINVAL, ENOENT, ETH_HLEN_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES,
     XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
 };
-use crate::load::{Program, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
+use crate::load::{Program, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
 
 /// How far `data` (and `data_meta`) may move in front of the received packet: the headroom less
 /// `struct xdp_frame`, which the kernel keeps at the headroom's start (216 bytes).
@@ -46,6 +46,14 @@ const BPF_F_LOCK: u64 = 4;
 const HELPER_MAP_UPDATE: u32 = 2;
 const HELPER_MAP_DELETE: u32 = 3;
 const HELPER_REDIRECT: u32 = 23;
+const HELPER_REDIRECT_MAP: u32 = 51;
+/// `bpf_redirect_map` flags.
+const BPF_F_BROADCAST: u64 = 1 << 3;
+const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
+/// Map types `bpf_redirect_map` takes, beyond those [`crate::load`] names.
+const MAP_CPUMAP: u32 = 16;
+const MAP_XSKMAP: u32 = 17;
+const MAP_DEVMAP_HASH: u32 = 25;
 const HELPER_ADJUST_META: u32 = 54;
 /// The sort of the packet and of a stack as arrays.
 const BYTES: &str = "(Array (_ BitVec 64) (_ BitVec 8))";
@@ -113,6 +121,13 @@ pub struct Lookup {
     pub present: Option<String>,
 }
 
+/// An array map declared with `max_entries 0`: the term of its size, which the model gives.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MapSize {
+    pub map: String,
+    pub size: String,
+}
+
 /// The query for one path, and the terms to read from a model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Query {
@@ -123,6 +138,8 @@ pub struct Query {
     /// The program's return value (the XDP action) at the end of the path.
     pub ret: String,
     pub lookups: Vec<Lookup>,
+    /// The sizes of array maps declared with `max_entries 0`.
+    pub sizes: Vec<MapSize>,
     /// (position on the path, condition text) of every branch assertion; the texts mean the
     /// same on every path (terms are named by their definitions).
     #[serde(skip)]
@@ -144,6 +161,7 @@ struct Sym<'a> {
     mem: Vec<String>,
     present: Vec<String>,
     lookups: Vec<Lookup>,
+    sizes: Vec<MapSize>,
     ret: Option<String>,
     defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
@@ -199,6 +217,19 @@ impl<'a> Sym<'a> {
     fn map_sort(&self, m: u32) -> (u32, String) {
         let ks = self.p.maps[m as usize].key_size.max(1) * 8;
         (ks, format!("(Array (_ BitVec {}) (_ BitVec 8))", ks + 32))
+    }
+
+    /// An array map's number of entries as a term of its key's width: the declared one, or,
+    /// for a map declared with `max_entries 0` (its loader sets the size), the unknown
+    /// `msz<m>` (at least 1: the query's preamble asserts it), which the model gives.
+    fn array_size(&self, m: u32) -> String {
+        let def = &self.p.maps[m as usize];
+        let ks = def.key_size.max(1) * 8;
+        if def.max_entries == 0 {
+            format!("msz{m}")
+        } else {
+            format!("(_ bv{} {ks})", def.max_entries)
+        }
     }
 
     fn map_index(&self, key: &str, off: &str, i: i64) -> String {
@@ -458,9 +489,8 @@ impl<'a> Sym<'a> {
                     return V::P(r.clone(), t, kk);
                 }
                 (AluOp::Add, V::S(_), V::P(..)) => return self.alu(op, is64, s, d),
-                (AluOp::Sub, V::P(r1, a, _), V::P(r2, b, _))
-                    if std::mem::discriminant(r1) == std::mem::discriminant(r2) =>
-                {
+                // The distance between two pointers into one object (into two: unknown).
+                (AluOp::Sub, V::P(r1, a, _), V::P(r2, b, _)) if r1 == r2 => {
                     return V::S(self.def("(_ BitVec 64)", &format!("(bvsub {a} {b})")));
                 }
                 _ => {}
@@ -511,10 +541,28 @@ impl<'a> Sym<'a> {
     fn cond(&mut self, op: JmpOp, is64: bool, a: V, b: V) -> String {
         let (x, y) = match (&a, &b) {
             (V::S(x), V::S(y)) => (x.clone(), y.clone()),
-            (V::P(r1, x, _), V::P(r2, y, _))
-                if std::mem::discriminant(r1) == std::mem::discriminant(r2) =>
-            {
-                (x.clone(), y.clone())
+            // Two pointers into the same object: the kernel compares their addresses, and
+            // addresses in one object are ordered as their offsets are, as signed numbers.
+            // Offsets are signed: the packet's start may move in front of where it was
+            // received (`bpf_xdp_adjust_head` with a negative delta: offsets down to -216),
+            // and stack offsets are negative. (Comparing them as unsigned numbers made every
+            // bounds check after a negative adjust_head look out of range, refuting real
+            // paths.) A 32-bit comparison sees the addresses' low halves, which no offset
+            // tells: unknown.
+            (V::P(r1, x, _), V::P(r2, y, _)) if r1 == r2 => {
+                if !is64 {
+                    return self.fresh("Bool", "c");
+                }
+                let (x, y) = (x.clone(), y.clone());
+                return match op {
+                    JmpOp::Eq => format!("(= {x} {y})"),
+                    JmpOp::Ne => format!("(not (= {x} {y}))"),
+                    JmpOp::Gt | JmpOp::Sgt => format!("(bvsgt {x} {y})"),
+                    JmpOp::Ge | JmpOp::Sge => format!("(bvsge {x} {y})"),
+                    JmpOp::Lt | JmpOp::Slt => format!("(bvslt {x} {y})"),
+                    JmpOp::Le | JmpOp::Sle => format!("(bvsle {x} {y})"),
+                    JmpOp::Set => self.fresh("Bool", "c"),
+                };
             }
             // A looked-up map value against 0: the null check.
             (V::P(Region::Map { null, .. }, _, _), V::S(z))
@@ -623,13 +671,13 @@ impl<'a> Sym<'a> {
         }
         let new = self.mem[mi].clone();
         let ret = if def.is_array() {
+            let size = self.array_size(m);
             format!(
-                "(ite (bvugt (bvand {flags} {}) {}) {} (ite (bvuge {key} (_ bv{} {ks})) {} \
+                "(ite (bvugt (bvand {flags} {}) {}) {} (ite (bvuge {key} {size}) {} \
                  (ite (not (= (bvand {flags} {}) {})) {} (ite (not (= (bvand {flags} {}) {})) {} {}))))",
                 c(!BPF_F_LOCK as i64),
                 c(BPF_EXIST as i64),
                 c(-EINVAL),
-                def.max_entries,
                 c(-E2BIG),
                 c(BPF_NOEXIST as i64),
                 c(0),
@@ -689,6 +737,63 @@ impl<'a> Sym<'a> {
         V::S(ret)
     }
 
+    /// `bpf_redirect_map(map, key, flags)` on a device, CPU or AF_XDP socket map m
+    /// (`__bpf_xdp_redirect_map`): flags beyond the action bits (and, for device maps,
+    /// BPF_F_BROADCAST and BPF_F_EXCLUDE_INGRESS) give XDP_ABORTED; a key with an entry, or a
+    /// broadcast, XDP_REDIRECT; any other key the action in the flags' low two bits. The
+    /// entry is the map's presence bit for the key (and, for maps indexed by position, the key
+    /// below the size); the model's entry is reported as a lookup, so an example packet finds it.
+    fn redirect_map(&mut self, m: u32, key: &V, flags: &V) -> V {
+        let def = self.p.maps[m as usize].clone();
+        let c = |v: u64| bv64(v);
+        let hashed = def.map_type == MAP_DEVMAP_HASH;
+        let mask = if matches!(def.map_type, MAP_DEVMAP | MAP_DEVMAP_HASH) {
+            BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS
+        } else {
+            0
+        };
+        let f = self.scalar(flags);
+        let k64 = self.scalar(key);
+        if def.key_size != 4 {
+            // The verifier allows these maps 4-byte keys only.
+            return self.fresh64("h");
+        }
+        let k = self.def("(_ BitVec 32)", &format!("((_ extract 31 0) {k64})"));
+        let pres = self.present[m as usize].clone();
+        let mut found = format!("(select {pres} {k})");
+        if !hashed {
+            found = format!("(and (bvult {k} {}) {found})", self.array_size(m));
+        }
+        let found = self.def("Bool", &found);
+        let mem0 = format!("m{m}_0");
+        self.lookups.push(Lookup {
+            map: def.name.clone(),
+            key: k.clone(),
+            key_size: 4,
+            value: (0..def.value_size)
+                .map(|i| format!("(select {mem0} (concat {k} (_ bv{i} 32)))"))
+                .collect(),
+            present: Some(found.clone()),
+        });
+        let actions = 3u64;
+        let broadcast = if mask != 0 {
+            format!("(not (= (bvand {f} {}) {}))", c(BPF_F_BROADCAST), c(0))
+        } else {
+            "false".into()
+        };
+        V::S(self.def(
+            "(_ BitVec 64)",
+            &format!(
+                "(ite (not (= (bvand {f} {}) {})) {} (ite (or {found} {broadcast}) {} (bvand {f} {})))",
+                c(!(actions | mask)),
+                c(0),
+                c(0),
+                c(4),
+                c(actions)
+            ),
+        ))
+    }
+
     fn call(&mut self, helper: u32) {
         let r1 = self.reg(1);
         let r2 = self.reg(2);
@@ -699,12 +804,9 @@ impl<'a> Sym<'a> {
                 let m = *m;
                 let def = self.p.maps[m as usize].clone();
                 let key = self.stack_bytes(&r2, def.key_size.max(1));
-                let ks = def.key_size.max(1) * 8;
                 let null = if def.is_array() {
-                    self.def(
-                        "Bool",
-                        &format!("(bvuge {key} (_ bv{} {ks}))", def.max_entries),
-                    )
+                    let size = self.array_size(m);
+                    self.def("Bool", &format!("(bvuge {key} {size})"))
                 } else {
                     let pres = self.present[m as usize].clone();
                     self.def("Bool", &format!("(not (select {pres} {key}))"))
@@ -839,6 +941,15 @@ impl<'a> Sym<'a> {
                     &format!("(ite (= {r} {}) {new} {meta})", bv64(0)),
                 );
                 V::S(r)
+            }
+            (HELPER_REDIRECT_MAP, V::MapPtr(m))
+                if matches!(
+                    self.p.maps[*m as usize].map_type,
+                    MAP_DEVMAP | MAP_DEVMAP_HASH | MAP_CPUMAP | MAP_XSKMAP
+                ) =>
+            {
+                let m = *m;
+                self.redirect_map(m, &r2, &r3)
             }
             (HELPER_REDIRECT, _) => {
                 // bpf_redirect: XDP_REDIRECT unless flags are set (then XDP_ABORTED).
@@ -1078,6 +1189,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         mem: (0..p.maps.len()).map(|m| format!("m{m}_0")).collect(),
         present: (0..p.maps.len()).map(|m| format!("p{m}_0")).collect(),
         lookups: Vec::new(),
+        sizes: Vec::new(),
         ret: None,
         defined: Default::default(),
         asserts: Vec::new(),
@@ -1097,6 +1209,14 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         let (ks, sort) = s.map_sort(m as u32);
         let _ = writeln!(s.out, "(declare-const m{m}_0 {sort})");
         let _ = writeln!(s.out, "(declare-const p{m}_0 (Array (_ BitVec {ks}) Bool))");
+        if def.max_entries == 0 && def.is_array() {
+            let _ = writeln!(s.out, "(declare-const msz{m} (_ BitVec {ks}))");
+            let _ = writeln!(s.out, "(assert (bvuge msz{m} (_ bv1 {ks})))");
+            s.sizes.push(MapSize {
+                map: def.name.clone(),
+                size: format!("msz{m}"),
+            });
+        }
         if def.frozen && !def.data.is_empty() {
             // Read-only data: its bytes are constants.
             for (i, b) in def.data.iter().enumerate() {
@@ -1135,6 +1255,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         packet: "pkt0".into(),
         ret,
         lookups: s.lookups,
+        sizes: s.sizes,
         asserts: s.asserts,
     }
 }

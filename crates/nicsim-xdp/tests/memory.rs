@@ -184,6 +184,7 @@ fn within(name: &str, loop_bound: Option<u32>, budget: usize) -> Result<Analysis
             section: None,
             loop_bound,
             memory_budget_bytes: Some(budget),
+            ..Options::default()
         },
     )
 }

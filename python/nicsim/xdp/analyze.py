@@ -77,7 +77,8 @@ def read_object(obj: Path) -> bytes:
 def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, target: str = "nfp",
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
-            progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False) -> dict[str, Any]:
+            progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
+            map_sizes: dict[str, int] | None = None) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
 
@@ -90,6 +91,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     `mac_limit=False` leaves out the target's MAC limit, as the paper's evaluation does (§6:
     core-bound programs measured on 5 cores and scaled to 50, past the MAC's packet rate).
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
+    `map_sizes`: map name → entries, in place of the declared `max_entries` (`--map-size`); a
+    map declared with 0 entries and not sized here is analysed for every size (a warning says
+    so, and the example's maps give the model's size).
     """
     from nicsim import _core
     from nicsim.xdp.solver import SolverStopped, make_solver
@@ -108,7 +112,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     t0 = time.perf_counter()
     try:
         with core_errors(tname):
-            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit)
+            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit,
+                                     sorted((map_sizes or {}).items()))
     except InputError as e:
         slv.close()
         raise InputError(f"{obj}: {e}") from None
@@ -368,6 +373,9 @@ def _model(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]
     length = int(length)
     pkt = slv.values([f"(select {q['packet']} #x{i:016x})" for i in range(length)])
     entries = []
+    for sz in q.get("sizes", []):
+        (n,) = slv.values([sz["size"]])
+        entries.append({"map": sz["map"], "max_entries": int(n)})
     for lk in q["lookups"]:
         terms = [lk["key"], *lk["value"]] + ([lk["present"]] if lk["present"] else [])
         vals = slv.values(terms)
@@ -381,7 +389,9 @@ def _model(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]
 def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
     for e in entries:
         m = maps.get(e["map"])
-        if m is not None and e["present"]:
+        if m is not None and "max_entries" in e:
+            m["max_entries"] = e["max_entries"]  # the model's size of a map declared with 0
+        elif m is not None and e["present"]:
             m["entries"].setdefault(e["key_hex"], e["value_hex"])
     return maps
 

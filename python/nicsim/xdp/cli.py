@@ -45,6 +45,25 @@ ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="BP
                                         "target/xdp/calls.o.", show_default=False)]
 
 
+MapSizeOpt = Annotated[list[str] | None, typer.Option(
+    "--map-size", metavar="NAME=N", help="Entries of map NAME, in place of its declared max_entries (repeat for "
+    "several maps). Loaders that set a size before loading declare 0; such a map without --map-size is analysed "
+    "for every size.", show_default=False)]
+
+
+def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
+    """`--map-size NAME=N` values → {NAME: N}; a malformed one is a one-line error."""
+    from nicsim.errors import InputError
+
+    out: dict[str, int] = {}
+    for v in values or []:
+        name, eq, n = v.rpartition("=")
+        if not eq or not name or not n.strip().isdigit() or not 1 <= int(n) <= U32_MAX:
+            raise InputError(f"--map-size '{v}': expected NAME=N with N from 1 to {U32_MAX}")
+        out[name] = int(n)
+    return out
+
+
 @xdp_app.command("analyze")
 def xdp_analyze(
     obj: ObjArg,
@@ -72,6 +91,7 @@ def xdp_analyze(
     mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
                                             "limit; `--no-mac-limit` gives the cores' and DRAM's rate alone, as the "
                                             "paper's evaluation reports it.")] = True,
+    map_size: MapSizeOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -91,7 +111,10 @@ def xdp_analyze(
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
-                    progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force)
+                    progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force,
+                    map_sizes=parse_map_sizes(map_size))
+    for w in s.get("warnings", []):
+        ui.warn(w)
 
     def show(console: Console) -> None:
         g, n = s["guarantee"], s["naive"]

@@ -39,6 +39,7 @@ pub fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, XdpErro
             section: None,
             loop_bound,
             memory_budget_bytes: None,
+            ..Options::default()
         },
     )
 }
