@@ -227,6 +227,13 @@ pub struct WitnessQuery {
     pub lookups: Vec<Lookup>,
     /// The path's edges in the search's graph.
     pub edges: usize,
+    /// The received packet length the path's bounds checks guarantee, as the graph has it (the
+    /// largest `need` of its edges): the search takes it for a lower bound of the path's
+    /// packets (its bit rate, and where the solver's search for the shortest packet starts),
+    /// so the case's packet must be at least this long. (instruction, source line) of the edge
+    /// that needs it.
+    pub min_len: u32,
+    pub min_len_at: Option<(u32, Option<String>)>,
 }
 
 /// What one case gives.
@@ -367,7 +374,15 @@ impl Differential {
             (t.mtu_bytes as u64 + 14).max(len),
         );
         let w = witness(&self.a.program, maps, packet);
+        let need = edges
+            .iter()
+            .map(|&e| (d.need[e as usize], d.pc[e as usize]))
+            .max_by_key(|x| x.0);
         WitnessQuery {
+            min_len: need.map_or(0, |x| x.0),
+            min_len_at: need
+                .filter(|x| x.0 > 0)
+                .map(|(_, pc)| (pc, self.source_line(pc))),
             smt: w.apply(&q.smt),
             asserts: q
                 .asserts
@@ -747,6 +762,11 @@ mod tests {
             .smt
             .contains("(assert (! (= len #x000000000000003c) :named w_len))"));
         assert!(q.smt.contains(":named w_pkt59)"));
+        // The length check (instruction 4) needs 2 bytes.
+        assert_eq!(
+            (q.min_len, q.min_len_at.as_ref().map(|x| x.0)),
+            (2, Some(4))
+        );
         // The branches: the length check not taken, pkt[0] == 7 taken.
         assert_eq!(q.asserts.len(), 2);
         assert!(q.asserts[1].1.starts_with("(= "), "{:?}", q.asserts);
