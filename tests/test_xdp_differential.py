@@ -5,8 +5,9 @@ For every program of the suite and of tests/xdp (the objects `make xdp-suite` bu
 random and mutated packets with random map contents, the core (`nicsim_xdp::differential`,
 through `_core.XdpDifferential`) runs the packet through the interpreter, follows the
 instructions it executed through the graph the search enumerates, and builds that path's query
-as the search builds it, with the concrete case asserted (the received length and bytes, every
-modelled map's initial values and presence bits). Here the solver checks it:
+as the search builds it, with the concrete case as its witness (the received length and bytes
+asserted, every modelled map's initial values and presence bits defined as the case's). Here the
+solver checks it:
 
 - unsat: a real packet takes a path the analysis would refute, so the guarantee can be wrong (a
   soundness bug). The test fails with the path, the packet (hex), the maps and the unsat core's
@@ -22,7 +23,9 @@ modelled map's initial values and presence bits). Here the solver checks it:
   bound of the path's packets, so its guarantee could be too high.
 
 Each case that follows a path with map lookups is followed by cases with the keys it looked up
-present (as the model gives them), so that lookups hit too.
+present (as the model gives them), so that lookups hit too. Cases the interpreter cannot finish
+(a fault) and traces past the --loop-bound the test gives a program are not checked; a check the
+solver gives up on fails the test.
 
 Short mode (`make test`): SHORT_CASES cases per program. Long mode (`make fuzz-xdp`):
 NICSIM_DIFF_ITERS cases per program. NICSIM_DIFF_SEED (default 1) seeds the cases: the same seed
@@ -594,3 +597,39 @@ def test_every_path_the_interpreter_takes_is_satisfiable(name: str, section: str
     assert not failures, "\n\n".join(failures.values()) + f"\n\n(cases: {summary}; seed {SEED})"
     assert counts.get("ok", 0) > 0, f"no case was checked ({summary})"
     assert not counts.get("unknown"), f"the solver gave up on some cases ({summary})"
+
+
+class _Planted:
+    """A differential check with a soundness bug planted: every path's query also asserts that
+    the packet's byte 12 is not 0x08 (as a branch condition would)."""
+
+    PLANTED = "(not (= (select pkt0 #x000000000000000c) #x08))"
+
+    def __init__(self, diff: Any) -> None:
+        self.diff = diff
+
+    def case(self, packet: bytes, maps_json: str, max_insns: int, max_paths: int) -> str:
+        c = json.loads(self.diff.case(packet, maps_json, max_insns, max_paths))
+        for q in c.get("paths", []):
+            q["smt"] += f"(assert (! {self.PLANTED} :named a999999))\n"
+            q["asserts"].append(["a999999", self.PLANTED, 0, "planted.c:1: the planted bug"])
+        return json.dumps(c)
+
+
+def test_a_refuted_path_is_shrunk_and_reported() -> None:
+    # The reporting of a failure, on a bug planted in the queries of the parser: a packet with
+    # 0x08 at byte 12 takes a path the planted condition refutes.
+    diff = _Planted(_differential("parser", None))
+    slv = _solver()
+    rng = random.Random(3)
+    pkt = _eth(rng, 0x0800, _ipv4(rng, 17, _udp(rng, 53, _dns_query(rng))))
+    assert check(diff, slv, pkt, {}).kind == "unsat"
+    assert check(diff, slv, b"\0" * 60, {}).kind == "ok"
+    small, m, v, note = shrink(diff, slv, "unsat", pkt, {})
+    # The least the planted bug needs: byte 12, in the shortest packet the shrinking tries.
+    assert small == bytes(12) + b"\x08\x00" and m == {} and v.kind == "unsat", small.hex()
+    text = describe("parser", v, small, m, note)
+    assert "SOUNDNESS BUG" in text and small.hex() in text and f"shrunk from {len(pkt)} bytes" in text
+    # The core: the planted condition, and what makes byte 12 0x08 (a branch on the EtherType
+    # here, or the witness's byte).
+    assert f"a999999 (insn 0, planted.c:1: the planted bug): {_Planted.PLANTED}" in text, text
