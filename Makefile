@@ -1,7 +1,7 @@
 # nicsim build plumbing. Two commands do everything from a fresh clone:
 #   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
-# Also: make bench, make lint, make fuzz, make fuzz-config (not part of make test). Rust is built
+# Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config (not part of make test). Rust is built
 # in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
 # below); `cargo test --release` reuses that profile, its flags and target directory.
 
@@ -54,7 +54,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-config wheel
+.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
 # analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
@@ -204,6 +204,21 @@ fuzz: xdp-suite fuzz-tools
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) \
 	    -print_final_stats=1 || exit 1; \
 	done
+
+# The XDP analyzer's differential soundness test (tests/test_xdp_differential.py, docs/xdp.md
+# "Differential soundness test") in its long mode: FUZZ_XDP_CASES generated cases per program
+# (`make test` runs 16), seeded by FUZZ_XDP_SEED (default: the time, printed first; the same seed
+# gives the same cases), FUZZ_XDP_PROGRAMS a comma-separated subset (default: all). A failure is
+# shrunk and reported with its packet, maps and unsat core. Not part of `make test`.
+FUZZ_XDP_CASES ?= 500
+FUZZ_XDP_PROGRAMS ?=
+ifndef FUZZ_XDP_SEED
+FUZZ_XDP_SEED := $(shell date +%s)
+endif
+fuzz-xdp: develop xdp-suite
+	@echo "nicsim: fuzz-xdp: $(FUZZ_XDP_CASES) cases per program, seed $(FUZZ_XDP_SEED)"
+	NICSIM_DIFF_ITERS=$(FUZZ_XDP_CASES) NICSIM_DIFF_SEED=$(FUZZ_XDP_SEED) NICSIM_DIFF_PROGRAMS=$(FUZZ_XDP_PROGRAMS) \
+	  $(VENV)/bin/pytest -q -s tests/test_xdp_differential.py
 
 # Fuzz the capture readers and the zero-copy reassembler (cargo-fuzz on nightly; not part of
 # `make test`): FUZZ_CAPTURE_SECONDS of libFuzzer from the seeds in crates/nicsim-packet/fuzz/seeds

@@ -330,6 +330,63 @@ impl XdpSearch {
     }
 }
 
+/// The differential soundness check (`nicsim_xdp::differential`): an analysis on a target,
+/// and for each case (packet, map entries) the paths its run takes, each as its query with the
+/// case asserted. Python runs the solver (tests/test_xdp_differential.py).
+#[pyclass(unsendable)]
+struct XdpDifferential {
+    d: nicsim_xdp::differential::Differential,
+}
+
+#[pymethods]
+impl XdpDifferential {
+    #[new]
+    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None))]
+    fn new(
+        py: Python<'_>,
+        obj: Vec<u8>,
+        target_toml: &str,
+        target_file: &str,
+        section: Option<String>,
+        loop_bound: Option<u32>,
+    ) -> PyResult<Self> {
+        let target = nicsim_xdp::Target::from_toml(target_toml, target_file)
+            .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
+        let opts = nicsim_xdp::Options {
+            section,
+            loop_bound,
+            memory_budget_bytes: None,
+        };
+        let a = py
+            .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        Ok(XdpDifferential {
+            d: nicsim_xdp::differential::Differential::new(a),
+        })
+    }
+
+    /// The program's maps (JSON: `Differential::maps`).
+    fn maps(&self) -> String {
+        self.d.maps().to_string()
+    }
+
+    /// One case (JSON: `Differential::case`); map entries that do not fit raise
+    /// `nicsim.InputError`.
+    fn case(
+        &self,
+        py: Python<'_>,
+        packet: &[u8],
+        maps_json: &str,
+        max_insns: u64,
+        max_paths: usize,
+    ) -> PyResult<String> {
+        let d = &self.d;
+        py.detach(|| d.case(packet, maps_json, max_insns, max_paths))
+            .map(|c| serde_json::to_string(&c).expect("a case serialises"))
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+}
+
 /// Run `packet` through the XDP program of `obj` (`section` as for the analyzer) with the map
 /// entries of `maps_json` (the analyzer's summary.json "maps" format; a map may give only
 /// "entries"; empty: none), executing at most `max_insns` instructions. Returns JSON
@@ -460,6 +517,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     router::register(m)?;
     m.add_class::<XdpSearch>()?;
     m.add_class::<XdpKernel>()?;
+    m.add_class::<XdpDifferential>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;

@@ -366,9 +366,13 @@ impl State {
                         }
                     }
                     // A check after adjust_head(δ) of `off` bytes means the received packet
-                    // had off + δ; after a tail that shrank by |δ| it had more than `off`.
+                    // had off + δ if the move succeeded, `off` if it failed (the head stays):
+                    // whether it did is not known here, so off + min(δ, 0) (a program that
+                    // ignores the result of adjust_head(64) and checks 14 bytes takes the same
+                    // path with a 60-byte packet as with a 78-byte one). After a tail that
+                    // shrank by |δ| it had more than `off`.
                     s.shift = match (helper, delta) {
-                        (HELPER_ADJUST_HEAD, Some(d)) => s.shift.map(|x| x + d),
+                        (HELPER_ADJUST_HEAD, Some(d)) => s.shift.map(|x| x + d.min(0)),
                         (HELPER_ADJUST_TAIL, Some(d)) if d <= 0 => s.shift,
                         _ => None,
                     };
@@ -755,13 +759,17 @@ mod tests {
         };
         assert_eq!(s.len_need(&j, false), 34);
         assert_eq!(s.len_need(&j, true), 0);
-        // After adjust_head(+14) the same check means 48 bytes were received.
-        s.regs[2] = Val::Scalar(Iv::c(14));
-        let mut t = s.step(&Insn::Call {
-            helper: HELPER_ADJUST_HEAD,
-        });
-        t.regs[4] = Val::Pkt(Iv::c(34));
-        t.regs[3] = Val::PktEnd;
-        assert_eq!(t.len_need(&j, false), 48);
+        // After adjust_head(+14) the same check means 48 bytes were received if the move
+        // succeeded, 34 if it failed (the head stays; nothing here says which): 34. After
+        // adjust_head(-20), 14 (or 34).
+        for (delta, need) in [(14, 34), (-20, 14)] {
+            s.regs[2] = Val::Scalar(Iv::c(delta as i64 as u64));
+            let mut t = s.step(&Insn::Call {
+                helper: HELPER_ADJUST_HEAD,
+            });
+            t.regs[4] = Val::Pkt(Iv::c(34));
+            t.regs[3] = Val::PktEnd;
+            assert_eq!(t.len_need(&j, false), need, "adjust_head({delta})");
+        }
     }
 }

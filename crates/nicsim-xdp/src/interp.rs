@@ -401,6 +401,13 @@ impl MapState {
         self.maps.iter().map(|m| &m.def)
     }
 
+    /// Whether the interpreter models map `map` (holds its entries): false for map types it
+    /// does not model and for an unknown name.
+    pub fn is_modelled(&self, map: &str) -> bool {
+        self.find(map)
+            .is_ok_and(|i| self.maps[i].kind != Kind::Unsupported)
+    }
+
     /// Set entry `key` of map `map` to `value` (as user space's `bpf_map_update_elem` with
     /// BPF_ANY does). Arrays take 4-byte little-endian indices below max_entries; a new key in
     /// a full hash map is an error.

@@ -17,6 +17,7 @@ pub mod calibrate;
 pub mod cfg;
 pub mod consts;
 pub mod cost;
+pub mod differential;
 pub mod helpers_table;
 pub mod insn;
 pub mod interp;

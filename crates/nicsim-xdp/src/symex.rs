@@ -72,6 +72,13 @@ enum Region {
         key: String,
         null: String,
     },
+    /// A value of hash map `m` looked up before an update of the map, which may have replaced
+    /// its element ([`Sym::replace_values`]): loads read fresh bytes, a store may land in any
+    /// key's value. `null` as for `Map`.
+    Replaced {
+        m: u32,
+        null: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -416,6 +423,11 @@ impl<'a> Sym<'a> {
                 }
                 self.pkt = self.def(BYTES, &arr);
             }
+            V::P(Region::Replaced { m, .. }, _, _) => {
+                // The element may be another key's by now: any value of the map may change.
+                let sort = self.map_sort(*m).1;
+                self.mem[*m as usize] = self.fresh(&sort, "mrep");
+            }
             V::P(Region::Map { m, key, .. }, off, _) => {
                 let v = self.scalar(val);
                 let m = *m as usize;
@@ -432,6 +444,31 @@ impl<'a> Sym<'a> {
                 self.mem[m] = self.def(&sort, &arr);
             }
             _ => {}
+        }
+    }
+
+    /// An update of hash or LRU hash map `m` does not write a present key's value in place:
+    /// the kernel links a new element and unlinks the old one (`htab_map_update_elem`,
+    /// `htab_lru_map_update_elem`), whose memory stays (RCU) and goes back to the map's free
+    /// elements, which a later update may take for any key. So every value pointer into `m`
+    /// looked up before the update becomes [`Region::Replaced`], wherever it is held.
+    fn replace_values(&mut self, m: u32) {
+        let swap = |v: &mut V| {
+            if let V::P(Region::Map { m: vm, null, .. }, _, _) = v {
+                if *vm == m {
+                    let null = null.clone();
+                    if let V::P(r, _, _) = v {
+                        *r = Region::Replaced { m, null };
+                    }
+                }
+            }
+        };
+        for f in &mut self.frames {
+            f.regs.iter_mut().for_each(swap);
+            f.spills.values_mut().for_each(swap);
+            if let Some(saved) = &mut f.saved {
+                saved.iter_mut().for_each(swap);
+            }
         }
     }
 
@@ -575,6 +612,17 @@ impl<'a> Sym<'a> {
                     _ => self.fresh("Bool", "c"),
                 };
             }
+            // A value of a map updated since the lookup: the lookup's null check still.
+            (V::P(Region::Replaced { null, .. }, _, _), V::S(z))
+            | (V::S(z), V::P(Region::Replaced { null, .. }, _, _))
+                if z == &bv64(0) =>
+            {
+                return match op {
+                    JmpOp::Eq => null.clone(),
+                    JmpOp::Ne => format!("(not {null})"),
+                    _ => self.fresh("Bool", "c"),
+                };
+            }
             // Other pointers are never null.
             (V::P(..) | V::Ctx | V::MapPtr(_), V::S(z)) if z == &bv64(0) => {
                 return match op {
@@ -652,6 +700,9 @@ impl<'a> Sym<'a> {
             return V::S(self.def("(_ BitVec 64)", &ret));
         }
         let flags = self.scalar(flags);
+        if matches!(def.map_type, MAP_HASH | MAP_LRU_HASH) {
+            self.replace_values(m);
+        }
         let old = self.mem[mi].clone();
         // The value's bytes, stored under the key.
         let val = V::P(
