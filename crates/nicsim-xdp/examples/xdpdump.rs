@@ -70,7 +70,7 @@ fn main() {
                 &nicsim_xdp::Options {
                     section: args.get(2).cloned().filter(|s| !s.is_empty()),
                     loop_bound: limits.loop_bound,
-                    memory_budget_bytes: None,
+                    ..Default::default()
                 },
             );
             match a {

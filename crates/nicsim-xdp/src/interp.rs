@@ -1161,6 +1161,10 @@ impl<'a> Machine<'a> {
                     let r0 = self.call(at, helper)?;
                     self.regs[0] = r0;
                 }
+                Insn::Kfunc { id } => {
+                    let name = self.p.kfunc_name(id);
+                    return Err(invalid(at, format!("kfunc {name} is not supported")));
+                }
                 Insn::CallLocal { off } => {
                     let t = self.target(at, off as i64)?;
                     if self.calls.len() >= MAX_CALL_FRAMES {
@@ -2490,7 +2494,7 @@ mod tests {
         let mut m2 = MapState::new(&p2);
         let e = m2.set("rb", &[], &[]).unwrap_err();
         assert!(
-            e.to_string().contains("type 27 (other) are not modelled"),
+            e.to_string().contains("type 27 (ringbuf) are not modelled"),
             "{e}"
         );
         let e = m2.set("big", &[0; 4], &[]).unwrap_err();
