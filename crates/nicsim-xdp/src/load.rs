@@ -606,8 +606,13 @@ impl<'a> Elf<'a> {
         })
     }
 
+    /// The name of section `sec` (`?` for an index no section has).
+    fn name(&self, sec: usize) -> &str {
+        self.names.get(&sec).map_or("?", String::as_str)
+    }
+
     fn is_text(&self, sec: usize) -> bool {
-        self.names[&sec].starts_with(".text")
+        self.name(sec).starts_with(".text")
     }
 
     /// Programs as libbpf and iproute2 find them: every function of every executable section
@@ -665,7 +670,7 @@ impl<'a> Elf<'a> {
     }
 
     fn at(&self, sec: usize, off: u64) -> String {
-        format!("section '{}' at offset {off:#x}", self.names[&sec])
+        format!("section '{}' at offset {off:#x}", self.name(sec))
     }
 }
 
@@ -676,9 +681,10 @@ fn choose<'c>(
     section: Option<&str>,
     program: Option<&str>,
 ) -> Result<&'c Candidate, LoadError> {
-    // A function name that is not unique is listed, and chosen, as `section/function`.
+    // A function name that is not unique, or is also a section's name, is listed (and may be
+    // chosen) as `section/function`: each name listed chooses its program, with --section too.
     let handle = |c: &Candidate| {
-        if cands.iter().filter(|d| d.name == c.name).count() > 1 {
+        if cands.iter().any(|d| d != c && (d.name == c.name || d.section == c.name)) {
             format!("{}/{}", c.section, c.name)
         } else {
             c.name.clone()
@@ -939,6 +945,14 @@ fn load_inner(
         .and_then(|s| s.data().ok())
         .and_then(btf_strings)
         .map(|s| s.to_vec());
+    if elf.file.section_by_name(".maps").is_some() && elf.file.section_by_name(".BTF").is_none() {
+        // libbpf cannot load it either: a BTF map's definition is its BTF type.
+        return Err(LoadError::Parse(
+            "section '.maps' holds BTF-defined maps, but the object has no BTF (it was built \
+             without -g)"
+                .into(),
+        ));
+    }
     let copy = hidden_copy(bytes, &hide)
         .ok_or_else(|| LoadError::Parse("the section header table is not in the file".into()))?;
     let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
@@ -1035,13 +1049,13 @@ fn load_inner(
             if toff < 0 || toff >= len || toff % 8 != 0 {
                 return Err(bad(format!(
                     "refers to offset {toff:#x} of section '{}', not one of its instructions",
-                    elf.names[&tsec]
+                    elf.name(tsec)
                 )));
             }
             let f = elf.func_at(tsec, toff as u64).ok_or_else(|| {
                 bad(format!(
                     "refers to offset {toff:#x} of section '{}', where no function is",
-                    elf.names[&tsec]
+                    elf.name(tsec)
                 ))
             })?;
             let at = place(raw, origin, &mut placed, tsec, f)?;
@@ -1106,7 +1120,7 @@ fn load_inner(
                             )))
                         }
                     };
-                    let tname = &elf.names[&tsec];
+                    let tname = elf.name(tsec);
                     let sym_off = if s.kind == SymbolKind::Section {
                         r.imm as i64 as u64
                     } else {
@@ -1193,7 +1207,7 @@ fn load_inner(
         let recs = btf_ext_lines(ext, tab);
         let mut index: BTreeMap<(u32, u32), u32> = BTreeMap::new();
         for (slot, o) in origin.iter().enumerate() {
-            let Some(rs) = recs.get(&elf.names[&o.sec]) else {
+            let Some(rs) = recs.get(elf.name(o.sec)) else {
                 continue;
             };
             let k = rs.partition_point(|r| r.insn_off as u64 <= o.off);
@@ -1227,4 +1241,114 @@ fn load_inner(
         license: obj.license.to_string_lossy().into_owned(),
         kfuncs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_names_are_typed_as_libbpf_types_them() {
+        for (name, t) in [
+            ("xdp", SectionType::Xdp),
+            ("xdp.frags", SectionType::Xdp),
+            ("xdp/cpumap", SectionType::Xdp),
+            ("xdp_drop_vlan_4011", SectionType::Xdp),
+            ("xdp_prog", SectionType::Xdp),
+            ("prog", SectionType::Untyped),
+            ("my_filter", SectionType::Untyped),
+            ("tc", SectionType::Other),
+            ("tcx/ingress", SectionType::Other),
+            ("classifier", SectionType::Other),
+            ("socket", SectionType::Other),
+            ("kprobe/sys_open", SectionType::Other),
+            ("uprobe.s/lib:f", SectionType::Other),
+            ("tp_btf/xdp_redirect", SectionType::Other),
+            ("lsm", SectionType::Other),
+        ] {
+            assert_eq!(SectionType::of(name), t, "{name}");
+        }
+    }
+
+    fn cand(section: &str, name: &str) -> Candidate {
+        Candidate {
+            section: section.into(),
+            name: name.into(),
+            kind: SectionType::of(section),
+            sec: 0,
+            start: 0,
+        }
+    }
+
+    /// The handles an Ambiguous or NoSection error lists (`HANDLE (section S)`, ", "-separated).
+    fn listed(e: &LoadError) -> Vec<(String, String)> {
+        let list = match e {
+            LoadError::Ambiguous { list, .. } => list.clone(),
+            LoadError::NoSection { available, .. } => available.clone(),
+            e => panic!("{e}"),
+        };
+        list.split(", ")
+            .map(|i| {
+                let (h, s) = i.split_once(" (section ").unwrap();
+                (h.to_string(), s.trim_end_matches(')').to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_listed_name_chooses_its_program() {
+        let sets: Vec<Vec<Candidate>> = vec![
+            vec![cand("xdp", "a"), cand("xdp", "b")],
+            vec![cand("xdp_fwd", "fwd"), cand("tc", "t"), cand("xdp_icmp", "i"), cand("prog", "p")],
+            // One function name in two sections: listed as section/name.
+            vec![cand("xdp_a", "f"), cand("xdp_b", "f"), cand("xdp_b", "g")],
+            // A section named like another's function.
+            vec![cand("xdp", "prog"), cand("prog", "main"), cand("xdp", "x")],
+        ];
+        for cands in &sets {
+            let e = choose(cands, None, None).unwrap_err();
+            assert!(e.to_string().contains("several XDP programs"), "{e}");
+            let l = listed(&e);
+            assert_eq!(l.len(), cands.len(), "{e}");
+            for (handle, section) in &l {
+                for (s, p) in [(Some(handle.as_str()), None), (None, Some(handle.as_str()))] {
+                    let c = choose(cands, s, p).unwrap_or_else(|e| panic!("{handle}: {e}"));
+                    assert_eq!(&c.section, section, "{handle}");
+                    assert!(handle.ends_with(&c.name), "{handle} chose {c:?}");
+                }
+                // A section holding that one program is accepted too.
+                if cands.iter().filter(|c| &c.section == section).count() == 1 {
+                    assert_eq!(&choose(cands, Some(section), None).unwrap().section, section);
+                }
+            }
+        }
+        // A section name wins over a function of that name; with --program, it narrows.
+        let c = &sets[3];
+        let e = choose(c, Some("prog"), None).unwrap();
+        assert_eq!((e.section.as_str(), e.name.as_str()), ("prog", "main"));
+        let e = choose(c, Some("xdp"), Some("prog")).unwrap();
+        assert_eq!((e.section.as_str(), e.name.as_str()), ("xdp", "prog"));
+        let e = choose(c, Some("xdp"), None).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("section 'xdp' holds several programs: xdp/prog (section xdp), x (section xdp)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_choice_without_options_prefers_xdp_then_untyped_sections() {
+        let one = |cs: &[Candidate]| choose(cs, None, None).map(|c| c.name.clone());
+        assert_eq!(one(&[cand("tc", "t"), cand("xdp", "x"), cand("prog", "p")]).unwrap(), "x");
+        assert_eq!(one(&[cand("tc", "t"), cand("prog", "p"), cand("socket", "s")]).unwrap(), "p");
+        let e = one(&[cand("tc", "t"), cand("socket", "s")]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the object has no XDP program (only programs of other types: t (section tc), s \
+             (section socket); --program NAME analyses one as XDP anyway)"
+        );
+        let e = one(&[cand("prog", "a"), cand("custom", "b")]).unwrap_err().to_string();
+        assert!(e.starts_with("the object has several XDP programs: a (section prog), b"), "{e}");
+        assert!(one(&[]).unwrap_err().to_string().contains("no XDP program"));
+    }
 }

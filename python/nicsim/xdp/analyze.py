@@ -77,9 +77,13 @@ def read_object(obj: Path) -> bytes:
 def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, target: str = "nfp",
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
-            progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False) -> dict[str, Any]:
+            progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
+            program: str | None = None) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
+
+    `section` (an ELF section) and `program` (a function name) choose the program when the object
+    holds several (docs/xdp.md, "Load": programs are found as libbpf and iproute2 find them).
 
     `rate`: `bit` guarantees bits/s (each path at its minimum packet size), `packet` packets/s.
     Paths are checked slowest first until one is satisfiable (the SSP), `timeout_s` passes, or
@@ -108,7 +112,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     t0 = time.perf_counter()
     try:
         with core_errors(tname):
-            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit)
+            search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit,
+                                     program)
     except InputError as e:
         slv.close()
         raise InputError(f"{obj}: {e}") from None
