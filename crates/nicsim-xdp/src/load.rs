@@ -684,7 +684,10 @@ fn choose<'c>(
     // A function name that is not unique, or is also a section's name, is listed (and may be
     // chosen) as `section/function`: each name listed chooses its program, with --section too.
     let handle = |c: &Candidate| {
-        if cands.iter().any(|d| d != c && (d.name == c.name || d.section == c.name)) {
+        if cands
+            .iter()
+            .any(|d| d != c && (d.name == c.name || d.section == c.name))
+        {
             format!("{}/{}", c.section, c.name)
         } else {
             c.name.clone()
@@ -1299,7 +1302,12 @@ mod tests {
     fn every_listed_name_chooses_its_program() {
         let sets: Vec<Vec<Candidate>> = vec![
             vec![cand("xdp", "a"), cand("xdp", "b")],
-            vec![cand("xdp_fwd", "fwd"), cand("tc", "t"), cand("xdp_icmp", "i"), cand("prog", "p")],
+            vec![
+                cand("xdp_fwd", "fwd"),
+                cand("tc", "t"),
+                cand("xdp_icmp", "i"),
+                cand("prog", "p"),
+            ],
             // One function name in two sections: listed as section/name.
             vec![cand("xdp_a", "f"), cand("xdp_b", "f"), cand("xdp_b", "g")],
             // A section named like another's function.
@@ -1318,7 +1326,10 @@ mod tests {
                 }
                 // A section holding that one program is accepted too.
                 if cands.iter().filter(|c| &c.section == section).count() == 1 {
-                    assert_eq!(&choose(cands, Some(section), None).unwrap().section, section);
+                    assert_eq!(
+                        &choose(cands, Some(section), None).unwrap().section,
+                        section
+                    );
                 }
             }
         }
@@ -1330,8 +1341,9 @@ mod tests {
         assert_eq!((e.section.as_str(), e.name.as_str()), ("xdp", "prog"));
         let e = choose(c, Some("xdp"), None).unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("section 'xdp' holds several programs: xdp/prog (section xdp), x (section xdp)"),
+            e.to_string().starts_with(
+                "section 'xdp' holds several programs: xdp/prog (section xdp), x (section xdp)"
+            ),
             "{e}"
         );
     }
@@ -1339,16 +1351,29 @@ mod tests {
     #[test]
     fn the_choice_without_options_prefers_xdp_then_untyped_sections() {
         let one = |cs: &[Candidate]| choose(cs, None, None).map(|c| c.name.clone());
-        assert_eq!(one(&[cand("tc", "t"), cand("xdp", "x"), cand("prog", "p")]).unwrap(), "x");
-        assert_eq!(one(&[cand("tc", "t"), cand("prog", "p"), cand("socket", "s")]).unwrap(), "p");
-        let e = one(&[cand("tc", "t"), cand("socket", "s")]).unwrap_err().to_string();
+        assert_eq!(
+            one(&[cand("tc", "t"), cand("xdp", "x"), cand("prog", "p")]).unwrap(),
+            "x"
+        );
+        assert_eq!(
+            one(&[cand("tc", "t"), cand("prog", "p"), cand("socket", "s")]).unwrap(),
+            "p"
+        );
+        let e = one(&[cand("tc", "t"), cand("socket", "s")])
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "the object has no XDP program (only programs of other types: t (section tc), s \
              (section socket); --program NAME analyses one as XDP anyway)"
         );
-        let e = one(&[cand("prog", "a"), cand("custom", "b")]).unwrap_err().to_string();
-        assert!(e.starts_with("the object has several XDP programs: a (section prog), b"), "{e}");
+        let e = one(&[cand("prog", "a"), cand("custom", "b")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("the object has several XDP programs: a (section prog), b"),
+            "{e}"
+        );
         assert!(one(&[]).unwrap_err().to_string().contains("no XDP program"));
     }
 }
