@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from test_xdp import obj
 
 from conftest import assert_one_line_error, nicsim
-from test_xdp import obj
 
 
 def summary(out: Path) -> dict:
