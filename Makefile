@@ -130,9 +130,11 @@ develop: $(VENV)/.deps $(if $(filter 1,$(PGO)),$(PROFDATA))
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
 
-# clang with the BPF target and libbpf's headers build the XDP suite.
+# clang with the BPF target and libbpf's headers build the XDP suite; llc builds the test
+# programs that are built as the XDP paper's objects were (clang -emit-llvm | llc).
 xdp-tools:
 	@$(call need,clang,clang)
+	@$(call need,llc,llvm)
 	@$(call need_file,/usr/include/bpf/bpf_helpers.h,libbpf-dev)
 
 xdp-suite: xdp-tools

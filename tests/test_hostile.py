@@ -1136,7 +1136,7 @@ OBJECTS: list[tuple[str, str, Callable[[bytes], bytes], list[str]]] = [
     ("xdp-code-zero", "calls", _fill("xdp", lambda n: b"\0" * n), []),
     ("xdp-nobits", "calls", _sec("xdp", 4, "I", 8), []),
     ("no-xdp-program", "calls", _rename("xdp", "lsm"), ["no XDP program"]),
-    ("no-program-at-all", "calls", _rename("xdp", "xq"), []),
+    ("no-program-at-all", "calls", _sec("xdp", 8, "Q", 2), ["no XDP program"]),  # code, not executable
     ("maps-size-2^40", "calls", _sec(".maps", 32, "Q", 1 << 40), []),
     ("btf-random", "calls", _fill(".BTF", lambda n: b"\x9f\xeb\x01\x00" + random.Random(5).randbytes(n)), []),
     ("btf-str-len-huge", "calls", _fill(".BTF", lambda n: struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, 0, 0,

@@ -206,7 +206,7 @@ struct XdpSearch {
 #[pymethods]
 impl XdpSearch {
     #[new]
-    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true, map_sizes=Vec::new()))]
+    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true, program=None, map_sizes=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -218,6 +218,7 @@ impl XdpSearch {
         bit_rate: bool,
         memory_mb: Option<u64>,
         mac_limit: bool,
+        program: Option<String>,
         map_sizes: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
@@ -228,6 +229,7 @@ impl XdpSearch {
         }
         let opts = nicsim_xdp::Options {
             section,
+            program,
             loop_bound,
             memory_budget_bytes: memory_mb.map(|mb| (mb as usize).saturating_mul(1 << 20)),
             map_sizes,
@@ -356,6 +358,7 @@ impl XdpDifferential {
             section,
             loop_bound,
             memory_budget_bytes: None,
+            ..Default::default()
         };
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
@@ -387,14 +390,14 @@ impl XdpDifferential {
     }
 }
 
-/// Run `packet` through the XDP program of `obj` (`section` as for the analyzer) with the map
+/// Run `packet` through the XDP program of `obj` (`section`, `program` as for the analyzer) with the map
 /// entries of `maps_json` (the analyzer's summary.json "maps" format; a map may give only
 /// "entries"; empty: none), executing at most `max_insns` instructions. Returns JSON
 /// `{"retval", "trace", "packet_hex", "insns", "maps"}`: `trace` numbers instructions as
 /// `path.insns` does, `maps` is every map's contents afterwards in the input's format. A bad
 /// object, map entry or packet, and a fault while running, raise `nicsim.InputError`.
 #[pyfunction]
-#[pyo3(signature = (obj, section, packet, maps_json, max_insns))]
+#[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None))]
 fn xdp_run(
     py: Python<'_>,
     obj: &[u8],
@@ -402,10 +405,12 @@ fn xdp_run(
     packet: &[u8],
     maps_json: &str,
     max_insns: u64,
+    program: Option<&str>,
 ) -> PyResult<String> {
     use nicsim_xdp::interp::{run, MapState, RunOptions};
     py.detach(|| -> Result<String, String> {
-        let mut program = nicsim_xdp::load(obj, section).map_err(|e| e.to_string())?;
+        let mut program =
+            nicsim_xdp::load_with(obj, section, program).map_err(|e| e.to_string())?;
         MapState::size_from_json(&mut program, maps_json).map_err(|e| e.to_string())?;
         let mut maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;
         let opts = RunOptions {
@@ -435,10 +440,15 @@ struct XdpKernel {
 #[pymethods]
 impl XdpKernel {
     #[new]
-    #[pyo3(signature = (obj, section=None, maps_json=""))]
-    fn new(obj: &[u8], section: Option<&str>, maps_json: &str) -> PyResult<Self> {
-        let mut program =
-            nicsim_xdp::load(obj, section).map_err(|e| InputError::new_err(e.to_string()))?;
+    #[pyo3(signature = (obj, section=None, maps_json="", program=None))]
+    fn new(
+        obj: &[u8],
+        section: Option<&str>,
+        maps_json: &str,
+        program: Option<&str>,
+    ) -> PyResult<Self> {
+        let mut program = nicsim_xdp::load_with(obj, section, program)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
         nicsim_xdp::interp::MapState::size_from_json(&mut program, maps_json)
             .map_err(|e| InputError::new_err(e.to_string()))?;
         let maps = nicsim_xdp::interp::MapState::from_json(&program, maps_json)

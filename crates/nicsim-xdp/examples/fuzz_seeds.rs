@@ -16,14 +16,16 @@ fn main() {
             .file_stem()
             .unwrap()
             .to_string_lossy();
-        // The one XDP program or, in an object with several, each one the error names
-        // (`section/function, ...`), by function name.
-        let progs = match nicsim_xdp::load(&bytes, None) {
-            Ok(p) => vec![p],
-            Err(nicsim_xdp::LoadError::Ambiguous(names)) => names
-                .split(", ")
-                .filter_map(|sn| sn.rsplit('/').next())
-                .filter_map(|f| nicsim_xdp::load(&bytes, Some(f)).ok())
+        // Every program the object offers (each function --program can choose).
+        let progs: Vec<_> = match nicsim_xdp::load::candidates(&bytes) {
+            Ok(cands) => cands
+                .iter()
+                .filter_map(|c| {
+                    let want = format!("{}/{}", c.section, c.name);
+                    nicsim_xdp::load_with(&bytes, None, Some(&want))
+                        .map_err(|e| eprintln!("fuzz_seeds: {path}: {e} (skipped)"))
+                        .ok()
+                })
                 .collect(),
             Err(e) => {
                 eprintln!("fuzz_seeds: {path}: {e} (skipped)");

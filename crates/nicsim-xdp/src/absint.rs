@@ -380,6 +380,8 @@ impl State {
             }
             Insn::CallLocal { .. } | Insn::Exit | Insn::Ja { .. } | Insn::Jmp { .. } => {}
             Insn::LdAbs => {}
+            // A kfunc, as a helper nothing is known of (the costing refuses it).
+            Insn::Kfunc { .. } => s = self.step(&Insn::Call { helper: u32::MAX }),
         }
         s
     }

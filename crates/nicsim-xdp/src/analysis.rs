@@ -40,7 +40,10 @@ pub enum XdpError {
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// `--section`: an ELF section (or, as before `--program`, a function name).
     pub section: Option<String>,
+    /// `--program`: a function name (or `section/function`).
+    pub program: Option<String>,
     pub loop_bound: Option<u32>,
     /// Bytes the analysis may take: the graph while it is built and costed, then the graph,
     /// its split and the search's state together (`None`: no bound). The object itself and
@@ -95,7 +98,7 @@ impl Analysis {
             need_mb: need_bytes.div_ceil(1 << 20),
             budget_mb: budget >> 20,
         };
-        let mut program = load::load(bytes, opts.section.as_deref())?;
+        let mut program = load::load_with(bytes, opts.section.as_deref(), opts.program.as_deref())?;
         program.resize(&opts.map_sizes).map_err(XdpError::MapSize)?;
         // The graph's size follows from the budget, unless the fixed limit is lower.
         let limits = Limits {

@@ -76,6 +76,7 @@ fn map(name: &str, map_type: u32, key_size: u32, value_size: u32) -> MapDef {
         flags: 0,
         data: Vec::new(),
         frozen: false,
+        inner: None,
     }
 }
 

@@ -48,6 +48,7 @@ pub fn insn_class(insn: &Insn) -> String {
         Insn::Ja { .. } | Insn::Jmp { .. } => "jump",
         Insn::Call { helper } => return format!("call {}", helper_name(*helper)),
         Insn::CallLocal { .. } => "call",
+        Insn::Kfunc { .. } => "call kfunc",
         Insn::Exit => "exit",
     }
     .to_string()
@@ -104,6 +105,17 @@ pub enum CostError {
         name: String,
         target: String,
     },
+    /// A map helper on a map of a type the target has no cost for (the map type, not the
+    /// helper, is what is missing).
+    #[error("instruction {pc}: map '{map}' of type {map_type} is not supported ({why})")]
+    UnsupportedMap {
+        pc: usize,
+        map: String,
+        map_type: String,
+        why: String,
+    },
+    #[error("instruction {pc}: kfunc {name} is not supported")]
+    UnsupportedKfunc { pc: usize, name: String },
 }
 
 /// Abstract states at every node of an acyclic graph (one pass in topological order). This
@@ -281,7 +293,30 @@ fn insn_cost(
                 Val::MapPtr(i) => Some(p.maps[i as usize].type_name()),
                 _ => None,
             };
+            let unsupported_map =
+                |m: &crate::load::MapDef, why: String| CostError::UnsupportedMap {
+                    pc,
+                    map: m.name.clone(),
+                    map_type: m.type_name().to_string(),
+                    why,
+                };
+            if let Val::MapPtr(i) = s.regs[1] {
+                let m = &p.maps[i as usize];
+                if m.is_map_of_maps() {
+                    return Err(unsupported_map(
+                        m,
+                        format!("{name} on it gives inner maps, which the analysis does not model"),
+                    ));
+                }
+            }
             let Some(h) = t.helper(short, map_type) else {
+                if let (Val::MapPtr(i), Some(_)) = (s.regs[1], t.helper(short, Some("hash"))) {
+                    // The helper has a cost on other maps: this map's type is what is missing.
+                    return Err(unsupported_map(
+                        &p.maps[i as usize],
+                        format!("{name} on it has no cost on target {}", t.name),
+                    ));
+                }
                 return Err(CostError::UnsupportedHelper {
                     pc,
                     id: helper,
@@ -298,6 +333,12 @@ fn insn_cost(
             }
         }
         Insn::LdAbs => plain(c.alu),
+        Insn::Kfunc { id } => {
+            return Err(CostError::UnsupportedKfunc {
+                pc,
+                name: p.kfunc_name(id),
+            })
+        }
     })
 }
 

@@ -191,6 +191,13 @@ pub fn witness(p: &Program, maps: &MapState, packet: &[u8]) -> Witness {
             continue;
         };
         let ks = def.key_size.max(1) * 8;
+        if def.max_entries == 0 && def.is_array() {
+            // The size the case runs with, for the query's unknown size.
+            if let Some(n) = maps.max_entries(m) {
+                w.asserts
+                    .push((format!("w_msz{m}"), format!("(= msz{m} (_ bv{n} {ks}))")));
+            }
+        }
         let vsort = format!("(Array (_ BitVec {}) (_ BitVec 8))", ks + 32);
         let psort = format!("(Array (_ BitVec {ks}) Bool)");
         let mut values = format!("((as const {vsort}) #x00)");
@@ -292,7 +299,11 @@ impl Differential {
         max_insns: u64,
         max_paths: usize,
     ) -> Result<Case, MapError> {
-        let p = &self.a.program;
+        // Maps declared with max_entries 0 run with the size the JSON gives (the query takes
+        // every size; the witness asserts this one).
+        let mut sized = self.a.program.clone();
+        MapState::size_from_json(&mut sized, maps_json)?;
+        let p = &sized;
         let before = MapState::from_json(p, maps_json)?;
         let mut maps = before.clone();
         let opts = RunOptions {

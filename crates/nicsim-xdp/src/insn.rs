@@ -151,6 +151,11 @@ pub enum Insn {
     CallLocal {
         off: i32,
     },
+    /// Call of a kernel function (kfunc, `BPF_PSEUDO_KFUNC_CALL`): `id` indexes the
+    /// program's `kfuncs`, which name them.
+    Kfunc {
+        id: u32,
+    },
     Exit,
 }
 
@@ -221,10 +226,13 @@ const CLS_JMP: u8 = 5;
 const CLS_JMP32: u8 = 6;
 const CLS_ALU64: u8 = 7;
 
-/// `BPF_PSEUDO_MAP_FD` / `BPF_PSEUDO_MAP_VALUE` / `BPF_PSEUDO_CALL`.
+/// `BPF_PSEUDO_MAP_FD` / `BPF_PSEUDO_MAP_VALUE` / `BPF_PSEUDO_FUNC` (`LD_IMM64` kinds);
+/// `BPF_PSEUDO_CALL` / `BPF_PSEUDO_KFUNC_CALL` (call kinds).
 pub const PSEUDO_MAP_FD: u8 = 1;
 pub const PSEUDO_MAP_VALUE: u8 = 2;
+pub const PSEUDO_FUNC: u8 = 4;
 pub const PSEUDO_CALL: u8 = 1;
+pub const PSEUDO_KFUNC_CALL: u8 = 2;
 
 fn size_of(code: u8) -> Size {
     match code & 0x18 {
@@ -315,7 +323,8 @@ pub fn decode(raw: &[Raw], map_index: &dyn Fn(i32) -> Option<u32>) -> Result<Cod
                             helper: r.imm as u32,
                         },
                         PSEUDO_CALL => Insn::CallLocal { off: r.imm },
-                        _ => return Err(err("kfunc calls are not supported".into())),
+                        PSEUDO_KFUNC_CALL => Insn::Kfunc { id: r.imm as u32 },
+                        s => return Err(err(format!("call of unknown kind {s}"))),
                     },
                     0x90 if is64 => Insn::Exit,
                     code => {
@@ -428,6 +437,13 @@ pub fn decode(raw: &[Raw], map_index: &dyn Fn(i32) -> Option<u32>) -> Result<Cod
                             })?,
                             off: hi.imm as u32,
                         },
+                        PSEUDO_FUNC => {
+                            return Err(err(
+                                "the address of a function (BPF_PSEUDO_FUNC: a callback of \
+                                 bpf_loop, bpf_for_each_map_elem or a timer) is not supported"
+                                    .into(),
+                            ))
+                        }
                         s => return Err(err(format!("LD_IMM64 of unsupported kind {s}"))),
                     };
                     out.push(Some(Insn::LdImm64 { dst, imm }));

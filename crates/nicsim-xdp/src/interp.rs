@@ -353,6 +353,13 @@ pub struct MapState {
     maps: Vec<MapStore>,
 }
 
+impl MapState {
+    /// The entries map `m` (by index) holds room for, as it runs.
+    pub fn max_entries(&self, m: usize) -> Option<u32> {
+        self.maps.get(m).map(|s| s.def.max_entries)
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -1204,6 +1211,10 @@ impl<'a> Machine<'a> {
                 Insn::Call { helper } => {
                     let r0 = self.call(at, helper)?;
                     self.regs[0] = r0;
+                }
+                Insn::Kfunc { id } => {
+                    let name = self.p.kfunc_name(id);
+                    return Err(invalid(at, format!("kfunc {name} is not supported")));
                 }
                 Insn::CallLocal { off } => {
                     let t = self.target(at, off as i64)?;
@@ -2534,7 +2545,7 @@ mod tests {
         let mut m2 = MapState::new(&p2);
         let e = m2.set("rb", &[], &[]).unwrap_err();
         assert!(
-            e.to_string().contains("type 27 (other) are not modelled"),
+            e.to_string().contains("type 27 (ringbuf) are not modelled"),
             "{e}"
         );
         let e = m2.set("big", &[0; 4], &[]).unwrap_err();

@@ -164,6 +164,10 @@ impl Kernel {
     /// Create the program's maps (global data initialised from its section, `.rodata` frozen),
     /// give the instructions their map file descriptors, and load the program as XDP.
     pub fn load(program: &Program) -> Result<Kernel, KernelError> {
+        if let Some(k) = program.kfuncs.first() {
+            // Its BTF id would come from the running kernel's BTF, which is not looked up.
+            return Err(KernelError::Input(format!("kfunc {k} is not supported")));
+        }
         Kernel::load_raw(&program.raw, &program.maps, &program.license, &program.name)
     }
 
@@ -177,18 +181,28 @@ impl Kernel {
     ) -> Result<Kernel, KernelError> {
         let cpus = possible_cpus();
         let mut maps = Vec::with_capacity(map_defs.len());
-        for def in map_defs {
+        let create = |def: &MapDef, inner_fd: u32| {
             let mut a = Attr::new();
             a.u32(0, def.map_type)
                 .u32(4, def.key_size)
                 .u32(8, def.value_size)
                 .u32(12, def.max_entries)
-                .u32(16, def.flags);
+                .u32(16, def.flags)
+                .u32(20, inner_fd);
             a.bytes()[28..44].copy_from_slice(&map_name(&def.name));
-            let fd = a.call(BPF_MAP_CREATE).map_err(|err| KernelError::Sys {
+            a.call(BPF_MAP_CREATE).map_err(|err| KernelError::Sys {
                 what: format!("map '{}' ({})", def.name, def.type_name()),
                 err,
-            })?;
+            })
+        };
+        for def in map_defs {
+            // A map of maps is created with a template of its inner maps.
+            let inner = match &def.inner {
+                // SAFETY: the kernel returned a new file descriptor that nothing else owns.
+                Some(i) => Some(unsafe { OwnedFd::from_raw_fd(create(i, 0)? as i32) }),
+                None => None,
+            };
+            let fd = create(def, inner.as_ref().map_or(0, |f| f.as_raw_fd() as u32))?;
             // SAFETY: the kernel returned a new file descriptor that nothing else owns.
             let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
             let m = KMap {

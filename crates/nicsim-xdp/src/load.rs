@@ -1,18 +1,33 @@
 //! Loading a BPF ELF object: the one XDP program to analyse, its maps, and its source lines.
 //!
-//! Parsing, map definitions (legacy `maps` and BTF `.maps`, plus global data sections), map
-//! relocations of `LD_IMM64` and the linking of bpf-to-bpf calls into one instruction array are
-//! done by `aya-obj`, the loader library of the Aya project. Here we check that the file is a
-//! BPF object at all, pick the program, give every map a stable index (maps sorted by name; the
-//! index stands where the kernel would put a map fd), decode the instructions, and attach the
-//! BTF line information (`.BTF.ext`) to each instruction.
+//! Programs are found as libbpf, iproute2 and older loaders find them (docs/xdp.md, "Load"):
+//! every function in an executable section other than `.text`, whatever the section's name
+//! (`xdp`, `xdp.frags`, `xdp/…`, iproute2's `prog`, `xdp_fwd`, custom names; a section without
+//! function symbols is one program), and, when there is no such section, every global
+//! function in `.text` (objects built the way the XDP paper's were). Static functions in
+//! `.text` are subprograms. The program's bpf-to-bpf callees are linked after it as libbpf
+//! links them, and its relocations applied here: maps, global data, subprogram calls and calls
+//! of kernel functions (kfuncs, which become [`Insn::Kfunc`](crate::insn::Insn::Kfunc)).
+//!
+//! Maps: legacy `struct bpf_map_def` entries in a `maps` section of any of the sizes older
+//! loaders used (read here), and BTF-defined maps (`.maps`, map-in-map included) and global
+//! data (`.data`, `.rodata`, `.bss` and their `.rodata.str1.1`-like kin), parsed by `aya-obj`,
+//! the loader library of the Aya project, from a copy of the object in which the code and the
+//! legacy `maps` sections are hidden (aya-obj refuses section names it does not know). Every
+//! map gets a stable index (maps sorted by name; the index stands where the kernel would put a
+//! map fd). The instructions are decoded and the BTF line information (`.BTF.ext`) attached to
+//! each one when the object has it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
-use aya_obj::{Object, ProgramSection};
-use object::{Object as _, ObjectSection as _};
+use aya_obj::Object;
+use object::{
+    Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionFlags,
+    SectionKind, SymbolKind, SymbolSection,
+};
 
-use crate::insn::{decode, Code, Raw};
+use crate::insn::{decode, Code, Raw, PSEUDO_CALL, PSEUDO_KFUNC_CALL, PSEUDO_MAP_FD};
+use crate::insn::{PSEUDO_FUNC, PSEUDO_MAP_VALUE};
 
 /// Kernel map types the analyzer models (`enum bpf_map_type`).
 pub const MAP_HASH: u32 = 1;
@@ -21,6 +36,47 @@ pub const MAP_PERCPU_HASH: u32 = 5;
 pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const MAP_LRU_HASH: u32 = 9;
 pub const MAP_DEVMAP: u32 = 14;
+/// Maps of maps: a lookup gives an inner map (`MapDef::inner` describes it) or NULL.
+pub const MAP_ARRAY_OF_MAPS: u32 = 12;
+pub const MAP_HASH_OF_MAPS: u32 = 13;
+
+/// The names of `enum bpf_map_type` (Linux 6.9), by value.
+const MAP_TYPE_NAMES: [&str; 34] = [
+    "unspec",
+    "hash",
+    "array",
+    "prog_array",
+    "perf_event_array",
+    "percpu_hash",
+    "percpu_array",
+    "stack_trace",
+    "cgroup_array",
+    "lru_hash",
+    "lru_percpu_hash",
+    "lpm_trie",
+    "array_of_maps",
+    "hash_of_maps",
+    "devmap",
+    "sockmap",
+    "cpumap",
+    "xskmap",
+    "sockhash",
+    "cgroup_storage",
+    "reuseport_sockarray",
+    "percpu_cgroup_storage",
+    "queue",
+    "stack",
+    "sk_storage",
+    "devmap_hash",
+    "struct_ops",
+    "ringbuf",
+    "inode_storage",
+    "task_storage",
+    "bloom_filter",
+    "user_ringbuf",
+    "cgrp_storage",
+    "arena",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapDef {
@@ -34,22 +90,27 @@ pub struct MapDef {
     pub data: Vec<u8>,
     /// A read-only global-data map (`.rodata`): its bytes are constants.
     pub frozen: bool,
+    /// For a map of maps (`array_of_maps`, `hash_of_maps`), the inner maps' definition (BTF
+    /// `values`, iproute2's `inner_id`, or the samples' `inner_map_idx`), when the object
+    /// gives it.
+    pub inner: Option<Box<MapDef>>,
 }
 
 impl MapDef {
+    /// The kernel's name of the map's type (`hash`, `array`, `lpm_trie`, …; `other` past the
+    /// types Linux 6.9 knows).
     pub fn type_name(&self) -> &'static str {
-        match self.map_type {
-            MAP_HASH => "hash",
-            MAP_ARRAY => "array",
-            MAP_PERCPU_HASH => "percpu_hash",
-            MAP_PERCPU_ARRAY => "percpu_array",
-            MAP_LRU_HASH => "lru_hash",
-            MAP_DEVMAP => "devmap",
-            _ => "other",
-        }
+        MAP_TYPE_NAMES
+            .get(self.map_type as usize)
+            .copied()
+            .unwrap_or("other")
     }
     pub fn is_array(&self) -> bool {
         matches!(self.map_type, MAP_ARRAY | MAP_PERCPU_ARRAY)
+    }
+    /// A map whose values are maps.
+    pub fn is_map_of_maps(&self) -> bool {
+        matches!(self.map_type, MAP_ARRAY_OF_MAPS | MAP_HASH_OF_MAPS)
     }
 }
 
@@ -73,7 +134,7 @@ impl SrcLine {
 pub struct Program {
     /// ELF section of the program (e.g. `xdp`).
     pub section: String,
-    /// Function name of the program.
+    /// Function name of the program (the section's name for a section without functions).
     pub name: String,
     pub raw: Vec<Raw>,
     pub code: Code,
@@ -83,6 +144,9 @@ pub struct Program {
     pub lines: Vec<SrcLine>,
     /// The object's `license` section (the kernel allows GPL-only helpers to GPL programs).
     pub license: String,
+    /// The kernel functions the program calls, by the index an
+    /// [`Insn::Kfunc`](crate::insn::Insn::Kfunc) holds.
+    pub kfuncs: Vec<String>,
 }
 
 impl Program {
@@ -127,6 +191,13 @@ impl Program {
             .flatten()
             .map(|i| &self.lines[i as usize])
     }
+    /// The name of kfunc `id` (`#id` if the program does not name it).
+    pub fn kfunc_name(&self, id: u32) -> String {
+        self.kfuncs
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,14 +208,105 @@ pub enum LoadError {
     NotBpf(String),
     #[error("bad BPF object: {0}")]
     Parse(String),
-    #[error("no program in section or function '{want}' (programs: {available})")]
+    /// `--section`/`--program` match nothing.
+    #[error("no program {want} (programs: {available})")]
     NoSection { want: String, available: String },
-    #[error("the object has no XDP program")]
-    NoXdp,
-    #[error("the object has several XDP programs ({0}); choose one with --section")]
-    Ambiguous(String),
-    #[error("{0}")]
-    Decode(#[from] crate::insn::DecodeError),
+    /// No candidate libbpf or iproute2 would load as XDP; `.0` says what there is.
+    #[error("the object has no XDP program ({0})")]
+    NoXdp(String),
+    /// Several candidates and no choice (or a choice that matches several).
+    #[error("{what}: {list}; choose one with --program NAME (or --section NAME)")]
+    Ambiguous { what: String, list: String },
+    #[error("{err} ({at})")]
+    Decode {
+        err: crate::insn::DecodeError,
+        at: String,
+    },
+}
+
+/// How libbpf reads a program section's name (`SEC("…")`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SectionType {
+    /// `xdp`, `xdp.frags`, `xdp/…`, and the `xdp…` names older libbpf took by prefix
+    /// (`xdp_prog`, `xdp_drop_vlan_4011`).
+    Xdp,
+    /// A name libbpf types as another program type (`tc`, `classifier`, `socket`,
+    /// `kprobe/…`, …).
+    Other,
+    /// A name libbpf does not type (iproute2's `prog`, custom names, `.text`): loaders that
+    /// are told the type (`ip link set … xdp obj O sec S`) load it as XDP.
+    Untyped,
+}
+
+/// The first component of section names libbpf gives a program type other than XDP
+/// (tools/lib/bpf/libbpf.c, `section_defs`), before any `/` or `.`.
+const OTHER_PROGRAM_SECTIONS: &[&str] = &[
+    "socket",
+    "sk_reuseport",
+    "kprobe",
+    "uprobe",
+    "kretprobe",
+    "uretprobe",
+    "ksyscall",
+    "kretsyscall",
+    "usdt",
+    "tc",
+    "tcx",
+    "netkit",
+    "classifier",
+    "action",
+    "tracepoint",
+    "tp",
+    "raw_tracepoint",
+    "raw_tp",
+    "tp_btf",
+    "fentry",
+    "fmod_ret",
+    "fexit",
+    "freplace",
+    "lsm",
+    "lsm_cgroup",
+    "iter",
+    "syscall",
+    "lwt_in",
+    "lwt_out",
+    "lwt_xmit",
+    "lwt_seg6local",
+    "sockops",
+    "sk_skb",
+    "sk_msg",
+    "lirc_mode2",
+    "flow_dissector",
+    "cgroup_skb",
+    "cgroup",
+    "struct_ops",
+    "sk_lookup",
+    "perf_event",
+    "netfilter",
+];
+
+impl SectionType {
+    pub fn of(section: &str) -> SectionType {
+        if section.starts_with("xdp") {
+            return SectionType::Xdp;
+        }
+        let first = section.split(['/', '.']).next().unwrap_or("");
+        if OTHER_PROGRAM_SECTIONS.contains(&first) {
+            SectionType::Other
+        } else {
+            SectionType::Untyped
+        }
+    }
+}
+
+/// A function the object offers as a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub section: String,
+    pub name: String,
+    pub kind: SectionType,
+    sec: usize,
+    start: u64,
 }
 
 /// The error and its causes, joined by ": ".
@@ -171,13 +333,72 @@ fn btf_strings(data: &[u8]) -> Option<&[u8]> {
     }
     let hdr = u32_at(4)? as usize;
     let (off, len) = (u32_at(16)? as usize, u32_at(20)? as usize);
-    data.get(hdr + off..hdr + off + len)
+    data.get(hdr.checked_add(off)?..hdr.checked_add(off)?.checked_add(len)?)
 }
 
 fn cstr(tab: &[u8], off: u32) -> String {
     let tail = tab.get(off as usize..).unwrap_or_default();
     let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
     String::from_utf8_lossy(&tail[..end]).into_owned()
+}
+
+fn u32_le(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+/// A line-information record of `.BTF.ext`: byte offset of the instruction in its section,
+/// and the file, line text and line/column (line << 10 | column) as `.BTF` strings.
+#[derive(Debug, Clone, Copy)]
+struct LineRec {
+    insn_off: u32,
+    file: u32,
+    text: u32,
+    line_col: u32,
+}
+
+/// The line records of `.BTF.ext` by section name (`struct btf_ext_header`, then
+/// `line_info_off`: the record size, then per section its name, count and records). A
+/// malformed block gives what could be read.
+fn btf_ext_lines(ext: &[u8], strings: &[u8]) -> HashMap<String, Vec<LineRec>> {
+    let mut out: HashMap<String, Vec<LineRec>> = HashMap::new();
+    let mut f = || -> Option<()> {
+        if ext.get(0..2)? != [0x9f, 0xeb] {
+            return None;
+        }
+        let hdr = u32_le(ext, 4)? as usize;
+        let (off, len) = (u32_le(ext, 16)? as usize, u32_le(ext, 20)? as usize);
+        let start = hdr.checked_add(off)?;
+        let block = ext.get(start..start.checked_add(len)?)?;
+        let rec = u32_le(block, 0)? as usize;
+        if rec < 16 {
+            return None;
+        }
+        let mut at = 4;
+        while at + 8 <= block.len() {
+            let name = cstr(strings, u32_le(block, at)?);
+            let n = u32_le(block, at + 4)? as usize;
+            at += 8;
+            let v = out.entry(name).or_default();
+            for _ in 0..n {
+                let r = block.get(at..at.checked_add(rec)?)?;
+                v.push(LineRec {
+                    insn_off: u32_le(r, 0)?,
+                    file: u32_le(r, 4)?,
+                    text: u32_le(r, 8)?,
+                    line_col: u32_le(r, 12)?,
+                });
+                at += rec;
+            }
+        }
+        Some(())
+    };
+    let _ = f();
+    for v in out.values_mut() {
+        v.sort_by_key(|r| r.insn_off);
+    }
+    out
 }
 
 /// The largest section without file bytes (`.bss`) loaded. The kernel refuses a map value
@@ -187,15 +408,35 @@ pub const MAX_NOBITS_BYTES: u64 = 64 << 20;
 
 /// Load program `section` (an ELF section name or a function name; optional if the object
 /// holds exactly one XDP program) from the object `bytes`.
+pub fn load(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError> {
+    load_with(bytes, section, None)
+}
+
+/// Load the program chosen by `section` (an ELF section, or as [`load`] takes it) and
+/// `program` (a function name, or `section/function`) from the object `bytes`; both are
+/// optional when the choice is clear (docs/xdp.md, "Load").
 ///
 /// A malformed object is an error, never a panic: the parsing library's own panics on
 /// hostile input are caught (and kept off stderr) and reported as a bad object.
-pub fn load(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError> {
+pub fn load_with(
+    bytes: &[u8],
+    section: Option<&str>,
+    program: Option<&str>,
+) -> Result<Program, LoadError> {
+    guarded(|| load_inner(bytes, section, program))
+}
+
+/// Every function of the object that can be chosen as its program, in file order.
+pub fn candidates(bytes: &[u8]) -> Result<Vec<Candidate>, LoadError> {
+    guarded(|| Ok(Elf::parse(bytes)?.candidates()))
+}
+
+fn guarded<T>(f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, LoadError> {
     static HOOK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let r = std::panic::catch_unwind(|| load_inner(bytes, section));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     std::panic::set_hook(prev);
     r.unwrap_or_else(|p| {
         let what = p
@@ -207,179 +448,965 @@ pub fn load(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError> {
     })
 }
 
-fn load_inner(bytes: &[u8], section: Option<&str>) -> Result<Program, LoadError> {
-    let elf = object::File::parse(bytes).map_err(|e| LoadError::NotElf(e.to_string()))?;
-    if elf.architecture() != object::Architecture::Bpf {
-        return Err(LoadError::NotBpf(format!("{:?}", elf.architecture())));
+/// A function in an executable section: bytes `start..end` of it.
+#[derive(Debug, Clone)]
+struct Func {
+    name: String,
+    start: u64,
+    end: u64,
+    global: bool,
+}
+
+/// A symbol as the relocations need it.
+#[derive(Debug, Clone)]
+struct Sym {
+    name: String,
+    section: SymbolSection,
+    value: u64,
+    kind: SymbolKind,
+}
+
+/// The parsed object: its sections, code, functions and code relocations.
+struct Elf<'a> {
+    file: object::File<'a>,
+    /// Section names by index.
+    names: BTreeMap<usize, String>,
+    /// The bytes of every executable section with instructions.
+    code: BTreeMap<usize, &'a [u8]>,
+    /// Functions of every executable section, by start.
+    funcs: BTreeMap<usize, Vec<Func>>,
+    /// Relocations of code: (section, byte offset) → symbol index.
+    relocs: HashMap<(usize, u64), usize>,
+}
+
+const SHF_EXECINSTR: u64 = 0x4;
+
+impl<'a> Elf<'a> {
+    fn parse(bytes: &'a [u8]) -> Result<Elf<'a>, LoadError> {
+        let file = object::File::parse(bytes).map_err(|e| LoadError::NotElf(e.to_string()))?;
+        if file.architecture() != object::Architecture::Bpf {
+            return Err(LoadError::NotBpf(format!("{:?}", file.architecture())));
+        }
+        if !file.is_64() {
+            return Err(LoadError::Parse(
+                "a 32-bit ELF file (BPF objects are 64-bit)".into(),
+            ));
+        }
+        if !file.is_little_endian() {
+            return Err(LoadError::Parse(
+                "a big-endian BPF object (bpfeb): only little-endian objects are analysed".into(),
+            ));
+        }
+        // A section without bytes in the file (`.bss`) declares its size: the parser allocates it
+        // (a global-data map's value), so a size the kernel could never load is refused first.
+        for s in file.sections() {
+            let nobits = matches!(
+                s.kind(),
+                SectionKind::UninitializedData | SectionKind::UninitializedTls
+            );
+            if nobits && s.size() > MAX_NOBITS_BYTES {
+                return Err(LoadError::Parse(format!(
+                    "section '{}' declares {} bytes, more than the {} MiB a global-data map can hold",
+                    s.name().unwrap_or("?"),
+                    s.size(),
+                    MAX_NOBITS_BYTES >> 20
+                )));
+            }
+        }
+        let names: BTreeMap<usize, String> = file
+            .sections()
+            .map(|s| (s.index().0, s.name().unwrap_or("").to_string()))
+            .collect();
+        let mut code = BTreeMap::new();
+        for s in file.sections() {
+            let exec = matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & SHF_EXECINSTR != 0);
+            if !exec || s.size() == 0 {
+                continue;
+            }
+            let name = &names[&s.index().0];
+            let data = s
+                .data()
+                .map_err(|e| LoadError::Parse(format!("section '{name}': {e}")))?;
+            if data.len() as u64 != s.size() {
+                return Err(LoadError::Parse(format!(
+                    "section '{name}' is executable but its {} bytes are not in the file",
+                    s.size()
+                )));
+            }
+            if data.len() % 8 != 0 {
+                return Err(LoadError::Parse(format!(
+                    "section '{name}' holds {} bytes of code, not a whole number of 8-byte \
+                     instructions",
+                    data.len()
+                )));
+            }
+            code.insert(s.index().0, data);
+        }
+        // Functions: the function symbols of each executable section; a section without any
+        // is one function.
+        let mut funcs: BTreeMap<usize, Vec<Func>> = BTreeMap::new();
+        let mut sized: BTreeMap<usize, Vec<(Func, u64)>> = BTreeMap::new();
+        for sym in file.symbols() {
+            let SymbolSection::Section(i) = sym.section() else {
+                continue;
+            };
+            let Some(data) = code.get(&i.0) else {
+                continue;
+            };
+            if sym.kind() != SymbolKind::Text {
+                continue;
+            }
+            let name = sym
+                .name()
+                .map_err(|e| LoadError::Parse(format!("a function symbol's name: {e}")))?;
+            let sec = &names[&i.0];
+            let (start, len) = (sym.address(), data.len() as u64);
+            if start % 8 != 0 || start >= len {
+                return Err(LoadError::Parse(format!(
+                    "function '{name}' starts at offset {start:#x} of section '{sec}', not at \
+                     one of its instructions"
+                )));
+            }
+            if sym.size() > len - start || sym.size() % 8 != 0 {
+                return Err(LoadError::Parse(format!(
+                    "function '{name}' ({} bytes at offset {start:#x}) does not fit section \
+                     '{sec}' ({len} bytes) in whole instructions",
+                    sym.size()
+                )));
+            }
+            sized.entry(i.0).or_default().push((
+                Func {
+                    name: name.to_string(),
+                    start,
+                    end: start + sym.size(),
+                    global: sym.is_global() || sym.is_weak(),
+                },
+                sym.size(),
+            ));
+        }
+        for (&sec, data) in &code {
+            let mut v = sized.remove(&sec).unwrap_or_default();
+            // By start, global names first among aliases; one function per start.
+            v.sort_by_key(|(f, _)| (f.start, !f.global));
+            v.dedup_by_key(|(f, _)| f.start);
+            let starts: Vec<u64> = v.iter().map(|(f, _)| f.start).collect();
+            let mut list: Vec<Func> = Vec::with_capacity(v.len());
+            for (k, (mut f, size)) in v.into_iter().enumerate() {
+                if size == 0 {
+                    f.end = starts.get(k + 1).copied().unwrap_or(data.len() as u64);
+                }
+                list.push(f);
+            }
+            if list.is_empty() {
+                list.push(Func {
+                    name: names[&sec].clone(),
+                    start: 0,
+                    end: data.len() as u64,
+                    global: true,
+                });
+            }
+            funcs.insert(sec, list);
+        }
+        // Relocations of the code.
+        let mut relocs = HashMap::new();
+        for s in file.sections() {
+            let Some(data) = code.get(&s.index().0) else {
+                continue;
+            };
+            let name = &names[&s.index().0];
+            for (off, r) in s.relocations() {
+                let RelocationTarget::Symbol(si) = r.target() else {
+                    return Err(LoadError::Parse(format!(
+                        "section '{name}': the relocation at offset {off:#x} has no symbol"
+                    )));
+                };
+                if off % 8 != 0 || off >= data.len() as u64 {
+                    return Err(LoadError::Parse(format!(
+                        "section '{name}': a relocation at offset {off:#x} is not at one of its \
+                         {} instructions",
+                        data.len() / 8
+                    )));
+                }
+                relocs.insert((s.index().0, off), si.0);
+            }
+        }
+        Ok(Elf {
+            file,
+            names,
+            code,
+            funcs,
+            relocs,
+        })
     }
-    // A section without bytes in the file (`.bss`) declares its size: the parser allocates it
-    // (a global-data map's value), so a size the kernel could never load is refused first.
-    for s in elf.sections() {
-        let nobits = matches!(
-            s.kind(),
-            object::SectionKind::UninitializedData | object::SectionKind::UninitializedTls
-        );
-        if nobits && s.size() > MAX_NOBITS_BYTES {
-            return Err(LoadError::Parse(format!(
-                "section '{}' declares {} bytes, more than the {} MiB a global-data map can hold",
-                s.name().unwrap_or("?"),
-                s.size(),
-                MAX_NOBITS_BYTES >> 20
-            )));
+
+    /// The name of section `sec` (`?` for an index no section has).
+    fn name(&self, sec: usize) -> &str {
+        self.names.get(&sec).map_or("?", String::as_str)
+    }
+
+    fn is_text(&self, sec: usize) -> bool {
+        self.name(sec).starts_with(".text")
+    }
+
+    /// Programs as libbpf and iproute2 find them: every function of every executable section
+    /// other than `.text`; without such a section, the global functions of `.text`.
+    fn candidates(&self) -> Vec<Candidate> {
+        let make = |sec: usize, f: &Func| Candidate {
+            section: self.names[&sec].clone(),
+            name: f.name.clone(),
+            kind: if self.is_text(sec) {
+                SectionType::Untyped
+            } else {
+                SectionType::of(&self.names[&sec])
+            },
+            sec,
+            start: f.start,
+        };
+        let progs: Vec<Candidate> = self
+            .funcs
+            .iter()
+            .filter(|(&s, _)| !self.is_text(s))
+            .flat_map(|(&s, fs)| fs.iter().map(move |f| make(s, f)))
+            .collect();
+        if !progs.is_empty() {
+            return progs;
+        }
+        self.funcs
+            .iter()
+            .flat_map(|(&s, fs)| fs.iter().filter(|f| f.global).map(move |f| make(s, f)))
+            .collect()
+    }
+
+    fn symbol(&self, index: usize) -> Result<Sym, String> {
+        let s = self
+            .file
+            .symbol_by_index(object::SymbolIndex(index))
+            .map_err(|e| format!("symbol {index}: {e}"))?;
+        Ok(Sym {
+            name: s
+                .name()
+                .map_err(|e| format!("symbol {index}: {e}"))?
+                .to_string(),
+            section: s.section(),
+            value: s.address(),
+            kind: s.kind(),
+        })
+    }
+
+    /// The function of section `sec` that holds byte `off`.
+    fn func_at(&self, sec: usize, off: u64) -> Option<&Func> {
+        let fs = self.funcs.get(&sec)?;
+        fs.iter()
+            .rev()
+            .find(|f| f.start <= off && off < f.end)
+            .or_else(|| fs.iter().find(|f| f.start == off))
+    }
+
+    fn at(&self, sec: usize, off: u64) -> String {
+        format!("section '{}' at offset {off:#x}", self.name(sec))
+    }
+}
+
+/// The choice `--section`/`--program` make among `cands`, or the one candidate that is clear
+/// without one (docs/xdp.md, "Load").
+fn choose<'c>(
+    cands: &'c [Candidate],
+    section: Option<&str>,
+    program: Option<&str>,
+) -> Result<&'c Candidate, LoadError> {
+    // A function name that is not unique, or is also a section's name, is listed (and may be
+    // chosen) as `section/function`: each name listed chooses its program, with --section too.
+    let handle = |c: &Candidate| {
+        if cands
+            .iter()
+            .any(|d| d != c && (d.name == c.name || d.section == c.name))
+        {
+            format!("{}/{}", c.section, c.name)
+        } else {
+            c.name.clone()
+        }
+    };
+    let list = |cs: &[&Candidate]| {
+        cs.iter()
+            .map(|c| format!("{} (section {})", handle(c), c.section))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let all: Vec<&Candidate> = cands.iter().collect();
+    let is =
+        |c: &Candidate, want: &str| c.name == want || format!("{}/{}", c.section, c.name) == want;
+    if section.is_some() || program.is_some() {
+        let mut pick: Vec<&Candidate> = all.clone();
+        if let Some(p) = program {
+            pick.retain(|c| is(c, p));
+        }
+        if let Some(s) = section {
+            if pick.iter().any(|c| c.section == s) {
+                pick.retain(|c| c.section == s);
+            } else {
+                pick.retain(|c| is(c, s));
+            }
+        }
+        return match pick.as_slice() {
+            [one] => Ok(one),
+            [] => Err(LoadError::NoSection {
+                want: match (section, program) {
+                    (Some(s), None) => format!("in section or function '{s}'"),
+                    (None, Some(p)) => format!("named '{p}'"),
+                    (s, p) => format!(
+                        "named '{}' in section '{}'",
+                        p.unwrap_or_default(),
+                        s.unwrap_or_default()
+                    ),
+                },
+                available: if all.is_empty() {
+                    "none".into()
+                } else {
+                    list(&all)
+                },
+            }),
+            many => Err(LoadError::Ambiguous {
+                what: match section {
+                    Some(s) => format!("section '{s}' holds several programs"),
+                    None => "several programs match".into(),
+                },
+                list: list(many),
+            }),
+        };
+    }
+    let of = |k: SectionType| {
+        all.iter()
+            .copied()
+            .filter(|c| c.kind == k)
+            .collect::<Vec<_>>()
+    };
+    let (xdp, untyped, other) = (
+        of(SectionType::Xdp),
+        of(SectionType::Untyped),
+        of(SectionType::Other),
+    );
+    let pool = if xdp.is_empty() { &untyped } else { &xdp };
+    match pool.as_slice() {
+        [one] => Ok(one),
+        [] if other.is_empty() => Err(LoadError::NoXdp(
+            "no executable section holds instructions, and .text has no global function".into(),
+        )),
+        [] => Err(LoadError::NoXdp(format!(
+            "only programs of other types: {}; --program NAME analyses one as XDP anyway",
+            list(&other)
+        ))),
+        _ => Err(LoadError::Ambiguous {
+            what: "the object has several XDP programs".into(),
+            list: list(&all),
+        }),
+    }
+}
+
+/// Where a map is defined, to resolve the relocations that refer to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MapAt {
+    /// A legacy definition at (section, offset).
+    Legacy(usize, u64),
+    /// A BTF-defined map, by symbol name.
+    Btf(String),
+    /// Global data: the map is the whole section.
+    Data(usize),
+}
+
+/// How a legacy map of maps names its inner map.
+enum InnerRef {
+    /// iproute2's `struct bpf_elf_map`: `inner_id` is the `id` of the inner map.
+    Id(u32),
+    /// The kernel samples' `struct bpf_map_def`: `inner_map_idx` is the inner map's place in
+    /// the section.
+    Index(u32),
+}
+
+/// The legacy map definitions of section `sec` (`maps`): one per symbol, each as long as its
+/// symbol or, when symbols have no size, the section's size over their number (as libbpf
+/// reads them). The first five words are libbpf's `struct bpf_map_def` (type, key size, value
+/// size, max entries, flags); what follows is the kernel samples' `inner_map_idx` and
+/// `numa_node` (24 and 28 bytes), or iproute2's `struct bpf_elf_map` (`id`, `pinning`,
+/// `inner_id`, `inner_idx`: 36 bytes; 28 in its first version).
+fn legacy_maps(elf: &Elf, sec: usize) -> Result<Vec<(MapDef, MapAt)>, LoadError> {
+    let name = &elf.names[&sec];
+    let section = elf
+        .file
+        .section_by_index(object::SectionIndex(sec))
+        .map_err(|e| LoadError::Parse(format!("section '{name}': {e}")))?;
+    let mut syms: Vec<(String, u64, u64)> = Vec::new();
+    for s in elf.file.symbols() {
+        if s.section() != SymbolSection::Section(object::SectionIndex(sec))
+            || matches!(s.kind(), SymbolKind::Section | SymbolKind::File)
+        {
+            continue;
+        }
+        let n = s
+            .name()
+            .map_err(|e| LoadError::Parse(format!("a map symbol's name in '{name}': {e}")))?;
+        if !n.is_empty() {
+            syms.push((n.to_string(), s.address(), s.size()));
         }
     }
-    let section_names: BTreeMap<usize, String> = elf
-        .sections()
-        .map(|s| (s.index().0, s.name().unwrap_or("").to_string()))
+    if syms.is_empty() {
+        return Ok(Vec::new());
+    }
+    syms.sort_by_key(|s| s.1);
+    let data = section
+        .data()
+        .map_err(|e| LoadError::Parse(format!("section '{name}': {e}")))?;
+    let each = if syms.iter().all(|s| s.2 > 0) {
+        None
+    } else if !data.is_empty() && data.len() % syms.len() == 0 {
+        Some((data.len() / syms.len()) as u64)
+    } else {
+        return Err(LoadError::Parse(format!(
+            "section '{name}': cannot tell the size of its {} map definitions ({} bytes, and \
+             the map symbols have no size)",
+            syms.len(),
+            data.len()
+        )));
+    };
+    let mut out: Vec<(MapDef, MapAt, Option<InnerRef>, Option<u32>)> = Vec::new();
+    for (map, off, size) in &syms {
+        let size = each.unwrap_or(*size);
+        let def = off
+            .checked_add(size)
+            .and_then(|end| data.get(*off as usize..end as usize))
+            .ok_or_else(|| {
+                LoadError::Parse(format!(
+                    "map '{map}': its definition ({size} bytes at offset {off:#x}) is not within \
+                     section '{name}' ({} bytes)",
+                    data.len()
+                ))
+            })?;
+        if def.len() < 16 {
+            return Err(LoadError::Parse(format!(
+                "map '{map}' in section '{name}': a definition of {} bytes (at least type, key \
+                 size, value size and max entries: 16)",
+                def.len()
+            )));
+        }
+        let w = |i: usize| u32_le(def, 4 * i).unwrap_or(0);
+        let d = MapDef {
+            name: map.clone(),
+            map_type: w(0),
+            key_size: w(1),
+            value_size: w(2),
+            max_entries: w(3),
+            flags: w(4),
+            data: Vec::new(),
+            frozen: false,
+            inner: None,
+        };
+        let (inner, id) = if def.len() >= 36 {
+            (Some(InnerRef::Id(w(7))), Some(w(5)))
+        } else if def.len() >= 24 {
+            (Some(InnerRef::Index(w(5))), None)
+        } else {
+            (None, None)
+        };
+        out.push((d, MapAt::Legacy(sec, *off), inner, id));
+    }
+    let plain: Vec<MapDef> = out.iter().map(|m| m.0.clone()).collect();
+    let ids: Vec<Option<u32>> = out.iter().map(|m| m.3).collect();
+    Ok(out
+        .into_iter()
+        .map(|(mut d, at, inner, _)| {
+            if d.is_map_of_maps() {
+                let found = match inner {
+                    Some(InnerRef::Id(id)) if id != 0 => {
+                        ids.iter().position(|&x| x == Some(id)).map(|k| &plain[k])
+                    }
+                    Some(InnerRef::Index(k)) => plain.get(k as usize),
+                    _ => None,
+                };
+                d.inner = found.filter(|m| m.name != d.name).cloned().map(Box::new);
+            }
+            (d, at)
+        })
+        .collect())
+}
+
+/// A copy of the object in which aya-obj sees neither code nor legacy maps: their section
+/// headers get the empty name (offset 0 of the section-name table) and lose SHF_EXECINSTR.
+fn hidden_copy(bytes: &[u8], hide: &[usize]) -> Option<Vec<u8>> {
+    let mut b = bytes.to_vec();
+    let shoff = u64::from_le_bytes(b.get(0x28..0x30)?.try_into().ok()?) as usize;
+    let shentsize = u16::from_le_bytes(b.get(0x3a..0x3c)?.try_into().ok()?) as usize;
+    if shentsize < 64 {
+        return None;
+    }
+    for &i in hide {
+        let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
+        b.get_mut(h..h.checked_add(16)?)?;
+        b[h..h + 4].copy_from_slice(&0u32.to_le_bytes());
+        let flags = u64::from_le_bytes(b[h + 8..h + 16].try_into().ok()?) & !SHF_EXECINSTR;
+        b[h + 8..h + 16].copy_from_slice(&flags.to_le_bytes());
+    }
+    Some(b)
+}
+
+/// An instruction slot of the linked program: the section and byte offset it comes from, and
+/// the start of its function there.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    sec: usize,
+    off: u64,
+    func: u64,
+}
+
+fn load_inner(
+    bytes: &[u8],
+    section: Option<&str>,
+    program: Option<&str>,
+) -> Result<Program, LoadError> {
+    let elf = Elf::parse(bytes)?;
+    let cands = elf.candidates();
+    let chosen = choose(&cands, section, program)?.clone();
+
+    // Maps: legacy ones here; BTF-defined ones and global data by aya-obj, from a copy of the
+    // object that hides the code and the legacy maps from it.
+    let legacy: Vec<usize> = elf
+        .names
+        .iter()
+        .filter(|(i, n)| n.starts_with("maps") && !elf.code.contains_key(i))
+        .map(|(&i, _)| i)
         .collect();
+    let mut hide: Vec<usize> = elf.code.keys().copied().collect();
+    hide.extend(&legacy);
     let strings = elf
+        .file
         .section_by_name(".BTF")
         .and_then(|s| s.data().ok())
         .and_then(btf_strings)
         .map(|s| s.to_vec());
+    if elf.file.section_by_name(".maps").is_some() && elf.file.section_by_name(".BTF").is_none() {
+        // libbpf cannot load it either: a BTF map's definition is its BTF type.
+        return Err(LoadError::Parse(
+            "section '.maps' holds BTF-defined maps, but the object has no BTF (it was built \
+             without -g)"
+                .into(),
+        ));
+    }
+    let copy = hidden_copy(bytes, &hide)
+        .ok_or_else(|| LoadError::Parse("the section header table is not in the file".into()))?;
+    let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
 
-    let mut obj = Object::parse(bytes).map_err(|e| LoadError::Parse(chain(&e)))?;
+    let mut maps: Vec<(MapDef, MapAt)> = Vec::new();
+    for &sec in &legacy {
+        maps.extend(legacy_maps(&elf, sec)?);
+    }
+    for (name, m) in &obj.maps {
+        let data_section = matches!(
+            m.section_kind(),
+            aya_obj::EbpfSectionKind::Data
+                | aya_obj::EbpfSectionKind::Rodata
+                | aya_obj::EbpfSectionKind::Bss
+        );
+        let def = |name: &str, m: &aya_obj::Map| MapDef {
+            name: name.to_string(),
+            map_type: m.map_type(),
+            key_size: m.key_size(),
+            value_size: m.value_size(),
+            max_entries: m.max_entries(),
+            flags: m.map_flags(),
+            data: m.data().to_vec(),
+            frozen: name.starts_with(".rodata"),
+            inner: None,
+        };
+        let mut d = def(name, m);
+        if let Some(inner) = m.inner() {
+            d.inner = Some(Box::new(def(&format!("{name}.inner"), &inner)));
+        }
+        let at = if data_section {
+            MapAt::Data(m.section_index())
+        } else {
+            MapAt::Btf(name.clone())
+        };
+        maps.push((d, at));
+    }
+    maps.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    if let Some(w) = maps.windows(2).find(|w| w[0].0.name == w[1].0.name) {
+        return Err(LoadError::Parse(format!(
+            "two maps are named '{}'",
+            w[0].0.name
+        )));
+    }
+    let map_index = |at: &MapAt| maps.iter().position(|m| &m.1 == at);
 
-    // Choose the program.
-    let mut progs: Vec<(String, String)> = obj
-        .programs
-        .iter()
-        .map(|(name, p)| {
-            let sec = section_names
-                .get(&p.section_index)
-                .cloned()
-                .unwrap_or_default();
-            (name.clone(), sec)
-        })
-        .collect();
-    progs.sort();
-    let is_xdp = |name: &str| matches!(obj.programs[name].section, ProgramSection::Xdp { .. });
-    let chosen = match section {
-        Some(want) => progs
-            .iter()
-            .find(|(n, s)| s == want || n == want)
-            .cloned()
-            .ok_or_else(|| LoadError::NoSection {
-                want: want.to_string(),
-                available: progs
-                    .iter()
-                    .map(|(n, s)| format!("{s}/{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?,
-        None => {
-            let xdp: Vec<_> = progs.iter().filter(|(n, _)| is_xdp(n)).collect();
-            match xdp.as_slice() {
-                [] => return Err(LoadError::NoXdp),
-                [one] => (*one).clone(),
-                many => {
-                    return Err(LoadError::Ambiguous(
-                        many.iter()
-                            .map(|(n, s)| format!("{s}/{n}"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    ))
+    // Link: the program, then each function it calls or refers to, as libbpf appends them.
+    let mut raw: Vec<Raw> = Vec::new();
+    let mut origin: Vec<Origin> = Vec::new();
+    let mut placed: HashMap<(usize, u64), usize> = HashMap::new();
+    let mut kfuncs: Vec<String> = Vec::new();
+    let place = |raw: &mut Vec<Raw>,
+                 origin: &mut Vec<Origin>,
+                 placed: &mut HashMap<(usize, u64), usize>,
+                 sec: usize,
+                 f: &Func|
+     -> Result<usize, LoadError> {
+        if let Some(&at) = placed.get(&(sec, f.start)) {
+            return Ok(at);
+        }
+        let at = raw.len();
+        let code = &elf.code[&sec][f.start as usize..f.end as usize];
+        raw.extend(Raw::slots(code).map_err(|e| LoadError::Parse(e.to_string()))?);
+        origin.extend((0..code.len() as u64 / 8).map(|k| Origin {
+            sec,
+            off: f.start + 8 * k,
+            func: f.start,
+        }));
+        placed.insert((sec, f.start), at);
+        Ok(at)
+    };
+    let main = elf
+        .func_at(chosen.sec, chosen.start)
+        .ok_or_else(|| LoadError::Parse(format!("program {} has no code", chosen.name)))?
+        .clone();
+    place(&mut raw, &mut origin, &mut placed, chosen.sec, &main)?;
+    let mut i = 0;
+    while i < raw.len() {
+        let o = origin[i];
+        let r = raw[i];
+        let rel = elf.relocs.get(&(o.sec, o.off)).copied();
+        let bad = |what: String| LoadError::Parse(format!("{}: {what}", elf.at(o.sec, o.off)));
+        let sym = match rel {
+            Some(si) => Some(elf.symbol(si).map_err(&bad)?),
+            None => None,
+        };
+        // The slot `target` (section, byte offset) will have once its function is placed.
+        let mut link = |raw: &mut Vec<Raw>,
+                        origin: &mut Vec<Origin>,
+                        tsec: usize,
+                        toff: i64|
+         -> Result<i32, LoadError> {
+            let len = elf.code.get(&tsec).map_or(0, |c| c.len()) as i64;
+            if toff < 0 || toff >= len || toff % 8 != 0 {
+                return Err(bad(format!(
+                    "refers to offset {toff:#x} of section '{}', not one of its instructions",
+                    elf.name(tsec)
+                )));
+            }
+            let f = elf.func_at(tsec, toff as u64).ok_or_else(|| {
+                bad(format!(
+                    "refers to offset {toff:#x} of section '{}', where no function is",
+                    elf.name(tsec)
+                ))
+            })?;
+            let at = place(raw, origin, &mut placed, tsec, f)?;
+            let to = at as i64 + (toff - f.start as i64) / 8;
+            i32::try_from(to - i as i64 - 1).map_err(|_| bad("a call out of range".into()))
+        };
+        match r.code {
+            // call
+            0x85 => {
+                let target = match &sym {
+                    Some(s) if matches!(s.section, SymbolSection::Undefined) => {
+                        // A kernel function (kfunc): named by its extern symbol.
+                        let id = match kfuncs.iter().position(|k| *k == s.name) {
+                            Some(k) => k,
+                            None => {
+                                kfuncs.push(s.name.clone());
+                                kfuncs.len() - 1
+                            }
+                        };
+                        raw[i].src = PSEUDO_KFUNC_CALL;
+                        raw[i].imm = id as i32;
+                        None
+                    }
+                    Some(s) => match s.section {
+                        SymbolSection::Section(t) if elf.code.contains_key(&t.0) => {
+                            Some((t.0, s.value as i64 + (r.imm as i64 + 1) * 8))
+                        }
+                        _ => {
+                            return Err(bad(format!(
+                                "a call relocated against '{}', which is not a function",
+                                s.name
+                            )))
+                        }
+                    },
+                    None if r.src == PSEUDO_CALL => {
+                        Some((o.sec, o.off as i64 + (r.imm as i64 + 1) * 8))
+                    }
+                    None => None,
+                };
+                if let Some((tsec, toff)) = target {
+                    let imm = link(&mut raw, &mut origin, tsec, toff)?;
+                    raw[i].src = PSEUDO_CALL;
+                    raw[i].imm = imm;
                 }
+                i += 1;
+            }
+            // LD_IMM64
+            0x18 => {
+                if let Some(s) = &sym {
+                    let tsec = match s.section {
+                        SymbolSection::Section(t) => t.0,
+                        SymbolSection::Undefined => {
+                            return Err(bad(format!(
+                                "extern variable '{}' (__ksym or __kconfig) is not supported",
+                                s.name
+                            )))
+                        }
+                        _ => {
+                            return Err(bad(format!(
+                                "LD_IMM64 relocated against '{}', which is not in a section",
+                                s.name
+                            )))
+                        }
+                    };
+                    let tname = elf.name(tsec);
+                    let sym_off = if s.kind == SymbolKind::Section {
+                        r.imm as i64 as u64
+                    } else {
+                        0
+                    };
+                    if elf.code.contains_key(&tsec) {
+                        // The address of a function (a callback).
+                        let imm = link(&mut raw, &mut origin, tsec, s.value as i64 + r.imm as i64)?;
+                        raw[i].src = PSEUDO_FUNC;
+                        raw[i].imm = imm;
+                    } else if let Some(k) = map_index(&MapAt::Data(tsec)) {
+                        raw[i].src = PSEUDO_MAP_VALUE;
+                        raw[i].imm = k as i32;
+                        if let Some(hi) = raw.get_mut(i + 1) {
+                            hi.imm = (r.imm as i64 + s.value as i64) as i32;
+                        }
+                    } else {
+                        let at = if legacy.contains(&tsec) {
+                            MapAt::Legacy(tsec, s.value.wrapping_add(sym_off))
+                        } else if s.kind == SymbolKind::Section {
+                            // A BTF map through its section's symbol: the map symbol there.
+                            let want = s.value.wrapping_add(sym_off);
+                            let name = elf
+                                .file
+                                .symbols()
+                                .find(|x| {
+                                    x.section()
+                                        == SymbolSection::Section(object::SectionIndex(tsec))
+                                        && x.address() == want
+                                        && x.kind() != SymbolKind::Section
+                                })
+                                .and_then(|x| x.name().ok().map(str::to_string))
+                                .unwrap_or_default();
+                            MapAt::Btf(name)
+                        } else {
+                            MapAt::Btf(s.name.clone())
+                        };
+                        let k = map_index(&at).ok_or_else(|| {
+                            bad(format!(
+                                "LD_IMM64 relocated against '{}' in section '{tname}', which is \
+                                 neither a map, global data nor a function",
+                                s.name
+                            ))
+                        })?;
+                        raw[i].src = PSEUDO_MAP_FD;
+                        raw[i].imm = k as i32;
+                    }
+                }
+                i += 2;
+            }
+            _ => {
+                if let Some(s) = &sym {
+                    return Err(bad(format!(
+                        "a relocation against '{}' on an instruction that is neither a call nor \
+                         LD_IMM64 (opcode {:#04x})",
+                        s.name, r.code
+                    )));
+                }
+                i += 1;
             }
         }
-    };
-
-    // Maps, indexed in name order; the index stands in for the fd in relocated LD_IMM64s.
-    let mut names: Vec<String> = obj.maps.keys().cloned().collect();
-    names.sort();
-    let maps: Vec<MapDef> = names
-        .iter()
-        .map(|n| {
-            let m = &obj.maps[n];
-            MapDef {
-                name: n.clone(),
-                map_type: m.map_type(),
-                key_size: m.key_size(),
-                value_size: m.value_size(),
-                max_entries: m.max_entries(),
-                flags: m.map_flags(),
-                data: m.data().to_vec(),
-                frozen: n.starts_with(".rodata"),
-            }
-        })
-        .collect();
-    let text_sections: HashSet<usize> = obj
-        .functions
-        .keys()
-        .map(|(s, _)| *s)
-        .filter(|s| section_names.get(s).is_some_and(|n| n == ".text"))
-        .collect();
-    {
-        let fds = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i as std::os::fd::RawFd, &obj.maps[n]))
-            .collect::<Vec<_>>();
-        // `relocate_maps` borrows `obj` mutably; give it owned map copies.
-        let owned: Vec<(String, i32, aya_obj::Map)> = fds
-            .into_iter()
-            .map(|(n, i, m)| (n.to_string(), i, m.clone()))
-            .collect();
-        obj.relocate_maps(
-            owned.iter().map(|(n, i, m)| (n.as_str(), *i, m)),
-            &text_sections,
-        )
-        .map_err(|e| LoadError::Parse(chain(&e)))?;
     }
-    obj.relocate_calls(&text_sections)
-        .map_err(|e| LoadError::Parse(chain(&e)))?;
 
-    let prog = &obj.programs[&chosen.0];
-    let func = obj
-        .functions
-        .get(&prog.function_key())
-        .ok_or_else(|| LoadError::Parse(format!("program {} has no code", chosen.0)))?;
-    let mut bytes_code = Vec::with_capacity(func.instructions.len() * 8);
-    for i in &func.instructions {
-        bytes_code.push(i.code);
-        bytes_code.push(i.dst_reg() | (i.src_reg() << 4));
-        bytes_code.extend_from_slice(&i.off.to_le_bytes());
-        bytes_code.extend_from_slice(&i.imm.to_le_bytes());
-    }
-    let raw = Raw::slots(&bytes_code)?;
     let n_maps = maps.len() as i32;
-    let code = decode(&raw, &|fd| (0..n_maps).contains(&fd).then_some(fd as u32))?;
+    let code =
+        decode(&raw, &|fd| (0..n_maps).contains(&fd).then_some(fd as u32)).map_err(|err| {
+            let at = origin
+                .get(err.pc)
+                .map(|o| elf.at(o.sec, o.off))
+                .unwrap_or_default();
+            LoadError::Decode { err, at }
+        })?;
 
-    // Line information: records sorted by instruction; each covers up to the next record.
+    // Line information: per section, records sorted by offset; each covers its function up to
+    // the next record.
     let mut lines: Vec<SrcLine> = Vec::new();
     let mut line_of = vec![None; raw.len()];
-    if let Some(tab) = &strings {
+    if let (Some(tab), Some(ext)) = (
+        &strings,
+        elf.file
+            .section_by_name(".BTF.ext")
+            .and_then(|s| s.data().ok()),
+    ) {
+        let recs = btf_ext_lines(ext, tab);
         let mut index: BTreeMap<(u32, u32), u32> = BTreeMap::new();
-        let mut recs: Vec<(usize, u32)> = Vec::new();
-        for r in &func.line_info.line_info {
-            let key = (r.file_name_off, r.line_col >> 10);
+        for (slot, o) in origin.iter().enumerate() {
+            let Some(rs) = recs.get(elf.name(o.sec)) else {
+                continue;
+            };
+            let k = rs.partition_point(|r| r.insn_off as u64 <= o.off);
+            let Some(r) = k.checked_sub(1).map(|k| rs[k]) else {
+                continue;
+            };
+            if (r.insn_off as u64) < o.func {
+                continue;
+            }
+            let key = (r.file, r.line_col >> 10);
             let id = *index.entry(key).or_insert_with(|| {
                 lines.push(SrcLine {
-                    file: cstr(tab, r.file_name_off),
+                    file: cstr(tab, r.file),
                     line: r.line_col >> 10,
-                    text: cstr(tab, r.line_off).trim().to_string(),
+                    text: cstr(tab, r.text).trim().to_string(),
                 });
                 lines.len() as u32 - 1
             });
-            recs.push((r.insn_off as usize, id));
-        }
-        recs.sort();
-        for (k, &(start, id)) in recs.iter().enumerate() {
-            let end = recs.get(k + 1).map_or(raw.len(), |r| r.0).min(raw.len());
-            for slot in line_of.iter_mut().take(end).skip(start) {
-                *slot = Some(id);
-            }
+            line_of[slot] = Some(id);
         }
     }
 
     Ok(Program {
-        section: chosen.1,
-        name: chosen.0,
+        section: chosen.section,
+        name: chosen.name,
         raw,
         code,
-        maps,
+        maps: maps.into_iter().map(|m| m.0).collect(),
         line_of,
         lines,
         license: obj.license.to_string_lossy().into_owned(),
+        kfuncs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_names_are_typed_as_libbpf_types_them() {
+        for (name, t) in [
+            ("xdp", SectionType::Xdp),
+            ("xdp.frags", SectionType::Xdp),
+            ("xdp/cpumap", SectionType::Xdp),
+            ("xdp_drop_vlan_4011", SectionType::Xdp),
+            ("xdp_prog", SectionType::Xdp),
+            ("prog", SectionType::Untyped),
+            ("my_filter", SectionType::Untyped),
+            ("tc", SectionType::Other),
+            ("tcx/ingress", SectionType::Other),
+            ("classifier", SectionType::Other),
+            ("socket", SectionType::Other),
+            ("kprobe/sys_open", SectionType::Other),
+            ("uprobe.s/lib:f", SectionType::Other),
+            ("tp_btf/xdp_redirect", SectionType::Other),
+            ("lsm", SectionType::Other),
+        ] {
+            assert_eq!(SectionType::of(name), t, "{name}");
+        }
+    }
+
+    fn cand(section: &str, name: &str) -> Candidate {
+        Candidate {
+            section: section.into(),
+            name: name.into(),
+            kind: SectionType::of(section),
+            sec: 0,
+            start: 0,
+        }
+    }
+
+    /// The handles an Ambiguous or NoSection error lists (`HANDLE (section S)`, ", "-separated).
+    fn listed(e: &LoadError) -> Vec<(String, String)> {
+        let list = match e {
+            LoadError::Ambiguous { list, .. } => list.clone(),
+            LoadError::NoSection { available, .. } => available.clone(),
+            e => panic!("{e}"),
+        };
+        list.split(", ")
+            .map(|i| {
+                let (h, s) = i.split_once(" (section ").unwrap();
+                (h.to_string(), s.trim_end_matches(')').to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_listed_name_chooses_its_program() {
+        let sets: Vec<Vec<Candidate>> = vec![
+            vec![cand("xdp", "a"), cand("xdp", "b")],
+            vec![
+                cand("xdp_fwd", "fwd"),
+                cand("tc", "t"),
+                cand("xdp_icmp", "i"),
+                cand("prog", "p"),
+            ],
+            // One function name in two sections: listed as section/name.
+            vec![cand("xdp_a", "f"), cand("xdp_b", "f"), cand("xdp_b", "g")],
+            // A section named like another's function.
+            vec![cand("xdp", "prog"), cand("prog", "main"), cand("xdp", "x")],
+        ];
+        for cands in &sets {
+            let e = choose(cands, None, None).unwrap_err();
+            assert!(e.to_string().contains("several XDP programs"), "{e}");
+            let l = listed(&e);
+            assert_eq!(l.len(), cands.len(), "{e}");
+            for (handle, section) in &l {
+                for (s, p) in [(Some(handle.as_str()), None), (None, Some(handle.as_str()))] {
+                    let c = choose(cands, s, p).unwrap_or_else(|e| panic!("{handle}: {e}"));
+                    assert_eq!(&c.section, section, "{handle}");
+                    assert!(handle.ends_with(&c.name), "{handle} chose {c:?}");
+                }
+                // A section holding that one program is accepted too.
+                if cands.iter().filter(|c| &c.section == section).count() == 1 {
+                    assert_eq!(
+                        &choose(cands, Some(section), None).unwrap().section,
+                        section
+                    );
+                }
+            }
+        }
+        // A section name wins over a function of that name; with --program, it narrows.
+        let c = &sets[3];
+        let e = choose(c, Some("prog"), None).unwrap();
+        assert_eq!((e.section.as_str(), e.name.as_str()), ("prog", "main"));
+        let e = choose(c, Some("xdp"), Some("prog")).unwrap();
+        assert_eq!((e.section.as_str(), e.name.as_str()), ("xdp", "prog"));
+        let e = choose(c, Some("xdp"), None).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "section 'xdp' holds several programs: xdp/prog (section xdp), x (section xdp)"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_choice_without_options_prefers_xdp_then_untyped_sections() {
+        let one = |cs: &[Candidate]| choose(cs, None, None).map(|c| c.name.clone());
+        assert_eq!(
+            one(&[cand("tc", "t"), cand("xdp", "x"), cand("prog", "p")]).unwrap(),
+            "x"
+        );
+        assert_eq!(
+            one(&[cand("tc", "t"), cand("prog", "p"), cand("socket", "s")]).unwrap(),
+            "p"
+        );
+        let e = one(&[cand("tc", "t"), cand("socket", "s")])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "the object has no XDP program (only programs of other types: t (section tc), s \
+             (section socket); --program NAME analyses one as XDP anyway)"
+        );
+        let e = one(&[cand("prog", "a"), cand("custom", "b")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("the object has several XDP programs: a (section prog), b"),
+            "{e}"
+        );
+        assert!(one(&[]).unwrap_err().to_string().contains("no XDP program"));
+    }
 }

@@ -88,6 +88,7 @@ pub(crate) fn map(
         flags: 0,
         data: Vec::new(),
         frozen: false,
+        inner: None,
     }
 }
 
@@ -105,5 +106,6 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         maps,
         lines: Vec::new(),
         license: "GPL".into(),
+        kfuncs: Vec::new(),
     }
 }

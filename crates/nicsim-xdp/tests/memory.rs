@@ -181,7 +181,6 @@ fn within(name: &str, loop_bound: Option<u32>, budget: usize) -> Result<Analysis
         &obj(name),
         nfp(),
         &Options {
-            section: None,
             loop_bound,
             memory_budget_bytes: Some(budget),
             ..Options::default()

@@ -78,9 +78,12 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
             progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
-            map_sizes: dict[str, int] | None = None) -> dict[str, Any]:
+            map_sizes: dict[str, int] | None = None, program: str | None = None) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
+
+    `section` (an ELF section) and `program` (a function name) choose the program when the object
+    holds several (docs/xdp.md, "Load": programs are found as libbpf and iproute2 find them).
 
     `rate`: `bit` guarantees bits/s (each path at its minimum packet size), `packet` packets/s.
     Paths are checked slowest first until one is satisfiable (the SSP), `timeout_s` passes, or
@@ -113,7 +116,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     try:
         with core_errors(tname):
             search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit,
-                                     sorted((map_sizes or {}).items()))
+                                     program, sorted((map_sizes or {}).items()))
     except InputError as e:
         slv.close()
         raise InputError(f"{obj}: {e}") from None

@@ -37,6 +37,24 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 }
 
 
+#: A source may ask, in a line of its own, to be built the way older toolchains built BPF objects:
+#: `/* nicsim-build: no-btf */` (clang without -g: no BTF, no line information) or
+#: `/* nicsim-build: llc */` (clang -O2 -emit-llvm for the host, then llc -march=bpf, as the XDP
+#: paper's objects were built: no BTF, no line information, programs in .text).
+BUILD_MODES = ("btf", "no-btf", "llc")
+
+
+def build_mode(src: Path) -> str:
+    """How `src` asks to be built (`btf`, the default: clang -g -target bpf)."""
+    for line in src.read_text(errors="replace").splitlines()[:5]:
+        if line.strip().startswith("/* nicsim-build:"):
+            mode = line.strip()[len("/* nicsim-build:"):].removesuffix("*/").strip()
+            if mode not in BUILD_MODES:
+                raise BuildError(f"{src}: unknown build mode '{mode}' (known: {', '.join(BUILD_MODES)})")
+            return mode
+    return "btf"
+
+
 class BuildError(Exception):
     """clang is missing or a program does not compile."""
 
@@ -70,7 +88,7 @@ def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None,
     if exe is None:
         raise BuildError("clang is needed to build the XDP suite (apt-get install clang libbpf-dev)")
     dest.mkdir(parents=True, exist_ok=True)
-    flags = ["-O2", "-g", "-target", "bpf", "-Wall", f"-I{sources}", f"-I/usr/include/{_multiarch()}"]
+    includes = [f"-I{sources}", f"-I/usr/include/{_multiarch()}"]
     header = sources / HEADER
     built = []
     for name, (src, defs) in objects(sources, extra).items():
@@ -78,15 +96,28 @@ def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None,
         newest = max(src.stat().st_mtime, header.stat().st_mtime if header.exists() else 0)
         if not obj.exists() or obj.stat().st_mtime < newest:
             tmp = obj.with_name(f".{obj.name}.tmp-{os.getpid()}")
-            cmd = [exe, *flags, *defs, "-c", str(src), "-o", str(tmp)]
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            mode = build_mode(src)
+            if mode == "llc":
+                llc = shutil.which("llc")
+                if llc is None:
+                    raise BuildError(f"{src}: llc is needed to build it (apt-get install llvm)")
+                ir = subprocess.run([exe, "-O2", "-Wall", "-emit-llvm", *includes, *defs, "-c", str(src), "-o", "-"],
+                                    capture_output=True)
+                r = ir if ir.returncode != 0 else subprocess.run(
+                    [llc, "-march=bpf", "-filetype=obj", "-o", str(tmp)], input=ir.stdout, capture_output=True)
+                cmd = [exe, "-O2", "-emit-llvm", *defs, "-c", str(src), "|", llc, "-march=bpf", "-o", str(obj)]
+            else:
+                debug = ["-g"] if mode == "btf" else []
+                cmd = [exe, "-O2", *debug, "-target", "bpf", "-Wall", *includes, *defs, "-c", str(src), "-o", str(tmp)]
+                r = subprocess.run(cmd, capture_output=True)
             if r.returncode != 0:
                 tmp.unlink(missing_ok=True)
-                first = (r.stderr.strip().splitlines() or ["(no message)"])[0]
+                first = (r.stderr.decode(errors="replace").strip().splitlines() or ["(no message)"])[0]
                 raise BuildError(f"{src}: clang failed: {first}")
             os.replace(tmp, obj)
             if log is not None:
-                log(" ".join(cmd[:1] + ["..."] + defs + ["-c", src.name, "-o", str(obj)]))
+                log(" ".join(cmd[:1] + ["..."] + defs + ["-c", src.name, "-o", str(obj)]) if mode != "llc"
+                    else " ".join(map(str, cmd)))
         built.append(obj)
     return built
 

@@ -43,6 +43,12 @@ class Solver(StrEnum):
 
 ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="BPF object built by clang (`-target bpf`), e.g. "
                                         "target/xdp/calls.o.", show_default=False)]
+SectionOpt = Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
+                                                "(or a function name); needed only if the object holds several "
+                                                "programs and no single one in an `xdp` section.")]
+ProgramOpt = Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the program "
+                                                "(`SECTION/NAME` if the name is not unique); with --section, the "
+                                                "function in that section.")]
 
 
 MapSizeOpt = Annotated[list[str] | None, typer.Option(
@@ -68,9 +74,8 @@ def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
 def xdp_analyze(
     obj: ObjArg,
     out: OutOpt,
-    section: Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section or function "
-                                                "of the program (needed only if the object holds several XDP "
-                                                "programs).")] = None,
+    section: SectionOpt = None,
+    program: ProgramOpt = None,
     target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="Target model: `nfp` (the "
                                         "paper's Netronome constants), `x86-jit` (this machine's kernel JIT, after "
                                         "`nicsim xdp calibrate`) or a target TOML file.")] = "nfp",
@@ -96,7 +101,9 @@ def xdp_analyze(
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
 
-    Loads the object, inlines bpf-to-bpf calls, unrolls loops (finding their bounds where the
+    Loads the object (its program is found as libbpf and iproute2 find them: any executable
+    section, or a global function in .text; --section or --program chooses one), inlines bpf-to-bpf
+    calls, unrolls loops (finding their bounds where the
     code makes them evident), costs every edge on the target and reports the naive bound (the
     slowest path, feasible or not) at once. Then checks paths from the slowest on with an SMT
     solver until one is satisfiable: the slowest satisfiable path (SSP), whose rate is the
@@ -109,7 +116,7 @@ def xdp_analyze(
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
     with ui.Progress("searching", transient=True) as bar:
-        s = analyze(obj, out, target=target, section=section, loop_bound=loop_bound, rate=rate.value,
+        s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
                     progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force,
                     map_sizes=parse_map_sizes(map_size))
@@ -154,6 +161,8 @@ def xdp_sweep(
     out: OutOpt,
     target: Annotated[str, typer.Option("--target", "-t", metavar="T1,T2,...", help="Targets, comma-separated "
                                         "(`nfp`, `x86-jit`, target TOML files).")] = "nfp",
+    section: SectionOpt = None,
+    program: ProgramOpt = None,
     rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s or packets/s.")] = Rate.bit,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds each analysis may search.")] = 60.0,
@@ -184,7 +193,8 @@ def xdp_sweep(
         raise typer.BadParameter("no target given", param_hint="--target")
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
-                                 solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit)
+                                 solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
+                                 program=program)
 
     def show(console: Console) -> None:
         unit, key = ("Gbit/s", "gbps") if rate == Rate.bit else ("Mpps", "mpps")
@@ -240,6 +250,10 @@ def xdp_validate(
                                       help="Seed of the random and mutated packets.")] = 1,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds for the x86-jit analysis.")] = 60.0,
+    section: Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
+                                                "(default: the analysis's; it must be the program analysed).")] = None,
+    program: Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the "
+                                                "program (default: the analysis's).")] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
@@ -256,7 +270,7 @@ def xdp_validate(
 
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
-                     progress=lambda what: bar.update(detail=what), force=force)
+                     progress=lambda what: bar.update(detail=what), force=force, section=section, program=program)
 
     def show(console: Console) -> None:
         t = Table(title=f"validation of {obj.name}", show_header=False)

@@ -88,6 +88,8 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
     obj = table(s.get("object"), "object")
     if not isinstance(obj.get("section", ""), str | None) or not isinstance(obj.get("sha256", ""), str | None):
         raise bad("object.section", "not a string")
+    if not isinstance(obj.get("program", ""), str | None):
+        raise bad("object.program", "not a string")
     maps = s.get("maps")
     if maps is not None and not isinstance(maps, dict):
         raise bad("maps", "not a table")
@@ -147,11 +149,12 @@ def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str,
 def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
              *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float = 0.05,
              timeout_s: float = 60.0, progress: Callable[[str], None] | None = None,
-             force: bool = False) -> dict[str, Any]:
+             force: bool = False, section: str | None = None, program: str | None = None) -> dict[str, Any]:
     """Validate the analysis in folder `analysis` of the object `obj`; write `validation.json`
     to `out` (default: into `analysis`, keeping its files). Returns the report; `report["ok"]`
     says whether every check passed. `force`: replace an existing `out` that nicsim did not
-    write (see [`OutputDir`])."""
+    write (see [`OutputDir`]). The program is the one the analysis names (`object.section` and
+    `object.program`); `section` and `program` may name it too, not another."""
     from nicsim import _core
     from nicsim.xdp.analyze import analyze, read_object
     from nicsim.xdp.calibrate import default_path
@@ -165,7 +168,15 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     sha = hashlib.sha256(data).hexdigest()
     if s.get("object", {}).get("sha256") not in (None, sha):
         raise InputError(f"{analysis}/summary.json: the analysis is of another object than {obj} (sha256 differs)")
-    section = s.get("object", {}).get("section")
+    analysed = s.get("object", {})
+    for what, given in (("section", section), ("program", program)):
+        if given is not None and analysed.get(what) not in (None, given):
+            raise InputError(f"{analysis}/summary.json is the analysis of program '{analysed.get('program')}' in "
+                             f"section '{analysed.get('section')}', not of --{what} {given}")
+    section = analysed.get("section") if section is None else section
+    program = analysed.get("program") if program is None else program
+    if program is not None and section is not None:
+        program = f"{section}/{program}"  # unique even where a function name is not
     maps_json = json.dumps(s.get("maps") or {})
     say = progress or (lambda _m: None)
     report: dict[str, Any] = {"object": str(obj), "analysis": str(analysis), "status": s["guarantee"]["status"]}
@@ -175,7 +186,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if example is not None:
         say("interpreter")
         with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
-            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000))
+            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000, program))
         path = s["path"]
         follows = r["trace"] == path["insns"]
         first = next((i for i, (a, b) in enumerate(zip(r["trace"], path["insns"], strict=False)) if a != b),
@@ -186,7 +197,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
 
     say("kernel")
     with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
-        k = _core.XdpKernel(data, section, maps_json)
+        k = _core.XdpKernel(data, section, maps_json, program)
         if example is not None:
             kret, _, kpkt = k.run(example, 1)
             report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
@@ -198,7 +209,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         guarantee = s["guarantee"]
     elif default_path().is_file():
         say("x86-jit analysis")
-        g = analyze(obj, target="x86-jit", section=section, rate="packet", timeout_s=timeout_s)
+        g = analyze(obj, target="x86-jit", section=section, program=program, rate="packet", timeout_s=timeout_s)
         guarantee = g["guarantee"]
     pkts = packets_to_time(example, packets, seed)
     say(f"timing {len(pkts)} packets")

@@ -43,6 +43,7 @@ fn map(name: &str, map_type: u32, key_size: u32, value_size: u32, data: Vec<u8>)
         flags: 0,
         frozen: name.starts_with(".rodata"),
         data,
+        inner: None,
     }
 }
 
@@ -76,6 +77,7 @@ fuzz_target!(|data: &[u8]| {
         maps,
         lines: Vec::new(),
         license: "GPL".into(),
+        kfuncs: Vec::new(),
     };
     let limits = Limits {
         loop_bound: tail.first().map(|&b| u32::from(b % 32)),

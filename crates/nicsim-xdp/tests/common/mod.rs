@@ -36,7 +36,6 @@ pub fn analysis(name: &str, loop_bound: Option<u32>) -> Result<Analysis, XdpErro
         &obj(name),
         nfp(),
         &Options {
-            section: None,
             loop_bound,
             memory_budget_bytes: None,
             ..Options::default()

@@ -1,0 +1,374 @@
+//! The loader on objects built the way real users' objects are (tests/xdp/ld_*.c, built into
+//! $NICSIM_XDP_OBJS by `make xdp-suite`, some without BTF or through llc as the XDP paper's
+//! were): programs found as libbpf, iproute2 and older loaders find them, legacy maps of every
+//! size, BTF maps of maps, global data, kfuncs.
+
+mod common;
+
+use common::{nfp, obj};
+use nicsim_xdp::insn::{Imm64, Insn};
+use nicsim_xdp::interp::{run, Fault, MapState, RunOptions};
+use nicsim_xdp::load::{candidates, MapDef, SectionType};
+use nicsim_xdp::{load_with, Analysis, Options, Program};
+use object::{Object, ObjectSection, ObjectSymbol};
+
+fn load(name: &str, section: Option<&str>, program: Option<&str>) -> Program {
+    load_with(&obj(name), section, program)
+        .unwrap_or_else(|e| panic!("{name} ({section:?}, {program:?}): {e}"))
+}
+
+fn load_err(bytes: &[u8], section: Option<&str>, program: Option<&str>) -> String {
+    load_with(bytes, section, program)
+        .expect_err("must fail")
+        .to_string()
+}
+
+fn analyse(bytes: &[u8], section: Option<&str>, program: Option<&str>) -> Result<Analysis, String> {
+    Analysis::new(
+        bytes,
+        nfp(),
+        &Options {
+            section: section.map(str::to_string),
+            program: program.map(str::to_string),
+            ..Options::default()
+        },
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// (name, type, key size, value size, max entries) of every map.
+fn maps(p: &Program) -> Vec<(&str, &str, u32, u32, u32)> {
+    p.maps
+        .iter()
+        .map(|m| {
+            (
+                m.name.as_str(),
+                m.type_name(),
+                m.key_size,
+                m.value_size,
+                m.max_entries,
+            )
+        })
+        .collect()
+}
+
+fn map<'p>(p: &'p Program, name: &str) -> &'p MapDef {
+    p.maps.iter().find(|m| m.name == name).unwrap()
+}
+
+/// The object with the size of every symbol in section `sec` set to 0 (as objects whose map
+/// definitions' size is the section's size over the number of maps have them).
+fn unsized_symbols(bytes: &[u8], sec: &str) -> Vec<u8> {
+    let f = object::File::parse(bytes).unwrap();
+    let idx = f.section_by_name(sec).unwrap().index();
+    let (off, size) = f.section_by_name(".symtab").unwrap().file_range().unwrap();
+    let mut out = bytes.to_vec();
+    let mut n = 0;
+    for at in (off as usize..(off + size) as usize).step_by(24) {
+        let shndx = u16::from_le_bytes([out[at + 6], out[at + 7]]);
+        if shndx as usize == idx.0 && out[at + 4] & 0xf == 1 {
+            out[at + 16..at + 24].fill(0); // st_size of an STT_OBJECT
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no map symbols in {sec}");
+    out
+}
+
+#[test]
+fn a_global_function_in_text_is_the_program_as_in_the_papers_objects() {
+    let bytes = obj("ld_text_legacy");
+    let f = object::File::parse(&*bytes).unwrap();
+    // Built as the paper's objects were: no BTF, no program section, a static subprogram.
+    assert!(f.section_by_name(".BTF").is_none() && f.section_by_name("xdp").is_none());
+    let sym = f.symbols().find(|s| s.name() == Ok("proto_of")).unwrap();
+    assert!(
+        sym.is_local()
+            && f.section_by_index(sym.section_index().unwrap())
+                .unwrap()
+                .name()
+                == Ok(".text")
+    );
+    // The global function is the one candidate: the static one is a subprogram.
+    let c = candidates(&bytes).unwrap();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        (c[0].section.as_str(), c[0].name.as_str()),
+        (".text", "ld_text_legacy")
+    );
+    let p = load("ld_text_legacy", None, None);
+    assert_eq!(
+        (p.section.as_str(), p.name.as_str()),
+        (".text", "ld_text_legacy")
+    );
+    // The subprogram is linked after the program and called.
+    assert!(p
+        .code
+        .iter()
+        .flatten()
+        .any(|i| matches!(i, Insn::CallLocal { .. })));
+    // Legacy 20-byte bpf_map_def, without BTF: no source lines, and no license (GPL assumed).
+    assert_eq!(
+        maps(&p),
+        [("hits", "array", 4, 8, 4), ("seen", "hash", 4, 8, 16)]
+    );
+    assert!(p.lines.is_empty() && p.line_of.iter().all(Option::is_none));
+    assert_eq!(p.license, "GPL");
+    let a = analyse(&bytes, None, None).unwrap();
+    assert!(a.naive_summary()["naive"]["pps"].as_f64().unwrap() > 0.0);
+    // Map symbols without a size: each definition is the section's size over their number.
+    let q = load_with(&unsized_symbols(&bytes, "maps"), None, None).unwrap();
+    assert_eq!(maps(&q), maps(&p));
+    assert_eq!(q.raw, p.raw);
+}
+
+#[test]
+fn an_iproute2_prog_section_with_bpf_elf_maps() {
+    let bytes = obj("ld_iproute2");
+    // `prog` (untyped) is chosen over `classifier` (a tc program) without being asked for.
+    let p = load("ld_iproute2", None, None);
+    assert_eq!(
+        (p.section.as_str(), p.name.as_str()),
+        ("prog", "xdp_drop_vlan")
+    );
+    assert!(p.lines.is_empty(), "built without BTF");
+    assert_eq!(
+        maps(&p),
+        [
+            ("blocked", "hash", 4, 4, 64),
+            ("per_vlan", "hash_of_maps", 4, 4, 16),
+            ("tmpl", "array", 4, 8, 2),
+            ("vlan_drops", "percpu_array", 4, 8, 1),
+        ]
+    );
+    // iproute2's map in map: the outer map's inner_id is the template's id.
+    let inner = map(&p, "per_vlan").inner.as_deref().expect("inner map");
+    assert_eq!(
+        (inner.name.as_str(), inner.map_type, inner.value_size),
+        ("tmpl", 2, 8)
+    );
+    assert!(map(&p, "tmpl").inner.is_none());
+    analyse(&bytes, None, None).unwrap();
+    // 36-byte definitions from the section's size when the symbols have none.
+    let q = load_with(&unsized_symbols(&bytes, "maps"), None, None).unwrap();
+    assert_eq!(maps(&q), maps(&p));
+    // The tc program can still be chosen by name (iproute2 loads any section as told).
+    let tc = load("ld_iproute2", Some("classifier"), None);
+    assert_eq!(tc.name, "tc_pass");
+    let c: Vec<_> = candidates(&bytes)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.section, c.kind))
+        .collect();
+    assert_eq!(
+        c,
+        [
+            ("prog".to_string(), SectionType::Untyped),
+            ("classifier".to_string(), SectionType::Other)
+        ]
+    );
+}
+
+#[test]
+fn several_programs_are_listed_and_every_listed_name_chooses_one() {
+    let bytes = obj("ld_sections");
+    let e = load_err(&bytes, None, None);
+    assert_eq!(
+        e,
+        "the object has several XDP programs: fwd (section xdp_fwd), icmp (section xdp_icmp), \
+         sock (section xdp_sock), tc_prog (section tc), sock_filter (section socket); choose \
+         one with --program NAME (or --section NAME)"
+    );
+    // Every name the error lists, function or section, is accepted by --section; function
+    // names by --program too.
+    let list = e.split(": ").nth(1).unwrap().split("; ").next().unwrap();
+    let mut n = 0;
+    for item in list.split(", ") {
+        let (func, sec) = item.split_once(" (section ").unwrap();
+        let sec = sec.trim_end_matches(')');
+        for p in [
+            load("ld_sections", Some(func), None),
+            load("ld_sections", None, Some(func)),
+            load("ld_sections", Some(sec), None),
+            load("ld_sections", Some(sec), Some(func)),
+            load("ld_sections", None, Some(&format!("{sec}/{func}"))),
+        ] {
+            assert_eq!((p.section.as_str(), p.name.as_str()), (sec, func));
+        }
+        n += 1;
+    }
+    assert_eq!(n, 5);
+    // A choice that matches nothing lists what there is.
+    assert_eq!(
+        load_err(&bytes, Some("xdp_icmp"), Some("fwd")),
+        "no program named 'fwd' in section 'xdp_icmp' (programs: fwd (section xdp_fwd), icmp \
+         (section xdp_icmp), sock (section xdp_sock), tc_prog (section tc), sock_filter \
+         (section socket))"
+    );
+    // The kernel samples' 28-byte bpf_map_def: the map of maps names its inner map by index.
+    let p = load("ld_sections", Some("xdp_icmp"), None);
+    assert_eq!(
+        maps(&p),
+        [
+            ("counts", "array", 4, 8, 2),
+            ("per_port", "array_of_maps", 4, 4, 8),
+            ("tx_port", "devmap", 4, 4, 8)
+        ]
+    );
+    assert_eq!(map(&p, "per_port").inner.as_ref().unwrap().name, "counts");
+    // Built with -g: source lines.
+    assert!(p.lines.iter().any(|l| l.file.ends_with("ld_sections.c")));
+    analyse(&bytes, Some("xdp_icmp"), None).unwrap();
+    analyse(&bytes, None, Some("sock")).unwrap();
+}
+
+#[test]
+fn two_programs_in_one_section_are_chosen_by_function() {
+    let bytes = obj("two_progs");
+    assert_eq!(
+        load_err(&bytes, Some("xdp"), None),
+        "section 'xdp' holds several programs: first (section xdp), second (section xdp); \
+         choose one with --program NAME (or --section NAME)"
+    );
+    for (s, p) in [
+        (Some("xdp"), Some("second")),
+        (None, Some("second")),
+        (Some("second"), None),
+        (Some("xdp/second"), None),
+        (None, Some("xdp/second")),
+    ] {
+        assert_eq!(load("two_progs", s, p).name, "second", "{s:?} {p:?}");
+    }
+    let e = load_err(&bytes, None, Some("third"));
+    assert!(
+        e.starts_with("no program named 'third' (programs: first"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_xdp_section_is_preferred_over_other_program_types() {
+    // calls.o: one `xdp` program; renamed `socket`, it is a program of another type and not
+    // taken on its own; renamed `prog`, it is taken.
+    let bytes = obj("calls");
+    let f = object::File::parse(&*bytes).unwrap();
+    let xdp = f.section_by_name("xdp").unwrap().index().0;
+    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+    let shstrndx = u16::from_le_bytes(bytes[0x3e..0x40].try_into().unwrap()) as usize;
+    drop(f);
+    let field = |i: usize, off: usize| {
+        u64::from_le_bytes(bytes[shoff + 64 * i + off..][..8].try_into().unwrap()) as usize
+    };
+    // The section's name, in place (3 bytes; the string table may share them).
+    let name_at = field(shstrndx, 24) + (field(xdp, 0) & 0xffff_ffff);
+    let rename = |to: &str| {
+        let mut b = bytes.clone();
+        b[name_at..name_at + 3].copy_from_slice(to.as_bytes());
+        b
+    };
+    let e = load_err(&rename("tc\0"), None, None);
+    assert!(
+        e.starts_with(
+            "the object has no XDP program (only programs of other types: calls (section tc)"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        load_with(&rename("tc\0"), None, Some("calls"))
+            .unwrap()
+            .section,
+        "tc"
+    );
+    assert_eq!(
+        load_with(&rename("prg"), None, None).unwrap().section,
+        "prg"
+    );
+    // Code in no executable section at all.
+    let mut b = bytes.clone();
+    b[shoff + 64 * xdp + 8] &= !4; // SHF_EXECINSTR
+    let e = load_err(&b, None, None);
+    assert!(
+        e.starts_with("the object has no XDP program (no executable section"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_kfunc_call_loads_and_the_analysis_names_it() {
+    let bytes = obj("ld_kfunc");
+    let p = load("ld_kfunc", None, None);
+    assert_eq!(p.kfuncs, ["bpf_xdp_metadata_rx_timestamp"]);
+    let at = p
+        .code
+        .iter()
+        .position(|i| matches!(i, Some(Insn::Kfunc { id: 0 })))
+        .expect("a kfunc call");
+    assert_eq!(
+        analyse(&bytes, None, None).err().unwrap(),
+        format!("instruction {at}: kfunc bpf_xdp_metadata_rx_timestamp is not supported")
+    );
+    let e = run(&p, &[0; 60], &mut MapState::new(&p), &RunOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, Fault::Invalid { what, .. } if what == "kfunc bpf_xdp_metadata_rx_timestamp is not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn btf_maps_of_maps_load_and_the_analysis_names_their_type() {
+    let bytes = obj("ld_map_in_map");
+    let p = load("ld_map_in_map", None, None);
+    assert_eq!(
+        maps(&p),
+        [
+            ("inner_a", "array", 4, 8, 4),
+            ("outer", "array_of_maps", 4, 4, 2),
+            ("outer_h", "hash_of_maps", 4, 4, 8)
+        ]
+    );
+    let i = map(&p, "outer").inner.as_deref().unwrap();
+    assert_eq!(
+        (i.type_name(), i.key_size, i.value_size, i.max_entries),
+        ("array", 4, 8, 4)
+    );
+    let i = map(&p, "outer_h").inner.as_deref().unwrap();
+    assert_eq!(
+        (i.type_name(), i.value_size, i.max_entries),
+        ("hash", 4, 16)
+    );
+    let e = analyse(&bytes, None, None).err().unwrap();
+    assert!(
+        e.contains("map 'outer' of type array_of_maps is not supported")
+            && e.contains("bpf_map_lookup_elem on it gives inner maps"),
+        "{e}"
+    );
+}
+
+#[test]
+fn global_data_are_array_maps_and_rodata_is_constant() {
+    let bytes = obj("ld_globals");
+    let p = load("ld_globals", None, None);
+    let names: Vec<_> = p.maps.iter().map(|m| (m.name.as_str(), m.frozen)).collect();
+    assert_eq!(
+        names,
+        [
+            (".bss", false),
+            (".data", false),
+            (".rodata", true),
+            (".rodata.str1.1", true)
+        ]
+    );
+    assert_eq!(map(&p, ".bss").data, [0; 32]);
+    assert_eq!(map(&p, ".data").data, 1u32.to_le_bytes());
+    assert_eq!(map(&p, ".rodata").data, [53, 0, 80, 0, 187, 1, 144, 31]);
+    assert!(map(&p, ".rodata.str1.1").data.starts_with(b"NICSIM\0"));
+    let str_map = p
+        .maps
+        .iter()
+        .position(|m| m.name == ".rodata.str1.1")
+        .unwrap() as u32;
+    assert!(p.code.iter().flatten().any(
+        |i| matches!(i, Insn::LdImm64 { imm: Imm64::MapValue { map, .. }, .. } if *map == str_map)
+    ));
+    analyse(&bytes, None, None).unwrap();
+}

@@ -1,0 +1,97 @@
+"""`nicsim xdp` on objects built as real users' are (tests/xdp/ld_*.c, built by `make xdp-suite`):
+programs found as libbpf, iproute2 and older loaders find them, chosen with --section/--program
+on every command that takes them, and one-line errors for what the analysis does not support."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_xdp import obj
+
+from conftest import assert_one_line_error, nicsim
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def analyze(tmp_path: Path, name: str, *args: str, out: str = "o"):
+    return nicsim("xdp", "analyze", obj(name), *args, "--timeout", "30", "--out", tmp_path / out)
+
+
+@pytest.mark.parametrize("name,section,program", [
+    ("ld_text_legacy", ".text", "ld_text_legacy"),  # the paper's objects: .text, no BTF, legacy maps
+    ("ld_iproute2", "prog", "xdp_drop_vlan"),  # iproute2: `prog`, struct bpf_elf_map; a tc program beside
+    ("ld_globals", "xdp", "ld_globals"),  # .data, .bss, .rodata, .rodata.str1.1
+])
+def test_loader_conventions_are_analysed(tmp_path: Path, name: str, section: str, program: str) -> None:
+    r = analyze(tmp_path, name)
+    assert r.returncode == 0, r.stderr
+    s = summary(tmp_path / "o")
+    assert (s["object"]["section"], s["object"]["program"]) == (section, program)
+    assert s["guarantee"]["status"] == "ssp"
+
+
+def test_several_programs_are_listed_and_every_listed_name_is_accepted(tmp_path: Path) -> None:
+    r = analyze(tmp_path, "ld_sections")
+    line = assert_one_line_error(r, "ld_sections.o", "several XDP programs", "--program", "--section")
+    listed = line.split("several XDP programs: ")[1].split("; ")[0].split(", ")
+    assert listed == ["fwd (section xdp_fwd)", "icmp (section xdp_icmp)", "sock (section xdp_sock)",
+                      "tc_prog (section tc)", "sock_filter (section socket)"]
+    assert not (tmp_path / "o").exists()
+    for k, item in enumerate(listed):
+        func, sec = item.removesuffix(")").split(" (section ")
+        for opt, name in (("--section", func), ("--section", sec), ("--program", func)):
+            out = f"{k}{opt}{name}"
+            r = analyze(tmp_path, "ld_sections", opt, name, "--rate", "packet", out=out)
+            assert r.returncode == 0, (opt, name, r.stderr)
+            s = summary(tmp_path / out)
+            assert (s["object"]["section"], s["object"]["program"]) == (sec, func)
+
+
+def test_a_section_with_two_programs_needs_the_function(tmp_path: Path) -> None:
+    r = nicsim("xdp", "analyze", obj("two_progs"), "--section", "xdp", "--out", tmp_path / "o")
+    assert_one_line_error(r, "section 'xdp' holds several programs: first (section xdp), second (section xdp)",
+                          "--program")
+    r = nicsim("xdp", "analyze", obj("two_progs"), "--section", "xdp", "--program", "second", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert summary(tmp_path / "o")["object"]["program"] == "second"
+    r = nicsim("xdp", "analyze", obj("two_progs"), "-p", "third", "--out", tmp_path / "x")
+    assert_one_line_error(r, "no program named 'third' (programs: first (section xdp), second (section xdp))")
+
+
+def test_unsupported_kfunc_and_map_of_maps_are_one_line_errors(tmp_path: Path) -> None:
+    r = analyze(tmp_path, "ld_kfunc")
+    line = assert_one_line_error(r)
+    assert line == f"nicsim: error: {obj('ld_kfunc')}: instruction 4: kfunc bpf_xdp_metadata_rx_timestamp is not supported"
+    r = analyze(tmp_path, "ld_map_in_map")
+    assert_one_line_error(r, "ld_map_in_map.o", "map 'outer' of type array_of_maps is not supported",
+                          "bpf_map_lookup_elem")
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_takes_the_program(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    r = nicsim("xdp", "sweep", obj("two_progs"), obj("ld_sections"), "--program", "second", "--out", out, "-j", "1")
+    assert_one_line_error(r, "ld_sections.o", "no program named 'second'")
+    r = nicsim("xdp", "sweep", obj("two_progs"), "--program", "second", "--rate", "packet", "--out", out, "-j", "1")
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    assert [p["summary"]["object"]["program"] for p in s["points"]] == ["second"]
+
+
+def test_validate_runs_the_program_the_analysis_analysed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NICSIM_X86_JIT", str(tmp_path / "uncalibrated.toml"))  # no x86-jit guarantee needed
+    a = tmp_path / "a"
+    r = nicsim("xdp", "analyze", obj("two_progs"), "--program", "second", "--out", a)
+    assert r.returncode == 0, r.stderr
+    assert summary(a)["path"]["retval"] == 1  # XDP_DROP: `first` returns XDP_PASS
+    r = nicsim("xdp", "validate", obj("two_progs"), "--analysis", a, "--packets", "5", "--runs", "1")
+    v = json.loads((a / "validation.json").read_text())
+    assert v["checks"]["example follows the reported path in the interpreter"], v
+    assert v["checks"]["kernel returns the reported action"], v
+    assert v["kernel"]["retval"] == 1
+    r = nicsim("xdp", "validate", obj("two_progs"), "--analysis", a, "--program", "first")
+    assert_one_line_error(r, "is the analysis of program 'second' in section 'xdp', not of --program first")
