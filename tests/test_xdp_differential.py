@@ -72,6 +72,8 @@ REFUSED = {
     "bad_printk": "unsupported helper bpf_trace_printk",
     "call_fanout": "would exceed",
     "no_exit": "no path from the entry reaches an exit",
+    "ld_kfunc": "kfunc bpf_xdp_metadata_rx_timestamp is not supported",
+    "ld_map_in_map": "of type array_of_maps is not supported",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay
@@ -79,6 +81,7 @@ REFUSED = {
 #: SHORT_CASES).
 OPTIONS: dict[str, dict[str, Any]] = {
     "two_progs": {"sections": ["first", "second"]},
+    "ld_sections": {"sections": ["xdp_fwd", "xdp_icmp", "xdp_sock"]},
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
