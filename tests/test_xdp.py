@@ -409,6 +409,20 @@ def test_maps_of_max_entries_0_are_of_unknown_size(tmp_path: Path) -> None:
     s2 = analyze(obj("unsized_map"), rate="packet", timeout_s=120, map_sizes={"rules": 4})
     assert s2["unsized_maps"] == ["seen"] and s2["maps"]["rules"]["max_entries"] == 4
     assert s2["guarantee"]["pps"] == pytest.approx(s["guarantee"]["pps"])
+    # The example runs with the sizes the summary gives (the interpreter, as validate does).
+    from nicsim import _core
+
+    for summ in (s, s2):
+        r = json.loads(_core.xdp_run(obj("unsized_map").read_bytes(), None, bytes.fromhex(summ["example_packet_hex"]),
+                                     json.dumps(summ["maps"]), 1_000_000))
+        assert r["trace"] == summ["path"]["insns"]
+        assert r["maps"]["rules"]["max_entries"] == summ["maps"]["rules"]["max_entries"]
+    # A declared size may be replaced too (a loader that resizes).
+    s3 = analyze(obj("redirect_devmap"), rate="packet", timeout_s=120, map_sizes={"ports": 2})
+    assert s3["maps"]["ports"]["max_entries"] == 2
+    r = json.loads(_core.xdp_run(obj("redirect_devmap").read_bytes(), None, bytes.fromhex(s3["example_packet_hex"]),
+                                 json.dumps(s3["maps"]), 1_000_000))
+    assert r["trace"] == s3["path"]["insns"]
     # The CLI: bad values are one line, exit 2.
     for bad, needle in [("rules=0", "NAME=N"), ("rules", "NAME=N"), ("nosuch=3", "no map 'nosuch'")]:
         r = nicsim("xdp", "analyze", obj("unsized_map"), "--out", tmp_path / "o", "--map-size", bad)

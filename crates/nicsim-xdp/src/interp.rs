@@ -578,24 +578,25 @@ impl MapState {
 
     /// [`MapState::new`], then [`MapState::set_json`] with the JSON text `maps_json` (empty: no
     /// entries).
-    /// Give the maps of `program` declared with `max_entries 0` (their loader sets the size)
-    /// a size to run with: the "max_entries" that `maps_json` (the format of
-    /// [`MapState::to_json`]; an analysis's example gives the model's size) gives them, else
-    /// [`UNSIZED_RUN_ENTRIES`] (also when it gives 0, as the object does). Call it before [`MapState::from_json`] and before loading the
-    /// program into the kernel (which refuses a map of no entries).
+    /// Give the maps of `program` the sizes they run with: the "max_entries" that `maps_json`
+    /// (the format of [`MapState::to_json`]) gives a map — an analysis's summary gives the
+    /// size `--map-size` gave it, or, for a map declared with `max_entries 0` (its loader sets
+    /// the size), the model's — else, for a map declared with 0, [`UNSIZED_RUN_ENTRIES`] (also
+    /// when the JSON gives 0, as the object does). Call it before [`MapState::from_json`] and
+    /// before loading the program into the kernel (which refuses a map of no entries).
     pub fn size_from_json(program: &mut Program, maps_json: &str) -> Result<(), MapError> {
         let v: Value = if maps_json.trim().is_empty() {
             Value::Null
         } else {
             serde_json::from_str(maps_json).map_err(|e| MapError::Json(format!("not JSON: {e}")))?
         };
-        for m in program.maps.iter_mut().filter(|m| m.max_entries == 0) {
+        for m in program.maps.iter_mut() {
             let given = &v[m.name.as_str()]["max_entries"];
             m.max_entries = match given {
-                Value::Null => UNSIZED_RUN_ENTRIES,
-                v if v.as_u64() == Some(0) => UNSIZED_RUN_ENTRIES,
+                Value::Null => m.max_entries,
+                v if v.as_u64() == Some(0) => m.max_entries,
                 v => match v.as_u64() {
-                    Some(n) if (1..=u32::MAX as u64).contains(&n) => n as u32,
+                    Some(n) if n <= u32::MAX as u64 => n as u32,
                     _ => {
                         return Err(MapError::Json(format!(
                             "map '{}': max_entries {v} is not a size from 1 to {}",
@@ -605,6 +606,9 @@ impl MapState {
                     }
                 },
             };
+            if m.max_entries == 0 {
+                m.max_entries = UNSIZED_RUN_ENTRIES;
+            }
         }
         Ok(())
     }
