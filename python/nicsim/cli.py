@@ -308,12 +308,20 @@ def reproduce_flexpipe(
 @reproduce_app.command("xdp")
 def reproduce_xdp(
     out: OutOpt,
-    quick: Annotated[bool, typer.Option("--quick", help="Path explosion searched for 5 s instead of 60 s.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Path explosion searched for 5 s instead of 60 s (with "
+                                        "--paper-objects: only Table 2's objects, Fig. 8 at 1, 2, 5, 10 and 20 "
+                                        "stages).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds each analysis may search for its SSP (path explosion: "
                                            "see --quick).")] = 60.0,
     nfp_only: Annotated[bool, typer.Option("--nfp-only", help="Leave out the x86-jit analyses (and the "
                                            "calibration they need on a new machine).")] = False,
+    paper_objects: Annotated[Path | None, typer.Option(
+        "--paper-objects", metavar="DIR", help="Analyse the paper's own objects (its artifacts' "
+        "data-paper/programs/*.bpf.o) on nfp beside Tables 2 and 3, with bands checked, and Fig. 8 from its "
+        "Count-Min objects, instead of the suite.")] = None,
+    executor: ExecutorOpt = Executor.local,
+    workers: WorkersOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Krude et al. (CoNEXT 2021): Tables 2 and 3 (naive bound, SSP, improvement, bottleneck,
@@ -321,6 +329,12 @@ def reproduce_xdp(
     first if needed), Fig. 7 (the guarantee against time) and Fig. 8 (Count-Min against its
     number of stages), and the paper's qualitative claims checked one by one. Needs the suite
     (`make xdp-suite`)."""
+    if paper_objects is not None:
+        from nicsim.reproduce import xdp_paper
+
+        _reproduced(out, xdp_paper.main(out, paper_objects, quick=quick, timeout_s=timeout, workers=workers,
+                                        executor=executor.value, force=force))
+        return
     from nicsim.reproduce import xdp
 
     _reproduced(out, xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS,
