@@ -78,6 +78,9 @@ pub(crate) const EEXIST: i64 = 17;
 pub(crate) const EINVAL: i64 = 22;
 pub(crate) const EAGAIN: i64 = 11;
 pub(crate) const EFAULT: i64 = 14;
+/// A FIB lookup's result for an unknown ifindex (symex.rs).
+pub(crate) const ENODEV: i64 = 19;
+pub(crate) const EAFNOSUPPORT: i64 = 97;
 
 /// The size a map declared with `max_entries 0` runs with when nothing gives one
 /// ([`MapState::size_from_json`]).
@@ -118,6 +121,13 @@ pub(crate) const HELPER_RINGBUF_RESERVE: u32 = 131;
 pub(crate) const HELPER_RINGBUF_SUBMIT: u32 = 132;
 pub(crate) const HELPER_RINGBUF_DISCARD: u32 = 133;
 pub(crate) const HELPER_KTIME_GET_COARSE_NS: u32 = 160;
+pub(crate) const HELPER_FIB_LOOKUP: u32 = 69;
+/// `sizeof(struct bpf_fib_lookup)`: a shorter `plen` is -EINVAL.
+pub(crate) const FIB_LOOKUP_BYTES: u64 = 64;
+/// The largest BPF_FIB_LKUP_RET_* (BPF_FIB_LKUP_RET_NO_SRC_ADDR, Linux 6.7; 6.1's last is 8).
+pub(crate) const FIB_LKUP_RET_MAX: u64 = 9;
+/// BPF_FIB_LKUP_RET_FWD_DISABLED.
+const FIB_LKUP_RET_FWD_DISABLED: u64 = 5;
 pub(crate) const HELPER_XDP_LOAD_BYTES: u32 = 189;
 pub(crate) const HELPER_XDP_STORE_BYTES: u32 = 190;
 /// `bpf_xdp_load_bytes`/`_store_bytes`: larger offsets or lengths give -EFAULT
@@ -1478,6 +1488,25 @@ impl<'a> Machine<'a> {
                 }
                 Ok(0)
             }
+            // bpf_xdp_fib_lookup(ctx, params, plen, flags): plen below the struct's 64 bytes
+            // -EINVAL, a family other than AF_INET/AF_INET6 -EAFNOSUPPORT (flags beyond
+            // DIRECT|OUTPUT -EINVAL, as 6.1 checks them); the interpreter has no FIB, so a lookup
+            // finds forwarding disabled (BPF_FIB_LKUP_RET_FWD_DISABLED) and writes nothing.
+            // symex.rs: any result in the kernel's range, fresh bytes in params.
+            HELPER_FIB_LOOKUP => {
+                self.ctx_arg(pc, id)?;
+                let plen = self.regs[3] as u32 as i32;
+                let params = self.read(pc, self.regs[2], plen.max(0) as usize)?;
+                Ok(
+                    if (plen as i64) < FIB_LOOKUP_BYTES as i64 || self.regs[4] as u32 & !3 != 0 {
+                        err(EINVAL)
+                    } else if !matches!(params[0], 2 | 10) {
+                        err(EAFNOSUPPORT)
+                    } else {
+                        FIB_LKUP_RET_FWD_DISABLED
+                    },
+                )
+            }
             // Locks only order CPUs: one program run alone sees no effect on values.
             HELPER_SPIN_LOCK | HELPER_SPIN_UNLOCK => match self.region_of(self.regs[1]) {
                 (Region::Value { .. }, _) => Ok(0),
@@ -1950,6 +1979,30 @@ mod tests {
         assert_eq!(run1(0x10000, 4, 189, &[]).0, (-EFAULT) as u64);
         let (r, pkt) = run1(2, 4, 190, &[]);
         assert_eq!((r, &pkt[..7]), (0, &[0, 1, 0x11, 0, 0, 0, 6][..]));
+    }
+
+    #[test]
+    fn fib_lookup_without_a_fib_finds_forwarding_disabled() {
+        // r0 = fib_lookup(ctx, r10-64, plen, flags) with params.family = family.
+        let run1 = |family: i32, plen: i32, flags: i32| {
+            let mut s = Vec::new();
+            for o in (-64..0).step_by(8) {
+                s.push(st(DW, 10, o, 0));
+            }
+            s.extend([
+                st(B, 10, -64, family),
+                movr(2, 10),
+                add(2, -64),
+                mov(3, plen),
+            ]);
+            s.extend([mov(4, flags), call(69), exit()]);
+            r0(&s)
+        };
+        assert_eq!(run1(2, 64, 0), FIB_LKUP_RET_FWD_DISABLED);
+        assert_eq!(run1(10, 64, 3), FIB_LKUP_RET_FWD_DISABLED);
+        assert_eq!(run1(2, 60, 0), (-EINVAL) as u64);
+        assert_eq!(run1(2, 64, 4), (-EINVAL) as u64);
+        assert_eq!(run1(7, 64, 0), (-EAFNOSUPPORT) as u64);
     }
 
     #[test]

@@ -28,7 +28,8 @@ use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::cfg::EdgeKind;
 use crate::insn::{AluOp, AtomicOp, Imm64, Insn, JmpOp, Size, Src};
 use crate::interp::{
-    E2BIG, EACCES, EEXIST, EFAULT, EINVAL, ENOENT, ETH_HLEN_BYTES, HELPER_KTIME_GET_COARSE_NS,
+    E2BIG, EACCES, EAFNOSUPPORT, EEXIST, EFAULT, EINVAL, ENODEV, ENOENT, ETH_HLEN_BYTES,
+    FIB_LKUP_RET_MAX, FIB_LOOKUP_BYTES, HELPER_FIB_LOOKUP, HELPER_KTIME_GET_COARSE_NS,
     HELPER_PERF_EVENT_OUTPUT, HELPER_RINGBUF_DISCARD, HELPER_RINGBUF_OUTPUT,
     HELPER_RINGBUF_RESERVE, HELPER_RINGBUF_SUBMIT, HELPER_SPIN_LOCK, HELPER_SPIN_UNLOCK,
     HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES, XDP_BYTES_MAX,
@@ -913,6 +914,48 @@ impl<'a> Sym<'a> {
         V::S(ret)
     }
 
+    /// `bpf_xdp_fib_lookup(ctx, params, plen, flags)`: `plen` below 64 (the struct) gives
+    /// -EINVAL and writes nothing; otherwise the result is any of the kernel's: a
+    /// BPF_FIB_LKUP_RET_* (0 to 9), -EINVAL (flags), -ENODEV (no such ifindex) or
+    /// -EAFNOSUPPORT (family), and the struct's 64 bytes are fresh (which fields a lookup
+    /// writes depends on its result and the kernel's version: all of them may change).
+    fn fib_lookup(&mut self, params: &V, plen: &V) -> V {
+        let l = self.scalar(plen);
+        let short = self.def(
+            "Bool",
+            &format!(
+                "(bvslt ((_ extract 31 0) {l}) ((_ extract 31 0) {}))",
+                bv64(FIB_LOOKUP_BYTES)
+            ),
+        );
+        let x = self.fresh("(_ BitVec 64)", "fib");
+        let c = |v: i64| bv64(v as u64);
+        let ret = format!(
+            "(ite {short} {einval} (ite (bvule {x} {max}) {x} (ite (= {x} {a}) {einval} \
+             (ite (= {x} {b}) {} {}))))",
+            c(-ENODEV),
+            c(-EAFNOSUPPORT),
+            einval = c(-EINVAL),
+            max = bv64(FIB_LKUP_RET_MAX),
+            a = bv64(FIB_LKUP_RET_MAX + 1),
+            b = bv64(FIB_LKUP_RET_MAX + 2),
+        );
+        let ret = self.def("(_ BitVec 64)", &ret);
+        for i in 0..FIB_LOOKUP_BYTES as i64 {
+            let d = self.byte_at(params, i);
+            let V::S(old) = self.load(&d, Size::B) else {
+                unreachable!("loads give scalars")
+            };
+            let new = self.fresh("(_ BitVec 8)", "fibp");
+            let b = self.def(
+                "(_ BitVec 64)",
+                &format!("(ite {short} {old} ((_ zero_extend 56) {new}))"),
+            );
+            self.store(&d, Size::B, &V::S(b));
+        }
+        V::S(ret)
+    }
+
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
     fn havoc(&mut self, ptr: &V) {
         match ptr {
@@ -1092,6 +1135,7 @@ impl<'a> Sym<'a> {
                 let m = *m;
                 self.redirect_map(m, &r2, &r3)
             }
+            (HELPER_FIB_LOOKUP, _) => self.fib_lookup(&r2, &r3),
             (HELPER_XDP_LOAD_BYTES | HELPER_XDP_STORE_BYTES, _) => {
                 self.xdp_bytes(helper == HELPER_XDP_STORE_BYTES, &r2, &r3, &r4)
             }
@@ -1749,6 +1793,35 @@ mod tests {
         ];
         let p = program(&body, Vec::new());
         assert!(feasible(&p, &[false, false]) && feasible(&p, &[false, true]));
+    }
+
+    #[test]
+    fn fib_lookup_gives_the_kernels_results_and_fresh_fields() {
+        // r0 = fib_lookup(ctx, r10-64, plen, 0) over a buffer whose byte 8 is 0x55.
+        let fib = |plen: i32, tail: &[Slot]| {
+            let mut body = vec![
+                st(B, 10, -56, 0x55),
+                movr(2, 10),
+                add(2, -64),
+                mov(3, plen),
+                mov(4, 0),
+                call(69),
+            ];
+            body.extend_from_slice(tail);
+            program(&body, Vec::new())
+        };
+        let r0_can_be = |plen, v| feasible(&fib(plen, &[mov(9, v)]), &[false, false]);
+        for v in [0, 4, 9, -22, -19, -97] {
+            assert!(r0_can_be(64, v), "{v}");
+        }
+        for v in [10, 11, -1, -14] {
+            assert!(!r0_can_be(64, v), "{v}");
+        }
+        assert!(r0_can_be(8, -22) && !r0_can_be(8, 0));
+        // The fields: any value after a lookup, unchanged after a short plen.
+        let byte = |plen| fib(plen, &[ldx(B, 0, 10, -56), mov(9, 0x55)]);
+        assert!(feasible(&byte(64), &[false, true]) && feasible(&byte(64), &[false, false]));
+        assert!(!feasible(&byte(8), &[false, true]));
     }
 
     #[test]

@@ -134,6 +134,8 @@ def target_toml(m: dict[str, Any]) -> str:
     for key in ("ringbuf_submit", "ringbuf_discard"):
         composite(key, ("get_smp_processor_id", "atomic"),
                   "a call and one atomic write of the record's header (the consumer's wake-up not counted)")
+    composite("fib_lookup", ("map_lookup_elem.hash", "map_lookup_elem.hash"),
+              "the route and the neighbour, each as a hash lookup (without routes the kernel's lookup returns early)")
     for key in ("spin_lock", "spin_unlock"):
         composite(key, ("get_smp_processor_id", "atomic"),
                   "uncontended: a call and one atomic operation (a lock needs BTF, which the benchmarks do not emit)")
