@@ -173,7 +173,8 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
 # run along the reported path.
 @pytest.mark.parametrize("name", [
     "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked", "dns_cache",
-    "ipip_encap", "unsized_map", "redirect_devmap",
+    "ipip_encap", "unsized_map", "redirect_devmap", "sampler", "spin_lock",
+    "xdp_bytes",  # not fib_router: its slowest path needs a route, and the interpreter has no FIB
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim import _core
@@ -258,6 +259,51 @@ def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: P
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["target"] == "x86-jit" and s["guarantee"]["status"] == "ssp" and s["guarantee"]["bottleneck"] == "cores"
+
+
+@pytest.mark.parametrize("name", ["sampler", "spin_lock", "xdp_bytes", "fib_router"])
+def test_event_lock_and_coarse_time_helpers_have_costs_on_both_targets(name: str, x86_jit: Path,
+                                                                         tmp_path: Path) -> None:
+    # bpf_ktime_get_coarse_ns, bpf_perf_event_output, bpf_ringbuf_output/_reserve/_submit/
+    # _discard, bpf_spin_lock/_unlock: analysed on nfp and on the calibrated x86-jit.
+    import tomllib
+
+    helpers = tomllib.loads(x86_jit.read_text())["helpers"]
+    for h in ("ktime_get_coarse_ns", "perf_event_output", "ringbuf_output", "ringbuf_reserve", "ringbuf_submit",
+              "ringbuf_discard", "spin_lock", "spin_unlock", "xdp_load_bytes", "xdp_store_bytes",
+              "fib_lookup"):
+        assert helpers[h]["cycles"] > 0 and helpers[h]["source"], h
+    for h in ("ktime_get_coarse_ns", "xdp_load_bytes", "xdp_store_bytes"):
+        assert helpers[h]["source"].startswith("measured"), h
+    for target in ("nfp", "x86-jit"):
+        r = nicsim("xdp", "analyze", obj(name), "--target", target, "--rate", "packet", "--out", tmp_path / target)
+        assert r.returncode == 0, r.stderr
+        s = json.loads((tmp_path / target / "summary.json").read_text())
+        assert s["guarantee"]["status"] == "ssp", s["guarantee"]
+
+
+@pytest.mark.parametrize(("name", "cases", "actions"), [
+    # No perf event is open (-ENOENT: XDP_DROP), the ring buffer has room (XDP_PASS), a
+    # discarded record XDP_TX.
+    ("sampler", [bytes([0, b1, b2]) + bytes(61) for b1 in range(4) for b2 in range(2)], {1, 2, 3}),
+    # The header loaded at offset p[0] and stored back swapped (XDP_TX), past the end -EINVAL
+    # (XDP_DROP), p[1] = 0xff -EFAULT (XDP_ABORTED); the packet afterwards compared too.
+    ("xdp_bytes", [bytes([o, b1]) + bytes(range(2, 64)) for o in (0, 3, 50, 51, 200) for b1 in (1, 0xff)],
+     {0, 1, 3}),
+])
+def test_helper_programs_return_what_the_kernel_returns(name: str, cases: list[bytes], actions: set[int]) -> None:
+    from nicsim import _core
+
+    data = obj(name).read_bytes()
+    k = _core.XdpKernel(data, None, "")
+    seen = set()
+    for pkt in cases:
+        want, _dur, want_pkt = k.run(pkt, 1)
+        got = json.loads(_core.xdp_run(data, None, pkt, "{}", 100_000))
+        assert got["retval"] == want, pkt.hex()
+        assert bytes.fromhex(got["packet_hex"]) == bytes(want_pkt), pkt.hex()
+        seen.add(want)
+    assert seen == actions
 
 
 def test_x86_jit_uncalibrated_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -283,6 +283,7 @@ fn benches() -> Vec<Bench> {
     ));
     for (name, id) in [
         ("ktime_get_ns", 5),
+        ("ktime_get_coarse_ns", 160),
         ("get_prandom_u32", 7),
         ("get_smp_processor_id", 8),
     ] {
@@ -334,6 +335,22 @@ fn benches() -> Vec<Bench> {
         ],
         vec![("alu64", 6.0)],
     ));
+    for (name, id) in [("xdp_load_bytes", 189), ("xdp_store_bytes", 190)] {
+        v.push(helper(
+            name,
+            "64 bytes between the 64-byte packet's start and the stack",
+            vec![],
+            vec![
+                mov64_reg(1, 6),
+                mov64_imm(2, 0),
+                mov64_reg(3, 10),
+                add64_imm(3, -64),
+                mov64_imm(4, 64),
+                call(id),
+            ],
+            vec![("alu64", 5.0)],
+        ));
+    }
     // bpf-to-bpf call of `r0 = 0; exit` (the call and the callee's exit; its mov subtracted).
     v.push(Bench {
         setup: vec![("alu64", 1.0)],

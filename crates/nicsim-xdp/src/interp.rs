@@ -76,6 +76,11 @@ pub(crate) const E2BIG: i64 = 7;
 pub(crate) const EACCES: i64 = 13;
 pub(crate) const EEXIST: i64 = 17;
 pub(crate) const EINVAL: i64 = 22;
+pub(crate) const EAGAIN: i64 = 11;
+pub(crate) const EFAULT: i64 = 14;
+/// A FIB lookup's result for an unknown ifindex (symex.rs).
+pub(crate) const ENODEV: i64 = 19;
+pub(crate) const EAFNOSUPPORT: i64 = 97;
 
 /// The size a map declared with `max_entries 0` runs with when nothing gives one
 /// ([`MapState::size_from_json`]).
@@ -94,6 +99,8 @@ const BPF_F_RDONLY_PROG: u32 = 1 << 7;
 const MAP_CPUMAP: u32 = 16;
 const MAP_XSKMAP: u32 = 17;
 const MAP_DEVMAP_HASH: u32 = 25;
+pub(crate) const MAP_PERF_EVENT_ARRAY: u32 = 4;
+pub(crate) const MAP_RINGBUF: u32 = 27;
 
 const HELPER_MAP_UPDATE: u32 = 2;
 const HELPER_MAP_DELETE: u32 = 3;
@@ -106,6 +113,34 @@ const HELPER_REDIRECT: u32 = 23;
 const HELPER_CSUM_DIFF: u32 = 28;
 const HELPER_REDIRECT_MAP: u32 = 51;
 const HELPER_ADJUST_META: u32 = 54;
+pub(crate) const HELPER_PERF_EVENT_OUTPUT: u32 = 25;
+pub(crate) const HELPER_SPIN_LOCK: u32 = 93;
+pub(crate) const HELPER_SPIN_UNLOCK: u32 = 94;
+pub(crate) const HELPER_RINGBUF_OUTPUT: u32 = 130;
+pub(crate) const HELPER_RINGBUF_RESERVE: u32 = 131;
+pub(crate) const HELPER_RINGBUF_SUBMIT: u32 = 132;
+pub(crate) const HELPER_RINGBUF_DISCARD: u32 = 133;
+pub(crate) const HELPER_KTIME_GET_COARSE_NS: u32 = 160;
+pub(crate) const HELPER_FIB_LOOKUP: u32 = 69;
+/// `sizeof(struct bpf_fib_lookup)`: a shorter `plen` is -EINVAL.
+pub(crate) const FIB_LOOKUP_BYTES: u64 = 64;
+/// The largest BPF_FIB_LKUP_RET_* (BPF_FIB_LKUP_RET_NO_SRC_ADDR, Linux 6.7; 6.1's last is 8).
+pub(crate) const FIB_LKUP_RET_MAX: u64 = 9;
+/// BPF_FIB_LKUP_RET_FWD_DISABLED.
+const FIB_LKUP_RET_FWD_DISABLED: u64 = 5;
+pub(crate) const HELPER_XDP_LOAD_BYTES: u32 = 189;
+pub(crate) const HELPER_XDP_STORE_BYTES: u32 = 190;
+/// `bpf_xdp_load_bytes`/`_store_bytes`: larger offsets or lengths give -EFAULT
+/// (`bpf_xdp_pointer`).
+pub(crate) const XDP_BYTES_MAX: u64 = 0xffff;
+/// `bpf_perf_event_output` flags: the CPU index (BPF_F_INDEX_MASK) and the context bytes to
+/// append (BPF_F_CTXLEN_MASK).
+const BPF_F_INDEX_MASK: u64 = 0xffff_ffff;
+const BPF_F_CTXLEN_MASK: u64 = 0xf_ffff << 32;
+/// `bpf_ringbuf_output`/`_submit`/`_discard` flags: BPF_RB_NO_WAKEUP, BPF_RB_FORCE_WAKEUP.
+const BPF_RB_WAKEUP_FLAGS: u64 = 3;
+/// A ring buffer record's header (BPF_RINGBUF_HDR_SZ).
+const BPF_RINGBUF_HDR_SZ: u64 = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -201,6 +236,9 @@ enum Kind {
     /// devmap, cpumap, xskmap (`indexed`: keys are indices below max_entries) and devmap_hash:
     /// entries come from user space; a program can look them up and redirect to them only.
     Redirect { indexed: bool },
+    /// perf event array, ring buffer: events for user space; the program only outputs to them
+    /// (`bpf_perf_event_output`, `bpf_ringbuf_*`), nothing it reads. They hold no entries.
+    Events,
     /// Not modelled, or larger than the kernel allows (`MapStore::unsupported` says which).
     Unsupported,
 }
@@ -246,6 +284,7 @@ impl MapStore {
             },
             MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
             MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
+            MAP_PERF_EVENT_ARRAY | MAP_RINGBUF => Kind::Events,
             _ => Kind::Unsupported,
         };
         let (kind, unsupported) = if kind == Kind::Unsupported {
@@ -271,7 +310,7 @@ impl MapStore {
         };
         let read_only = def.frozen
             || def.flags & BPF_F_RDONLY_PROG != 0
-            || matches!(kind, Kind::Redirect { .. });
+            || matches!(kind, Kind::Redirect { .. } | Kind::Events);
         let mut s = MapStore {
             def: def.clone(),
             kind,
@@ -412,7 +451,7 @@ impl MapState {
     /// does not model and for an unknown name.
     pub fn is_modelled(&self, map: &str) -> bool {
         self.find(map)
-            .is_ok_and(|i| self.maps[i].kind != Kind::Unsupported)
+            .is_ok_and(|i| !matches!(self.maps[i].kind, Kind::Unsupported | Kind::Events))
     }
 
     /// Set entry `key` of map `map` to `value` (as user space's `bpf_map_update_elem` with
@@ -432,6 +471,15 @@ impl MapState {
             return Err(MapError::Unsupported {
                 map: def.name.clone(),
                 why: m.unsupported.clone(),
+            });
+        }
+        if m.kind == Kind::Events {
+            return Err(MapError::Unsupported {
+                map: def.name.clone(),
+                why: format!(
+                    "a {} holds events for user space, no entries",
+                    def.type_name()
+                ),
             });
         }
         if key.len() != def.key_size as usize {
@@ -673,10 +721,23 @@ pub struct Outcome {
 enum Region {
     Null,
     Ctx,
-    Packet { generation: u32 },
-    Stack { frame: u32 },
-    Map { map: u32 },
-    Value { map: u32, elem: u32 },
+    Packet {
+        generation: u32,
+    },
+    Stack {
+        frame: u32,
+    },
+    Map {
+        map: u32,
+    },
+    Value {
+        map: u32,
+        elem: u32,
+    },
+    /// A ring buffer record `bpf_ringbuf_reserve` gave (index into `Machine::records`).
+    Record {
+        n: u32,
+    },
 }
 
 const OFFSET_BIAS: i64 = 1 << 31;
@@ -709,6 +770,8 @@ enum Place {
     Stack(usize, usize),
     /// Map, element, byte offset.
     Value(usize, usize, usize),
+    /// Ring buffer record, byte offset.
+    Record(usize, usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -751,6 +814,9 @@ struct Machine<'a> {
     calls: Vec<CallFrame>,
     next_frame: u32,
     rnd: [u32; 4],
+    /// Ring buffer records reserved in this run: the bytes, or `None` once submitted or
+    /// discarded (the verifier then forbids the pointer).
+    records: Vec<Option<Vec<u8>>>,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -801,6 +867,7 @@ pub fn run(
         calls: Vec::new(),
         next_frame: 1,
         rnd: prandom_seed_state(opts.prandom_seed),
+        records: Vec::new(),
     };
     m.calls.push(CallFrame {
         id: 0,
@@ -956,6 +1023,21 @@ impl<'a> Machine<'a> {
                 }
                 Ok(Place::Value(map as usize, elem as usize, off as usize))
             }
+            Region::Record { n } => {
+                let Some(Some(r)) = self.records.get(n as usize) else {
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} through a ring buffer record already submitted or discarded",
+                            access.name()
+                        ),
+                    ));
+                };
+                if !within(0, r.len() as i64) {
+                    return Err(oob("a ring buffer record".into(), 0, r.len() as i64));
+                }
+                Ok(Place::Record(n as usize, off as usize))
+            }
         }
     }
 
@@ -964,6 +1046,7 @@ impl<'a> Machine<'a> {
             Place::Packet(o) => &self.frame[o..o + n],
             Place::Stack(d, o) => &self.calls[d].stack[o..o + n],
             Place::Value(m, e, o) => &self.maps.maps[m].arena[e][o..o + n],
+            Place::Record(r, o) => &self.records[r].as_ref().expect("checked")[o..o + n],
         }
     }
 
@@ -972,6 +1055,7 @@ impl<'a> Machine<'a> {
             Place::Packet(o) => &mut self.frame[o..o + n],
             Place::Stack(d, o) => &mut self.calls[d].stack[o..o + n],
             Place::Value(m, e, o) => &mut self.maps.maps[m].arena[e][o..o + n],
+            Place::Record(r, o) => &mut self.records[r].as_mut().expect("checked")[o..o + n],
         }
     }
 
@@ -1302,13 +1386,136 @@ impl<'a> Machine<'a> {
         self.helper_fault(pc, id, format!("map '{}': {why}", s.def.name))
     }
 
+    /// A ring buffer's data size (its max_entries), for map `m` that must be one.
+    fn ringbuf_capacity(&self, pc: u32, id: u32, m: usize) -> Result<u64, Fault> {
+        let d = &self.maps.maps[m].def;
+        if d.map_type != MAP_RINGBUF {
+            return Err(self.unmodelled_map(pc, id, m));
+        }
+        Ok(d.max_entries as u64)
+    }
+
     fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
         let err = |e: i64| (-e) as u64;
         match id {
             HELPER_MAP_LOOKUP => self.map_lookup(pc, id),
             HELPER_MAP_UPDATE => self.map_update(pc, id),
             HELPER_MAP_DELETE => self.map_delete(pc, id),
-            HELPER_KTIME_GET_NS => Ok(self.opts.ktime_ns),
+            HELPER_KTIME_GET_NS | HELPER_KTIME_GET_COARSE_NS => Ok(self.opts.ktime_ns),
+            HELPER_PERF_EVENT_OUTPUT => {
+                // bpf_xdp_event_output(ctx, map, flags, data, size): unknown flags give
+                // -EINVAL; otherwise -ENOENT: the array's entries are perf events user space
+                // opens, and none is open here (as under BPF_PROG_TEST_RUN without a reader).
+                self.ctx_arg(pc, id)?;
+                let m = self.map_arg(pc, id, 2)?;
+                if self.maps.maps[m].def.map_type != MAP_PERF_EVENT_ARRAY {
+                    return Err(self.unmodelled_map(pc, id, m));
+                }
+                let size = self.regs[5] as usize;
+                if size > 0 {
+                    self.read(pc, self.regs[4], size)?;
+                }
+                let flags = self.regs[3];
+                Ok(if flags & !(BPF_F_INDEX_MASK | BPF_F_CTXLEN_MASK) != 0 {
+                    err(EINVAL)
+                } else {
+                    err(ENOENT)
+                })
+            }
+            HELPER_RINGBUF_OUTPUT => {
+                // bpf_ringbuf_output(map, data, size, flags): unknown flags -EINVAL, a record
+                // larger than the buffer -EAGAIN; else sent (this run's buffer has room).
+                let m = self.map_arg(pc, id, 1)?;
+                let cap = self.ringbuf_capacity(pc, id, m)?;
+                let size = self.regs[3];
+                if size > 0 {
+                    self.read(pc, self.regs[2], size as usize)?;
+                }
+                Ok(if self.regs[4] & !BPF_RB_WAKEUP_FLAGS != 0 {
+                    err(EINVAL)
+                } else if size.saturating_add(BPF_RINGBUF_HDR_SZ) > cap {
+                    err(EAGAIN)
+                } else {
+                    0
+                })
+            }
+            HELPER_RINGBUF_RESERVE => {
+                // bpf_ringbuf_reserve(map, size, flags): NULL for flags or a record that cannot
+                // fit; else a record (zeroed here; the kernel leaves whatever the buffer held).
+                let m = self.map_arg(pc, id, 1)?;
+                let cap = self.ringbuf_capacity(pc, id, m)?;
+                let size = self.regs[2];
+                if self.regs[3] != 0 || size.saturating_add(BPF_RINGBUF_HDR_SZ) > cap {
+                    return Ok(0);
+                }
+                let n = self.records.len() as u32;
+                self.records.push(Some(vec![0; size as usize]));
+                Ok(self.ptr(Region::Record { n }, 0))
+            }
+            HELPER_RINGBUF_SUBMIT | HELPER_RINGBUF_DISCARD => match self.region_of(self.regs[1]) {
+                (Region::Record { n }, 0) if self.records[n as usize].is_some() => {
+                    self.records[n as usize] = None;
+                    Ok(0)
+                }
+                _ => Err(self.helper_fault(
+                    pc,
+                    id,
+                    "r1 is not a ring buffer record the program holds",
+                )),
+            },
+            // bpf_xdp_load_bytes(ctx, offset, buf, len) / _store_bytes: offset or len past
+            // 0xffff -EFAULT, past the packet's end -EINVAL (a linear packet: no fragments),
+            // else the bytes copied from the packet (at data + offset) to buf, or back.
+            HELPER_XDP_LOAD_BYTES | HELPER_XDP_STORE_BYTES => {
+                self.ctx_arg(pc, id)?;
+                let (off, len) = (self.regs[2] as u32 as u64, self.regs[4] as u32 as u64);
+                let access = if id == HELPER_XDP_LOAD_BYTES {
+                    Access::Store
+                } else {
+                    Access::HelperRead
+                };
+                // The verifier checks the buffer for len bytes whatever the result.
+                let buf = self.place(pc, self.regs[3], len as usize, access)?;
+                if off > XDP_BYTES_MAX || len > XDP_BYTES_MAX {
+                    return Ok(err(EFAULT));
+                }
+                if off + len > (self.data_end - self.data) as u64 {
+                    return Ok(err(EINVAL));
+                }
+                let (at, n) = (self.data + off as usize, len as usize);
+                if id == HELPER_XDP_LOAD_BYTES {
+                    let b = self.frame[at..at + n].to_vec();
+                    self.bytes_mut(buf, n).copy_from_slice(&b);
+                } else {
+                    let b = self.bytes(buf, n).to_vec();
+                    self.frame[at..at + n].copy_from_slice(&b);
+                }
+                Ok(0)
+            }
+            // bpf_xdp_fib_lookup(ctx, params, plen, flags): plen below the struct's 64 bytes
+            // -EINVAL, a family other than AF_INET/AF_INET6 -EAFNOSUPPORT (flags beyond
+            // DIRECT|OUTPUT -EINVAL, as 6.1 checks them); the interpreter has no FIB, so a lookup
+            // finds forwarding disabled (BPF_FIB_LKUP_RET_FWD_DISABLED) and writes nothing.
+            // symex.rs: any result in the kernel's range, fresh bytes in params.
+            HELPER_FIB_LOOKUP => {
+                self.ctx_arg(pc, id)?;
+                let plen = self.regs[3] as u32 as i32;
+                let params = self.read(pc, self.regs[2], plen.max(0) as usize)?;
+                Ok(
+                    if (plen as i64) < FIB_LOOKUP_BYTES as i64 || self.regs[4] as u32 & !3 != 0 {
+                        err(EINVAL)
+                    } else if !matches!(params[0], 2 | 10) {
+                        err(EAFNOSUPPORT)
+                    } else {
+                        FIB_LKUP_RET_FWD_DISABLED
+                    },
+                )
+            }
+            // Locks only order CPUs: one program run alone sees no effect on values.
+            HELPER_SPIN_LOCK | HELPER_SPIN_UNLOCK => match self.region_of(self.regs[1]) {
+                (Region::Value { .. }, _) => Ok(0),
+                _ => Err(self.helper_fault(pc, id, "r1 is not in a map value")),
+            },
             HELPER_GET_PRANDOM_U32 => Ok(prandom_u32_state(&mut self.rnd) as u64),
             HELPER_GET_SMP_PROCESSOR_ID => Ok(0),
             HELPER_REDIRECT => {
@@ -1449,7 +1656,7 @@ impl<'a> Machine<'a> {
                     None => return Ok(0),
                 }
             }
-            Kind::Unsupported => return Err(self.unmodelled_map(pc, id, m)),
+            Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
         };
         Ok(self.ptr(
             Region::Value {
@@ -1487,7 +1694,7 @@ impl<'a> Machine<'a> {
         let err = |e: i64| Ok((-e) as u64);
         let m = self.map_arg(pc, id, 1)?;
         let kind = self.maps.maps[m].kind;
-        if matches!(kind, Kind::Unsupported) {
+        if matches!(kind, Kind::Unsupported | Kind::Events) {
             return Err(self.unmodelled_map(pc, id, m));
         }
         self.writable_map(pc, id, m)?;
@@ -1566,14 +1773,19 @@ impl<'a> Machine<'a> {
                 }
                 Ok(0)
             }
-            Kind::Redirect { .. } | Kind::Unsupported => Err(self.unmodelled_map(pc, id, m)),
+            Kind::Redirect { .. } | Kind::Unsupported | Kind::Events => {
+                Err(self.unmodelled_map(pc, id, m))
+            }
         }
     }
 
     fn map_delete(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
         let m = self.map_arg(pc, id, 1)?;
         let kind = self.maps.maps[m].kind;
-        if matches!(kind, Kind::Unsupported | Kind::Redirect { .. }) {
+        if matches!(
+            kind,
+            Kind::Unsupported | Kind::Redirect { .. } | Kind::Events
+        ) {
             return Err(self.unmodelled_map(pc, id, m));
         }
         self.writable_map(pc, id, m)?;
@@ -1693,6 +1905,108 @@ mod tests {
         let p = prog(slots, Vec::new());
         let mut m = MapState::new(&p);
         run_with(&p, &[0; 64], &mut m).unwrap().retval
+    }
+
+    #[test]
+    fn ring_buffer_records_are_real_buffers_until_submitted() {
+        let rb = || vec![map("rb", MAP_RINGBUF, 0, 0, 4096)];
+        let run1 = |slots: &[Slot]| {
+            let p = prog(slots, rb());
+            let mut m = MapState::new(&p);
+            run_with(&p, &[0; 64], &mut m)
+        };
+        // r0 = reserve(rb, 16, 0); *(u64 *)(r0 + 8) = 5; r6 = *(r0 + 8); submit(r0); r0 = r6.
+        let mut s = ld_map(1, 0).to_vec();
+        s.extend([mov(2, 16), mov(3, 0), call(131), jeq(0, 0, 8), mov(1, 5)]);
+        s.extend([
+            stx(DW, 0, 1, 8),
+            ldx(DW, 6, 0, 8),
+            movr(7, 0),
+            movr(1, 0),
+            mov(2, 0),
+        ]);
+        s.extend([call(132), movr(0, 6), exit(), exit()]);
+        assert_eq!(run1(&s).unwrap().retval, 5);
+        // Past the record's 16 bytes: out of bounds; after submit: refused.
+        let mut oob = s.clone();
+        oob[7] = stx(DW, 0, 1, 16);
+        assert!(matches!(run1(&oob), Err(Fault::OutOfBounds { .. })));
+        let mut late = s.clone();
+        late[13] = ldx(DW, 0, 7, 0);
+        assert!(run1(&late)
+            .unwrap_err()
+            .to_string()
+            .contains("submitted or discarded"));
+        // Flags, or a record larger than the buffer: NULL.
+        for (size, flags) in [(16, 1), (4096, 0)] {
+            let mut s = ld_map(1, 0).to_vec();
+            s.extend([mov(2, size), mov(3, flags), call(131), exit()]);
+            assert_eq!(run1(&s).unwrap().retval, 0);
+        }
+        // ringbuf_output: 0, or -EINVAL for unknown flags.
+        for (flags, want) in [(0, 0), (4, -EINVAL)] {
+            let mut s = ld_map(1, 0).to_vec();
+            s.extend([movr(2, 10), add(2, -8), st(DW, 10, -8, 0)]);
+            s.extend([mov(3, 8), mov(4, flags), call(130), exit()]);
+            assert_eq!(run1(&s).unwrap().retval, want as u64);
+        }
+        // The coarse clock is the clock.
+        assert_eq!(r0(&[call(160), exit()]), RunOptions::default().ktime_ns);
+    }
+
+    #[test]
+    fn xdp_load_and_store_bytes_copy_within_the_packet() {
+        // r0 = load_bytes(ctx, off, r10-8, 4) (r6 = ctx); with `tail`, r0 = the buffer.
+        let run1 = |off: i32, len: i32, helper: i32, tail: &[Slot]| {
+            let mut s = vec![movr(6, 1), st(DW, 10, -8, 0x11)];
+            s.extend([
+                movr(1, 6),
+                mov(2, off),
+                movr(3, 10),
+                add(3, -8),
+                mov(4, len),
+            ]);
+            s.push(call(helper));
+            s.extend_from_slice(tail);
+            s.push(exit());
+            let p = prog(&s, Vec::new());
+            let mut m = MapState::new(&p);
+            let pkt: Vec<u8> = (0..64).collect();
+            let o = run_with(&p, &pkt, &mut m).unwrap();
+            (o.retval, o.packet)
+        };
+        assert_eq!(run1(4, 4, 189, &[]).0, 0);
+        assert_eq!(run1(4, 4, 189, &[ldx(W, 0, 10, -8)]).0, 0x0706_0504);
+        assert_eq!(run1(60, 4, 189, &[]).0, 0);
+        assert_eq!(run1(61, 4, 189, &[]).0, (-EINVAL) as u64);
+        assert_eq!(run1(61, 4, 189, &[ldx(W, 0, 10, -8)]).0, 0x11);
+        assert_eq!(run1(0x10000, 4, 189, &[]).0, (-EFAULT) as u64);
+        let (r, pkt) = run1(2, 4, 190, &[]);
+        assert_eq!((r, &pkt[..7]), (0, &[0, 1, 0x11, 0, 0, 0, 6][..]));
+    }
+
+    #[test]
+    fn fib_lookup_without_a_fib_finds_forwarding_disabled() {
+        // r0 = fib_lookup(ctx, r10-64, plen, flags) with params.family = family.
+        let run1 = |family: i32, plen: i32, flags: i32| {
+            let mut s = Vec::new();
+            for o in (-64..0).step_by(8) {
+                s.push(st(DW, 10, o, 0));
+            }
+            s.extend([
+                st(B, 10, -64, family),
+                movr(2, 10),
+                add(2, -64),
+                mov(3, plen),
+            ]);
+            s.extend([mov(4, flags), call(69), exit()]);
+            r0(&s)
+        };
+        assert_eq!(run1(2, 64, 0), FIB_LKUP_RET_FWD_DISABLED);
+        assert_eq!(run1(10, 64, 3), FIB_LKUP_RET_FWD_DISABLED);
+        assert_eq!(run1(2, 60, 0), (-EINVAL) as u64);
+        assert_eq!(run1(2, 64, 4), (-EINVAL) as u64);
+        assert_eq!(run1(7, 64, 0), (-EAFNOSUPPORT) as u64);
     }
 
     #[test]
@@ -2544,14 +2858,20 @@ mod tests {
             vec![
                 map("rb", 27, 0, 0, 4096),
                 map("big", MAP_ARRAY, 4, 5 << 20, 1),
+                map("lpm", 11, 8, 4, 4),
             ],
         );
         let mut m2 = MapState::new(&p2);
-        let e = m2.set("rb", &[], &[]).unwrap_err();
+        let e = m2.set("lpm", &[0; 8], &[0; 4]).unwrap_err();
         assert!(
-            e.to_string().contains("type 27 (ringbuf) are not modelled"),
+            e.to_string()
+                .contains("type 11 (lpm_trie) are not modelled"),
             "{e}"
         );
+        // Ring buffers are modelled but hold events, no entries.
+        let e = m2.set("rb", &[], &[]).unwrap_err();
+        assert!(e.to_string().contains("no entries"), "{e}");
+        assert!(!m2.is_modelled("rb"));
         let e = m2.set("big", &[0; 4], &[]).unwrap_err();
         assert!(e.to_string().contains("exceeds the kernel's limit"), "{e}");
         // A state for other maps is refused.

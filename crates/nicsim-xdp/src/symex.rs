@@ -7,8 +7,10 @@
 //! constant offset, with pointer spills kept as pointers; once a frame sees a load or store at a
 //! computed offset (`buf[i]`), its stack also becomes an array term (see [`Frame`]), so such
 //! loads read exactly what was stored. Helper results the kernel defines exactly (map lookups,
-//! updates and deletes, `adjust_head`/`_tail`/`_meta`, `redirect`) are modelled; the others
-//! (`ktime_get_ns`, random numbers, `csum_diff`) are fresh values.
+//! updates and deletes, `adjust_head`/`_tail`/`_meta`, `redirect`, `xdp_load_bytes`/
+//! `_store_bytes`, a ring buffer reservation's null check) are modelled; the others
+//! (`ktime_get_ns` and `_coarse_ns`, random numbers, `csum_diff`, `perf_event_output`,
+//! `ringbuf_output`) are fresh values.
 //!
 //! Principle: never under-approximate feasibility. Whatever is not modelled exactly becomes a
 //! fresh, unconstrained value, so a path reported infeasible really is; a spurious "feasible"
@@ -26,7 +28,11 @@ use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::cfg::EdgeKind;
 use crate::insn::{AluOp, AtomicOp, Imm64, Insn, JmpOp, Size, Src};
 use crate::interp::{
-    E2BIG, EACCES, EEXIST, EINVAL, ENOENT, ETH_HLEN_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES,
+    E2BIG, EACCES, EAFNOSUPPORT, EEXIST, EFAULT, EINVAL, ENODEV, ENOENT, ETH_HLEN_BYTES,
+    FIB_LKUP_RET_MAX, FIB_LOOKUP_BYTES, HELPER_FIB_LOOKUP, HELPER_KTIME_GET_COARSE_NS,
+    HELPER_PERF_EVENT_OUTPUT, HELPER_RINGBUF_DISCARD, HELPER_RINGBUF_OUTPUT,
+    HELPER_RINGBUF_RESERVE, HELPER_RINGBUF_SUBMIT, HELPER_SPIN_LOCK, HELPER_SPIN_UNLOCK,
+    HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES, XDP_BYTES_MAX,
     XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
 };
 use crate::load::{Program, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
@@ -77,6 +83,12 @@ enum Region {
     /// key's value. `null` as for `Map`.
     Replaced {
         m: u32,
+        null: String,
+    },
+    /// A ring buffer record `bpf_ringbuf_reserve` gave: its bytes are unknown (loads read fresh
+    /// values, stores go nowhere the program reads back); `null` is true when the reservation
+    /// failed.
+    Record {
         null: String,
     },
 }
@@ -612,9 +624,10 @@ impl<'a> Sym<'a> {
                     _ => self.fresh("Bool", "c"),
                 };
             }
-            // A value of a map updated since the lookup: the lookup's null check still.
-            (V::P(Region::Replaced { null, .. }, _, _), V::S(z))
-            | (V::S(z), V::P(Region::Replaced { null, .. }, _, _))
+            // A value of a map updated since the lookup: the lookup's null check still. A ring
+            // buffer record: whether the reservation failed.
+            (V::P(Region::Replaced { null, .. } | Region::Record { null }, _, _), V::S(z))
+            | (V::S(z), V::P(Region::Replaced { null, .. } | Region::Record { null }, _, _))
                 if z == &bv64(0) =>
             {
                 return match op {
@@ -845,6 +858,126 @@ impl<'a> Sym<'a> {
         ))
     }
 
+    /// `bpf_xdp_load_bytes(ctx, off, buf, len)` (`store`: `bpf_xdp_store_bytes`) as the kernel
+    /// gives it for a linear packet (`bpf_xdp_pointer`): offset or length above 0xffff
+    /// -EFAULT, `off + len` past the packet's end -EINVAL, else 0 and the bytes at
+    /// `data + off` copied to `buf` (or back), each copied byte `ite(ok, new, old)`. A length
+    /// that is not a constant (or above 4096) leaves the destination unknown: fresh bytes.
+    fn xdp_bytes(&mut self, store: bool, off: &V, buf: &V, len: &V) -> V {
+        let o = self.scalar(off);
+        let l = self.scalar(len);
+        let n = l
+            .strip_prefix("#x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .map(|v| v & 0xffff_ffff);
+        let w = |t: &str| format!("((_ zero_extend 32) ((_ extract 31 0) {t}))");
+        let o = self.def("(_ BitVec 64)", &w(&o));
+        let l = self.def("(_ BitVec 64)", &w(&l));
+        let ret = format!(
+            "(ite (or (bvugt {o} {max}) (bvugt {l} {max})) {} \
+             (ite (bvugt (bvadd {o} {l}) (bvsub {} {})) {} {}))",
+            bv64((-EFAULT) as u64),
+            self.end_off,
+            self.data_off,
+            bv64((-EINVAL) as u64),
+            bv64(0),
+            max = bv64(XDP_BYTES_MAX),
+        );
+        let ret = self.def("(_ BitVec 64)", &ret);
+        let ok = self.def("Bool", &format!("(= {ret} {})", bv64(0)));
+        let at = self.def("(_ BitVec 64)", &format!("(bvadd {} {o})", self.data_off));
+        let pkt = V::P(Region::Pkt, at, None);
+        let (src, dst) = if store { (buf, &pkt) } else { (&pkt, buf) };
+        match n {
+            Some(n) if n <= 4096 => {
+                let mut bytes = Vec::new();
+                for i in 0..n as i64 {
+                    let s = self.byte_at(src, i);
+                    let d = self.byte_at(dst, i);
+                    let new = self.load(&s, Size::B);
+                    let old = self.load(&d, Size::B);
+                    let (V::S(new), V::S(old)) = (new, old) else {
+                        unreachable!("loads give scalars")
+                    };
+                    bytes.push((d, format!("(ite {ok} {new} {old})")));
+                }
+                for (d, b) in bytes {
+                    let b = V::S(self.def("(_ BitVec 64)", &b));
+                    self.store(&d, Size::B, &b);
+                }
+            }
+            _ => {
+                let dst = dst.clone();
+                self.havoc(&dst);
+            }
+        }
+        V::S(ret)
+    }
+
+    /// `bpf_xdp_fib_lookup(ctx, params, plen, flags)`: `plen` below 64 (the struct) gives
+    /// -EINVAL and writes nothing; otherwise the result is any of the kernel's: a
+    /// BPF_FIB_LKUP_RET_* (0 to 9), -EINVAL (flags), -ENODEV (no such ifindex) or
+    /// -EAFNOSUPPORT (family), and the struct's 64 bytes are fresh (which fields a lookup
+    /// writes depends on its result and the kernel's version: all of them may change).
+    fn fib_lookup(&mut self, params: &V, plen: &V) -> V {
+        let l = self.scalar(plen);
+        let short = self.def(
+            "Bool",
+            &format!(
+                "(bvslt ((_ extract 31 0) {l}) ((_ extract 31 0) {}))",
+                bv64(FIB_LOOKUP_BYTES)
+            ),
+        );
+        let x = self.fresh("(_ BitVec 64)", "fib");
+        let c = |v: i64| bv64(v as u64);
+        let ret = format!(
+            "(ite {short} {einval} (ite (bvule {x} {max}) {x} (ite (= {x} {a}) {einval} \
+             (ite (= {x} {b}) {} {}))))",
+            c(-ENODEV),
+            c(-EAFNOSUPPORT),
+            einval = c(-EINVAL),
+            max = bv64(FIB_LKUP_RET_MAX),
+            a = bv64(FIB_LKUP_RET_MAX + 1),
+            b = bv64(FIB_LKUP_RET_MAX + 2),
+        );
+        let ret = self.def("(_ BitVec 64)", &ret);
+        for i in 0..FIB_LOOKUP_BYTES as i64 {
+            let d = self.byte_at(params, i);
+            let V::S(old) = self.load(&d, Size::B) else {
+                unreachable!("loads give scalars")
+            };
+            let new = self.fresh("(_ BitVec 8)", "fibp");
+            let b = self.def(
+                "(_ BitVec 64)",
+                &format!("(ite {short} {old} ((_ zero_extend 56) {new}))"),
+            );
+            self.store(&d, Size::B, &V::S(b));
+        }
+        V::S(ret)
+    }
+
+    /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
+    fn havoc(&mut self, ptr: &V) {
+        match ptr {
+            V::P(Region::Pkt, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
+            V::P(Region::Stack(f), _, _) => {
+                if let Some(fi) = self.frame_index(*f) {
+                    // Pointer spills stay (see `Frame`); every data byte is fresh.
+                    let a = self.fresh(BYTES, "stka");
+                    let fr = &mut self.frames[fi];
+                    fr.stack.clear();
+                    fr.dirty.clear();
+                    fr.arr = Some(a);
+                }
+            }
+            V::P(Region::Map { m, .. } | Region::Replaced { m, .. }, _, _) => {
+                let sort = self.map_sort(*m).1;
+                self.mem[*m as usize] = self.fresh(&sort, "mrep");
+            }
+            _ => {}
+        }
+    }
+
     fn call(&mut self, helper: u32) {
         let r1 = self.reg(1);
         let r2 = self.reg(2);
@@ -1001,6 +1134,27 @@ impl<'a> Sym<'a> {
             {
                 let m = *m;
                 self.redirect_map(m, &r2, &r3)
+            }
+            (HELPER_FIB_LOOKUP, _) => self.fib_lookup(&r2, &r3),
+            (HELPER_XDP_LOAD_BYTES | HELPER_XDP_STORE_BYTES, _) => {
+                self.xdp_bytes(helper == HELPER_XDP_STORE_BYTES, &r2, &r3, &r4)
+            }
+            // bpf_ringbuf_reserve: a record, or NULL (the buffer may be full: unknown).
+            (HELPER_RINGBUF_RESERVE, _) => {
+                let null = self.fresh("Bool", "rbnull");
+                V::P(Region::Record { null }, bv64(0), Some(0))
+            }
+            // Helpers the kernel declares void (their r0 is 0), and the locks, which return 0.
+            (
+                HELPER_RINGBUF_SUBMIT
+                | HELPER_RINGBUF_DISCARD
+                | HELPER_SPIN_LOCK
+                | HELPER_SPIN_UNLOCK,
+                _,
+            ) => V::S(bv64(0)),
+            // Time, the events' results (a reader may be missing, the buffer full): fresh.
+            (HELPER_KTIME_GET_COARSE_NS | HELPER_PERF_EVENT_OUTPUT | HELPER_RINGBUF_OUTPUT, _) => {
+                self.fresh64("h")
             }
             (HELPER_REDIRECT, _) => {
                 // bpf_redirect: XDP_REDIRECT unless flags are set (then XDP_ABORTED).
@@ -1548,6 +1702,149 @@ mod tests {
         assert!(feasible(&p, &[false, false, false, false, false]));
         // Found, r0 = 1 = r9.
         assert!(!feasible(&p, &[false, false, false, false, true]));
+    }
+
+    #[test]
+    fn a_ring_buffer_record_is_checked_for_null_as_a_lookup_is() {
+        // r0 = ringbuf_reserve(rb, 16, 0); if r0 == 0 goto +k; *(u64 *)r0 = v; r0 = *r0;
+        // submit; r9 = 1, r0 = 1 (found) or r9 = 0, r0 = 0 (NULL).
+        let mut body = ld_map(1, 0).to_vec();
+        body.extend([mov(2, 16), mov(3, 0), call(131), mov(9, 0), jeq(0, 0, 6)]);
+        body.extend([
+            stx(DW, 0, 7, 0),
+            ldx(DW, 5, 0, 0),
+            movr(1, 0),
+            mov(2, 0),
+            call(132),
+            mov(9, 1),
+        ]);
+        body.extend([jne(9, 1, 1), mov(0, 1)]);
+        let maps = vec![map("rb", crate::interp::MAP_RINGBUF, 0, 0, 4096)];
+        let p = program(&body, maps);
+        // Branches: length, r0 == NULL, r9 != 1, r0 != r9. Both outcomes of the reservation
+        // are possible; on each, r0 ends equal to r9 (submit's r0 is 0, then r0 = 1).
+        assert!(feasible(&p, &[false, true, true, false]));
+        assert!(feasible(&p, &[false, false, false, false]));
+        assert!(!feasible(&p, &[false, false, false, true]));
+        // After a NULL record r9 stays 0: r9 != 1 is taken.
+        assert!(!feasible(&p, &[false, true, false, false]));
+    }
+
+    #[test]
+    fn xdp_load_and_store_bytes_copy_exactly_or_fail_as_the_kernel_says() {
+        // load_bytes(ctx, off, r10-32, 1), then r0 = the byte at r10-32 (0x55 before).
+        let load = |off: i32, want: Slot| {
+            let body = [
+                st(B, 10, -32, 0x55),
+                mov(2, off),
+                movr(3, 10),
+                add(3, -32),
+                mov(4, 1),
+                call(189),
+                ldx(B, 0, 10, -32),
+                want,
+            ];
+            program(&body, Vec::new())
+        };
+        // Offset 1 is in every packet: the byte is pkt[1] (r7).
+        let p = load(1, movr(9, 7));
+        assert!(feasible(&p, &[false, false]) && !feasible(&p, &[false, true]));
+        // Offset 60 is past a 60-byte packet (the byte stays 0x55), in a longer one.
+        let p = load(60, mov(9, 0x55));
+        assert!(feasible(&p, &[false, false]) && feasible(&p, &[false, true]));
+        // The result: -EFAULT above 0xffff.
+        let body = [
+            mov(2, 0x10000),
+            movr(3, 10),
+            add(3, -32),
+            mov(4, 1),
+            call(189),
+            mov(9, -14),
+        ];
+        let p = program(&body, Vec::new());
+        assert!(feasible(&p, &[false, false]) && !feasible(&p, &[false, true]));
+        // store_bytes(ctx, 0, r10-32, 1) of 0x66, then r0 = data[0] (ctx spilled across).
+        let body = [
+            stx(DW, 10, 1, -48),
+            st(B, 10, -32, 0x66),
+            mov(2, 0),
+            movr(3, 10),
+            add(3, -32),
+            mov(4, 1),
+            call(190),
+            ldx(DW, 1, 10, -48),
+            ldx(W, 2, 1, 0),
+            ldx(B, 0, 2, 0),
+            mov(9, 0x66),
+        ];
+        let p = program(&body, Vec::new());
+        assert!(feasible(&p, &[false, false]) && !feasible(&p, &[false, true]));
+        // A length that is not a constant: the buffer's byte is unknown (both ways feasible).
+        let body = [
+            st(B, 10, -32, 0x55),
+            mov(2, 0),
+            movr(3, 10),
+            add(3, -32),
+            movr(4, 6),
+            add(4, 1),
+            call(189),
+            ldx(B, 0, 10, -32),
+            mov(9, 0x55),
+        ];
+        let p = program(&body, Vec::new());
+        assert!(feasible(&p, &[false, false]) && feasible(&p, &[false, true]));
+    }
+
+    #[test]
+    fn fib_lookup_gives_the_kernels_results_and_fresh_fields() {
+        // r0 = fib_lookup(ctx, r10-64, plen, 0) over a buffer whose byte 8 is 0x55.
+        let fib = |plen: i32, tail: &[Slot]| {
+            let mut body = vec![
+                st(B, 10, -56, 0x55),
+                movr(2, 10),
+                add(2, -64),
+                mov(3, plen),
+                mov(4, 0),
+                call(69),
+            ];
+            body.extend_from_slice(tail);
+            program(&body, Vec::new())
+        };
+        let r0_can_be = |plen, v| feasible(&fib(plen, &[mov(9, v)]), &[false, false]);
+        for v in [0, 4, 9, -22, -19, -97] {
+            assert!(r0_can_be(64, v), "{v}");
+        }
+        for v in [10, 11, -1, -14] {
+            assert!(!r0_can_be(64, v), "{v}");
+        }
+        assert!(r0_can_be(8, -22) && !r0_can_be(8, 0));
+        // The fields: any value after a lookup, unchanged after a short plen.
+        let byte = |plen| fib(plen, &[ldx(B, 0, 10, -56), mov(9, 0x55)]);
+        assert!(feasible(&byte(64), &[false, true]) && feasible(&byte(64), &[false, false]));
+        assert!(!feasible(&byte(8), &[false, true]));
+    }
+
+    #[test]
+    fn event_and_time_helpers_give_fresh_values_and_locks_zero() {
+        // r0 = helper(); if r0 != r9 ...: with r9 = 7 both ways are feasible for fresh
+        // results (coarse time, perf and ring buffer output), only "equal 0" for the locks.
+        for (h, fresh) in [
+            (160, true),
+            (25, true),
+            (130, true),
+            (93, false),
+            (94, false),
+        ] {
+            let mut body = vec![mov(9, 7), movr(1, 10), add(1, -8)];
+            if h == 25 || h == 130 {
+                body.extend(ld_map(2, 0));
+            }
+            body.push(call(h));
+            let maps = vec![map("ev", 4, 4, 4, 1)];
+            let p = program(&body, maps);
+            assert_eq!(feasible(&p, &[false, false]), fresh, "helper {h}");
+            assert!(feasible(&p, &[false, true]), "helper {h}");
+        }
     }
 
     /// r0 = helper(ctx, delta) after `pre` (ctx in r6); then `if r0 != 0 goto fail` (see
