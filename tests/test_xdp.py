@@ -450,7 +450,7 @@ def test_maps_of_max_entries_0_are_of_unknown_size(tmp_path: Path) -> None:
     assert s["unsized_maps"] == ["rules", "seen"]
     assert any("rules" in w and "--map-size" in w for w in s["warnings"])
     assert s["path"]["xdp_action"] in ("XDP_TX", "XDP_PASS") and s["guarantee"]["pps"] < 54e6
-    assert s["maps"]["rules"]["max_entries"] >= 1  # the model's size, for the example
+    assert 1 <= s["maps"]["rules"]["max_entries"] <= 1024  # the model's size, small enough for the kernel
     # --map-size gives the size: no warning for that map, the summary's maps carry it.
     s2 = analyze(obj("unsized_map"), rate="packet", timeout_s=120, map_sizes={"rules": 4})
     assert s2["unsized_maps"] == ["seen"] and s2["maps"]["rules"]["max_entries"] == 4

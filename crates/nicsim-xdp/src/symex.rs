@@ -145,6 +145,8 @@ pub struct Lookup {
 pub struct MapSize {
     pub map: String,
     pub size: String,
+    /// The size term's width (the key's bits).
+    pub bits: u32,
 }
 
 /// The query for one path, and the terms to read from a model.
@@ -1422,6 +1424,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
             s.sizes.push(MapSize {
                 map: def.name.clone(),
                 size: format!("msz{m}"),
+                bits: ks,
             });
         }
         if def.frozen && !def.data.is_empty() {

@@ -371,7 +371,29 @@ def _min_length(slv: Any, q: dict[str, Any], lo: int, remaining: Callable[[], fl
 
 
 def _model(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]]]:
-    """The example packet, the return value and the looked-up map entries from a model."""
+    """The example packet, the return value and the looked-up map entries from a model.
+
+    An array declared with `max_entries 0` has the size the model gives; a model with every
+    such size at most EXAMPLE_MAP_ENTRIES is sought first, so that the example's maps are ones
+    the kernel can create (`nicsim xdp validate`)."""
+    sizes = q.get("sizes", [])
+    if sizes:
+        small = "".join(f"(assert (bvule {s['size']} (_ bv{EXAMPLE_MAP_ENTRIES} {s['bits']})))\n" for s in sizes)
+        if slv.check_also(small, timeout_s=5.0) != "sat":
+            slv.done()
+            slv.check_also("")  # the model without the bound again, at a level of its own
+        try:
+            return _model_values(slv, q)
+        finally:
+            slv.done()
+    return _model_values(slv, q)
+
+
+#: The largest size sought for a map declared with `max_entries 0` in an example (see [`_model`]).
+EXAMPLE_MAP_ENTRIES = 1024
+
+
+def _model_values(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]]]:
     (length, ret) = slv.values([q["len"], q["ret"]])
     length = int(length)
     pkt = slv.values([f"(select {q['packet']} #x{i:016x})" for i in range(length)])
