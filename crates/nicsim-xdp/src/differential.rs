@@ -559,29 +559,6 @@ mod tests {
         assert!(out.contains("(declare-const len (_ BitVec 64))\n(assert (! (= len #x0000000000000002) :named w_len))"));
     }
 
-    /// `sat` or `unsat` from Z3 (`z3` from the project's `.venv`, `make develop`; or
-    /// $NICSIM_Z3, or `z3` on the PATH), as `symex`'s tests run it.
-    fn z3(smt: &str) -> String {
-        use std::io::Write as _;
-        let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/z3");
-        let exe = std::env::var("NICSIM_Z3")
-            .map(std::path::PathBuf::from)
-            .unwrap_or(if venv.exists() { venv } else { "z3".into() });
-        let mut c = std::process::Command::new(exe)
-            .arg("-in")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("z3: {e} (run `make develop`, or set NICSIM_Z3)"));
-        let mut input = c.stdin.take().unwrap();
-        input.write_all(smt.as_bytes()).unwrap();
-        input.write_all(b"(check-sat)\n").unwrap();
-        drop(input);
-        let out = String::from_utf8(c.wait_with_output().unwrap().stdout).unwrap();
-        assert!(!out.contains("error"), "{out}\n{smt}");
-        out.trim().to_string()
-    }
-
     /// key (u32) = pkt[0]; v = lookup(hash map "h", &key); if !v: return 1; if v[0] == 5:
     /// return 3; return 2 (after a 1-byte bounds check).
     fn lookup_program() -> Program {
@@ -609,12 +586,7 @@ mod tests {
             exit(),
         ]);
         let fail = s.len() - 2;
-        for (j, x) in s.iter_mut().enumerate() {
-            let off = i16::from_le_bytes([x[2], x[3]]);
-            if x[0] & 7 == 5 && x[0] != 0x85 && off == 100 {
-                [x[2], x[3]] = ((fail - j - 1) as i16).to_le_bytes();
-            }
-        }
+        patch_jumps(&mut s, 100, fail);
         prog(&s, vec![map("h", MAP_HASH, 4, 1, 8)])
     }
 
@@ -708,12 +680,7 @@ mod tests {
             exit(),
         ]);
         let fail = s.len() - 2;
-        for (j, x) in s.iter_mut().enumerate() {
-            let off = i16::from_le_bytes([x[2], x[3]]);
-            if x[0] & 7 == 5 && x[0] != 0x85 && off == 100 {
-                [x[2], x[3]] = ((fail - j - 1) as i16).to_le_bytes();
-            }
-        }
+        patch_jumps(&mut s, 100, fail);
         prog(&s, vec![map("m", map_type, 4, 8, 4)])
     }
 

@@ -1479,36 +1479,6 @@ mod tests {
     use crate::load::{MapDef, MAP_ARRAY};
     use crate::testasm::*;
 
-    fn z3_path() -> std::path::PathBuf {
-        if let Ok(p) = std::env::var("NICSIM_Z3") {
-            return p.into();
-        }
-        let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/z3");
-        if venv.exists() {
-            return venv;
-        }
-        "z3".into()
-    }
-
-    /// `sat` or `unsat` for `smt` (a query, perhaps with more assertions).
-    fn z3(smt: &str) -> String {
-        use std::io::Write as _;
-        let mut c = std::process::Command::new(z3_path())
-            .arg("-in")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("z3: {e} (run `make develop`, or set NICSIM_Z3)"));
-        let mut input = c.stdin.take().unwrap();
-        input.write_all(smt.as_bytes()).unwrap();
-        input.write_all(b"(check-sat)\n").unwrap();
-        drop(input);
-        let out = c.wait_with_output().unwrap();
-        let out = String::from_utf8(out.stdout).unwrap();
-        assert!(!out.contains("error"), "{out}\n{smt}");
-        out.trim().to_string()
-    }
-
     /// The path from instruction 0 that takes each conditional jump as `taken` says, in turn.
     fn walk(p: &Program, taken: &[bool]) -> Vec<(u32, EdgeKind)> {
         let (mut pc, mut k, mut out) = (0usize, 0usize, Vec::new());

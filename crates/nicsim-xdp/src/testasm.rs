@@ -109,3 +109,46 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         kfuncs: Vec::new(),
     }
 }
+
+/// Z3 for the tests: `z3` from the project's `.venv` (`make develop`), or $NICSIM_Z3, or `z3` on
+/// the PATH.
+fn z3_path() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("NICSIM_Z3") {
+        return p.into();
+    }
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/z3");
+    if venv.exists() {
+        return venv;
+    }
+    "z3".into()
+}
+
+/// `sat` or `unsat` (Z3's answer) for `smt` (a query, perhaps with more assertions).
+pub(crate) fn z3(smt: &str) -> String {
+    use std::io::Write as _;
+    let mut c = std::process::Command::new(z3_path())
+        .arg("-in")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("z3: {e} (run `make develop`, or set NICSIM_Z3)"));
+    let mut input = c.stdin.take().unwrap();
+    input.write_all(smt.as_bytes()).unwrap();
+    input.write_all(b"(check-sat)\n").unwrap();
+    drop(input);
+    let out = c.wait_with_output().unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(!out.contains("error"), "{out}\n{smt}");
+    out.trim().to_string()
+}
+
+/// Point every conditional jump of `s` whose offset is `marker` at slot `to` (hand-built
+/// programs write a marker where the target is not known yet).
+pub(crate) fn patch_jumps(s: &mut [Slot], marker: i16, to: usize) {
+    for (j, x) in s.iter_mut().enumerate() {
+        let off = i16::from_le_bytes([x[2], x[3]]);
+        if x[0] & 7 == 5 && x[0] != 0x85 && off == marker {
+            [x[2], x[3]] = ((to as isize - j as isize - 1) as i16).to_le_bytes();
+        }
+    }
+}
