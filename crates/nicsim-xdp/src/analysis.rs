@@ -233,6 +233,7 @@ impl Analysis {
                 )
             })
             .collect();
+        let unsized_maps = self.program.unsized_maps();
         let loops: Vec<Value> = self
             .graph
             .loops
@@ -260,8 +261,8 @@ impl Analysis {
                      "xdp_action": Value::Null, "retval": Value::Null},
             "example_packet_hex": Value::Null,
             "maps": maps,
-            "unsized_maps": self.program.unsized_maps(),
-            "warnings": self.program.unsized_maps().iter().map(|m| format!(
+            "unsized_maps": unsized_maps,
+            "warnings": unsized_maps.iter().map(|m| format!(
                 "map '{m}' declares max_entries 0 (its loader sets the size before loading): analysed \
                  for every size from 1 on; give --map-size {m}=N for the size it will have")).collect::<Vec<_>>(),
             "paths_enumerated": 0,

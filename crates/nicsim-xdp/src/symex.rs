@@ -803,6 +803,22 @@ impl<'a> Sym<'a> {
         V::S(ret)
     }
 
+    /// Record that the path reads map `m`'s entry under `key` (a term of the key's width): its
+    /// initial value bytes, and `present` (whether it has an entry; `None`: always, an array),
+    /// so that the model gives the entry an example packet needs.
+    fn record_lookup(&mut self, m: u32, key: &str, present: Option<String>) {
+        let def = &self.p.maps[m as usize];
+        self.lookups.push(Lookup {
+            map: def.name.clone(),
+            key: key.to_string(),
+            key_size: def.key_size,
+            value: (0..def.value_size)
+                .map(|i| format!("(select m{m}_0 (concat {key} (_ bv{i} 32)))"))
+                .collect(),
+            present,
+        });
+    }
+
     /// `bpf_redirect_map(map, key, flags)` on a device, CPU or AF_XDP socket map m
     /// (`__bpf_xdp_redirect_map`): flags beyond the action bits (and, for device maps,
     /// BPF_F_BROADCAST and BPF_F_EXCLUDE_INGRESS) give XDP_ABORTED; a key with an entry, or a
@@ -831,16 +847,7 @@ impl<'a> Sym<'a> {
             found = format!("(and (bvult {k} {}) {found})", self.array_size(m));
         }
         let found = self.def("Bool", &found);
-        let mem0 = format!("m{m}_0");
-        self.lookups.push(Lookup {
-            map: def.name.clone(),
-            key: k.clone(),
-            key_size: 4,
-            value: (0..def.value_size)
-                .map(|i| format!("(select {mem0} (concat {k} (_ bv{i} 32)))"))
-                .collect(),
-            present: Some(found.clone()),
-        });
+        self.record_lookup(m, &k, Some(found.clone()));
         let actions = 3u64;
         let broadcast = if mask != 0 {
             format!("(not (= (bvand {f} {}) {}))", c(BPF_F_BROADCAST), c(0))
@@ -997,18 +1004,8 @@ impl<'a> Sym<'a> {
                     let pres = self.present[m as usize].clone();
                     self.def("Bool", &format!("(not (select {pres} {key}))"))
                 };
-                let mem0 = format!("m{m}_0");
-                let value = (0..def.value_size)
-                    .map(|i| format!("(select {mem0} (concat {key} (_ bv{i} 32)))"))
-                    .collect();
                 let present = (!def.is_array()).then(|| format!("(select p{m}_0 {key})"));
-                self.lookups.push(Lookup {
-                    map: def.name.clone(),
-                    key: key.clone(),
-                    key_size: def.key_size,
-                    value,
-                    present,
-                });
+                self.record_lookup(m, &key, present);
                 V::P(Region::Map { m, key, null }, bv64(0), Some(0))
             }
             (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m)) => {
