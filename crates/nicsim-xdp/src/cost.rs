@@ -19,9 +19,9 @@ use crate::absint::{State, Val};
 use crate::cfg::{EdgeKind, Graph};
 use crate::consts::Facts;
 use crate::helpers_table::helper_name;
-use crate::insn::{AluOp, Insn};
+use crate::insn::{AluOp, Insn, JmpOp, Src};
 use crate::load::Program;
-use crate::target::Target;
+use crate::target::{InsnCosts, Target};
 
 /// Cost components: core cycles and DRAM-engine cycles.
 pub const NC: usize = 2;
@@ -198,6 +198,100 @@ struct InsnCost {
     memory: bool,
 }
 
+/// `immed` instructions that load the 32-bit constant `v` into a register on the NFP (JIT
+/// `wrp_immed`): one when `v` or its complement is a 16-bit field shifted by 0, 8 or 16 bits
+/// (`pack_immed`), two otherwise (`immed` and `immed_w1`).
+pub fn immed_count(v: u32) -> u32 {
+    let packs = |x: u32| x & 0xffff_0000 == 0 || x & 0xff00_00ff == 0 || x & 0x0000_ffff == 0;
+    if packs(v) || packs(!v) {
+        1
+    } else {
+        2
+    }
+}
+
+/// `immed` instructions an instruction's constant operand adds, beyond its ALU or compare
+/// cost, where an operand encodes constants up to `max` (the NFP JIT's `ur_load_imm_any`, per
+/// 32-bit half the instruction works on; a 64-bit operation's upper half of a negative
+/// constant is `0xffffffff`).
+/// - `mov`: the constant is written with `immed` itself, which the ALU cost counts once per
+///   half; a wide lower half takes a second one.
+/// - `and`/`or`/`xor` with a half of 0 or all ones need no constant (JIT `wrp_alu_imm`).
+/// - Shifts encode their amount; divide is a reciprocal multiply whose constants `div` counts.
+/// - A multiply loads its (32-bit) constant once (`wrp_mul`); a 64-bit compare both halves
+///   (`cmp_imm`, `jeq_imm`).
+pub fn immed_loads(insn: &Insn, max: u32) -> u32 {
+    let load = |v: u32| if v <= max { 0 } else { immed_count(v) };
+    let halves = |imm: i32, is64: bool, f: &dyn Fn(u32) -> u32| {
+        let hi = if is64 && imm < 0 { u32::MAX } else { 0 };
+        f(imm as u32) + if is64 { f(hi) } else { 0 }
+    };
+    match *insn {
+        Insn::Alu {
+            op,
+            is64,
+            src: Src::Imm(imm),
+            ..
+        } => match op {
+            AluOp::Mov => immed_count(imm as u32) - 1,
+            AluOp::Lsh | AluOp::Rsh | AluOp::Arsh | AluOp::Neg | AluOp::Div | AluOp::Mod => 0,
+            AluOp::Mul => load(imm as u32),
+            AluOp::And | AluOp::Or | AluOp::Xor => halves(imm, is64, &|v| {
+                if v == 0 || v == u32::MAX {
+                    0
+                } else {
+                    load(v)
+                }
+            }),
+            // The JIT turns an add/sub of a negative constant into a sub/add of the positive
+            // one (`nfp_bpf_opt_neg_add_sub`).
+            AluOp::Add | AluOp::Sub => halves(imm.wrapping_abs(), is64, &load),
+        },
+        Insn::Jmp {
+            op,
+            is64,
+            src: Src::Imm(imm),
+            ..
+        } => {
+            // ... and so for `>=` and `<` (signed or not): an add of the positive constant.
+            let negated = matches!(op, JmpOp::Ge | JmpOp::Sge | JmpOp::Lt | JmpOp::Slt);
+            halves(if negated { imm.wrapping_abs() } else { imm }, is64, &load)
+        }
+        _ => 0,
+    }
+}
+
+/// Core cycles of a 64-bit `==` or `!=` jump as the NFP JIT emits it (`jeq_imm`, `jeq_reg`,
+/// `jne_imm`, `wrp_test_reg`), before any `immed` its constant needs:
+/// - `==` XORs each half that is not known zero, ORs the two and branches once: one compare
+///   against 0, two against a non-negative constant, three against a negative one or a register;
+/// - `!=` against 0 ORs the halves and branches once; otherwise it tests and branches per half:
+///   not taken, two compares and two branches not taken; taken, one compare and a branch taken
+///   when the lower halves differ, else both compares, one branch not taken and one taken.
+///   When the upper halves are not known equal (both values below 2³²), the latter is charged.
+fn eq64_by_halves(c: &InsnCosts, op: JmpOp, src: Src, dst: Val, s: &State, taken: bool) -> f64 {
+    let branch = if taken { c.jmp_taken } else { c.jmp_not_taken };
+    let upper_zero = |v: Val| matches!(v, Val::Scalar(iv) if iv.hi <= u64::from(u32::MAX));
+    match (op, src) {
+        (JmpOp::Eq, Src::Imm(0)) | (JmpOp::Ne, Src::Imm(0)) => c.jmp_compare + branch,
+        (JmpOp::Eq, Src::Imm(i)) => (if i < 0 { 3.0 } else { 2.0 }) * c.jmp_compare + branch,
+        (JmpOp::Eq, Src::Reg(_)) => 3.0 * c.jmp_compare + branch,
+        _ if !taken => 2.0 * (c.jmp_compare + c.jmp_not_taken),
+        _ => {
+            let upper_equal = upper_zero(dst)
+                && match src {
+                    Src::Imm(i) => i >= 0,
+                    Src::Reg(r) => upper_zero(s.regs[r as usize]),
+                };
+            if upper_equal {
+                c.jmp_compare + c.jmp_taken
+            } else {
+                2.0 * c.jmp_compare + c.jmp_not_taken + c.jmp_taken
+            }
+        }
+    }
+}
+
 fn insn_cost(
     t: &Target,
     p: &Program,
@@ -216,18 +310,33 @@ fn insn_cost(
         memory: false,
     };
     let frozen = |v: Val| matches!(v, Val::MapVal(i, _) if p.maps[i as usize].frozen);
+    // Constants wider than an operand encodes are loaded first (the NFP JIT's `immed`).
+    let immed = c
+        .operand_imm_max
+        .map_or(0.0, |max| f64::from(immed_loads(insn, max)) * c.immed);
     Ok(match *insn {
-        Insn::Alu { op, is64, .. } => plain(match op {
-            AluOp::Mul => c.mul,
-            AluOp::Div | AluOp::Mod => c.div,
-            _ if is64 => c.alu64.unwrap_or(c.alu),
-            _ => c.alu,
-        }),
+        Insn::Alu { op, is64, .. } => plain(
+            match op {
+                AluOp::Mul => c.mul,
+                AluOp::Div | AluOp::Mod => c.div,
+                _ if is64 => c.alu64.unwrap_or(c.alu),
+                _ => c.alu,
+            } + immed,
+        ),
         Insn::End { .. } => plain(c.endian),
         Insn::LdImm64 { .. } => plain(c.ld_imm64),
         Insn::Ja { .. } => plain(c.ja),
         Insn::Exit => plain(c.exit),
         Insn::CallLocal { .. } => plain(c.call_local),
+        Insn::Jmp {
+            op: op @ (JmpOp::Eq | JmpOp::Ne),
+            is64: true,
+            dst,
+            src,
+            ..
+        } if c.eq64_by_halves => plain(
+            eq64_by_halves(c, op, src, s.regs[dst as usize], s, kind == EdgeKind::Taken) + immed,
+        ),
         Insn::Jmp { is64, .. } => plain(
             if is64 {
                 c.jmp64_compare.unwrap_or(c.jmp_compare)
@@ -237,7 +346,7 @@ fn insn_cost(
                 c.jmp_taken
             } else {
                 c.jmp_not_taken
-            },
+            } + immed,
         ),
         Insn::Ldx { src, .. } => match s.regs[src as usize] {
             Val::Fp(_) | Val::Ctx => plain(c.stack),
@@ -260,6 +369,20 @@ fn insn_cost(
         },
         Insn::St { dst, .. } => match s.regs[dst as usize] {
             Val::Fp(_) | Val::Ctx => plain(c.stack),
+            // Waited for as a load is, with the latency of where it writes.
+            v if m.stores_wait => {
+                let packet = matches!(v, Val::Pkt(_));
+                InsnCost {
+                    cycles: 0.0,
+                    dram: if packet { 0.0 } else { dw },
+                    wait_latency: if packet {
+                        m.packet_latency_cycles
+                    } else {
+                        m.map_latency_cycles
+                    },
+                    memory: true,
+                }
+            }
             Val::Pkt(_) => InsnCost {
                 cycles: m.issue_nowait_cycles,
                 dram: 0.0,
@@ -445,4 +568,102 @@ pub fn costed_with_facts(
     dag.topo = topo;
     dag.topo.push(sink);
     Ok((dag, facts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::absint::Iv;
+
+    fn alu(op: AluOp, is64: bool, imm: i32) -> Insn {
+        Insn::Alu {
+            op,
+            is64,
+            dst: 1,
+            src: Src::Imm(imm),
+        }
+    }
+
+    #[test]
+    fn immed_count_follows_pack_immed() {
+        // A 16-bit field at byte shift 0, 1 or 2, or the complement of one: one `immed`.
+        for v in [
+            0,
+            0xff,
+            0xffff,
+            0x00ff_ff00,
+            0xffff_0000,
+            !0x1234,
+            0xff00_00ff,
+            u32::MAX,
+        ] {
+            assert_eq!(immed_count(v), 1, "{v:#x}");
+        }
+        // Anything else: `immed` and `immed_w1`.
+        for v in [0x0001_0001, 739_982_445, 0x1234_5678, 0xf00f_000f] {
+            assert_eq!(immed_count(v), 2, "{v:#x}");
+        }
+    }
+
+    #[test]
+    fn immed_loads_per_operand() {
+        // Fits the 8-bit operand: nothing to load.
+        assert_eq!(immed_loads(&alu(AluOp::Add, false, 255), 255), 0);
+        assert_eq!(immed_loads(&alu(AluOp::Add, false, 256), 255), 1);
+        // The Count-Min hash multiplier: immed + immed_w1.
+        assert_eq!(immed_loads(&alu(AluOp::Mul, true, 739_982_445), 255), 2);
+        // An add of a negative constant is a sub of the positive one (nfp_bpf_opt_neg_add_sub).
+        assert_eq!(immed_loads(&alu(AluOp::Add, true, -8), 255), 0);
+        assert_eq!(immed_loads(&alu(AluOp::Sub, false, -300), 255), 1);
+        assert_eq!(immed_loads(&alu(AluOp::Add, true, 0x1234_5678), 255), 2);
+        // `and` with all ones in a half needs no constant there.
+        assert_eq!(immed_loads(&alu(AluOp::And, true, -1), 255), 0);
+        assert_eq!(immed_loads(&alu(AluOp::And, true, -256), 255), 1);
+        // Shifts encode their amount; mov pays only a second immed.
+        assert_eq!(immed_loads(&alu(AluOp::Lsh, true, 40), 255), 0);
+        assert_eq!(immed_loads(&alu(AluOp::Mov, true, 0x800), 255), 0);
+        assert_eq!(immed_loads(&alu(AluOp::Mov, false, 0x1234_5678), 255), 1);
+        let jmp = |is64, imm| Insn::Jmp {
+            op: JmpOp::Eq,
+            is64,
+            dst: 1,
+            src: Src::Imm(imm),
+            off: 1,
+        };
+        assert_eq!(immed_loads(&jmp(false, 0x86dd), 255), 1);
+        assert_eq!(immed_loads(&jmp(true, -2), 255), 2);
+        assert_eq!(immed_loads(&jmp(true, 17), 255), 0);
+        // `>=` a negative constant adds the positive one.
+        let ge = Insn::Jmp {
+            op: JmpOp::Ge,
+            is64: true,
+            dst: 1,
+            src: Src::Imm(-2),
+            off: 1,
+        };
+        assert_eq!(immed_loads(&ge, 255), 0);
+    }
+
+    #[test]
+    fn eq64_follows_the_jit() {
+        let c: InsnCosts = toml::from_str(
+            "alu = 1.0\nmul = 1.0\ndiv = 1.0\nendian = 1.0\nld_imm64 = 1.0\njmp_compare = 1.0\n\
+             jmp_taken = 4.0\njmp_not_taken = 1.0\nja = 3.0\nexit = 3.0\ncall_local = 3.0\n\
+             stack = 1.0\neq64_by_halves = true\n",
+        )
+        .unwrap();
+        let s = State::entry();
+        let byte = Val::Scalar(Iv { lo: 0, hi: 255 });
+        let eq = |src, taken| eq64_by_halves(&c, JmpOp::Eq, src, byte, &s, taken);
+        let ne = |src, dst, taken| eq64_by_halves(&c, JmpOp::Ne, src, dst, &s, taken);
+        assert_eq!(eq(Src::Imm(0), true), 5.0);
+        assert_eq!(eq(Src::Imm(8), false), 3.0);
+        assert_eq!(eq(Src::Imm(-1), false), 4.0);
+        assert_eq!(ne(Src::Imm(0), byte, true), 5.0);
+        // Not taken: both halves tested (the packet-check pattern); taken on the lower half.
+        assert_eq!(ne(Src::Imm(8), byte, false), 4.0);
+        assert_eq!(ne(Src::Imm(8), byte, true), 5.0);
+        // Upper half unknown: charged as taken on the upper half.
+        assert_eq!(ne(Src::Imm(8), Val::Top, true), 7.0);
+    }
 }

@@ -100,6 +100,19 @@ pub struct InsnCosts {
     pub call_local: f64,
     /// Loads and stores on the stack or the context.
     pub stack: f64,
+    /// The largest constant an ALU or compare operand encodes in the instruction itself; a
+    /// wider constant is first loaded into a register with `immed` instructions (the NFP: 8
+    /// bits, JIT `ur_load_imm_any`). Not given: every constant fits.
+    #[serde(default)]
+    pub operand_imm_max: Option<u32>,
+    /// Cycles of one `immed` instruction loading such a constant (see
+    /// [`crate::cost::immed_loads`] for how many a constant takes).
+    #[serde(default)]
+    pub immed: f64,
+    /// 64-bit `==`/`!=` jumps cost what the NFP JIT emits for them, half by half
+    /// (`crate::cost`'s `eq64_by_halves`), instead of `jmp64_compare` and one branch.
+    #[serde(default)]
+    pub eq64_by_halves: bool,
 }
 
 /// Memory instructions: issuing one and, if the program waits for the result, the latency
@@ -116,6 +129,11 @@ pub struct Memory {
     /// An atomic add not waited for (default: `issue_nowait_cycles`, as a store).
     #[serde(default)]
     pub atomic_cycles: Option<f64>,
+    /// Stores to the packet and to map values wait for their completion (as loads do, with
+    /// the packet's or the map's latency) instead of costing `issue_nowait_cycles`: the NFP
+    /// JIT issues every such write with a context swap.
+    #[serde(default)]
+    pub stores_wait: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -212,6 +230,7 @@ impl Target {
             ("insn.exit".into(), i.exit),
             ("insn.call_local".into(), i.call_local),
             ("insn.stack".into(), i.stack),
+            ("insn.immed".into(), i.immed),
             ("memory.issue_wait_cycles".into(), m.issue_wait_cycles),
             ("memory.issue_nowait_cycles".into(), m.issue_nowait_cycles),
             (
