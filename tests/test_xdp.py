@@ -377,13 +377,15 @@ def test_bounded_length_check_and_length_lemmas_change_no_result(monkeypatch: py
     import importlib
 
     an = importlib.import_module("nicsim.xdp.analyze")  # the module (the package exports the function)
-    keys = ("guarantee", "path", "example_packet_hex", "maps", "paths_enumerated")
+    keys = ("guarantee", "path", "example_packet_hex", "maps")
 
     bounded = an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)
     assert bounded["guarantee"]["status"] == "ssp" and bounded["guarantee"]["min_packet_bytes"] == 213
     monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 2**40)
     unbounded = an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)
     assert {k: unbounded[k] for k in keys} == {k: bounded[k] for k in keys}
+    # A lemma on a prefix of the graph also keeps paths through it from being handed out.
+    assert bounded["paths_enumerated"] <= unbounded["paths_enumerated"]
     # Paths passed by a lemma (rtp_alaw_opt refutes none, so none is pruned otherwise).
     assert bounded["paths_pruned"] > 0 == unbounded["paths_pruned"] and bounded["paths_unsat"] == 0
     monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 0)
@@ -484,3 +486,25 @@ def test_redirect_map_gives_redirect_or_the_flags_action() -> None:
     s = analyze(obj("redirect_devmap"), rate="packet", timeout_s=120)
     assert s["guarantee"]["status"] == "ssp"
     assert s["path"]["xdp_action"] in ("XDP_REDIRECT", "XDP_PASS")
+
+
+@pytest.mark.parametrize("name", ["tcp_options", "ipv6_ext", "vlan_stack"])
+def test_bit_rate_search_over_packet_walking_loops_finishes(name: str) -> None:
+    # Loops over packet bytes (TCP options, IPv6 extension headers, VLAN tags) whose paths need
+    # longer packets the more they walk: in bit-rate mode the search must order and prune them
+    # by those sizes (the TCP options walker checked 82,000+ paths and ran out its time).
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    bit = analyze(obj(name), rate="bit", timeout_s=120, mac_limit=False)
+    pkt = analyze(obj(name), rate="packet", timeout_s=120, mac_limit=False)
+    assert bit["guarantee"]["status"] == "ssp" == pkt["guarantee"]["status"]
+    # Sound against the packet-rate SSP: that path is satisfiable with its own example, so the
+    # slowest satisfiable path by bits is no faster than it at that packet's length.
+    pkt_len = len(bytes.fromhex(pkt["example_packet_hex"]))
+    assert bit["guarantee"]["bps"] <= pkt["guarantee"]["pps"] * 8 * pkt_len * (1 + 1e-12)
+    # The bit-rate example takes a path of that rate at its own length in the interpreter.
+    example = bytes.fromhex(bit["example_packet_hex"])
+    assert len(example) == bit["guarantee"]["min_packet_bytes"]
+    r = json.loads(_core.xdp_run(obj(name).read_bytes(), None, example, json.dumps(bit["maps"]), 1_000_000))
+    assert r["retval"] == bit["path"]["retval"]

@@ -299,6 +299,11 @@ impl XdpSearch {
         self.s.longer(&core, min_len);
     }
 
+    /// The slowest satisfiable path found so far has this rate (bits/s, bit-rate mode).
+    fn found(&mut self, bps: f64) {
+        self.s.found(bps);
+    }
+
     /// The current path is infeasible; `core` names the assertions of the unsat core.
     fn refute(&mut self, core: Vec<String>) {
         self.s.refute(&core);

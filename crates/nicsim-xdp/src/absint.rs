@@ -470,36 +470,59 @@ impl State {
         let Some(op) = holds else { return };
         match (a, b) {
             (Val::Scalar(x), Val::Scalar(y)) if is64 || x.fits32() && y.fits32() => {
-                // Narrow the register operand against the other side's range.
-                let nx = match op {
-                    JmpOp::Eq => Some(Iv {
-                        lo: x.lo.max(y.lo),
-                        hi: x.hi.min(y.hi),
-                    }),
-                    JmpOp::Lt if y.hi > 0 => Some(Iv {
-                        lo: x.lo,
-                        hi: x.hi.min(y.hi - 1),
-                    }),
-                    JmpOp::Le => Some(Iv {
-                        lo: x.lo,
-                        hi: x.hi.min(y.hi),
-                    }),
-                    JmpOp::Gt if y.lo < u64::MAX => Some(Iv {
-                        lo: x.lo.max(y.lo + 1),
-                        hi: x.hi,
-                    }),
-                    JmpOp::Ge => Some(Iv {
-                        lo: x.lo.max(y.lo),
-                        hi: x.hi,
-                    }),
-                    _ => None,
-                };
-                if let Some(nx) = nx.filter(|n| n.lo <= n.hi) {
+                // Narrow both register operands, each against the other side's range (a
+                // compiler often compares a copy: `if r5 > r0` with r5 = 2, then adds r0).
+                if let Some(nx) = narrow(x, op, y) {
                     self.regs[dst as usize] = Val::Scalar(nx);
+                }
+                if let Src::Reg(r) = src {
+                    if let Some(ny) = narrow(y, mirror(op), x) {
+                        self.regs[r as usize] = Val::Scalar(ny);
+                    }
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// `x`'s range where `x op y` holds for some value of `y` in its range (None: no narrowing, or
+/// an empty range — an edge no state reaches is left as it is).
+fn narrow(x: Iv, op: JmpOp, y: Iv) -> Option<Iv> {
+    let n = match op {
+        JmpOp::Eq => Iv {
+            lo: x.lo.max(y.lo),
+            hi: x.hi.min(y.hi),
+        },
+        JmpOp::Lt if y.hi > 0 => Iv {
+            lo: x.lo,
+            hi: x.hi.min(y.hi - 1),
+        },
+        JmpOp::Le => Iv {
+            lo: x.lo,
+            hi: x.hi.min(y.hi),
+        },
+        JmpOp::Gt if y.lo < u64::MAX => Iv {
+            lo: x.lo.max(y.lo + 1),
+            hi: x.hi,
+        },
+        JmpOp::Ge => Iv {
+            lo: x.lo.max(y.lo),
+            hi: x.hi,
+        },
+        _ => return None,
+    };
+    (n.lo <= n.hi).then_some(n)
+}
+
+/// The op that holds with its operands swapped (`x < y` is `y > x`).
+fn mirror(op: JmpOp) -> JmpOp {
+    match op {
+        JmpOp::Lt => JmpOp::Gt,
+        JmpOp::Gt => JmpOp::Lt,
+        JmpOp::Le => JmpOp::Ge,
+        JmpOp::Ge => JmpOp::Le,
+        o => o,
     }
 }
 

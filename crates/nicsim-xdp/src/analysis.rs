@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 use crate::cfg::{self, Limits};
-use crate::cost::{self, Dag, COMPONENTS, UNITS_PER_CYCLE};
+use crate::cost::{self, Dag, COMPONENTS, NC, UNITS_PER_CYCLE};
 use crate::load::{self, Program};
 use crate::paths;
 use crate::target::Target;
@@ -286,6 +286,15 @@ pub enum Next {
 /// The ordered search for the slowest satisfiable path (paper §5): paths come from the merger
 /// slowest first, each is turned into an SMT query, and the caller (which runs the solver)
 /// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
+/// A length lemma as a prefix: every path through `prefix` needs `len` bytes; refuted so far
+/// in the MPS classes up to `applied` bytes.
+#[derive(Debug, Clone)]
+struct SizeLemma {
+    prefix: Vec<u32>,
+    len: u32,
+    applied: u32,
+}
+
 pub struct Search {
     pub a: Analysis,
     pub merger: crate::paths::Merger,
@@ -306,8 +315,24 @@ pub struct Search {
     lemma_size: Vec<usize>,
     lemma_len: Vec<u32>,
     lemma_index: std::collections::HashMap<String, Vec<u32>>,
-    /// What the lemmas say of the current path (0: nothing).
+    /// What the lemmas say of the current path (0: nothing), and where on it the lemma's
+    /// conditions are complete.
     current_min_len: u32,
+    current_min_len_at: Option<usize>,
+    /// The same lemmas as prefixes of the graph (bit-rate mode): every path through
+    /// `prefix` needs a packet of at least `len` bytes. Each is refuted in the streams of
+    /// the MPS classes it rules out ([`Search::apply_size_lemmas`]); `applied` is the largest
+    /// class so far (0: none).
+    size_lemmas: Vec<SizeLemma>,
+    /// The slowest satisfiable path's rate found so far (bits/s; bit-rate mode), which the
+    /// caller tells ([`Search::found`]).
+    found: Option<f64>,
+    /// The merger's floor below which no size lemma rules out a further class.
+    next_lemma_floor: f64,
+    /// Per node of the search graph and cost component, the costliest way to the sink (None:
+    /// no way), for the bound on what a size lemma's paths cost (computed when the first
+    /// lemma comes).
+    suffix: Option<[Vec<Option<u64>>; NC]>,
     /// Paths passed without a solver call because no packet they accept could make them
     /// slower than the slowest satisfiable path already found.
     pub length_skipped: u64,
@@ -350,6 +375,11 @@ impl Search {
             lemma_len: Vec::new(),
             lemma_index: Default::default(),
             current_min_len: 0,
+            current_min_len_at: None,
+            size_lemmas: Vec::new(),
+            found: None,
+            next_lemma_floor: f64::INFINITY,
+            suffix: None,
             length_skipped: 0,
             memory_budget: budget,
             enumerated: 0,
@@ -374,6 +404,9 @@ impl Search {
                 if self.memory_bytes() > self.memory_budget {
                     return Next::OutOfMemory;
                 }
+            }
+            if self.merger.floor(&self.a.target) >= self.next_lemma_floor {
+                self.apply_size_lemmas(0);
             }
             let Some(f) = self.merger.next(&self.a.target) else {
                 return Next::Exhausted;
@@ -415,7 +448,7 @@ impl Search {
             }
             let key = f.key;
             self.current = Some((f, edges));
-            self.current_min_len = self.lemma_min_len(&q.asserts);
+            (self.current_min_len, self.current_min_len_at) = self.lemma_min_len(&q.asserts);
             self.current_asserts = q.asserts.clone();
             return Next::Query(key, q);
         }
@@ -479,6 +512,16 @@ impl Search {
             + candidates * 16
             + self.merger.refuted.size() * 4
             + (self.conflict_size.len() + self.lemma_size.len()) * 64
+            + self
+                .size_lemmas
+                .iter()
+                .map(|l| l.prefix.len() * 4 + 48)
+                .sum::<usize>()
+            + self.suffix.as_ref().map_or(0, |s| {
+                s.iter()
+                    .map(|v| v.capacity() * std::mem::size_of::<Option<u64>>())
+                    .sum()
+            })
     }
 
     /// The position on the path at which a known conflict is complete, if one is.
@@ -500,32 +543,35 @@ impl Search {
         None
     }
 
-    /// The largest packet length the lemmas require of a path with these assertions (0: none).
-    fn lemma_min_len(&self, asserts: &[(usize, String)]) -> u32 {
+    /// The largest packet length the lemmas require of a path with these assertions (0: none),
+    /// and the position on the path where the conditions of the lemma that requires it are
+    /// complete (None: a lemma without conditions, or none).
+    fn lemma_min_len(&self, asserts: &[(usize, String)]) -> (u32, Option<usize>) {
         if self.lemma_size.is_empty() {
-            return 0;
+            return (0, None);
         }
         let mut count: std::collections::HashMap<u32, usize> = Default::default();
         let mut seen: std::collections::HashSet<&str> = Default::default();
-        let mut len = 0;
+        let (mut len, mut at) = (0, None);
         for (id, &n) in self.lemma_size.iter().enumerate() {
             if n == 0 {
                 len = len.max(self.lemma_len[id]);
             }
         }
-        for (_, text) in asserts {
+        for (k, text) in asserts {
             if !seen.insert(text.as_str()) {
                 continue;
             }
             for &id in self.lemma_index.get(text).into_iter().flatten() {
                 let c = count.entry(id).or_insert(0);
                 *c += 1;
-                if *c == self.lemma_size[id as usize] {
-                    len = len.max(self.lemma_len[id as usize]);
+                if *c == self.lemma_size[id as usize] && self.lemma_len[id as usize] > len {
+                    len = self.lemma_len[id as usize];
+                    at = Some(*k);
                 }
             }
         }
-        len
+        (len, at)
     }
 
     /// The packet length (bytes) the length lemmas require of the current path (0: none); it
@@ -547,8 +593,19 @@ impl Search {
     /// The current path is passed without a solver call: no packet it accepts can make it slower
     /// than the slowest satisfiable path already found (the caller knows that one).
     pub fn pass_longer(&mut self) {
-        if self.current.take().is_some() {
-            self.length_skipped += 1;
+        let Some((_, walk)) = self.current.take() else {
+            return;
+        };
+        self.length_skipped += 1;
+        // The lemma's conditions hold on every path through the same prefix: a size lemma
+        // on the graph, which can rule out the whole family at once.
+        if let Some(at) = self.current_min_len_at.take() {
+            self.size_lemmas.push(SizeLemma {
+                prefix: walk[..=at.min(walk.len() - 1)].to_vec(),
+                len: self.current_min_len,
+                applied: 0,
+            });
+            self.apply_size_lemmas(self.size_lemmas.len() - 1);
         }
     }
 
@@ -578,6 +635,105 @@ impl Search {
             self.lemma_index.entry(t).or_default().push(id);
         }
         self.current_min_len = self.current_min_len.max(min_len);
+        // The conditions up to the last one the core names are those of every path through
+        // the same prefix (symbolic execution of the same edges): all of them need as much.
+        if let (Some(last), Some((_, walk))) = (positions.iter().max(), self.current.as_ref()) {
+            let prefix = walk[..=(*last).min(walk.len() - 1)].to_vec();
+            self.size_lemmas.push(SizeLemma {
+                prefix,
+                len: min_len,
+                applied: 0,
+            });
+            self.apply_size_lemmas(self.size_lemmas.len() - 1);
+        }
+    }
+
+    /// The slowest satisfiable path found so far has this rate (bits/s): size lemmas rule out
+    /// paths against it from now on.
+    pub fn found(&mut self, bps: f64) {
+        if self.found.is_none_or(|f| bps < f) {
+            self.found = Some(bps);
+            self.apply_size_lemmas(0);
+        }
+    }
+
+    /// Refute each size lemma's prefix in the streams of every MPS class it now rules out.
+    ///
+    /// A path not handed out yet, of class `c` (its static minimum packet), is behind its own
+    /// stream's head, so its rate at `c` bytes is at least the merger's floor: its packet rate
+    /// is at least `floor / (8 c)`. Through a lemma's prefix its packets are at least `len`
+    /// bytes long, so its bit rate is at least `floor · len / c`; when that is at least the
+    /// slowest satisfiable rate found, it cannot be slower than that path, and the classes
+    /// `c ≤ floor · len / found` can drop the prefix's paths. The floor only grows and the
+    /// rate found only falls, so a class once ruled out stays so.
+    ///
+    /// `from`: only the lemmas from this index on are new; the others are looked at again only
+    /// when the rate found or the floor has moved (`from` 0). A lemma that rules out its
+    /// prefix in every class is done with and dropped.
+    fn apply_size_lemmas(&mut self, from: usize) {
+        if from == 0 {
+            self.next_lemma_floor = f64::INFINITY;
+        }
+        let Some(found) = self.found.filter(|f| *f > 0.0) else {
+            return;
+        };
+        if !self.bit_rate || !self.merger.built {
+            return;
+        }
+        let t = &self.a.target;
+        let dag = &self.a.search_dag;
+        let suffix = self.suffix.get_or_insert_with(|| {
+            std::array::from_fn(|c| crate::paths::longest_to_sink(dag, c, u32::MAX).0)
+        });
+        let floor = self.merger.floor(t);
+        let mut classes = self.merger.class.clone();
+        classes.sort_unstable();
+        classes.dedup();
+        let from = from.min(self.size_lemmas.len());
+        for l in &mut self.size_lemmas[from..] {
+            let len = f64::from(l.len);
+            // Every path through the prefix costs at most the prefix and the costliest way on
+            // to the sink: at that packet rate and `len` bytes it is no slower than the path
+            // found, in whatever class it is.
+            let end = dag.to[*l.prefix.last().expect("a lemma's prefix has an edge") as usize];
+            let mut most = crate::paths::path_cost(dag, &l.prefix);
+            let reach = (0..NC).all(|c| match suffix[c][end as usize] {
+                Some(x) => {
+                    most[c] += x;
+                    true
+                }
+                None => false,
+            });
+            if reach && crate::paths::rate_of(t, &most).pps * 8.0 * len * (1.0 + 1e-12) >= found {
+                self.merger.refute(t, &l.prefix);
+                l.applied = u32::MAX;
+                continue;
+            }
+            // (A class equal to the quotient is ruled out: its paths are at least as fast as
+            // the one found; the tolerance absorbs the rounding of the rates' products.)
+            let upto = if floor.is_finite() {
+                (floor * len / found * (1.0 + 1e-12))
+                    .min(f64::from(u32::MAX - 1))
+                    .floor() as u32
+            } else {
+                u32::MAX - 1
+            };
+            // The largest class it rules out now, and the next one it may rule out later.
+            let covered = classes
+                .iter()
+                .rev()
+                .find(|&&c| c <= upto)
+                .copied()
+                .unwrap_or(0);
+            if covered > l.applied {
+                self.merger.refute_up_to(t, &l.prefix, covered);
+                l.applied = covered;
+            }
+            if let Some(&next) = classes.iter().find(|&&c| c > l.applied) {
+                self.next_lemma_floor = self.next_lemma_floor.min(f64::from(next) * found / len);
+            }
+        }
+        self.size_lemmas.retain(|l| l.applied != u32::MAX);
     }
 
     /// The solver found the current path infeasible; `core` names the assertions it needed.

@@ -387,6 +387,11 @@ pub struct Refuted {
     /// Per edge into a kept node: the refuted prefixes whose last edge is on its chain, oldest
     /// first.
     by_edge: Vec<Vec<u32>>,
+    /// The largest MPS class (a stream's `max_need`) each prefix is refuted in: `u32::MAX` for
+    /// an infeasible prefix; less for a length lemma's, which only rules out the paths of
+    /// classes so small that the packet the lemma needs makes them no slower than a satisfiable
+    /// path already found ([`Merger::refute_up_to`]).
+    max_class: Vec<u32>,
 }
 
 impl Refuted {
@@ -416,8 +421,14 @@ impl Refuted {
     /// Register a refuted prefix (edges from the entry, a path of `sk`'s graph). An empty one
     /// is ignored.
     pub fn add(&mut self, sk: &Skeleton, prefix: &[u32]) {
+        self.add_up_to(sk, prefix, u32::MAX);
+    }
+
+    /// Register a prefix refuted in the streams of classes up to `max_class` bytes only.
+    pub fn add_up_to(&mut self, sk: &Skeleton, prefix: &[u32], max_class: u32) {
         let Some(&last) = prefix.last() else { return };
         let id = self.epoch();
+        self.max_class.push(max_class);
         self.hash.push(prefix_hash(prefix));
         self.last.push(last);
         self.arena.extend_from_slice(prefix);
@@ -444,14 +455,19 @@ impl Refuted {
         }
     }
 
-    /// Whether a registered prefix is a prefix of `path` (by brute force).
+    /// Whether a registered prefix is a prefix of `path` (by brute force), in every class.
     pub fn covers(&self, path: &[u32]) -> bool {
-        (0..self.len()).any(|i| path.starts_with(self.prefix(i)))
+        self.covers_in(path, u32::MAX)
+    }
+
+    /// Whether a prefix registered for MPS class `class` (or larger ones) is a prefix of `path`.
+    pub fn covers_in(&self, path: &[u32], class: u32) -> bool {
+        (0..self.len()).any(|i| self.max_class[i] >= class && path.starts_with(self.prefix(i)))
     }
 
     /// Entries this takes (for the memory estimate): prefix edges and per-edge references.
     pub fn size(&self) -> usize {
-        self.arena.len() + 4 * self.hash.len() + self.by_edge.iter().map(|v| v.len()).sum::<usize>()
+        self.arena.len() + 5 * self.hash.len() + self.by_edge.iter().map(|v| v.len()).sum::<usize>()
     }
 }
 
@@ -472,9 +488,14 @@ pub struct Entry {
     state: u32,
 }
 
-/// A candidate for a kept node's next-longest path: (cost, last layered edge, which path to
-/// that edge's anchor); the best is the costliest, then the smallest edge and index.
-type Cand = (u64, Reverse<u32>, Reverse<u32>);
+/// A candidate for a kept node's next-longest path: (cost, the other components' cost, last
+/// layered edge, which path to that edge's anchor); the best is the costliest, then the one
+/// that costs the other components least, then the smallest edge and index. (Among paths of
+/// equal cost, the cheaper ones by the other components come first: in bit-rate mode those
+/// tend to need the shorter packets — fewer iterations of a loop over packet bytes —, so the
+/// search meets the slowest satisfiable path among equally slow ones sooner. Addition keeps
+/// this order, as the enumeration needs.)
+type Cand = (u64, Reverse<u64>, Reverse<u32>, Reverse<u32>);
 
 /// A kept node's candidates: at most one per layered in-edge, so a plain vector searched in
 /// full while the node has few in-edges (most have two), a binary heap when it has many.
@@ -701,7 +722,7 @@ impl Stream {
             // The best candidate whose prefix is still alive (it may have been refuted since
             // the candidate was pushed; then its successor takes its place).
             loop {
-                let Some((_, Reverse(le), Reverse(j))) = self.cand[wi].pop() else {
+                let Some((_, _, Reverse(le), Reverse(j))) = self.cand[wi].pop() else {
                     return false;
                 };
                 self.candidates -= 1;
@@ -743,8 +764,13 @@ impl Stream {
             }
             if self.live(sk, r, a, j) && !self.chain_hit(sk, r, e, a, j, 0) {
                 let c = self.component;
-                let key = self.list[a as usize][j as usize].cost[c] + sk.ccost[e as usize][c];
-                self.cand[w as usize].push((key, Reverse(le), Reverse(j)));
+                let p = &self.list[a as usize][j as usize];
+                let key = p.cost[c] + sk.ccost[e as usize][c];
+                let others: u64 = (0..NC)
+                    .filter(|&x| x != c)
+                    .map(|x| p.cost[x] + sk.ccost[e as usize][x])
+                    .sum();
+                self.cand[w as usize].push((key, Reverse(others), Reverse(le), Reverse(j)));
                 self.candidates += 1;
                 return;
             }
@@ -826,6 +852,9 @@ impl Stream {
         for &id in ids.iter().rev() {
             if id < from {
                 break;
+            }
+            if r.max_class[id as usize] < self.max_need {
+                continue; // a length lemma's, for smaller classes than this stream's
             }
             let l = r.last[id as usize] as usize;
             if h.wrapping_mul(sk.cpow[l]).wrapping_add(sk.cacc[l]) == r.hash[id as usize] {
@@ -1117,7 +1146,13 @@ impl Merger {
     /// Refute a prefix (edges from the entry) in every stream: no path it covers is handed out
     /// from now on, and the streams' next paths (and so the floor) skip them at once.
     pub fn refute(&mut self, t: &Target, prefix: &[u32]) {
-        self.refuted.add(&self.skel, prefix);
+        self.refute_up_to(t, prefix, u32::MAX);
+    }
+
+    /// Refute a prefix in the streams of MPS classes up to `max_class` bytes only (bit-rate
+    /// mode: what a length lemma rules out; see [`Refuted::max_class`]).
+    pub fn refute_up_to(&mut self, t: &Target, prefix: &[u32], max_class: u32) {
+        self.refuted.add_up_to(&self.skel, prefix, max_class);
         for i in 0..self.streams.len() {
             while let Some((k, _, _)) = self.heads[i] {
                 if self.streams[i].is_live(&self.skel, &self.refuted, k) {
@@ -1321,11 +1356,21 @@ mod tests {
             let mut m = Merger::new(&dag, &t, bit);
             let mut seen = std::collections::HashSet::new();
             let mut last = f64::NEG_INFINITY;
+            // A path's MPS class: a prefix refuted up to a class covers the paths of classes up
+            // to it only.
+            let class = |p: &[u32]| {
+                if bit {
+                    need_of(&dag, p).max(t.limits.min_packet_bytes)
+                } else {
+                    u32::MAX
+                }
+            };
+            let covered = |m: &Merger, p: &[u32]| m.refuted.covers_in(p, class(p));
             loop {
                 // The floor is no faster than any path left that no refutation covers.
                 let left = all
                     .iter()
-                    .filter(|p| !seen.contains(*p) && !m.refuted.covers(p))
+                    .filter(|p| !seen.contains(*p) && !covered(&m, p))
                     .map(|p| key_of(&dag, &t, p, bit))
                     .fold(f64::INFINITY, f64::min);
                 let floor = m.floor(&t);
@@ -1341,7 +1386,7 @@ mod tests {
                 }
                 let Some(f) = m.next(&t) else { break };
                 let p = m.edges(&f);
-                assert!(!m.refuted.covers(&p), "seed {seed}: {p:?} was refuted");
+                assert!(!covered(&m, &p), "seed {seed}: {p:?} was refuted");
                 assert!(seen.insert(p.clone()), "seed {seed}: {p:?} twice");
                 let want = key_of(&dag, &t, &p, bit);
                 assert!((f.key / want - 1.0).abs() < 1e-12, "seed {seed}");
@@ -1363,10 +1408,18 @@ mod tests {
                     m.refute(&t, &q[..n]);
                     refutations += 1;
                 }
+                // In bit-rate mode, a size lemma's refutation: in the classes up to one only.
+                if bit && rng.below(4) == 0 {
+                    let q = &all[rng.below(all.len() as u64) as usize];
+                    let n = 1 + rng.below(q.len() as u64) as usize;
+                    let upto = m.class[rng.below(m.class.len() as u64) as usize];
+                    m.refute_up_to(&t, &q[..n], upto);
+                    refutations += 1;
+                }
             }
             for p in &all {
                 assert!(
-                    seen.contains(p) || m.refuted.covers(p),
+                    seen.contains(p) || covered(&m, p),
                     "seed {seed}: {p:?} never handed out"
                 );
             }

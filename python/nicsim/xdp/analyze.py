@@ -226,6 +226,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                 if found is None or key < found:
                     found, ssp, example, maps = key, path, pkt, mp
                     ssp["key"] = key
+                    if bit:
+                        search.found(found)  # the size lemmas rule out paths against it
                 search.pass_path()
                 note(min(search.floor(), found))
                 if not bit or key <= q["key"] * (1 + 1e-12):
