@@ -817,6 +817,8 @@ struct Machine<'a> {
     /// Ring buffer records reserved in this run: the bytes, or `None` once submitted or
     /// discarded (the verifier then forbids the pointer).
     records: Vec<Option<Vec<u8>>>,
+    /// Tail calls made in this run.
+    tails: u32,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -868,6 +870,7 @@ pub fn run(
         next_frame: 1,
         rnd: prandom_seed_state(opts.prandom_seed),
         records: Vec::new(),
+        tails: 0,
     };
     m.calls.push(CallFrame {
         id: 0,
@@ -1296,6 +1299,12 @@ impl<'a> Machine<'a> {
                         next = self.target(at, off as i64)?;
                     }
                 }
+                Insn::Call {
+                    helper: crate::absint::HELPER_TAIL_CALL,
+                } => match self.tail_call(at)? {
+                    Some(entry) => next = entry,
+                    None => self.regs[0] = (-ENOENT) as u64,
+                },
                 Insn::Call { helper } => {
                     let r0 = self.call(at, helper)?;
                     self.regs[0] = r0;
@@ -1393,6 +1402,41 @@ impl<'a> Machine<'a> {
             return Err(self.unmodelled_map(pc, id, m));
         }
         Ok(d.max_entries as u64)
+    }
+
+    /// `bpf_tail_call(ctx, map, index)`: the target's entry when the call jumps (the slot of a
+    /// known prog array holds a program, fewer than MAX_TAIL_CALLS calls were made), which
+    /// then runs as a program (r1 the context, a fresh stack, no caller to return to); `None`
+    /// when it returns. A prog array whose contents are not known is empty here.
+    fn tail_call(&mut self, pc: u32) -> Result<Option<usize>, Fault> {
+        let id = crate::absint::HELPER_TAIL_CALL;
+        self.ctx_arg(pc, id)?;
+        let m = self.map_arg(pc, id, 2)?;
+        if !self.p.maps[m].is_prog_array() {
+            return Err(self.unmodelled_map(pc, id, m));
+        }
+        let index = self.regs[3] as u32;
+        if self.tails >= crate::load::MAX_TAIL_CALLS {
+            return Ok(None);
+        }
+        let Some(crate::load::ProgArray::Known(slots)) = self.p.prog_arrays.get(&(m as u32)) else {
+            return Ok(None);
+        };
+        let Some(&t) = slots.get(&index) else {
+            return Ok(None);
+        };
+        let entry = self.p.tail_targets[t].entry as usize;
+        self.tails += 1;
+        let frame = self.next_frame;
+        self.next_frame = self.next_frame.wrapping_add(1);
+        self.calls = vec![CallFrame {
+            id: frame,
+            stack: vec![0; STACK_BYTES],
+            ret_pc: 0,
+            saved: [0; 5],
+        }];
+        self.regs[10] = self.ptr(Region::Stack { frame }, 0);
+        Ok(Some(entry))
     }
 
     fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
