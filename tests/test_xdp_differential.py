@@ -81,6 +81,9 @@ REFUSED = {
 #: SHORT_CASES).
 OPTIONS: dict[str, dict[str, Any]] = {
     "two_progs": {"sections": ["first", "second"]},
+    # Tail calls: the entry programs (their targets are analysed as part of them) and a target alone.
+    "tail_lb": {"sections": ["tail_lb", "lb_slow"]},
+    "tail_unknown": {"sections": ["tail_unknown"]},
     "ld_sections": {"sections": ["xdp_fwd", "xdp_icmp", "xdp_sock"]},
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.
