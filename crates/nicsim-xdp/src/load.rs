@@ -1327,7 +1327,13 @@ fn load_inner(
 ) -> Result<Program, LoadError> {
     let elf = Elf::parse(bytes)?;
     let cands = elf.candidates();
-    let chosen = choose(&cands, section, program)?.clone();
+    // Without --section/--program, several XDP programs are ambiguous unless all but one are
+    // tail-call targets of the object's prog arrays (decided once they are read, below).
+    let early = match choose(&cands, section, program) {
+        Ok(c) => Ok(c.clone()),
+        Err(e @ LoadError::Ambiguous { .. }) if section.is_none() && program.is_none() => Err(e),
+        Err(e) => return Err(e),
+    };
 
     // Maps: legacy ones here; BTF-defined ones and global data by aya-obj, from a copy of the
     // object that hides the code and the legacy maps from it.
@@ -1424,6 +1430,18 @@ fn load_inner(
     }
     let map_index = |at: &MapAt| maps.iter().position(|m| &m.1 == at);
     let (prog_arrays, targets) = prog_arrays(&elf, &cands, &maps, tail)?;
+    let chosen = match early {
+        Ok(c) => c,
+        Err(e) => {
+            let is_target =
+                |c: &Candidate| targets.iter().any(|t| (t.sec, t.start) == (c.sec, c.start));
+            let entries: Vec<Candidate> = cands.iter().filter(|c| !is_target(c)).cloned().collect();
+            match choose(&entries, None, None) {
+                Ok(c) if !entries.is_empty() => c.clone(),
+                _ => return Err(e),
+            }
+        }
+    };
 
     // Link: the program, then each function it calls or refers to, as libbpf appends them.
     let mut raw: Vec<Raw> = Vec::new();

@@ -403,6 +403,8 @@ fn declared_prog_array_slots_are_its_targets() {
         assert!(t.entry as usize >= p.main_len);
     }
     assert!(p.unbounded_prog_arrays().is_empty());
+    // Without --program: the one XDP program that is no declared target.
+    assert_eq!(load("tail_lb", None, None).name, "tail_lb");
     // tail_unknown.c declares nothing: unbounded, unless --tail-call says what the array holds.
     let u = load("tail_unknown", None, Some("tail_unknown"));
     assert_eq!(u.unbounded_prog_arrays(), ["jumps"]);
@@ -412,6 +414,7 @@ fn declared_prog_array_slots_are_its_targets() {
         program: program.into(),
     };
     let bytes = obj("tail_unknown");
+    assert!(load_err(&bytes, None, None).contains("several XDP programs"));
     let given = load_full(
         &bytes,
         None,
