@@ -255,6 +255,13 @@ def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: P
     assert t["cores"]["count"] == 1 and 20 < t["cores"]["overhead_cycles"] < 5000
     assert 0 < t["insn"]["alu64"] < t["insn"]["div"]  # a divide is slower than an add on any x86
     assert t["helpers"]["map_lookup_elem.hash"]["cycles"] > t["helpers"]["map_lookup_elem.array"]["cycles"]
+    # bpf_tail_call: an empty slot measured, the jump taken as a bpf-to-bpf call.
+    assert t["helpers"]["tail_call"]["cycles"] >= t["insn"]["call_local"] > 0
+    assert t["helpers"]["tail_call"]["source"].startswith("measured")
+    r = nicsim("xdp", "analyze", obj("tail_lb"), "--target", "x86-jit", "--rate", "packet", "--out", tmp_path / "t")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "t" / "summary.json").read_text())
+    assert s["guarantee"]["status"] == "ssp" and "call bpf_tail_call" in s["path"]["cost_by_class"]
     r = nicsim("xdp", "analyze", obj("count_min_5"), "--target", "x86-jit", "--rate", "packet", "--out", tmp_path / "a")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
