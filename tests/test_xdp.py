@@ -586,3 +586,35 @@ def test_tail_call_option_bad_values_are_one_line(tmp_path: Path, bad: str, need
     line = assert_one_line_error(r, "--tail-call", needle)
     assert bad.split("=")[0] in line
     assert not (tmp_path / "o").exists()
+
+
+def test_lpm_trie_lookup_takes_the_longest_prefix() -> None:
+    # tests/xdp/lpm_acl.c: the IPv4 source looked up in an LPM trie. The SSP's example needs a rule
+    # other than 0 (XDP_TX), with its key as the kernel matches it; the interpreter and the kernel
+    # agree on packets whose source a /8 and a /24 entry cover differently.
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("lpm_acl"), timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_TX"
+    assert "map_lookup_elem" in " ".join(s["path"]["cost_by_class"])
+    (key, value), = s["maps"]["acl"]["entries"].items()
+    plen, addr = int.from_bytes(bytes.fromhex(key)[:4], "little"), bytes.fromhex(key)[4:]
+    example = bytes.fromhex(s["example_packet_hex"])
+    src = int.from_bytes(example[26:30], "big")
+    mask = (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF if plen else 0
+    assert plen <= 32 and src & mask == int.from_bytes(addr, "big") & mask  # the entry covers the source
+    assert int.from_bytes(bytes.fromhex(value), "little") != 0
+    data = obj("lpm_acl").read_bytes()
+    r = json.loads(_core.xdp_run(data, None, example, json.dumps(s["maps"]), 1_000_000))
+    assert r["trace"] == s["path"]["insns"] and r["retval"] == 3
+    # 10.0.0.0/8 → rule 0 (drop), 10.1.2.0/24 → rule 1 (count, send back).
+    maps = json.dumps({"acl": {"entries": {"080000000a000000": "00000000", "180000000a010200": "01000000"}}})
+    cases = [(bytes([10, 1, 2, 3]), 3), (bytes([10, 1, 3, 3]), 1), (bytes([11, 1, 2, 3]), 2)]
+    for src, want in cases:
+        pkt = _udp(53)[:26] + src + _udp(53)[30:]
+        got = json.loads(_core.xdp_run(data, None, pkt, maps, 1_000_000))["retval"]
+        assert got == want, src
+        if os.geteuid() == 0:
+            k = _core.XdpKernel(data, None, maps)
+            assert k.run(pkt, 1)[0] == want, src

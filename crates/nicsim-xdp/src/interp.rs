@@ -35,7 +35,7 @@ use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::helpers_table::helper_name;
 use crate::insn::{alu, endian, imm_value, jmp_taken, AtomicOp, Imm64, Insn, Size, Src};
 use crate::load::{
-    MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
+    MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LPM_TRIE, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
     MAP_PERCPU_HASH,
 };
 
@@ -217,6 +217,12 @@ pub enum MapError {
     Full { map: String, max_entries: u32 },
     #[error("map '{map}': {why}")]
     Unsupported { map: String, why: String },
+    #[error("map '{map}': prefix length {prefixlen} is more than the key's {bits} data bits")]
+    Prefix {
+        map: String,
+        prefixlen: u32,
+        bits: u32,
+    },
     #[error("maps JSON: {0}")]
     Json(String),
 }
@@ -236,6 +242,10 @@ enum Kind {
     /// devmap, cpumap, xskmap (`indexed`: keys are indices below max_entries) and devmap_hash:
     /// entries come from user space; a program can look them up and redirect to them only.
     Redirect { indexed: bool },
+    /// lpm_trie: keys `{u32 prefixlen; u8 data[]}`, kept with the data past the prefix zeroed
+    /// (two keys that differ only there are one entry); a lookup finds the entry with the
+    /// longest prefix that matches. Programs only look it up here (user space fills it).
+    Lpm,
     /// perf event array, ring buffer: events for user space; the program only outputs to them
     /// (`bpf_perf_event_output`, `bpf_ringbuf_*`), nothing it reads. They hold no entries.
     Events,
@@ -285,6 +295,7 @@ impl MapStore {
             MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
             MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
             MAP_PERF_EVENT_ARRAY | MAP_RINGBUF => Kind::Events,
+            MAP_LPM_TRIE if def.key_size > 4 => Kind::Lpm,
             _ => Kind::Unsupported,
         };
         let (kind, unsupported) = if kind == Kind::Unsupported {
@@ -381,6 +392,34 @@ impl MapStore {
             .find(|(_, &x)| x == e)
             .map(|(k, _)| k.as_slice())
     }
+}
+
+/// An lpm_trie key (`{u32 prefixlen; u8 data[]}`, prefixlen little-endian) with the data past
+/// the prefix zeroed; `None` when the prefix is longer than the data.
+pub(crate) fn lpm_normalize(key: &[u8]) -> Option<Vec<u8>> {
+    let plen = u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let data = &key[4..];
+    if plen > 8 * data.len() {
+        return None;
+    }
+    let mut out = key.to_vec();
+    for (i, b) in out[4..].iter_mut().enumerate() {
+        let keep = plen.saturating_sub(8 * i).min(8);
+        *b &= (0xff00u16 >> keep) as u8;
+    }
+    Some(out)
+}
+
+/// The entry of an lpm_trie (keys normalised) that `key` finds: the longest prefix, at most
+/// `key`'s prefix length, that `key`'s data starts with (`trie_lookup_elem`).
+fn lpm_find(index: &BTreeMap<Vec<u8>, u32>, key: &[u8]) -> Option<u32> {
+    let plen = u32::from_le_bytes(key.get(..4)?.try_into().ok()?);
+    let max = plen.min(8 * (key.len() as u32 - 4));
+    (0..=max).rev().find_map(|l| {
+        let mut k = key.to_vec();
+        k[..4].copy_from_slice(&l.to_le_bytes());
+        index.get(&lpm_normalize(&k)?).copied()
+    })
 }
 
 /// Map entries as (key bytes, value bytes), ordered by key bytes.
@@ -488,6 +527,17 @@ impl MapState {
         if value.len() != def.value_size as usize {
             return Err(size_err("value", value.len(), def.value_size));
         }
+        let normal;
+        let key = if m.kind == Kind::Lpm {
+            normal = lpm_normalize(key).ok_or_else(|| MapError::Prefix {
+                map: def.name.clone(),
+                prefixlen: u32::from_le_bytes(key[..4].try_into().expect("4 bytes")),
+                bits: 8 * (def.key_size - 4),
+            })?;
+            normal.as_slice()
+        } else {
+            key
+        };
         let indexed = matches!(m.kind, Kind::Array | Kind::Redirect { indexed: true });
         if indexed {
             let idx = match <[u8; 4]>::try_from(key) {
@@ -1700,6 +1750,13 @@ impl<'a> Machine<'a> {
                     None => return Ok(0),
                 }
             }
+            Kind::Lpm => {
+                let key = self.read(pc, self.regs[2], key_size)?;
+                match lpm_find(&self.maps.maps[m].index, &key) {
+                    Some(e) => e,
+                    None => return Ok(0),
+                }
+            }
             Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
         };
         Ok(self.ptr(
@@ -1817,7 +1874,8 @@ impl<'a> Machine<'a> {
                 }
                 Ok(0)
             }
-            Kind::Redirect { .. } | Kind::Unsupported | Kind::Events => {
+            // Programs do not update an lpm_trie here (user space fills it).
+            Kind::Redirect { .. } | Kind::Lpm | Kind::Unsupported | Kind::Events => {
                 Err(self.unmodelled_map(pc, id, m))
             }
         }
@@ -1828,7 +1886,7 @@ impl<'a> Machine<'a> {
         let kind = self.maps.maps[m].kind;
         if matches!(
             kind,
-            Kind::Unsupported | Kind::Redirect { .. } | Kind::Events
+            Kind::Unsupported | Kind::Redirect { .. } | Kind::Lpm | Kind::Events
         ) {
             return Err(self.unmodelled_map(pc, id, m));
         }

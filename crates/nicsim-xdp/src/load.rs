@@ -37,6 +37,8 @@ pub const MAP_PROG_ARRAY: u32 = 3;
 pub const MAP_PERCPU_HASH: u32 = 5;
 pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const MAP_LRU_HASH: u32 = 9;
+/// Longest-prefix-match trie: keys are `{u32 prefixlen; u8 data[]}`.
+pub const MAP_LPM_TRIE: u32 = 11;
 pub const MAP_DEVMAP: u32 = 14;
 /// Maps of maps: a lookup gives an inner map (`MapDef::inner` describes it) or NULL.
 pub const MAP_ARRAY_OF_MAPS: u32 = 12;

@@ -865,6 +865,61 @@ impl<'a> Sym<'a> {
     /// Record that the path reads map `m`'s entry under `key` (a term of the key's width): its
     /// initial value bytes, and `present` (whether it has an entry; `None`: always, an array),
     /// so that the model gives the entry an example packet needs.
+    /// `bpf_map_lookup_elem` on lpm_trie `m` with the key at `keyp` (`{u32 prefixlen; u8
+    /// data[]}`): the entry with the longest prefix length L, at most the key's prefixlen, whose
+    /// key is (L, the key's data with the bits past L zeroed) — the interpreter keeps an
+    /// lpm_trie's keys so normalised, and so does a model's example. An ite chain from the
+    /// longest L down.
+    fn lpm_lookup(&mut self, m: u32, keyp: &V) -> V {
+        let ksz = self.p.maps[m as usize].key_size;
+        let key = self.stack_bytes(keyp, ksz);
+        let key = self.def(&format!("(_ BitVec {})", ksz * 8), &key);
+        let plen = self.def("(_ BitVec 32)", &format!("((_ extract 31 0) {key})"));
+        let pres = self.present[m as usize].clone();
+        // A constant of the key's width from its bytes (byte 0 lowest).
+        let konst = |bytes: &[u8]| -> String {
+            let digits: String = bytes.iter().rev().map(|b| format!("{b:02x}")).collect();
+            format!("#x{digits}")
+        };
+        let data_bits = 8 * (ksz - 4);
+        let (mut chosen, mut found) = (String::new(), Vec::new());
+        for l in 0..=data_bits {
+            let mut mask = vec![0u8; ksz as usize];
+            let mut lbytes = vec![0u8; ksz as usize];
+            lbytes[..4].copy_from_slice(&l.to_le_bytes());
+            for (i, b) in mask[4..].iter_mut().enumerate() {
+                let keep = l.saturating_sub(8 * i as u32).min(8);
+                *b = (0xff00u16 >> keep) as u8;
+            }
+            let cand = self.def(
+                &format!("(_ BitVec {})", ksz * 8),
+                &format!("(bvor (bvand {key} {}) {})", konst(&mask), konst(&lbytes)),
+            );
+            let cond = self.def(
+                "Bool",
+                &format!("(and (bvuge {plen} (_ bv{l} 32)) (select {pres} {cand}))"),
+            );
+            chosen = if l == 0 {
+                cand
+            } else {
+                let c = format!("(ite {cond} {cand} {chosen})");
+                self.def(&format!("(_ BitVec {})", ksz * 8), &c)
+            };
+            found.push(cond);
+        }
+        let null = self.def("Bool", &format!("(not (or false {}))", found.join(" ")));
+        self.record_lookup(m, &chosen, Some(format!("(select p{m}_0 {chosen})")));
+        V::P(
+            Region::Map {
+                m,
+                key: chosen,
+                null,
+            },
+            bv64(0),
+            Some(0),
+        )
+    }
+
     fn record_lookup(&mut self, m: u32, key: &str, present: Option<String>) {
         let def = &self.p.maps[m as usize];
         self.lookups.push(Lookup {
@@ -1052,6 +1107,13 @@ impl<'a> Sym<'a> {
         let r3 = self.reg(3);
         let r4 = self.reg(4);
         let r0 = match (helper, &r1) {
+            (HELPER_MAP_LOOKUP, V::MapPtr(m))
+                if self.p.maps[*m as usize].map_type == crate::load::MAP_LPM_TRIE
+                    && self.p.maps[*m as usize].key_size > 4 =>
+            {
+                let m = *m;
+                self.lpm_lookup(m, &r2)
+            }
             (HELPER_MAP_LOOKUP, V::MapPtr(m)) => {
                 let m = *m;
                 let def = self.p.maps[m as usize].clone();
@@ -2228,5 +2290,86 @@ mod tests {
         };
         assert!(sat(&p, &path(33)));
         assert!(!sat(&p, &path(0)) && !sat(&p, &path(32)));
+    }
+
+    #[test]
+    fn an_lpm_trie_lookup_finds_the_longest_matching_prefix() {
+        use crate::interp::{run, MapState, RunOptions};
+        // key = {32, the packet's first 4 bytes}; r0 = *lookup(acl, &key), or 2 without one.
+        let mut code: Vec<Slot> = vec![
+            ldx(W, 2, 1, 0),
+            ldx(W, 3, 1, 4),
+            movr(4, 2),
+            add(4, 4),
+            jgt_r(4, 3, 11),
+            ldx(W, 5, 2, 0),
+            st(W, 10, -8, 32),
+            stx(W, 10, 5, -4),
+        ];
+        code.extend(ld_map(1, 0));
+        code.extend([
+            movr(2, 10),
+            add(2, -8),
+            call(1),
+            jeq(0, 0, 2),
+            ldx(W, 0, 0, 0),
+            exit(),
+            mov(0, 2),
+            exit(),
+        ]);
+        let p = prog(&code, vec![map("acl", crate::load::MAP_LPM_TRIE, 8, 4, 16)]);
+        let mut maps = MapState::new(&p);
+        // 10.0.0.0/8 → 5, 10.1.2.0/24 → 7 (given with host bits set: they do not count).
+        maps.set("acl", &[8, 0, 0, 0, 10, 0, 0, 0], &5u32.to_le_bytes())
+            .unwrap();
+        maps.set("acl", &[24, 0, 0, 0, 10, 1, 2, 99], &7u32.to_le_bytes())
+            .unwrap();
+        assert!(maps
+            .set("acl", &[33, 0, 0, 0, 10, 1, 2, 3], &[0; 4])
+            .is_err());
+        let keys: Vec<Vec<u8>> = maps
+            .entries("acl")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                vec![8, 0, 0, 0, 10, 0, 0, 0],
+                vec![24, 0, 0, 0, 10, 1, 2, 0]
+            ]
+        );
+        let found = walk(&p, &[false, false]);
+        let missed = walk(&p, &[false, true]);
+        for (addr, want) in [
+            ([10, 1, 2, 3], 7u64),
+            ([10, 9, 9, 9], 5),
+            ([11, 1, 2, 3], 2),
+        ] {
+            let mut pkt = vec![0u8; 60];
+            pkt[..4].copy_from_slice(&addr);
+            let mut m = maps.clone();
+            let o = run(&p, &pkt, &mut m, &RunOptions::default()).unwrap();
+            assert_eq!(o.retval, want, "{addr:?}");
+            // The query with this case: the path the interpreter took returns what it did, and
+            // no other value.
+            let w = crate::differential::witness(&p, &maps, &pkt);
+            let path = if want == 2 { &missed } else { &found };
+            let q = query(&p, path, 60, 1514);
+            let check = |ret: u64| {
+                let smt = format!("{}(assert (= {} {}))\n", w.apply(&q.smt), q.ret, bv64(ret));
+                z3(&smt)
+            };
+            assert_eq!(check(want), "sat", "{addr:?}");
+            for other in [2u64, 5, 7] {
+                if other != want {
+                    assert_eq!(check(other), "unsat", "{addr:?} returning {other}");
+                }
+            }
+            let other_path = if want == 2 { &found } else { &missed };
+            let smt = w.apply(&query(&p, other_path, 60, 1514).smt);
+            assert_eq!(z3(&smt), "unsat", "{addr:?} on the other path");
+        }
     }
 }
