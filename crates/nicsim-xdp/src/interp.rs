@@ -2960,16 +2960,22 @@ mod tests {
             vec![
                 map("rb", 27, 0, 0, 4096),
                 map("big", MAP_ARRAY, 4, 5 << 20, 1),
+                map("queue", 22, 0, 4, 4),
                 map("lpm", 11, 8, 4, 4),
             ],
         );
         let mut m2 = MapState::new(&p2);
-        let e = m2.set("lpm", &[0; 8], &[0; 4]).unwrap_err();
+        let e = m2.set("queue", &[], &[0; 4]).unwrap_err();
         assert!(
-            e.to_string()
-                .contains("type 11 (lpm_trie) are not modelled"),
+            e.to_string().contains("type 22 (queue) are not modelled"),
             "{e}"
         );
+        // An lpm_trie's prefix is at most its data's bits.
+        m2.set("lpm", &[32, 0, 0, 0, 1, 2, 3, 4], &[0; 4]).unwrap();
+        let e = m2
+            .set("lpm", &[33, 0, 0, 0, 1, 2, 3, 4], &[0; 4])
+            .unwrap_err();
+        assert!(e.to_string().contains("prefix length 33"), "{e}");
         // Ring buffers are modelled but hold events, no entries.
         let e = m2.set("rb", &[], &[]).unwrap_err();
         assert!(e.to_string().contains("no entries"), "{e}");
