@@ -255,6 +255,13 @@ def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: P
     assert t["cores"]["count"] == 1 and 20 < t["cores"]["overhead_cycles"] < 5000
     assert 0 < t["insn"]["alu64"] < t["insn"]["div"]  # a divide is slower than an add on any x86
     assert t["helpers"]["map_lookup_elem.hash"]["cycles"] > t["helpers"]["map_lookup_elem.array"]["cycles"]
+    # bpf_tail_call: an empty slot measured, the jump taken as a bpf-to-bpf call.
+    assert t["helpers"]["tail_call"]["cycles"] >= t["insn"]["call_local"] > 0
+    assert t["helpers"]["tail_call"]["source"].startswith("measured")
+    r = nicsim("xdp", "analyze", obj("tail_lb"), "--target", "x86-jit", "--rate", "packet", "--out", tmp_path / "t")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "t" / "summary.json").read_text())
+    assert s["guarantee"]["status"] == "ssp" and "call bpf_tail_call" in s["path"]["cost_by_class"]
     r = nicsim("xdp", "analyze", obj("count_min_5"), "--target", "x86-jit", "--rate", "packet", "--out", tmp_path / "a")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
@@ -508,3 +515,130 @@ def test_bit_rate_search_over_packet_walking_loops_finishes(name: str) -> None:
     assert len(example) == bit["guarantee"]["min_packet_bytes"]
     r = json.loads(_core.xdp_run(obj(name).read_bytes(), None, example, json.dumps(bit["maps"]), 1_000_000))
     assert r["retval"] == bit["path"]["retval"]
+
+
+def _udp(dport: int, payload: bytes = bytes(64)) -> bytes:
+    """Ethernet/IPv4/UDP to `dport` (tail_lb.c picks backend dport & 3 for a new flow)."""
+    eth = bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00"
+    ip = bytes([0x45, 0, 0, 28 + len(payload), 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
+    return eth + ip + (1234).to_bytes(2, "big") + dport.to_bytes(2, "big") + (8 + len(payload)).to_bytes(2, "big") \
+        + b"\0\0" + payload
+
+
+def test_tail_call_guarantee_is_the_slowest_target() -> None:
+    # tests/xdp/tail_lb.c: the entry program tail-calls lb_fast (slot 0) or lb_slow (slot 1) of a
+    # declared prog array. The guarantee is lb_slow's path, and its example packet gets there in the
+    # interpreter and in the kernel (the three ends return three different actions).
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("tail_lb"), program="tail_lb", timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp" and s["unbounded"] == []
+    assert s["prog_arrays"] == {"backends": {"0": "xdp/fast/lb_fast", "1": "xdp/slow/lb_slow"}}
+    assert s["path"]["xdp_action"] == "XDP_DROP"
+    assert "call bpf_tail_call" in s["path"]["cost_by_class"]
+    # Only the fast target in the array: a faster guarantee; only the slow one: the same.
+    fast = analyze(obj("tail_lb"), program="tail_lb", timeout_s=120, tail_calls=[("backends", 0, "lb_fast")])
+    slow = analyze(obj("tail_lb"), program="tail_lb", timeout_s=120, tail_calls=[("backends", 1, "lb_slow")])
+    assert fast["path"]["xdp_action"] == "XDP_TX"
+    assert fast["guarantee"]["bps"] > 3 * s["guarantee"]["bps"]
+    assert slow["guarantee"]["bps"] == pytest.approx(s["guarantee"]["bps"], rel=1e-9)
+    assert len(slow["path"]["insns"]) == len(s["path"]["insns"])  # (linked at other places)
+    data = obj("tail_lb").read_bytes()
+    example = bytes.fromhex(s["example_packet_hex"])
+    maps = json.dumps(s["maps"])
+    r = json.loads(_core.xdp_run(data, None, example, maps, 1_000_000, "tail_lb"))
+    assert r["trace"] == s["path"]["insns"] and r["retval"] == 1
+    if os.geteuid() != 0:
+        pytest.skip("the kernel part needs root")
+    k = _core.XdpKernel(data, None, maps, "tail_lb")
+    assert k.run(example, 1)[0] == 1
+    # A new flow to each backend slot: 0 the fast target, 1 the slow one, 2 and 3 empty.
+    for dport, action in [(0x100, 3), (0x101, 1), (0x102, 2), (0x103, 2)]:
+        k = _core.XdpKernel(data, None, "", "tail_lb")
+        got = json.loads(_core.xdp_run(data, None, _udp(dport), "{}", 1_000_000, "tail_lb"))["retval"]
+        assert k.run(_udp(dport), 1)[0] == got == action, dport
+
+
+def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None:
+    from nicsim import _core
+
+    out = tmp_path / "u"
+    r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "unbounded" in r.stdout and "Gbit/s" not in r.stdout
+    s = json.loads((out / "summary.json").read_text())
+    g = s["guarantee"]
+    assert g["status"] == "unbounded" and g["pps"] is None and g["bps"] is None
+    assert s["naive"]["pps"] is None and s["unbounded"] == ["jumps"] and s["prog_arrays"] == {"jumps": "unknown"}
+    assert any("--tail-call" in w for w in s["warnings"])
+    for f in ("summary.json", "trace.csv", "path_cost.csv"):
+        assert (out / f).exists(), f
+    assert not (out / "example.pcap").exists()
+    r = nicsim("xdp", "validate", obj("tail_unknown"), "--analysis", out, "--out", tmp_path / "v")
+    assert_one_line_error(r, "unbounded")
+    # Given: slot 1 holds tu_count, which tail-calls slot 1 again: 33 calls, then XDP_TX.
+    out2 = tmp_path / "g"
+    r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", out2,
+               "--tail-call", "jumps=0:tu_drop,1:tu_count")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out2 / "summary.json").read_text())
+    assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_TX"
+    assert s["object"]["tail_calls"] == [["jumps", 0, "tu_drop"], ["jumps", 1, "tu_count"]]
+    data = obj("tail_unknown").read_bytes()
+    run = json.loads(_core.xdp_run(data, None, bytes.fromhex(s["example_packet_hex"]), json.dumps(s["maps"]),
+                                   1_000_000, "tail_unknown", [("jumps", 0, "tu_drop"), ("jumps", 1, "tu_count")]))
+    assert run["trace"] == s["path"]["insns"] and run["retval"] == 3
+    assert run["maps"]["packets"]["entries"]["00000000"] == (33).to_bytes(8, "little").hex()
+
+
+@pytest.mark.parametrize(("bad", "needle"), [
+    ("jumps", "expected MAP=INDEX:PROGRAM"),
+    ("jumps=x:tu_drop", "expected MAP=INDEX:PROGRAM"),
+    ("jumps=0", "expected MAP=INDEX:PROGRAM"),
+    ("jumps=0:", "expected MAP=INDEX:PROGRAM"),
+    ("jumps=4294967295:tu_drop", "expected MAP=INDEX:PROGRAM"),
+    ("jumps=0:tu_drop,0:tu_count", "slot 0 of 'jumps' is given twice"),
+    ("nosuch=0:tu_drop", "no map 'nosuch'"),
+    ("packets=0:tu_drop", "not prog_array"),
+    ("jumps=8:tu_drop", "past the array's 8 entries"),
+    ("jumps=0:nope", "'nope'"),
+])
+def test_tail_call_option_bad_values_are_one_line(tmp_path: Path, bad: str, needle: str) -> None:
+    r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", tmp_path / "o",
+               "--tail-call", bad)
+    line = assert_one_line_error(r, "--tail-call", needle)
+    assert bad.split("=")[0] in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_lpm_trie_lookup_takes_the_longest_prefix() -> None:
+    # tests/xdp/lpm_acl.c: the IPv4 source looked up in an LPM trie. The SSP's example needs a rule
+    # other than 0 (XDP_TX), with its key as the kernel matches it; the interpreter and the kernel
+    # agree on packets whose source a /8 and a /24 entry cover differently.
+    from nicsim import _core
+    from nicsim.xdp import analyze
+
+    s = analyze(obj("lpm_acl"), timeout_s=120)
+    assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_TX"
+    assert "map_lookup_elem" in " ".join(s["path"]["cost_by_class"])
+    (key, value), = s["maps"]["acl"]["entries"].items()
+    plen, addr = int.from_bytes(bytes.fromhex(key)[:4], "little"), bytes.fromhex(key)[4:]
+    example = bytes.fromhex(s["example_packet_hex"])
+    src = int.from_bytes(example[26:30], "big")
+    mask = (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF if plen else 0
+    assert plen <= 32 and src & mask == int.from_bytes(addr, "big") & mask  # the entry covers the source
+    assert int.from_bytes(bytes.fromhex(value), "little") != 0
+    data = obj("lpm_acl").read_bytes()
+    r = json.loads(_core.xdp_run(data, None, example, json.dumps(s["maps"]), 1_000_000))
+    assert r["trace"] == s["path"]["insns"] and r["retval"] == 3
+    # 10.0.0.0/8 → rule 0 (drop), 10.1.2.0/24 → rule 1 (count, send back).
+    maps = json.dumps({"acl": {"entries": {"080000000a000000": "00000000", "180000000a010200": "01000000"}}})
+    cases = [(bytes([10, 1, 2, 3]), 3), (bytes([10, 1, 3, 3]), 1), (bytes([11, 1, 2, 3]), 2)]
+    for src, want in cases:
+        pkt = _udp(53)[:26] + src + _udp(53)[30:]
+        got = json.loads(_core.xdp_run(data, None, pkt, maps, 1_000_000))["retval"]
+        assert got == want, src
+        if os.geteuid() == 0:
+            k = _core.XdpKernel(data, None, maps)
+            assert k.run(pkt, 1)[0] == want, src

@@ -81,6 +81,9 @@ REFUSED = {
 #: SHORT_CASES).
 OPTIONS: dict[str, dict[str, Any]] = {
     "two_progs": {"sections": ["first", "second"]},
+    # Tail calls: the entry programs (their targets are analysed as part of them) and a target alone.
+    "tail_lb": {"sections": ["tail_lb", "lb_slow"]},
+    "tail_unknown": {"sections": ["tail_unknown"]},
     "ld_sections": {"sections": ["xdp_fwd", "xdp_icmp", "xdp_sock"]},
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.
@@ -283,7 +286,13 @@ def _value(rng: random.Random, size: int, pkt: bytes) -> bytes:
     return rng.randbytes(size)
 
 
+#: lpm_trie: keys `{u32 prefixlen; u8 data[]}`, the prefix at most the data's bits.
+LPM_TRIE = 11
+
+
 def _key(rng: random.Random, m: dict[str, Any]) -> bytes:
+    if m["map_type"] == LPM_TRIE and m["key_size"] > 4:
+        return rng.randrange(8 * (m["key_size"] - 4) + 1).to_bytes(4, "little") + rng.randbytes(m["key_size"] - 4)
     if m["map_type"] in INDEXED:
         return rng.randrange(m["max_entries"]).to_bytes(4, "little")[: m["key_size"]].ljust(m["key_size"], b"\0")
     return rng.randbytes(m["key_size"])

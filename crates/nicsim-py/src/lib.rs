@@ -195,6 +195,17 @@ fn offload_units(config_json: &str) -> PyResult<String> {
     Ok(serde_json::Value::Array(rows).to_string())
 }
 
+/// `--tail-call` entries as (map, index, program) tuples from Python.
+fn tail_specs(v: Vec<(String, u32, String)>) -> Vec<nicsim_xdp::TailSpec> {
+    v.into_iter()
+        .map(|(map, index, program)| nicsim_xdp::TailSpec {
+            map,
+            index,
+            program,
+        })
+        .collect()
+}
+
 /// The XDP analyzer's ordered search: Python runs the solver on each query it hands out.
 /// `memory_mb` bounds the analysis (its graph while it is built, then the graph and the
 /// search's state; not the solver): `nicsim_xdp::Options::memory_budget_bytes`.
@@ -206,7 +217,7 @@ struct XdpSearch {
 #[pymethods]
 impl XdpSearch {
     #[new]
-    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true, program=None, map_sizes=Vec::new()))]
+    #[pyo3(signature = (obj, target_toml, target_file, section=None, loop_bound=None, bit_rate=false, memory_mb=None, mac_limit=true, program=None, map_sizes=Vec::new(), tail_calls=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -220,6 +231,7 @@ impl XdpSearch {
         mac_limit: bool,
         program: Option<String>,
         map_sizes: Vec<(String, u32)>,
+        tail_calls: Vec<(String, u32, String)>,
     ) -> PyResult<Self> {
         let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
             .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
@@ -233,6 +245,7 @@ impl XdpSearch {
             loop_bound,
             memory_budget_bytes: memory_mb.map(|mb| (mb as usize).saturating_mul(1 << 20)),
             map_sizes,
+            tail_calls: tail_specs(tail_calls),
         };
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
@@ -402,7 +415,8 @@ impl XdpDifferential {
 /// `path.insns` does, `maps` is every map's contents afterwards in the input's format. A bad
 /// object, map entry or packet, and a fault while running, raise `nicsim.InputError`.
 #[pyfunction]
-#[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None))]
+#[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None, tail_calls=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
 fn xdp_run(
     py: Python<'_>,
     obj: &[u8],
@@ -411,11 +425,13 @@ fn xdp_run(
     maps_json: &str,
     max_insns: u64,
     program: Option<&str>,
+    tail_calls: Vec<(String, u32, String)>,
 ) -> PyResult<String> {
     use nicsim_xdp::interp::{run, MapState, RunOptions};
+    let tail = tail_specs(tail_calls);
     py.detach(|| -> Result<String, String> {
         let mut program =
-            nicsim_xdp::load_with(obj, section, program).map_err(|e| e.to_string())?;
+            nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| e.to_string())?;
         MapState::size_from_json(&mut program, maps_json).map_err(|e| e.to_string())?;
         let mut maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;
         let opts = RunOptions {
@@ -445,21 +461,33 @@ struct XdpKernel {
 #[pymethods]
 impl XdpKernel {
     #[new]
-    #[pyo3(signature = (obj, section=None, maps_json="", program=None))]
+    #[pyo3(signature = (obj, section=None, maps_json="", program=None, tail_calls=Vec::new()))]
     fn new(
         obj: &[u8],
         section: Option<&str>,
         maps_json: &str,
         program: Option<&str>,
+        tail_calls: Vec<(String, u32, String)>,
     ) -> PyResult<Self> {
-        let mut program = nicsim_xdp::load_with(obj, section, program)
-            .map_err(|e| InputError::new_err(e.to_string()))?;
+        let err = |e: String| InputError::new_err(e);
+        let tail = tail_specs(tail_calls);
+        let mut program =
+            nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| err(e.to_string()))?;
         nicsim_xdp::interp::MapState::size_from_json(&mut program, maps_json)
-            .map_err(|e| InputError::new_err(e.to_string()))?;
+            .map_err(|e| err(e.to_string()))?;
         let maps = nicsim_xdp::interp::MapState::from_json(&program, maps_json)
-            .map_err(|e| InputError::new_err(e.to_string()))?;
-        let k = nicsim_xdp::kernel::Kernel::load(&program)
-            .map_err(|e| InputError::new_err(e.to_string()))?;
+            .map_err(|e| err(e.to_string()))?;
+        // Each tail-call target on its own, with the same map sizes.
+        let mut targets = Vec::new();
+        for t in &program.tail_targets {
+            let mut tp = nicsim_xdp::load_full(obj, Some(&t.section), Some(&t.name), &tail)
+                .map_err(|e| err(format!("tail-call target {}: {e}", t.name)))?;
+            nicsim_xdp::interp::MapState::size_from_json(&mut tp, maps_json)
+                .map_err(|e| err(e.to_string()))?;
+            targets.push(tp);
+        }
+        let k = nicsim_xdp::kernel::Kernel::load_with_tails(&program, &targets)
+            .map_err(|e| err(e.to_string()))?;
         k.set_maps(&maps)
             .map_err(|e| InputError::new_err(e.to_string()))?;
         Ok(XdpKernel { k })

@@ -18,6 +18,8 @@ use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, S
 pub const HELPER_MAP_LOOKUP: u32 = 1;
 pub const HELPER_ADJUST_HEAD: u32 = 44;
 pub const HELPER_ADJUST_TAIL: u32 = 65;
+/// `bpf_tail_call(ctx, prog_array, index)`: jumps to the program in the slot, or returns.
+pub const HELPER_TAIL_CALL: u32 = 12;
 
 /// An unsigned range `lo..=hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,6 +52,9 @@ pub struct Options {
     /// Map sizes the user gives (`--map-size NAME=N`), in place of the declared `max_entries`
     /// (a loader may set a size before loading: xdp-tools' samples declare 0).
     pub map_sizes: Vec<(String, u32)>,
+    /// What prog arrays hold (`--tail-call MAP=INDEX:PROGRAM`), in place of what the object
+    /// declares for them.
+    pub tail_calls: Vec<load::TailSpec>,
 }
 
 /// Bytes per node of the graph at the peak of building and costing it (inlining's tables,
@@ -98,7 +101,12 @@ impl Analysis {
             need_mb: need_bytes.div_ceil(1 << 20),
             budget_mb: budget >> 20,
         };
-        let mut program = load::load_with(bytes, opts.section.as_deref(), opts.program.as_deref())?;
+        let mut program = load::load_full(
+            bytes,
+            opts.section.as_deref(),
+            opts.program.as_deref(),
+            &opts.tail_calls,
+        )?;
         program.resize(&opts.map_sizes).map_err(XdpError::MapSize)?;
         // The graph's size follows from the budget, unless the fixed limit is lower.
         let limits = Limits {
@@ -243,7 +251,50 @@ impl Analysis {
                        "bound": l.bound, "evident": l.evident})
             })
             .collect();
-        json!({
+        let mut warnings: Vec<String> = unsized_maps
+            .iter()
+            .map(|m| {
+                format!(
+            "map '{m}' declares max_entries 0 (its loader sets the size before loading): analysed \
+             for every size from 1 on; give --map-size {m}=N for the size it will have")
+            })
+            .collect();
+        // Tail calls (docs/xdp.md, "Tail calls"): what every prog array holds; through one
+        // whose contents nothing declares, any program may run: no rate is guaranteed.
+        let unbounded = self.program.unbounded_prog_arrays();
+        let prog_arrays: serde_json::Map<String, Value> = self
+            .program
+            .prog_arrays
+            .iter()
+            .map(|(&m, a)| {
+                let v = match a {
+                    load::ProgArray::Known(slots) => Value::Object(
+                        slots
+                            .iter()
+                            .map(|(k, &t)| {
+                                let t = &self.program.tail_targets[t];
+                                (k.to_string(), json!(format!("{}/{}", t.section, t.name)))
+                            })
+                            .collect(),
+                    ),
+                    load::ProgArray::Unknown => json!("unknown"),
+                };
+                (self.program.maps[m as usize].name.clone(), v)
+            })
+            .collect();
+        if !unbounded.is_empty() {
+            warnings.push(format!(
+                "unbounded: the program tail-calls through {} whose contents the object does not \
+                 declare (user space may put any program there); declare them (.values) or give \
+                 --tail-call MAP=INDEX:PROGRAM",
+                unbounded
+                    .iter()
+                    .map(|m| format!("prog array '{m}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let mut out = json!({
             "object": {"section": self.program.section, "program": self.program.name,
                        "insns": self.program.code.iter().filter(|i| i.is_some()).count()},
             "target": t.name,
@@ -262,12 +313,22 @@ impl Analysis {
             "example_packet_hex": Value::Null,
             "maps": maps,
             "unsized_maps": unsized_maps,
-            "warnings": unsized_maps.iter().map(|m| format!(
-                "map '{m}' declares max_entries 0 (its loader sets the size before loading): analysed \
-                 for every size from 1 on; give --map-size {m}=N for the size it will have")).collect::<Vec<_>>(),
+            "prog_arrays": prog_arrays,
+            "unbounded": unbounded,
+            "warnings": warnings,
             "paths_enumerated": 0,
             "paths_unsat": 0,
-        })
+        });
+        if !unbounded.is_empty() {
+            // No number: the rate depends on programs the analysis cannot see.
+            for k in ["naive", "guarantee"] {
+                for f in ["pps", "bps", "bottleneck", "min_packet_bytes"] {
+                    out[k][f] = Value::Null;
+                }
+            }
+            out["guarantee"]["status"] = json!("unbounded");
+        }
+        out
     }
 }
 

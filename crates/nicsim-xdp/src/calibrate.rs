@@ -351,6 +351,21 @@ fn benches() -> Vec<Bench> {
             vec![("alu64", 5.0)],
         ));
     }
+    // bpf_tail_call(ctx, prog array, index) on an empty slot: the call returns. The index is
+    // read from the packet (0): with a constant index the JIT patches a direct jump (a no-op
+    // for an empty slot), which programs that choose a slot at run time do not get. A tail
+    // call that jumps does the same checks, then increments the count and jumps into the
+    // target, whose run cannot be repeated n times in one program (calibrate.py adds a
+    // bpf-to-bpf call's cost for the jump).
+    let mut tc = ld_map(2, 0).to_vec();
+    tc.extend([mov64_reg(1, 6), r(0x71, 3, 7, 0, 0), call(12)]);
+    v.push(helper(
+        "tail_call",
+        "bpf_tail_call(ctx, prog array, index from the packet), an empty slot (the call returns)",
+        vec![map("p", crate::load::MAP_PROG_ARRAY, 4, 4)],
+        tc,
+        vec![("ld_imm64", 1.0), ("alu64", 1.0), ("packet_load", 1.0)],
+    ));
     // bpf-to-bpf call of `r0 = 0; exit` (the call and the callee's exit; its mov subtracted).
     v.push(Bench {
         setup: vec![("alu64", 1.0)],

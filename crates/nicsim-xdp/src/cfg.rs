@@ -34,6 +34,10 @@ pub enum EdgeKind {
     Call,
     /// From a callee's `exit` back to the instruction after the call.
     Return,
+    /// A `bpf_tail_call` that jumps: into the program in slot `slot` of prog array `map` (the
+    /// call's other edge, `Next`, is the call returning: no program there, or the index past
+    /// the array, or [`MAX_TAIL_CALLS`](crate::load::MAX_TAIL_CALLS) calls made already).
+    TailCall { map: u32, slot: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +201,11 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
     // Call contexts: (parent context, call node, depth); context 0 is the program itself.
     let mut ctxs: Vec<(u32, u32, u8)> = vec![(NONE, NONE, 0)];
     let mut ctx_ids: HashMap<(u32, u32), u32> = HashMap::new();
+    // Tail calls: the calls made before a context's code runs, per context. A tail-call
+    // target's context has no parent (its `exit` ends the run) and starts at depth 0.
+    let mut tails: Vec<u32> = vec![0];
+    let mut tail_ids: HashMap<(u32, u32, u32), u32> = HashMap::new();
+    let slots = p.tail_slots();
     let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut work: Vec<u32> = Vec::new();
@@ -264,9 +273,31 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
                 let next = ctxs.len() as u32;
                 let c = *ctx_ids.entry((ctx, id)).or_insert_with(|| {
                     ctxs.push((ctx, id, depth + 1));
+                    tails.push(tails[ctx as usize]);
                     next
                 });
                 succ.push((c, t, depth + 1, EdgeKind::Call, NONE));
+            }
+            Insn::Call {
+                helper: crate::absint::HELPER_TAIL_CALL,
+            } => {
+                let t = pcu + 1;
+                if t >= n {
+                    return Err(CfgError::FallsOff { pc: pcu });
+                }
+                succ.push((ctx, t as u32, depth, EdgeKind::Next, NONE));
+                let made = tails[ctx as usize];
+                if made < crate::load::MAX_TAIL_CALLS {
+                    for (k, &(map, slot, entry)) in slots.iter().enumerate() {
+                        let next = ctxs.len() as u32;
+                        let c = *tail_ids.entry((ctx, id, k as u32)).or_insert_with(|| {
+                            ctxs.push((NONE, id, 0));
+                            tails.push(made + 1);
+                            next
+                        });
+                        succ.push((c, entry, 0, EdgeKind::TailCall { map, slot }, NONE));
+                    }
+                }
             }
             ref i => {
                 let t = pcu + i.width();
@@ -442,11 +473,38 @@ pub(crate) fn out_states(
                 t.regs[1..6].fill(crate::absint::Val::Top);
             }
             EdgeKind::Call => t.enter_call(),
+            EdgeKind::TailCall { map, slot } => {
+                if !tail_call_possible(s, map, slot) {
+                    continue;
+                }
+                // The target starts as a program does (r1 the context, a fresh stack), on the
+                // packet as the caller left it.
+                t = State {
+                    shift: after.shift,
+                    ..State::entry()
+                };
+            }
             EdgeKind::Next => {}
         }
         out.push((idx, e.to, t));
     }
     out
+}
+
+/// A tail call in state `s` (before the call) may jump to slot `slot` of prog array `map`: the
+/// map argument may be that map, and the index may be that slot.
+pub fn tail_call_possible(s: &State, map: u32, slot: u32) -> bool {
+    use crate::absint::Val;
+    let map_ok = match s.regs[2] {
+        Val::MapPtr(m) => m == map,
+        _ => true,
+    };
+    // The index is a u32: its low 32 bits.
+    let index_ok = match s.regs[3] {
+        Val::Scalar(iv) if iv.hi <= u32::MAX as u64 => iv.lo <= slot as u64 && slot as u64 <= iv.hi,
+        _ => true,
+    };
+    map_ok && index_ok
 }
 
 /// The edges (body node, successor index) of a loop that can be taken, iteration by

@@ -237,7 +237,9 @@ impl ConstModel {
                 let insn = p.code.get(dag.pc[e] as usize).copied().flatten();
                 let s = facts.get(u).copied().flatten();
                 let op = match (kind, insn, s) {
-                    (EdgeKind::Call | EdgeKind::Return, _, _) => Op::Forget(ALL),
+                    (EdgeKind::Call | EdgeKind::Return | EdgeKind::TailCall { .. }, _, _) => {
+                        Op::Forget(ALL)
+                    }
                     (_, None, _) | (_, _, None) => Op::Forget(ALL),
                     (_, Some(insn), Some(s)) => match insn {
                         Insn::Alu { op, is64, dst, src } => Op::Alu {

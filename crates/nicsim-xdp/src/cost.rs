@@ -500,6 +500,7 @@ pub fn costed_with_facts(
             .filter(|e| match e.kind {
                 EdgeKind::Taken => can_take,
                 EdgeKind::NotTaken => can_fall,
+                EdgeKind::TailCall { map, slot } => crate::cfg::tail_call_possible(&s, map, slot),
                 _ => true,
             })
             .map(|e| (e.to, e.kind))

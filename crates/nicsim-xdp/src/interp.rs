@@ -35,7 +35,7 @@ use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::helpers_table::helper_name;
 use crate::insn::{alu, endian, imm_value, jmp_taken, AtomicOp, Imm64, Insn, Size, Src};
 use crate::load::{
-    MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
+    MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LPM_TRIE, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
     MAP_PERCPU_HASH,
 };
 
@@ -217,6 +217,12 @@ pub enum MapError {
     Full { map: String, max_entries: u32 },
     #[error("map '{map}': {why}")]
     Unsupported { map: String, why: String },
+    #[error("map '{map}': prefix length {prefixlen} is more than the key's {bits} data bits")]
+    Prefix {
+        map: String,
+        prefixlen: u32,
+        bits: u32,
+    },
     #[error("maps JSON: {0}")]
     Json(String),
 }
@@ -236,6 +242,10 @@ enum Kind {
     /// devmap, cpumap, xskmap (`indexed`: keys are indices below max_entries) and devmap_hash:
     /// entries come from user space; a program can look them up and redirect to them only.
     Redirect { indexed: bool },
+    /// lpm_trie: keys `{u32 prefixlen; u8 data[]}`, kept with the data past the prefix zeroed
+    /// (two keys that differ only there are one entry); a lookup finds the entry with the
+    /// longest prefix that matches. Programs only look it up here (user space fills it).
+    Lpm,
     /// perf event array, ring buffer: events for user space; the program only outputs to them
     /// (`bpf_perf_event_output`, `bpf_ringbuf_*`), nothing it reads. They hold no entries.
     Events,
@@ -285,6 +295,7 @@ impl MapStore {
             MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
             MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
             MAP_PERF_EVENT_ARRAY | MAP_RINGBUF => Kind::Events,
+            MAP_LPM_TRIE if def.key_size > 4 => Kind::Lpm,
             _ => Kind::Unsupported,
         };
         let (kind, unsupported) = if kind == Kind::Unsupported {
@@ -381,6 +392,34 @@ impl MapStore {
             .find(|(_, &x)| x == e)
             .map(|(k, _)| k.as_slice())
     }
+}
+
+/// An lpm_trie key (`{u32 prefixlen; u8 data[]}`, prefixlen little-endian) with the data past
+/// the prefix zeroed; `None` when the prefix is longer than the data.
+pub(crate) fn lpm_normalize(key: &[u8]) -> Option<Vec<u8>> {
+    let plen = u32::from_le_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let data = &key[4..];
+    if plen > 8 * data.len() {
+        return None;
+    }
+    let mut out = key.to_vec();
+    for (i, b) in out[4..].iter_mut().enumerate() {
+        let keep = plen.saturating_sub(8 * i).min(8);
+        *b &= (0xff00u16 >> keep) as u8;
+    }
+    Some(out)
+}
+
+/// The entry of an lpm_trie (keys normalised) that `key` finds: the longest prefix, at most
+/// `key`'s prefix length, that `key`'s data starts with (`trie_lookup_elem`).
+fn lpm_find(index: &BTreeMap<Vec<u8>, u32>, key: &[u8]) -> Option<u32> {
+    let plen = u32::from_le_bytes(key.get(..4)?.try_into().ok()?);
+    let max = plen.min(8 * (key.len() as u32 - 4));
+    (0..=max).rev().find_map(|l| {
+        let mut k = key.to_vec();
+        k[..4].copy_from_slice(&l.to_le_bytes());
+        index.get(&lpm_normalize(&k)?).copied()
+    })
 }
 
 /// Map entries as (key bytes, value bytes), ordered by key bytes.
@@ -488,6 +527,17 @@ impl MapState {
         if value.len() != def.value_size as usize {
             return Err(size_err("value", value.len(), def.value_size));
         }
+        let normal;
+        let key = if m.kind == Kind::Lpm {
+            normal = lpm_normalize(key).ok_or_else(|| MapError::Prefix {
+                map: def.name.clone(),
+                prefixlen: u32::from_le_bytes(key[..4].try_into().expect("4 bytes")),
+                bits: 8 * (def.key_size - 4),
+            })?;
+            normal.as_slice()
+        } else {
+            key
+        };
         let indexed = matches!(m.kind, Kind::Array | Kind::Redirect { indexed: true });
         if indexed {
             let idx = match <[u8; 4]>::try_from(key) {
@@ -817,6 +867,8 @@ struct Machine<'a> {
     /// Ring buffer records reserved in this run: the bytes, or `None` once submitted or
     /// discarded (the verifier then forbids the pointer).
     records: Vec<Option<Vec<u8>>>,
+    /// Tail calls made in this run.
+    tails: u32,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -868,6 +920,7 @@ pub fn run(
         next_frame: 1,
         rnd: prandom_seed_state(opts.prandom_seed),
         records: Vec::new(),
+        tails: 0,
     };
     m.calls.push(CallFrame {
         id: 0,
@@ -1296,6 +1349,12 @@ impl<'a> Machine<'a> {
                         next = self.target(at, off as i64)?;
                     }
                 }
+                Insn::Call {
+                    helper: crate::absint::HELPER_TAIL_CALL,
+                } => match self.tail_call(at)? {
+                    Some(entry) => next = entry,
+                    None => self.regs[0] = (-ENOENT) as u64,
+                },
                 Insn::Call { helper } => {
                     let r0 = self.call(at, helper)?;
                     self.regs[0] = r0;
@@ -1393,6 +1452,41 @@ impl<'a> Machine<'a> {
             return Err(self.unmodelled_map(pc, id, m));
         }
         Ok(d.max_entries as u64)
+    }
+
+    /// `bpf_tail_call(ctx, map, index)`: the target's entry when the call jumps (the slot of a
+    /// known prog array holds a program, fewer than MAX_TAIL_CALLS calls were made), which
+    /// then runs as a program (r1 the context, a fresh stack, no caller to return to); `None`
+    /// when it returns. A prog array whose contents are not known is empty here.
+    fn tail_call(&mut self, pc: u32) -> Result<Option<usize>, Fault> {
+        let id = crate::absint::HELPER_TAIL_CALL;
+        self.ctx_arg(pc, id)?;
+        let m = self.map_arg(pc, id, 2)?;
+        if !self.p.maps[m].is_prog_array() {
+            return Err(self.unmodelled_map(pc, id, m));
+        }
+        let index = self.regs[3] as u32;
+        if self.tails >= crate::load::MAX_TAIL_CALLS {
+            return Ok(None);
+        }
+        let Some(crate::load::ProgArray::Known(slots)) = self.p.prog_arrays.get(&(m as u32)) else {
+            return Ok(None);
+        };
+        let Some(&t) = slots.get(&index) else {
+            return Ok(None);
+        };
+        let entry = self.p.tail_targets[t].entry as usize;
+        self.tails += 1;
+        let frame = self.next_frame;
+        self.next_frame = self.next_frame.wrapping_add(1);
+        self.calls = vec![CallFrame {
+            id: frame,
+            stack: vec![0; STACK_BYTES],
+            ret_pc: 0,
+            saved: [0; 5],
+        }];
+        self.regs[10] = self.ptr(Region::Stack { frame }, 0);
+        Ok(Some(entry))
     }
 
     fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
@@ -1656,6 +1750,13 @@ impl<'a> Machine<'a> {
                     None => return Ok(0),
                 }
             }
+            Kind::Lpm => {
+                let key = self.read(pc, self.regs[2], key_size)?;
+                match lpm_find(&self.maps.maps[m].index, &key) {
+                    Some(e) => e,
+                    None => return Ok(0),
+                }
+            }
             Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
         };
         Ok(self.ptr(
@@ -1773,7 +1874,8 @@ impl<'a> Machine<'a> {
                 }
                 Ok(0)
             }
-            Kind::Redirect { .. } | Kind::Unsupported | Kind::Events => {
+            // Programs do not update an lpm_trie here (user space fills it).
+            Kind::Redirect { .. } | Kind::Lpm | Kind::Unsupported | Kind::Events => {
                 Err(self.unmodelled_map(pc, id, m))
             }
         }
@@ -1784,7 +1886,7 @@ impl<'a> Machine<'a> {
         let kind = self.maps.maps[m].kind;
         if matches!(
             kind,
-            Kind::Unsupported | Kind::Redirect { .. } | Kind::Events
+            Kind::Unsupported | Kind::Redirect { .. } | Kind::Lpm | Kind::Events
         ) {
             return Err(self.unmodelled_map(pc, id, m));
         }
@@ -2858,16 +2960,22 @@ mod tests {
             vec![
                 map("rb", 27, 0, 0, 4096),
                 map("big", MAP_ARRAY, 4, 5 << 20, 1),
+                map("queue", 22, 0, 4, 4),
                 map("lpm", 11, 8, 4, 4),
             ],
         );
         let mut m2 = MapState::new(&p2);
-        let e = m2.set("lpm", &[0; 8], &[0; 4]).unwrap_err();
+        let e = m2.set("queue", &[], &[0; 4]).unwrap_err();
         assert!(
-            e.to_string()
-                .contains("type 11 (lpm_trie) are not modelled"),
+            e.to_string().contains("type 22 (queue) are not modelled"),
             "{e}"
         );
+        // An lpm_trie's prefix is at most its data's bits.
+        m2.set("lpm", &[32, 0, 0, 0, 1, 2, 3, 4], &[0; 4]).unwrap();
+        let e = m2
+            .set("lpm", &[33, 0, 0, 0, 1, 2, 3, 4], &[0; 4])
+            .unwrap_err();
+        assert!(e.to_string().contains("prefix length 33"), "{e}");
         // Ring buffers are modelled but hold events, no entries.
         let e = m2.set("rb", &[], &[]).unwrap_err();
         assert!(e.to_string().contains("no entries"), "{e}");

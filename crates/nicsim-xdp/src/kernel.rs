@@ -139,6 +139,8 @@ pub struct TestRun {
 pub struct Kernel {
     prog: OwnedFd,
     maps: Vec<KMap>,
+    /// The tail-call targets loaded into the prog arrays (kept open while the program is).
+    _targets: Vec<OwnedFd>,
     cpus: usize,
     /// The verifier's log (statistics at level 0).
     pub verifier_log: String,
@@ -168,7 +170,52 @@ impl Kernel {
             // Its BTF id would come from the running kernel's BTF, which is not looked up.
             return Err(KernelError::Input(format!("kfunc {k} is not supported")));
         }
-        Kernel::load_raw(&program.raw, &program.maps, &program.license, &program.name)
+        Kernel::load_raw(
+            &program.raw[..program.main_len.min(program.raw.len())],
+            &program.maps,
+            &program.license,
+            &program.name,
+        )
+    }
+
+    /// [`Kernel::load`], with the tail-call targets: `targets[i]` is `program.tail_targets[i]`
+    /// loaded on its own (`load_full` with its section and name: the kernel loads each program
+    /// separately). Each is loaded with the program's maps, and every known prog array gets
+    /// its slots' programs, so that the kernel's tail calls go where the analysis's do.
+    pub fn load_with_tails(program: &Program, targets: &[Program]) -> Result<Kernel, KernelError> {
+        let mut k = Kernel::load(program)?;
+        if targets.len() != program.tail_targets.len() {
+            return Err(KernelError::Input(format!(
+                "{} tail-call targets given for {}",
+                targets.len(),
+                program.tail_targets.len()
+            )));
+        }
+        let mut fds = Vec::with_capacity(targets.len());
+        for t in targets {
+            if t.maps.len() != program.maps.len() {
+                return Err(KernelError::Input(format!(
+                    "tail-call target {} has other maps than the program",
+                    t.name
+                )));
+            }
+            fds.push(load_prog(
+                &t.raw[..t.main_len.min(t.raw.len())],
+                &k.maps,
+                &t.license,
+                &t.name,
+            )?);
+        }
+        for (&m, a) in &program.prog_arrays {
+            if let crate::load::ProgArray::Known(slots) = a {
+                for (&slot, &t) in slots {
+                    let fd = fds[t].as_raw_fd() as u32;
+                    update(&k.maps[m as usize], &slot.to_ne_bytes(), &fd.to_ne_bytes())?;
+                }
+            }
+        }
+        k._targets = fds;
+        Ok(k)
     }
 
     /// [`Kernel::load`] from instruction slots whose `LD_IMM64` map references hold indices
@@ -224,83 +271,96 @@ impl Kernel {
             }
             maps.push(m);
         }
-        let mut raw: Vec<Raw> = raw.to_vec();
-        let mut pc = 0;
-        while pc < raw.len() {
-            let r = &mut raw[pc];
-            if r.code == 0x18 {
-                if matches!(r.src, BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE) {
-                    let m = maps.get(r.imm as usize).ok_or_else(|| {
-                        KernelError::Input(format!(
-                            "instruction {pc} refers to map {} that the object does not define",
-                            r.imm
-                        ))
-                    })?;
-                    r.imm = m.fd.as_raw_fd();
-                }
-                pc += 2;
-            } else {
-                pc += 1;
-            }
-        }
-        let mut code = Vec::with_capacity(raw.len() * 8);
-        for r in &raw {
-            code.push(r.code);
-            code.push(r.dst | (r.src << 4));
-            code.extend_from_slice(&r.off.to_le_bytes());
-            code.extend_from_slice(&r.imm.to_le_bytes());
-        }
-        let license = std::ffi::CString::new(license)
-            .unwrap_or_else(|_| std::ffi::CString::new("GPL").expect("no NUL"));
-        let mut log = vec![0u8; 1 << 20];
-        let load = |level: u32, log: &mut [u8]| {
-            let mut a = Attr::new();
-            a.u32(0, BPF_PROG_TYPE_XDP)
-                .u32(4, raw.len() as u32)
-                .u64(8, ptr(&code))
-                .u64(16, license.as_ptr() as u64)
-                .u32(24, level)
-                .u32(28, if level > 0 { log.len() as u32 } else { 0 })
-                .u64(
-                    32,
-                    if level > 0 {
-                        log.as_mut_ptr() as u64
-                    } else {
-                        0
-                    },
-                );
-            a.bytes()[48..64].copy_from_slice(&map_name(name));
-            a.call(BPF_PROG_LOAD)
-        };
-        let fd = match load(0, &mut log) {
-            Ok(fd) => fd,
-            Err(_) => {
-                // Load again with the log on, for the verifier's reason.
-                let err = load(1, &mut log)
-                    .err()
-                    .unwrap_or_else(std::io::Error::last_os_error);
-                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                let full_log = String::from_utf8_lossy(&log[..end]).into_owned();
-                let last: Vec<&str> = full_log
-                    .lines()
-                    .rev()
-                    .filter(|l| !l.trim().is_empty())
-                    .take(2)
-                    .collect();
-                let log = last.into_iter().rev().collect::<Vec<_>>().join(" / ");
-                return Err(KernelError::Verifier { err, log, full_log });
-            }
-        };
-        // SAFETY: a new file descriptor that nothing else owns.
-        let prog = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let prog = load_prog(raw, &maps, license, name)?;
         Ok(Kernel {
             prog,
             maps,
+            _targets: Vec::new(),
             cpus,
             verifier_log: String::new(),
         })
     }
+}
 
+/// Load `raw` (whose `LD_IMM64` map references hold indices into `maps`) as an XDP program.
+fn load_prog(
+    raw: &[Raw],
+    maps: &[KMap],
+    license: &str,
+    name: &str,
+) -> Result<OwnedFd, KernelError> {
+    let mut raw: Vec<Raw> = raw.to_vec();
+    let mut pc = 0;
+    while pc < raw.len() {
+        let r = &mut raw[pc];
+        if r.code == 0x18 {
+            if matches!(r.src, BPF_PSEUDO_MAP_FD | BPF_PSEUDO_MAP_VALUE) {
+                let m = maps.get(r.imm as usize).ok_or_else(|| {
+                    KernelError::Input(format!(
+                        "instruction {pc} refers to map {} that the object does not define",
+                        r.imm
+                    ))
+                })?;
+                r.imm = m.fd.as_raw_fd();
+            }
+            pc += 2;
+        } else {
+            pc += 1;
+        }
+    }
+    let mut code = Vec::with_capacity(raw.len() * 8);
+    for r in &raw {
+        code.push(r.code);
+        code.push(r.dst | (r.src << 4));
+        code.extend_from_slice(&r.off.to_le_bytes());
+        code.extend_from_slice(&r.imm.to_le_bytes());
+    }
+    let license = std::ffi::CString::new(license)
+        .unwrap_or_else(|_| std::ffi::CString::new("GPL").expect("no NUL"));
+    let mut log = vec![0u8; 1 << 20];
+    let load = |level: u32, log: &mut [u8]| {
+        let mut a = Attr::new();
+        a.u32(0, BPF_PROG_TYPE_XDP)
+            .u32(4, raw.len() as u32)
+            .u64(8, ptr(&code))
+            .u64(16, license.as_ptr() as u64)
+            .u32(24, level)
+            .u32(28, if level > 0 { log.len() as u32 } else { 0 })
+            .u64(
+                32,
+                if level > 0 {
+                    log.as_mut_ptr() as u64
+                } else {
+                    0
+                },
+            );
+        a.bytes()[48..64].copy_from_slice(&map_name(name));
+        a.call(BPF_PROG_LOAD)
+    };
+    let fd = match load(0, &mut log) {
+        Ok(fd) => fd,
+        Err(_) => {
+            // Load again with the log on, for the verifier's reason.
+            let err = load(1, &mut log)
+                .err()
+                .unwrap_or_else(std::io::Error::last_os_error);
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let full_log = String::from_utf8_lossy(&log[..end]).into_owned();
+            let last: Vec<&str> = full_log
+                .lines()
+                .rev()
+                .filter(|l| !l.trim().is_empty())
+                .take(2)
+                .collect();
+            let log = last.into_iter().rev().collect::<Vec<_>>().join(" / ");
+            return Err(KernelError::Verifier { err, log, full_log });
+        }
+    };
+    // SAFETY: a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+impl Kernel {
     fn map(&self, name: &str) -> Result<&KMap, KernelError> {
         self.maps
             .iter()

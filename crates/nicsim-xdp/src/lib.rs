@@ -30,5 +30,5 @@ pub mod target;
 mod testasm;
 
 pub use analysis::{Analysis, Options, XdpError};
-pub use load::{load, load_with, LoadError, MapDef, Program};
+pub use load::{load, load_full, load_with, LoadError, MapDef, Program, TailSpec};
 pub use target::Target;

@@ -32,9 +32,13 @@ use crate::insn::{PSEUDO_FUNC, PSEUDO_MAP_VALUE};
 /// Kernel map types the analyzer models (`enum bpf_map_type`).
 pub const MAP_HASH: u32 = 1;
 pub const MAP_ARRAY: u32 = 2;
+/// A program array: `bpf_tail_call` jumps to the program in one of its slots.
+pub const MAP_PROG_ARRAY: u32 = 3;
 pub const MAP_PERCPU_HASH: u32 = 5;
 pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const MAP_LRU_HASH: u32 = 9;
+/// Longest-prefix-match trie: keys are `{u32 prefixlen; u8 data[]}`.
+pub const MAP_LPM_TRIE: u32 = 11;
 pub const MAP_DEVMAP: u32 = 14;
 /// Maps of maps: a lookup gives an inner map (`MapDef::inner` describes it) or NULL.
 pub const MAP_ARRAY_OF_MAPS: u32 = 12;
@@ -112,6 +116,42 @@ impl MapDef {
     pub fn is_map_of_maps(&self) -> bool {
         matches!(self.map_type, MAP_ARRAY_OF_MAPS | MAP_HASH_OF_MAPS)
     }
+    pub fn is_prog_array(&self) -> bool {
+        self.map_type == MAP_PROG_ARRAY
+    }
+}
+
+/// Most tail calls one packet's run may make (the kernel's `MAX_TAIL_CALL_CNT`, Linux 5.17
+/// on): the 34th `bpf_tail_call` of a run fails and returns.
+pub const MAX_TAIL_CALLS: u32 = 33;
+
+/// A program a prog array's slot holds (a tail-call target), linked into the analysed
+/// program's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailTarget {
+    pub section: String,
+    pub name: String,
+    /// Its first instruction in [`Program::code`].
+    pub entry: u32,
+}
+
+/// What a program array holds when the program runs (docs/xdp.md, "Tail calls").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProgArray {
+    /// Exactly these slots (slot → index in [`Program::tail_targets`]); the others are
+    /// empty. From the object's declarative initialisation (`.values`), or `--tail-call`.
+    Known(BTreeMap<u32, usize>),
+    /// Nothing declares its contents: user space may put any program in any slot.
+    Unknown,
+}
+
+/// A `--tail-call MAP=INDEX:PROGRAM` entry: slot `index` of prog array `map` holds the
+/// object's program `program` (a function or section name, as `--program` takes them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailSpec {
+    pub map: String,
+    pub index: u32,
+    pub program: String,
 }
 
 /// A source line from BTF line information.
@@ -147,6 +187,13 @@ pub struct Program {
     /// The kernel functions the program calls, by the index an
     /// [`Insn::Kfunc`](crate::insn::Insn::Kfunc) holds.
     pub kfuncs: Vec<String>,
+    /// The program's own instructions, with its bpf-to-bpf callees: `raw[..main_len]` (what the
+    /// kernel loads). The tail-call targets' code, and their callees, follow.
+    pub main_len: usize,
+    /// Tail-call targets, linked after the program.
+    pub tail_targets: Vec<TailTarget>,
+    /// The contents of every prog array, by map index.
+    pub prog_arrays: BTreeMap<u32, ProgArray>,
 }
 
 impl Program {
@@ -183,6 +230,56 @@ impl Program {
         Ok(())
     }
 
+    /// The tail calls the analysis follows: (map, slot, entry instruction) of every slot of a
+    /// known prog array that holds a program, in order.
+    pub fn tail_slots(&self) -> Vec<(u32, u32, u32)> {
+        let mut out = Vec::new();
+        for (&m, a) in &self.prog_arrays {
+            if let ProgArray::Known(slots) = a {
+                for (&k, &t) in slots {
+                    out.push((m, k, self.tail_targets[t].entry));
+                }
+            }
+        }
+        out
+    }
+
+    /// The code calls `bpf_tail_call`.
+    pub fn has_tail_call(&self) -> bool {
+        self.code.iter().any(|i| {
+            matches!(
+                i,
+                Some(crate::insn::Insn::Call {
+                    helper: crate::absint::HELPER_TAIL_CALL
+                })
+            )
+        })
+    }
+
+    /// Prog arrays whose contents nothing declares, when the code makes tail calls: a
+    /// tail call through one may run any program, so no rate can be guaranteed.
+    pub fn unbounded_prog_arrays(&self) -> Vec<String> {
+        if !self.has_tail_call() {
+            return Vec::new();
+        }
+        let used: std::collections::BTreeSet<u32> = self
+            .code
+            .iter()
+            .filter_map(|i| match i {
+                Some(crate::insn::Insn::LdImm64 {
+                    imm: crate::insn::Imm64::Map(m),
+                    ..
+                }) => Some(*m),
+                _ => None,
+            })
+            .collect();
+        self.prog_arrays
+            .iter()
+            .filter(|(m, a)| **a == ProgArray::Unknown && used.contains(m))
+            .map(|(&m, _)| self.maps[m as usize].name.clone())
+            .collect()
+    }
+
     /// The source line of instruction `pc`, if known.
     pub fn line(&self, pc: usize) -> Option<&SrcLine> {
         self.line_of
@@ -217,6 +314,9 @@ pub enum LoadError {
     /// Several candidates and no choice (or a choice that matches several).
     #[error("{what}: {list}; choose one with --program NAME (or --section NAME)")]
     Ambiguous { what: String, list: String },
+    /// A `--tail-call` that names no prog array, slot or program of the object.
+    #[error("--tail-call {spec}: {why}")]
+    TailCall { spec: String, why: String },
     #[error("{err} ({at})")]
     Decode {
         err: crate::insn::DecodeError,
@@ -348,6 +448,118 @@ fn u32_le(b: &[u8], at: usize) -> Option<u32> {
     ))
 }
 
+/// A BTF-defined map's variable in `.maps`: its name, its place in the section and the byte
+/// offset of its `values` member (the declarative initialisation of a prog array or a map of
+/// maps: one 8-byte pointer per slot), if it has one.
+#[derive(Debug, Clone)]
+struct MapVar {
+    name: String,
+    off: u64,
+    size: u64,
+    values: Option<u64>,
+    /// Where in the `.BTF` section the `values` member's name offset is, when its elements
+    /// are functions (a prog array's programs), which aya-obj cannot parse (it takes `values`
+    /// for a map of maps' inner maps).
+    values_fn_name_at: Option<usize>,
+}
+
+/// The variables of the `.maps` DATASEC of the `.BTF` section `data` (what libbpf reads to
+/// place `.values` relocations). A malformed section gives what could be read.
+fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
+    let mut out = Vec::new();
+    let _ = (|| -> Option<()> {
+        if data.get(0..2)? != [0x9f, 0xeb] {
+            return None;
+        }
+        let hdr = u32_le(data, 4)? as usize;
+        let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
+        let strs = btf_strings(data)?;
+        let start = hdr.checked_add(toff)?;
+        let types = data.get(start..start.checked_add(tlen)?)?;
+        // Per type id (from 1): (kind, kflag, name, size or type, its trailing data, and where
+        // that is in `data`).
+        type BtfType<'d> = (u32, bool, u32, u32, &'d [u8], usize);
+        let mut ts: Vec<BtfType> = vec![(0, false, 0, 0, &[], 0)];
+        let mut at = 0usize;
+        while at + 12 <= types.len() {
+            let (name, info, st) = (
+                u32_le(types, at)?,
+                u32_le(types, at + 4)?,
+                u32_le(types, at + 8)?,
+            );
+            let (kind, vlen, kflag) = (
+                (info >> 24) & 0x1f,
+                (info & 0xffff) as usize,
+                info >> 31 == 1,
+            );
+            let extra = match kind {
+                1 | 14 | 17 => 4,
+                3 => 12,
+                4 | 5 | 15 | 19 => 12 * vlen,
+                6 | 13 => 8 * vlen,
+                2 | 7..=12 | 16 | 18 => 0,
+                _ => return None,
+            };
+            let body = types.get(at + 12..at + 12 + extra)?;
+            ts.push((kind, kflag, name, st, body, start + at + 12));
+            at += 12 + extra;
+        }
+        let resolve = |mut id: u32| -> Option<u32> {
+            for _ in 0..32 {
+                match ts.get(id as usize)?.0 {
+                    8..=11 | 18 => id = ts[id as usize].3,
+                    _ => return Some(id),
+                }
+            }
+            None
+        };
+        let kind_of = |id: u32| resolve(id).and_then(|t| ts.get(t as usize));
+        for (kind, _, name, _, body, _) in &ts {
+            if *kind != 15 || cstr(strs, *name) != ".maps" {
+                continue;
+            }
+            for v in body.chunks_exact(12) {
+                let (ty, off, size) = (u32_le(v, 0)?, u32_le(v, 4)?, u32_le(v, 8)?);
+                let Some(&(14, _, vname, vty, _, _)) = ts.get(ty as usize) else {
+                    continue;
+                };
+                let (mut values, mut values_fn_name_at) = (None, None);
+                if let Some(&(4, kflag, _, _, members, at)) = kind_of(vty) {
+                    for (j, m) in members.chunks_exact(12).enumerate() {
+                        if cstr(strs, u32_le(m, 0)?) != "values" {
+                            continue;
+                        }
+                        let bits = u32_le(m, 8)?;
+                        let bits = if kflag { bits & 0xff_ffff } else { bits };
+                        values = Some(bits as u64 / 8);
+                        // values: an array of pointers to functions?
+                        let elem = match kind_of(u32_le(m, 4)?) {
+                            Some(&(3, _, _, _, arr, _)) => u32_le(arr, 0),
+                            _ => None,
+                        };
+                        let target = match elem.and_then(kind_of) {
+                            Some(&(2, _, _, pointee, _, _)) => kind_of(pointee).map(|t| t.0),
+                            _ => None,
+                        };
+                        if target == Some(13) {
+                            values_fn_name_at = Some(at + 12 * j);
+                        }
+                    }
+                }
+                out.push(MapVar {
+                    name: cstr(strs, vname),
+                    off: off as u64,
+                    size: size as u64,
+                    values,
+                    values_fn_name_at,
+                });
+            }
+        }
+        Some(())
+    })();
+    out
+}
+
 /// A line-information record of `.BTF.ext`: byte offset of the instruction in its section,
 /// and the file, line text and line/column (line << 10 | column) as `.BTF` strings.
 #[derive(Debug, Clone, Copy)]
@@ -423,7 +635,18 @@ pub fn load_with(
     section: Option<&str>,
     program: Option<&str>,
 ) -> Result<Program, LoadError> {
-    guarded(|| load_inner(bytes, section, program))
+    load_full(bytes, section, program, &[])
+}
+
+/// [`load_with`], with the prog arrays' contents `tail` gives (`--tail-call`) in place of the
+/// declared ones: the entries for a map are all it holds.
+pub fn load_full(
+    bytes: &[u8],
+    section: Option<&str>,
+    program: Option<&str>,
+    tail: &[TailSpec],
+) -> Result<Program, LoadError> {
+    guarded(|| load_inner(bytes, section, program, tail))
 }
 
 /// Every function of the object that can be chosen as its program, in file order.
@@ -947,6 +1170,148 @@ fn hidden_copy(bytes: &[u8], hide: &[usize]) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// The contents of every prog array (by map index) and the programs they hold, in order
+/// (docs/xdp.md, "Tail calls"): what `tail` (`--tail-call`) gives for a map, else the slots
+/// the object declares (libbpf's `.values = { [K] = &prog }`: relocations in `.maps` against
+/// program symbols), else unknown.
+fn prog_arrays(
+    elf: &Elf,
+    cands: &[Candidate],
+    maps: &[(MapDef, MapAt)],
+    tail: &[TailSpec],
+) -> Result<(BTreeMap<u32, ProgArray>, Vec<Candidate>), LoadError> {
+    let mut declared: HashMap<String, BTreeMap<u32, Candidate>> = HashMap::new();
+    let btf = elf.file.section_by_name(".BTF").and_then(|s| s.data().ok());
+    if let (Some(msec), Some(btf)) = (elf.file.section_by_name(".maps"), btf) {
+        let vars = btf_map_vars(btf);
+        for (off, r) in msec.relocations() {
+            let RelocationTarget::Symbol(si) = r.target() else {
+                continue;
+            };
+            let Some(v) = vars
+                .iter()
+                .find(|v| v.off <= off && off < v.off.saturating_add(v.size))
+            else {
+                continue;
+            };
+            let Some(def) = maps.iter().map(|m| &m.0).find(|d| d.name == v.name) else {
+                continue;
+            };
+            if !def.is_prog_array() {
+                continue;
+            }
+            let bad = |why: String| LoadError::Parse(format!("prog array '{}': {why}", v.name));
+            let rel = off - v.off;
+            let Some(vo) = v.values.filter(|&vo| rel >= vo && (rel - vo) % 8 == 0) else {
+                return Err(bad(format!(
+                    "a relocation at offset {rel:#x} of its definition, not one of its `values`"
+                )));
+            };
+            let slot = (rel - vo) / 8;
+            let sym = elf.symbol(si.0).map_err(bad)?;
+            let f = match sym.section {
+                SymbolSection::Section(t) => elf
+                    .func_at(t.0, sym.value)
+                    .filter(|f| f.start == sym.value)
+                    .map(|f| Candidate {
+                        section: elf.name(t.0).to_string(),
+                        name: f.name.clone(),
+                        kind: SectionType::of(elf.name(t.0)),
+                        sec: t.0,
+                        start: f.start,
+                    }),
+                _ => None,
+            };
+            let Some(c) = f else {
+                return Err(bad(format!(
+                    "slot {slot} holds '{}', which is not a program of the object",
+                    sym.name
+                )));
+            };
+            if def.max_entries != 0 && slot >= def.max_entries as u64 {
+                return Err(bad(format!(
+                    "slot {slot} is past its {} entries",
+                    def.max_entries
+                )));
+            }
+            declared
+                .entry(v.name.clone())
+                .or_default()
+                .insert(slot as u32, c);
+        }
+    }
+    let mut given: HashMap<String, BTreeMap<u32, Candidate>> = HashMap::new();
+    for t in tail {
+        let err = |why: String| LoadError::TailCall {
+            spec: format!("{}={}:{}", t.map, t.index, t.program),
+            why,
+        };
+        let arrays: Vec<&str> = maps
+            .iter()
+            .filter(|m| m.0.is_prog_array())
+            .map(|m| m.0.name.as_str())
+            .collect();
+        let Some(def) = maps.iter().map(|m| &m.0).find(|d| d.name == t.map) else {
+            return Err(err(format!(
+                "the object has no map '{}' (its prog arrays: {})",
+                t.map,
+                if arrays.is_empty() {
+                    "none".to_string()
+                } else {
+                    arrays.join(", ")
+                }
+            )));
+        };
+        if !def.is_prog_array() {
+            return Err(err(format!(
+                "map '{}' is of type {}, not prog_array",
+                t.map,
+                def.type_name()
+            )));
+        }
+        if def.max_entries != 0 && t.index >= def.max_entries {
+            return Err(err(format!(
+                "slot {} is past the array's {} entries",
+                t.index, def.max_entries
+            )));
+        }
+        let c = choose(cands, None, Some(&t.program))
+            .or_else(|_| choose(cands, Some(&t.program), None))
+            .map_err(|e| err(e.to_string()))?;
+        given
+            .entry(t.map.clone())
+            .or_default()
+            .insert(t.index, c.clone());
+    }
+    let mut targets: Vec<Candidate> = Vec::new();
+    let mut out = BTreeMap::new();
+    for (m, (def, _)) in maps.iter().enumerate() {
+        if !def.is_prog_array() {
+            continue;
+        }
+        let a = match given.get(&def.name).or_else(|| declared.get(&def.name)) {
+            Some(slots) => ProgArray::Known(
+                slots
+                    .iter()
+                    .map(|(&k, c)| {
+                        let t = match targets.iter().position(|x| x == c) {
+                            Some(t) => t,
+                            None => {
+                                targets.push(c.clone());
+                                targets.len() - 1
+                            }
+                        };
+                        (k, t)
+                    })
+                    .collect(),
+            ),
+            None => ProgArray::Unknown,
+        };
+        out.insert(m as u32, a);
+    }
+    Ok((out, targets))
+}
+
 /// An instruction slot of the linked program: the section and byte offset it comes from, and
 /// the start of its function there.
 #[derive(Debug, Clone, Copy)]
@@ -960,10 +1325,17 @@ fn load_inner(
     bytes: &[u8],
     section: Option<&str>,
     program: Option<&str>,
+    tail: &[TailSpec],
 ) -> Result<Program, LoadError> {
     let elf = Elf::parse(bytes)?;
     let cands = elf.candidates();
-    let chosen = choose(&cands, section, program)?.clone();
+    // Without --section/--program, several XDP programs are ambiguous unless all but one are
+    // tail-call targets of the object's prog arrays (decided once they are read, below).
+    let early = match choose(&cands, section, program) {
+        Ok(c) => Ok(c.clone()),
+        Err(e @ LoadError::Ambiguous { .. }) if section.is_none() && program.is_none() => Err(e),
+        Err(e) => return Err(e),
+    };
 
     // Maps: legacy ones here; BTF-defined ones and global data by aya-obj, from a copy of the
     // object that hides the code and the legacy maps from it.
@@ -989,8 +1361,24 @@ fn load_inner(
                 .into(),
         ));
     }
-    let copy = hidden_copy(bytes, &hide)
+    let mut copy = hidden_copy(bytes, &hide)
         .ok_or_else(|| LoadError::Parse("the section header table is not in the file".into()))?;
+    // A prog array's `values` (pointers to functions) is renamed `alues` (the same string, one
+    // byte on) in the copy: aya-obj would take it for a map of maps' inner map and refuse it.
+    // Its programs are read here (`prog_arrays`).
+    if let Some(btf) = elf.file.section_by_name(".BTF") {
+        if let (Ok(data), Some((start, _))) = (btf.data(), btf.file_range()) {
+            for v in btf_map_vars(data) {
+                let Some(at) = v.values_fn_name_at else {
+                    continue;
+                };
+                let name = u32_le(data, at).unwrap_or(0);
+                if let Some(b) = copy.get_mut(start as usize + at..start as usize + at + 4) {
+                    b.copy_from_slice(&name.wrapping_add(1).to_le_bytes());
+                }
+            }
+        }
+    }
     let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
 
     let mut maps: Vec<(MapDef, MapAt)> = Vec::new();
@@ -1016,6 +1404,15 @@ fn load_inner(
             inner: None,
         };
         let mut d = def(name, m);
+        if d.is_prog_array() {
+            // `__array(values, ...)` declares no sizes: libbpf gives 4-byte keys and values.
+            if d.key_size == 0 {
+                d.key_size = 4;
+            }
+            if d.value_size == 0 {
+                d.value_size = 4;
+            }
+        }
         if let Some(inner) = m.inner() {
             d.inner = Some(Box::new(def(&format!("{name}.inner"), &inner)));
         }
@@ -1034,6 +1431,19 @@ fn load_inner(
         )));
     }
     let map_index = |at: &MapAt| maps.iter().position(|m| &m.1 == at);
+    let (prog_arrays, targets) = prog_arrays(&elf, &cands, &maps, tail)?;
+    let chosen = match early {
+        Ok(c) => c,
+        Err(e) => {
+            let is_target =
+                |c: &Candidate| targets.iter().any(|t| (t.sec, t.start) == (c.sec, c.start));
+            let entries: Vec<Candidate> = cands.iter().filter(|c| !is_target(c)).cloned().collect();
+            match choose(&entries, None, None) {
+                Ok(c) if !entries.is_empty() => c.clone(),
+                _ => return Err(e),
+            }
+        }
+    };
 
     // Link: the program, then each function it calls or refers to, as libbpf appends them.
     let mut raw: Vec<Raw> = Vec::new();
@@ -1065,160 +1475,181 @@ fn load_inner(
         .ok_or_else(|| LoadError::Parse(format!("program {} has no code", chosen.name)))?
         .clone();
     place(&mut raw, &mut origin, &mut placed, chosen.sec, &main)?;
+    // The program and its callees, then each tail-call target and its callees.
     let mut i = 0;
-    while i < raw.len() {
-        let o = origin[i];
-        let r = raw[i];
-        let rel = elf.relocs.get(&(o.sec, o.off)).copied();
-        let bad = |what: String| LoadError::Parse(format!("{}: {what}", elf.at(o.sec, o.off)));
-        let sym = match rel {
-            Some(si) => Some(elf.symbol(si).map_err(&bad)?),
-            None => None,
-        };
-        // The slot `target` (section, byte offset) will have once its function is placed.
-        let mut link = |raw: &mut Vec<Raw>,
-                        origin: &mut Vec<Origin>,
-                        tsec: usize,
-                        toff: i64|
-         -> Result<i32, LoadError> {
-            let len = elf.code.get(&tsec).map_or(0, |c| c.len()) as i64;
-            if toff < 0 || toff >= len || toff % 8 != 0 {
-                return Err(bad(format!(
-                    "refers to offset {toff:#x} of section '{}', not one of its instructions",
-                    elf.name(tsec)
-                )));
-            }
-            let f = elf.func_at(tsec, toff as u64).ok_or_else(|| {
-                bad(format!(
-                    "refers to offset {toff:#x} of section '{}', where no function is",
-                    elf.name(tsec)
-                ))
-            })?;
-            let at = place(raw, origin, &mut placed, tsec, f)?;
-            let to = at as i64 + (toff - f.start as i64) / 8;
-            i32::try_from(to - i as i64 - 1).map_err(|_| bad("a call out of range".into()))
-        };
-        match r.code {
-            // call
-            0x85 => {
-                let target = match &sym {
-                    Some(s) if matches!(s.section, SymbolSection::Undefined) => {
-                        // A kernel function (kfunc): named by its extern symbol.
-                        let id = match kfuncs.iter().position(|k| *k == s.name) {
-                            Some(k) => k,
-                            None => {
-                                kfuncs.push(s.name.clone());
-                                kfuncs.len() - 1
+    let mut main_len = None;
+    let mut tail_targets: Vec<TailTarget> = Vec::new();
+    loop {
+        while i < raw.len() {
+            let o = origin[i];
+            let r = raw[i];
+            let rel = elf.relocs.get(&(o.sec, o.off)).copied();
+            let bad = |what: String| LoadError::Parse(format!("{}: {what}", elf.at(o.sec, o.off)));
+            let sym = match rel {
+                Some(si) => Some(elf.symbol(si).map_err(&bad)?),
+                None => None,
+            };
+            // The slot `target` (section, byte offset) will have once its function is placed.
+            let mut link = |raw: &mut Vec<Raw>,
+                            origin: &mut Vec<Origin>,
+                            tsec: usize,
+                            toff: i64|
+             -> Result<i32, LoadError> {
+                let len = elf.code.get(&tsec).map_or(0, |c| c.len()) as i64;
+                if toff < 0 || toff >= len || toff % 8 != 0 {
+                    return Err(bad(format!(
+                        "refers to offset {toff:#x} of section '{}', not one of its instructions",
+                        elf.name(tsec)
+                    )));
+                }
+                let f = elf.func_at(tsec, toff as u64).ok_or_else(|| {
+                    bad(format!(
+                        "refers to offset {toff:#x} of section '{}', where no function is",
+                        elf.name(tsec)
+                    ))
+                })?;
+                let at = place(raw, origin, &mut placed, tsec, f)?;
+                let to = at as i64 + (toff - f.start as i64) / 8;
+                i32::try_from(to - i as i64 - 1).map_err(|_| bad("a call out of range".into()))
+            };
+            match r.code {
+                // call
+                0x85 => {
+                    let target = match &sym {
+                        Some(s) if matches!(s.section, SymbolSection::Undefined) => {
+                            // A kernel function (kfunc): named by its extern symbol.
+                            let id = match kfuncs.iter().position(|k| *k == s.name) {
+                                Some(k) => k,
+                                None => {
+                                    kfuncs.push(s.name.clone());
+                                    kfuncs.len() - 1
+                                }
+                            };
+                            raw[i].src = PSEUDO_KFUNC_CALL;
+                            raw[i].imm = id as i32;
+                            None
+                        }
+                        Some(s) => match s.section {
+                            SymbolSection::Section(t) if elf.code.contains_key(&t.0) => {
+                                Some((t.0, s.value as i64 + (r.imm as i64 + 1) * 8))
+                            }
+                            _ => {
+                                return Err(bad(format!(
+                                    "a call relocated against '{}', which is not a function",
+                                    s.name
+                                )))
+                            }
+                        },
+                        None if r.src == PSEUDO_CALL => {
+                            Some((o.sec, o.off as i64 + (r.imm as i64 + 1) * 8))
+                        }
+                        None => None,
+                    };
+                    if let Some((tsec, toff)) = target {
+                        let imm = link(&mut raw, &mut origin, tsec, toff)?;
+                        raw[i].src = PSEUDO_CALL;
+                        raw[i].imm = imm;
+                    }
+                    i += 1;
+                }
+                // LD_IMM64
+                0x18 => {
+                    if let Some(s) = &sym {
+                        let tsec = match s.section {
+                            SymbolSection::Section(t) => t.0,
+                            SymbolSection::Undefined => {
+                                return Err(bad(format!(
+                                    "extern variable '{}' (__ksym or __kconfig) is not supported",
+                                    s.name
+                                )))
+                            }
+                            _ => {
+                                return Err(bad(format!(
+                                    "LD_IMM64 relocated against '{}', which is not in a section",
+                                    s.name
+                                )))
                             }
                         };
-                        raw[i].src = PSEUDO_KFUNC_CALL;
-                        raw[i].imm = id as i32;
-                        None
-                    }
-                    Some(s) => match s.section {
-                        SymbolSection::Section(t) if elf.code.contains_key(&t.0) => {
-                            Some((t.0, s.value as i64 + (r.imm as i64 + 1) * 8))
-                        }
-                        _ => {
-                            return Err(bad(format!(
-                                "a call relocated against '{}', which is not a function",
-                                s.name
-                            )))
-                        }
-                    },
-                    None if r.src == PSEUDO_CALL => {
-                        Some((o.sec, o.off as i64 + (r.imm as i64 + 1) * 8))
-                    }
-                    None => None,
-                };
-                if let Some((tsec, toff)) = target {
-                    let imm = link(&mut raw, &mut origin, tsec, toff)?;
-                    raw[i].src = PSEUDO_CALL;
-                    raw[i].imm = imm;
-                }
-                i += 1;
-            }
-            // LD_IMM64
-            0x18 => {
-                if let Some(s) = &sym {
-                    let tsec = match s.section {
-                        SymbolSection::Section(t) => t.0,
-                        SymbolSection::Undefined => {
-                            return Err(bad(format!(
-                                "extern variable '{}' (__ksym or __kconfig) is not supported",
-                                s.name
-                            )))
-                        }
-                        _ => {
-                            return Err(bad(format!(
-                                "LD_IMM64 relocated against '{}', which is not in a section",
-                                s.name
-                            )))
-                        }
-                    };
-                    let tname = elf.name(tsec);
-                    let sym_off = if s.kind == SymbolKind::Section {
-                        r.imm as i64 as u64
-                    } else {
-                        0
-                    };
-                    if elf.code.contains_key(&tsec) {
-                        // The address of a function (a callback).
-                        let imm = link(&mut raw, &mut origin, tsec, s.value as i64 + r.imm as i64)?;
-                        raw[i].src = PSEUDO_FUNC;
-                        raw[i].imm = imm;
-                    } else if let Some(k) = map_index(&MapAt::Data(tsec)) {
-                        raw[i].src = PSEUDO_MAP_VALUE;
-                        raw[i].imm = k as i32;
-                        if let Some(hi) = raw.get_mut(i + 1) {
-                            hi.imm = (r.imm as i64 + s.value as i64) as i32;
-                        }
-                    } else {
-                        let at = if legacy.contains(&tsec) {
-                            MapAt::Legacy(tsec, s.value.wrapping_add(sym_off))
-                        } else if s.kind == SymbolKind::Section {
-                            // A BTF map through its section's symbol: the map symbol there.
-                            let want = s.value.wrapping_add(sym_off);
-                            let name = elf
-                                .file
-                                .symbols()
-                                .find(|x| {
-                                    x.section()
-                                        == SymbolSection::Section(object::SectionIndex(tsec))
-                                        && x.address() == want
-                                        && x.kind() != SymbolKind::Section
-                                })
-                                .and_then(|x| x.name().ok().map(str::to_string))
-                                .unwrap_or_default();
-                            MapAt::Btf(name)
+                        let tname = elf.name(tsec);
+                        let sym_off = if s.kind == SymbolKind::Section {
+                            r.imm as i64 as u64
                         } else {
-                            MapAt::Btf(s.name.clone())
+                            0
                         };
-                        let k = map_index(&at).ok_or_else(|| {
-                            bad(format!(
+                        if elf.code.contains_key(&tsec) {
+                            // The address of a function (a callback).
+                            let imm =
+                                link(&mut raw, &mut origin, tsec, s.value as i64 + r.imm as i64)?;
+                            raw[i].src = PSEUDO_FUNC;
+                            raw[i].imm = imm;
+                        } else if let Some(k) = map_index(&MapAt::Data(tsec)) {
+                            raw[i].src = PSEUDO_MAP_VALUE;
+                            raw[i].imm = k as i32;
+                            if let Some(hi) = raw.get_mut(i + 1) {
+                                hi.imm = (r.imm as i64 + s.value as i64) as i32;
+                            }
+                        } else {
+                            let at = if legacy.contains(&tsec) {
+                                MapAt::Legacy(tsec, s.value.wrapping_add(sym_off))
+                            } else if s.kind == SymbolKind::Section {
+                                // A BTF map through its section's symbol: the map symbol there.
+                                let want = s.value.wrapping_add(sym_off);
+                                let name = elf
+                                    .file
+                                    .symbols()
+                                    .find(|x| {
+                                        x.section()
+                                            == SymbolSection::Section(object::SectionIndex(tsec))
+                                            && x.address() == want
+                                            && x.kind() != SymbolKind::Section
+                                    })
+                                    .and_then(|x| x.name().ok().map(str::to_string))
+                                    .unwrap_or_default();
+                                MapAt::Btf(name)
+                            } else {
+                                MapAt::Btf(s.name.clone())
+                            };
+                            let k = map_index(&at).ok_or_else(|| {
+                                bad(format!(
                                 "LD_IMM64 relocated against '{}' in section '{tname}', which is \
                                  neither a map, global data nor a function",
                                 s.name
                             ))
-                        })?;
-                        raw[i].src = PSEUDO_MAP_FD;
-                        raw[i].imm = k as i32;
+                            })?;
+                            raw[i].src = PSEUDO_MAP_FD;
+                            raw[i].imm = k as i32;
+                        }
                     }
+                    i += 2;
                 }
-                i += 2;
-            }
-            _ => {
-                if let Some(s) = &sym {
-                    return Err(bad(format!(
+                _ => {
+                    if let Some(s) = &sym {
+                        return Err(bad(format!(
                         "a relocation against '{}' on an instruction that is neither a call nor \
                          LD_IMM64 (opcode {:#04x})",
                         s.name, r.code
                     )));
+                    }
+                    i += 1;
                 }
-                i += 1;
             }
         }
+        main_len.get_or_insert(raw.len());
+        let Some(t) = targets.get(tail_targets.len()) else {
+            break;
+        };
+        let f = elf
+            .func_at(t.sec, t.start)
+            .ok_or_else(|| LoadError::Parse(format!("program {} has no code", t.name)))?
+            .clone();
+        let entry = place(&mut raw, &mut origin, &mut placed, t.sec, &f)?;
+        tail_targets.push(TailTarget {
+            section: t.section.clone(),
+            name: t.name.clone(),
+            entry: entry as u32,
+        });
     }
+    let main_len = main_len.unwrap_or(raw.len());
 
     let n_maps = maps.len() as i32;
     let code =
@@ -1276,6 +1707,9 @@ fn load_inner(
         lines,
         license: obj.license.to_string_lossy().into_owned(),
         kfuncs,
+        main_len,
+        tail_targets,
+        prog_arrays,
     })
 }
 

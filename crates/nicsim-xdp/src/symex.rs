@@ -187,9 +187,68 @@ struct Sym<'a> {
     defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
     asserts: Vec<(usize, String)>,
+    /// Tail calls made so far on the path.
+    tails: u32,
 }
 
 impl<'a> Sym<'a> {
+    /// `bpf_tail_call(ctx, map, index)` leaving as `kind` says (docs/xdp.md, "Tail calls"): a
+    /// `TailCall` edge jumps into the program of its slot (the index is that slot; the target
+    /// starts with r1 the context and a stack of its own, and never returns); the call's
+    /// other edge returns (the slot is empty or past the array, or
+    /// [`MAX_TAIL_CALLS`](crate::load::MAX_TAIL_CALLS) calls were made) with r0 unknown.
+    fn tail_call(&mut self, kind: EdgeKind, k: usize) {
+        let r2 = self.reg(2);
+        let idx = self.scalar(&self.reg(3));
+        let idx = format!("((_ extract 31 0) {idx})");
+        let cond = match kind {
+            EdgeKind::TailCall { map, slot } => Some(match r2 {
+                V::MapPtr(m) if m != map => "false".to_string(),
+                _ => format!("(= {idx} (_ bv{slot} 32))"),
+            }),
+            _ if self.tails < crate::load::MAX_TAIL_CALLS => match r2 {
+                V::MapPtr(m) => match self.p.prog_arrays.get(&m) {
+                    Some(crate::load::ProgArray::Known(slots)) if !slots.is_empty() => {
+                        let ne: Vec<String> = slots
+                            .keys()
+                            .map(|s| format!("(not (= {idx} (_ bv{s} 32)))"))
+                            .collect();
+                        Some(format!("(and {})", ne.join(" ")))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(c) = cond {
+            let c = self.def("Bool", &c);
+            let _ = writeln!(self.out, "(assert (! {c} :named a{k}))");
+            self.asserts.push((k, c));
+        }
+        if let EdgeKind::TailCall { .. } = kind {
+            self.tails += 1;
+            self.next_frame += 1;
+            let f = self.next_frame;
+            // Registers other than r1 and r10 are not read before they are written (the
+            // verifier's rule for a program's entry).
+            let mut regs: [V; 11] = std::array::from_fn(|_| V::S(bv64(0)));
+            regs[1] = V::Ctx;
+            regs[10] = V::P(Region::Stack(f), bv64(0), Some(0));
+            self.frames = vec![Frame {
+                id: f,
+                regs,
+                stack: HashMap::new(),
+                spills: HashMap::new(),
+                arr: None,
+                dirty: BTreeSet::new(),
+                saved: None,
+            }];
+        } else {
+            self.call(u32::MAX);
+        }
+    }
+
     /// Name a term. Names are hashes of the definition, so the same term gets the same name
     /// on every path: assertions can then be compared across paths by their text.
     fn def(&mut self, sort: &str, expr: &str) -> String {
@@ -806,6 +865,61 @@ impl<'a> Sym<'a> {
     /// Record that the path reads map `m`'s entry under `key` (a term of the key's width): its
     /// initial value bytes, and `present` (whether it has an entry; `None`: always, an array),
     /// so that the model gives the entry an example packet needs.
+    /// `bpf_map_lookup_elem` on lpm_trie `m` with the key at `keyp` (`{u32 prefixlen; u8
+    /// data[]}`): the entry with the longest prefix length L, at most the key's prefixlen, whose
+    /// key is (L, the key's data with the bits past L zeroed) — the interpreter keeps an
+    /// lpm_trie's keys so normalised, and so does a model's example. An ite chain from the
+    /// longest L down.
+    fn lpm_lookup(&mut self, m: u32, keyp: &V) -> V {
+        let ksz = self.p.maps[m as usize].key_size;
+        let key = self.stack_bytes(keyp, ksz);
+        let key = self.def(&format!("(_ BitVec {})", ksz * 8), &key);
+        let plen = self.def("(_ BitVec 32)", &format!("((_ extract 31 0) {key})"));
+        let pres = self.present[m as usize].clone();
+        // A constant of the key's width from its bytes (byte 0 lowest).
+        let konst = |bytes: &[u8]| -> String {
+            let digits: String = bytes.iter().rev().map(|b| format!("{b:02x}")).collect();
+            format!("#x{digits}")
+        };
+        let data_bits = 8 * (ksz - 4);
+        let (mut chosen, mut found) = (String::new(), Vec::new());
+        for l in 0..=data_bits {
+            let mut mask = vec![0u8; ksz as usize];
+            let mut lbytes = vec![0u8; ksz as usize];
+            lbytes[..4].copy_from_slice(&l.to_le_bytes());
+            for (i, b) in mask[4..].iter_mut().enumerate() {
+                let keep = l.saturating_sub(8 * i as u32).min(8);
+                *b = (0xff00u16 >> keep) as u8;
+            }
+            let cand = self.def(
+                &format!("(_ BitVec {})", ksz * 8),
+                &format!("(bvor (bvand {key} {}) {})", konst(&mask), konst(&lbytes)),
+            );
+            let cond = self.def(
+                "Bool",
+                &format!("(and (bvuge {plen} (_ bv{l} 32)) (select {pres} {cand}))"),
+            );
+            chosen = if l == 0 {
+                cand
+            } else {
+                let c = format!("(ite {cond} {cand} {chosen})");
+                self.def(&format!("(_ BitVec {})", ksz * 8), &c)
+            };
+            found.push(cond);
+        }
+        let null = self.def("Bool", &format!("(not (or false {}))", found.join(" ")));
+        self.record_lookup(m, &chosen, Some(format!("(select p{m}_0 {chosen})")));
+        V::P(
+            Region::Map {
+                m,
+                key: chosen,
+                null,
+            },
+            bv64(0),
+            Some(0),
+        )
+    }
+
     fn record_lookup(&mut self, m: u32, key: &str, present: Option<String>) {
         let def = &self.p.maps[m as usize];
         self.lookups.push(Lookup {
@@ -993,6 +1107,13 @@ impl<'a> Sym<'a> {
         let r3 = self.reg(3);
         let r4 = self.reg(4);
         let r0 = match (helper, &r1) {
+            (HELPER_MAP_LOOKUP, V::MapPtr(m))
+                if self.p.maps[*m as usize].map_type == crate::load::MAP_LPM_TRIE
+                    && self.p.maps[*m as usize].key_size > 4 =>
+            {
+                let m = *m;
+                self.lpm_lookup(m, &r2)
+            }
             (HELPER_MAP_LOOKUP, V::MapPtr(m)) => {
                 let m = *m;
                 let def = self.p.maps[m as usize].clone();
@@ -1323,6 +1444,9 @@ impl<'a> Sym<'a> {
                 let _ = writeln!(self.out, "(assert (! {c} :named a{k}))");
                 self.asserts.push((k, c));
             }
+            Insn::Call {
+                helper: crate::absint::HELPER_TAIL_CALL,
+            } => self.tail_call(kind, k),
             Insn::Call { helper } => self.call(helper),
             // As a helper nothing is known of (not reached: the costing refuses kfuncs).
             Insn::Kfunc { .. } => self.call(u32::MAX),
@@ -1399,6 +1523,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         ret: None,
         defined: Default::default(),
         asserts: Vec::new(),
+        tails: 0,
     };
     let _ = writeln!(
         s.out,
@@ -2001,5 +2126,250 @@ mod tests {
         };
         assert!(delete(true, 0, false) && !delete(true, -2, false) && !delete(true, 0, true));
         assert!(delete(false, -2, false) && !delete(false, 0, false));
+    }
+
+    /// A program that tail-calls through prog array 0 with `index` (its slots: `slots`, slot →
+    /// entry), then returns XDP_PASS; `index` is the instruction at 5 (the packet's first byte
+    /// by default). Targets follow at 13: `r0 = 1; exit`.
+    fn tail_prog(index: Slot, slots: &[(u32, u32)]) -> Program {
+        let mut code: Vec<Slot> = vec![
+            ldx(W, 2, 1, 0),
+            ldx(W, 3, 1, 4),
+            movr(4, 2),
+            add(4, 1),
+            jgt_r(4, 3, 6),
+            index,
+        ];
+        code.extend(ld_map(2, 0));
+        code.extend([
+            call(12),
+            mov(0, 2),
+            exit(),
+            mov(0, 0),
+            exit(),
+            mov(0, 1),
+            exit(),
+        ]);
+        let mut p = prog(&code, vec![map("jt", crate::load::MAP_PROG_ARRAY, 4, 4, 4)]);
+        tail_targets(&mut p, slots);
+        p
+    }
+
+    /// Prog array 0 holds `slots` (slot → entry instruction), each entry a target of its own.
+    fn tail_targets(p: &mut Program, slots: &[(u32, u32)]) {
+        p.tail_targets = slots
+            .iter()
+            .map(|&(_, e)| crate::load::TailTarget {
+                section: "xdp".into(),
+                name: format!("t{e}"),
+                entry: e,
+            })
+            .collect();
+        p.prog_arrays.insert(
+            0,
+            crate::load::ProgArray::Known(
+                slots
+                    .iter()
+                    .enumerate()
+                    .map(|(t, &(k, _))| (k, t))
+                    .collect(),
+            ),
+        );
+        p.main_len = 13.min(p.raw.len());
+    }
+
+    fn sat(p: &Program, steps: &[(u32, EdgeKind)]) -> bool {
+        match z3(&query(p, steps, 60, 1514).smt).as_str() {
+            "sat" => true,
+            "unsat" => false,
+            other => panic!("z3: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_tail_call_jumps_for_the_slots_it_holds_and_returns_otherwise() {
+        use crate::interp::{run, MapState, RunOptions};
+        let p = tail_prog(ldx(B, 3, 2, 0), &[(1, 13)]);
+        // The interpreter: slot 1 runs the target (XDP_DROP); slot 0 is empty, 7 past the array.
+        for (b, want) in [(1u8, 1u64), (0, 2), (7, 2)] {
+            let mut m = MapState::new(&p);
+            let mut pkt = vec![0u8; 60];
+            pkt[0] = b;
+            let o = run(&p, &pkt, &mut m, &RunOptions::default()).unwrap();
+            assert_eq!(o.retval, want, "index {b}");
+        }
+        // The graph: the call's edges are the return and the jump into slot 1 at depth 0.
+        let g = crate::cfg::build(&p, crate::cfg::Limits::default()).unwrap();
+        let call = g.nodes.iter().find(|n| n.pc == 8).unwrap();
+        let kinds: Vec<(EdgeKind, u32)> = call
+            .succ
+            .iter()
+            .map(|e| (e.kind, g.nodes[e.to as usize].pc))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (EdgeKind::Next, 9),
+                (EdgeKind::TailCall { map: 0, slot: 1 }, 13)
+            ]
+        );
+        assert!(g.nodes.iter().filter(|n| n.pc >= 13).all(|n| n.depth == 0));
+        // Symbolically: both edges are feasible with a packet index; with the index 1, only the
+        // jump is.
+        let head: Vec<(u32, EdgeKind)> = vec![
+            (0, EdgeKind::Next),
+            (1, EdgeKind::Next),
+            (2, EdgeKind::Next),
+            (3, EdgeKind::Next),
+            (4, EdgeKind::NotTaken),
+            (5, EdgeKind::Next),
+            (6, EdgeKind::Next),
+        ];
+        let jump = [
+            (8, EdgeKind::TailCall { map: 0, slot: 1 }),
+            (13, EdgeKind::Next),
+            (14, EdgeKind::Next),
+        ];
+        let ret = [
+            (8, EdgeKind::Next),
+            (9, EdgeKind::Next),
+            (10, EdgeKind::Next),
+        ];
+        let path = |tail: &[(u32, EdgeKind)]| [head.as_slice(), tail].concat();
+        assert!(sat(&p, &path(&jump)) && sat(&p, &path(&ret)));
+        let one = tail_prog(mov(3, 1), &[(1, 13)]);
+        assert!(sat(&one, &path(&jump)) && !sat(&one, &path(&ret)));
+        let two = tail_prog(mov(3, 2), &[(1, 13)]);
+        assert!(!sat(&two, &path(&jump)) && sat(&two, &path(&ret)));
+        // A prog array whose contents are not known is empty for the interpreter, has no jump
+        // in the graph, and makes the program unbounded.
+        let mut unknown = tail_prog(ldx(B, 3, 2, 0), &[]);
+        unknown
+            .prog_arrays
+            .insert(0, crate::load::ProgArray::Unknown);
+        assert_eq!(unknown.unbounded_prog_arrays(), ["jt"]);
+        assert!(p.unbounded_prog_arrays().is_empty());
+    }
+
+    #[test]
+    fn a_program_that_tail_calls_itself_stops_after_33_calls() {
+        use crate::interp::{run, MapState, RunOptions};
+        // r2 = prog array; r3 = 0; tail_call; r0 = XDP_PASS; exit — slot 0 holds the program.
+        let mut code: Vec<Slot> = ld_map(2, 0).to_vec();
+        code.extend([mov(3, 0), call(12), mov(0, 2), exit()]);
+        let mut p = prog(&code, vec![map("jt", crate::load::MAP_PROG_ARRAY, 4, 4, 1)]);
+        tail_targets(&mut p, &[(0, 0)]);
+        p.main_len = p.raw.len();
+        let mut m = MapState::new(&p);
+        let o = run(&p, &[0; 60], &mut m, &RunOptions::default()).unwrap();
+        // 34 runs of `ld_imm64; mov; call` (33 calls jumped), then the return.
+        assert_eq!(o.retval, 2);
+        assert_eq!(o.trace.len(), 34 * 3 + 2);
+        let g = crate::cfg::build(&p, crate::cfg::Limits::default()).unwrap();
+        let jumps = g
+            .nodes
+            .iter()
+            .flat_map(|n| &n.succ)
+            .filter(|e| matches!(e.kind, EdgeKind::TailCall { .. }))
+            .count();
+        assert_eq!(jumps, 33);
+        let round = [(0, EdgeKind::Next), (2, EdgeKind::Next)];
+        let path = |calls: usize| {
+            let mut v = Vec::new();
+            for _ in 0..calls {
+                v.extend(round);
+                v.push((3, EdgeKind::TailCall { map: 0, slot: 0 }));
+            }
+            v.extend(round);
+            v.extend([
+                (3, EdgeKind::Next),
+                (4, EdgeKind::Next),
+                (5, EdgeKind::Next),
+            ]);
+            v
+        };
+        assert!(sat(&p, &path(33)));
+        assert!(!sat(&p, &path(0)) && !sat(&p, &path(32)));
+    }
+
+    #[test]
+    fn an_lpm_trie_lookup_finds_the_longest_matching_prefix() {
+        use crate::interp::{run, MapState, RunOptions};
+        // key = {32, the packet's first 4 bytes}; r0 = *lookup(acl, &key), or 2 without one.
+        let mut code: Vec<Slot> = vec![
+            ldx(W, 2, 1, 0),
+            ldx(W, 3, 1, 4),
+            movr(4, 2),
+            add(4, 4),
+            jgt_r(4, 3, 11),
+            ldx(W, 5, 2, 0),
+            st(W, 10, -8, 32),
+            stx(W, 10, 5, -4),
+        ];
+        code.extend(ld_map(1, 0));
+        code.extend([
+            movr(2, 10),
+            add(2, -8),
+            call(1),
+            jeq(0, 0, 2),
+            ldx(W, 0, 0, 0),
+            exit(),
+            mov(0, 2),
+            exit(),
+        ]);
+        let p = prog(&code, vec![map("acl", crate::load::MAP_LPM_TRIE, 8, 4, 16)]);
+        let mut maps = MapState::new(&p);
+        // 10.0.0.0/8 → 5, 10.1.2.0/24 → 7 (given with host bits set: they do not count).
+        maps.set("acl", &[8, 0, 0, 0, 10, 0, 0, 0], &5u32.to_le_bytes())
+            .unwrap();
+        maps.set("acl", &[24, 0, 0, 0, 10, 1, 2, 99], &7u32.to_le_bytes())
+            .unwrap();
+        assert!(maps
+            .set("acl", &[33, 0, 0, 0, 10, 1, 2, 3], &[0; 4])
+            .is_err());
+        let keys: Vec<Vec<u8>> = maps
+            .entries("acl")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                vec![8, 0, 0, 0, 10, 0, 0, 0],
+                vec![24, 0, 0, 0, 10, 1, 2, 0]
+            ]
+        );
+        let found = walk(&p, &[false, false]);
+        let missed = walk(&p, &[false, true]);
+        for (addr, want) in [
+            ([10, 1, 2, 3], 7u64),
+            ([10, 9, 9, 9], 5),
+            ([11, 1, 2, 3], 2),
+        ] {
+            let mut pkt = vec![0u8; 60];
+            pkt[..4].copy_from_slice(&addr);
+            let mut m = maps.clone();
+            let o = run(&p, &pkt, &mut m, &RunOptions::default()).unwrap();
+            assert_eq!(o.retval, want, "{addr:?}");
+            // The query with this case: the path the interpreter took returns what it did, and
+            // no other value.
+            let w = crate::differential::witness(&p, &maps, &pkt);
+            let path = if want == 2 { &missed } else { &found };
+            let q = query(&p, path, 60, 1514);
+            let check = |ret: u64| {
+                let smt = format!("{}(assert (= {} {}))\n", w.apply(&q.smt), q.ret, bv64(ret));
+                z3(&smt)
+            };
+            assert_eq!(check(want), "sat", "{addr:?}");
+            for other in [2u64, 5, 7] {
+                if other != want {
+                    assert_eq!(check(other), "unsat", "{addr:?} returning {other}");
+                }
+            }
+            let other_path = if want == 2 { &found } else { &missed };
+            let smt = w.apply(&query(&p, other_path, 60, 1514).smt);
+            assert_eq!(z3(&smt), "unsat", "{addr:?} on the other path");
+        }
     }
 }

@@ -97,6 +97,14 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
     let raw = Raw::slots(&bytes).unwrap();
     let n = maps.len() as i32;
     let code = decode(&raw, &|fd| (0..n).contains(&fd).then_some(fd as u32)).unwrap();
+    let raw_len = raw.len();
+    // Prog arrays start unknown; a test sets their contents.
+    let maps_prog_arrays = maps
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.is_prog_array())
+        .map(|(k, _)| (k as u32, crate::load::ProgArray::Unknown))
+        .collect();
     Program {
         section: "xdp".into(),
         name: "t".into(),
@@ -107,6 +115,9 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         lines: Vec::new(),
         license: "GPL".into(),
         kfuncs: Vec::new(),
+        main_len: raw_len,
+        tail_targets: Vec::new(),
+        prog_arrays: maps_prog_arrays,
     }
 }
 

@@ -372,3 +372,85 @@ fn global_data_are_array_maps_and_rodata_is_constant() {
     ));
     analyse(&bytes, None, None).unwrap();
 }
+
+/// `tests/xdp/tail_lb.c`: the prog array's declared `.values` give its slots; the targets are
+/// linked after the program (which the kernel loads alone: `raw[..main_len]`).
+#[test]
+fn declared_prog_array_slots_are_its_targets() {
+    use nicsim_xdp::load::{load_full, ProgArray, TailSpec};
+    let p = load("tail_lb", None, Some("tail_lb"));
+    let m = p.maps.iter().position(|m| m.name == "backends").unwrap() as u32;
+    let def = &p.maps[m as usize];
+    assert_eq!(
+        (
+            def.type_name(),
+            def.key_size,
+            def.value_size,
+            def.max_entries
+        ),
+        ("prog_array", 4, 4, 4)
+    );
+    let ProgArray::Known(slots) = &p.prog_arrays[&m] else {
+        panic!("{:?}", p.prog_arrays)
+    };
+    let names: Vec<(u32, &str)> = slots
+        .iter()
+        .map(|(&k, &t)| (k, p.tail_targets[t].name.as_str()))
+        .collect();
+    assert_eq!(names, [(0, "lb_fast"), (1, "lb_slow")]);
+    assert!(p.main_len < p.raw.len());
+    for t in &p.tail_targets {
+        assert!(t.entry as usize >= p.main_len);
+    }
+    assert!(p.unbounded_prog_arrays().is_empty());
+    // Without --program: the one XDP program that is no declared target.
+    assert_eq!(load("tail_lb", None, None).name, "tail_lb");
+    // tail_unknown.c declares nothing: unbounded, unless --tail-call says what the array holds.
+    let u = load("tail_unknown", None, Some("tail_unknown"));
+    assert_eq!(u.unbounded_prog_arrays(), ["jumps"]);
+    let spec = |map: &str, index: u32, program: &str| TailSpec {
+        map: map.into(),
+        index,
+        program: program.into(),
+    };
+    let bytes = obj("tail_unknown");
+    assert!(load_err(&bytes, None, None).contains("several XDP programs"));
+    let given = load_full(
+        &bytes,
+        None,
+        Some("tail_unknown"),
+        &[spec("jumps", 3, "tu_drop")],
+    )
+    .unwrap();
+    assert!(given.unbounded_prog_arrays().is_empty());
+    assert_eq!(given.tail_targets.len(), 1);
+    for (bad, needle) in [
+        (
+            spec("nosuch", 0, "tu_drop"),
+            "no map 'nosuch' (its prog arrays: jumps)",
+        ),
+        (
+            spec("packets", 0, "tu_drop"),
+            "map 'packets' is of type array, not prog_array",
+        ),
+        (
+            spec("jumps", 8, "tu_drop"),
+            "slot 8 is past the array's 8 entries",
+        ),
+        (
+            spec("jumps", 0, "nope"),
+            "no program in section or function 'nope'",
+        ),
+    ] {
+        let e = load_full(&bytes, None, Some("tail_unknown"), &[bad])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--tail-call jumps=")
+                || e.starts_with("--tail-call nosuch=")
+                || e.starts_with("--tail-call packets="),
+            "{e}"
+        );
+        assert!(e.contains(needle), "{e}");
+    }
+}

@@ -78,7 +78,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             section: str | None = None, loop_bound: int | None = None, rate: str = "bit", timeout_s: float = 60.0,
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
             progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
-            map_sizes: dict[str, int] | None = None, program: str | None = None) -> dict[str, Any]:
+            map_sizes: dict[str, int] | None = None, program: str | None = None,
+            tail_calls: Sequence[tuple[str, int, str]] | None = None) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
 
@@ -97,6 +98,10 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     `map_sizes`: map name → entries, in place of the declared `max_entries` (`--map-size`); a
     map declared with 0 entries and not sized here is analysed for every size (a warning says
     so, and the example's maps give the model's size).
+    `tail_calls`: (prog array, slot, program) entries (`--tail-call`), all that the arrays named
+    hold, in place of what the object declares. A tail call through a prog array whose contents
+    are neither declared nor given makes the answer `unbounded` (docs/xdp.md, "Tail calls"):
+    `guarantee.status` is "unbounded" and its rates are null; no search runs.
     """
     from nicsim import _core
     from nicsim.xdp.solver import SolverStopped, make_solver
@@ -116,7 +121,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     try:
         with core_errors(tname):
             search = _core.XdpSearch(data, text, tname, section, loop_bound, rate == "bit", analysis_mb, mac_limit,
-                                     program, sorted((map_sizes or {}).items()))
+                                     program, sorted((map_sizes or {}).items()), list(tail_calls or []))
     except InputError as e:
         slv.close()
         raise InputError(f"{obj}: {e}") from None
@@ -131,7 +136,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     def elapsed() -> float:
         return round(time.perf_counter() - t0, 6)
 
-    trace = [{"seconds": elapsed(), "pps": naive["pps"], "bps": naive["bps"]}]
+    unbounded = summary["guarantee"]["status"] == "unbounded"
+    trace = [] if unbounded else [{"seconds": elapsed(), "pps": naive["pps"], "bps": naive["bps"]}]
     best = naive[key_name]
 
     def note(bound: float) -> None:
@@ -154,9 +160,11 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         return timeout_s - (time.perf_counter() - t0)
 
     solver_ended = None
+    if unbounded:
+        status = stopped = "unbounded"
     try:
         solver_name = f"{slv.name} {slv.version()}"  # (waits for the solver process to be ready)
-        while True:
+        while not unbounded:
             if remaining() <= 0:
                 status = stopped = "timeout"
                 break
@@ -255,6 +263,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         summary["path"].update(feasible=True, retval=ssp["retval"], xdp_action=XDP_ACTIONS.get(ssp["retval"], "unknown"))
         summary["example_packet_hex"] = example.hex()
         summary["maps"] = _merge_maps(summary["maps"], maps)
+    elif unbounded:
+        ssp = None  # no number: summary["guarantee"] says "unbounded"
     else:
         # Every path slower than the floor was refuted (or, when one satisfiable path was found
         # but the search stopped before it was shown the slowest, is no slower than it), so the
@@ -277,7 +287,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         "solver_ended": solver_ended,
         "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, 1),
     }
-    summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest())
+    summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest(),
+                             tail_calls=[list(t) for t in tail_calls or []])
     summary["seconds"] = elapsed()
     summary["trace"] = trace
     if output is not None:
@@ -306,12 +317,17 @@ def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
     if tr:
         ax.step([t["seconds"] for t in tr] + [s["seconds"]], [t[key] / scale for t in tr] + [tr[-1][key] / scale],
                 where="post", color="tab:blue")
-    ax.axhline(s["naive"][key] / scale, color="grey", ls=":", label="naive bound")
-    ax.axhline(s["guarantee"][key] / scale, color="tab:green", ls="--",
-               label=f"guarantee ({s['guarantee']['status']})")
+    if s["naive"][key] is not None:
+        ax.axhline(s["naive"][key] / scale, color="grey", ls=":", label="naive bound")
+    if s["guarantee"][key] is not None:
+        ax.axhline(s["guarantee"][key] / scale, color="tab:green", ls="--",
+                   label=f"guarantee ({s['guarantee']['status']})")
+    else:
+        ax.set_title(f"guarantee: {s['guarantee']['status']}")
     ax.set(xlabel="search time (s)", ylabel=f"bound ({unit})",
            title=f"{s['object']['program']} on {s['target']}: {s['paths_enumerated']:,} paths")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     by = s["path"].get("cost_by_class") or {}
     names = sorted(by, key=lambda c: -(by[c]["cores"] + by[c]["dram"]))
@@ -458,10 +474,14 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
     results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
                         ray_address=ray_address)
     points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)]
+    def per(x: float | None, scale: float) -> float | None:
+        return None if x is None else x / scale  # null: an unbounded answer
+
     rows = [{"object": p["object"], "program": p["summary"]["object"]["program"], "target": p["target"],
-             "naive_gbps": p["summary"]["naive"]["bps"] / 1e9, "guarantee_gbps": p["summary"]["guarantee"]["bps"] / 1e9,
-             "naive_mpps": p["summary"]["naive"]["pps"] / 1e6,
-             "guarantee_mpps": p["summary"]["guarantee"]["pps"] / 1e6, "status": p["summary"]["guarantee"]["status"],
+             "naive_gbps": per(p["summary"]["naive"]["bps"], 1e9),
+             "guarantee_gbps": per(p["summary"]["guarantee"]["bps"], 1e9),
+             "naive_mpps": per(p["summary"]["naive"]["pps"], 1e6),
+             "guarantee_mpps": per(p["summary"]["guarantee"]["pps"], 1e6), "status": p["summary"]["guarantee"]["status"],
              "bottleneck": p["summary"]["guarantee"]["bottleneck"],
              "min_packet_bytes": p["summary"]["guarantee"]["min_packet_bytes"],
              "paths_enumerated": p["summary"]["paths_enumerated"], "seconds": p["summary"]["seconds"]}
@@ -490,8 +510,8 @@ def _plot_sweep(o: OutputDir, rows: list[dict[str, Any]], rate: str) -> None:
     for i, t in enumerate(targets):
         by = {r["object"]: r for r in rows if r["target"] == t}
         xs = [j + (i - (len(targets) - 1) / 2) * w for j in range(len(objects))]
-        ax.bar(xs, [by[ob][f"guarantee_{key}"] for ob in objects], w, label=f"{t}: guarantee")
-        ax.scatter(xs, [by[ob][f"naive_{key}"] for ob in objects], marker="_", s=200, color="black",
+        ax.bar(xs, [by[ob][f"guarantee_{key}"] or 0.0 for ob in objects], w, label=f"{t}: guarantee")
+        ax.scatter(xs, [by[ob][f"naive_{key}"] or float("nan") for ob in objects], marker="_", s=200, color="black",
                    label="naive bound" if i == 0 else None, zorder=3)
     ax.set_xticks(range(len(objects)), [Path(ob).stem for ob in objects], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(unit)

@@ -127,6 +127,18 @@ def target_toml(m: dict[str, Any]) -> str:
         total = sum(ns[p] for p in parts)
         lines.append(f'"{key}" = {{ cycles = {f(total)}, source = "analogy: {" + ".join(parts)} measured; {why}" }}')
 
+    composite("map_lookup_elem.lpm_trie", ("map_lookup_elem.hash", "map_lookup_elem.hash"),
+              "a trie walk's cost grows with its depth, which a benchmark's trie does not have: taken as two hash "
+              "lookups (an estimate)")
+    if "tail_call" in ns:  # measured since 2026-11-26
+        # The jump into the target (the count incremented, an indirect jump) is not timed: taken
+        # as a bpf-to-bpf call.
+        total = ns["tail_call"] + ns["call_local"]
+        lines.append(f'"tail_call" = {{ cycles = {f(total)}, source = "measured: {what["tail_call"]}, plus call_local '
+                     'for the jump into the target (not timed: a jump cannot be repeated in one program)" }')
+    else:  # older measurements: the slot read as an array lookup, the jump as a bpf-to-bpf call
+        composite("tail_call", ("map_lookup_elem.array", "call_local"), "not measured by this calibration")
+
     events = ("without a reader (perf) or consumer (ring buffer) the call returns early or the buffer fills, "
               "so it is not timed: taken as a hash update, a locked write of a record")
     for key in ("perf_event_output", "ringbuf_output", "ringbuf_reserve"):

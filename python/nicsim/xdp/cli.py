@@ -70,6 +70,38 @@ def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
     return out
 
 
+TailCallOpt = Annotated[list[str] | None, typer.Option(
+    "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...]", help="What prog array MAP holds when the "
+    "program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given are "
+    "all it holds, in place of the object's declared `.values` (repeat for several maps). A tail call through "
+    "a prog array whose contents are neither declared nor given makes the answer 'unbounded'.",
+    show_default=False)]
+
+
+def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
+    """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)]; a malformed one
+    is a one-line error naming it."""
+    from nicsim.errors import InputError
+
+    out: list[tuple[str, int, str]] = []
+    seen: set[tuple[str, int]] = set()
+    for v in values or []:
+        name, eq, rest = v.partition("=")
+        bad = f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}"
+        if not eq or not name.strip() or not rest:
+            raise InputError(bad)
+        for item in rest.split(","):
+            idx, colon, prog = item.partition(":")
+            idx = idx.strip()
+            if not colon or not prog.strip() or not (idx.isascii() and idx.isdigit()) or int(idx) >= U32_MAX:
+                raise InputError(bad)
+            if (name, int(idx)) in seen:
+                raise InputError(f"--tail-call '{v}': slot {int(idx)} of '{name}' is given twice")
+            seen.add((name, int(idx)))
+            out.append((name, int(idx), prog.strip()))
+    return out
+
+
 @xdp_app.command("analyze")
 def xdp_analyze(
     obj: ObjArg,
@@ -97,6 +129,7 @@ def xdp_analyze(
                                             "limit; `--no-mac-limit` gives the cores' and DRAM's rate alone, as the "
                                             "paper's evaluation reports it.")] = True,
     map_size: MapSizeOpt = None,
+    tail_call: TailCallOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -115,16 +148,21 @@ def xdp_analyze(
     unit = "Gbit/s" if rate == Rate.bit else "Mpps"
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
+    tail_calls = parse_tail_calls(tail_call)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
                     progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force,
-                    map_sizes=parse_map_sizes(map_size))
+                    map_sizes=parse_map_sizes(map_size), tail_calls=tail_calls)
     for w in s.get("warnings", []):
         ui.warn(w)
 
     def show(console: Console) -> None:
         g, n = s["guarantee"], s["naive"]
+        if g["status"] == "unbounded":
+            console.print(f"{s['object']['program']} on {s['target']}: unbounded (tail calls through "
+                          f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed")
+            return
         t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
         t.add_column(style="bold")
         t.add_column(justify="right")
@@ -178,6 +216,7 @@ def xdp_sweep(
                                                 show_default=False)] = None,
     ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
+    tail_call: TailCallOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Analyse several XDP objects on several targets, on the sweep pool.
@@ -194,16 +233,19 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program)
+                                 program=program, tail_calls=parse_tail_calls(tail_call))
 
     def show(console: Console) -> None:
         unit, key = ("Gbit/s", "gbps") if rate == Rate.bit else ("Mpps", "mpps")
         t = Table(title=f"{len(rows)} analyses")
         for c in ("program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
             t.add_column(c, justify="left" if c in ("program", "target", "status", "bottleneck") else "right")
+        def num(x: float | None) -> str:
+            return "-" if x is None else f"{x:.3f}"
+
         for r in rows:
-            t.add_row(r["program"], r["target"], f"{r[f'naive_{key}']:.3f}", f"{r[f'guarantee_{key}']:.3f}",
-                      r["status"], r["bottleneck"], f"{r['seconds']:.2f}")
+            t.add_row(r["program"], r["target"], num(r[f"naive_{key}"]), num(r[f"guarantee_{key}"]),
+                      r["status"], r["bottleneck"] or "-", f"{r['seconds']:.2f}")
         console.print(t)
 
     ui.result(summary, show)

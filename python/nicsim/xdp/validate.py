@@ -83,6 +83,9 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
     g = table(s.get("guarantee"), "guarantee")
     if not isinstance(g.get("status"), str):
         raise bad("guarantee.status", "missing, or not a string")
+    if g["status"] == "unbounded":
+        raise InputError(f"{analysis}/summary.json: the analysis is unbounded (tail calls into programs it does not "
+                         "know): there is no guarantee to validate; analyse with --tail-call MAP=INDEX:PROGRAM")
     if not (number(g.get("pps")) and 0 < g["pps"] < float("inf")):
         raise bad("guarantee.pps", "missing, or not a positive finite number")
     obj = table(s.get("object"), "object")
@@ -177,6 +180,11 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     program = analysed.get("program") if program is None else program
     if program is not None and section is not None:
         program = f"{section}/{program}"  # unique even where a function name is not
+    tail = analysed.get("tail_calls") or []
+    if not (isinstance(tail, list) and all(isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)
+                                           and isinstance(t[1], int) and isinstance(t[2], str) for t in tail)):
+        raise InputError(f"{analysis}/summary.json: object.tail_calls is not a list of [map, index, program]")
+    tail_calls = [tuple(t) for t in tail]
     maps_json = json.dumps(s.get("maps") or {})
     say = progress or (lambda _m: None)
     report: dict[str, Any] = {"object": str(obj), "analysis": str(analysis), "status": s["guarantee"]["status"]}
@@ -186,7 +194,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if example is not None:
         say("interpreter")
         with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
-            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000, program))
+            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000, program, tail_calls))
         path = s["path"]
         follows = r["trace"] == path["insns"]
         first = next((i for i, (a, b) in enumerate(zip(r["trace"], path["insns"], strict=False)) if a != b),
@@ -197,7 +205,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
 
     say("kernel")
     with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
-        k = _core.XdpKernel(data, section, maps_json, program)
+        k = _core.XdpKernel(data, section, maps_json, program, tail_calls)
         if example is not None:
             kret, _, kpkt = k.run(example, 1)
             report["kernel"] = {"retval": kret, "packet_hex": kpkt.hex()}
@@ -209,7 +217,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         guarantee = s["guarantee"]
     elif default_path().is_file():
         say("x86-jit analysis")
-        g = analyze(obj, target="x86-jit", section=section, program=program, rate="packet", timeout_s=timeout_s)
+        g = analyze(obj, target="x86-jit", section=section, program=program, rate="packet", timeout_s=timeout_s,
+                    tail_calls=tail_calls)
         guarantee = g["guarantee"]
     pkts = packets_to_time(example, packets, seed)
     say(f"timing {len(pkts)} packets")

@@ -68,9 +68,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(code.len(), raw.len(), "one decoded entry per slot");
+    let main_len = raw.len();
     let program = Program {
         section: "xdp".into(),
         name: "fuzz".into(),
+        main_len,
+        tail_targets: Vec::new(),
+        prog_arrays: Default::default(),
         line_of: vec![None; raw.len()],
         raw,
         code,
