@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -227,23 +226,11 @@ def test_xdp_run_errors_are_one_line_input_errors(args: tuple, needle: str) -> N
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
-# The running kernel: `nicsim xdp calibrate` (the x86-jit target, measured here) and
-# `nicsim xdp validate` on every suite program (issue 3's "done means": the example packet follows
-# the reported path in the interpreter and returns the same action in the kernel; no measured
-# packet — example, 1,000 random, 1,000 mutated — is more than 5 % slower than the x86-jit
-# guarantee).
-@pytest.fixture(scope="session")
-def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("x86") / "x86-jit.toml"
-    old = os.environ.get("NICSIM_X86_JIT")
-    os.environ["NICSIM_X86_JIT"] = str(path)
-    r = nicsim("xdp", "calibrate")
-    assert r.returncode == 0, r.stderr
-    yield path
-    if old is None:
-        del os.environ["NICSIM_X86_JIT"]
-    else:
-        os.environ["NICSIM_X86_JIT"] = old
+# The running kernel: `nicsim xdp calibrate` (the x86-jit target, measured here: the `x86_jit`
+# fixture of conftest.py) and `nicsim xdp validate` on every suite program (issue 3's "done
+# means": the example packet follows the reported path in the interpreter and returns the same
+# action in the kernel; no measured packet — example, 1,000 random, 1,000 mutated — is more than
+# 5 % slower than the x86-jit guarantee).
 
 
 def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: Path) -> None:

@@ -393,8 +393,9 @@ impl XdpDifferential {
 /// Run `packet` through the XDP program of `obj` (`section`, `program` as for the analyzer) with the map
 /// entries of `maps_json` (the analyzer's summary.json "maps" format; a map may give only
 /// "entries"; empty: none), executing at most `max_insns` instructions. Returns JSON
-/// `{"retval", "trace", "packet_hex", "insns", "maps"}`: `trace` numbers instructions as
-/// `path.insns` does, `maps` is every map's contents afterwards in the input's format. A bad
+/// `{"retval", "trace", "packet_hex", "insns", "maps", "maps_before"}`: `trace` numbers
+/// instructions as `path.insns` does, `maps` is every map's contents afterwards in the input's
+/// format, `maps_before` before the run (the input with the program's global data). A bad
 /// object, map entry or packet, and a fault while running, raise `nicsim.InputError`.
 #[pyfunction]
 #[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None))]
@@ -417,11 +418,12 @@ fn xdp_run(
             max_insns,
             ..RunOptions::default()
         };
+        let before = maps.to_json();
         let o = run(&program, packet, &mut maps, &opts).map_err(|e| e.to_string())?;
         let hex: String = o.packet.iter().map(|b| format!("{b:02x}")).collect();
         Ok(serde_json::json!({
             "retval": o.retval, "trace": o.trace, "packet_hex": hex, "insns": o.insns,
-            "maps": maps.to_json(),
+            "maps": maps.to_json(), "maps_before": before,
         })
         .to_string())
     })
@@ -469,6 +471,63 @@ impl XdpKernel {
             .run(packet, repeat)
             .map_err(|e| InputError::new_err(e.to_string()))?;
         Ok((r.retval, r.duration_ns, r.packet))
+    }
+
+    /// Set entry `key` of map `map` to `value` (per-CPU maps: every CPU's).
+    fn set_entry(&self, map: &str, key: &[u8], value: &[u8]) -> PyResult<()> {
+        self.k
+            .set(map, key, value)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// Delete entry `key` of hash map `map` (absent: nothing happens).
+    fn delete_entry(&self, map: &str, key: &[u8]) -> PyResult<()> {
+        self.k
+            .delete(map, key)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// The value of `key` in map `map` (per-CPU maps: CPU 0's), or None when absent.
+    fn get_entry(&self, map: &str, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        self.k
+            .get(map, key)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// `runs` single runs of `packet`, each from a fresh state: before each, the map entries of
+    /// `restore` are written back (`(map, key, value)`; no value: delete the key). Runs are back
+    /// to back, with nothing but those writes between them. Returns the kernel's time of each run
+    /// (ns) and the first run (0-based) whose action or packet afterwards differs from `retval`
+    /// and `expect` (its time is not kept; the runs stop there), or None.
+    #[allow(clippy::type_complexity)]
+    fn fresh_times(
+        &self,
+        py: Python<'_>,
+        packet: Vec<u8>,
+        runs: u32,
+        restore: Vec<(String, Vec<u8>, Option<Vec<u8>>)>,
+        retval: u32,
+        expect: Vec<u8>,
+    ) -> PyResult<(Vec<u32>, Option<u32>)> {
+        let k = &self.k;
+        py.detach(|| {
+            let mut times = Vec::with_capacity(runs as usize);
+            for i in 0..runs {
+                for (map, key, value) in &restore {
+                    match value {
+                        Some(v) => k.set(map, key, v)?,
+                        None => k.delete(map, key)?,
+                    }
+                }
+                let r = k.run(&packet, 1)?;
+                if r.retval != retval || r.packet != expect {
+                    return Ok((times, Some(i)));
+                }
+                times.push(r.duration_ns);
+            }
+            Ok((times, None))
+        })
+        .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
     }
 
     /// The kernel's time for `runs` single runs of each packet (ns, a list per packet).
