@@ -1306,6 +1306,11 @@ XDP_OPTIONS: list[tuple[str, list[str], list[str]]] = [
     ("sweep-rate", ["sweep", "{calls}", "--rate", "byte"], ["--rate"]),
     ("sweep-analysis-fails", ["sweep", "{calls}", "{loop_nobound}", "--workers", "1"], ["loop_nobound", "--loop-bound"]),
     ("sweep-no-objects", ["sweep"], ["OBJ"]),
+    ("paths-0", ["analyze", "{calls}", "--rate", "packet", "--paths", "0"], ["--paths"]),
+    ("paths-negative", ["analyze", "{calls}", "--rate", "packet", "--paths", "-3"], ["--paths"]),
+    ("paths-huge", ["analyze", "{calls}", "--rate", "packet", "--paths", "18446744073709551617"], ["--paths"]),
+    ("paths-float", ["analyze", "{calls}", "--rate", "packet", "--paths", "2.5"], ["--paths"]),
+    ("paths-bit-rate", ["analyze", "{calls}", "--paths", "2"], ["--paths", "--rate packet"]),
 ]
 
 
@@ -1439,9 +1444,15 @@ def test_bad_analysis(tmp_path: Path, analysis_dir: Path, analysis: dict, conten
     (["--out", "{file}"], ["file.txt"]),
     (["--out", "{file}/sub"], ["file.txt"]),
     (["--out", "/proc/nicsim-hostile"], ["/proc/nicsim-hostile"]),
+    (["--paths", "0"], ["--paths"]),
+    (["--paths", "-1"], ["--paths"]),
+    (["--paths", HUGE_INT], ["--paths"]),
+    (["--paths", "1.5"], ["--paths"]),
+    (["--paths", "2", "--path-runs", "0"], ["--path-runs"]),
+    (["--paths", "2", "--path-runs", HUGE_INT], ["--path-runs"]),
 ], ids=["packets-negative", "packets-huge", "runs-0", "runs-negative", "seed-negative", "timeout-nan",
         "timeout-negative", "analysis-a-file", "analysis-dev-null", "out-empty", "out-a-file", "out-under-a-file",
-        "out-proc"])
+        "out-proc", "paths-0", "paths-negative", "paths-huge", "paths-float", "path-runs-0", "path-runs-huge"])
 def test_bad_validate_option(tmp_path: Path, analysis_dir: Path, args: list[str], needles: list[str]) -> None:
     import shutil
 

@@ -393,8 +393,15 @@ def test_reproduce_xdp(x86_jit: Path, tmp_path: Path) -> None:
     assert set(s["fig7"]) == {"parser", "quic_lb_v6", "dns_cache", "path_explosion"}
     failed = [c for c in s["checks"] if not c["holds"]]
     assert len(s["checks"]) == 5 and not failed, failed
+    # The accuracy study (§6.1), shortened: 3 paths per program on x86-jit, each measured in the
+    # kernel on its own path.
+    acc = s["accuracy"]
+    assert acc["paths_per_program"] == 3 and acc["errors"]["mismatched"] == 0, acc["errors"]
+    measured = {row["program"] for row in acc["rows"]}
+    assert measured >= {"parser", "dns_cache", "count_min_5"} and acc["errors"]["paths"] >= 30
+    assert all(row["error_pct"] is not None for row in acc["rows"]) and acc["overhead"]["measured_ns"] > 0
     for f in ("table.csv", "count_min.csv", "fig7_bound_vs_time.png", "fig7_bound_vs_time.svg",
-              "fig8_count_min.png", "fig8_count_min.svg"):
+              "fig8_count_min.png", "fig8_count_min.svg", "accuracy.csv", "accuracy.png"):
         assert (out / f).stat().st_size > 0, f
     assert "paper_naive_gbps" in (out / "table.csv").read_text().splitlines()[0]
     assert "holds" in r.stdout and "does not hold" not in r.stdout

@@ -56,6 +56,8 @@ def test_validate_paths_measures_each_path_from_a_fresh_state(x86_jit: Path, tmp
     assert e["paths"] == 3 and e["mismatched"] == 0 and e["min_pct"] <= e["median_pct"] <= e["max_pct"]
     assert 0 <= e["within_5_pct"] <= e["within_10_pct"] <= 1
     assert v["checks"]["each path's example takes its path in the interpreter and the kernel"]
+    # The empty program measured as the paths are, beside the target's calibrated overhead.
+    assert study["overhead"]["target_ns"] > 0 and study["overhead"]["measured_ns"] > 0
     header = (out / "paths.csv").read_text().splitlines()[0].split(",")
     assert {"rank", "estimate_ns", "measured_ns", "error_pct", "bottleneck", "xdp_action", "packet_bytes"} <= set(header)
     assert (out / "paths.png").stat().st_size > 0

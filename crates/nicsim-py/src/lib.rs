@@ -562,6 +562,21 @@ fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult
     Ok(serde_json::json!({"overhead_ns": overhead, "classes": classes}).to_string())
 }
 
+/// The kernel's time (ns) of `runs` single runs, back to back, of the empty program whose runs
+/// give the x86-jit target's per-packet overhead (`nicsim_xdp::calibrate::empty_program`), with a
+/// 64-byte packet: the accuracy study measures it as it measures paths.
+#[pyfunction]
+fn xdp_empty_times(py: Python<'_>, runs: u32) -> PyResult<Vec<u32>> {
+    py.detach(|| {
+        let k = nicsim_xdp::calibrate::empty_program()?;
+        let packet = [0u8; 64];
+        (0..runs)
+            .map(|_| k.run(&packet, 1).map(|r| r.duration_ns))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
+}
+
 /// Write `packets` (bytes each, timestamps 1 µs apart) to a pcap file.
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
@@ -588,6 +603,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<XdpKernel>()?;
     m.add_class::<XdpDifferential>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_empty_times, m)?)?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;

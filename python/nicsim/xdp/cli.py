@@ -343,6 +343,10 @@ def show_paths(console: Console, study: dict, title: str) -> None:
                   str(p["packet_bytes"]), fresh, p["status"] if p["status"] == "ok" else Text(p["status"], style="red"))
     console.print(t)
     e = study["errors"]
+    oh = study.get("overhead")
+    if oh:
+        console.print(f"per-packet overhead (the empty program): {oh['target_ns']:.1f} ns in the x86-jit target "
+                      f"(calibrated), {oh['measured_ns']:.1f} ns measured now as the paths are")
     if e.get("min_pct") is None:
         console.print(f"no path measured on its own path ({e['mismatched']} mismatched)")
         return
