@@ -1347,6 +1347,11 @@ def analysis(analysis_dir: Path) -> dict:
     return json.loads((analysis_dir / "summary.json").read_text())
 
 
+#: A well-formed entry of `slowest_paths` (`xdp analyze --paths`), for the cases that break one field.
+_SLOW = {"rank": 1, "retval": 2, "pps": 1e6, "ns": 1000.0, "bottleneck": "cores", "xdp_action": "XDP_PASS",
+         "insns": [0], "example_packet_hex": "00" * 60, "maps": {}}
+
+
 def _with(s: dict, path: str, value: object) -> dict:
     import copy
 
@@ -1405,6 +1410,14 @@ ANALYSES: list[tuple[str, object, list[str]]] = [
     ("path-missing", lambda s: _with(s, "path", KeyError), ["path"]),
     ("path-insns-strings", lambda s: _with(s, "path.insns", ["a"]), ["path.insns"]),
     ("path-retval-string", lambda s: _with(s, "path.retval", "XDP_PASS"), ["path.retval"]),
+    ("slowest-paths-table", lambda s: _with(s, "slowest_paths", {}), ["slowest_paths"]),
+    ("slowest-paths-entry-partial", lambda s: _with(s, "slowest_paths", [{"rank": 1}]), ["slowest_paths[0].retval"]),
+    ("slowest-paths-packet-not-hex", lambda s: _with(s, "slowest_paths", [_SLOW | {"example_packet_hex": "zz"}]),
+     ["slowest_paths[0].example_packet_hex"]),
+    ("slowest-paths-pps-nan", lambda s: _with(s, "slowest_paths", [_SLOW | {"pps": float("nan")}]),
+     ["slowest_paths[0].pps"]),
+    ("slowest-paths-maps-list", lambda s: _with(s, "slowest_paths", [_SLOW | {"maps": []}]),
+     ["slowest_paths[0].maps"]),
 ]
 
 

@@ -58,9 +58,9 @@ def test_validate_paths_measures_each_path_from_a_fresh_state(x86_jit: Path, tmp
     assert v["checks"]["each path's example takes its path in the interpreter and the kernel"]
     # The empty program measured as the paths are, beside the target's calibrated overhead.
     assert study["overhead"]["target_ns"] > 0 and study["overhead"]["measured_ns"] > 0
-    header = (out / "paths.csv").read_text().splitlines()[0].split(",")
+    header = (out / "accuracy.csv").read_text().splitlines()[0].split(",")
     assert {"rank", "estimate_ns", "measured_ns", "error_pct", "bottleneck", "xdp_action", "packet_bytes"} <= set(header)
-    assert (out / "paths.png").stat().st_size > 0
+    assert (out / "accuracy.png").stat().st_size > 0
 
 
 def test_fresh_runs_leave_the_maps_as_one_run_does(x86_jit: Path, tmp_path: Path) -> None:
@@ -138,6 +138,17 @@ def test_validate_paths_runs_the_x86_jit_search_itself(x86_jit: Path, tmp_path: 
     assert r.returncode == 0, r.stderr
     v = json.loads((a / "validation.json").read_text())
     assert v["paths"]["found"] == 2 and [x["rank"] for x in v["paths"]["rows"]] == [1, 2]
+
+
+def test_validating_into_the_analysis_folder_keeps_its_paths_table(x86_jit: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    _analyze("count_min_2", a, 2)
+    table = (a / "paths.csv").read_text()
+    r = nicsim("xdp", "validate", obj("count_min_2"), "--analysis", a, "--paths", "2", "--path-runs", "5",
+               "--packets", "0")
+    assert r.returncode == 0, r.stderr
+    assert (a / "paths.csv").read_text() == table and (a / "paths.pcap").exists()
+    assert (a / "accuracy.csv").read_text().count("\n") == 3 and (a / "accuracy.png").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1001", "99999999999999999999999", "1.5", "three"])

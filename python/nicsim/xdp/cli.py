@@ -69,7 +69,7 @@ PathsAnalyzeOpt = Annotated[int | None, _paths_opt(
 PathsValidateOpt = Annotated[int | None, _paths_opt(
     "The accuracy study: measure the example packets of the K slowest satisfiable paths on x86-jit (each "
     "from a fresh packet and map state, --path-runs runs) against their estimates; writes "
-    "paths.csv and paths.png.")]
+    "accuracy.csv and accuracy.png.")]
 
 
 def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
@@ -290,7 +290,7 @@ def xdp_validate(
     guarantee (a packet-rate analysis on the calibrated target): none may be more than 5 %
     slower. Writes validation.json, timing.csv and a plot of the times against the guarantee.
     With --paths K, also the accuracy study (the paper's section 6.1): the K slowest satisfiable
-    paths on x86-jit, each path's estimate against its measured time (paths.csv, paths.png, the
+    paths on x86-jit, each path's estimate against its measured time (accuracy.csv and .png, the
     error distribution in validation.json); a path the kernel does not take as the interpreter
     does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """

@@ -98,33 +98,59 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
         raise bad("object.section", "not a string")
     if not isinstance(obj.get("program", ""), str | None):
         raise bad("object.program", "not a string")
-    maps = s.get("maps")
-    if maps is not None and not isinstance(maps, dict):
-        raise bad("maps", "not a table")
-    for name, m in (maps or {}).items():
-        if not isinstance(m, dict) or not isinstance(m.get("entries", {}), dict):
-            raise bad(f"maps.{name}", "not a table with a table of entries")
-        for key, value in m.get("entries", {}).items():
-            try:
-                bytes.fromhex(key), bytes.fromhex(value)
-            except (TypeError, ValueError):
-                raise bad(f"maps.{name}.entries", "keys and values must be hexadecimal strings") from None
-    hexed = s.get("example_packet_hex")
-    if hexed:
+    def check_maps(maps: Any, where: str) -> None:
+        if maps is not None and not isinstance(maps, dict):
+            raise bad(where, "not a table")
+        for name, m in (maps or {}).items():
+            if not isinstance(m, dict) or not isinstance(m.get("entries", {}), dict):
+                raise bad(f"{where}.{name}", "not a table with a table of entries")
+            for key, value in m.get("entries", {}).items():
+                try:
+                    bytes.fromhex(key), bytes.fromhex(value)
+                except (TypeError, ValueError):
+                    raise bad(f"{where}.{name}.entries", "keys and values must be hexadecimal strings") from None
+
+    def check_packet(hexed: Any, where: str) -> None:
         try:
             example = bytes.fromhex(hexed) if isinstance(hexed, str) else None
         except ValueError:
             example = None
         if not example:
-            raise bad("example_packet_hex", "not a packet in hexadecimal")
+            raise bad(where, "not a packet in hexadecimal")
         if not ETHERNET_HEADER_BYTES <= len(example) <= MAX_TEST_RUN_BYTES:
-            raise bad("example_packet_hex", f"a packet of {len(example):,} bytes (an XDP test run takes "
+            raise bad(where, f"a packet of {len(example):,} bytes (an XDP test run takes "
                       f"{ETHERNET_HEADER_BYTES} to {MAX_TEST_RUN_BYTES})")
+
+    check_maps(s.get("maps"), "maps")
+    hexed = s.get("example_packet_hex")
+    if hexed:
+        check_packet(hexed, "example_packet_hex")
         path = table(s.get("path"), "path")
         if not (isinstance(path.get("insns"), list) and all(isinstance(i, int) for i in path["insns"])):
             raise bad("path.insns", "missing, or not a list of instruction numbers")
         if not isinstance(path.get("retval"), int):
             raise bad("path.retval", "missing, or not an integer")
+    slow = s.get("slowest_paths")
+    if slow is not None:
+        if not isinstance(slow, list):
+            raise bad("slowest_paths", "not a list")
+        for i, p in enumerate(slow):
+            where = f"slowest_paths[{i}]"
+            table(p, where)
+            for k in ("rank", "retval"):
+                if not isinstance(p.get(k), int) or isinstance(p.get(k), bool):
+                    raise bad(f"{where}.{k}", "missing, or not an integer")
+            for k in ("pps", "ns"):
+                if not (number(p.get(k)) and 0 < p[k] < float("inf")):
+                    raise bad(f"{where}.{k}", "missing, or not a positive finite number")
+            for k in ("bottleneck", "xdp_action"):
+                if not isinstance(p.get(k), str):
+                    raise bad(f"{where}.{k}", "missing, or not a string")
+            if not (isinstance(p.get("insns"), list) and all(isinstance(x, int) for x in p["insns"])):
+                raise bad(f"{where}.insns", "missing, or not a list of instruction numbers")
+            check_packet(p.get("example_packet_hex"), f"{where}.example_packet_hex")
+            table(p.get("maps"), f"{where}.maps")
+            check_maps(p["maps"], f"{where}.maps")
     return s
 
 
@@ -291,8 +317,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         o.csv("timing.csv", rows, columns=["kind", "bytes", "ns", "retimed"])
         _plot(o, rows, timing, obj.name)
         if study is not None:
-            o.csv("paths.csv", prows, columns=PATHS_COLUMNS)
-            plot_paths(o, prows, f"{obj.name} on x86-jit", "paths")
+            o.csv("accuracy.csv", prows, columns=PATHS_COLUMNS)
+            plot_paths(o, prows, f"{obj.name} on x86-jit", "accuracy")
     return report
 
 
