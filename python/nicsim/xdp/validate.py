@@ -478,16 +478,24 @@ def error_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) -> None:
-    """NAME.png: each path's estimate and measurement (ns per packet) by rank, and its error
-    (estimate over the measurement: positive; under: negative); a mismatched path is marked."""
+    """NAME.png: each path's estimate and measurement (ns per packet) by rank, its error (estimate
+    over the measurement: positive; under: negative; a mismatched path is marked) and the errors'
+    cumulative distribution."""
     from nicsim.output import pyplot
 
     plt = pyplot()
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (ax, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
     ok = [r for r in rows if r["status"] == "ok"]
     bad = [r for r in rows if r["status"] != "ok"]
-    label = [r.get("program", "") + ("/" if r.get("program") else "") + str(r["rank"]) for r in rows]
     xs = range(len(rows))
+    if len(rows) > 16 and any("program" in r for r in rows):
+        # Many paths of several programs: a tick at each program's first path.
+        ticks = [i for i, r in enumerate(rows) if i == 0 or r.get("program") != rows[i - 1].get("program")]
+        labels = [rows[i].get("program", "") for i in ticks]
+    else:
+        ticks = list(xs)
+        labels = [r.get("program", "") + ("/" if r.get("program") else "") + str(r["rank"]) for r in rows]
+    rot = 90 if len(labels) > 12 or any("program" in r for r in rows) else 0
     ax.scatter(list(xs), [r["estimate_ns"] for r in rows], marker="_", s=160, color="black", label="estimate",
                zorder=3)
     ax.scatter([i for i, r in enumerate(rows) if r["status"] == "ok"], [r["measured_ns"] for r in ok],
@@ -495,7 +503,7 @@ def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) 
     if bad:
         ax.scatter([i for i, r in enumerate(rows) if r["status"] != "ok"], [r["estimate_ns"] for r in bad],
                    marker="x", color="tab:red", s=40, label="path mismatch", zorder=4)
-    ax.set_xticks(list(xs), label, rotation=90 if len(rows) > 12 else 0, fontsize=7)
+    ax.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
     ax.set(xlabel="path (rank, slowest first)", ylabel="ns per packet", title=title, ylim=(0, None))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -503,10 +511,18 @@ def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) 
     ax2.bar([i for i, r in enumerate(rows) if r["status"] == "ok"], errs,
             color=["tab:red" if e > 0 else "tab:green" for e in errs])
     ax2.axhline(0, color="black", lw=0.8)
-    ax2.set_xticks(list(xs), label, rotation=90 if len(rows) > 12 else 0, fontsize=7)
+    ax2.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
     ax2.set(xlabel="path (rank, slowest first)", ylabel="error of the estimate (%)",
             title="estimated rate vs measured: over (+) / under (-)")
     ax2.grid(alpha=0.3, axis="y")
+    # The distribution, as the paper reports it: the share of paths within each error.
+    es = sorted(errs)
+    if es:
+        ax3.step(es, [(i + 1) / len(es) for i in range(len(es))], where="post", color="tab:blue")
+    ax3.axvline(0, color="black", lw=0.8)
+    ax3.set(xlabel="error of the estimate (%)", ylabel="share of paths (cumulative)", ylim=(0, 1.02),
+            title=f"{len(es)} paths" + (f", {len(bad)} mismatched" if bad else ""))
+    ax3.grid(alpha=0.3)
     fig.tight_layout()
     o.figure(name, fig)
 
