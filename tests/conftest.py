@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,19 @@ def assert_one_line_error(r: subprocess.CompletedProcess[str], *needles: str) ->
 @pytest.fixture
 def paper() -> Path:
     return PAPER
+
+
+# The x86-jit target, calibrated once per session on this machine (`nicsim xdp calibrate`) into
+# a file of the test's own, named by $NICSIM_X86_JIT while the session runs.
+@pytest.fixture(scope="session")
+def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("x86") / "x86-jit.toml"
+    old = os.environ.get("NICSIM_X86_JIT")
+    os.environ["NICSIM_X86_JIT"] = str(path)
+    r = nicsim("xdp", "calibrate")
+    assert r.returncode == 0, r.stderr
+    yield path
+    if old is None:
+        del os.environ["NICSIM_X86_JIT"]
+    else:
+        os.environ["NICSIM_X86_JIT"] = old

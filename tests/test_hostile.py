@@ -1306,6 +1306,11 @@ XDP_OPTIONS: list[tuple[str, list[str], list[str]]] = [
     ("sweep-rate", ["sweep", "{calls}", "--rate", "byte"], ["--rate"]),
     ("sweep-analysis-fails", ["sweep", "{calls}", "{loop_nobound}", "--workers", "1"], ["loop_nobound", "--loop-bound"]),
     ("sweep-no-objects", ["sweep"], ["OBJ"]),
+    ("paths-0", ["analyze", "{calls}", "--rate", "packet", "--paths", "0"], ["--paths"]),
+    ("paths-negative", ["analyze", "{calls}", "--rate", "packet", "--paths", "-3"], ["--paths"]),
+    ("paths-huge", ["analyze", "{calls}", "--rate", "packet", "--paths", "18446744073709551617"], ["--paths"]),
+    ("paths-float", ["analyze", "{calls}", "--rate", "packet", "--paths", "2.5"], ["--paths"]),
+    ("paths-bit-rate", ["analyze", "{calls}", "--paths", "2"], ["--paths", "--rate packet"]),
 ]
 
 
@@ -1340,6 +1345,11 @@ def analysis(analysis_dir: Path) -> dict:
     import json
 
     return json.loads((analysis_dir / "summary.json").read_text())
+
+
+#: A well-formed entry of `slowest_paths` (`xdp analyze --paths`), for the cases that break one field.
+_SLOW = {"rank": 1, "retval": 2, "pps": 1e6, "ns": 1000.0, "bottleneck": "cores", "xdp_action": "XDP_PASS",
+         "insns": [0], "example_packet_hex": "00" * 60, "maps": {}}
 
 
 def _with(s: dict, path: str, value: object) -> dict:
@@ -1400,6 +1410,14 @@ ANALYSES: list[tuple[str, object, list[str]]] = [
     ("path-missing", lambda s: _with(s, "path", KeyError), ["path"]),
     ("path-insns-strings", lambda s: _with(s, "path.insns", ["a"]), ["path.insns"]),
     ("path-retval-string", lambda s: _with(s, "path.retval", "XDP_PASS"), ["path.retval"]),
+    ("slowest-paths-table", lambda s: _with(s, "slowest_paths", {}), ["slowest_paths"]),
+    ("slowest-paths-entry-partial", lambda s: _with(s, "slowest_paths", [{"rank": 1}]), ["slowest_paths[0].retval"]),
+    ("slowest-paths-packet-not-hex", lambda s: _with(s, "slowest_paths", [_SLOW | {"example_packet_hex": "zz"}]),
+     ["slowest_paths[0].example_packet_hex"]),
+    ("slowest-paths-pps-nan", lambda s: _with(s, "slowest_paths", [_SLOW | {"pps": float("nan")}]),
+     ["slowest_paths[0].pps"]),
+    ("slowest-paths-maps-list", lambda s: _with(s, "slowest_paths", [_SLOW | {"maps": []}]),
+     ["slowest_paths[0].maps"]),
 ]
 
 
@@ -1439,9 +1457,15 @@ def test_bad_analysis(tmp_path: Path, analysis_dir: Path, analysis: dict, conten
     (["--out", "{file}"], ["file.txt"]),
     (["--out", "{file}/sub"], ["file.txt"]),
     (["--out", "/proc/nicsim-hostile"], ["/proc/nicsim-hostile"]),
+    (["--paths", "0"], ["--paths"]),
+    (["--paths", "-1"], ["--paths"]),
+    (["--paths", HUGE_INT], ["--paths"]),
+    (["--paths", "1.5"], ["--paths"]),
+    (["--paths", "2", "--path-runs", "0"], ["--path-runs"]),
+    (["--paths", "2", "--path-runs", HUGE_INT], ["--path-runs"]),
 ], ids=["packets-negative", "packets-huge", "runs-0", "runs-negative", "seed-negative", "timeout-nan",
         "timeout-negative", "analysis-a-file", "analysis-dev-null", "out-empty", "out-a-file", "out-under-a-file",
-        "out-proc"])
+        "out-proc", "paths-0", "paths-negative", "paths-huge", "paths-float", "path-runs-0", "path-runs-huge"])
 def test_bad_validate_option(tmp_path: Path, analysis_dir: Path, args: list[str], needles: list[str]) -> None:
     import shutil
 

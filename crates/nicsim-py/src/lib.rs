@@ -411,8 +411,9 @@ impl XdpDifferential {
 /// Run `packet` through the XDP program of `obj` (`section`, `program` as for the analyzer) with the map
 /// entries of `maps_json` (the analyzer's summary.json "maps" format; a map may give only
 /// "entries"; empty: none), executing at most `max_insns` instructions. Returns JSON
-/// `{"retval", "trace", "packet_hex", "insns", "maps"}`: `trace` numbers instructions as
-/// `path.insns` does, `maps` is every map's contents afterwards in the input's format. A bad
+/// `{"retval", "trace", "packet_hex", "insns", "maps", "maps_before"}`: `trace` numbers
+/// instructions as `path.insns` does, `maps` is every map's contents afterwards in the input's
+/// format, `maps_before` before the run (the input with the program's global data). A bad
 /// object, map entry or packet, and a fault while running, raise `nicsim.InputError`.
 #[pyfunction]
 #[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None, tail_calls=Vec::new()))]
@@ -438,11 +439,12 @@ fn xdp_run(
             max_insns,
             ..RunOptions::default()
         };
+        let before = maps.to_json();
         let o = run(&program, packet, &mut maps, &opts).map_err(|e| e.to_string())?;
         let hex: String = o.packet.iter().map(|b| format!("{b:02x}")).collect();
         Ok(serde_json::json!({
             "retval": o.retval, "trace": o.trace, "packet_hex": hex, "insns": o.insns,
-            "maps": maps.to_json(),
+            "maps": maps.to_json(), "maps_before": before,
         })
         .to_string())
     })
@@ -504,6 +506,63 @@ impl XdpKernel {
         Ok((r.retval, r.duration_ns, r.packet))
     }
 
+    /// Set entry `key` of map `map` to `value` (per-CPU maps: every CPU's).
+    fn set_entry(&self, map: &str, key: &[u8], value: &[u8]) -> PyResult<()> {
+        self.k
+            .set(map, key, value)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// Delete entry `key` of hash map `map` (absent: nothing happens).
+    fn delete_entry(&self, map: &str, key: &[u8]) -> PyResult<()> {
+        self.k
+            .delete(map, key)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// The value of `key` in map `map` (per-CPU maps: CPU 0's), or None when absent.
+    fn get_entry(&self, map: &str, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        self.k
+            .get(map, key)
+            .map_err(|e| InputError::new_err(e.to_string()))
+    }
+
+    /// `runs` single runs of `packet`, each from a fresh state: before each, the map entries of
+    /// `restore` are written back (`(map, key, value)`; no value: delete the key). Runs are back
+    /// to back, with nothing but those writes between them. Returns the kernel's time of each run
+    /// (ns) and the first run (0-based) whose action or packet afterwards differs from `retval`
+    /// and `expect` (its time is not kept; the runs stop there), or None.
+    #[allow(clippy::type_complexity)]
+    fn fresh_times(
+        &self,
+        py: Python<'_>,
+        packet: Vec<u8>,
+        runs: u32,
+        restore: Vec<(String, Vec<u8>, Option<Vec<u8>>)>,
+        retval: u32,
+        expect: Vec<u8>,
+    ) -> PyResult<(Vec<u32>, Option<u32>)> {
+        let k = &self.k;
+        py.detach(|| {
+            let mut times = Vec::with_capacity(runs as usize);
+            for i in 0..runs {
+                for (map, key, value) in &restore {
+                    match value {
+                        Some(v) => k.set(map, key, v)?,
+                        None => k.delete(map, key)?,
+                    }
+                }
+                let r = k.run(&packet, 1)?;
+                if r.retval != retval || r.packet != expect {
+                    return Ok((times, Some(i)));
+                }
+                times.push(r.duration_ns);
+            }
+            Ok((times, None))
+        })
+        .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
+    }
+
     /// The kernel's time for `runs` single runs of each packet (ns, a list per packet).
     fn times(&self, py: Python<'_>, packets: Vec<Vec<u8>>, runs: u32) -> PyResult<Vec<Vec<u32>>> {
         let k = &self.k;
@@ -536,6 +595,21 @@ fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult
     Ok(serde_json::json!({"overhead_ns": overhead, "classes": classes}).to_string())
 }
 
+/// The kernel's time (ns) of `runs` single runs, back to back, of the empty program whose runs
+/// give the x86-jit target's per-packet overhead (`nicsim_xdp::calibrate::empty_program`), with a
+/// 64-byte packet: the accuracy study measures it as it measures paths.
+#[pyfunction]
+fn xdp_empty_times(py: Python<'_>, runs: u32) -> PyResult<Vec<u32>> {
+    py.detach(|| {
+        let k = nicsim_xdp::calibrate::empty_program()?;
+        let packet = [0u8; 64];
+        (0..runs)
+            .map(|_| k.run(&packet, 1).map(|r| r.duration_ns))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
+}
+
 /// Write `packets` (bytes each, timestamps 1 µs apart) to a pcap file.
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
@@ -562,6 +636,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<XdpKernel>()?;
     m.add_class::<XdpDifferential>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_empty_times, m)?)?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;

@@ -408,6 +408,26 @@ impl Bench {
     }
 }
 
+/// The program whose single runs give the per-packet overhead: it does nothing but use the
+/// callee-saved registers r6–r9 and the whole stack, so that the JIT's prologue and epilogue are
+/// the largest a program can have (they are not instructions of the program).
+pub fn empty_program() -> Result<Kernel, KernelError> {
+    Kernel::load_raw(
+        &[
+            mov64_imm(6, 0),
+            mov64_imm(7, 0),
+            mov64_imm(8, 0),
+            mov64_imm(9, 0),
+            r(0x7a, 10, 0, -512, 0),
+            mov64_imm(0, 2),
+            exit(),
+        ],
+        &[],
+        "GPL",
+        "empty",
+    )
+}
+
 /// Run the micro-benchmarks on the running kernel. `budget` bounds each measurement; returns
 /// the measured classes and the per-packet overhead (the empty program, one run per
 /// `BPF_PROG_TEST_RUN`, as `nicsim xdp validate` measures packets).
@@ -427,23 +447,8 @@ pub fn calibrate(
         t.sort_by(|a, b| a.total_cmp(b));
         Ok(t[t.len() / 2])
     };
-    // The per-packet overhead: an empty program, timed as validation times packets. It uses
-    // the callee-saved registers r6–r9 and the whole stack, so that the JIT's prologue and
-    // epilogue are the largest a program can have (they are not instructions of the program).
-    let empty = Kernel::load_raw(
-        &[
-            mov64_imm(6, 0),
-            mov64_imm(7, 0),
-            mov64_imm(8, 0),
-            mov64_imm(9, 0),
-            r(0x7a, 10, 0, -512, 0),
-            mov64_imm(0, 2),
-            exit(),
-        ],
-        &[],
-        "GPL",
-        "empty",
-    )?;
+    // The per-packet overhead: an empty program, timed as validation times packets.
+    let empty = empty_program()?;
     let mut singles: Vec<f64> = (0..2001)
         .map(|_| empty.run(&packet, 1).map(|r| r.duration_ns as f64))
         .collect::<Result<_, _>>()?;

@@ -18,6 +18,7 @@ use crate::load::{MapDef, Program, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH};
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_MAP_FREEZE: libc::c_long = 22;
@@ -412,6 +413,27 @@ impl Kernel {
                 }
                 update(m, k, &value)
             }
+        }
+    }
+
+    /// Set entry `key` of map `name` to `value` (per-CPU maps: every CPU's value).
+    pub fn set(&self, name: &str, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
+        let m = self.map(name)?;
+        self.write(m, key, value)
+    }
+
+    /// Delete entry `key` of map `name` (a hash map's; an absent key is no error).
+    pub fn delete(&self, name: &str, key: &[u8]) -> Result<(), KernelError> {
+        let m = self.map(name)?;
+        let mut a = Attr::new();
+        a.u32(0, m.fd.as_raw_fd() as u32).u64(8, ptr(key));
+        match a.call(BPF_MAP_DELETE_ELEM) {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(err) => Err(KernelError::Sys {
+                what: format!("a delete from map '{name}'"),
+                err,
+            }),
         }
     }
 

@@ -704,3 +704,41 @@ fn interpreter_agrees_with_the_kernel() {
 fn libc_eperm() -> i32 {
     1
 }
+
+/// `Kernel::set`, `get` and `delete` (the accuracy study writes back the entries a path changed
+/// before each run): a hash map's entry is set, read back, deleted (twice: an absent key is no
+/// error), and a per-CPU array's value is set on every CPU.
+#[test]
+fn kernel_map_entries_are_set_read_and_deleted() {
+    use nicsim_xdp::kernel::{Kernel, KernelError};
+    let Some(bytes) = obj("helpers_mix") else {
+        return;
+    };
+    let p = load(&bytes, None).unwrap();
+    let k = match Kernel::load(&p) {
+        Ok(k) => k,
+        Err(KernelError::Sys { err, .. } | KernelError::Verifier { err, .. })
+            if err.raw_os_error() == Some(libc_eperm()) =>
+        {
+            eprintln!("skipped: the kernel refuses BPF to this process ({err})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let key = 7u32.to_ne_bytes();
+    assert_eq!(k.get("flows", &key).unwrap(), None);
+    k.set("flows", &key, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    assert_eq!(
+        k.get("flows", &key).unwrap(),
+        Some(vec![1, 2, 3, 4, 5, 6, 7, 8])
+    );
+    k.delete("flows", &key).unwrap();
+    assert_eq!(k.get("flows", &key).unwrap(), None);
+    k.delete("flows", &key).unwrap();
+    k.set("counters", &0u32.to_ne_bytes(), &[9; 8]).unwrap();
+    assert_eq!(
+        k.get("counters", &0u32.to_ne_bytes()).unwrap(),
+        Some(vec![9; 8])
+    );
+    assert!(k.delete("nosuch", &key).is_err());
+}

@@ -6,10 +6,14 @@ same program types (python/nicsim/xdp/suite.py); the same analyses on `x86-jit` 
 kernel JIT, measured by `nicsim xdp calibrate`, which runs first if the target is missing);
 Fig. 7 (the guarantee against analysis time) and Fig. 8 (Count-Min's packet rate against its
 number of stages, with the MAC limit). The paper's qualitative claims are checked one by one.
+With x86-jit, the accuracy study of the paper's §6.1: the example packets of each program's K
+slowest satisfiable paths measured in the kernel against their x86-jit estimates
+(`nicsim xdp validate --paths K`; K = 10, or 3 with --quick).
 
-Writes DIR/summary.json (keys: table, count_min, fig7, checks, settings), DIR/table.csv (one row per
-program and target, the paper's figures beside nicsim's), DIR/count_min.csv, and the figures
-fig7_bound_vs_time and fig8_count_min (PNG and SVG). The analyses run one at a time: their
+Writes DIR/summary.json (keys: table, count_min, fig7, checks, settings, and accuracy with
+x86-jit), DIR/table.csv (one row per program and target, the paper's figures beside nicsim's),
+DIR/count_min.csv, DIR/accuracy.csv (one row per measured path), and the figures
+fig7_bound_vs_time, fig8_count_min and accuracy (PNG and SVG). The analyses run one at a time: their
 times are part of the result.
 """
 
@@ -90,8 +94,40 @@ def checks(table: list[dict[str, Any]], count_min: list[dict[str, Any]]) -> list
     return out
 
 
+#: The accuracy study: paths per program and fresh kernel runs per path (--quick, full).
+ACCURACY_PATHS = (3, 10)
+ACCURACY_RUNS = (51, 201)
+
+
+def accuracy(timeout_s: float, explosion_timeout_s: float, quick: bool) -> dict[str, Any]:
+    """The accuracy study (§6.1) on x86-jit: each suite program's K slowest satisfiable paths
+    (a packet-rate analysis), their example packets measured in the kernel from a fresh state."""
+    from nicsim.xdp.analyze import analyze, read_object
+    from nicsim.xdp.validate import PATHS_METHOD, error_distribution, measure_overhead, measure_paths
+
+    k, runs = ACCURACY_PATHS[not quick], ACCURACY_RUNS[not quick]
+    rows: list[dict[str, Any]] = []
+    per_program = []
+    with ui.Progress("accuracy study", total=len(SUITE), unit="programs", transient=True) as bar:
+        for p in SUITE:
+            bar.update(detail=f"{p.name}: {k} slowest paths on x86-jit")
+            t = explosion_timeout_s if p.name == "path_explosion" else timeout_s
+            obj = object_path(p.name)
+            s = analyze(obj, target="x86-jit", rate="packet", timeout_s=t, paths=k)
+            found = s.get("slowest_paths") or []
+            o = s["object"]
+            bar.update(detail=f"{p.name}: measuring {len(found)} paths")
+            prog = measure_paths(read_object(obj), o.get("section"), o.get("program"), found, runs)
+            rows += [{"program": p.name, **r} for r in prog]
+            per_program.append({"program": p.name, "found": len(found), "stopped": s.get("slowest_paths_stopped"),
+                                "errors": error_distribution(prog)})
+            bar.advance()
+    return {"paths_per_program": k, "runs_per_path": runs, "method": PATHS_METHOD, "rows": rows,
+            "programs": per_program, "errors": error_distribution(rows), "overhead": measure_overhead(runs)}
+
+
 def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tuple[str, ...] = TARGETS,
-        console: Console | None = None) -> dict[str, Any]:
+        console: Console | None = None, quick: bool = False) -> dict[str, Any]:
     """Every analysis of the reproduction, one at a time; the summary (not written)."""
     from nicsim.xdp.analyze import analyze, load_target
 
@@ -130,9 +166,13 @@ def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tup
                 count_min.append({"stages": p, "mpps": round(g["pps"] / 1e6, 3), "naive_mpps": round(s["naive"]["pps"] / 1e6, 3),
                                   "bottleneck": g["bottleneck"], "status": g["status"]})
             bar.advance()
-    return {"table": table, "count_min": count_min, "fig7": traces, "checks": checks(table, count_min),
-            "settings": {"rate": "bit (tables, Fig. 7), packet (Fig. 8)", "mac_limit": "off (tables), on (Fig. 8)",
-                         "timeout_s": timeout_s, "path_explosion_timeout_s": explosion_timeout_s, "targets": list(targets)}}
+    out = {"table": table, "count_min": count_min, "fig7": traces, "checks": checks(table, count_min),
+           "settings": {"rate": "bit (tables, Fig. 7), packet (Fig. 8, accuracy)",
+                        "mac_limit": "off (tables), on (Fig. 8)", "timeout_s": timeout_s,
+                        "path_explosion_timeout_s": explosion_timeout_s, "targets": list(targets)}}
+    if "x86-jit" in targets:
+        out["accuracy"] = accuracy(timeout_s, explosion_timeout_s, quick)
+    return out
 
 
 def plot(summary: dict[str, Any], out: OutputDir) -> None:
@@ -165,6 +205,12 @@ def plot(summary: dict[str, Any], out: OutputDir) -> None:
     fig.tight_layout()
     out.figure("fig7_bound_vs_time", fig)
     plot_count_min(summary["count_min"], out)
+    if "accuracy" in summary:
+        from nicsim.xdp.validate import plot_paths
+
+        a = summary["accuracy"]
+        plot_paths(out, a["rows"], f"accuracy on x86-jit: {a['paths_per_program']} slowest paths per program",
+                   "accuracy")
 
 
 def plot_count_min(cm: list[dict[str, Any]], out: OutputDir,
@@ -228,6 +274,12 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(t)
     console.print("Fig. 8, Count-Min on nfp: " + "  ".join(f"{r['stages']}:{r['mpps']:.1f} Mpps ({r['bottleneck']})"
                                                           for r in summary["count_min"]))
+    if "accuracy" in summary:
+        from nicsim.xdp.cli import show_paths
+
+        a = summary["accuracy"]
+        show_paths(console, a, f"Accuracy (§6.1) on x86-jit: the {a['paths_per_program']} slowest satisfiable paths "
+                   f"of each program, {a['runs_per_path']} fresh kernel runs each")
     for c in summary["checks"]:
         mark = "[green]holds[/green]" if c["holds"] else "[red]does not hold[/red]"
         console.print(f"{mark}  {c['claim']}: {c['detail']}")
@@ -243,11 +295,15 @@ def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_time
     output.check()  # before the analyses, not after them
     if explosion_timeout_s is None:
         explosion_timeout_s = 5.0 if quick else 60.0
-    summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets)
+    summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets, quick=quick)
     with output as o:
         o.summary(summary)
         o.csv("table.csv", summary["table"])
         o.csv("count_min.csv", summary["count_min"])
+        if "accuracy" in summary:
+            from nicsim.xdp.validate import PATHS_COLUMNS
+
+            o.csv("accuracy.csv", summary["accuracy"]["rows"], columns=["program", *PATHS_COLUMNS])
         plot(summary, o)
     if ui.shows_tables():
         print_summary(summary, console)

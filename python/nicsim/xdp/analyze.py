@@ -16,6 +16,7 @@ way). Each process has its interpreter besides (docs/xdp.md, "Memory").
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -79,7 +80,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             solver: str = "bitwuzla", memory_mb: int = 2048, mac_limit: bool = True,
             progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
             map_sizes: dict[str, int] | None = None, program: str | None = None,
-            tail_calls: Sequence[tuple[str, int, str]] | None = None) -> dict[str, Any]:
+            tail_calls: Sequence[tuple[str, int, str]] | None = None,
+            paths: int | None = None) -> dict[str, Any]:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
     `out` is given.
 
@@ -102,12 +104,21 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     hold, in place of what the object declares. A tail call through a prog array whose contents
     are neither declared nor given makes the answer `unbounded` (docs/xdp.md, "Tail calls"):
     `guarantee.status` is "unbounded" and its rates are null; no search runs.
+    `paths` (`--paths K`, packet rate only): after the SSP, the search goes on until K satisfiable
+    paths are found, slowest first (or the paths, the time — `timeout_s` again — or the memory
+    run out); the summary lists them under `slowest_paths`, each with its example packet and map
+    entries (`nicsim xdp validate --paths` measures them), and `paths.pcap` holds their packets.
     """
     from nicsim import _core
     from nicsim.xdp.solver import SolverStopped, make_solver
 
     if rate not in ("bit", "packet"):
         raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
+    if paths is not None:
+        if isinstance(paths, bool) or not isinstance(paths, int) or not 1 <= paths <= MAX_PATHS:
+            raise InputError(f"--paths must be an integer from 1 to {MAX_PATHS:,}, not {paths!r}")
+        if rate != "packet":
+            raise InputError("--paths needs --rate packet (the paths are ranked and measured by time per packet)")
     output = None
     if out is not None:
         output = OutputDir(out, inputs=[obj, target_file(target)], force=force)
@@ -130,6 +141,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         raise
     summary = json.loads(search.naive())
     naive = summary["naive"]
+    base_maps = copy.deepcopy(summary["maps"])
+    slowest: list[dict[str, Any]] = []  # with `paths`: the satisfiable paths found, slowest first
+    paths_stopped = None
     bit = rate == "bit"
     key_name = "bps" if bit else "pps"
 
@@ -231,6 +245,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                     slv.done()
                 slv.done()
                 path["retval"] = ret
+                if paths is not None:
+                    slowest.append(_slow_path(len(slowest) + 1, path, pkt, ret, base_maps, mp))
                 if found is None or key < found:
                     found, ssp, example, maps = key, path, pkt, mp
                     ssp["key"] = key
@@ -247,6 +263,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             slv.done()
             status = stopped = "timeout"
             break
+        if paths is not None and status == "ssp":
+            paths_stopped = _more_paths(search, slv, paths, slowest, base_maps, timeout_s)
     except SolverStopped as e:
         # The solver process ran out of its memory, or overran its time: the search stops as
         # when the core's state reaches its budget, or at a timeout (the path being checked is
@@ -291,6 +309,10 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                              tail_calls=[list(t) for t in tail_calls or []])
     summary["seconds"] = elapsed()
     summary["trace"] = trace
+    if paths is not None:
+        summary["slowest_paths"] = slowest
+        summary["slowest_paths_requested"] = paths
+        summary["slowest_paths_stopped"] = paths_stopped or ("paths" if len(slowest) >= paths else stopped)
     if output is not None:
         with output as o:
             o.summary(summary)
@@ -301,7 +323,68 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             o.csv("path_cost.csv", [{"class": c, **v} for c, v in summary["path"]["cost_by_class"].items()],
                   columns=["class", "insns", "cores", "dram"])
             _plot(o, summary, key)
+            if paths is not None:
+                if slowest:
+                    _core.write_pcap(o.path / "paths.pcap", [bytes.fromhex(p["example_packet_hex"]) for p in slowest])
+                o.csv("paths.csv", [{k: p[k] for k in PATH_COLUMNS} for p in slowest], columns=PATH_COLUMNS)
     return summary
+
+
+#: The largest `--paths`: each path found costs a solver call and a model, and validation
+#: measures each in the kernel.
+MAX_PATHS = 1000
+PATH_COLUMNS = ["rank", "pps", "ns", "bottleneck", "xdp_action", "packet_bytes", "insns_count"]
+
+
+def _slow_path(rank: int, path: dict[str, Any], pkt: bytes, ret: int, base_maps: dict[str, Any],
+               entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One of the slowest satisfiable paths (`--paths`): its rate, cost, instructions, action,
+    example packet and the maps that packet needs (the program's maps with the model's entries)."""
+    return {"rank": rank, "pps": path["pps"], "ns": 1e9 / path["pps"], "bottleneck": path["bottleneck"],
+            "cost": path["cost"], "min_packet_bytes": path["min_packet_bytes"], "insns_count": len(path["insns"]),
+            "insns": path["insns"], "retval": ret, "xdp_action": XDP_ACTIONS.get(ret, "unknown"),
+            "packet_bytes": len(pkt), "example_packet_hex": pkt.hex(),
+            "maps": _merge_maps(copy.deepcopy(base_maps), entries)}
+
+
+def _more_paths(search: Any, slv: Any, paths: int, slowest: list[dict[str, Any]], base_maps: dict[str, Any],
+                timeout_s: float) -> str:
+    """Go on past the SSP (packet rate) until `paths` satisfiable paths are in `slowest`, for at
+    most `timeout_s` seconds more; unsat cores prune as before. Returns why it stopped: `paths`,
+    `exhausted`, `timeout` (also a solver's `unknown`) or `memory`. The guarantee is not
+    touched: these paths are no slower than the SSP."""
+    from nicsim.xdp.solver import SolverStopped
+
+    t1 = time.perf_counter()
+
+    def left() -> float:
+        return timeout_s - (time.perf_counter() - t1)
+
+    try:
+        while len(slowest) < paths:
+            if left() <= 0:
+                return "timeout"
+            what, qj = search.next_query(left())
+            if what != "query":
+                return what
+            q = json.loads(qj)
+            res = slv.check(q["smt"], timeout_s=max(left(), 0.001))
+            if res == "unsat":
+                core = slv.core()
+                slv.done()
+                search.refute(core)
+                continue
+            if res != "sat":
+                slv.done()
+                return "timeout"
+            path = json.loads(search.current_path())
+            pkt, ret, mp = _model(slv, q)
+            slv.done()
+            search.pass_path()
+            slowest.append(_slow_path(len(slowest) + 1, path, pkt, ret, base_maps, mp))
+    except SolverStopped as e:
+        return e.reason
+    return "paths"
 
 
 def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:

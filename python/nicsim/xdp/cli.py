@@ -26,6 +26,7 @@ from nicsim.options import (
     path_arg,
 )
 from nicsim.output import check_out_arg
+from nicsim.xdp.analyze import MAX_PATHS
 
 xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program always sustains on a target.",
                       no_args_is_help=True, rich_markup_mode="markdown")
@@ -55,6 +56,20 @@ MapSizeOpt = Annotated[list[str] | None, typer.Option(
     "--map-size", metavar="NAME=N", help="Entries of map NAME, in place of its declared max_entries (repeat for "
     "several maps). Loaders that set a size before loading declare 0; such a map without --map-size is analysed "
     "for every size.", show_default=False)]
+
+
+def _paths_opt(help_text: str) -> object:
+    return typer.Option("--paths", metavar="K", callback=in_range(1, MAX_PATHS), help=help_text, show_default=False)
+
+
+PathsAnalyzeOpt = Annotated[int | None, _paths_opt(
+    "After the SSP, go on until the K slowest satisfiable paths are found (each with its example packet and "
+    "map entries: summary.json `slowest_paths`, paths.pcap, paths.csv), for at most --timeout more. Needs "
+    "--rate packet.")]
+PathsValidateOpt = Annotated[int | None, _paths_opt(
+    "The accuracy study: measure the example packets of the K slowest satisfiable paths on x86-jit (each "
+    "from a fresh packet and map state, --path-runs runs) against their estimates; writes "
+    "accuracy.csv and accuracy.png.")]
 
 
 def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
@@ -130,6 +145,7 @@ def xdp_analyze(
                                             "paper's evaluation reports it.")] = True,
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
+    paths: PathsAnalyzeOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -153,7 +169,7 @@ def xdp_analyze(
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
                     progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force,
-                    map_sizes=parse_map_sizes(map_size), tail_calls=tail_calls)
+                    map_sizes=parse_map_sizes(map_size), tail_calls=tail_calls, paths=paths)
     for w in s.get("warnings", []):
         ui.warn(w)
 
@@ -181,6 +197,11 @@ def xdp_analyze(
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
                       + ("" if lp["evident"] else " (--loop-bound)"))
+        if "slowest_paths" in s:
+            t.add_row("slowest paths", f"{len(s['slowest_paths'])} of {s['slowest_paths_requested']} found "
+                      f"({s['slowest_paths_stopped']}): " + ", ".join(f"{p['pps'] / 1e6:,.3f}"
+                                                                       for p in s["slowest_paths"][:8])
+                      + (" …" if len(s["slowest_paths"]) > 8 else "") + " Mpps")
         t.add_row("time", f"{s['seconds']:.3f} s")
         console.print(t)
 
@@ -296,6 +317,10 @@ def xdp_validate(
                                                 "(default: the analysis's; it must be the program analysed).")] = None,
     program: Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the "
                                                 "program (default: the analysis's).")] = None,
+    paths: PathsValidateOpt = None,
+    path_runs: Annotated[int, typer.Option("--path-runs", metavar="N", callback=in_range(1, 100_000),
+                                           help="Kernel runs per path with --paths, each from a fresh packet and "
+                                           "map state.")] = 201,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
@@ -306,13 +331,17 @@ def xdp_validate(
     `--packets` random and mutated packets in the kernel and compares them with the x86-jit
     guarantee (a packet-rate analysis on the calibrated target): none may be more than 5 %
     slower. Writes validation.json, timing.csv and a plot of the times against the guarantee.
-    Exit code 1 if a check fails. Needs root for the kernel.
+    With --paths K, also the accuracy study (the paper's section 6.1): the K slowest satisfiable
+    paths on x86-jit, each path's estimate against its measured time (accuracy.csv and .png, the
+    error distribution in validation.json); a path the kernel does not take as the interpreter
+    does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """
     from nicsim.xdp.validate import validate
 
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
-                     progress=lambda what: bar.update(detail=what), force=force, section=section, program=program)
+                     progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,
+                     paths=paths, path_runs=path_runs)
 
     def show(console: Console) -> None:
         t = Table(title=f"validation of {obj.name}", show_header=False)
@@ -331,7 +360,38 @@ def xdp_validate(
         else:
             t.add_row("x86-jit guarantee", tm["note"])
         console.print(t)
+        if "paths" in r:
+            show_paths(console, r["paths"], f"the {r['paths']['found']} slowest satisfiable paths on x86-jit "
+                       f"({r['paths']['runs_per_path']} fresh runs each)")
 
     ui.result(r, show)
     ui.wrote(out or analysis)
     return 0 if r["ok"] else 1
+
+
+def show_paths(console: Console, study: dict, title: str) -> None:
+    """The accuracy study's table (a row per path) and its error distribution."""
+    t = Table(title=title)
+    named = any("program" in p for p in study["rows"])
+    if named:
+        t.add_column("program")
+    for c in ("rank", "estimate ns", "measured ns", "error", "bottleneck", "action", "bytes", "fresh", "status"):
+        t.add_column(c, justify="left" if c in ("bottleneck", "action", "status", "fresh") else "right")
+    for p in study["rows"]:
+        fresh = "+".join(w for w, k in (("packet", "writes_packet"), ("maps", "writes_maps")) if p.get(k)) or "-"
+        measured = "" if p["measured_ns"] is None else f"{p['measured_ns']:.1f}"
+        t.add_row(*([p["program"]] if named else []), str(p["rank"]), f"{p['estimate_ns']:.1f}", measured,
+                  "" if p["error_pct"] is None else f"{p['error_pct']:+.1f} %", p["bottleneck"], p["xdp_action"],
+                  str(p["packet_bytes"]), fresh, p["status"] if p["status"] == "ok" else Text(p["status"], style="red"))
+    console.print(t)
+    e = study["errors"]
+    oh = study.get("overhead")
+    if oh:
+        console.print(f"per-packet overhead (the empty program): {oh['target_ns']:.1f} ns in the x86-jit target "
+                      f"(calibrated), {oh['measured_ns']:.1f} ns measured now as the paths are")
+    if e.get("min_pct") is None:
+        console.print(f"no path measured on its own path ({e['mismatched']} mismatched)")
+        return
+    console.print(f"error over {e['paths']} paths: median {e['median_pct']:+.1f} %, at most {e['max_over_pct']:.1f} % "
+                  f"over, {e['max_under_pct']:.1f} % under; within ±5 %: {e['within_5_pct']:.0%}, ±10 %: "
+                  f"{e['within_10_pct']:.0%}" + (f"; {e['mismatched']} mismatched" if e["mismatched"] else ""))

@@ -10,6 +10,14 @@
    packet's time is the median of `runs` single runs (a packet over the limit is timed again, up
    to three rounds, keeping its least median). No packet may be slower than the `x86-jit`
    guarantee (a packet-rate analysis on the calibrated target) by more than `tolerance`.
+4. With `paths` (`--paths K`), the accuracy study of the paper's §6.1: the example packets of the
+   K slowest satisfiable paths on `x86-jit` (`nicsim xdp analyze --paths K`), each run in the
+   interpreter and the kernel (the kernel must take the path: the interpreter's action and
+   packet, and map values), then timed by `path_runs` single BPF_PROG_TEST_RUN runs from a fresh
+   state (the kernel copies the packet in for every run; map entries the path changes are
+   written back before each run): the path's time is their mean below the 90th percentile
+   ([`run_time`]), its error the estimate's
+   rate against the measured one (docs/xdp.md, "The accuracy study").
 """
 
 from __future__ import annotations
@@ -93,33 +101,59 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
         raise bad("object.section", "not a string")
     if not isinstance(obj.get("program", ""), str | None):
         raise bad("object.program", "not a string")
-    maps = s.get("maps")
-    if maps is not None and not isinstance(maps, dict):
-        raise bad("maps", "not a table")
-    for name, m in (maps or {}).items():
-        if not isinstance(m, dict) or not isinstance(m.get("entries", {}), dict):
-            raise bad(f"maps.{name}", "not a table with a table of entries")
-        for key, value in m.get("entries", {}).items():
-            try:
-                bytes.fromhex(key), bytes.fromhex(value)
-            except (TypeError, ValueError):
-                raise bad(f"maps.{name}.entries", "keys and values must be hexadecimal strings") from None
-    hexed = s.get("example_packet_hex")
-    if hexed:
+    def check_maps(maps: Any, where: str) -> None:
+        if maps is not None and not isinstance(maps, dict):
+            raise bad(where, "not a table")
+        for name, m in (maps or {}).items():
+            if not isinstance(m, dict) or not isinstance(m.get("entries", {}), dict):
+                raise bad(f"{where}.{name}", "not a table with a table of entries")
+            for key, value in m.get("entries", {}).items():
+                try:
+                    bytes.fromhex(key), bytes.fromhex(value)
+                except (TypeError, ValueError):
+                    raise bad(f"{where}.{name}.entries", "keys and values must be hexadecimal strings") from None
+
+    def check_packet(hexed: Any, where: str) -> None:
         try:
             example = bytes.fromhex(hexed) if isinstance(hexed, str) else None
         except ValueError:
             example = None
         if not example:
-            raise bad("example_packet_hex", "not a packet in hexadecimal")
+            raise bad(where, "not a packet in hexadecimal")
         if not ETHERNET_HEADER_BYTES <= len(example) <= MAX_TEST_RUN_BYTES:
-            raise bad("example_packet_hex", f"a packet of {len(example):,} bytes (an XDP test run takes "
+            raise bad(where, f"a packet of {len(example):,} bytes (an XDP test run takes "
                       f"{ETHERNET_HEADER_BYTES} to {MAX_TEST_RUN_BYTES})")
+
+    check_maps(s.get("maps"), "maps")
+    hexed = s.get("example_packet_hex")
+    if hexed:
+        check_packet(hexed, "example_packet_hex")
         path = table(s.get("path"), "path")
         if not (isinstance(path.get("insns"), list) and all(isinstance(i, int) for i in path["insns"])):
             raise bad("path.insns", "missing, or not a list of instruction numbers")
         if not isinstance(path.get("retval"), int):
             raise bad("path.retval", "missing, or not an integer")
+    slow = s.get("slowest_paths")
+    if slow is not None:
+        if not isinstance(slow, list):
+            raise bad("slowest_paths", "not a list")
+        for i, p in enumerate(slow):
+            where = f"slowest_paths[{i}]"
+            table(p, where)
+            for k in ("rank", "retval"):
+                if not isinstance(p.get(k), int) or isinstance(p.get(k), bool):
+                    raise bad(f"{where}.{k}", "missing, or not an integer")
+            for k in ("pps", "ns"):
+                if not (number(p.get(k)) and 0 < p[k] < float("inf")):
+                    raise bad(f"{where}.{k}", "missing, or not a positive finite number")
+            for k in ("bottleneck", "xdp_action"):
+                if not isinstance(p.get(k), str):
+                    raise bad(f"{where}.{k}", "missing, or not a string")
+            if not (isinstance(p.get("insns"), list) and all(isinstance(x, int) for x in p["insns"])):
+                raise bad(f"{where}.insns", "missing, or not a list of instruction numbers")
+            check_packet(p.get("example_packet_hex"), f"{where}.example_packet_hex")
+            table(p.get("maps"), f"{where}.maps")
+            check_maps(p["maps"], f"{where}.maps")
     return s
 
 
@@ -152,15 +186,26 @@ def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str,
 def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
              *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float = 0.05,
              timeout_s: float = 60.0, progress: Callable[[str], None] | None = None,
-             force: bool = False, section: str | None = None, program: str | None = None) -> dict[str, Any]:
+             force: bool = False, section: str | None = None, program: str | None = None,
+             paths: int | None = None, path_runs: int = 201) -> dict[str, Any]:
     """Validate the analysis in folder `analysis` of the object `obj`; write `validation.json`
     to `out` (default: into `analysis`, keeping its files). Returns the report; `report["ok"]`
     says whether every check passed. `force`: replace an existing `out` that nicsim did not
     write (see [`OutputDir`]). The program is the one the analysis names (`object.section` and
-    `object.program`); `section` and `program` may name it too, not another."""
+    `object.program`); `section` and `program` may name it too, not another. `paths`: the
+    accuracy study on the K slowest satisfiable paths (see the module's 4.), from the analysis when
+    it is an x86-jit packet-rate one with `slowest_paths`, else from an x86-jit analysis run here;
+    each path is timed by `path_runs` fresh single runs."""
     from nicsim import _core
-    from nicsim.xdp.analyze import analyze, read_object
+    from nicsim.xdp.analyze import MAX_PATHS, analyze, read_object
     from nicsim.xdp.calibrate import default_path
+
+    if paths is not None:
+        if isinstance(paths, bool) or not isinstance(paths, int) or not 1 <= paths <= MAX_PATHS:
+            raise InputError(f"--paths must be an integer from 1 to {MAX_PATHS:,}, not {paths!r}")
+        if not default_path().is_file():
+            raise InputError(f"--paths measures the x86-jit estimates, and x86-jit is not calibrated on this machine "
+                             f"({default_path()} is missing): run `nicsim xdp calibrate` first")
 
     obj, analysis = Path(obj), Path(analysis)
     data = read_object(obj)
@@ -213,13 +258,17 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
 
     # The x86-jit guarantee, from a packet-rate analysis on the calibrated target.
     guarantee: dict[str, Any] | None = None
+    study: dict[str, Any] | None = None  # the x86-jit analysis with the slowest paths (`paths`)
     if s.get("target") == "x86-jit" and s.get("rate") == "packet":
         guarantee = s["guarantee"]
-    elif default_path().is_file():
-        say("x86-jit analysis")
+        if paths is not None and _has_paths(s, paths):
+            study = s
+    if (guarantee is None or (paths is not None and study is None)) and default_path().is_file():
+        say("x86-jit analysis" + ("" if paths is None else f" ({paths} slowest paths)"))
         g = analyze(obj, target="x86-jit", section=section, program=program, rate="packet", timeout_s=timeout_s,
-                    tail_calls=tail_calls)
+                    tail_calls=tail_calls, paths=paths)
         guarantee = g["guarantee"]
+        study = g if paths is not None else None
     pkts = packets_to_time(example, packets, seed)
     say(f"timing {len(pkts)} packets")
     times = k.times([p for _, p in pkts], runs)
@@ -254,6 +303,16 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         timing["guarantee_ns"] = None
         timing["note"] = f"x86-jit is not calibrated ({default_path()} is missing): run `nicsim xdp calibrate`"
     report["timing"] = timing
+    prows: list[dict[str, Any]] = []
+    if study is not None:
+        found = (study.get("slowest_paths") or [])[:paths]
+        prows = measure_paths(data, section, program, found, path_runs,
+                              progress=lambda i: say(f"path {i + 1} of {len(found)}"), tail_calls=tail_calls)
+        report["paths"] = {"requested": paths, "found": len(found), "stopped": study.get("slowest_paths_stopped"),
+                           "runs_per_path": path_runs, "method": PATHS_METHOD, "errors": error_distribution(prows),
+                           "overhead": measure_overhead(path_runs), "rows": prows}
+        checks["each path's example takes its path in the interpreter and the kernel"] = all(
+            r["status"] == "ok" for r in prows)
     report["checks"] = checks
     report["ok"] = all(checks.values())
     with output as o:
@@ -265,7 +324,216 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         o.json("validation.json", report)
         o.csv("timing.csv", rows, columns=["kind", "bytes", "ns", "retimed"])
         _plot(o, rows, timing, obj.name)
+        if study is not None:
+            o.csv("accuracy.csv", prows, columns=PATHS_COLUMNS)
+            plot_paths(o, prows, f"{obj.name} on x86-jit", "accuracy")
     return report
+
+
+def _has_paths(s: dict[str, Any], k: int) -> bool:
+    """Whether the analysis `s` lists its `k` slowest satisfiable paths (or all it could find)."""
+    found = s.get("slowest_paths")
+    if not isinstance(found, list):
+        return False
+    return len(found) >= k or s.get("slowest_paths_stopped") == "exhausted"
+
+
+PATHS_METHOD = ("each path's example packet, with the map entries its model gives, is run `runs` times by "
+                "BPF_PROG_TEST_RUN with repeat=1 (the kernel copies the packet in for every run, and map "
+                "entries the path changed are written back before the next), as the x86-jit calibration times "
+                "its overhead; the path's time is the mean of the runs no slower than their 90th percentile "
+                "(the clock is quantised; slower runs were interrupted). error_pct = estimated rate / "
+                "measured rate - 1: positive is over (the estimate promises more than the kernel does), "
+                "negative under.")
+PATHS_COLUMNS = ["rank", "estimate_ns", "measured_ns", "median_ns", "estimate_mpps", "measured_mpps", "error_pct", "bottleneck",
+                 "xdp_action", "packet_bytes", "writes_packet", "writes_maps", "runs", "status"]
+#: The shares of paths within these errors (±%) in the summary.
+WITHIN_PCT = (1, 5, 10, 20)
+
+
+def measure_paths(data: bytes, section: str | None, program: str | None, found: list[dict[str, Any]], runs: int,
+                  progress: Callable[[int], None] | None = None,
+                  tail_calls: list[tuple[str, int, str]] | None = None) -> list[dict[str, Any]]:
+    """Measure each path of `found` (an analysis's `slowest_paths`) in the kernel: a row per path
+    with its estimate, the median of `runs` fresh single runs, the error, and `status` — `ok`, or
+    why no error is given (the interpreter or the kernel does not take the path)."""
+    from nicsim import _core
+
+    if program is not None and section is not None and "/" not in program:
+        program = f"{section}/{program}"
+    rows = []
+    for i, p in enumerate(found):
+        if progress:
+            progress(i)
+        try:
+            rows.append(_measure_path(_core, data, section, program, p, runs, tail_calls or []))
+        except InputError as e:  # the interpreter faults, the kernel refuses a map entry: no figure
+            rows.append({"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
+                         "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
+                         "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"],
+                         "packet_bytes": len(p["example_packet_hex"]) // 2, "writes_packet": None,
+                         "writes_maps": None, "runs": 0, "status": str(e)})
+    return rows
+
+
+def _measure_path(_core: Any, data: bytes, section: str | None, program: str | None, p: dict[str, Any],
+                  runs: int, tail_calls: list[tuple[str, int, str]]) -> dict[str, Any]:
+    pkt = bytes.fromhex(p["example_packet_hex"])
+    maps_json = json.dumps(p["maps"])
+    row: dict[str, Any] = {"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
+                           "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
+                           "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"], "packet_bytes": len(pkt),
+                           "writes_packet": None, "writes_maps": None, "runs": 0, "status": "ok"}
+    with core_errors(None, about=f"path {p['rank']}"):
+        r = json.loads(_core.xdp_run(data, section, pkt, maps_json, 10_000_000, program, tail_calls))
+    if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
+        row["status"] = (f"interpreter takes another path (action {r['retval']}, {r['insns']} insns; the estimate "
+                         f"is for {p['retval']}, {len(p['insns'])} insns)")
+        return row
+    out_pkt = bytes.fromhex(r["packet_hex"])
+    restore, expect = _changed_entries(r["maps_before"], r["maps"])
+    row["writes_packet"] = out_pkt != pkt
+    row["writes_maps"] = bool(restore)
+    with core_errors(None, about=f"path {p['rank']}"):
+        k = _core.XdpKernel(data, section, maps_json, program, tail_calls)
+
+    with core_errors(None, about=f"path {p['rank']}"):
+        # The first run, from the state the kernel was loaded with, is checked against the
+        # interpreter's packet and maps afterwards; it is not timed.
+        kret, _, kpkt = k.run(pkt, 1)
+        if kret != r["retval"] or bytes(kpkt) != out_pkt:
+            row["status"] = (f"kernel takes another path (action {kret}" + (", another packet" if bytes(kpkt) != out_pkt
+                             else "") + f"; the interpreter returns {r['retval']})")
+            return row
+        for name, key, want in expect:
+            if k.get_entry(name, key) != want:
+                row["status"] = f"kernel leaves map '{name}' key {key.hex()} otherwise than the interpreter"
+                return row
+        times, diverged = k.fresh_times(pkt, runs, restore, r["retval"], out_pkt)
+    if diverged is not None:
+        row["status"] = f"kernel takes another path on timed run {diverged + 1} (action or packet differs)"
+        return row
+    ns = run_time(times)
+    row.update(measured_ns=ns, measured_mpps=1e3 / ns if ns > 0 else None, runs=len(times),
+               median_ns=statistics.median(times), error_pct=(ns / p["ns"] - 1) * 100 if ns > 0 else None)
+    if ns <= 0:
+        row["status"] = "the kernel measured 0 ns"
+    return row
+
+
+def measure_overhead(runs: int) -> dict[str, Any]:
+    """The x86-jit target's per-packet overhead (`cores.overhead_cycles`, ns: the upper quartile of
+    the empty program's single runs when it was calibrated) beside the same empty program measured
+    now as the study measures paths ([`run_time`]): most of a short path's time is this overhead,
+    so its error is mostly theirs. Reported, never used to change an estimate."""
+    import tomllib
+
+    from nicsim import _core
+    from nicsim.xdp.calibrate import default_path
+
+    target = tomllib.loads(default_path().read_text())["cores"]["overhead_cycles"]
+    with core_errors(None, about="the empty program"):
+        times = _core.xdp_empty_times(runs)
+    return {"target_ns": target, "measured_ns": run_time(times), "median_ns": statistics.median(times)}
+
+
+def run_time(times: list[int]) -> float:
+    """A path's time from its single runs: the mean of the runs no slower than the 90th percentile.
+
+    The kernel's clock steps by whole nanoseconds or more (10 ns on some virtual machines), so a
+    single run's duration is quantised; the start falls anywhere between two steps, so the mean of
+    many runs is not (the median is: it would be 60 or 70 ns for a path of 63). Runs above the
+    90th percentile are left out: an interrupt or the machine's other load made them slower (runs
+    at the percentile itself are kept, so whole clock steps are never cut in two)."""
+    ts = sorted(times)
+    cut = ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
+    kept = [t for t in ts if t <= cut]
+    return sum(kept) / len(kept)
+
+
+def _changed_entries(before: dict[str, Any], after: dict[str, Any]) \
+        -> tuple[list[tuple[str, bytes, bytes | None]], list[tuple[str, bytes, bytes | None]]]:
+    """The map entries a run changed, as (map, key, value before) to write back before the next
+    run (None: delete; an array's absent entry is zeros) and (map, key, value after) that the
+    kernel must hold after the run (per-CPU maps left out: the kernel keeps a value per CPU)."""
+    restore, expect = [], []
+    for name, m in after.items():
+        b = (before.get(name) or {}).get("entries", {})
+        a = m.get("entries", {})
+        absent = bytes(m["value_size"]) if "array" in m["type"] else None
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) == b.get(key):
+                continue
+            was, now = b.get(key), a.get(key)
+            restore.append((name, bytes.fromhex(key), absent if was is None else bytes.fromhex(was)))
+            if "percpu" not in m["type"]:
+                expect.append((name, bytes.fromhex(key), absent if now is None else bytes.fromhex(now)))
+    return restore, expect
+
+
+def error_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The errors of the paths measured on their own path, as the paper reports them (§6.1): the
+    largest over- and under-estimate, the median, and the shares within ±X %."""
+    errs = sorted(r["error_pct"] for r in rows if r["status"] == "ok" and r["error_pct"] is not None)
+    out: dict[str, Any] = {"paths": len(errs), "mismatched": sum(1 for r in rows if r["status"] != "ok")}
+    if not errs:
+        return out | {"min_pct": None, "median_pct": None, "max_pct": None}
+    out.update(min_pct=errs[0], median_pct=statistics.median(errs), max_pct=errs[-1],
+               max_over_pct=max(max(errs), 0.0), max_under_pct=max(-min(errs), 0.0),
+               over=sum(1 for e in errs if e > 0), under=sum(1 for e in errs if e < 0))
+    for x in WITHIN_PCT:
+        out[f"within_{x}_pct"] = sum(1 for e in errs if abs(e) <= x) / len(errs)
+    return out
+
+
+def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) -> None:
+    """NAME.png: each path's estimate and measurement (ns per packet) by rank, its error (estimate
+    over the measurement: positive; under: negative; a mismatched path is marked) and the errors'
+    cumulative distribution."""
+    from nicsim.output import pyplot
+
+    plt = pyplot()
+    fig, (ax, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
+    ok = [r for r in rows if r["status"] == "ok"]
+    bad = [r for r in rows if r["status"] != "ok"]
+    xs = range(len(rows))
+    if len(rows) > 16 and any("program" in r for r in rows):
+        # Many paths of several programs: a tick at each program's first path.
+        ticks = [i for i, r in enumerate(rows) if i == 0 or r.get("program") != rows[i - 1].get("program")]
+        labels = [rows[i].get("program", "") for i in ticks]
+    else:
+        ticks = list(xs)
+        labels = [r.get("program", "") + ("/" if r.get("program") else "") + str(r["rank"]) for r in rows]
+    rot = 90 if len(labels) > 12 or any("program" in r for r in rows) else 0
+    ax.scatter(list(xs), [r["estimate_ns"] for r in rows], marker="_", s=160, color="black", label="estimate",
+               zorder=3)
+    ax.scatter([i for i, r in enumerate(rows) if r["status"] == "ok"], [r["measured_ns"] for r in ok],
+               color="tab:blue", s=18, label="measured", zorder=2)
+    if bad:
+        ax.scatter([i for i, r in enumerate(rows) if r["status"] != "ok"], [r["estimate_ns"] for r in bad],
+                   marker="x", color="tab:red", s=40, label="path mismatch", zorder=4)
+    ax.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
+    ax.set(xlabel="path (rank, slowest first)", ylabel="ns per packet", title=title, ylim=(0, None))
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    errs = [r["error_pct"] for r in ok]
+    ax2.bar([i for i, r in enumerate(rows) if r["status"] == "ok"], errs,
+            color=["tab:red" if e > 0 else "tab:green" for e in errs])
+    ax2.axhline(0, color="black", lw=0.8)
+    ax2.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
+    ax2.set(xlabel="path (rank, slowest first)", ylabel="error of the estimate (%)",
+            title="estimated rate vs measured: over (+) / under (-)")
+    ax2.grid(alpha=0.3, axis="y")
+    # The distribution, as the paper reports it: the share of paths within each error.
+    es = sorted(errs)
+    if es:
+        ax3.step(es, [(i + 1) / len(es) for i in range(len(es))], where="post", color="tab:blue")
+    ax3.axvline(0, color="black", lw=0.8)
+    ax3.set(xlabel="error of the estimate (%)", ylabel="share of paths (cumulative)", ylim=(0, 1.02),
+            title=f"{len(es)} paths" + (f", {len(bad)} mismatched" if bad else ""))
+    ax3.grid(alpha=0.3)
+    fig.tight_layout()
+    o.figure(name, fig)
 
 
 def _plot(o: OutputDir, rows: list[dict[str, Any]], timing: dict[str, Any], name: str) -> None:

@@ -1,0 +1,166 @@
+"""`nicsim xdp analyze --paths K` and `nicsim xdp validate --paths K`: the accuracy study of the
+paper's section 6.1 (issue 17, section 5), shortened: a few paths, a few dozen kernel runs each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_xdp import obj
+
+from conftest import assert_one_line_error, nicsim
+
+
+def _analyze(name: str, out: Path, k: int) -> dict:
+    r = nicsim("xdp", "analyze", obj(name), "--target", "x86-jit", "--rate", "packet", "--paths", str(k),
+               "--timeout", "60", "--out", out)
+    assert r.returncode == 0, r.stderr
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_analyze_paths_lists_the_slowest_satisfiable_paths(x86_jit: Path, tmp_path: Path) -> None:
+    s = _analyze("count_min_5", tmp_path / "a", 4)
+    paths = s["slowest_paths"]
+    assert [p["rank"] for p in paths] == [1, 2, 3, 4] and s["slowest_paths_stopped"] == "paths"
+    # Rank 1 is the SSP, and the rest follow slowest first.
+    assert paths[0]["pps"] == s["guarantee"]["pps"] and paths[0]["insns"] == s["path"]["insns"]
+    assert all(a["pps"] <= b["pps"] for a, b in zip(paths, paths[1:]))
+    assert all(p["example_packet_hex"] and p["xdp_action"].startswith("XDP_") for p in paths)
+    assert (tmp_path / "a" / "paths.pcap").stat().st_size > 0
+    assert (tmp_path / "a" / "paths.csv").read_text().count("\n") == 5
+    # More paths than the graph has: the search runs out of them and says so.
+    s = _analyze("count_min_5", tmp_path / "b", 50)
+    assert s["slowest_paths_stopped"] == "exhausted" and 4 < len(s["slowest_paths"]) < 50
+
+
+def test_validate_paths_measures_each_path_from_a_fresh_state(x86_jit: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    _analyze("count_min_5", a, 3)
+    out = tmp_path / "v"
+    r = nicsim("xdp", "validate", obj("count_min_5"), "--analysis", a, "--paths", "3", "--path-runs", "31",
+               "--packets", "0", "--out", out, "--json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v == json.loads((out / "validation.json").read_text())
+    study = v["paths"]
+    assert study["found"] == 3 and study["runs_per_path"] == 31
+    rows = study["rows"]
+    assert [x["status"] for x in rows] == ["ok"] * 3, rows
+    # The Count-Min update path writes its counters: measured from a fresh map state each run.
+    assert rows[0]["writes_maps"] and not rows[0]["writes_packet"]
+    for x in rows:
+        assert x["runs"] == 31 and x["measured_ns"] > 0
+        assert x["error_pct"] == pytest.approx((x["measured_ns"] / x["estimate_ns"] - 1) * 100)
+    e = study["errors"]
+    assert e["paths"] == 3 and e["mismatched"] == 0 and e["min_pct"] <= e["median_pct"] <= e["max_pct"]
+    assert 0 <= e["within_5_pct"] <= e["within_10_pct"] <= 1
+    assert v["checks"]["each path's example takes its path in the interpreter and the kernel"]
+    # The empty program measured as the paths are, beside the target's calibrated overhead.
+    assert study["overhead"]["target_ns"] > 0 and study["overhead"]["measured_ns"] > 0
+    header = (out / "accuracy.csv").read_text().splitlines()[0].split(",")
+    assert {"rank", "estimate_ns", "measured_ns", "error_pct", "bottleneck", "xdp_action", "packet_bytes"} <= set(header)
+    assert (out / "accuracy.png").stat().st_size > 0
+
+
+def test_fresh_runs_leave_the_maps_as_one_run_does(x86_jit: Path, tmp_path: Path) -> None:
+    # BPF_PROG_TEST_RUN with `repeat` would add to Count-Min's counters on every repetition; the
+    # study's runs each start from the analysis's map state, so after any number of them the
+    # counters are what one run from that state leaves (the interpreter's).
+    from nicsim import _core
+    from nicsim.xdp.validate import _changed_entries
+
+    s = _analyze("count_min_5", tmp_path / "a", 1)
+    p = s["slowest_paths"][0]
+    data, pkt, maps = obj("count_min_5").read_bytes(), bytes.fromhex(p["example_packet_hex"]), json.dumps(p["maps"])
+    r = json.loads(_core.xdp_run(data, None, pkt, maps, 100_000))
+    restore, expect = _changed_entries(r["maps_before"], r["maps"])
+    assert restore and expect
+    k = _core.XdpKernel(data, None, maps)
+    times, diverged = k.fresh_times(pkt, 25, restore, r["retval"], bytes.fromhex(r["packet_hex"]))
+    assert diverged is None and len(times) == 25
+    assert all(k.get_entry(name, key) == want for name, key, want in expect)
+    k2 = _core.XdpKernel(data, None, maps)
+    k2.run(pkt, 25)  # the same packet repeated on one state: the counters run away
+    assert any(k2.get_entry(name, key) != want for name, key, want in expect)
+
+
+def test_a_path_that_rewrites_the_packet_is_measured_on_its_own_output(x86_jit: Path,
+                                                                       tmp_path: Path) -> None:
+    # The IPIP encapsulator's slowest path moves the head 20 bytes out and writes the outer
+    # header (XDP_TX): every timed run must give the interpreter's output packet.
+    a = tmp_path / "a"
+    s = _analyze("ipip_encap", a, 2)
+    assert s["slowest_paths"][0]["xdp_action"] == "XDP_TX"
+    r = nicsim("xdp", "validate", obj("ipip_encap"), "--analysis", a, "--paths", "2", "--path-runs", "21",
+               "--packets", "0", "--out", tmp_path / "v")
+    v = json.loads((tmp_path / "v" / "validation.json").read_text())
+    row = v["paths"]["rows"][0]
+    assert row["writes_packet"] and row["status"] == "ok" and row["runs"] == 21, row
+    assert r.returncode == 0, (r.stderr, v["checks"])
+    # The kernel's output is the interpreter's, 20 bytes longer than the input.
+    from nicsim import _core
+
+    p = s["slowest_paths"][0]
+    data, pkt = obj("ipip_encap").read_bytes(), bytes.fromhex(p["example_packet_hex"])
+    want = bytes.fromhex(json.loads(_core.xdp_run(data, None, pkt, json.dumps(p["maps"]), 100_000))["packet_hex"])
+    k = _core.XdpKernel(data, None, json.dumps(p["maps"]))
+    ret, _, got = k.run(pkt, 1)
+    assert ret == 3 and bytes(got) == want and len(want) == len(pkt) + 20
+
+
+def test_a_path_the_example_does_not_take_is_a_mismatch_not_an_error_figure(x86_jit: Path,
+                                                                             tmp_path: Path) -> None:
+    # An analysis whose second path claims another action (as a wrong model or interpreter would):
+    # the study reports the mismatch, gives no error for it, and the validation fails.
+    a = tmp_path / "a"
+    _analyze("count_min_5", a, 3)
+    s = json.loads((a / "summary.json").read_text())
+    s["slowest_paths"][1]["retval"] = 1
+    (a / "summary.json").write_text(json.dumps(s))
+    r = nicsim("xdp", "validate", obj("count_min_5"), "--analysis", a, "--paths", "3", "--path-runs", "5",
+               "--packets", "0", "--out", tmp_path / "v")
+    assert r.returncode == 1, r.stderr
+    v = json.loads((tmp_path / "v" / "validation.json").read_text())
+    rows = v["paths"]["rows"]
+    assert rows[0]["status"] == "ok" and rows[2]["status"] == "ok"
+    assert rows[1]["status"].startswith("interpreter takes another path") and rows[1]["error_pct"] is None
+    assert v["paths"]["errors"]["mismatched"] == 1 and v["paths"]["errors"]["paths"] == 2
+    assert not v["checks"]["each path's example takes its path in the interpreter and the kernel"]
+
+
+def test_validate_paths_runs_the_x86_jit_search_itself(x86_jit: Path, tmp_path: Path) -> None:
+    # An nfp analysis has no x86-jit paths: validate runs the x86-jit packet-rate search with --paths.
+    a = tmp_path / "a"
+    assert nicsim("xdp", "analyze", obj("count_min_2"), "--out", a).returncode == 0
+    r = nicsim("xdp", "validate", obj("count_min_2"), "--analysis", a, "--paths", "2", "--path-runs", "5",
+               "--packets", "0")
+    assert r.returncode == 0, r.stderr
+    v = json.loads((a / "validation.json").read_text())
+    assert v["paths"]["found"] == 2 and [x["rank"] for x in v["paths"]["rows"]] == [1, 2]
+
+
+def test_validating_into_the_analysis_folder_keeps_its_paths_table(x86_jit: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    _analyze("count_min_2", a, 2)
+    table = (a / "paths.csv").read_text()
+    r = nicsim("xdp", "validate", obj("count_min_2"), "--analysis", a, "--paths", "2", "--path-runs", "5",
+               "--packets", "0")
+    assert r.returncode == 0, r.stderr
+    assert (a / "paths.csv").read_text() == table and (a / "paths.pcap").exists()
+    assert (a / "accuracy.csv").read_text().count("\n") == 3 and (a / "accuracy.png").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1001", "99999999999999999999999", "1.5", "three"])
+def test_bad_paths_is_a_one_line_error(value: str, tmp_path: Path) -> None:
+    r = nicsim("xdp", "analyze", obj("calls"), "--rate", "packet", "--paths", value, "--out", tmp_path / "o")
+    assert_one_line_error(r, "--paths")
+    r = nicsim("xdp", "validate", obj("calls"), "--analysis", tmp_path, "--paths", value)
+    assert_one_line_error(r, "--paths")
+    assert not (tmp_path / "o").exists()
+
+
+def test_analyze_paths_needs_the_packet_rate(tmp_path: Path) -> None:
+    r = nicsim("xdp", "analyze", obj("calls"), "--paths", "3", "--out", tmp_path / "o")
+    assert_one_line_error(r, "--paths", "--rate packet")
+    assert not (tmp_path / "o").exists()
