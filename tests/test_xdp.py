@@ -534,7 +534,9 @@ def test_tail_call_guarantee_is_the_slowest_target() -> None:
     # Only the fast target in the array: a faster guarantee; only the slow one: the same.
     fast = analyze(obj("tail_lb"), program="tail_lb", timeout_s=120, tail_calls=[("backends", 0, "lb_fast")])
     slow = analyze(obj("tail_lb"), program="tail_lb", timeout_s=120, tail_calls=[("backends", 1, "lb_slow")])
-    assert fast["path"]["xdp_action"] == "XDP_TX"
+    # (The empty slots' XDP_PASS path, DRAM-bound at 60 B, is no faster than lb_fast's XDP_TX: either
+    # may be the SSP; lb_slow's XDP_DROP is not in the array.)
+    assert fast["path"]["xdp_action"] in ("XDP_TX", "XDP_PASS")
     assert fast["guarantee"]["bps"] > 3 * s["guarantee"]["bps"]
     assert slow["guarantee"]["bps"] == pytest.approx(s["guarantee"]["bps"], rel=1e-9)
     assert len(slow["path"]["insns"]) == len(s["path"]["insns"])  # (linked at other places)

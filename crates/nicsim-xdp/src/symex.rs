@@ -209,11 +209,16 @@ impl<'a> Sym<'a> {
             _ if self.tails < crate::load::MAX_TAIL_CALLS => match r2 {
                 V::MapPtr(m) => match self.p.prog_arrays.get(&m) {
                     Some(crate::load::ProgArray::Known(slots)) if !slots.is_empty() => {
-                        let ne: Vec<String> = slots
+                        let mut ne: Vec<String> = slots
                             .keys()
                             .map(|s| format!("(not (= {idx} (_ bv{s} 32)))"))
                             .collect();
-                        Some(format!("(and {})", ne.join(" ")))
+                        // (SMT-LIB's `and` takes two or more: Bitwuzla refuses one.)
+                        Some(if ne.len() == 1 {
+                            ne.swap_remove(0)
+                        } else {
+                            format!("(and {})", ne.join(" "))
+                        })
                     }
                     _ => None,
                 },
