@@ -638,3 +638,25 @@ def test_lpm_trie_lookup_takes_the_longest_prefix() -> None:
         if os.geteuid() == 0:
             k = _core.XdpKernel(data, None, maps)
             assert k.run(pkt, 1)[0] == want, src
+
+
+def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path) -> None:
+    # `nicsim xdp helpers`: every helper a target gives a cost, per target, with the map types;
+    # each listed helper is one the analyzer runs (a program calling it is analysed on nfp).
+    r = nicsim("xdp", "helpers", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["targets"] == ["nfp", "x86-jit"]
+    by = {(h["helper"], h["map_type"]): h for h in s["helpers"]}
+    for key in [("bpf_tail_call", None), ("bpf_redirect_map", None), ("bpf_fib_lookup", None),
+                ("bpf_map_lookup_elem", "lpm_trie"), ("bpf_map_lookup_elem", "lru_hash"),
+                ("bpf_map_update_elem", "(other types)"), ("bpf_perf_event_output", None)]:
+        assert key in by, key
+        assert set(by[key]["costs"]) == {"nfp", "x86-jit"} and by[key]["costs"]["nfp"]["source"], key
+    assert {"prog_array", "xskmap", "ringbuf", "lpm_trie"} <= set(s["map_types"])
+    # A helper no target lists is not there, and a program calling one is refused naming it.
+    assert ("bpf_trace_printk", None) not in by
+    assert_one_line_error(nicsim("xdp", "analyze", obj("bad_printk"), "--out", tmp_path / "o"), "bpf_trace_printk")
+    table = nicsim("xdp", "helpers", "-t", "nfp")
+    assert table.returncode == 0 and "bpf_tail_call" in table.stdout and "prog_array" in table.stdout
+    assert_one_line_error(nicsim("xdp", "helpers", "-t", "nope"), "nope")

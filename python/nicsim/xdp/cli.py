@@ -296,6 +296,46 @@ def xdp_calibrate(
     ui.note(f"wrote {path}")
 
 
+@xdp_app.command("helpers")
+def xdp_helpers(
+    target: Annotated[list[str] | None, typer.Option("--target", "-t", metavar="TARGET", help="Target to list the "
+                                                      "costs of: `nfp`, `x86-jit` or a target file (repeat for "
+                                                      "several; default: nfp, and x86-jit if calibrated here).",
+                                                      show_default=False)] = None,
+    _json: JsonOpt = False, _quiet: QuietOpt = False,
+) -> None:
+    """List the BPF helpers and map types the analyzer supports, with their costs per target.
+
+    A helper is supported when the analyzer models what it does and the target gives it a cost;
+    `bpf_map_lookup_elem (hash)` is the helper on a map of that type. Any other helper, map type
+    or kfunc in a program is an error that names it. Each cost's source is in `--json` and in
+    docs/xdp.md.
+    """
+    from nicsim.xdp.helpers import supported
+
+    s = supported(target)
+
+    def show(console: Console) -> None:
+        table = Table(title="Helpers the analyzer supports, and their costs")
+        table.add_column("helper")
+        table.add_column("map type")
+        for t in s["targets"]:
+            table.add_column(t)
+        for r in s["helpers"]:
+            table.add_row(r["helper"], r["map_type"] or "", *(r["costs"].get(t, {}).get("text", "-")
+                                                              for t in s["targets"]))
+        console.print(table)
+        types = Table(title="Map types the analyzer models")
+        types.add_column("map type")
+        types.add_column("what a program can do")
+        for name, what in s["map_types"].items():
+            types.add_row(name, what)
+        console.print(types)
+        console.print(Text(f"kfuncs: {s['kfuncs']}"))
+
+    ui.result(s, show)
+
+
 @xdp_app.command("validate")
 def xdp_validate(
     obj: Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="The BPF object that was analysed.",

@@ -1,0 +1,66 @@
+"""`nicsim xdp helpers`: what the analyzer supports — the BPF helpers and the map types it models,
+with each one's cost on each target and where that cost comes from.
+
+A helper is supported when the analyzer models what it does (the interpreter and the symbolic
+executor: docs/xdp.md, "Helpers") and a target gives it a cost; the targets' `[helpers]` tables
+are the list. A key `NAME.TYPE` is the helper on a map of that type (a map helper on a type
+without a key is an error naming the map's type). kfuncs are not supported: each is refused by
+name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from nicsim.xdp.analyze import load_target
+
+#: Targets listed by default: the built-in one, and x86-jit when this machine has calibrated it.
+DEFAULT_TARGETS = ("nfp", "x86-jit")
+#: The map types the interpreter and the symbolic executor model (crates/nicsim-xdp/src/interp.rs,
+#: `MapStore::new`; docs/xdp.md), with what a program can do with each.
+MAP_TYPES = {
+    "array": "lookup, update, atomics on values", "percpu_array": "as array (one CPU's copy)",
+    "hash": "lookup, update, delete", "percpu_hash": "as hash (one CPU's copy)",
+    "lru_hash": "as hash; an update of a full map evicts", "lpm_trie": "lookup (longest prefix); filled by user space",
+    "devmap": "bpf_redirect_map", "devmap_hash": "bpf_redirect_map", "cpumap": "bpf_redirect_map",
+    "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
+    "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
+}
+
+
+def _cost(entry: dict[str, Any], unit: str) -> str:
+    parts = [f"{entry.get('cycles', 0):g} {unit}"]
+    for key, what in (("dram_reads", "DRAM reads"), ("dram_writes", "DRAM writes"), ("dram_atomics", "DRAM atomics")):
+        if entry.get(key):
+            parts.append(f"{entry[key]:g} {what}")
+    return ", ".join(parts)
+
+
+def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
+    """The helpers and map types with a cost on each of `targets` (default: nfp, and x86-jit if
+    calibrated here; a target named explicitly must load). Returns {targets, helpers: [{helper,
+    map_type, costs: {target: {text, source}}}], map_types, kfuncs}."""
+    from nicsim.xdp.calibrate import default_path
+
+    names = list(targets) if targets else [t for t in DEFAULT_TARGETS if t != "x86-jit" or default_path().is_file()]
+    loaded: dict[str, dict[str, Any]] = {}
+    for name in names:
+        text, where = load_target(name)
+        t = tomllib.loads(text)
+        loaded[str(t.get("name", name))] = t
+    rows: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for tname, t in loaded.items():
+        unit = "ns" if t.get("cores", {}).get("clock_mhz") == 1000.0 else "cycles"
+        for key, entry in t.get("helpers", {}).items():
+            helper, _, map_type = key.partition(".")
+            row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
+                                                                "costs": {}})
+            row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
+    helpers = sorted(rows.values(), key=lambda r: (r["helper"], r["map_type"] or ""))
+    typed = {r["helper"] for r in helpers if r["map_type"]}
+    for r in helpers:
+        if r["map_type"] is None and r["helper"] in typed:
+            r["map_type"] = "(other types)"
+    return {"targets": list(loaded), "helpers": helpers, "map_types": MAP_TYPES,
+            "kfuncs": "none: a call to a kernel function through BTF is refused, naming it"}
