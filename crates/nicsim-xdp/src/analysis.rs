@@ -344,11 +344,8 @@ pub enum Next {
     OutOfMemory,
 }
 
-/// The ordered search for the slowest satisfiable path (paper §5): paths come from the merger
-/// slowest first, each is turned into an SMT query, and the caller (which runs the solver)
-/// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
 /// A length lemma as a prefix: every path through `prefix` needs `len` bytes; refuted so far
-/// in the MPS classes up to `applied` bytes.
+/// in the MPS classes up to `applied` bytes (`u32::MAX`: in every class).
 #[derive(Debug, Clone)]
 struct SizeLemma {
     prefix: Vec<u32>,
@@ -356,6 +353,9 @@ struct SizeLemma {
     applied: u32,
 }
 
+/// The ordered search for the slowest satisfiable path (paper §5): paths come from the merger
+/// slowest first, each is turned into an SMT query, and the caller (which runs the solver)
+/// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
 pub struct Search {
     pub a: Analysis,
     pub merger: crate::paths::Merger,
