@@ -1018,10 +1018,27 @@ fn choose<'c>(
             "only programs of other types: {}; --program NAME analyses one as XDP anyway",
             list(&other)
         ))),
-        _ => Err(LoadError::Ambiguous {
-            what: "the object has several XDP programs".into(),
-            list: list(&all),
-        }),
+        // The candidates of the pool; programs of other types (tc, socket filters…) are named
+        // apart, since they are not XDP programs (--program still analyses one as XDP).
+        _ => {
+            let xdp_like: Vec<&Candidate> = all
+                .iter()
+                .copied()
+                .filter(|c| c.kind != SectionType::Other)
+                .collect();
+            Err(LoadError::Ambiguous {
+                what: "the object has several XDP programs".into(),
+                list: if other.is_empty() {
+                    list(&xdp_like)
+                } else {
+                    format!(
+                        "{}; programs of other types: {}",
+                        list(&xdp_like),
+                        list(&other)
+                    )
+                },
+            })
+        }
     }
 }
 
@@ -1757,7 +1774,9 @@ mod tests {
             LoadError::NoSection { available, .. } => available.clone(),
             e => panic!("{e}"),
         };
-        list.split(", ")
+        // (Programs of other types are listed after the XDP ones.)
+        list.replace("; programs of other types: ", ", ")
+            .split(", ")
             .map(|i| {
                 let (h, s) = i.split_once(" (section ").unwrap();
                 (h.to_string(), s.trim_end_matches(')').to_string())
