@@ -334,7 +334,7 @@ class SolverProcess:
 
     def version(self) -> str:
         self._ready()
-        return self._version or "unknown"
+        return self._version or SOLVERS[self.name].version()
 
     def close(self) -> None:
         """End the process (it ends by itself when its pipe closes)."""
@@ -382,7 +382,9 @@ def _serve(name: str, rfd: int, wfd: int, data_limit: int) -> None:
     except BaseException as e:  # noqa: BLE001 (reported to the parent, which raises it)
         _send(wfd, ("error", f"{type(e).__name__}: {e}"))
         return
-    _send(wfd, ("ready", slv.version(), rss()))
+    # Bitwuzla's version is read by the parent (from the package's metadata, which this process
+    # would take ~20 ms to import: most of an analysis of a small program).
+    _send(wfd, ("ready", slv.version() if name != "bitwuzla" else "", rss()))
     while (msg := _recv(rfd)) is not None:
         op, args = msg[0], msg[1:]
         if op == "done":
