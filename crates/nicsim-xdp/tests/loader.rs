@@ -176,12 +176,17 @@ fn several_programs_are_listed_and_every_listed_name_chooses_one() {
     assert_eq!(
         e,
         "the object has several XDP programs: fwd (section xdp_fwd), icmp (section xdp_icmp), \
-         sock (section xdp_sock), tc_prog (section tc), sock_filter (section socket); choose \
-         one with --program NAME (or --section NAME)"
+         sock (section xdp_sock); programs of other types: tc_prog (section tc), sock_filter \
+         (section socket); choose one with --program NAME (or --section NAME)"
     );
-    // Every name the error lists, function or section, is accepted by --section; function
-    // names by --program too.
-    let list = e.split(": ").nth(1).unwrap().split("; ").next().unwrap();
+    // Every name the error lists (the XDP candidates, then the programs of other types),
+    // function or section, is accepted by --section; function names by --program too.
+    let rest = e.split_once(": ").unwrap().1;
+    let list = rest
+        .split("; choose")
+        .next()
+        .unwrap()
+        .replace("; programs of other types: ", ", ");
     let mut n = 0;
     for item in list.split(", ") {
         let (func, sec) = item.split_once(" (section ").unwrap();
