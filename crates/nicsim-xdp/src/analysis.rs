@@ -390,6 +390,8 @@ pub struct Search {
     found: Option<f64>,
     /// The merger's floor below which no size lemma rules out a further class.
     next_lemma_floor: f64,
+    /// The merger's MPS classes, sorted, each once.
+    classes: Vec<u32>,
     /// Per node of the search graph and cost component, the costliest way to the sink (None:
     /// no way), for the bound on what a size lemma's paths cost (computed when the first
     /// lemma comes).
@@ -423,6 +425,9 @@ impl Search {
     /// at its first query as it does when its state reaches the budget later.
     pub fn with_budget(a: Analysis, bit_rate: bool, budget: usize) -> Search {
         let merger = crate::paths::Merger::with_budget(&a.search_dag, &a.target, bit_rate, budget);
+        let mut classes = merger.class.clone();
+        classes.sort_unstable();
+        classes.dedup();
         Search {
             a,
             merger,
@@ -440,6 +445,7 @@ impl Search {
             size_lemmas: Vec::new(),
             found: None,
             next_lemma_floor: f64::INFINITY,
+            classes,
             suffix: None,
             length_skipped: 0,
             memory_budget: budget,
@@ -661,13 +667,22 @@ impl Search {
         // The lemma's conditions hold on every path through the same prefix: a size lemma
         // on the graph, which can rule out the whole family at once.
         if let Some(at) = self.current_min_len_at.take() {
-            self.size_lemmas.push(SizeLemma {
-                prefix: walk[..=at.min(walk.len() - 1)].to_vec(),
-                len: self.current_min_len,
-                applied: 0,
-            });
-            self.apply_size_lemmas(self.size_lemmas.len() - 1);
+            self.add_size_lemma(
+                walk[..=at.min(walk.len() - 1)].to_vec(),
+                self.current_min_len,
+            );
         }
+    }
+
+    /// Every path through `prefix` needs `len` bytes: a size lemma, refuted at once in the
+    /// classes it already rules out.
+    fn add_size_lemma(&mut self, prefix: Vec<u32>, len: u32) {
+        self.size_lemmas.push(SizeLemma {
+            prefix,
+            len,
+            applied: 0,
+        });
+        self.apply_size_lemmas(self.size_lemmas.len() - 1);
     }
 
     /// The current path's query with the packet no longer than `min_len - 1` bytes is unsat and
@@ -700,12 +715,7 @@ impl Search {
         // the same prefix (symbolic execution of the same edges): all of them need as much.
         if let (Some(last), Some((_, walk))) = (positions.iter().max(), self.current.as_ref()) {
             let prefix = walk[..=(*last).min(walk.len() - 1)].to_vec();
-            self.size_lemmas.push(SizeLemma {
-                prefix,
-                len: min_len,
-                applied: 0,
-            });
-            self.apply_size_lemmas(self.size_lemmas.len() - 1);
+            self.add_size_lemma(prefix, min_len);
         }
     }
 
@@ -747,9 +757,7 @@ impl Search {
             std::array::from_fn(|c| crate::paths::longest_to_sink(dag, c, u32::MAX).0)
         });
         let floor = self.merger.floor(t);
-        let mut classes = self.merger.class.clone();
-        classes.sort_unstable();
-        classes.dedup();
+        let classes = &self.classes;
         let from = from.min(self.size_lemmas.len());
         for l in &mut self.size_lemmas[from..] {
             let len = f64::from(l.len);

@@ -128,6 +128,21 @@ struct Frame {
     saved: Option<[V; 4]>,
 }
 
+impl Frame {
+    /// A frame with nothing on its stack yet.
+    fn new(id: u32, regs: [V; 11], saved: Option<[V; 4]>) -> Frame {
+        Frame {
+            id,
+            regs,
+            stack: HashMap::new(),
+            spills: HashMap::new(),
+            arr: None,
+            dirty: BTreeSet::new(),
+            saved,
+        }
+    }
+}
+
 /// A map entry the path looked up: the model gives its key and initial value.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Lookup {
@@ -240,15 +255,7 @@ impl<'a> Sym<'a> {
             let mut regs: [V; 11] = std::array::from_fn(|_| V::S(bv64(0)));
             regs[1] = V::Ctx;
             regs[10] = V::P(Region::Stack(f), bv64(0), Some(0));
-            self.frames = vec![Frame {
-                id: f,
-                regs,
-                stack: HashMap::new(),
-                spills: HashMap::new(),
-                arr: None,
-                dirty: BTreeSet::new(),
-                saved: None,
-            }];
+            self.frames = vec![Frame::new(f, regs, None)];
         } else {
             self.call(u32::MAX);
         }
@@ -1467,15 +1474,7 @@ impl<'a> Sym<'a> {
                     regs[9].clone(),
                 ];
                 regs[10] = V::P(Region::Stack(f), bv64(0), Some(0));
-                self.frames.push(Frame {
-                    id: f,
-                    regs,
-                    stack: HashMap::new(),
-                    spills: HashMap::new(),
-                    arr: None,
-                    dirty: BTreeSet::new(),
-                    saved: Some(saved),
-                });
+                self.frames.push(Frame::new(f, regs, Some(saved)));
             }
             Insn::Exit => {
                 if self.frames.len() > 1 {
@@ -1571,15 +1570,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
     }
     regs[1] = V::Ctx;
     regs[10] = V::P(Region::Stack(0), bv64(0), Some(0));
-    s.frames.push(Frame {
-        id: 0,
-        regs,
-        stack: HashMap::new(),
-        spills: HashMap::new(),
-        arr: None,
-        dirty: BTreeSet::new(),
-        saved: None,
-    });
+    s.frames.push(Frame::new(0, regs, None));
     for (k, &(pc, kind)) in steps.iter().enumerate() {
         let insn = p.code[pc as usize].expect("instruction");
         s.step(&insn, kind, k);
