@@ -346,46 +346,6 @@ def test_kernel_refuses_what_its_verifier_refuses() -> None:
     with pytest.raises(_core.InputError, match="verifier rejected the program"):
         _core.XdpKernel(obj("loop_nobound").read_bytes(), None, "")
 
-def test_longest_slower_is_the_boundary_the_search_compares() -> None:
-    import random
-
-    from nicsim.xdp.analyze import _longest_slower
-
-    rng = random.Random(7)
-    for _ in range(20_000):
-        pps = rng.uniform(1e5, 1e8)
-        found = pps * 8 * rng.choice([rng.uniform(60, 1600), float(rng.randint(60, 1600))])
-        n = _longest_slower(pps, found)
-        assert pps * 8 * n < found <= pps * 8 * (n + 1)
-    assert _longest_slower(1e6, 8e6 * 60) == 59  # exactly 60 B is not slower
-
-
-def test_bounded_length_check_and_length_lemmas_change_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    # In bit-rate mode, once a satisfiable path is known, a later one is first checked with the
-    # packet no longer than would make it slower, and the unsat core of that check becomes a
-    # length lemma that lets later paths be passed without the solver. Without the bound (every
-    # later path's exact minimum length searched, no lemma: as before) the result is the same.
-    # The RTP transcoder's first satisfiable path needs a longer packet than its static size,
-    # so the search goes on past it, and a later path is slower (a bound that skipped every
-    # later path would miss it).
-    import importlib
-
-    an = importlib.import_module("nicsim.xdp.analyze")  # the module (the package exports the function)
-    keys = ("guarantee", "path", "example_packet_hex", "maps")
-
-    bounded = an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)
-    assert bounded["guarantee"]["status"] == "ssp" and bounded["guarantee"]["min_packet_bytes"] == 213
-    monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 2**40)
-    unbounded = an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)
-    assert {k: unbounded[k] for k in keys} == {k: bounded[k] for k in keys}
-    # A lemma on a prefix of the graph also keeps paths through it from being handed out.
-    assert bounded["paths_enumerated"] <= unbounded["paths_enumerated"]
-    # Paths passed by a lemma (rtp_alaw_opt refutes none, so none is pruned otherwise).
-    assert bounded["paths_pruned"] > 0 == unbounded["paths_pruned"] and bounded["paths_unsat"] == 0
-    monkeypatch.setattr(an, "_longest_slower", lambda pps, found: 0)
-    assert an.analyze(obj("rtp_alaw_opt"), timeout_s=120, mac_limit=False)["guarantee"] != bounded["guarantee"]
-
-
 def test_reproduce_xdp(x86_jit: Path, tmp_path: Path) -> None:
     # One command: Tables 2/3 on nfp beside the paper, the same on x86-jit, Fig. 7 and Fig. 8,
     # and the paper's qualitative claims checked (issue 3's "done means").

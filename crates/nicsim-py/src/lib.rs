@@ -206,12 +206,115 @@ fn tail_specs(v: Vec<(String, u32, String)>) -> Vec<nicsim_xdp::TailSpec> {
         .collect()
 }
 
-/// The XDP analyzer's ordered search: Python runs the solver on each query it hands out.
-/// `memory_mb` bounds the analysis (its graph while it is built, then the graph and the
-/// search's state; not the solver): `nicsim_xdp::Options::memory_budget_bytes`.
+/// The XDP analyzer's search (`nicsim_xdp::ssp`): built from the object, it gives the naive
+/// bound, then `run` searches with a solver that Python adapts. `memory_mb` bounds the analysis
+/// (its graph while it is built, then the graph and the search's state; not the solver):
+/// `nicsim_xdp::Options::memory_budget_bytes`.
 #[pyclass(unsendable)]
 struct XdpSearch {
     s: nicsim_xdp::analysis::Search,
+}
+
+/// A Python solver (`nicsim.xdp.solver.SolverProcess`: `check`, `check_also`, `core`,
+/// `values`, `done`) as a `nicsim_xdp::ssp::Solver`. Its `SolverStopped` becomes
+/// `SolverError::Stopped`; any other exception is kept, and raised when the run returns.
+struct PySolver<'py> {
+    obj: Bound<'py, PyAny>,
+    stopped: Bound<'py, PyAny>,
+    err: Option<PyErr>,
+}
+
+impl PySolver<'_> {
+    fn fail(&mut self, e: PyErr) -> nicsim_xdp::ssp::SolverError {
+        let py = self.obj.py();
+        if e.is_instance(py, &self.stopped) {
+            let v = e.value(py);
+            let reason = v
+                .getattr("reason")
+                .and_then(|r| r.extract::<String>())
+                .unwrap_or_else(|_| "error".into());
+            return nicsim_xdp::ssp::SolverError::Stopped {
+                reason,
+                message: v.to_string(),
+            };
+        }
+        let msg = e.to_string();
+        self.err = Some(e);
+        nicsim_xdp::ssp::SolverError::Host(msg)
+    }
+
+    fn answer(
+        &mut self,
+        r: PyResult<Bound<'_, PyAny>>,
+    ) -> Result<nicsim_xdp::ssp::Sat, nicsim_xdp::ssp::SolverError> {
+        use nicsim_xdp::ssp::Sat;
+        match r.and_then(|v| v.extract::<String>()) {
+            Ok(a) if a == "sat" => Ok(Sat::Sat),
+            Ok(a) if a == "unsat" => Ok(Sat::Unsat),
+            Ok(_) => Ok(Sat::Unknown),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+}
+
+impl nicsim_xdp::ssp::Solver for PySolver<'_> {
+    fn check(
+        &mut self,
+        smt: &str,
+        timeout_s: Option<f64>,
+    ) -> Result<nicsim_xdp::ssp::Sat, nicsim_xdp::ssp::SolverError> {
+        let r = self.obj.call_method1("check", (smt, timeout_s));
+        self.answer(r)
+    }
+
+    fn check_also(
+        &mut self,
+        smt: &str,
+        timeout_s: Option<f64>,
+    ) -> Result<nicsim_xdp::ssp::Sat, nicsim_xdp::ssp::SolverError> {
+        let r = self.obj.call_method1("check_also", (smt, timeout_s));
+        self.answer(r)
+    }
+
+    fn core(&mut self) -> Result<Vec<String>, nicsim_xdp::ssp::SolverError> {
+        self.obj
+            .call_method0("core")
+            .and_then(|v| v.extract::<Vec<String>>())
+            .map_err(|e| self.fail(e))
+    }
+
+    fn values(
+        &mut self,
+        terms: &[String],
+    ) -> Result<Vec<nicsim_xdp::ssp::ModelValue>, nicsim_xdp::ssp::SolverError> {
+        use nicsim_xdp::ssp::ModelValue;
+        let r = self
+            .obj
+            .call_method1("values", (terms.to_vec(),))
+            .and_then(|vs| {
+                vs.try_iter()?
+                    .map(|v| {
+                        let v = v?;
+                        if v.is_instance_of::<pyo3::types::PyBool>() {
+                            return Ok(ModelValue::Bool(v.extract()?));
+                        }
+                        // An int of any width: its bytes, least significant first.
+                        let bits: usize = v.call_method0("bit_length")?.extract()?;
+                        let bytes =
+                            v.call_method1("to_bytes", (bits.div_ceil(8).max(1), "little"))?;
+                        Ok(ModelValue::Bits(bytes.extract()?))
+                    })
+                    .collect::<PyResult<Vec<_>>>()
+            });
+        r.map_err(|e| self.fail(e))
+    }
+
+    fn done(&mut self) -> Result<(), nicsim_xdp::ssp::SolverError> {
+        self.obj
+            .call_method0("done")
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
 }
 
 #[pymethods]
@@ -259,26 +362,53 @@ impl XdpSearch {
         self.s.a.naive_summary().to_string()
     }
 
-    /// The next path's query as `("query", JSON {key, pps, min_len, smt, len, packet, ret,
-    /// lookups})` (`pps`: the path's packet rate; `min_len`: the packet length the length lemmas
-    /// require of it, 0 if none), or
-    /// `("exhausted", None)`, or `("timeout", None)` when `timeout_s` seconds pass first, or
-    /// `("memory", None)` when the search's state reached its budget.
-    fn next_query(&mut self, timeout_s: f64) -> (&'static str, Option<String>) {
-        let deadline = std::time::Instant::now().checked_add(std::time::Duration::from_secs_f64(
-            timeout_s.clamp(0.0, 1e9),
-        ));
-        match self.s.next_query(deadline) {
-            nicsim_xdp::analysis::Next::Query(key, q) => {
-                let mut v = serde_json::to_value(&q).expect("query serialises");
-                v["key"] = serde_json::json!(key);
-                v["min_len"] = serde_json::json!(self.s.current_min_len());
-                v["pps"] = serde_json::json!(self.s.current_pps());
-                ("query", Some(v.to_string()))
+    /// The search (`nicsim_xdp::ssp::run`) with `solver`; `progress(seconds, bound)` is called
+    /// with each new bound. Returns the outcome (JSON: `nicsim_xdp::ssp::Outcome`). An
+    /// exception from the solver (other than its `SolverStopped`) or from `progress` is raised.
+    #[pyo3(signature = (solver, timeout_s, spent_s, naive, paths=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        solver: Bound<'_, PyAny>,
+        timeout_s: f64,
+        spent_s: f64,
+        naive: f64,
+        paths: Option<usize>,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let stopped = py.import("nicsim.xdp.solver")?.getattr("SolverStopped")?;
+        let mut slv = PySolver {
+            obj: solver,
+            stopped,
+            err: None,
+        };
+        let mut progress_err = None;
+        let mut tell = |at: f64, bound: f64| -> Result<(), String> {
+            match &progress {
+                Some(f) => f.call1((at, bound)).map(|_| ()).map_err(|e| {
+                    let m = e.to_string();
+                    progress_err = Some(e);
+                    m
+                }),
+                None => Ok(()),
             }
-            nicsim_xdp::analysis::Next::Exhausted => ("exhausted", None),
-            nicsim_xdp::analysis::Next::Timeout => ("timeout", None),
-            nicsim_xdp::analysis::Next::OutOfMemory => ("memory", None),
+        };
+        let o = nicsim_xdp::ssp::RunOptions {
+            timeout_s,
+            spent_s,
+            naive,
+            paths,
+            length_bound: true,
+        };
+        let r = nicsim_xdp::ssp::run(&mut self.s, &mut slv, &o, &mut tell);
+        match r {
+            Ok(out) => Ok(serde_json::to_string(&out).expect("an outcome serialises")),
+            Err(m) => Err(slv
+                .err
+                .take()
+                .or(progress_err)
+                .unwrap_or_else(|| pyo3::exceptions::PyRuntimeError::new_err(m))),
         }
     }
 
@@ -292,61 +422,6 @@ impl XdpSearch {
         ));
         let s = &mut self.s;
         py.detach(|| s.enumerate(limit, deadline, edges))
-    }
-
-    /// The current path is feasible and done with: the search goes on past it.
-    fn pass_path(&mut self) {
-        self.s.pass();
-    }
-
-    /// The current path is passed without a solver call: no packet it accepts can make it
-    /// slower than the slowest satisfiable path found (counted as pruned).
-    fn pass_longer(&mut self) {
-        self.s.pass_longer();
-    }
-
-    /// The current path needs at least `min_len` bytes: its query with a shorter packet is
-    /// unsat, and `core` names the assertions of the unsat core. Any path that asserts the
-    /// same conditions needs as many.
-    fn longer(&mut self, core: Vec<String>, min_len: u32) {
-        self.s.longer(&core, min_len);
-    }
-
-    /// The slowest satisfiable path found so far has this rate (bits/s, bit-rate mode).
-    fn found(&mut self, bps: f64) {
-        self.s.found(bps);
-    }
-
-    /// The current path is infeasible; `core` names the assertions of the unsat core.
-    fn refute(&mut self, core: Vec<String>) {
-        self.s.refute(&core);
-    }
-
-    /// Every path not yet refuted is at least this fast (packets/s or bits/s).
-    fn floor(&self) -> f64 {
-        self.s.floor()
-    }
-
-    /// The path being checked (JSON), or None.
-    fn current_path(&self) -> Option<String> {
-        self.s.current_path().map(|v| v.to_string())
-    }
-
-    /// What the search's state takes (bytes, estimated).
-    fn memory_bytes(&self) -> usize {
-        self.s.memory_bytes()
-    }
-
-    /// What the analysis keeps besides (the graph, its costs, the graph searched; bytes).
-    fn analysis_bytes(&self) -> usize {
-        self.s.a.memory_bytes()
-    }
-
-    /// (paths enumerated, paths refuted by the solver, paths skipped without a query — under a
-    /// refuted prefix or by a known conflict —, prefix extensions the enumeration refused as
-    /// dead)
-    fn counts(&self) -> (u64, u64, u64, u64) {
-        self.s.counts()
     }
 }
 

@@ -354,7 +354,7 @@ struct SizeLemma {
 }
 
 /// The ordered search for the slowest satisfiable path (paper §5): paths come from the merger
-/// slowest first, each is turned into an SMT query, and the caller (which runs the solver)
+/// slowest first, each is turned into an SMT query, and [`crate::ssp::run`] (which runs the solver)
 /// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
 pub struct Search {
     pub a: Analysis,

@@ -24,6 +24,7 @@ pub mod interp;
 pub mod kernel;
 pub mod load;
 pub mod paths;
+pub mod ssp;
 pub mod symex;
 pub mod target;
 #[cfg(test)]

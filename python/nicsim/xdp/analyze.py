@@ -110,7 +110,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     entries (`nicsim xdp validate --paths` measures them), and `paths.pcap` holds their packets.
     """
     from nicsim import _core
-    from nicsim.xdp.solver import SolverStopped, make_solver
+    from nicsim.xdp.solver import make_solver
 
     if rate not in ("bit", "packet"):
         raise InputError(f"--rate must be 'bit' or 'packet', not '{rate}'")
@@ -141,183 +141,76 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         raise
     summary = json.loads(search.naive())
     naive = summary["naive"]
-    base_maps = copy.deepcopy(summary["maps"])
-    slowest: list[dict[str, Any]] = []  # with `paths`: the satisfiable paths found, slowest first
-    paths_stopped = None
     bit = rate == "bit"
     key_name = "bps" if bit else "pps"
 
     def elapsed() -> float:
         return round(time.perf_counter() - t0, 6)
 
-    unbounded = summary["guarantee"]["status"] == "unbounded"
-    trace = [] if unbounded else [{"seconds": elapsed(), "pps": naive["pps"], "bps": naive["bps"]}]
-    best = naive[key_name]
+    def entry(seconds: float, bound: float) -> dict[str, Any]:
+        # The trace gives both rates: the bound searched, and the naive bound of the other.
+        return {"seconds": round(seconds, 6), "pps": bound if not bit else naive["pps"],
+                "bps": bound if bit else naive["bps"]}
 
-    def note(bound: float) -> None:
-        nonlocal best
-        if bound > best * (1 + 1e-12):
-            best = bound
-            entry = {"seconds": elapsed(), "pps": bound if not bit else naive["pps"], "bps": bound if bit else naive["bps"]}
-            trace.append(entry)
-            if progress:
-                progress(entry)
+    def tell(seconds: float, bound: float) -> None:
+        if progress:
+            progress(entry(seconds, bound))
 
-    # The static minimum packet sizes are lower bounds (the analysis reads them off pointer
-    # comparisons only), so in bit-rate mode a satisfiable path's own minimum packet, from the
-    # solver, can make it faster than its key; the search then goes on until no path left can
-    # be slower than the slowest satisfiable one found (paper §5.4).
-    status, stopped, ssp, example, maps = "exhausted", "exhausted", None, None, {}
-    found: float | None = None  # the slowest satisfiable path's exact rate so far
-
-    def remaining() -> float:
-        return timeout_s - (time.perf_counter() - t0)
-
-    solver_ended = None
-    if unbounded:
-        status = stopped = "unbounded"
+    # The search runs in the core (`nicsim_xdp::ssp`, paper §5.4), with the solver process as
+    # its solver.
     try:
         solver_name = f"{slv.name} {slv.version()}"  # (waits for the solver process to be ready)
-        while not unbounded:
-            if remaining() <= 0:
-                status = stopped = "timeout"
-                break
-            what, qj = search.next_query(remaining())
-            if what in ("timeout", "memory"):
-                status, stopped = "timeout", what
-                break
-            if what == "exhausted":
-                break
-            q = json.loads(qj)
-            if found is not None and q["key"] >= found:
-                status = stopped = "ssp"  # every path left is at least as fast
-                break
-            if bit and found is not None and q["pps"] * 8 * q["min_len"] >= found:
-                # A length lemma (below) says every packet this path accepts is long enough to make
-                # it no slower than the slowest satisfiable path found: it cannot change the result.
-                search.pass_longer()
-                note(min(search.floor(), found))
-                continue
-            res = slv.check(q["smt"], timeout_s=max(remaining(), 0.001))
-            if res == "unsat":
-                core = slv.core()
-                slv.done()
-                search.refute(core)
-                note(min(search.floor(), found or float("inf")))
-                continue
-            if res == "sat":
-                path = json.loads(search.current_path())
-                # Once a satisfiable path is known, a later one matters only if some packet short
-                # enough to make it slower than that one takes it: one check with the length bounded
-                # says so, before the search for its exact minimum length and the model.
-                bounded = False
-                if bit and found is not None:
-                    longest = _longest_slower(path["pps"], found)
-                    res = "unsat"  # (no packet is short enough: cannot happen, its key is below)
-                    if longest >= path["min_packet_bytes"]:
-                        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{longest} 64)))\n",
-                                             timeout_s=max(remaining(), 0.001))
-                        bounded = True
-                    if res != "sat":
-                        if res == "unsat" and bounded:
-                            # The core's conditions need a longer packet on any path that asserts
-                            # them all: a length lemma.
-                            search.longer(slv.core(), longest + 1)
-                        if bounded:
-                            slv.done()
-                        slv.done()
-                        if res == "unsat":  # no packet makes it slower than the SSP found so far
-                            search.pass_path()
-                            note(min(search.floor(), found))
-                            continue
-                        status = stopped = "timeout"  # as below: the floor counts this path
-                        break
-                if bit:
-                    mps, _ = _min_length(slv, q, max(path["min_packet_bytes"], q["min_len"]), remaining)
-                    path["min_packet_bytes"] = mps
-                    key = path["pps"] * 8 * mps
-                else:
-                    key = q["key"]
-                pkt, ret, mp = _model(slv, q)
-                if bit:
-                    slv.done()
-                if bounded:
-                    slv.done()
-                slv.done()
-                path["retval"] = ret
-                if paths is not None:
-                    slowest.append(_slow_path(len(slowest) + 1, path, pkt, ret, base_maps, mp))
-                if found is None or key < found:
-                    found, ssp, example, maps = key, path, pkt, mp
-                    ssp["key"] = key
-                    if bit:
-                        search.found(found)  # the size lemmas rule out paths against it
-                search.pass_path()
-                note(min(search.floor(), found))
-                if not bit or key <= q["key"] * (1 + 1e-12):
-                    status = stopped = "ssp"
-                    break
-                continue
-            # `unknown`: the solver ran out of time on this path; it may be feasible, so the bound
-            # stays at or below its rate (the floor counts the path being checked).
-            slv.done()
-            status = stopped = "timeout"
-            break
-        if paths is not None and status == "ssp":
-            paths_stopped = _more_paths(search, slv, paths, slowest, base_maps, timeout_s)
-    except SolverStopped as e:
-        # The solver process ran out of its memory, or overran its time: the search stops as
-        # when the core's state reaches its budget, or at a timeout (the path being checked is
-        # counted by the floor).
-        status, stopped, solver_ended = "timeout", e.reason, str(e)
+        out = json.loads(search.run(slv, timeout_s, time.perf_counter() - t0, naive[key_name] or 0.0, paths, tell))
     finally:
         slv.close()
-    enumerated, unsat, pruned, refused = search.counts()
+    status, stopped, ssp = out["status"], out["stopped"], out["ssp"]
     g = summary["guarantee"]
-    if ssp is not None and status == "ssp":
-        g.update(status="ssp", bottleneck=ssp["bottleneck"], min_packet_bytes=ssp["min_packet_bytes"],
-                 pps=ssp["pps"], bps=ssp["pps"] * 8 * ssp["min_packet_bytes"])
-        summary["path"] = {k: ssp[k] for k in ("insns", "source_lines", "cost", "cost_by_class", "min_packet_bytes")}
-        summary["path"].update(feasible=True, retval=ssp["retval"], xdp_action=XDP_ACTIONS.get(ssp["retval"], "unknown"))
-        summary["example_packet_hex"] = example.hex()
-        summary["maps"] = _merge_maps(summary["maps"], maps)
-    elif unbounded:
-        ssp = None  # no number: summary["guarantee"] says "unbounded"
+    if ssp is not None:
+        path, example = ssp["path"], ssp["example"]
+        g.update(status="ssp", bottleneck=path["bottleneck"], min_packet_bytes=path["min_packet_bytes"],
+                 pps=path["pps"], bps=path["pps"] * 8 * path["min_packet_bytes"])
+        summary["path"] = {k: path[k] for k in ("insns", "source_lines", "cost", "cost_by_class", "min_packet_bytes")}
+        summary["path"].update(feasible=True, retval=example["retval"],
+                               xdp_action=XDP_ACTIONS.get(example["retval"], "unknown"))
+        summary["example_packet_hex"] = example["packet_hex"]
+        base_maps = copy.deepcopy(summary["maps"])
+        summary["maps"] = _merge_maps(summary["maps"], example["entries"])
     else:
-        # Every path slower than the floor was refuted (or, when one satisfiable path was found
-        # but the search stopped before it was shown the slowest, is no slower than it), so the
-        # floor is a valid guarantee (`exhausted`: every path was refuted — the query model found
-        # no packet at all that the program accepts, and the naive bound stands).
-        floor = min(search.floor(), found or float("inf"))
-        if floor != float("inf"):
-            g[key_name] = max(floor, naive[key_name])
-        ssp = None
-        g["status"] = status
-    summary.update(rate=rate, mac_limit=mac_limit, solver=solver_name, paths_enumerated=enumerated, paths_unsat=unsat,
-                   paths_pruned=pruned, prefixes_refused=refused, stopped=stopped,
-                   search_memory_mb=round(search.memory_bytes() / 2**20, 1))
+        base_maps = copy.deepcopy(summary["maps"])
+        if status != "unbounded":
+            # Every path slower than the bound was refuted (or, when one satisfiable path was
+            # found but the search stopped before it was shown the slowest, is no slower than
+            # it), so it is a valid guarantee (`exhausted`: every path was refuted — the query
+            # model found no packet at all that the program accepts, and the naive bound stands).
+            if out["bound"] is not None:
+                g[key_name] = max(out["bound"], naive[key_name])
+            g["status"] = status
+    slowest = [_slow_path(k + 1, p["path"], p["example"], base_maps) for k, p in enumerate(out["slowest"])]
+    summary.update(rate=rate, mac_limit=mac_limit, solver=solver_name, paths_enumerated=out["enumerated"],
+                   paths_unsat=out["unsat"], paths_pruned=out["pruned"], prefixes_refused=out["refused"],
+                   stopped=stopped, search_memory_mb=round(out["search_bytes"] / 2**20, 1))
     summary["memory"] = {
         "budget_mb": memory_mb, "analysis_budget_mb": analysis_mb,
-        "analysis_mb": round(search.analysis_bytes() / 2**20, 1),
+        "analysis_mb": round(out["analysis_bytes"] / 2**20, 1),
         "search_mb": summary["search_memory_mb"],
         "solver_budget_mb": memory_mb - analysis_mb,
         "solver_peak_rss_mb": round(slv.peak_rss_bytes / 2**20, 1),
-        "solver_ended": solver_ended,
+        "solver_ended": out["solver_ended"],
         "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, 1),
     }
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest(),
                              tail_calls=[list(t) for t in tail_calls or []])
     summary["seconds"] = elapsed()
-    summary["trace"] = trace
+    summary["trace"] = [entry(t, b) for t, b in out["trace"]]
     if paths is not None:
         summary["slowest_paths"] = slowest
         summary["slowest_paths_requested"] = paths
-        summary["slowest_paths_stopped"] = paths_stopped or ("paths" if len(slowest) >= paths else stopped)
+        summary["slowest_paths_stopped"] = out["slowest_stopped"]
     if output is not None:
         with output as o:
             o.summary(summary)
-            if example is not None:
-                _core.write_pcap(o.path / "example.pcap", [example])
+            if ssp is not None:
+                _core.write_pcap(o.path / "example.pcap", [bytes.fromhex(ssp["example"]["packet_hex"])])
             key = "bps" if rate == "bit" else "pps"
             o.csv("trace.csv", summary["trace"], columns=["seconds", "bps", "pps"])
             o.csv("path_cost.csv", [{"class": c, **v} for c, v in summary["path"]["cost_by_class"].items()],
@@ -336,55 +229,15 @@ MAX_PATHS = 1000
 PATH_COLUMNS = ["rank", "pps", "ns", "bottleneck", "xdp_action", "packet_bytes", "insns_count"]
 
 
-def _slow_path(rank: int, path: dict[str, Any], pkt: bytes, ret: int, base_maps: dict[str, Any],
-               entries: list[dict[str, Any]]) -> dict[str, Any]:
+def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_maps: dict[str, Any]) -> dict[str, Any]:
     """One of the slowest satisfiable paths (`--paths`): its rate, cost, instructions, action,
     example packet and the maps that packet needs (the program's maps with the model's entries)."""
+    pkt, ret = example["packet_hex"], example["retval"]
     return {"rank": rank, "pps": path["pps"], "ns": 1e9 / path["pps"], "bottleneck": path["bottleneck"],
             "cost": path["cost"], "min_packet_bytes": path["min_packet_bytes"], "insns_count": len(path["insns"]),
             "insns": path["insns"], "retval": ret, "xdp_action": XDP_ACTIONS.get(ret, "unknown"),
-            "packet_bytes": len(pkt), "example_packet_hex": pkt.hex(),
-            "maps": _merge_maps(copy.deepcopy(base_maps), entries)}
-
-
-def _more_paths(search: Any, slv: Any, paths: int, slowest: list[dict[str, Any]], base_maps: dict[str, Any],
-                timeout_s: float) -> str:
-    """Go on past the SSP (packet rate) until `paths` satisfiable paths are in `slowest`, for at
-    most `timeout_s` seconds more; unsat cores prune as before. Returns why it stopped: `paths`,
-    `exhausted`, `timeout` (also a solver's `unknown`) or `memory`. The guarantee is not
-    touched: these paths are no slower than the SSP."""
-    from nicsim.xdp.solver import SolverStopped
-
-    t1 = time.perf_counter()
-
-    def left() -> float:
-        return timeout_s - (time.perf_counter() - t1)
-
-    try:
-        while len(slowest) < paths:
-            if left() <= 0:
-                return "timeout"
-            what, qj = search.next_query(left())
-            if what != "query":
-                return what
-            q = json.loads(qj)
-            res = slv.check(q["smt"], timeout_s=max(left(), 0.001))
-            if res == "unsat":
-                core = slv.core()
-                slv.done()
-                search.refute(core)
-                continue
-            if res != "sat":
-                slv.done()
-                return "timeout"
-            path = json.loads(search.current_path())
-            pkt, ret, mp = _model(slv, q)
-            slv.done()
-            search.pass_path()
-            slowest.append(_slow_path(len(slowest) + 1, path, pkt, ret, base_maps, mp))
-    except SolverStopped as e:
-        return e.reason
-    return "paths"
+            "packet_bytes": len(pkt) // 2, "example_packet_hex": pkt,
+            "maps": _merge_maps(copy.deepcopy(base_maps), example["entries"])}
 
 
 def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
@@ -428,88 +281,6 @@ def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
 
 
 XDP_ACTIONS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}
-
-
-def _longest_slower(pps: float, found: float) -> int:
-    """The longest packet (bytes) at which a path of `pps` packets/s is slower than `found`
-    bits/s, as the search compares them (`pps * 8 * length < found`); -1 if none is."""
-    n = max(int(found / (pps * 8)), 0)
-    while n >= 0 and not pps * 8 * n < found:
-        n -= 1
-    while pps * 8 * (n + 1) < found:
-        n += 1
-    return n
-
-
-def _min_length(slv: Any, q: dict[str, Any], lo: int, remaining: Callable[[], float]) -> tuple[int, bool]:
-    """The path's minimum packet length, from the solver (the query asserted and satisfiable): a
-    binary search between `lo` (the static bound, never above the minimum) and the model's
-    length. Returns a length proven not to exceed the minimum, and whether it is the minimum
-    (not when the solver ran out of time). Leaves one more solver level pushed, whose model is
-    the shortest satisfiable packet found; the caller pops it."""
-    (hi,) = slv.values([q["len"]])
-    proven, best = lo, int(hi)
-    # The static bound is often the minimum: one check settles it.
-    if proven < best:
-        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{proven} 64)))\n", timeout_s=max(remaining(), 0.001))
-        slv.done()
-        if res == "sat":
-            best = proven
-        elif res == "unsat":
-            proven += 1
-    while proven < best:
-        mid = (proven + best) // 2
-        res = slv.check_also(f"(assert (bvule {q['len']} (_ bv{mid} 64)))\n", timeout_s=max(remaining(), 0.001))
-        slv.done()
-        if res == "sat":
-            best = mid
-        elif res == "unsat":
-            proven = mid + 1
-        else:
-            break
-    slv.check_also(f"(assert (bvule {q['len']} (_ bv{best} 64)))\n")
-    return min(proven, best), proven >= best
-
-
-def _model(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]]]:
-    """The example packet, the return value and the looked-up map entries from a model.
-
-    An array declared with `max_entries 0` has the size the model gives; a model with every
-    such size at most EXAMPLE_MAP_ENTRIES is sought first, so that the example's maps are ones
-    the kernel can create (`nicsim xdp validate`)."""
-    sizes = q.get("sizes", [])
-    if sizes:
-        small = "".join(f"(assert (bvule {s['size']} (_ bv{EXAMPLE_MAP_ENTRIES} {s['bits']})))\n" for s in sizes)
-        if slv.check_also(small, timeout_s=5.0) != "sat":
-            slv.done()
-            slv.check_also("")  # the model without the bound again, at a level of its own
-        try:
-            return _model_values(slv, q)
-        finally:
-            slv.done()
-    return _model_values(slv, q)
-
-
-#: The largest size sought for a map declared with `max_entries 0` in an example (see [`_model`]).
-EXAMPLE_MAP_ENTRIES = 1024
-
-
-def _model_values(slv: Any, q: dict[str, Any]) -> tuple[bytes, int, list[dict[str, Any]]]:
-    (length, ret) = slv.values([q["len"], q["ret"]])
-    length = int(length)
-    pkt = slv.values([f"(select {q['packet']} #x{i:016x})" for i in range(length)])
-    entries = []
-    for sz in q.get("sizes", []):
-        (n,) = slv.values([sz["size"]])
-        entries.append({"map": sz["map"], "max_entries": int(n)})
-    for lk in q["lookups"]:
-        terms = [lk["key"], *lk["value"]] + ([lk["present"]] if lk["present"] else [])
-        vals = slv.values(terms)
-        key = int(vals[0]).to_bytes(max(lk["key_size"], 1), "big")[::-1]  # concat puts byte 0 lowest
-        value = bytes(int(v) for v in vals[1:1 + len(lk["value"])])
-        present = bool(vals[-1]) if lk["present"] else True
-        entries.append({"map": lk["map"], "key_hex": key.hex(), "value_hex": value.hex(), "present": present})
-    return bytes(int(b) for b in pkt), int(ret) & 0xFFFFFFFF, entries
 
 
 def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,611 @@
+//! The search for the slowest satisfiable path (paper §5.4), run against an SMT solver.
+//!
+//! [`Search`] hands out paths slowest first, each as a query; [`run`] checks them with a
+//! [`Solver`] until one is satisfiable (its rate is the guarantee), the time or the memory is up,
+//! or no path is left. Unsat cores refute the path's infeasible prefix; in bit-rate mode the
+//! satisfiable path's exact minimum packet is sought, and length lemmas (a core of the query
+//! with the packet bounded) rule out whole families of paths that cannot be slower than the one
+//! found. With `paths` (`--paths K`) the search goes on past the SSP until K satisfiable paths
+//! are known. The solver is behind a trait: the Python side adapts Bitwuzla or Z3 in a process
+//! of its own (`nicsim.xdp.solver`); the tests use Z3's text interface.
+
+use crate::analysis::{Next, Search};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// A solver's answer to a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sat {
+    Sat,
+    Unsat,
+    /// Out of time (or the solver gave up): the path may be feasible.
+    Unknown,
+}
+
+/// A value of a model: a Boolean, or a bit-vector's value as bytes, least significant first
+/// (as many as the value needs; missing high bytes are zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelValue {
+    Bool(bool),
+    Bits(Vec<u8>),
+}
+
+impl ModelValue {
+    /// The low 64 bits (a Boolean is 0 or 1).
+    pub fn low_u64(&self) -> u64 {
+        match self {
+            ModelValue::Bool(b) => u64::from(*b),
+            ModelValue::Bits(v) => v
+                .iter()
+                .take(8)
+                .enumerate()
+                .fold(0, |a, (k, &b)| a | (u64::from(b) << (8 * k))),
+        }
+    }
+
+    /// The value as `n` bytes, least significant first (truncated or zero-extended).
+    pub fn bytes_le(&self, n: usize) -> Vec<u8> {
+        let mut out = match self {
+            ModelValue::Bool(b) => vec![u8::from(*b)],
+            ModelValue::Bits(v) => v.clone(),
+        };
+        out.resize(n, 0);
+        out
+    }
+}
+
+/// Why a solver call gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SolverError {
+    /// The solver stopped: `reason` is `memory` (it ran out of its share of `--memory-mb`) or
+    /// `timeout` (it overran its time limit). The search ends with the bound so far;
+    /// `message` says what happened.
+    Stopped { reason: String, message: String },
+    /// The caller's side failed (an interrupt, a broken adapter): the run ends with it.
+    Host(String),
+}
+
+/// An SMT solver, as the search uses it. A check pushes one level, which [`Solver::done`]
+/// pops; `check` starts a fresh query, `check_also` adds assertions to the one checked.
+pub trait Solver {
+    fn check(&mut self, smt: &str, timeout_s: Option<f64>) -> Result<Sat, SolverError>;
+    fn check_also(&mut self, smt: &str, timeout_s: Option<f64>) -> Result<Sat, SolverError>;
+    /// The names (`a<k>`) of the unsat core of the last check, which was unsat.
+    fn core(&mut self) -> Result<Vec<String>, SolverError>;
+    /// The values of `terms` in the model of the last check, which was sat.
+    fn values(&mut self, terms: &[String]) -> Result<Vec<ModelValue>, SolverError>;
+    fn done(&mut self) -> Result<(), SolverError>;
+}
+
+/// What [`run`] is told besides the search and the solver.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The analysis's time limit (seconds), of which `spent_s` had passed when the run began
+    /// (building the analysis); with `paths`, the search past the SSP has as long again.
+    pub timeout_s: f64,
+    pub spent_s: f64,
+    /// The naive bound (packets/s, or bits/s in bit-rate mode): where the trace starts.
+    pub naive: f64,
+    /// `--paths K` (packet rate): go on past the SSP until K satisfiable paths are known.
+    pub paths: Option<usize>,
+    /// Bit-rate mode: once a satisfiable path is known, check a later one first with the
+    /// packet bounded to what would make it slower, and keep that check's unsat cores as length
+    /// lemmas. `false` searches every later satisfiable path's exact minimum instead (the same
+    /// result, slower: the tests compare the two).
+    pub length_bound: bool,
+}
+
+/// An example from a model: the packet, the return value, and map entries (each
+/// `{map, key_hex, value_hex, present}`, or `{map, max_entries}` for the size of a map
+/// declared with `max_entries 0`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Example {
+    pub packet_hex: String,
+    pub retval: u32,
+    pub entries: Vec<Value>,
+}
+
+/// A satisfiable path: [`Search::current_path`]'s JSON (with `retval`, and `key`, its rate
+/// as the search ranks it) and its example.
+#[derive(Debug, Clone, Serialize)]
+pub struct FoundPath {
+    pub path: Value,
+    pub example: Example,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// `ssp` (the slowest satisfiable path is known), `timeout` (time, memory or the solver
+    /// ran out: the bound is valid), `exhausted` (every path refuted), `unbounded` (a tail call
+    /// into programs nobody declared: no search).
+    pub status: String,
+    /// What ended the search: as `status`, or `memory` (the search's or the solver's), or the
+    /// solver's own reason.
+    pub stopped: String,
+    /// When the solver stopped: what it said.
+    pub solver_ended: Option<String>,
+    pub ssp: Option<FoundPath>,
+    /// The guarantee when there is no SSP: every path slower than this was refuted (None: no
+    /// bound beyond the naive one).
+    pub bound: Option<f64>,
+    /// (seconds, bound) each time the bound rose, the naive bound first.
+    pub trace: Vec<[f64; 2]>,
+    /// With `paths`: the satisfiable paths found, slowest first, and why that search stopped
+    /// (`paths`, `exhausted`, `timeout`, `memory`).
+    pub slowest: Vec<FoundPath>,
+    pub slowest_stopped: Option<String>,
+    /// [`Search::counts`].
+    pub enumerated: u64,
+    pub unsat: u64,
+    pub pruned: u64,
+    pub refused: u64,
+    pub search_bytes: usize,
+    pub analysis_bytes: usize,
+}
+
+/// Run the search to its end. `progress` is told each new bound (seconds, bound); an error
+/// from it, or [`SolverError::Host`], ends the run with that error.
+pub fn run(
+    s: &mut Search,
+    slv: &mut dyn Solver,
+    o: &RunOptions,
+    progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
+) -> Result<Outcome, String> {
+    let unbounded = !s.a.program.unbounded_prog_arrays().is_empty();
+    let mut r = Run {
+        start: Instant::now(),
+        o,
+        best: o.naive,
+        trace: Vec::new(),
+        found: None,
+        ssp: None,
+        slowest: Vec::new(),
+    };
+    let mut solver_ended = None;
+    let mut slowest_stopped = None;
+    let (status, stopped) = if unbounded {
+        ("unbounded".to_string(), "unbounded".to_string())
+    } else {
+        r.trace.push([r.elapsed(), o.naive]);
+        let (status, stopped) = match r.search(s, slv, progress) {
+            Ok((st, why)) => (st.to_string(), why.to_string()),
+            Err(SolverError::Stopped { reason, message }) => {
+                solver_ended = Some(message);
+                ("timeout".to_string(), reason)
+            }
+            Err(SolverError::Host(e)) => return Err(e),
+        };
+        if let Some(k) = o.paths.filter(|_| status == "ssp") {
+            slowest_stopped = Some(match r.more_paths(s, slv, k) {
+                Ok(why) => why.to_string(),
+                Err(SolverError::Stopped { reason, .. }) => reason,
+                Err(SolverError::Host(e)) => return Err(e),
+            });
+        }
+        (status, stopped)
+    };
+    if slowest_stopped.is_none() {
+        // No search past the SSP: it stopped where the search did (or had its paths).
+        slowest_stopped = o.paths.map(|k| {
+            if r.slowest.len() >= k {
+                "paths".to_string()
+            } else {
+                stopped.clone()
+            }
+        });
+    }
+    let found = r.found;
+    let bound = (status != "ssp" && !unbounded)
+        .then(|| s.floor().min(found.unwrap_or(f64::INFINITY)))
+        .filter(|b| b.is_finite());
+    let (enumerated, unsat, pruned, refused) = s.counts();
+    Ok(Outcome {
+        stopped,
+        ssp: if status == "ssp" { r.ssp.take() } else { None },
+        status,
+        solver_ended,
+        bound,
+        trace: r.trace,
+        slowest_stopped,
+        slowest: r.slowest,
+        enumerated,
+        unsat,
+        pruned,
+        refused,
+        search_bytes: s.memory_bytes(),
+        analysis_bytes: s.a.memory_bytes(),
+    })
+}
+
+struct Run<'o> {
+    start: Instant,
+    o: &'o RunOptions,
+    /// The highest bound so far (for the trace).
+    best: f64,
+    trace: Vec<[f64; 2]>,
+    /// The slowest satisfiable path's exact rate so far, and that path.
+    found: Option<f64>,
+    ssp: Option<FoundPath>,
+    slowest: Vec<FoundPath>,
+}
+
+/// The deadline `seconds` from now.
+fn deadline(seconds: f64) -> Option<Instant> {
+    Instant::now().checked_add(Duration::from_secs_f64(seconds.clamp(0.0, 1e9)))
+}
+
+/// The longest packet (bytes) at which a path of `pps` packets/s is slower than `found`
+/// bits/s, as the search compares them (`pps * 8 * length < found`); -1 if none is.
+/// (At most `u32::MAX`: no packet is longer.)
+pub fn longest_slower(pps: f64, found: f64) -> i64 {
+    let most = i64::from(u32::MAX);
+    let slower = |n: i64| pps * 8.0 * (n as f64) < found;
+    let mut n = ((found / (pps * 8.0)).max(0.0)).min(most as f64) as i64;
+    while n >= 0 && !slower(n) {
+        n -= 1;
+    }
+    while n < most && slower(n + 1) {
+        n += 1;
+    }
+    n
+}
+
+const SSP: (&str, &str) = ("ssp", "ssp");
+const TIMEOUT: (&str, &str) = ("timeout", "timeout");
+
+fn len_at_most(len: &str, n: i64) -> String {
+    format!("(assert (bvule {len} (_ bv{n} 64)))\n")
+}
+
+/// The largest size sought for a map declared with `max_entries 0` in an example (see
+/// [`model`]): one the kernel can create for `nicsim xdp validate`.
+pub const EXAMPLE_MAP_ENTRIES: u32 = 1024;
+
+impl Run<'_> {
+    fn elapsed(&self) -> f64 {
+        self.o.spent_s + self.start.elapsed().as_secs_f64()
+    }
+
+    fn remaining(&self) -> f64 {
+        self.o.timeout_s - self.elapsed()
+    }
+
+    /// The solver's time for one check: what is left (at least a millisecond).
+    fn limit(&self) -> Option<f64> {
+        Some(self.remaining().max(0.001))
+    }
+
+    /// The bound rose to `bound`: trace it and tell `progress`.
+    fn note(
+        &mut self,
+        bound: f64,
+        progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
+    ) -> Result<(), SolverError> {
+        if bound > self.best * (1.0 + 1e-12) {
+            self.best = bound;
+            let at = self.elapsed();
+            self.trace.push([at, bound]);
+            progress(at, bound).map_err(SolverError::Host)?;
+        }
+        Ok(())
+    }
+
+    fn floor(&self, s: &Search) -> f64 {
+        s.floor().min(self.found.unwrap_or(f64::INFINITY))
+    }
+
+    /// The search up to the SSP (or the end): its status.
+    fn search(
+        &mut self,
+        s: &mut Search,
+        slv: &mut dyn Solver,
+        progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
+    ) -> Result<(&'static str, &'static str), SolverError> {
+        let bit = s.bit_rate;
+        loop {
+            if self.remaining() <= 0.0 {
+                return Ok(TIMEOUT);
+            }
+            let (key, q) = match s.next_query(deadline(self.remaining())) {
+                Next::Query(key, q) => (key, q),
+                Next::Timeout => return Ok(TIMEOUT),
+                Next::OutOfMemory => return Ok(("timeout", "memory")),
+                Next::Exhausted => return Ok(("exhausted", "exhausted")),
+            };
+            let pps = s.current_pps().unwrap_or(f64::INFINITY);
+            let min_len = s.current_min_len();
+            if self.found.is_some_and(|f| key >= f) {
+                return Ok(SSP); // every path left is at least as fast
+            }
+            if let (true, Some(f)) = (bit, self.found) {
+                if pps * 8.0 * f64::from(min_len) >= f {
+                    // A length lemma says every packet this path accepts is long enough to make
+                    // it no slower than the slowest satisfiable path found.
+                    s.pass_longer();
+                    self.note(self.floor(s), progress)?;
+                    continue;
+                }
+            }
+            match slv.check(&q.smt, self.limit())? {
+                Sat::Unsat => {
+                    let core = slv.core()?;
+                    slv.done()?;
+                    s.refute(&core);
+                    self.note(self.floor(s), progress)?;
+                    continue;
+                }
+                Sat::Unknown => {
+                    // Out of time on this path: it may be feasible, so the bound stays at or
+                    // below its rate (the floor counts the path being checked).
+                    slv.done()?;
+                    return Ok(TIMEOUT);
+                }
+                Sat::Sat => {}
+            }
+            let mut path = s.current_path().expect("a path is being checked");
+            let path_mps = path["min_packet_bytes"].as_u64().unwrap_or(0);
+            // Once a satisfiable path is known, a later one matters only if some packet short
+            // enough to make it slower than that one takes it: one check with the length
+            // bounded says so, before the search for its exact minimum length and the model.
+            let mut bounded = false;
+            if let (true, true, Some(f)) = (bit, self.o.length_bound, self.found) {
+                let longest = longest_slower(pps, f);
+                let mut res = Sat::Unsat; // (no packet is short enough: cannot happen, its key is below)
+                if longest >= path_mps as i64 {
+                    res = slv.check_also(&len_at_most(&q.len, longest), self.limit())?;
+                    bounded = true;
+                }
+                if res != Sat::Sat {
+                    if res == Sat::Unsat && bounded {
+                        // The core's conditions need a longer packet on any path that asserts
+                        // them all: a length lemma.
+                        let core = slv.core()?;
+                        s.longer(&core, (longest + 1) as u32);
+                    }
+                    if bounded {
+                        slv.done()?;
+                    }
+                    slv.done()?;
+                    if res == Sat::Unsat {
+                        // No packet makes it slower than the SSP found so far.
+                        s.pass();
+                        self.note(self.floor(s), progress)?;
+                        continue;
+                    }
+                    return Ok(TIMEOUT); // as above: the floor counts this path
+                }
+            }
+            let rank_key = if bit {
+                let lo = path_mps.max(u64::from(min_len));
+                let mps = self.min_length(slv, &q, lo)?;
+                path["min_packet_bytes"] = mps.into();
+                pps * 8.0 * mps as f64
+            } else {
+                key
+            };
+            let example = model(slv, &q)?;
+            if bit {
+                slv.done()?;
+            }
+            if bounded {
+                slv.done()?;
+            }
+            slv.done()?;
+            path["retval"] = example.retval.into();
+            path["key"] = rank_key.into();
+            let fp = FoundPath { path, example };
+            if self.o.paths.is_some() {
+                self.slowest.push(fp.clone());
+            }
+            if self.found.is_none_or(|f| rank_key < f) {
+                self.found = Some(rank_key);
+                self.ssp = Some(fp);
+                if bit {
+                    s.found(rank_key); // the size lemmas rule out paths against it
+                }
+            }
+            s.pass();
+            self.note(self.floor(s), progress)?;
+            if !bit || rank_key <= key * (1.0 + 1e-12) {
+                return Ok(SSP);
+            }
+        }
+    }
+
+    /// The path's minimum packet length, from the solver (its query asserted and satisfiable):
+    /// a binary search between `lo` (the static bound, never above the minimum) and the model's
+    /// length. Returns a length proven not to exceed the minimum (it is the minimum unless the
+    /// solver ran out of time). Leaves one more level pushed, whose model is the shortest
+    /// satisfiable packet found; the caller pops it.
+    fn min_length(
+        &self,
+        slv: &mut dyn Solver,
+        q: &crate::symex::Query,
+        lo: u64,
+    ) -> Result<u64, SolverError> {
+        let hi = slv.values(std::slice::from_ref(&q.len))?[0].low_u64();
+        let (mut proven, mut best) = (lo, hi);
+        // The static bound is often the minimum: one check settles it.
+        if proven < best {
+            let res = slv.check_also(&len_at_most(&q.len, proven as i64), self.limit())?;
+            slv.done()?;
+            match res {
+                Sat::Sat => best = proven,
+                Sat::Unsat => proven += 1,
+                Sat::Unknown => {}
+            }
+        }
+        while proven < best {
+            let mid = proven + (best - proven) / 2;
+            let res = slv.check_also(&len_at_most(&q.len, mid as i64), self.limit())?;
+            slv.done()?;
+            match res {
+                Sat::Sat => best = mid,
+                Sat::Unsat => proven = mid + 1,
+                Sat::Unknown => break,
+            }
+        }
+        slv.check_also(&len_at_most(&q.len, best as i64), None)?;
+        Ok(proven.min(best))
+    }
+
+    /// Past the SSP (packet rate): on until `k` satisfiable paths are known, for at most
+    /// `timeout_s` more; unsat cores prune as before. Returns why it stopped. The guarantee is
+    /// not touched: these paths are no slower than the SSP.
+    fn more_paths(
+        &mut self,
+        s: &mut Search,
+        slv: &mut dyn Solver,
+        k: usize,
+    ) -> Result<&'static str, SolverError> {
+        let t1 = Instant::now();
+        let left = || self.o.timeout_s - t1.elapsed().as_secs_f64();
+        while self.slowest.len() < k {
+            if left() <= 0.0 {
+                return Ok("timeout");
+            }
+            let q = match s.next_query(deadline(left())) {
+                Next::Query(_, q) => q,
+                Next::Exhausted => return Ok("exhausted"),
+                Next::Timeout => return Ok("timeout"),
+                Next::OutOfMemory => return Ok("memory"),
+            };
+            match slv.check(&q.smt, Some(left().max(0.001)))? {
+                Sat::Unsat => {
+                    let core = slv.core()?;
+                    slv.done()?;
+                    s.refute(&core);
+                    continue;
+                }
+                Sat::Unknown => {
+                    slv.done()?;
+                    return Ok("timeout");
+                }
+                Sat::Sat => {}
+            }
+            let mut path = s.current_path().expect("a path is being checked");
+            let example = model(slv, &q)?;
+            slv.done()?;
+            s.pass();
+            path["retval"] = example.retval.into();
+            path["key"] = path["pps"].clone();
+            self.slowest.push(FoundPath { path, example });
+        }
+        Ok("paths")
+    }
+}
+
+/// The example packet, the return value and the looked-up map entries from a model.
+///
+/// An array declared with `max_entries 0` has the size the model gives; a model with every
+/// such size at most [`EXAMPLE_MAP_ENTRIES`] is sought first, so that the example's maps are
+/// ones the kernel can create (`nicsim xdp validate`).
+fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, SolverError> {
+    if q.sizes.is_empty() {
+        return model_values(slv, q);
+    }
+    let small: String = q
+        .sizes
+        .iter()
+        .map(|s| {
+            format!(
+                "(assert (bvule {} (_ bv{EXAMPLE_MAP_ENTRIES} {})))\n",
+                s.size, s.bits
+            )
+        })
+        .collect();
+    if slv.check_also(&small, Some(5.0))? != Sat::Sat {
+        slv.done()?;
+        slv.check_also("", None)?; // the model without the bound again, at a level of its own
+    }
+    let out = model_values(slv, q);
+    slv.done()?;
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, SolverError> {
+    let v = slv.values(&[q.len.clone(), q.ret.clone()])?;
+    let len = v[0].low_u64();
+    let retval = v[1].low_u64() as u32;
+    let terms: Vec<String> = (0..len)
+        .map(|i| format!("(select {} #x{i:016x})", q.packet))
+        .collect();
+    let packet: Vec<u8> = slv
+        .values(&terms)?
+        .iter()
+        .map(|b| b.low_u64() as u8)
+        .collect();
+    let mut entries = Vec::new();
+    for sz in &q.sizes {
+        let n = slv.values(std::slice::from_ref(&sz.size))?[0].low_u64();
+        entries.push(serde_json::json!({"map": sz.map, "max_entries": n}));
+    }
+    for lk in &q.lookups {
+        let mut terms = vec![lk.key.clone()];
+        terms.extend(lk.value.iter().cloned());
+        terms.extend(lk.present.iter().cloned());
+        let vals = slv.values(&terms)?;
+        // The key's term is the concatenation of its bytes, byte 0 lowest.
+        let key = vals[0].bytes_le((lk.key_size as usize).max(1));
+        let value: Vec<u8> = vals[1..1 + lk.value.len()]
+            .iter()
+            .map(|b| b.low_u64() as u8)
+            .collect();
+        let present = lk.present.is_none() || vals.last().is_some_and(|p| p.low_u64() != 0);
+        entries.push(serde_json::json!({"map": lk.map, "key_hex": hex(&key),
+                                        "value_hex": hex(&value), "present": present}));
+    }
+    Ok(Example {
+        packet_hex: hex(&packet),
+        retval,
+        entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_slower_is_the_boundary_the_search_compares() {
+        // A small generator (xorshift), for rates and lengths of every kind.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for k in 0..20_000 {
+            let pps = 1e5 + next() * (1e8 - 1e5);
+            let len = if k % 2 == 0 {
+                60.0 + next() * 1540.0
+            } else {
+                (60.0 + next() * 1540.0).floor()
+            };
+            let found = pps * 8.0 * len;
+            let n = longest_slower(pps, found);
+            assert!(pps * 8.0 * (n as f64) < found && found <= pps * 8.0 * ((n + 1) as f64));
+        }
+        assert_eq!(longest_slower(1e6, 8e6 * 60.0), 59); // exactly 60 B is not slower
+        assert_eq!(longest_slower(1e6, 0.0), -1);
+        assert_eq!(longest_slower(1e-30, 1e30), i64::from(u32::MAX)); // no packet is longer
+    }
+
+    #[test]
+    fn model_values_read_bytes_least_significant_first() {
+        let v = ModelValue::Bits(vec![0x01, 0x02, 0x03]);
+        assert_eq!(v.low_u64(), 0x030201);
+        assert_eq!(v.bytes_le(5), [1, 2, 3, 0, 0]);
+        assert_eq!(v.bytes_le(2), [1, 2]);
+        assert_eq!(ModelValue::Bool(true).low_u64(), 1);
+        let wide = ModelValue::Bits((1..=12).collect());
+        assert_eq!(wide.low_u64(), u64::from_le_bytes([1, 2, 3, 4, 5, 6, 7, 8]));
+    }
+}
