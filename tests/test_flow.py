@@ -251,3 +251,37 @@ def test_a_capture_without_tcp_is_bad_input_for_every_flow_command(tmp_path: Pat
         r = nicsim("flow", cmd, cap, "--out", tmp_path / cmd)
         assert_one_line_error(r, "no TCP flow", "3 non-tcp")
         assert not (tmp_path / cmd).exists()
+
+
+def test_a_link_type_nicsim_does_not_decode_is_named(tmp_path: Path) -> None:
+    # A pcap of link type 220 (USB, as usbmon captures): one line naming it, as libpcap does.
+    frames = [_frame(1, SYN, b""), _frame(2, ACK, b"data")]
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 220)
+    for k, f in enumerate(frames):
+        data += struct.pack("<IIII", k, 0, len(f), len(f)) + f
+    cap = tmp_path / "usb.pcap"
+    cap.write_bytes(data)
+    r = nicsim("flow", "reassemble", cap, "--out", tmp_path / "out")
+    assert_one_line_error(r, "no TCP flow", "2 unsupported-link", "link type 220 (USB_LINUX_MMAPPED) not supported")
+    assert not (tmp_path / "out").exists()
+
+
+def test_tunnelled_flows_are_the_inner_5_tuple_with_the_outer_one_recorded(tmp_path: Path) -> None:
+    from nicsim import _core
+
+    def gre(frame: bytes) -> bytes:
+        inner = frame[14:]
+        body = b"\x00\x00\x08\x00" + inner
+        outer = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 0, 0, 64, 47, 0, bytes([192, 0, 2, 1]),
+                            bytes([192, 0, 2, 2])) + body
+        return frame[:12] + b"\x08\x00" + outer
+
+    cap = tmp_path / "gre.pcap"
+    _core.write_pcap(str(cap), [gre(_frame(1, SYN, b"")), gre(_frame(2, ACK, b"inside"))])
+    out = tmp_path / "out"
+    assert nicsim("flow", "reassemble", cap, "--out", out).returncode == 0
+    flows = json.loads((out / "flows.json").read_text())
+    d = flows[0]
+    assert (d["src"], d["dport"], d["tunnel"], d["tunnel_src"], d["tunnel_dst"]) == ("10.0.0.1", 80, "gre",
+                                                                                      "192.0.2.1", "192.0.2.2")
+    assert (out / d["file"]).read_bytes() == b"inside"

@@ -15,7 +15,7 @@
 //! segment beyond the data cuts the direction where it starts ([`Direction::cut`]): nothing
 //! from there on is kept.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::net::IpAddr;
 use std::path::Path;
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{ipv4, ipv6, linktype, parse_link, FiveTuple};
+use nicsim_packet::{decode, linktype, FiveTuple, Tunnel};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -231,8 +231,11 @@ pub struct Direction {
 /// A TCP connection: direction 0 is the sender of the first packet seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flow {
-    /// The 5-tuple of direction 0.
+    /// The 5-tuple of direction 0 (of the innermost IP packet, for a tunnelled flow).
     pub tuple: FiveTuple,
+    /// The outermost tunnel (GRE, VXLAN, IP in IP) of the flow's first packet, if it came
+    /// through one.
+    pub tunnel: Option<Tunnel>,
     /// Both directions (0: as `tuple`, 1: reversed).
     pub dirs: [Direction; 2],
 }
@@ -246,6 +249,8 @@ pub struct Reassembly {
     pub flows: Vec<Flow>,
     /// Packet outcomes.
     pub counts: PacketCounts,
+    /// The link types of the packets counted `unsupported_link`.
+    pub unsupported_links: BTreeSet<u32>,
     /// The settings used.
     pub config: Config,
 }
@@ -435,23 +440,37 @@ impl DirState {
     /// A FIN ending the stream at offset `fin_end`: false when it is refused, as it lies past
     /// the cut or would leave more than `max_hole` bytes missing before it.
     fn accept_fin(&mut self, fin_end: i64, max_hole: u64) -> bool {
-        if let Some(mut x) = self.extent {
-            if self.cut_at.is_some_and(|c| fin_end > c) {
+        if self.extent.is_some() && !self.extend_to(fin_end, fin_end, max_hole) {
+            return false;
+        }
+        self.fin_off = Some(self.fin_off.map_or(fin_end, |f| f.max(fin_end)));
+        true
+    }
+
+    /// The stream reaches `end` (a segment starting at `lo` if none came before): the bytes up
+    /// to there that the capture does not hold are a hole. False when it lies past the cut or
+    /// would leave more than `max_hole` bytes missing.
+    fn extend_to(&mut self, lo: i64, end: i64, max_hole: u64) -> bool {
+        if self.extent.is_none() {
+            self.start_at(lo, lo, max_hole);
+        }
+        let Some(mut x) = self.extent else {
+            return false;
+        };
+        if self.cut_at.is_some_and(|c| end > c) {
+            self.cut = true;
+            return false;
+        }
+        if end > x.hi {
+            let hole_bytes = x.hole_bytes + (end - x.hi) as u64;
+            if hole_bytes > max_hole {
                 self.cut = true;
                 return false;
             }
-            if fin_end > x.hi {
-                let hole_bytes = x.hole_bytes + (fin_end - x.hi) as u64;
-                if hole_bytes > max_hole {
-                    self.cut = true;
-                    return false;
-                }
-                x.hole_bytes = hole_bytes;
-                x.hi = fin_end;
-                self.extent = Some(x);
-            }
+            x.hole_bytes = hole_bytes;
+            x.hi = end;
+            self.extent = Some(x);
         }
-        self.fin_off = Some(self.fin_off.map_or(fin_end, |f| f.max(fin_end)));
         true
     }
 
@@ -510,6 +529,7 @@ impl DirState {
 
 struct FlowState {
     tuple: FiveTuple,
+    tunnel: Option<Tunnel>,
     dirs: [Option<DirState>; 2],
 }
 
@@ -531,6 +551,7 @@ pub struct Reassembler {
     index: HashMap<FlowKey, usize, FoldState>,
     flows: Vec<FlowState>,
     counts: PacketCounts,
+    unsupported_links: BTreeSet<u32>,
 }
 
 impl Reassembler {
@@ -542,6 +563,7 @@ impl Reassembler {
             index: HashMap::with_hasher(FoldState::new()),
             flows: Vec::new(),
             counts: PacketCounts::default(),
+            unsupported_links: BTreeSet::new(),
         }
     }
 
@@ -591,49 +613,47 @@ impl Reassembler {
 
     fn classify(&mut self, lt: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) -> Bucket {
         if !linktype::is_supported(lt) {
+            if self.unsupported_links.len() < 16 {
+                self.unsupported_links.insert(lt); // (a few name the capture's problem)
+            }
             return Bucket::UnsupportedLink;
         }
-        let parsed = match parse_link(lt, frame) {
-            Ok(parsed) => parsed,
+        let seg = match decode(lt, frame) {
+            Ok(Some(seg)) => seg,
+            Ok(None) => return Bucket::NonIp,
             Err(_) if cut => return Bucket::SnaplenCut,
             Err(_) => return Bucket::Malformed,
         };
-        let Some(ip) = parsed.ip else {
-            return Bucket::NonIp;
-        };
-        if ip.proto != protocol::TCP {
+        if seg.ip.proto != protocol::TCP {
             return Bucket::NonTcp;
         }
-        let l3 = frame.get(parsed.l3_offset..).unwrap_or_default();
-        let fragmented = match ip.src {
-            IpAddr::V4(_) => ipv4::Packet::new_checked(l3)
-                .map(|p| p.more_frags() || p.frag_offset() != 0)
-                .unwrap_or(true),
-            IpAddr::V6(_) => ipv6::Packet::new_checked(l3)
-                .and_then(|p| p.upper_layer())
-                .map(|u| u.fragment.is_some())
-                .unwrap_or(true),
-        };
-        let (Some(l4), Some(tcp), false) = (parsed.l4, parsed.l4.and_then(|l4| l4.tcp), fragmented)
+        let (Some(l4), Some(tcp), false) = (seg.l4, seg.l4.and_then(|l4| l4.tcp), seg.fragment)
         else {
             return Bucket::IpFragment;
         };
-        // The IP length bounds the payload (Ethernet padding and FCS are not payload).
-        let end = parsed.l3_offset + ip.total_len;
-        let Some(payload) = frame.get(parsed.payload_offset..end) else {
-            return Bucket::Malformed;
-        };
+        // The payload is what the frame holds of the IP packet (Ethernet padding and FCS are
+        // not payload); what its length claims beyond is missing (a cut or short record).
+        let payload = &frame[seg.payload.clone()];
         let tuple = FiveTuple {
-            src: ip.src,
-            dst: ip.dst,
+            src: seg.ip.src,
+            dst: seg.ip.dst,
             sport: l4.sport,
             dport: l4.dport,
-            proto: ip.proto,
+            proto: seg.ip.proto,
         };
-        let payload_addr = frame_addr.map(|a| a + parsed.payload_offset as u64);
-        self.segment(tuple, tcp.seq, tcp.flags, payload, payload_addr)
+        let payload_addr = frame_addr.map(|a| a + seg.payload.start as u64);
+        self.segment(
+            tuple,
+            tcp.seq,
+            tcp.flags,
+            payload,
+            payload_addr,
+            seg.missing,
+            seg.tunnel,
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn segment(
         &mut self,
         tuple: FiveTuple,
@@ -641,6 +661,8 @@ impl Reassembler {
         tcp_flags: u8,
         payload: &[u8],
         payload_addr: Option<u64>,
+        missing: usize,
+        tunnel: Option<Tunnel>,
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
@@ -652,6 +674,7 @@ impl Reassembler {
                 let idx = self.flows.len();
                 self.flows.push(FlowState {
                     tuple,
+                    tunnel,
                     dirs: [None, None],
                 });
                 self.index.insert(key, 2 * idx);
@@ -671,26 +694,39 @@ impl Reassembler {
         if tcp_flags & flags::RST != 0 {
             state.rst = true;
         }
-        if payload.is_empty() {
+        if payload.is_empty() && missing == 0 {
             if syn_refused || (fin && !state.accept_fin(data_off, max_hole)) {
                 return Bucket::HoleTooLarge;
             }
             return Bucket::Control;
         }
-        state.bytes.payload_bytes += payload.len() as u64;
-        let outcome = insert(
-            state,
-            &mut self.arena,
-            &self.config,
-            data_off,
-            payload,
-            payload_addr,
-        )
-        .unwrap_or_else(|refused| refused);
+        let mut outcome = if payload.is_empty() {
+            Outcome::Data // all of it missing: the hole below
+        } else {
+            state.bytes.payload_bytes += payload.len() as u64;
+            insert(
+                state,
+                &mut self.arena,
+                &self.config,
+                data_off,
+                payload,
+                payload_addr,
+            )
+            .unwrap_or_else(|refused| refused)
+        };
+        // Where the segment ends: after the bytes the record holds, and those it does not (a
+        // snaplen cut, a record shorter than its IP length), which are a hole.
+        let end = data_off + (payload.len() + missing) as i64;
+        if missing > 0
+            && !matches!(outcome, Outcome::HoleTooLarge)
+            && !state.extend_to(data_off, end, max_hole)
+        {
+            outcome = state.refuse_hole(data_off + payload.len() as i64);
+        }
         if fin && !matches!(outcome, Outcome::HoleTooLarge) {
-            // The FIN ends where the payload does (also when a memory limit dropped the payload,
+            // The FIN ends where the segment does (also when a memory limit dropped the payload,
             // leaving a hole): checked like any FIN; past a cut it is left out.
-            state.accept_fin(data_off + payload.len() as i64, max_hole);
+            state.accept_fin(end, max_hole);
         }
         match outcome {
             Outcome::Data => Bucket::Data,
@@ -718,6 +754,7 @@ impl Reassembler {
                 let [d0, d1] = flow.dirs;
                 Flow {
                     tuple: flow.tuple,
+                    tunnel: flow.tunnel,
                     dirs: [
                         finish_direction(d0, flow.tuple),
                         finish_direction(d1, reversed),
@@ -729,6 +766,7 @@ impl Reassembler {
             arena: self.arena,
             flows,
             counts: self.counts,
+            unsupported_links: self.unsupported_links,
             config: self.config,
         }
     }
@@ -1109,7 +1147,12 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
     direction.packets = state.packets;
     direction.bytes = state.bytes;
     let lowest = state.table.keys().next().copied();
-    let Some(start) = state.syn_off.map(|s| s + 1).or(lowest) else {
+    let Some(start) = state
+        .syn_off
+        .map(|s| s + 1)
+        .or(lowest)
+        .or(state.extent.map(|x| x.lo))
+    else {
         return direction;
     };
     direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
@@ -1136,8 +1179,12 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
         });
         cursor = offset + e.len - skip;
     }
-    // Bytes announced by a FIN but never captured are a hole at the end.
-    let fin_end = state.fin_off.map_or(0, |f| (f - start).max(0) as u64);
+    // Bytes announced by a FIN, or by a segment's length, but never captured are a hole at
+    // the end.
+    let fin_end = state
+        .fin_off
+        .map_or(0, |f| (f - start).max(0) as u64)
+        .max(state.extent.map_or(0, |x| (x.hi - start).max(0) as u64));
     if fin_end > cursor {
         direction.holes.push(Hole {
             offset: cursor,

@@ -335,6 +335,14 @@ fn non_tcp_malformed_cut_and_unsupported_packets_are_accounted() {
     udp[13] = 0x06; // ARP
     r.push_frame(linktype::ETHERNET, &udp, false);
     r.push_frame(linktype::ETHERNET, &good[..40], false); // garbage: truncated, not cut
+                                                          // Cut inside the TCP header: nothing to keep (counted `snaplen_cut`).
+    r.push(&Record {
+        ts_ns: 0,
+        data: good[..40].to_vec(),
+        orig_len: good.len() as u32,
+        linktype: 1,
+    });
+    // Cut in the payload: the 6 bytes captured are data, the rest of it a hole.
     r.push(&Record {
         ts_ns: 0,
         data: good[..60].to_vec(),
@@ -354,10 +362,14 @@ fn non_tcp_malformed_cut_and_unsupported_packets_are_accounted() {
             c.unsupported_link,
             c.data
         ),
-        (1, 1, 1, 1, 1, 1)
+        (1, 1, 1, 1, 1, 2)
     );
-    assert_eq!(c.read, 6);
-    assert_eq!(c.accounted(), 6);
+    assert_eq!(c.read, 7);
+    assert_eq!(c.accounted(), 7);
+    assert_eq!(
+        out.unsupported_links.iter().copied().collect::<Vec<_>>(),
+        [147]
+    );
 }
 
 #[test]
@@ -400,8 +412,8 @@ fn zero_copy_path_bad_input_is_a_one_line_error_and_cut_packets_are_counted() {
         message,
         "bad magic number 0x47494638 at offset 0 (not a pcap or pcapng file)"
     );
-    // A snaplen-cut packet (captured length below the original) is counted, not fatal; its
-    // bytes become a hole.
+    // A snaplen-cut packet (captured length below the original): the bytes captured are
+    // kept, the rest of its payload is a hole.
     let mut cut = pcap(&frames[..2]);
     let last = c.frame(0, ISN + 6, ACK, b"world");
     let keep = last.len() - 7; // 4 bytes of FCS, 3 of the payload
@@ -410,9 +422,17 @@ fn zero_copy_path_bad_input_is_a_one_line_error_and_cut_packets_are_counted() {
     }
     cut.extend_from_slice(&last[..keep]);
     let out = run(cut).unwrap();
-    assert_eq!(out.counts.snaplen_cut, 1);
+    assert_eq!((out.counts.snaplen_cut, out.counts.data), (0, 2));
     assert_eq!(out.counts.read, 3);
     assert_eq!(out.counts.accounted(), 3);
     assert!(out.arena.is_capture_backed());
-    assert_eq!(bytes(&out, 0, 0), b"hello");
+    let view = out.view(0, 0).unwrap();
+    assert_eq!(view.len(), 10);
+    assert_eq!(view.read(0, 7).unwrap(), b"hellowo");
+    let holes: Vec<(u64, u64)> = out.flows[0].dirs[0]
+        .holes
+        .iter()
+        .map(|h| (h.offset, h.len_bytes))
+        .collect();
+    assert_eq!(holes, [(7, 3)]);
 }

@@ -11,14 +11,20 @@ pub mod protocol {
     pub const HOP_BY_HOP: u8 = 0;
     /// ICMP for IPv4.
     pub const ICMP: u8 = 1;
+    /// IPv4 in IP (RFC 2003).
+    pub const IPV4_IN_IP: u8 = 4;
     /// Transmission Control Protocol.
     pub const TCP: u8 = 6;
     /// User Datagram Protocol.
     pub const UDP: u8 = 17;
+    /// IPv6 in IP (RFC 2473, 4213).
+    pub const IPV6_IN_IP: u8 = 41;
     /// IPv6 routing extension header.
     pub const ROUTING: u8 = 43;
     /// IPv6 fragment extension header.
     pub const FRAGMENT: u8 = 44;
+    /// Generic Routing Encapsulation (RFC 2784).
+    pub const GRE: u8 = 47;
     /// Encapsulating Security Payload (opaque: ends header walking).
     pub const ESP: u8 = 50;
     /// Authentication Header.

@@ -128,47 +128,53 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// Walks the extension headers. Stops at the first non-extension protocol, at ESP, at
     /// "no next header", or after a fragment header whose offset is non-zero.
     pub fn upper_layer(&self) -> Result<UpperLayer, ParseError> {
-        let payload = self.payload();
-        let mut upper = UpperLayer {
-            protocol: self.next_header(),
-            offset: HEADER_LEN,
-            fragment: None,
+        upper_layer_in(self.next_header(), self.payload())
+    }
+}
+
+/// [`Packet::upper_layer`] over `payload`, the bytes after the fixed header (as many as the
+/// caller has: a captured packet may hold fewer than its payload length says, or more, for a
+/// jumbogram), the first next-header value being `next_header`.
+pub fn upper_layer_in(next_header: u8, payload: &[u8]) -> Result<UpperLayer, ParseError> {
+    let mut upper = UpperLayer {
+        protocol: next_header,
+        offset: HEADER_LEN,
+        fragment: None,
+    };
+    let mut at = 0; // offset within the payload
+    loop {
+        let len = match upper.protocol {
+            protocol::HOP_BY_HOP | protocol::ROUTING | protocol::DEST_OPTS => {
+                (usize::from(byte(payload, at + 1)) + 1) * 8
+            }
+            protocol::AH => (usize::from(byte(payload, at + 1)) + 2) * 4,
+            protocol::FRAGMENT => 8,
+            _ => return Ok(upper),
         };
-        let mut at = 0; // offset within the payload
-        loop {
-            let len = match upper.protocol {
-                protocol::HOP_BY_HOP | protocol::ROUTING | protocol::DEST_OPTS => {
-                    (usize::from(byte(payload, at + 1)) + 1) * 8
-                }
-                protocol::AH => (usize::from(byte(payload, at + 1)) + 2) * 4,
-                protocol::FRAGMENT => 8,
-                _ => return Ok(upper),
-            };
-            let available = payload.len() - at;
-            // `available >= 2` guarantees the length byte read above was real.
-            if available < 2 || available < len {
-                let needed = if available < 2 { 2 } else { len };
-                return Err(ParseError::truncated(
-                    Layer::Ipv6Ext,
-                    HEADER_LEN + at,
-                    needed,
-                    available,
-                ));
-            }
-            if upper.protocol == protocol::FRAGMENT {
-                let field = be16(payload, at + 2);
-                upper.fragment = Some(Fragment {
-                    offset: field & 0xfff8,
-                    more: field & 1 != 0,
-                    ident: be32(payload, at + 4),
-                });
-            }
-            upper.protocol = byte(payload, at);
-            at += len;
-            upper.offset = HEADER_LEN + at;
-            if !upper.header_present() {
-                return Ok(upper);
-            }
+        let available = payload.len() - at;
+        // `available >= 2` guarantees the length byte read above was real.
+        if available < 2 || available < len {
+            let needed = if available < 2 { 2 } else { len };
+            return Err(ParseError::truncated(
+                Layer::Ipv6Ext,
+                HEADER_LEN + at,
+                needed,
+                available,
+            ));
+        }
+        if upper.protocol == protocol::FRAGMENT {
+            let field = be16(payload, at + 2);
+            upper.fragment = Some(Fragment {
+                offset: field & 0xfff8,
+                more: field & 1 != 0,
+                ident: be32(payload, at + 4),
+            });
+        }
+        upper.protocol = byte(payload, at);
+        at += len;
+        upper.offset = HEADER_LEN + at;
+        if !upper.header_present() {
+            return Ok(upper);
         }
     }
 }

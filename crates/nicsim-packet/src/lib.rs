@@ -6,7 +6,9 @@
 //! Each protocol module (in the style of smoltcp's `wire`) offers a `Packet<T>` view whose
 //! length is checked once by `new_checked`, after which every accessor is infallible, and a
 //! `Repr` that is parsed from a view and emitted into a byte buffer. On top of these sit the
-//! one-shot [`parse`] used by datapaths and the [`FrameSpec`] builder used by traffic generators.
+//! one-shot [`parse`] used by datapaths and the [`FrameSpec`] builder used by traffic generators,
+//! and [`decode`], which takes a captured frame of any common link type through its
+//! encapsulations and tunnels to its TCP/UDP segment, as tshark does.
 
 #![warn(missing_docs)]
 
@@ -14,6 +16,7 @@ use std::net::IpAddr;
 
 mod builder;
 pub mod capture;
+pub mod decode;
 mod error;
 pub mod ethernet;
 pub mod fcs;
@@ -25,8 +28,9 @@ pub mod tcp;
 pub mod udp;
 
 pub use builder::{FrameSpec, L4Proto};
+pub use decode::{decode, linktype, Segment, Tunnel, TunnelKind};
 pub use error::{BuildError, Layer, ParseError};
-pub use parse::{fix_checksums, linktype, parse, parse_link, IpInfo, L4Info, Parsed, TcpInfo};
+pub use parse::{fix_checksums, parse, IpInfo, L4Info, Parsed, TcpInfo};
 
 /// The classic flow key. `proto` is the IP protocol number (6 = TCP, 17 = UDP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

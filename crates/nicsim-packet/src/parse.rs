@@ -1,7 +1,6 @@
-//! One-shot frame parser: Ethernet/VLAN → IPv4/IPv6 (extension headers walked) → TCP/UDP.
-//! [`parse_link`] also starts from the other link layers captures use (BSD loopback, raw IP,
-//! Linux cooked SLL/SLL2) and unwraps PPPoE sessions, so a capture's link type selects where the
-//! IP header starts.
+//! One-shot frame parser: Ethernet/VLAN → IPv4/IPv6 (extension headers walked) → TCP/UDP, as
+//! a NIC sees a frame (lengths checked). Captured frames of any link type, with encapsulations,
+//! tunnels and lengths as captures have them, are [`crate::decode`]'s.
 //!
 //! [`parse`] never panics; it fails only when a header it must traverse is truncated or
 //! malformed, naming the layer and the absolute byte offset. Non-IP frames parse with
@@ -12,7 +11,7 @@ use std::net::IpAddr;
 use std::ops::Range;
 
 use crate::ip::protocol;
-use crate::{ethernet, ipv4, ipv6, sub, sub_mut, tcp, udp, Layer, ParseError};
+use crate::{ethernet, ipv4, ipv6, sub, sub_mut, tcp, udp, ParseError};
 
 /// What [`parse`] found in a frame. Offsets are from the start of the frame.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -82,147 +81,6 @@ pub struct TcpInfo {
 /// Parses a frame without FCS.
 pub fn parse(frame: &[u8]) -> Result<Parsed, ParseError> {
     parse_frame(frame).map(|(parsed, _)| parsed)
-}
-
-/// Link types (pcap `LINKTYPE_*` numbers) that [`parse_link`] understands.
-pub mod linktype {
-    /// BSD loopback: a 4-byte address family in host byte order.
-    pub const NULL: u32 = 0;
-    /// Ethernet II.
-    pub const ETHERNET: u32 = 1;
-    /// Raw IP on some BSDs (DLT_RAW = 12 or 14); the version nibble selects IPv4 or IPv6.
-    pub const RAW_BSD: u32 = 12;
-    /// Raw IP, OpenBSD numbering.
-    pub const RAW_OPENBSD: u32 = 14;
-    /// Raw IP; the version nibble selects IPv4 or IPv6.
-    pub const RAW: u32 = 101;
-    /// OpenBSD loopback: a 4-byte address family in network byte order.
-    pub const LOOP: u32 = 108;
-    /// Linux cooked capture v1 (16-byte header, protocol at offset 14).
-    pub const LINUX_SLL: u32 = 113;
-    /// Raw IPv4.
-    pub const IPV4: u32 = 228;
-    /// Raw IPv6.
-    pub const IPV6: u32 = 229;
-    /// Linux cooked capture v2 (20-byte header, protocol at offset 0).
-    pub const LINUX_SLL2: u32 = 276;
-
-    /// Whether [`super::parse_link`] parses frames of this link type.
-    pub fn is_supported(linktype: u32) -> bool {
-        matches!(
-            linktype,
-            NULL | ETHERNET
-                | RAW_BSD
-                | RAW_OPENBSD
-                | RAW
-                | LOOP
-                | LINUX_SLL
-                | IPV4
-                | IPV6
-                | LINUX_SLL2
-        )
-    }
-}
-
-/// EtherType of PPPoE session frames, whose IPv4/IPv6 packets [`parse_link`] unwraps.
-pub const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
-
-/// Parses a captured frame of pcap link type `linktype` (see [`linktype`]): Ethernet frames as
-/// [`parse`] does (and through a PPPoE session header), other link layers up to their network
-/// header. Non-Ethernet frames report
-/// zero MAC addresses and no VLAN; `ethertype` is the network protocol the link header names.
-pub fn parse_link(linktype: u32, frame: &[u8]) -> Result<Parsed, ParseError> {
-    let short = |needed| ParseError::truncated(Layer::Link, 0, needed, frame.len());
-    let (l3_offset, ethertype) = match linktype {
-        linktype::ETHERNET => {
-            let parsed = parse(frame)?;
-            if parsed.ethertype != ETHERTYPE_PPPOE_SESSION {
-                return Ok(parsed);
-            }
-            // PPPoE session: 6-byte PPPoE header, then the 2-byte PPP protocol.
-            let ppp = parsed.l3_offset + 6;
-            if frame.len() < ppp + 2 {
-                return Err(ParseError::truncated(
-                    Layer::Link,
-                    parsed.l3_offset,
-                    8,
-                    frame.len() - parsed.l3_offset,
-                ));
-            }
-            let ethertype = match crate::be16(frame, ppp) {
-                0x0021 => ethernet::ETHERTYPE_IPV4,
-                0x0057 => ethernet::ETHERTYPE_IPV6,
-                _ => return Ok(parsed),
-            };
-            let inner = Parsed {
-                ethertype,
-                l3_offset: ppp + 2,
-                payload_offset: ppp + 2,
-                ..parsed
-            };
-            return parse_network(frame, inner).map(|(parsed, _)| parsed);
-        }
-        linktype::NULL | linktype::LOOP => {
-            let family: [u8; 4] = crate::bytes(frame, 0);
-            if frame.len() < 4 {
-                return Err(short(4));
-            }
-            // NULL is in the capturing host's byte order: accept either.
-            let family = match linktype {
-                linktype::LOOP => u32::from_be_bytes(family),
-                _ if u32::from_le_bytes(family) < 0x1_0000 => u32::from_le_bytes(family),
-                _ => u32::from_be_bytes(family),
-            };
-            let ethertype = match family {
-                2 => ethernet::ETHERTYPE_IPV4,
-                // AF_INET6 differs per OS: BSD 24, FreeBSD 28, macOS 30, Linux 10.
-                10 | 24 | 28 | 30 => ethernet::ETHERTYPE_IPV6,
-                _ => 0,
-            };
-            (4, ethertype)
-        }
-        linktype::RAW | linktype::RAW_BSD | linktype::RAW_OPENBSD => {
-            let ethertype = match crate::byte(frame, 0) >> 4 {
-                4 => ethernet::ETHERTYPE_IPV4,
-                6 => ethernet::ETHERTYPE_IPV6,
-                _ => 0,
-            };
-            (0, ethertype)
-        }
-        linktype::IPV4 => (0, ethernet::ETHERTYPE_IPV4),
-        linktype::IPV6 => (0, ethernet::ETHERTYPE_IPV6),
-        linktype::LINUX_SLL => {
-            if frame.len() < 16 {
-                return Err(short(16));
-            }
-            (16, crate::be16(frame, 14))
-        }
-        linktype::LINUX_SLL2 => {
-            if frame.len() < 20 {
-                return Err(short(20));
-            }
-            (20, crate::be16(frame, 0))
-        }
-        _ => {
-            return Err(ParseError::malformed(
-                Layer::Link,
-                0,
-                "unsupported link type",
-            ))
-        }
-    };
-    let parsed = Parsed {
-        eth_src: [0; 6],
-        eth_dst: [0; 6],
-        vlan: None,
-        ethertype,
-        ip: None,
-        l4: None,
-        l3_offset,
-        l4_offset: None,
-        payload_offset: l3_offset,
-    };
-    parse_network(frame, parsed).map(|(parsed, _)| parsed)
 }
 
 /// Recomputes the IPv4 header checksum and the TCP/UDP checksum of a frame without FCS, e.g.

@@ -115,6 +115,17 @@ impl FlowCapture {
         Ok(d)
     }
 
+    /// The link types of the packets counted `unsupported_link` (at most 16), each as
+    /// (number, libpcap name or None).
+    #[getter]
+    fn unsupported_links(&self) -> Vec<(u32, Option<&'static str>)> {
+        self.inner
+            .unsupported_links
+            .iter()
+            .map(|&lt| (lt, nicsim_packet::linktype::name(lt)))
+            .collect()
+    }
+
     /// The limits used, as a dict (`max_flows`, `max_arena_bytes`,
     /// `max_segments_per_direction`, `max_hole_bytes`).
     #[getter]
@@ -152,6 +163,11 @@ impl FlowCapture {
                 row.set_item("sport", dir.sport)?;
                 row.set_item("dport", dir.dport)?;
                 row.set_item("proto", "tcp")?;
+                // A tunnelled flow: the outermost tunnel's kind and endpoints.
+                let t = flow.tunnel;
+                row.set_item("tunnel", t.map(|t| t.kind.name()))?;
+                row.set_item("tunnel_src", t.map(|t| t.src.to_string()))?;
+                row.set_item("tunnel_dst", t.map(|t| t.dst.to_string()))?;
                 row.set_item("bytes", dir.len_bytes)?;
                 let holes: Vec<(u64, u64)> =
                     dir.holes.iter().map(|h| (h.offset, h.len_bytes)).collect();

@@ -172,6 +172,11 @@ def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
     if len(cap) == 0:
         counts = {k: v for k, v in cap.counts().items() if k != "read" and v}
         held = ", ".join(f"{v:,} {k.replace('_', '-')}" for k, v in counts.items()) or "nothing"
+        links = cap.unsupported_links
+        if links:
+            # Name the link types nicsim does not decode, as tshark and libpcap name them.
+            names = ", ".join(f"{n} ({name})" if name else str(n) for n, name in links)
+            held += f"; link type{'s' if len(links) > 1 else ''} {names} not supported"
         raise InputError(f"{capture_name(capture)}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
 
 

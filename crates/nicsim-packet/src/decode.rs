@@ -1,0 +1,853 @@
+//! A captured frame decoded down to its transport segment, as tshark decodes captures.
+//!
+//! [`decode`] starts from the capture's link type ([`linktype`]: Ethernet, loopback, raw IP,
+//! Linux cooked v1/v2, IP over InfiniBand, NFLOG, Cisco HDLC, PPP, 802.11 with and without
+//! radiotap, and others), walks encapsulations at any depth (802.1Q/802.1ad tags, MPLS label
+//! stacks, PPPoE with a one- or two-byte PPP protocol), and tunnels (GRE, enhanced GRE as PPTP
+//! uses it, VXLAN, IP in IP) to the innermost IP packet, whose segment it returns with the
+//! outermost tunnel's endpoints. It reads lengths as they appear in real captures, not as a NIC
+//! would check them (where [`crate::parse`] refuses):
+//! - an IPv4 total length of 0 (TSO/GSO frames captured on the sending host) or an IPv6 payload
+//!   length of 0 without a jumbo option is the frame's length, as tshark takes it;
+//! - an IPv6 jumbogram (payload length 0 and a Hop-by-Hop Jumbo option) has the option's
+//!   length;
+//! - the packet ends at the smaller of its IP length and what its encapsulation says (a PPPoE
+//!   payload length, a tunnel's IP length): padding is never payload;
+//! - a frame holding fewer bytes than its IP length (a snaplen cut, or a short record) gives
+//!   the bytes it has, and says how many are missing.
+//!
+//! Checksums are not verified.
+
+use std::net::IpAddr;
+use std::ops::Range;
+
+use crate::ip::protocol;
+use crate::parse::{IpInfo, L4Info, TcpInfo};
+use crate::{be16, be32, ipv6, tcp, Layer, ParseError};
+
+/// Link types (pcap `LINKTYPE_*` numbers) that [`decode`] understands.
+pub mod linktype {
+    /// BSD loopback: a 4-byte address family in host byte order.
+    pub const NULL: u32 = 0;
+    /// Ethernet II.
+    pub const ETHERNET: u32 = 1;
+    /// PPP (RFC 1661), perhaps with the HDLC address and control bytes.
+    pub const PPP: u32 = 9;
+    /// Raw IP on some BSDs (DLT_RAW = 12 or 14); the version nibble selects IPv4 or IPv6.
+    pub const RAW_BSD: u32 = 12;
+    /// Raw IP, OpenBSD numbering.
+    pub const RAW_OPENBSD: u32 = 14;
+    /// PPP in HDLC-like framing (RFC 1662), or Cisco HDLC.
+    pub const PPP_HDLC: u32 = 50;
+    /// PPPoE without its Ethernet header (RFC 2516).
+    pub const PPP_ETHER: u32 = 51;
+    /// RFC 1483 LLC/SNAP-encapsulated ATM.
+    pub const ATM_RFC1483: u32 = 100;
+    /// Raw IP; the version nibble selects IPv4 or IPv6.
+    pub const RAW: u32 = 101;
+    /// Cisco HDLC: address, control, and an EtherType.
+    pub const C_HDLC: u32 = 104;
+    /// IEEE 802.11 frames without radio information.
+    pub const IEEE802_11: u32 = 105;
+    /// OpenBSD loopback: a 4-byte address family in network byte order.
+    pub const LOOP: u32 = 108;
+    /// Linux cooked capture v1 (16-byte header, protocol at offset 14).
+    pub const LINUX_SLL: u32 = 113;
+    /// OpenBSD pflog: a header of its own length, then the packet.
+    pub const PFLOG: u32 = 117;
+    /// IEEE 802.11 frames behind a radiotap header.
+    pub const IEEE802_11_RADIOTAP: u32 = 127;
+    /// MPLS label stack, then the packet.
+    pub const MPLS: u32 = 219;
+    /// Raw IPv4.
+    pub const IPV4: u32 = 228;
+    /// Raw IPv6.
+    pub const IPV6: u32 = 229;
+    /// Linux netfilter log (NFLOG): a header, then TLVs, the packet in one of them.
+    pub const NFLOG: u32 = 239;
+    /// IP over InfiniBand: a 40-byte pseudo-header, then RFC 4391's 4-byte header with an
+    /// EtherType.
+    pub const IPOIB: u32 = 242;
+    /// Linux cooked capture v2 (20-byte header, protocol at offset 0).
+    pub const LINUX_SLL2: u32 = 276;
+
+    /// Whether [`super::decode`] decodes frames of this link type.
+    pub fn is_supported(linktype: u32) -> bool {
+        matches!(
+            linktype,
+            NULL | ETHERNET
+                | PPP
+                | RAW_BSD
+                | RAW_OPENBSD
+                | PPP_HDLC
+                | PPP_ETHER
+                | ATM_RFC1483
+                | RAW
+                | C_HDLC
+                | IEEE802_11
+                | LOOP
+                | LINUX_SLL
+                | PFLOG
+                | IEEE802_11_RADIOTAP
+                | MPLS
+                | IPV4
+                | IPV6
+                | NFLOG
+                | IPOIB
+                | LINUX_SLL2
+        )
+    }
+
+    /// The link type's name, as libpcap's `pcap_datalink_val_to_name` gives it (for messages).
+    pub fn name(linktype: u32) -> Option<&'static str> {
+        Some(match linktype {
+            NULL => "NULL",
+            ETHERNET => "EN10MB",
+            PPP => "PPP",
+            RAW_BSD | RAW_OPENBSD | RAW => "RAW",
+            PPP_HDLC => "PPP_SERIAL",
+            PPP_ETHER => "PPP_ETHER",
+            ATM_RFC1483 => "ATM_RFC1483",
+            C_HDLC => "C_HDLC",
+            IEEE802_11 => "IEEE802_11",
+            LOOP => "LOOP",
+            LINUX_SLL => "LINUX_SLL",
+            PFLOG => "PFLOG",
+            IEEE802_11_RADIOTAP => "IEEE802_11_RADIO",
+            MPLS => "MPLS",
+            IPV4 => "IPV4",
+            IPV6 => "IPV6",
+            NFLOG => "NFLOG",
+            IPOIB => "IPOIB",
+            LINUX_SLL2 => "LINUX_SLL2",
+            6 => "IEEE802",
+            10 => "FDDI",
+            107 => "FRELAY",
+            119 => "PRISM_HEADER",
+            163 => "IEEE802_11_RADIO_AVS",
+            192 => "PPI",
+            195 => "IEEE802_15_4",
+            201 => "BLUETOOTH_HCI_H4_WITH_PHDR",
+            220 => "USB_LINUX_MMAPPED",
+            227 => "CAN_SOCKETCAN",
+            _ => return None,
+        })
+    }
+}
+
+/// EtherTypes the walk follows.
+mod ethertype {
+    pub const IPV4: u16 = 0x0800;
+    pub const IPV6: u16 = 0x86dd;
+    pub const VLAN: u16 = 0x8100;
+    pub const QINQ: u16 = 0x88a8;
+    pub const QINQ_LEGACY: u16 = 0x9100;
+    pub const QINQ_LEGACY2: u16 = 0x9200;
+    pub const MPLS: u16 = 0x8847;
+    pub const MPLS_MULTICAST: u16 = 0x8848;
+    pub const PPPOE_SESSION: u16 = 0x8864;
+    /// Transparent Ethernet bridging (an Ethernet frame inside GRE).
+    pub const TEB: u16 = 0x6558;
+    /// PPP inside enhanced GRE (PPTP).
+    pub const PPP: u16 = 0x880b;
+}
+
+/// The UDP port of VXLAN (RFC 7348).
+pub const VXLAN_PORT: u16 = 4789;
+
+/// Encapsulations and tunnels walked at most in one frame (tags, labels, headers): more is
+/// malformed (a frame of 65,535 bytes could otherwise hold 16,000 tags).
+pub const MAX_LAYERS: usize = 64;
+
+/// How a segment was tunnelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TunnelKind {
+    /// GRE (RFC 2784), or PPTP's enhanced GRE.
+    Gre,
+    /// VXLAN (RFC 7348).
+    Vxlan,
+    /// IPv4 or IPv6 directly in IP.
+    IpInIp,
+}
+
+impl TunnelKind {
+    /// Its name in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            TunnelKind::Gre => "gre",
+            TunnelKind::Vxlan => "vxlan",
+            TunnelKind::IpInIp => "ip-in-ip",
+        }
+    }
+}
+
+/// The outermost tunnel of a segment: its kind and the outer IP endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tunnel {
+    /// How.
+    pub kind: TunnelKind,
+    /// The outer IP source.
+    pub src: IpAddr,
+    /// The outer IP destination.
+    pub dst: IpAddr,
+}
+
+/// The innermost IP packet's segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// The innermost IP header (`total_len` as the packet's length was taken: see the module).
+    pub ip: IpInfo,
+    /// Ports (and TCP fields) of a TCP or UDP segment whose header the frame holds.
+    pub l4: Option<L4Info>,
+    /// The packet is a fragment of a larger datagram.
+    pub fragment: bool,
+    /// The payload bytes the frame holds (after the TCP/UDP header; for other protocols, after
+    /// the IP headers).
+    pub payload: Range<usize>,
+    /// Payload bytes the packet's length claims beyond what the frame holds.
+    pub missing: usize,
+    /// The outermost tunnel the packet came through.
+    pub tunnel: Option<Tunnel>,
+    /// VLAN id of the innermost 802.1Q tag.
+    pub vlan: Option<u16>,
+}
+
+/// What comes next at an offset of the frame.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    /// An Ethernet II header.
+    Ethernet,
+    /// What an EtherType announces.
+    Ether(u16),
+    /// A PPP protocol field (one byte when compressed: PFC).
+    Ppp,
+    /// IPv4 or IPv6, by the version nibble.
+    Ip,
+    /// An 802.11 frame.
+    Wifi,
+    /// Not IP.
+    Other,
+}
+
+/// Decode a frame of pcap link type `linktype` (see [`linktype`]). `Ok(None)`: the frame holds
+/// no IP packet (ARP, an encrypted 802.11 frame, a protocol the walk does not follow). `Err`:
+/// a header it must traverse is truncated or malformed (naming the layer and the offset), or the
+/// link type is not supported.
+pub fn decode(linktype: u32, frame: &[u8]) -> Result<Option<Segment>, ParseError> {
+    let (at, next, end) = link(linktype, frame)?;
+    Walk {
+        frame,
+        end,
+        vlan: None,
+        tunnel: None,
+        layers: 0,
+    }
+    .walk(at, next)
+}
+
+fn short(layer: Layer, at: usize, needed: usize, frame: &[u8]) -> ParseError {
+    ParseError::truncated(layer, at, needed, frame.len().saturating_sub(at))
+}
+
+fn need(frame: &[u8], layer: Layer, at: usize, n: usize) -> Result<(), ParseError> {
+    if frame.len() < at.saturating_add(n) {
+        return Err(short(layer, at, n, frame));
+    }
+    Ok(())
+}
+
+/// Where the link layer's payload starts, what it is, and where it ends.
+fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
+    use self::linktype as lt;
+    let by_family = |family: u32| match family {
+        2 => Next::Ether(ethertype::IPV4),
+        // AF_INET6 differs per OS: BSD 24, FreeBSD 28, macOS 30, Linux 10.
+        10 | 24 | 28 | 30 => Next::Ether(ethertype::IPV6),
+        _ => Next::Other,
+    };
+    let (at, next) = match kind {
+        lt::ETHERNET => (0, Next::Ethernet),
+        lt::NULL | lt::LOOP => {
+            need(frame, Layer::Link, 0, 4)?;
+            let raw = [frame[0], frame[1], frame[2], frame[3]];
+            // NULL is in the capturing host's byte order: accept either.
+            let family = match kind {
+                lt::LOOP => u32::from_be_bytes(raw),
+                _ if u32::from_le_bytes(raw) < 0x1_0000 => u32::from_le_bytes(raw),
+                _ => u32::from_be_bytes(raw),
+            };
+            (4, by_family(family))
+        }
+        lt::RAW | lt::RAW_BSD | lt::RAW_OPENBSD => (0, Next::Ip),
+        lt::IPV4 => (0, Next::Ether(ethertype::IPV4)),
+        lt::IPV6 => (0, Next::Ether(ethertype::IPV6)),
+        lt::MPLS => (0, Next::Ether(ethertype::MPLS)),
+        lt::LINUX_SLL => {
+            need(frame, Layer::Link, 0, 16)?;
+            (16, Next::Ether(be16(frame, 14)))
+        }
+        lt::LINUX_SLL2 => {
+            need(frame, Layer::Link, 0, 20)?;
+            (20, Next::Ether(be16(frame, 0)))
+        }
+        lt::IPOIB => {
+            // A 40-byte pseudo-header (the Global Route Header, or zeros and the destination
+            // address), then RFC 4391's header: a 2-byte EtherType and 2 reserved bytes.
+            need(frame, Layer::Link, 0, 44)?;
+            (44, Next::Ether(be16(frame, 40)))
+        }
+        lt::C_HDLC => {
+            // Address (0x0f unicast, 0x8f broadcast), control 0, then an EtherType.
+            need(frame, Layer::Link, 0, 4)?;
+            (4, Next::Ether(be16(frame, 2)))
+        }
+        lt::PPP | lt::PPP_HDLC => {
+            need(frame, Layer::Link, 0, 2)?;
+            match frame[0] {
+                // Cisco HDLC framing in a PPP link type (libpcap's DLT_PPP_SERIAL does this).
+                0x0f | 0x8f => {
+                    need(frame, Layer::Link, 0, 4)?;
+                    (4, Next::Ether(be16(frame, 2)))
+                }
+                // HDLC address and control (RFC 1662), then the protocol.
+                0xff if frame[1] == 0x03 => (2, Next::Ppp),
+                _ => (0, Next::Ppp),
+            }
+        }
+        lt::PPP_ETHER => {
+            need(frame, Layer::Link, 0, 6)?;
+            (0, Next::Ether(ethertype::PPPOE_SESSION))
+        }
+        lt::ATM_RFC1483 => {
+            // LLC/SNAP: AA AA 03, an OUI of zeros, the EtherType.
+            need(frame, Layer::Link, 0, 8)?;
+            if frame[..6] == [0xaa, 0xaa, 0x03, 0, 0, 0] {
+                (8, Next::Ether(be16(frame, 6)))
+            } else {
+                (0, Next::Other)
+            }
+        }
+        lt::PFLOG => {
+            // pfloghdr: its length (padded to 4 bytes) first, the address family next.
+            need(frame, Layer::Link, 0, 2)?;
+            let len = (usize::from(frame[0]) + 3) & !3;
+            need(frame, Layer::Link, 0, len.max(4))?;
+            (len, by_family(u32::from(frame[1])))
+        }
+        lt::NFLOG => return nflog(frame),
+        lt::IEEE802_11 => (0, Next::Wifi),
+        lt::IEEE802_11_RADIOTAP => {
+            need(frame, Layer::Link, 0, 8)?;
+            let len = usize::from(u16::from_le_bytes([frame[2], frame[3]]));
+            if len < 8 {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    2,
+                    "radiotap length below 8",
+                ));
+            }
+            need(frame, Layer::Link, 0, len)?;
+            if radiotap_datapad(&frame[..len]) {
+                // The 802.11 header is padded to 4 bytes.
+                let (at, next) = wifi_padded(frame, len)?;
+                return Ok((at, next, usize::MAX));
+            }
+            (len, Next::Wifi)
+        }
+        _ => {
+            return Err(ParseError::malformed(
+                Layer::Link,
+                0,
+                "unsupported link type",
+            ))
+        }
+    };
+    Ok((at, next, usize::MAX))
+}
+
+/// NFLOG (`LINKTYPE_NFLOG`): a 4-byte header (address family, version, resource id), then
+/// TLVs, each a length (of the whole TLV, padded to 4 bytes) and a type in the capturing host's
+/// byte order; the packet is the payload of type NFULA_PAYLOAD (9).
+fn nflog(frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
+    const NFULA_PAYLOAD: u16 = 9;
+    need(frame, Layer::Link, 0, 4)?;
+    let mut at = 4;
+    // The byte order: the one in which the first TLV's length fits.
+    let le = {
+        let l = frame
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]));
+        l.is_some_and(|l| l >= 4 && at + usize::from(l) <= frame.len())
+    };
+    let read16 = |at: usize| {
+        let b = [frame[at], frame[at + 1]];
+        if le {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        }
+    };
+    while at + 4 <= frame.len() {
+        let len = usize::from(read16(at));
+        let kind = read16(at + 2) & 0x7fff; // the top bit marks a nested attribute
+        if len < 4 || at + len > frame.len() {
+            return Err(ParseError::malformed(
+                Layer::Link,
+                at,
+                "NFLOG TLV length out of range",
+            ));
+        }
+        if kind == NFULA_PAYLOAD {
+            // The packet ends where its TLV does.
+            return Ok((at + 4, Next::Ip, at + len));
+        }
+        at += (len + 3) & !3;
+    }
+    Ok((frame.len(), Next::Other, usize::MAX))
+}
+
+/// Whether a radiotap header's Flags field says the 802.11 header is padded to 32 bits
+/// (`IEEE80211_RADIOTAP_F_DATAPAD`, 0x20).
+fn radiotap_datapad(rt: &[u8]) -> bool {
+    // The present bitmaps: a chain of 32-bit words while bit 31 is set.
+    let mut at = 4;
+    let present = u32::from_le_bytes([rt[4], rt[5], rt[6], rt[7]]);
+    let mut word = present;
+    while word & (1 << 31) != 0 && at + 8 <= rt.len() {
+        at += 4;
+        word = u32::from_le_bytes([rt[at], rt[at + 1], rt[at + 2], rt[at + 3]]);
+    }
+    let mut field = at + 4;
+    if present & 1 != 0 {
+        // TSFT: 8 bytes, aligned to 8.
+        field = (field + 7) & !7;
+        field += 8;
+    }
+    present & 2 != 0 && rt.get(field).is_some_and(|f| f & 0x20 != 0)
+}
+
+/// An 802.11 frame at `at` whose header is padded to 4 bytes: where its LLC header starts.
+fn wifi_padded(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
+    let (hdr, next) = wifi_header(frame, at)?;
+    let Some(hdr) = hdr else {
+        return Ok((at, next));
+    };
+    let padded = at + ((hdr - at + 3) & !3);
+    llc(frame, padded)
+}
+
+/// An 802.11 frame at `at`: the offset after its MAC header (None with `Next::Other` for frames
+/// that hold no IP: management, control, null data, protected).
+fn wifi_header(frame: &[u8], at: usize) -> Result<(Option<usize>, Next), ParseError> {
+    need(frame, Layer::Link, at, 2)?;
+    let (fc, flags) = (frame[at], frame[at + 1]);
+    let (kind, subtype) = ((fc >> 2) & 3, fc >> 4);
+    if kind != 2 || subtype & 4 != 0 || flags & 0x40 != 0 {
+        return Ok((None, Next::Other)); // not data, no data (null), or encrypted
+    }
+    let mut len = 24;
+    if flags & 3 == 3 {
+        len += 6; // a fourth address (WDS)
+    }
+    if subtype & 8 != 0 {
+        len += 2; // QoS control
+        if flags & 0x80 != 0 {
+            len += 4; // HT control
+        }
+    }
+    need(frame, Layer::Link, at, len)?;
+    Ok((Some(at + len), Next::Other))
+}
+
+/// An LLC header at `at`: SNAP (AA AA 03, an OUI of zeros or the bridge-tunnel one) gives an
+/// EtherType; anything else is not IP.
+fn llc(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
+    need(frame, Layer::Link, at, 8)?;
+    let snap = frame[at..at + 3] == [0xaa, 0xaa, 0x03]
+        && (frame[at + 3..at + 6] == [0, 0, 0] || frame[at + 3..at + 6] == [0, 0, 0xf8]);
+    Ok(if snap {
+        (at + 8, Next::Ether(be16(frame, at + 6)))
+    } else {
+        (at, Next::Other)
+    })
+}
+
+struct Walk<'a> {
+    frame: &'a [u8],
+    /// Where the current packet ends, as its encapsulation says (`usize::MAX`: it does not).
+    end: usize,
+    vlan: Option<u16>,
+    tunnel: Option<Tunnel>,
+    layers: usize,
+}
+
+impl Walk<'_> {
+    fn walk(mut self, mut at: usize, mut next: Next) -> Result<Option<Segment>, ParseError> {
+        let frame = self.frame;
+        loop {
+            self.layers += 1;
+            if self.layers > MAX_LAYERS {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    at,
+                    "more than 64 encapsulations",
+                ));
+            }
+            next = match next {
+                Next::Other => return Ok(None),
+                Next::Ethernet => {
+                    need(frame, Layer::Ethernet, at, 14)?;
+                    at += 14;
+                    Next::Ether(be16(frame, at - 2))
+                }
+                Next::Wifi => {
+                    let (hdr, n) = wifi_header(frame, at)?;
+                    match hdr {
+                        Some(h) => {
+                            let (a, n) = llc(frame, h)?;
+                            at = a;
+                            n
+                        }
+                        None => n,
+                    }
+                }
+                Next::Ppp => {
+                    need(frame, Layer::Link, at, 1)?;
+                    // Protocol-field compression: an odd first byte is a one-byte protocol.
+                    let proto = if frame[at] & 1 == 1 {
+                        at += 1;
+                        u16::from(frame[at - 1])
+                    } else {
+                        need(frame, Layer::Link, at, 2)?;
+                        at += 2;
+                        be16(frame, at - 2)
+                    };
+                    match proto {
+                        0x0021 => Next::Ether(ethertype::IPV4),
+                        0x0057 => Next::Ether(ethertype::IPV6),
+                        0x0281 => Next::Ether(ethertype::MPLS),
+                        _ => Next::Other,
+                    }
+                }
+                Next::Ip => {
+                    need(frame, Layer::Link, at, 1)?;
+                    match frame[at] >> 4 {
+                        4 => Next::Ether(ethertype::IPV4),
+                        6 => Next::Ether(ethertype::IPV6),
+                        _ => Next::Other,
+                    }
+                }
+                Next::Ether(t) => match t {
+                    ethertype::VLAN
+                    | ethertype::QINQ
+                    | ethertype::QINQ_LEGACY
+                    | ethertype::QINQ_LEGACY2 => {
+                        need(frame, Layer::Vlan, at, 4)?;
+                        self.vlan = Some(be16(frame, at) & 0x0fff);
+                        at += 4;
+                        Next::Ether(be16(frame, at - 2))
+                    }
+                    ethertype::MPLS | ethertype::MPLS_MULTICAST => {
+                        // Labels to the bottom of the stack (its S bit).
+                        loop {
+                            need(frame, Layer::Link, at, 4)?;
+                            at += 4;
+                            self.layers += 1;
+                            if self.layers > MAX_LAYERS {
+                                return Err(ParseError::malformed(
+                                    Layer::Link,
+                                    at,
+                                    "more than 64 encapsulations",
+                                ));
+                            }
+                            if frame[at - 2] & 1 == 1 {
+                                break;
+                            }
+                        }
+                        // Then IPv4 or IPv6 by the version nibble, or (0) a pseudowire control
+                        // word and an Ethernet frame.
+                        need(frame, Layer::Link, at, 1)?;
+                        match frame[at] >> 4 {
+                            4 | 6 => Next::Ip,
+                            0 => {
+                                at += 4;
+                                Next::Ethernet
+                            }
+                            _ => Next::Other,
+                        }
+                    }
+                    ethertype::PPPOE_SESSION => {
+                        // Version/type, code, session id, payload length; then PPP.
+                        need(frame, Layer::Link, at, 6)?;
+                        let len = usize::from(be16(frame, at + 4));
+                        at += 6;
+                        self.end = self.end.min(at.saturating_add(len));
+                        Next::Ppp
+                    }
+                    ethertype::TEB => Next::Ethernet,
+                    ethertype::PPP => {
+                        // PPP in enhanced GRE: perhaps with the HDLC address and control bytes.
+                        if frame.get(at..at + 2) == Some(&[0xff, 0x03]) {
+                            at += 2;
+                        }
+                        Next::Ppp
+                    }
+                    ethertype::IPV4 => match self.ipv4(at)? {
+                        Step::Done(s) => return Ok(Some(s)),
+                        Step::Inner(a, n) => {
+                            at = a;
+                            n
+                        }
+                    },
+                    ethertype::IPV6 => match self.ipv6(at)? {
+                        Step::Done(s) => return Ok(Some(s)),
+                        Step::Inner(a, n) => {
+                            at = a;
+                            n
+                        }
+                    },
+                    _ => Next::Other,
+                },
+            };
+        }
+    }
+
+    /// An IPv4 packet at `at`.
+    fn ipv4(&mut self, at: usize) -> Result<Step, ParseError> {
+        let frame = self.frame;
+        need(frame, Layer::Ipv4, at, 20)?;
+        if frame[at] >> 4 != 4 {
+            return Err(ParseError::malformed(Layer::Ipv4, at, "version is not 4"));
+        }
+        let hl = usize::from(frame[at] & 0x0f) * 4;
+        if hl < 20 {
+            return Err(ParseError::malformed(Layer::Ipv4, at, "IHL below 5"));
+        }
+        need(frame, Layer::Ipv4, at, hl)?;
+        let total = usize::from(be16(frame, at + 2));
+        // TSO/GSO frames captured on the sending host carry 0: the frame's length is the packet's.
+        let claimed = if total == 0 {
+            self.end.min(frame.len()).saturating_sub(at)
+        } else {
+            total
+        };
+        if claimed < hl {
+            return Err(ParseError::malformed(
+                Layer::Ipv4,
+                at,
+                "total length shorter than header",
+            ));
+        }
+        let frag = be16(frame, at + 6);
+        let (more, offset) = (frag & 0x2000 != 0, frag & 0x1fff);
+        let src: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 12)).into();
+        let dst: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 16)).into();
+        let info = IpInfo {
+            src,
+            dst,
+            proto: frame[at + 9],
+            tos: frame[at + 1],
+            ttl: frame[at + 8],
+            total_len: claimed,
+        };
+        self.upper(at, hl, claimed, info, more || offset != 0, offset == 0)
+    }
+
+    /// An IPv6 packet at `at`.
+    fn ipv6(&mut self, at: usize) -> Result<Step, ParseError> {
+        let frame = self.frame;
+        need(frame, Layer::Ipv6, at, 40)?;
+        if frame[at] >> 4 != 6 {
+            return Err(ParseError::malformed(Layer::Ipv6, at, "version is not 6"));
+        }
+        let payload_len = usize::from(be16(frame, at + 4));
+        let next_header = frame[at + 6];
+        let claimed = if payload_len != 0 {
+            40 + payload_len
+        } else {
+            match jumbo(frame, at) {
+                Some(len) => 40 + len,
+                // As IPv4's 0 (TSO): the frame's length.
+                None => self.end.min(frame.len()).saturating_sub(at).max(40),
+            }
+        };
+        let present = (at + claimed).min(self.end).min(frame.len());
+        let upper = ipv6::upper_layer_in(next_header, &frame[at + 40..present])
+            .map_err(|e| e.shifted(at))?;
+        let src: IpAddr = std::net::Ipv6Addr::from(crate::bytes::<16>(frame, at + 8)).into();
+        let dst: IpAddr = std::net::Ipv6Addr::from(crate::bytes::<16>(frame, at + 24)).into();
+        let word = be32(frame, at);
+        let info = IpInfo {
+            src,
+            dst,
+            proto: upper.protocol,
+            tos: (word >> 20) as u8,
+            ttl: frame[at + 7],
+            total_len: claimed,
+        };
+        let fragment = upper.fragment.is_some();
+        let present_upper = upper.header_present();
+        self.upper(at, upper.offset, claimed, info, fragment, present_upper)
+    }
+
+    /// The IP packet at `at` (headers `hl` bytes, `claimed` bytes in all): a tunnel to walk
+    /// into, or the segment.
+    fn upper(
+        &mut self,
+        at: usize,
+        hl: usize,
+        claimed: usize,
+        info: IpInfo,
+        fragment: bool,
+        upper_present: bool,
+    ) -> Result<Step, ParseError> {
+        let frame = self.frame;
+        // The packet ends at the smaller of its length and its encapsulation's.
+        let claimed_end = (at + claimed).min(self.end);
+        let present_end = claimed_end.min(frame.len());
+        let l4 = at + hl;
+        let tunnel = |kind| Tunnel {
+            kind,
+            src: info.src,
+            dst: info.dst,
+        };
+        if !fragment && l4 <= present_end {
+            let inner = match info.proto {
+                protocol::IPV4_IN_IP => {
+                    Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp))
+                }
+                protocol::IPV6_IN_IP => {
+                    Some((l4, Next::Ether(ethertype::IPV6), TunnelKind::IpInIp))
+                }
+                protocol::GRE => gre(frame, l4)?.map(|(a, n)| (a, n, TunnelKind::Gre)),
+                protocol::UDP if frame.len() >= l4 + 16 && be16(frame, l4 + 2) == VXLAN_PORT => {
+                    // VXLAN: the UDP header, the 8-byte VXLAN header (flags with I set), an
+                    // Ethernet frame.
+                    (frame[l4 + 8] & 0x08 != 0).then_some((
+                        l4 + 16,
+                        Next::Ethernet,
+                        TunnelKind::Vxlan,
+                    ))
+                }
+                _ => None,
+            };
+            if let Some((inner_at, next, kind)) = inner {
+                self.tunnel.get_or_insert(tunnel(kind));
+                self.end = claimed_end;
+                return Ok(Step::Inner(inner_at, next));
+            }
+        }
+        let mut seg = Segment {
+            ip: info,
+            l4: None,
+            fragment,
+            payload: l4.min(present_end)..present_end,
+            missing: claimed_end - present_end,
+            tunnel: self.tunnel,
+            vlan: self.vlan,
+        };
+        if !upper_present || (fragment && !first_fragment_with_header(frame, at, &info)) {
+            return Ok(Step::Done(seg));
+        }
+        match info.proto {
+            protocol::TCP => {
+                let t = tcp::Packet::new_checked(&frame[l4.min(present_end)..present_end])
+                    .map_err(|e| e.shifted(l4))?;
+                seg.l4 = Some(L4Info {
+                    sport: t.src_port(),
+                    dport: t.dst_port(),
+                    tcp: Some(TcpInfo {
+                        seq: t.seq_number(),
+                        ack: t.ack_number(),
+                        flags: t.flags(),
+                        window: t.window_len(),
+                    }),
+                });
+                seg.payload = l4 + t.header_len()..present_end;
+            }
+            protocol::UDP => {
+                need(frame, Layer::Udp, l4, 8)?;
+                if present_end < l4 + 8 {
+                    return Err(short(Layer::Udp, l4, 8, &frame[..present_end]));
+                }
+                seg.l4 = Some(L4Info {
+                    sport: be16(frame, l4),
+                    dport: be16(frame, l4 + 2),
+                    tcp: None,
+                });
+                seg.payload = l4 + 8..present_end;
+            }
+            _ => {}
+        }
+        Ok(Step::Done(seg))
+    }
+}
+
+/// A fragment whose transport header is in it (the first): only then are ports read.
+fn first_fragment_with_header(frame: &[u8], at: usize, info: &IpInfo) -> bool {
+    match info.src {
+        IpAddr::V4(_) => be16(frame, at + 6) & 0x1fff == 0,
+        IpAddr::V6(_) => true, // `upper_present` already says whether the header is here
+    }
+}
+
+enum Step {
+    Done(Segment),
+    Inner(usize, Next),
+}
+
+/// A GRE header at `at` (RFC 2784/2890, and PPTP's enhanced GRE, version 1): where its payload
+/// starts and what it is; None for a version this walk does not know.
+fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next)>, ParseError> {
+    need(frame, Layer::Link, at, 4)?;
+    let flags = be16(frame, at);
+    let proto = be16(frame, at + 2);
+    let mut len = 4;
+    match flags & 7 {
+        0 => {
+            for bit in [0x8000, 0x2000, 0x1000] {
+                // Checksum (and reserved), key, sequence number: 4 bytes each.
+                if flags & bit != 0 {
+                    len += 4;
+                }
+            }
+        }
+        1 => {
+            // Enhanced GRE (PPTP): payload length and call id, then sequence and
+            // acknowledgement numbers when their bits are set.
+            len += 4;
+            if flags & 0x1000 != 0 {
+                len += 4;
+            }
+            if flags & 0x0080 != 0 {
+                len += 4;
+            }
+        }
+        _ => return Ok(None),
+    }
+    need(frame, Layer::Link, at, len)?;
+    Ok(Some((at + len, Next::Ether(proto))))
+}
+
+/// The length a Hop-by-Hop Jumbo Payload option gives an IPv6 packet at `at` with payload
+/// length 0 (RFC 2675), if it has one.
+fn jumbo(frame: &[u8], at: usize) -> Option<usize> {
+    if frame.get(at + 6) != Some(&protocol::HOP_BY_HOP) {
+        return None;
+    }
+    let hbh = at + 40;
+    let len = (usize::from(*frame.get(hbh + 1)?) + 1) * 8;
+    let opts = frame.get(hbh + 2..hbh + len)?;
+    let mut k = 0;
+    while k < opts.len() {
+        match opts[k] {
+            0 => k += 1, // Pad1
+            0xc2 if opts.get(k + 1) == Some(&4) && k + 6 <= opts.len() => {
+                let v = u32::from_be_bytes([opts[k + 2], opts[k + 3], opts[k + 4], opts[k + 5]]);
+                return Some(v as usize);
+            }
+            _ => k += 2 + usize::from(*opts.get(k + 1)?),
+        }
+    }
+    None
+}
