@@ -285,3 +285,27 @@ def test_tunnelled_flows_are_the_inner_5_tuple_with_the_outer_one_recorded(tmp_p
     assert (d["src"], d["dport"], d["tunnel"], d["tunnel_src"], d["tunnel_dst"]) == ("10.0.0.1", 80, "gre",
                                                                                       "192.0.2.1", "192.0.2.2")
     assert (out / d["file"]).read_bytes() == b"inside"
+
+
+def test_unacknowledged_data_policies_from_the_command_line(tmp_path: Path) -> None:
+    from nicsim import _core
+
+    # "abc", a hole of 3 bytes, "ghi"; the peer acknowledges "a" only.
+    def frame(seq: int, flags: int, payload: bytes, ack: int = 0, reverse: bool = False) -> bytes:
+        f = _frame(seq, flags, payload, reverse)
+        return f[:14 + 28] + struct.pack("!I", ack) + f[14 + 32:]
+
+    frames = [_frame(100, SYN, b""), frame(101, ACK, b"abc"), frame(107, ACK, b"ghi"),
+              frame(1, ACK, b"", ack=102, reverse=True)]
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(str(cap), frames)
+    sizes = {}
+    for policy in ("keep", "drop", "tshark"):
+        out = tmp_path / policy
+        assert nicsim("flow", "reassemble", cap, "--unacked", policy, "--out", out).returncode == 0
+        d = json.loads((out / "flows.json").read_text())[0]
+        sizes[policy] = (d["bytes"], d["unacked_bytes"], json.loads((out / "summary.json").read_text())["unacked"])
+    # drop: up to the ACK; tshark: all before the first hole, nothing after it unacknowledged.
+    assert sizes == {"keep": (9, 0, "keep"), "drop": (1, 5, "drop"), "tshark": (3, 3, "tshark")}
+    r = nicsim("flow", "reassemble", cap, "--unacked", "sometimes", "--out", tmp_path / "x")
+    assert r.returncode == 2 and "--unacked" in r.stderr

@@ -20,7 +20,7 @@ mod view;
 pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
     ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
-    Reassembly, Segment, DEFAULT_MAX_HOLE_BYTES,
+    Reassembly, Segment, UnackedPolicy, DEFAULT_MAX_HOLE_BYTES,
 };
 pub use view::{regex_limits, Chunk, FlowView, StreamRegex};
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{decode, linktype, FiveTuple, Tunnel};
+use nicsim_packet::{decode, linktype, FiveTuple, TcpInfo, Tunnel};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -38,6 +38,22 @@ pub enum OverlapPolicy {
     FirstWins,
     /// The bytes that arrived last replace earlier ones.
     LastWins,
+}
+
+/// What a stream keeps of the data its peer never acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum UnackedPolicy {
+    /// Every byte captured stays (the default).
+    #[default]
+    Keep,
+    /// A direction ends at the highest sequence number its peer acknowledged (when the peer
+    /// acknowledged any), at the last byte captured before it: data sent after the last ACK
+    /// (before a RST, or at the capture's end) is left out, and so is a hole that no captured
+    /// data follows.
+    Drop,
+    /// As tshark's `follow,tcp` shows a stream: data after the first hole only as far as the
+    /// peer acknowledged it (and no hole at the end); data before the first hole all.
+    Tshark,
 }
 
 /// Memory bounds. Packets beyond a bound are dropped and counted with the bound's reason.
@@ -74,6 +90,8 @@ impl Default for Limits {
 pub struct Config {
     /// Overlap resolution.
     pub overlap: OverlapPolicy,
+    /// Data the peer never acknowledged.
+    pub unacked: UnackedPolicy,
     /// Memory bounds.
     pub limits: Limits,
 }
@@ -169,6 +187,8 @@ pub struct ByteCounts {
     pub conflict_bytes: u64,
     /// Bytes that lay before the stream start (sequence numbers before SYN + 1), left out.
     pub before_start_bytes: u64,
+    /// Bytes left out as never acknowledged by the peer ([`UnackedPolicy::Drop`]).
+    pub unacked_bytes: u64,
 }
 
 /// One translation-table entry: `len_bytes` stream bytes from `offset` live at arena `addr`.
@@ -339,6 +359,8 @@ struct DirState {
     cut_at: Option<i64>,
     /// The hole bound dropped a packet (or a FIN or SYN) of this direction.
     cut: bool,
+    /// The highest acknowledgement number this direction's sender sent (of its peer's stream).
+    max_ack: Option<u32>,
 }
 
 /// The known part of a stream, `[lo, hi)`, and the bytes missing in it.
@@ -366,6 +388,7 @@ impl DirState {
             extent: None,
             cut_at: None,
             cut: false,
+            max_ack: None,
         }
     }
 
@@ -642,23 +665,14 @@ impl Reassembler {
             proto: seg.ip.proto,
         };
         let payload_addr = frame_addr.map(|a| a + seg.payload.start as u64);
-        self.segment(
-            tuple,
-            tcp.seq,
-            tcp.flags,
-            payload,
-            payload_addr,
-            seg.missing,
-            seg.tunnel,
-        )
+        self.segment(tuple, tcp, payload, payload_addr, seg.missing, seg.tunnel)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn segment(
         &mut self,
         tuple: FiveTuple,
-        seq: u32,
-        tcp_flags: u8,
+        tcp: TcpInfo,
         payload: &[u8],
         payload_addr: Option<u64>,
         missing: usize,
@@ -683,8 +697,16 @@ impl Reassembler {
                 (idx, 0)
             }
         };
+        let (seq, tcp_flags) = (tcp.seq, tcp.flags);
         let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq));
         state.packets += 1;
+        if tcp_flags & flags::ACK != 0 {
+            // The highest acknowledgement, in sequence order (32-bit wrap-around).
+            state.max_ack = Some(match state.max_ack {
+                Some(a) if (tcp.ack.wrapping_sub(a) as i32) <= 0 => a,
+                _ => tcp.ack,
+            });
+        }
         let max_hole = self.config.limits.max_hole_bytes;
         let seq_off = state.tracker.offset(seq);
         let syn = tcp_flags & flags::SYN != 0;
@@ -740,6 +762,7 @@ impl Reassembler {
 
     /// Closes every flow: fixes stream starts, builds the translation tables and hole lists.
     pub fn finish(self) -> Reassembly {
+        let unacked = self.config.unacked;
         let flows = self
             .flows
             .into_iter()
@@ -752,12 +775,21 @@ impl Reassembler {
                     proto: flow.tuple.proto,
                 };
                 let [d0, d1] = flow.dirs;
+                // What each direction's peer acknowledged, when unacknowledged data is dropped.
+                let acked = |peer: &Option<DirState>| match unacked {
+                    UnackedPolicy::Keep => None,
+                    UnackedPolicy::Drop | UnackedPolicy::Tshark => {
+                        peer.as_ref().and_then(|p| p.max_ack)
+                    }
+                };
+                let after_hole = unacked == UnackedPolicy::Tshark;
+                let (a0, a1) = (acked(&d1), acked(&d0));
                 Flow {
                     tuple: flow.tuple,
                     tunnel: flow.tunnel,
                     dirs: [
-                        finish_direction(d0, flow.tuple),
-                        finish_direction(d1, reversed),
+                        finish_direction(d0, flow.tuple, a0, after_hole),
+                        finish_direction(d1, reversed, a1, after_hole),
                     ],
                 }
             })
@@ -1120,7 +1152,16 @@ fn put(table: &mut BTreeMap<i64, Entry>, start: i64, addr: u64, len: u64, coales
     table.insert(start, Entry { addr, len });
 }
 
-fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
+/// The direction's stream as the reassembler kept it; with `acked` (the highest sequence
+/// number its peer acknowledged: [`UnackedPolicy::Drop`]), only up to there, and up to the last
+/// byte captured before it; `after_hole` ([`UnackedPolicy::Tshark`]): that limit applies only
+/// past the first hole.
+fn finish_direction(
+    state: Option<DirState>,
+    tuple: FiveTuple,
+    acked: Option<u32>,
+    after_hole: bool,
+) -> Direction {
     let mut direction = Direction {
         src: tuple.src,
         dst: tuple.dst,
@@ -1156,8 +1197,33 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
         return direction;
     };
     direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
+    // Where the peer's acknowledgements end, as a sequence offset (no limit: i64::MAX).
+    let mut limit = acked.map_or(i64::MAX, |a| {
+        state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
+    });
+    if after_hole && acked.is_some() {
+        // Data up to the first hole stays, whatever was acknowledged.
+        let mut end = start;
+        for (&k, e) in state.table.range(..) {
+            if k > end {
+                break;
+            }
+            end = end.max(k + e.len as i64);
+        }
+        limit = limit.max(end);
+    }
     let mut cursor = 0_u64;
     for (&k, e) in &state.table {
+        let mut e = *e;
+        if k + e.len as i64 > limit {
+            // Never acknowledged: left out.
+            let keep = (limit - k).max(0) as u64;
+            direction.bytes.unacked_bytes += e.len - keep;
+            e.len = keep;
+            if keep == 0 {
+                continue;
+            }
+        }
         let k_end = k + e.len as i64;
         if k_end <= start {
             direction.bytes.before_start_bytes += e.len;
@@ -1180,12 +1246,12 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
         cursor = offset + e.len - skip;
     }
     // Bytes announced by a FIN, or by a segment's length, but never captured are a hole at
-    // the end.
+    // the end (not when unacknowledged data is dropped: the stream ends with its last byte).
     let fin_end = state
         .fin_off
         .map_or(0, |f| (f - start).max(0) as u64)
         .max(state.extent.map_or(0, |x| (x.hi - start).max(0) as u64));
-    if fin_end > cursor {
+    if fin_end > cursor && acked.is_none() {
         direction.holes.push(Hole {
             offset: cursor,
             len_bytes: fin_end - cursor,
@@ -1194,8 +1260,9 @@ fn finish_direction(state: Option<DirState>, tuple: FiveTuple) -> Direction {
     }
     direction.len_bytes = cursor;
     debug_assert!(
-        direction.holes.iter().map(|h| h.len_bytes).sum::<u64>()
-            == state.extent.map_or(0, |x| x.hole_bytes),
+        acked.is_some()
+            || direction.holes.iter().map(|h| h.len_bytes).sum::<u64>()
+                == state.extent.map_or(0, |x| x.hole_bytes),
         "{direction:?} {:?}",
         state.extent
     );

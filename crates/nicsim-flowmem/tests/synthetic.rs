@@ -436,3 +436,58 @@ fn zero_copy_path_bad_input_is_a_one_line_error_and_cut_packets_are_counted() {
         .collect();
     assert_eq!(holes, [(7, 3)]);
 }
+
+#[test]
+fn unacknowledged_data_is_kept_or_dropped_as_asked() {
+    use nicsim_flowmem::UnackedPolicy;
+    let c = Conn::v4();
+    let peer = 5000u32;
+    // a → b: "hello " (acknowledged), a hole of 4 bytes, "world" (never acknowledged); b
+    // acknowledges "hello " and a byte of the hole's data it received, then resets.
+    let frames = vec![
+        c.frame(0, ISN, SYN, &[]),
+        c.frame_ack(1, peer, ISN + 1, SYN | ACK, &[]),
+        c.frame_ack(0, ISN + 1, peer + 1, ACK, b"hello "),
+        c.frame_ack(0, ISN + 11, peer + 1, ACK, b"world"),
+        c.frame_ack(1, peer + 1, ISN + 7, ACK, &[]),
+        c.frame_ack(1, peer + 1, ISN + 8, ACK | RST, &[]),
+    ];
+    let policy = |unacked| Config {
+        unacked,
+        ..Config::default()
+    };
+    let keep = reassemble(&frames, policy(UnackedPolicy::Keep));
+    let d = &keep.flows[0].dirs[0];
+    assert_eq!((d.len_bytes, d.bytes.unacked_bytes), (15, 0));
+    assert_eq!(
+        d.holes,
+        [Hole {
+            offset: 6,
+            len_bytes: 4
+        }]
+    );
+    // Dropped: the stream ends at the last byte captured before the peer's highest ACK (7):
+    // "hello ", not the hole's acknowledged byte, nor "world".
+    let drop = reassemble(&frames, policy(UnackedPolicy::Drop));
+    let d = &drop.flows[0].dirs[0];
+    assert_eq!((d.len_bytes, d.bytes.unacked_bytes), (6, 5));
+    assert!(d.holes.is_empty());
+    assert_eq!(bytes(&drop, 0, 0), b"hello ");
+    // The other direction has no data; a direction whose peer never acknowledged is kept.
+    let frames = [
+        c.frame(0, ISN, SYN, &[]),
+        c.frame(0, ISN + 1, ACK, b"alone"),
+    ];
+    let d = &reassemble(&frames, policy(UnackedPolicy::Drop)).flows[0].dirs[0];
+    assert_eq!(d.len_bytes, 5);
+    // Acknowledgements across the 32-bit wrap: the highest in sequence order counts.
+    let wrap = u32::MAX - 2;
+    let frames = vec![
+        c.frame(0, wrap, SYN, &[]),
+        c.frame_ack(0, wrap.wrapping_add(1), 1, ACK, b"abcdefgh"),
+        c.frame_ack(1, 0, wrap.wrapping_add(5), ACK, &[]),
+        c.frame_ack(1, 0, wrap.wrapping_add(3), ACK, &[]), // older: not the highest
+    ];
+    let out = reassemble(&frames, policy(UnackedPolicy::Drop));
+    assert_eq!(bytes(&out, 0, 0), b"abcd");
+}

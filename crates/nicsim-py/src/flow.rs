@@ -9,7 +9,7 @@ use nicsim_flowmem::model::{
     packet_buffers, Comparison, DesignReport, MemConfig, MemModel, Retrieval, Workload,
 };
 use nicsim_flowmem::synth::{synthesize, SynthConfig};
-use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex};
+use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex, UnackedPolicy};
 use nicsim_packet::capture::CaptureFormat;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView, PySlice};
@@ -49,10 +49,13 @@ struct FlowCapture {
 
 #[pymethods]
 impl FlowCapture {
-    /// Reassemble `path`. `overlap`: "first" (default) or "last" wins on conflicting bytes.
-    /// The limits default to `nicsim_flowmem::Limits::default()`.
+    /// Reassemble `path`. `overlap`: "first" (default) or "last" wins on conflicting bytes;
+    /// `unacked`: "keep" (default), "drop" the data the peer never acknowledged, or "tshark"
+    /// (drop it only past the first hole, as tshark's follow does). The limits
+    /// default to `nicsim_flowmem::Limits::default()`.
     #[new]
-    #[pyo3(signature = (path, overlap="first", max_flows=None, max_arena_bytes=None, max_segments_per_direction=None, max_hole_bytes=None))]
+    #[pyo3(signature = (path, overlap="first", max_flows=None, max_arena_bytes=None, max_segments_per_direction=None, max_hole_bytes=None, unacked="keep"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -61,6 +64,7 @@ impl FlowCapture {
         max_arena_bytes: Option<u64>,
         max_segments_per_direction: Option<usize>,
         max_hole_bytes: Option<u64>,
+        unacked: &str,
     ) -> PyResult<Self> {
         let overlap = match overlap {
             "first" => OverlapPolicy::FirstWins,
@@ -71,9 +75,20 @@ impl FlowCapture {
                 )))
             }
         };
+        let unacked = match unacked {
+            "keep" => UnackedPolicy::Keep,
+            "drop" => UnackedPolicy::Drop,
+            "tshark" => UnackedPolicy::Tshark,
+            other => {
+                return Err(input_error(format!(
+                    "unacked policy {other:?}: expected \"keep\", \"drop\" or \"tshark\""
+                )))
+            }
+        };
         let defaults = Limits::default();
         let config = Config {
             overlap,
+            unacked,
             limits: Limits {
                 max_flows: max_flows.unwrap_or(defaults.max_flows),
                 max_arena_bytes: max_arena_bytes.unwrap_or(defaults.max_arena_bytes),
@@ -184,6 +199,7 @@ impl FlowCapture {
                 row.set_item("duplicate_bytes", dir.bytes.duplicate_bytes)?;
                 row.set_item("conflict_bytes", dir.bytes.conflict_bytes)?;
                 row.set_item("before_start_bytes", dir.bytes.before_start_bytes)?;
+                row.set_item("unacked_bytes", dir.bytes.unacked_bytes)?;
                 out.push(row);
             }
         }

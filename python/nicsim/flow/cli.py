@@ -37,6 +37,12 @@ class Overlap(StrEnum):
     last = "last"
 
 
+class Unacked(StrEnum):
+    keep = "keep"
+    drop = "drop"
+    tshark = "tshark"
+
+
 #: `--max-hole-bytes`, shared by the commands that reassemble a capture.
 MaxHoleOpt = Annotated[int | None, typer.Option(
     "--max-hole-bytes", metavar="BYTES", callback=in_range(0, U64_MAX),
@@ -51,6 +57,11 @@ def flow_reassemble(
     out: OutOpt,
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Which bytes win where retransmissions "
                                              "disagree.")] = Overlap.first,
+    unacked: Annotated[Unacked, typer.Option("--unacked", help="Data the peer never acknowledged: keep every "
+                                             "byte captured; drop it (each direction ends at its peer's "
+                                             "highest ACK, at the last byte captured before it); or tshark: "
+                                             "drop it only past the first hole, as tshark -z follow,tcp "
+                                             "shows a stream.")] = Unacked.keep,
     max_flows: Annotated[int | None, typer.Option("--max-flows", metavar="N", callback=in_range(1, U32_MAX),
                                                   help="Flow-table size; packets of further flows are dropped "
                                                   "and counted.")] = None,
@@ -71,7 +82,7 @@ def flow_reassemble(
 
     with ui.Progress("reassembling", transient=True):
         s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
-                       max_hole_bytes=max_hole_bytes, force=force)
+                       max_hole_bytes=max_hole_bytes, unacked=unacked.value, force=force)
 
     def show(console: Console) -> None:
         dropped = {k: v for k, v in s["packets"].items()

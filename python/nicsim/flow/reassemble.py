@@ -32,6 +32,7 @@ from nicsim.errors import InputError
 from nicsim.output import OutputDir
 
 OVERLAP_POLICIES = ("first", "last")
+UNACKED_POLICIES = ("keep", "drop", "tshark")
 
 
 class _Core:
@@ -143,11 +144,15 @@ def open_capture(
     max_arena_bytes: int | None = None,
     max_segments_per_direction: int | None = None,
     max_hole_bytes: int | None = None,
+    unacked: str = "keep",
 ) -> FlowCapture:
     """Reassemble `capture` (pcap or pcapng) into a [`FlowCapture`].
 
     `overlap`: which bytes win where retransmitted segments disagree, "first" (default) or
-    "last". The limits bound memory; packets beyond them are dropped and counted by reason.
+    "last". `unacked`: "keep" (default) every byte captured; "drop" what the peer never
+    acknowledged (each direction ends at its peer's highest ACK, at the last byte captured
+    before it); "tshark": that only past the direction's first hole, as tshark's follow shows
+    a stream. The limits bound memory; packets beyond them are dropped and counted by reason.
     `max_hole_bytes` bounds the holes of each flow direction together (what a stream laid out
     contiguously adds to its payload; default 64 MiB): a segment past it is `hole_too_large`.
     """
@@ -155,12 +160,14 @@ def open_capture(
 
     if overlap not in OVERLAP_POLICIES:
         raise InputError(f"overlap policy {overlap!r}: expected one of {', '.join(OVERLAP_POLICIES)}")
+    if unacked not in UNACKED_POLICIES:
+        raise InputError(f"unacked policy {unacked!r}: expected one of {', '.join(UNACKED_POLICIES)}")
     name = capture_name(capture)
     with capture_file(capture) as path:
         try:
             with core_errors(None):
                 core = _core.FlowCapture(os.fspath(path), overlap, max_flows, max_arena_bytes,
-                                         max_segments_per_direction, max_hole_bytes)
+                                         max_segments_per_direction, max_hole_bytes, unacked)
                 return FlowCapture(core)
         except InputError as e:
             msg = str(e).replace(str(path), name)
@@ -189,6 +196,7 @@ def reassemble(
     max_segments_per_direction: int | None = None,
     max_hole_bytes: int | None = None,
     *,
+    unacked: str = "keep",
     force: bool = False,
 ) -> dict[str, Any]:
     """Reassemble `capture` and write OUT/flows.json, OUT/summary.json and one file per flow
@@ -197,7 +205,8 @@ def reassemble(
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
     with ui.Progress("reading", transient=True):
-        cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes)
+        cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes,
+                           unacked)
     require_tcp(cap, capture)
     directions = cap.directions()
     counts = cap.counts()
@@ -211,6 +220,8 @@ def reassemble(
         summary = {
             "capture": capture_name(capture),
             "overlap": overlap,
+            "unacked": unacked,
+            "unacked_bytes": sum(e["unacked_bytes"] for e in entries),
             "packets": counts,
             "packets_conserved": sum(v for k, v in counts.items() if k != "read") == counts["read"],
             "flows": len(cap),
