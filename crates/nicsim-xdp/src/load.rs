@@ -1594,9 +1594,21 @@ fn load_inner(
                             0
                         };
                         if elf.code.contains_key(&tsec) {
-                            // The address of a function (a callback).
-                            let imm =
-                                link(&mut raw, &mut origin, tsec, s.value as i64 + r.imm as i64)?;
+                            // The address of a function (a callback): its first instruction.
+                            let toff = s.value as i64 + r.imm as i64;
+                            if let Some(f) = u64::try_from(toff)
+                                .ok()
+                                .and_then(|o| elf.func_at(tsec, o))
+                                .filter(|f| f.start as i64 != toff)
+                            {
+                                return Err(bad(format!(
+                                    "the address of offset {toff:#x} of section '{}', inside \
+                                     function '{}' (a callback must be a function's start)",
+                                    elf.name(tsec),
+                                    f.name
+                                )));
+                            }
+                            let imm = link(&mut raw, &mut origin, tsec, toff)?;
                             raw[i].src = PSEUDO_FUNC;
                             raw[i].imm = imm;
                         } else if let Some(k) = map_index(&MapAt::Data(tsec)) {
