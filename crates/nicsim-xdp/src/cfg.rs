@@ -1002,3 +1002,86 @@ impl Graph {
         order
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testasm::*;
+
+    fn graph(slots: &[Slot], loop_bound: Option<u32>) -> Result<Graph, CfgError> {
+        let p = prog(slots, Vec::new());
+        build(
+            &p,
+            Limits {
+                loop_bound,
+                ..Limits::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_bpf_loop_call_is_a_loop_bounded_by_nr_loops() {
+        let g = graph(&loop_slots(5, 0, 100), None).unwrap();
+        assert_eq!(
+            g.loops,
+            [LoopInfo {
+                header_pc: 7,
+                bound: 5,
+                evident: true
+            }]
+        );
+        // The call node comes back after each call: 0 to 5 calls, each of which may stop the
+        // loop (the callback's two exits).
+        let calls = g.nodes.iter().filter(|n| n.pc == 7).count();
+        assert_eq!(calls, 6);
+        assert!(g.path_count() > 6);
+        // nr_loops from the packet's length is not evident: an error naming the call, or
+        // --loop-bound.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ldx(W, 1, 1, 4); // r1 = ctx->data_end: a pointer, no bound
+        let e = graph(&s, None).unwrap_err();
+        assert!(e.to_string().contains("bpf_loop at instruction 7"), "{e}");
+        assert!(e.to_string().contains("--loop-bound"), "{e}");
+        let g = graph(&s, Some(3)).unwrap();
+        assert_eq!((g.loops[0].bound, g.loops[0].evident), (3, false));
+        // A bound above what can be unrolled is refused the same way.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ldx(W, 1, 10, -16); // a u32 from the stack: up to 2^32 - 1
+        let e = graph(&s, None).unwrap_err();
+        assert!(e.to_string().contains("may be up to 8388608"), "{e}");
+    }
+
+    #[test]
+    fn a_bpf_loop_callback_must_be_a_function_loaded_before_the_call() {
+        // r2 a number.
+        let mut s = loop_slots(5, 0, 100);
+        s[2] = mov(2, 12);
+        s[3] = mov(3, 0);
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("r2 is not the address of a function"),
+            "{e}"
+        );
+        // The callback's address into the second slot of an LD_IMM64.
+        let mut s = loop_slots(5, 0, 100);
+        s.extend(ld64(0, 0));
+        s.push(exit());
+        let [f0, _] = ld_func(2, 18);
+        s[2] = f0; // 2 + 1 + 18 = 21: the second slot of the LD_IMM64 at 20
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string().contains("is not an instruction's start"),
+            "{e}"
+        );
+        // A callback chosen on another path (a jump lands between the load and the call).
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ja(2); // to 4, past r2's load
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("loaded in the code right before the call"),
+            "{e}"
+        );
+    }
+}

@@ -2440,6 +2440,46 @@ mod tests {
     }
 
     #[test]
+    fn bpf_loop_calls_its_callback_until_it_stops_or_nr_loops() {
+        let go = |nr: i32, flags: i32, stop: i32| {
+            let p = prog(&loop_slots(nr, flags, stop), Vec::new());
+            let o = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap();
+            (o.retval >> 16, o.retval & 0xffff, o.trace)
+        };
+        // 5 calls (i = 0..4, sum 10), bpf_loop returns 5.
+        assert_eq!(go(5, 0, 100).0, 5);
+        assert_eq!(go(5, 0, 100).1, 10);
+        // The callback returns 1 at i = 2: 3 calls (sum 0 + 1 + 2), bpf_loop returns 3.
+        assert_eq!(go(5, 0, 2).0, 3);
+        assert_eq!(go(5, 0, 2).1, 3);
+        // No call: nr_loops 0 returns 0; flags -EINVAL; above BPF_MAX_LOOPS -E2BIG, as the
+        // verifier's inlined loop gives it (a 32-bit move).
+        assert_eq!(go(0, 0, 100).0, 0);
+        let (r, sum, _) = go(0, 1, 100);
+        assert_eq!((r, sum), (((-22i64 as u64) << 16) >> 16, 0));
+        let (r, sum, _) = go((1 << 23) + 1, 0, 100);
+        assert_eq!((r, sum), (0xffff_fff9, 0));
+        // The trace comes back to the call after each call of the callback.
+        let cb = [12, 13, 14, 15, 16, 17];
+        let mut want = vec![0, 1, 2, 4, 5, 6, 7];
+        want.extend(cb);
+        want.push(7);
+        want.extend(cb);
+        want.extend([7, 8, 9, 10, 11]);
+        assert_eq!(go(2, 0, 100).2, want);
+        // r2 must be a function's address.
+        let mut s = loop_slots(2, 0, 100);
+        s[2] = mov(2, 12);
+        s[3] = mov(2, 12);
+        let p = prog(&s, Vec::new());
+        let e = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            e.to_string().contains("not the address of a function"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bpf_to_bpf_calls_keep_callee_saved_registers_and_frames() {
         // main: r6 = 100; *(r10-8) = 1; r1 = r10 - 8; call f; r0 += r6; r0 += *(r10-8); exit
         // f:    r6 = 7; *(r10-8) = 50 (its own frame); *(r1) = 20 (the caller's); r0 = r6; exit

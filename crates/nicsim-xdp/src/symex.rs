@@ -2320,6 +2320,53 @@ mod tests {
     }
 
     #[test]
+    fn bpf_loop_paths_are_feasible_exactly_as_the_interpreter_takes_them() {
+        use crate::interp::{run, MapState, RunOptions};
+        let trace = |p: &Program| {
+            let o = run(p, &[0; 64], &mut MapState::new(p), &RunOptions::default()).unwrap();
+            (steps_of(p, &o.trace), o.retval)
+        };
+        let ret_is = |p: &Program, steps: &[(u32, EdgeKind)], v: u64| {
+            let q = query(p, steps, 60, 1514);
+            let smt = format!("{}(assert (not (= {} {})))\n", q.smt, q.ret, bv64(v));
+            z3(&smt) == "unsat"
+        };
+        for (nr, flags, stop) in [(5, 0, 100), (5, 0, 2), (0, 0, 100), (3, 1, 100)] {
+            let p = prog(&loop_slots(nr, flags, stop), Vec::new());
+            let (steps, r0) = trace(&p);
+            assert!(sat(&p, &steps), "{nr} {flags} {stop}");
+            assert!(ret_is(&p, &steps, r0), "{nr} {flags} {stop}: r0 {r0:#x}");
+        }
+        // 5 calls where the callback stops at i = 2: the path of 5 calls is infeasible, and
+        // so is the path of 3 calls when it never stops (nr_loops 5).
+        let (five, _) = trace(&prog(&loop_slots(5, 0, 100), Vec::new()));
+        let (three, _) = trace(&prog(&loop_slots(5, 0, 2), Vec::new()));
+        assert!(!sat(&prog(&loop_slots(5, 0, 2), Vec::new()), &five));
+        assert!(!sat(&prog(&loop_slots(5, 0, 100), Vec::new()), &three));
+        // The callback returns 1 at i = 2 and the loop calls it again: infeasible.
+        let go_on: Vec<u32> = [12, 13, 14, 15, 16, 17, 7].to_vec();
+        let stop: Vec<u32> = [12, 13, 14, 15, 16, 18, 19, 7].to_vec();
+        let mut t = vec![0, 1, 2, 4, 5, 6, 7];
+        for seg in [&go_on, &go_on, &stop, &go_on, &go_on] {
+            t.extend(seg);
+        }
+        t.extend([8, 9, 10, 11]);
+        let p = prog(&loop_slots(5, 0, 2), Vec::new());
+        assert!(!sat(&p, &steps_of(&p, &t)));
+        // Above BPF_MAX_LOOPS: no call, -E2BIG either as the helper (a long) or as the
+        // verifier's inlined loop (a 32-bit move) gives it.
+        let p = prog(&loop_slots((1 << 23) + 1, 0, 100), Vec::new());
+        let (steps, r0) = trace(&p);
+        assert_eq!(r0, 0xffff_fff9u64 << 16);
+        assert!(sat(&p, &steps));
+        let q = query(&p, &steps, 60, 1514);
+        for v in [0xffff_fff9u64 << 16, (-7i64 as u64) << 16] {
+            let smt = format!("{}(assert (= {} {}))\n", q.smt, q.ret, bv64(v));
+            assert_eq!(z3(&smt), "sat", "{v:#x}");
+        }
+    }
+
+    #[test]
     fn a_tail_call_jumps_for_the_slots_it_holds_and_returns_otherwise() {
         use crate::interp::{run, MapState, RunOptions};
         let p = tail_prog(ldx(B, 3, 2, 0), &[(1, 13)]);
