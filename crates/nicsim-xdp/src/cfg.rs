@@ -252,6 +252,9 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut work: Vec<u32> = Vec::new();
     let mut keys: Vec<(u32, u32)> = Vec::new();
+    // bpf_loop callbacks by call instruction, and the instructions jumps land on (for them).
+    let mut callbacks: HashMap<usize, Result<u32, CfgError>> = HashMap::new();
+    let mut landing: Option<Vec<bool>> = None;
 
     fn intern(
         key: (u32, u32),
@@ -335,7 +338,15 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
                 if t >= n {
                     return Err(CfgError::FallsOff { pc: pcu });
                 }
-                let cb = callback_of(p, pcu)?;
+                let cb = match callbacks.get(&pcu) {
+                    Some(r) => r.clone()?,
+                    None => {
+                        let land = landing.get_or_insert_with(|| landing_points(p));
+                        let r = callback_of(p, pcu, land);
+                        callbacks.insert(pcu, r.clone());
+                        r?
+                    }
+                };
                 if depth >= 7 {
                     return Err(CfgError::TooDeep { pc: pcu });
                 }
@@ -405,25 +416,13 @@ pub fn is_loop_call(p: &Program, pc: usize) -> bool {
 /// `BPF_PSEUDO_FUNC`) reaches r2, found by going back through the straight-line code before the
 /// call (register moves followed). The verifier needs it to be a known function; clang loads it
 /// right before the call. Anything else is an error naming the call.
-pub fn callback_of(p: &Program, pc: usize) -> Result<u32, CfgError> {
+pub fn callback_of(p: &Program, pc: usize, landing: &[bool]) -> Result<u32, CfgError> {
     let fail = |why: &str| CfgError::LoopCallback {
         pc,
         line: line_note(p, pc),
         why: why.to_string(),
     };
-    // Instructions some jump or call lands on: the code before them is not straight-line.
-    let landing = |t: usize| {
-        p.code.iter().enumerate().any(|(k, i)| match i {
-            Some(Insn::Ja { off }) => k as i64 + 1 + *off as i64 == t as i64,
-            Some(Insn::Jmp { off, .. }) => k as i64 + 1 + *off as i64 == t as i64,
-            Some(Insn::CallLocal { off }) => k as i64 + 1 + *off as i64 == t as i64,
-            Some(Insn::LdImm64 {
-                imm: crate::insn::Imm64::Func(f),
-                ..
-            }) => *f as usize == t,
-            _ => false,
-        })
-    };
+    let landing = |t: usize| landing.get(t).copied().unwrap_or(false);
     let mut reg: u8 = 2;
     let mut k = pc;
     while k > 0 {
@@ -480,6 +479,28 @@ pub fn callback_of(p: &Program, pc: usize) -> Result<u32, CfgError> {
     Err(fail(
         "its callback (r2) is not a function address loaded in the code right before the call",
     ))
+}
+
+/// The instructions some jump or bpf-to-bpf call lands on, or a function address names: the
+/// code before them is not straight-line (for [`callback_of`]).
+pub fn landing_points(p: &Program) -> Vec<bool> {
+    let mut at = vec![false; p.code.len()];
+    for (k, i) in p.code.iter().enumerate() {
+        let t = match i {
+            Some(Insn::Ja { off }) => k as i64 + 1 + *off as i64,
+            Some(Insn::Jmp { off, .. }) => k as i64 + 1 + *off as i64,
+            Some(Insn::CallLocal { off }) => k as i64 + 1 + *off as i64,
+            Some(Insn::LdImm64 {
+                imm: crate::insn::Imm64::Func(f),
+                ..
+            }) => *f as i64,
+            _ => continue,
+        };
+        if let Some(x) = usize::try_from(t).ok().and_then(|t| at.get_mut(t)) {
+            *x = true;
+        }
+    }
+    at
 }
 
 /// A natural loop: its header, the nodes of its body (header included) and its back edges.
