@@ -6,8 +6,9 @@
 //! function symbols is one program), and, when there is no such section, every global
 //! function in `.text` (objects built the way the XDP paper's were). Static functions in
 //! `.text` are subprograms. The program's bpf-to-bpf callees are linked after it as libbpf
-//! links them, and its relocations applied here: maps, global data, subprogram calls and calls
-//! of kernel functions (kfuncs, which become [`Insn::Kfunc`](crate::insn::Insn::Kfunc)).
+//! links them, and its relocations applied here: maps, global data, subprogram calls, function
+//! addresses (`bpf_loop` callbacks, linked as callees are) and calls of kernel functions
+//! (kfuncs, which become [`Insn::Kfunc`](crate::insn::Insn::Kfunc)).
 //!
 //! Maps: legacy `struct bpf_map_def` entries in a `maps` section of any of the sizes older
 //! loaders used (read here), and BTF-defined maps (`.maps`, map-in-map included) and global
