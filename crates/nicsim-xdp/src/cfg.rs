@@ -1104,5 +1104,20 @@ mod tests {
                 .contains("loaded in the code right before the call"),
             "{e}"
         );
+        // An address outside the program, or of the LD_IMM64's own second slot: a decode error.
+        for off in [100, -10, 0] {
+            let mut s = loop_slots(5, 0, 100);
+            let [f0, _] = ld_func(2, off);
+            s[2] = f0;
+            let bytes: Vec<u8> = s.concat();
+            let raw = crate::insn::Raw::slots(&bytes).unwrap();
+            let e = crate::insn::decode(&raw, &|_| None).unwrap_err();
+            assert!(
+                e.to_string().contains("instruction 2")
+                    && e.to_string()
+                        .contains("is not an instruction of the program"),
+                "{e}"
+            );
+        }
     }
 }
