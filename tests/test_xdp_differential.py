@@ -88,6 +88,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
+    # bpf_loop with nr_loops from the packet (bytes 14-17): cases past 4 calls are not checked.
+    "loop_cb_pktlen": {"loop_bound": 4},
 }
 
 

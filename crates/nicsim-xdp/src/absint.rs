@@ -20,6 +20,11 @@ pub const HELPER_ADJUST_HEAD: u32 = 44;
 pub const HELPER_ADJUST_TAIL: u32 = 65;
 /// `bpf_tail_call(ctx, prog_array, index)`: jumps to the program in the slot, or returns.
 pub const HELPER_TAIL_CALL: u32 = 12;
+/// `bpf_loop(nr_loops, callback, ctx, flags)`: calls `callback(i, ctx)` for i = 0, 1, … until
+/// it returns non-zero or `nr_loops` calls are made (kernel/bpf/bpf_iter.c).
+pub const HELPER_LOOP: u32 = 181;
+/// `BPF_MAX_LOOPS`: a larger `nr_loops` makes `bpf_loop` return -E2BIG without calling.
+pub const BPF_MAX_LOOPS: u64 = 1 << 23;
 
 /// An unsigned range `lo..=hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,6 +352,7 @@ impl State {
                     crate::insn::Imm64::Const(c) => Val::Scalar(Iv::c(c)),
                     crate::insn::Imm64::Map(m) => Val::MapPtr(m),
                     crate::insn::Imm64::MapValue { map, .. } => Val::MapVal(map, false),
+                    crate::insn::Imm64::Func(_) => Val::Top,
                 };
             }
             Insn::Call { helper } => {

@@ -366,6 +366,46 @@ fn benches() -> Vec<Bench> {
         tc,
         vec![("ld_imm64", 1.0), ("alu64", 1.0), ("packet_load", 1.0)],
     ));
+    // bpf_loop(nr, callback `r0 = 0; exit`, fp - 8, 0): with nr = 0 the call alone (its
+    // checks and set-up: the verifier inlines it, as it does every call with flags 0 and one
+    // callback), with nr = 16 the call and 16 calls of the callback (calibrate.py takes the
+    // difference over 16 as the per-iteration cost). The callback's address is patched as a
+    // subprogram call is.
+    for (name, what, nr) in [
+        (
+            "loop",
+            "bpf_loop(0, callback, fp - 8, 0) (inlined by the verifier)",
+            0,
+        ),
+        (
+            "loop_16",
+            "bpf_loop(16, callback `r0 = 0; exit`, fp - 8, 0) less bpf_loop(0, ...)",
+            16,
+        ),
+    ] {
+        let mut setup = vec![("alu64", 4.0), ("ld_imm64", 1.0)];
+        if nr > 0 {
+            setup.push(("loop", 1.0));
+        }
+        v.push(Bench {
+            tail: vec![mov64_imm(0, 0), exit()],
+            ..helper(
+                name,
+                what,
+                vec![],
+                vec![
+                    mov64_imm(1, nr),
+                    r(0x18, 2, 4, 0, 0),
+                    r(0, 0, 0, 0, 0),
+                    mov64_reg(3, 10),
+                    add64_imm(3, -8),
+                    mov64_imm(4, 0),
+                    call(181),
+                ],
+                setup,
+            )
+        });
+    }
     // bpf-to-bpf call of `r0 = 0; exit` (the call and the callee's exit; its mov subtracted).
     v.push(Bench {
         setup: vec![("alu64", 1.0)],
@@ -392,8 +432,9 @@ impl Bench {
         for _ in 0..n {
             for b in &self.body {
                 let mut b = *b;
-                if b.code == 0x85 && b.src == 1 {
-                    // A bpf-to-bpf call of the subprogram right after the epilogue.
+                if (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4) {
+                    // A bpf-to-bpf call, or the address (a bpf_loop callback), of the
+                    // subprogram right after the epilogue.
                     b.imm = (epilogue + 2) as i32 - out.len() as i32 - 1;
                 }
                 out.push(b);

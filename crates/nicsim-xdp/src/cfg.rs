@@ -91,6 +91,18 @@ pub enum CfgError {
     Memory { what: String, need_bytes: usize },
     #[error("no path from the entry reaches an exit")]
     NoExit,
+    #[error("bpf_loop at instruction {pc}{line}: {why}")]
+    LoopCallback {
+        pc: usize,
+        line: String,
+        why: String,
+    },
+    #[error("bpf_loop at instruction {pc}{line}: nr_loops (r1) {what}; give a bound with --loop-bound N")]
+    LoopCallBound {
+        pc: usize,
+        line: String,
+        what: String,
+    },
 }
 
 /// Limits for [`build`].
@@ -165,9 +177,39 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
         let tries = limits
             .max_iterations
             .min(room.try_into().unwrap_or(u32::MAX));
-        let found = find_bound(p, &g, &lp, tries, max_local).map_err(|m| too_much(n + m))?;
+        let loop_call = is_loop_call(p, header_pc as usize)
+            && lp
+                .back
+                .iter()
+                .all(|&(u, k)| g.nodes[u as usize].succ[k].kind == EdgeKind::Return);
+        let found = if loop_call {
+            // bpf_loop: its callback is called at most nr_loops times (each call a back edge).
+            match loop_call_bound(p, &g, &lp) {
+                Some(b) if b <= tries as u64 => Some((b as u32, None)),
+                Some(b) if limits.loop_bound.is_none() => {
+                    return Err(CfgError::LoopCallBound {
+                        pc: header_pc as usize,
+                        line: line_note(p, header_pc as usize),
+                        what: format!("may be up to {b}, more calls than can be unrolled"),
+                    })
+                }
+                Some(_) => None,
+                None if limits.loop_bound.is_none() => {
+                    return Err(CfgError::LoopCallBound {
+                        pc: header_pc as usize,
+                        line: line_note(p, header_pc as usize),
+                        what: "has no evident bound".into(),
+                    })
+                }
+                None => None,
+            }
+        } else {
+            find_bound(p, &g, &lp, tries, max_local)
+                .map_err(|m| too_much(n + m))?
+                .map(|(b, f)| (b, Some(f)))
+        };
         let (bound, feasible, evident) = match found {
-            Some((b, f)) => (b, Some(f), true),
+            Some((b, f)) => (b, f, true),
             None => match limits.loop_bound {
                 Some(b) => (b, None, false),
                 None => {
@@ -210,6 +252,9 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut work: Vec<u32> = Vec::new();
     let mut keys: Vec<(u32, u32)> = Vec::new();
+    // bpf_loop callbacks by call instruction, and the instructions jumps land on (for them).
+    let mut callbacks: HashMap<usize, Result<u32, CfgError>> = HashMap::new();
+    let mut landing: Option<Vec<bool>> = None;
 
     fn intern(
         key: (u32, u32),
@@ -253,7 +298,11 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
                 let (parent, call, _) = ctxs[ctx as usize];
                 if parent != NONE {
                     let call_pc = nodes[call as usize].pc;
-                    succ.push((parent, call_pc + 1, depth - 1, EdgeKind::Return, call));
+                    // A bpf_loop callback returns to the call itself (the loop's head: it calls
+                    // again or returns); a bpf-to-bpf callee to the instruction after its call.
+                    let back = is_loop_call(p, call_pc as usize);
+                    let to = if back { call_pc } else { call_pc + 1 };
+                    succ.push((parent, to, depth - 1, EdgeKind::Return, call));
                 }
             }
             Insn::Ja { off } => {
@@ -277,6 +326,38 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
                     next
                 });
                 succ.push((c, t, depth + 1, EdgeKind::Call, NONE));
+            }
+            Insn::Call {
+                helper: crate::absint::HELPER_LOOP,
+            } => {
+                // bpf_loop: a loop whose head is the call. `Next` returns (no more calls:
+                // nr_loops reached, the callback returned non-zero, or an error); `Call` calls
+                // the callback in a fresh frame, whose exit comes back here (a back edge, which
+                // `build` unrolls as a loop bounded by nr_loops).
+                let t = pcu + 1;
+                if t >= n {
+                    return Err(CfgError::FallsOff { pc: pcu });
+                }
+                let cb = match callbacks.get(&pcu) {
+                    Some(r) => r.clone()?,
+                    None => {
+                        let land = landing.get_or_insert_with(|| landing_points(p));
+                        let r = callback_of(p, pcu, land);
+                        callbacks.insert(pcu, r.clone());
+                        r?
+                    }
+                };
+                if depth >= 7 {
+                    return Err(CfgError::TooDeep { pc: pcu });
+                }
+                let next = ctxs.len() as u32;
+                let c = *ctx_ids.entry((ctx, id)).or_insert_with(|| {
+                    ctxs.push((ctx, id, depth + 1));
+                    tails.push(tails[ctx as usize]);
+                    next
+                });
+                succ.push((ctx, t as u32, depth, EdgeKind::Next, NONE));
+                succ.push((c, cb, depth + 1, EdgeKind::Call, NONE));
             }
             Insn::Call {
                 helper: crate::absint::HELPER_TAIL_CALL,
@@ -319,6 +400,107 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
         nodes,
         loops: Vec::new(),
     })
+}
+
+/// Instruction `pc` is a `bpf_loop` call.
+pub fn is_loop_call(p: &Program, pc: usize) -> bool {
+    matches!(
+        p.code.get(pc),
+        Some(Some(Insn::Call {
+            helper: crate::absint::HELPER_LOOP
+        }))
+    )
+}
+
+/// The callback of the `bpf_loop` call at `pc`: the function whose address (`LD_IMM64`,
+/// `BPF_PSEUDO_FUNC`) reaches r2, found by going back through the straight-line code before the
+/// call (register moves followed). The verifier needs it to be a known function; clang loads it
+/// right before the call. Anything else is an error naming the call.
+pub fn callback_of(p: &Program, pc: usize, landing: &[bool]) -> Result<u32, CfgError> {
+    let fail = |why: &str| CfgError::LoopCallback {
+        pc,
+        line: line_note(p, pc),
+        why: why.to_string(),
+    };
+    let landing = |t: usize| landing.get(t).copied().unwrap_or(false);
+    let mut reg: u8 = 2;
+    let mut k = pc;
+    while k > 0 {
+        if landing(k) {
+            break;
+        }
+        k -= 1;
+        let Some(insn) = p.code[k] else { continue };
+        let writes = match insn {
+            Insn::Alu { dst, .. } | Insn::End { dst, .. } | Insn::Ldx { dst, .. } => dst == reg,
+            Insn::LdImm64 { dst, imm } => {
+                if dst != reg {
+                    false
+                } else if let crate::insn::Imm64::Func(f) = imm {
+                    let f = f as usize;
+                    if p.code.get(f).copied().flatten().is_none() {
+                        return Err(fail(&format!(
+                            "its callback, instruction {f}, is not an instruction's start"
+                        )));
+                    }
+                    return Ok(f as u32);
+                } else {
+                    return Err(fail("r2 is not the address of a function"));
+                }
+            }
+            Insn::Atomic {
+                fetch: true,
+                src,
+                op,
+                ..
+            } => {
+                reg == if op == crate::insn::AtomicOp::CmpXchg {
+                    0
+                } else {
+                    src
+                }
+            }
+            Insn::Call { .. } | Insn::Kfunc { .. } | Insn::CallLocal { .. } => reg <= 5,
+            Insn::Ja { .. } | Insn::Jmp { .. } | Insn::Exit => break,
+            Insn::St { .. } | Insn::Atomic { .. } | Insn::LdAbs => false,
+        };
+        if writes {
+            match insn {
+                Insn::Alu {
+                    op: crate::insn::AluOp::Mov,
+                    is64: true,
+                    src: crate::insn::Src::Reg(r),
+                    ..
+                } => reg = r,
+                _ => return Err(fail("r2 is not the address of a function")),
+            }
+        }
+    }
+    Err(fail(
+        "its callback (r2) is not a function address loaded in the code right before the call",
+    ))
+}
+
+/// The instructions some jump or bpf-to-bpf call lands on, or a function address names: the
+/// code before them is not straight-line (for [`callback_of`]).
+pub fn landing_points(p: &Program) -> Vec<bool> {
+    let mut at = vec![false; p.code.len()];
+    for (k, i) in p.code.iter().enumerate() {
+        let t = match i {
+            Some(Insn::Ja { off }) => k as i64 + 1 + *off as i64,
+            Some(Insn::Jmp { off, .. }) => k as i64 + 1 + *off as i64,
+            Some(Insn::CallLocal { off }) => k as i64 + 1 + *off as i64,
+            Some(Insn::LdImm64 {
+                imm: crate::insn::Imm64::Func(f),
+                ..
+            }) => *f as i64,
+            _ => continue,
+        };
+        if let Some(x) = usize::try_from(t).ok().and_then(|t| at.get_mut(t)) {
+            *x = true;
+        }
+    }
+    at
 }
 
 /// A natural loop: its header, the nodes of its body (header included) and its back edges.
@@ -564,19 +746,10 @@ impl Feasible {
     }
 }
 
-/// How many times the loop's back edges can be taken, if the abstract values show it, and for
-/// every iteration the edges of the body that the abstract values do not rule out. `Err`: an
-/// iteration would hold more than `max_local` states of the body's nodes at once (how many).
-fn find_bound(
-    p: &Program,
-    g: &Graph,
-    lp: &Loop,
-    max_iterations: u32,
-    max_local: usize,
-) -> Result<Option<(u32, Feasible)>, usize> {
-    let at = states(g, p);
+/// The abstract state on entry to loop `lp`: the join over the edges into its header from
+/// outside the loop (`at`: the states of [`states`]).
+fn entry_state(p: &Program, g: &Graph, lp: &Loop, at: &[Option<State>]) -> Option<State> {
     let pr = preds(g);
-    // State on entry: the join over edges into the header from outside the loop.
     let mut entry: Option<State> = None;
     for &u in &pr[lp.header as usize] {
         if lp.in_body[u as usize] {
@@ -589,7 +762,36 @@ fn find_bound(
             }
         }
     }
-    let Some(mut cur) = entry else {
+    entry
+}
+
+/// The most times a `bpf_loop` call (the head of loop `lp`) calls its callback: the largest
+/// nr_loops (r1's low 32 bits) the abstract values allow on entry, at most `BPF_MAX_LOOPS` (a
+/// larger one makes the helper return -E2BIG without a call). `None`: not evident.
+fn loop_call_bound(p: &Program, g: &Graph, lp: &Loop) -> Option<u64> {
+    let at = states(g, p);
+    let entry = entry_state(p, g, lp, &at)?;
+    match entry.regs[1] {
+        crate::absint::Val::Scalar(iv) if iv.hi <= u32::MAX as u64 => {
+            Some(iv.hi.min(crate::absint::BPF_MAX_LOOPS))
+        }
+        _ => None,
+    }
+}
+
+/// How many times the loop's back edges can be taken, if the abstract values show it, and for
+/// every iteration the edges of the body that the abstract values do not rule out. `Err`: an
+/// iteration would hold more than `max_local` states of the body's nodes at once (how many).
+fn find_bound(
+    p: &Program,
+    g: &Graph,
+    lp: &Loop,
+    max_iterations: u32,
+    max_local: usize,
+) -> Result<Option<(u32, Feasible)>, usize> {
+    let at = states(g, p);
+    // State on entry: the join over edges into the header from outside the loop.
+    let Some(mut cur) = entry_state(p, g, lp, &at) else {
         return Ok(None);
     };
     // Topological order of the body without its back edges (inner loops are unrolled).
@@ -819,5 +1021,103 @@ impl Graph {
             }
         }
         order
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testasm::*;
+
+    fn graph(slots: &[Slot], loop_bound: Option<u32>) -> Result<Graph, CfgError> {
+        let p = prog(slots, Vec::new());
+        build(
+            &p,
+            Limits {
+                loop_bound,
+                ..Limits::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_bpf_loop_call_is_a_loop_bounded_by_nr_loops() {
+        let g = graph(&loop_slots(5, 0, 100), None).unwrap();
+        assert_eq!(
+            g.loops,
+            [LoopInfo {
+                header_pc: 7,
+                bound: 5,
+                evident: true
+            }]
+        );
+        // The call node comes back after each call: 0 to 5 calls, each of which may stop the
+        // loop (the callback's two exits).
+        let calls = g.nodes.iter().filter(|n| n.pc == 7).count();
+        assert_eq!(calls, 6);
+        assert!(g.path_count() > 6);
+        // nr_loops from the packet's length is not evident: an error naming the call, or
+        // --loop-bound.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ldx(W, 1, 1, 4); // r1 = ctx->data_end: a pointer, no bound
+        let e = graph(&s, None).unwrap_err();
+        assert!(e.to_string().contains("bpf_loop at instruction 7"), "{e}");
+        assert!(e.to_string().contains("--loop-bound"), "{e}");
+        let g = graph(&s, Some(3)).unwrap();
+        assert_eq!((g.loops[0].bound, g.loops[0].evident), (3, false));
+        // A bound above what can be unrolled is refused the same way.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ldx(W, 1, 10, -16); // a u32 from the stack: up to 2^32 - 1
+        let e = graph(&s, None).unwrap_err();
+        assert!(e.to_string().contains("may be up to 8388608"), "{e}");
+    }
+
+    #[test]
+    fn a_bpf_loop_callback_must_be_a_function_loaded_before_the_call() {
+        // r2 a number.
+        let mut s = loop_slots(5, 0, 100);
+        s[2] = mov(2, 12);
+        s[3] = mov(3, 0);
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("r2 is not the address of a function"),
+            "{e}"
+        );
+        // The callback's address into the second slot of an LD_IMM64.
+        let mut s = loop_slots(5, 0, 100);
+        s.extend(ld64(0, 0));
+        s.push(exit());
+        let [f0, _] = ld_func(2, 18);
+        s[2] = f0; // 2 + 1 + 18 = 21: the second slot of the LD_IMM64 at 20
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string().contains("is not an instruction's start"),
+            "{e}"
+        );
+        // A callback chosen on another path (a jump lands between the load and the call).
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ja(2); // to 4, past r2's load
+        let e = graph(&s, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("loaded in the code right before the call"),
+            "{e}"
+        );
+        // An address outside the program, or of the LD_IMM64's own second slot: a decode error.
+        for off in [100, -10, 0] {
+            let mut s = loop_slots(5, 0, 100);
+            let [f0, _] = ld_func(2, off);
+            s[2] = f0;
+            let bytes: Vec<u8> = s.concat();
+            let raw = crate::insn::Raw::slots(&bytes).unwrap();
+            let e = crate::insn::decode(&raw, &|_| None).unwrap_err();
+            assert!(
+                e.to_string().contains("instruction 2")
+                    && e.to_string()
+                        .contains("is not an instruction of the program"),
+                "{e}"
+            );
+        }
     }
 }

@@ -465,6 +465,70 @@ fn insn_cost(
     })
 }
 
+/// Cost of a `bpf_loop` call node leaving by `kind`: the target's `loop` (the call: its checks
+/// and return) once, at the call's first visit (`first`), and `loop.iteration` (one call of the
+/// callback: the counter, the indirect call, the test of its result) on each `Call` edge into
+/// the callback. The callback's own instructions cost as any callee's.
+fn loop_call_cost(
+    t: &Target,
+    pc: usize,
+    first: bool,
+    kind: EdgeKind,
+) -> Result<InsnCost, CostError> {
+    let (dr, dw, da) = t.dram.as_ref().map_or((0.0, 0.0, 0.0), |d| d.cycles());
+    let get = |key: &str| {
+        t.helpers
+            .get(key)
+            .ok_or_else(|| CostError::UnsupportedHelper {
+                pc,
+                id: crate::absint::HELPER_LOOP,
+                name: if key == "loop" {
+                    "bpf_loop".into()
+                } else {
+                    format!("bpf_loop (its per-iteration cost, helpers.\"{key}\")")
+                },
+                target: t.name.clone(),
+            })
+    };
+    let call = get("loop")?;
+    let iteration = get("loop.iteration")?;
+    let mut cycles = 0.0;
+    let mut dram = 0.0;
+    let mut add = |h: &crate::target::HelperCost| {
+        cycles += h.cycles;
+        dram += h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
+    };
+    if first {
+        add(call);
+    }
+    if kind == EdgeKind::Call {
+        add(iteration);
+    }
+    Ok(InsnCost {
+        cycles,
+        dram,
+        wait_latency: 0.0,
+        memory: dram > 0.0,
+    })
+}
+
+/// The nodes a `bpf_loop` callback returns to: a visit of the call after a call of its
+/// callback (not its first visit, which costs the call itself).
+pub fn loop_resumed(g: &Graph) -> Vec<bool> {
+    let mut resumed = vec![false; g.nodes.len()];
+    for node in &g.nodes {
+        for e in &node.succ {
+            if e.kind == EdgeKind::Return
+                && e.call != crate::cfg::NONE
+                && g.nodes[e.call as usize].pc == g.nodes[e.to as usize].pc
+            {
+                resumed[e.to as usize] = true;
+            }
+        }
+    }
+    resumed
+}
+
 /// Build the costed graph of `g` on target `t`.
 pub fn costed(p: &Program, g: &Graph, t: &Target) -> Result<Dag, CostError> {
     costed_with_facts(p, g, t).map(|(dag, _)| dag)
@@ -487,6 +551,7 @@ pub fn costed_with_facts(
                               // Per node: (to, cost, need, kind) of each edge.
     type Out = (u32, [u64; NC], u32, EdgeKind);
     let mut per_node: Vec<Vec<Out>> = vec![Vec::new(); n];
+    let resumed = loop_resumed(g);
     visit_states(p, g, &topo, |u, at| {
         let node = &g.nodes[u as usize];
         let pc = node.pc as usize;
@@ -509,7 +574,11 @@ pub fn costed_with_facts(
             edges.push((sink, EdgeKind::Next));
         }
         for (to, kind) in edges {
-            let ic = insn_cost(t, p, pc, insn, &s, kind)?;
+            let ic = if crate::cfg::is_loop_call(p, pc) {
+                loop_call_cost(t, pc, !resumed[u as usize], kind)?
+            } else {
+                insn_cost(t, p, pc, insn, &s, kind)?
+            };
             let wait = if ic.wait_latency > 0.0 {
                 t.memory
                     .issue_wait_cycles

@@ -86,6 +86,9 @@ pub enum Imm64 {
         map: u32,
         off: u32,
     },
+    /// The address of the function at instruction `pc` (`BPF_PSEUDO_FUNC`: a callback of
+    /// `bpf_loop`; the loader checks that a function starts there).
+    Func(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,11 +441,14 @@ pub fn decode(raw: &[Raw], map_index: &dyn Fn(i32) -> Option<u32>) -> Result<Cod
                             off: hi.imm as u32,
                         },
                         PSEUDO_FUNC => {
-                            return Err(err(
-                                "the address of a function (BPF_PSEUDO_FUNC: a callback of \
-                                 bpf_loop, bpf_for_each_map_elem or a timer) is not supported"
-                                    .into(),
-                            ))
+                            let t = pc as i64 + 1 + r.imm as i64;
+                            if t < 0 || t as usize >= raw.len() || t as usize == pc + 1 {
+                                return Err(err(format!(
+                                    "the address of instruction {t} (BPF_PSEUDO_FUNC), which \
+                                     is not an instruction of the program"
+                                )));
+                            }
+                            Imm64::Func(t as u32)
                         }
                         s => return Err(err(format!("LD_IMM64 of unsupported kind {s}"))),
                     };

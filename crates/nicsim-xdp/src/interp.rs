@@ -788,6 +788,10 @@ enum Region {
     Record {
         n: u32,
     },
+    /// The address of the function at instruction `pc` (a `bpf_loop` callback).
+    Func {
+        pc: u32,
+    },
 }
 
 const OFFSET_BIAS: i64 = 1 << 31;
@@ -809,6 +813,17 @@ struct CallFrame {
     /// Where the caller continues, and its r6–r10.
     ret_pc: usize,
     saved: [u64; 5],
+    /// A `bpf_loop` callback's frame: its exit returns to the call (`ret_pc`), resumed.
+    callback: bool,
+}
+
+/// A `bpf_loop` call in progress: nr_loops, the callback (instruction) and its context
+/// argument, and the calls made so far.
+struct LoopRun {
+    nr: u64,
+    callback: usize,
+    ctx: u64,
+    calls: u64,
 }
 
 /// Where an access lands.
@@ -869,6 +884,10 @@ struct Machine<'a> {
     records: Vec<Option<Vec<u8>>>,
     /// Tail calls made in this run.
     tails: u32,
+    /// The `bpf_loop` calls in progress, innermost last.
+    loops: Vec<LoopRun>,
+    /// What the `bpf_loop` callback that just returned returned (its call runs again next).
+    resumed: Option<u64>,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -921,12 +940,15 @@ pub fn run(
         rnd: prandom_seed_state(opts.prandom_seed),
         records: Vec::new(),
         tails: 0,
+        loops: Vec::new(),
+        resumed: None,
     };
     m.calls.push(CallFrame {
         id: 0,
         stack: vec![0; STACK_BYTES],
         ret_pc: 0,
         saved: [0; 5],
+        callback: false,
     });
     m.regs[1] = m.ptr(Region::Ctx, 0);
     m.regs[10] = m.ptr(Region::Stack { frame: 0 }, 0);
@@ -1076,6 +1098,14 @@ impl<'a> Machine<'a> {
                 }
                 Ok(Place::Value(map as usize, elem as usize, off as usize))
             }
+            Region::Func { pc: f } => Err(invalid(
+                pc,
+                format!(
+                    "{} through the address of the function at instruction {f} (it is only a \
+                     callback for bpf_loop)",
+                    access.name()
+                ),
+            )),
             Region::Record { n } => {
                 let Some(Some(r)) = self.records.get(n as usize) else {
                     return Err(invalid(
@@ -1312,6 +1342,7 @@ impl<'a> Machine<'a> {
                     let v = match imm {
                         Imm64::Const(c) => c,
                         Imm64::Map(m) => self.ptr(Region::Map { map: m }, 0),
+                        Imm64::Func(f) => self.ptr(Region::Func { pc: f }, 0),
                         Imm64::MapValue { map, off } => {
                             let Some(s) = self.maps.maps.get_mut(map as usize) else {
                                 return Err(invalid(at, format!("reference to unknown map {map}")));
@@ -1355,6 +1386,13 @@ impl<'a> Machine<'a> {
                     Some(entry) => next = entry,
                     None => self.regs[0] = (-ENOENT) as u64,
                 },
+                Insn::Call {
+                    helper: crate::absint::HELPER_LOOP,
+                } => {
+                    if let Some(cb) = self.loop_call(at)? {
+                        next = cb;
+                    }
+                }
                 Insn::Call { helper } => {
                     let r0 = self.call(at, helper)?;
                     self.regs[0] = r0;
@@ -1380,6 +1418,7 @@ impl<'a> Machine<'a> {
                         stack: vec![0; STACK_BYTES],
                         ret_pc: next,
                         saved,
+                        callback: false,
                     });
                     self.regs[10] = self.ptr(Region::Stack { frame: id }, 0);
                     next = t;
@@ -1397,6 +1436,9 @@ impl<'a> Machine<'a> {
                     if let Some(f) = self.calls.pop() {
                         self.regs[6..11].copy_from_slice(&f.saved);
                         next = f.ret_pc;
+                        if f.callback {
+                            self.resumed = Some(self.regs[0]);
+                        }
                     }
                 }
             }
@@ -1415,6 +1457,86 @@ impl<'a> Machine<'a> {
             name: helper_name(id),
             what: what.into(),
         }
+    }
+
+    /// `bpf_loop(nr_loops, callback, ctx, flags)` (kernel/bpf/bpf_iter.c): flags other than 0
+    /// give -EINVAL and nr_loops (u32) above `BPF_MAX_LOOPS` -E2BIG, without a call; otherwise
+    /// `callback(i, ctx)` is called for i = 0, 1, … until it returns non-zero or nr_loops calls
+    /// are made, and the helper returns the calls made. A call of the callback is a fresh frame
+    /// whose exit comes back to this instruction (`resumed`): `Some(target)` when the callback
+    /// is called next, `None` when the helper returns (r0 set).
+    fn loop_call(&mut self, pc: u32) -> Result<Option<usize>, Fault> {
+        let id = crate::absint::HELPER_LOOP;
+        if let Some(ret) = self.resumed.take() {
+            let Some(l) = self.loops.last() else {
+                return Err(self.helper_fault(pc, id, "a callback returned to no loop"));
+            };
+            if ret != 0 || l.calls >= l.nr {
+                self.regs[0] = l.calls;
+                self.loops.pop();
+                return Ok(None);
+            }
+        } else {
+            // With flags 0 the verifier inlines the call (verifier.c inline_bpf_loop): the
+            // loop compares all 64 bits of r1 with BPF_MAX_LOOPS and counts to it, and -E2BIG
+            // is a 32-bit move (0xfffffff9). Other flags reach the helper: -EINVAL.
+            let nr = self.regs[1];
+            let flags = self.regs[4];
+            let callback = match self.region_of(self.regs[2]) {
+                (Region::Func { pc: f }, 0) => f as usize,
+                _ => {
+                    return Err(self.helper_fault(
+                        pc,
+                        id,
+                        "the callback (r2) is not the address of a function",
+                    ))
+                }
+            };
+            if flags != 0 {
+                self.regs[0] = (-EINVAL) as u64;
+                return Ok(None);
+            }
+            if nr > crate::absint::BPF_MAX_LOOPS {
+                self.regs[0] = (-E2BIG) as u32 as u64;
+                return Ok(None);
+            }
+            if nr == 0 {
+                self.regs[0] = 0;
+                return Ok(None);
+            }
+            self.loops.push(LoopRun {
+                nr,
+                callback,
+                ctx: self.regs[3],
+                calls: 0,
+            });
+        }
+        if self.calls.len() >= MAX_CALL_FRAMES {
+            return Err(invalid(
+                pc,
+                format!("bpf-to-bpf calls nest deeper than {MAX_CALL_FRAMES} frames"),
+            ));
+        }
+        let l = self.loops.last_mut().expect("a loop in progress");
+        let (i, ctx, target) = (l.calls, l.ctx, l.callback);
+        l.calls += 1;
+        let fid = self.next_frame;
+        self.next_frame = self.next_frame.wrapping_add(1);
+        let mut saved = [0u64; 5];
+        saved.copy_from_slice(&self.regs[6..11]);
+        self.calls.push(CallFrame {
+            id: fid,
+            stack: vec![0; STACK_BYTES],
+            ret_pc: pc as usize,
+            saved,
+            callback: true,
+        });
+        self.regs[0] = 0;
+        self.regs[1] = i;
+        self.regs[2] = ctx;
+        self.regs[3..=5].fill(0);
+        self.regs[10] = self.ptr(Region::Stack { frame: fid }, 0);
+        Ok(Some(target))
     }
 
     /// The map that argument register `r` points to.
@@ -1484,7 +1606,9 @@ impl<'a> Machine<'a> {
             stack: vec![0; STACK_BYTES],
             ret_pc: 0,
             saved: [0; 5],
+            callback: false,
         }];
+        self.loops.clear();
         self.regs[10] = self.ptr(Region::Stack { frame }, 0);
         Ok(Some(entry))
     }
@@ -2312,6 +2436,46 @@ mod tests {
                 &[a, b, mov(1, 9), i(0xc3, 2, 1, 0, 0xf1), ldx(W, 0, 10, -8)]
             ),
             9
+        );
+    }
+
+    #[test]
+    fn bpf_loop_calls_its_callback_until_it_stops_or_nr_loops() {
+        let go = |nr: i32, flags: i32, stop: i32| {
+            let p = prog(&loop_slots(nr, flags, stop), Vec::new());
+            let o = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap();
+            (o.retval >> 16, o.retval & 0xffff, o.trace)
+        };
+        // 5 calls (i = 0..4, sum 10), bpf_loop returns 5.
+        assert_eq!(go(5, 0, 100).0, 5);
+        assert_eq!(go(5, 0, 100).1, 10);
+        // The callback returns 1 at i = 2: 3 calls (sum 0 + 1 + 2), bpf_loop returns 3.
+        assert_eq!(go(5, 0, 2).0, 3);
+        assert_eq!(go(5, 0, 2).1, 3);
+        // No call: nr_loops 0 returns 0; flags -EINVAL; above BPF_MAX_LOOPS -E2BIG, as the
+        // verifier's inlined loop gives it (a 32-bit move).
+        assert_eq!(go(0, 0, 100).0, 0);
+        let (r, sum, _) = go(0, 1, 100);
+        assert_eq!((r, sum), (((-22i64 as u64) << 16) >> 16, 0));
+        let (r, sum, _) = go((1 << 23) + 1, 0, 100);
+        assert_eq!((r, sum), (0xffff_fff9, 0));
+        // The trace comes back to the call after each call of the callback.
+        let cb = [12, 13, 14, 15, 16, 17];
+        let mut want = vec![0, 1, 2, 4, 5, 6, 7];
+        want.extend(cb);
+        want.push(7);
+        want.extend(cb);
+        want.extend([7, 8, 9, 10, 11]);
+        assert_eq!(go(2, 0, 100).2, want);
+        // r2 must be a function's address.
+        let mut s = loop_slots(2, 0, 100);
+        s[2] = mov(2, 12);
+        s[3] = mov(2, 12);
+        let p = prog(&s, Vec::new());
+        let e = run_with(&p, &[0; 64], &mut MapState::new(&p)).unwrap_err();
+        assert!(
+            e.to_string().contains("not the address of a function"),
+            "{e}"
         );
     }
 

@@ -25,6 +25,9 @@ const BPF_MAP_FREEZE: libc::c_long = 22;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_MAP_VALUE: u8 = 2;
+const BPF_PSEUDO_CALL: u8 = 1;
+const BPF_PSEUDO_FUNC: u8 = 4;
+const BPF_BTF_LOAD: libc::c_long = 18;
 /// `union bpf_attr` is at most this big in the kernels we meet; the kernel checks that bytes
 /// past the fields it knows are zero, so the whole buffer starts zeroed.
 const ATTR_BYTES: usize = 144;
@@ -283,6 +286,106 @@ impl Kernel {
     }
 }
 
+/// The start of every function of `raw`: 0 and the target of each bpf-to-bpf call and each
+/// function address (`LD_IMM64` of `BPF_PSEUDO_FUNC`), sorted: the kernel's subprograms.
+fn subprogram_starts(raw: &[Raw]) -> Vec<u32> {
+    let mut starts = vec![0u32];
+    let mut pc = 0;
+    while pc < raw.len() {
+        let r = raw[pc];
+        let pseudo_call = r.code == 0x85 && r.src == BPF_PSEUDO_CALL;
+        let func = r.code == 0x18 && r.src == BPF_PSEUDO_FUNC;
+        if pseudo_call || func {
+            let t = pc as i64 + 1 + r.imm as i64;
+            if (0..raw.len() as i64).contains(&t) {
+                starts.push(t as u32);
+            }
+        }
+        pc += if r.code == 0x18 { 2 } else { 1 };
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// A minimal BTF for a program with callbacks: the verifier takes a function's address
+/// (`bpf_loop`'s callback) only with BTF function information (`missing btf func_info`), and a
+/// callback's function must be static. The object's own BTF would need libbpf's fix-ups (its
+/// data sections' sizes and offsets), so this one is made here: `int`, one prototype
+/// `int (void)` and a static function `fN` per subprogram (the verifier does not read a static
+/// function's prototype). Returns the BTF and its `bpf_func_info` records (insn_off, type_id).
+fn func_btf(starts: &[u32]) -> (Vec<u8>, Vec<u8>) {
+    const KIND_INT: u32 = 1;
+    const KIND_FUNC: u32 = 12;
+    const KIND_FUNC_PROTO: u32 = 13;
+    let mut strings: Vec<u8> = vec![0];
+    let mut name = |s: &str| {
+        let off = strings.len() as u32;
+        strings.extend_from_slice(s.as_bytes());
+        strings.push(0);
+        off
+    };
+    let mut types: Vec<u32> = Vec::new();
+    // [1] int: 32 bits, signed.
+    types.extend([name("int"), KIND_INT << 24, 4, (1 << 24) | 32]);
+    // [2] int (void)
+    types.extend([0, KIND_FUNC_PROTO << 24, 1]);
+    let mut info: Vec<u8> = Vec::new();
+    for (k, &at) in starts.iter().enumerate() {
+        // [3 + k] static int fK(void)
+        types.extend([name(&format!("f{k}")), KIND_FUNC << 24, 2]);
+        info.extend_from_slice(&at.to_ne_bytes());
+        info.extend_from_slice(&(3 + k as u32).to_ne_bytes());
+    }
+    let type_bytes: Vec<u8> = types.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    let mut btf: Vec<u8> = Vec::new();
+    btf.extend_from_slice(&0xeb9fu16.to_ne_bytes()); // magic
+    btf.push(1); // version
+    btf.push(0); // flags
+    btf.extend_from_slice(&24u32.to_ne_bytes()); // hdr_len
+    btf.extend_from_slice(&0u32.to_ne_bytes()); // type_off
+    btf.extend_from_slice(&(type_bytes.len() as u32).to_ne_bytes());
+    btf.extend_from_slice(&(type_bytes.len() as u32).to_ne_bytes()); // str_off
+    btf.extend_from_slice(&(strings.len() as u32).to_ne_bytes());
+    btf.extend_from_slice(&type_bytes);
+    btf.extend_from_slice(&strings);
+    (btf, info)
+}
+
+/// Load `btf` into the kernel (`BPF_BTF_LOAD`).
+fn load_btf(btf: &[u8]) -> Result<OwnedFd, KernelError> {
+    let mut log = vec![0u8; 1 << 16];
+    let mut a = Attr::new();
+    a.u64(0, ptr(btf))
+        .u64(8, log.as_mut_ptr() as u64)
+        .u32(16, btf.len() as u32)
+        .u32(20, log.len() as u32)
+        .u32(24, 1);
+    let fd = a.call(BPF_BTF_LOAD).map_err(|err| {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let why = String::from_utf8_lossy(&log[..end]);
+        let why = why
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        KernelError::Sys {
+            what: format!(
+                "the BTF that bpf_loop's callback needs (function information; the verifier \
+                 takes a callback only with it){}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({why})")
+                }
+            ),
+            err,
+        }
+    })?;
+    // SAFETY: a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// Load `raw` (whose `LD_IMM64` map references hold indices into `maps`) as an XDP program.
 fn load_prog(
     raw: &[Raw],
@@ -316,6 +419,17 @@ fn load_prog(
         code.extend_from_slice(&r.off.to_le_bytes());
         code.extend_from_slice(&r.imm.to_le_bytes());
     }
+    // A callback needs BTF function information for every subprogram.
+    let has_callback = raw
+        .iter()
+        .any(|r| r.code == 0x18 && r.src == BPF_PSEUDO_FUNC);
+    let (btf_fd, func_info, n_funcs) = if has_callback {
+        let starts = subprogram_starts(&raw);
+        let (btf, info) = func_btf(&starts);
+        (Some(load_btf(&btf)?), info, starts.len() as u32)
+    } else {
+        (None, Vec::new(), 0)
+    };
     let license = std::ffi::CString::new(license)
         .unwrap_or_else(|_| std::ffi::CString::new("GPL").expect("no NUL"));
     let mut log = vec![0u8; 1 << 20];
@@ -336,6 +450,13 @@ fn load_prog(
                 },
             );
         a.bytes()[48..64].copy_from_slice(&map_name(name));
+        if let Some(fd) = &btf_fd {
+            // prog_btf_fd, func_info_rec_size, func_info, func_info_cnt
+            a.u32(72, fd.as_raw_fd() as u32)
+                .u32(76, 8)
+                .u64(80, ptr(&func_info))
+                .u32(88, n_funcs);
+        }
         a.call(BPF_PROG_LOAD)
     };
     let fd = match load(0, &mut log) {

@@ -6,8 +6,9 @@
 //! function symbols is one program), and, when there is no such section, every global
 //! function in `.text` (objects built the way the XDP paper's were). Static functions in
 //! `.text` are subprograms. The program's bpf-to-bpf callees are linked after it as libbpf
-//! links them, and its relocations applied here: maps, global data, subprogram calls and calls
-//! of kernel functions (kfuncs, which become [`Insn::Kfunc`](crate::insn::Insn::Kfunc)).
+//! links them, and its relocations applied here: maps, global data, subprogram calls, function
+//! addresses (`bpf_loop` callbacks, linked as callees are) and calls of kernel functions
+//! (kfuncs, which become [`Insn::Kfunc`](crate::insn::Insn::Kfunc)).
 //!
 //! Maps: legacy `struct bpf_map_def` entries in a `maps` section of any of the sizes older
 //! loaders used (read here), and BTF-defined maps (`.maps`, map-in-map included) and global
@@ -1594,9 +1595,21 @@ fn load_inner(
                             0
                         };
                         if elf.code.contains_key(&tsec) {
-                            // The address of a function (a callback).
-                            let imm =
-                                link(&mut raw, &mut origin, tsec, s.value as i64 + r.imm as i64)?;
+                            // The address of a function (a callback): its first instruction.
+                            let toff = s.value as i64 + r.imm as i64;
+                            if let Some(f) = u64::try_from(toff)
+                                .ok()
+                                .and_then(|o| elf.func_at(tsec, o))
+                                .filter(|f| f.start as i64 != toff)
+                            {
+                                return Err(bad(format!(
+                                    "the address of offset {toff:#x} of section '{}', inside \
+                                     function '{}' (a callback must be a function's start)",
+                                    elf.name(tsec),
+                                    f.name
+                                )));
+                            }
+                            let imm = link(&mut raw, &mut origin, tsec, toff)?;
                             raw[i].src = PSEUDO_FUNC;
                             raw[i].imm = imm;
                         } else if let Some(k) = map_index(&MapAt::Data(tsec)) {

@@ -126,6 +126,16 @@ struct Frame {
     dirty: BTreeSet<i64>,
     /// The call frame's caller registers r6–r9, restored on return.
     saved: Option<[V; 4]>,
+    /// A `bpf_loop` callback's frame: its exit returns to the call.
+    callback: bool,
+}
+
+/// A `bpf_loop` call in progress: nr_loops (a 64-bit term, zero-extended from 32 bits), the
+/// callback's context argument, and the calls made so far.
+struct LoopCall {
+    nr: String,
+    ctx: V,
+    calls: u64,
 }
 
 impl Frame {
@@ -139,6 +149,7 @@ impl Frame {
             arr: None,
             dirty: BTreeSet::new(),
             saved,
+            callback: false,
         }
     }
 }
@@ -204,6 +215,11 @@ struct Sym<'a> {
     asserts: Vec<(usize, String)>,
     /// Tail calls made so far on the path.
     tails: u32,
+    /// The `bpf_loop` calls in progress, innermost last.
+    loops: Vec<LoopCall>,
+    /// What the `bpf_loop` callback that just returned returned: the next step is its call,
+    /// resumed.
+    resumed: Option<V>,
 }
 
 impl<'a> Sym<'a> {
@@ -256,6 +272,7 @@ impl<'a> Sym<'a> {
             regs[1] = V::Ctx;
             regs[10] = V::P(Region::Stack(f), bv64(0), Some(0));
             self.frames = vec![Frame::new(f, regs, None)];
+            self.loops.clear();
         } else {
             self.call(u32::MAX);
         }
@@ -1431,6 +1448,7 @@ impl<'a> Sym<'a> {
                 let v = match imm {
                     Imm64::Const(c) => V::S(bv64(c)),
                     Imm64::Map(m) => V::MapPtr(m),
+                    Imm64::Func(f) => V::S(bv64(f as u64)),
                     Imm64::MapValue { map, off } => V::P(
                         Region::Map {
                             m: map,
@@ -1459,6 +1477,9 @@ impl<'a> Sym<'a> {
             Insn::Call {
                 helper: crate::absint::HELPER_TAIL_CALL,
             } => self.tail_call(kind, k),
+            Insn::Call {
+                helper: crate::absint::HELPER_LOOP,
+            } => self.loop_call(kind, k),
             Insn::Call { helper } => self.call(helper),
             // As a helper nothing is known of (not reached: the costing refuses kfuncs).
             Insn::Kfunc { .. } => self.call(u32::MAX),
@@ -1479,6 +1500,10 @@ impl<'a> Sym<'a> {
             Insn::Exit => {
                 if self.frames.len() > 1 {
                     let done = self.frames.pop().unwrap();
+                    if done.callback {
+                        // Back to the bpf_loop call, which calls again or returns.
+                        self.resumed = Some(done.regs[0].clone());
+                    }
                     let r0 = done.regs[0].clone();
                     let saved = done.saved.unwrap();
                     let fr = self.frame();
@@ -1496,6 +1521,116 @@ impl<'a> Sym<'a> {
                 }
             }
             Insn::Ja { .. } | Insn::LdAbs => {}
+        }
+    }
+
+    /// `bpf_loop(nr_loops, callback, ctx, flags)` leaving as `kind` says (kernel/bpf/
+    /// bpf_iter.c): flags other than 0 give -EINVAL and nr_loops above `BPF_MAX_LOOPS` -E2BIG,
+    /// without a call; otherwise the callback is called with (i, ctx) for i = 0, 1, … while it
+    /// returns 0 and i < nr_loops, and the helper returns the calls made. `Call` calls the
+    /// callback once more (a fresh frame: r1 = i, r2 = ctx); `Next` returns. At its first visit
+    /// the call reads its arguments; each visit after a callback returned (`resumed`) decides
+    /// on that callback's result.
+    fn loop_call(&mut self, kind: EdgeKind, k: usize) {
+        let max = bv64(crate::absint::BPF_MAX_LOOPS);
+        let (cond, r0) = if let Some(ret) = self.resumed.take() {
+            let ret = self.scalar(&ret);
+            let Some(l) = self.loops.last_mut() else {
+                return self.call(u32::MAX);
+            };
+            let done = bv64(l.calls);
+            let nr = l.nr.clone();
+            if kind == EdgeKind::Call {
+                (
+                    format!("(and (= {ret} {}) (bvult {done} {nr}))", bv64(0)),
+                    None,
+                )
+            } else {
+                self.loops.pop();
+                (
+                    format!("(or (not (= {ret} {})) (bvuge {done} {nr}))", bv64(0)),
+                    Some(V::S(done)),
+                )
+            }
+        } else {
+            // The verifier inlines the call when flags is the constant 0 (verifier.c
+            // inline_bpf_loop), and the inlined loop compares all 64 bits of r1 with
+            // BPF_MAX_LOOPS and counts to it, and gives -E2BIG as a 32-bit move (0xfffffff9);
+            // the helper takes nr_loops as a u32 and returns -E2BIG as a long. Which one runs
+            // is the verifier's choice: a fresh condition, so that either may.
+            let r1 = self.reg(1);
+            let r1 = self.scalar(&r1);
+            let inl = self.fresh("Bool", "loop_inlined");
+            let nr = self.def(
+                "(_ BitVec 64)",
+                &format!("(ite {inl} {r1} ((_ zero_extend 32) ((_ extract 31 0) {r1})))"),
+            );
+            let r4 = self.reg(4);
+            let flags = self.scalar(&r4);
+            let ok = format!("(and (= {flags} {}) (bvule {nr} {max}))", bv64(0));
+            if kind == EdgeKind::Call {
+                let ctx = self.reg(3);
+                self.loops.push(LoopCall {
+                    nr: nr.clone(),
+                    ctx,
+                    calls: 0,
+                });
+                (format!("(and {ok} (bvugt {nr} {}))", bv64(0)), None)
+            } else {
+                let r0 = format!(
+                    "(ite (not (= {flags} {})) {} (ite (bvugt {nr} {max}) (ite {inl} {} {}) {}))",
+                    bv64(0),
+                    bv64(-22i64 as u64),
+                    bv64(0xffff_fff9),
+                    bv64(-7i64 as u64),
+                    bv64(0)
+                );
+                let r0 = self.def("(_ BitVec 64)", &r0);
+                (
+                    format!("(or (not {ok}) (= {nr} {}))", bv64(0)),
+                    Some(V::S(r0)),
+                )
+            }
+        };
+        let c = self.def("Bool", &cond);
+        let _ = writeln!(self.out, "(assert (! {c} :named a{k}))");
+        self.asserts.push((k, c));
+        match r0 {
+            Some(r0) => {
+                for r in 1..=5 {
+                    let v = self.fresh64("clob");
+                    self.set(r, v);
+                }
+                self.set(0, r0);
+            }
+            None => {
+                // The callback's frame: r1 = i, r2 = ctx, the caller's r6–r9 saved.
+                let (i, ctx) = {
+                    let l = self.loops.last_mut().expect("a bpf_loop in progress");
+                    let i = l.calls;
+                    l.calls += 1;
+                    (i, l.ctx.clone())
+                };
+                self.next_frame += 1;
+                let f = self.next_frame;
+                let caller = self.frames.last().unwrap();
+                let mut regs = caller.regs.clone();
+                let saved = [
+                    regs[6].clone(),
+                    regs[7].clone(),
+                    regs[8].clone(),
+                    regs[9].clone(),
+                ];
+                regs[1] = V::S(bv64(i));
+                regs[2] = ctx;
+                for r in [0, 3, 4, 5] {
+                    regs[r] = V::S(bv64(0));
+                }
+                regs[10] = V::P(Region::Stack(f), bv64(0), Some(0));
+                let mut fr = Frame::new(f, regs, Some(saved));
+                fr.callback = true;
+                self.frames.push(fr);
+            }
         }
     }
 
@@ -1528,6 +1663,8 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         defined: Default::default(),
         asserts: Vec::new(),
         tails: 0,
+        loops: Vec::new(),
+        resumed: None,
     };
     let _ = writeln!(
         s.out,
@@ -2179,6 +2316,53 @@ mod tests {
             "sat" => true,
             "unsat" => false,
             other => panic!("z3: {other}"),
+        }
+    }
+
+    #[test]
+    fn bpf_loop_paths_are_feasible_exactly_as_the_interpreter_takes_them() {
+        use crate::interp::{run, MapState, RunOptions};
+        let trace = |p: &Program| {
+            let o = run(p, &[0; 64], &mut MapState::new(p), &RunOptions::default()).unwrap();
+            (steps_of(p, &o.trace), o.retval)
+        };
+        let ret_is = |p: &Program, steps: &[(u32, EdgeKind)], v: u64| {
+            let q = query(p, steps, 60, 1514);
+            let smt = format!("{}(assert (not (= {} {})))\n", q.smt, q.ret, bv64(v));
+            z3(&smt) == "unsat"
+        };
+        for (nr, flags, stop) in [(5, 0, 100), (5, 0, 2), (0, 0, 100), (3, 1, 100)] {
+            let p = prog(&loop_slots(nr, flags, stop), Vec::new());
+            let (steps, r0) = trace(&p);
+            assert!(sat(&p, &steps), "{nr} {flags} {stop}");
+            assert!(ret_is(&p, &steps, r0), "{nr} {flags} {stop}: r0 {r0:#x}");
+        }
+        // 5 calls where the callback stops at i = 2: the path of 5 calls is infeasible, and
+        // so is the path of 3 calls when it never stops (nr_loops 5).
+        let (five, _) = trace(&prog(&loop_slots(5, 0, 100), Vec::new()));
+        let (three, _) = trace(&prog(&loop_slots(5, 0, 2), Vec::new()));
+        assert!(!sat(&prog(&loop_slots(5, 0, 2), Vec::new()), &five));
+        assert!(!sat(&prog(&loop_slots(5, 0, 100), Vec::new()), &three));
+        // The callback returns 1 at i = 2 and the loop calls it again: infeasible.
+        let go_on: Vec<u32> = [12, 13, 14, 15, 16, 17, 7].to_vec();
+        let stop: Vec<u32> = [12, 13, 14, 15, 16, 18, 19, 7].to_vec();
+        let mut t = vec![0, 1, 2, 4, 5, 6, 7];
+        for seg in [&go_on, &go_on, &stop, &go_on, &go_on] {
+            t.extend(seg);
+        }
+        t.extend([8, 9, 10, 11]);
+        let p = prog(&loop_slots(5, 0, 2), Vec::new());
+        assert!(!sat(&p, &steps_of(&p, &t)));
+        // Above BPF_MAX_LOOPS: no call, -E2BIG either as the helper (a long) or as the
+        // verifier's inlined loop (a 32-bit move) gives it.
+        let p = prog(&loop_slots((1 << 23) + 1, 0, 100), Vec::new());
+        let (steps, r0) = trace(&p);
+        assert_eq!(r0, 0xffff_fff9u64 << 16);
+        assert!(sat(&p, &steps));
+        let q = query(&p, &steps, 60, 1514);
+        for v in [0xffff_fff9u64 << 16, (-7i64 as u64) << 16] {
+            let smt = format!("{}(assert (= {} {}))\n", q.smt, q.ret, bv64(v));
+            assert_eq!(z3(&smt), "sat", "{v:#x}");
         }
     }
 

@@ -163,3 +163,63 @@ pub(crate) fn patch_jumps(s: &mut [Slot], marker: i16, to: usize) {
         }
     }
 }
+
+/// `LD_IMM64 dst, function` (`BPF_PSEUDO_FUNC`): the function at `pc + 1 + off` (pc: the
+/// instruction's first slot).
+pub(crate) fn ld_func(dst: u8, off: i32) -> [Slot; 2] {
+    [i(0x18, dst, 4, 0, off), i(0, 0, 0, 0, 0)]
+}
+
+/// `r0 = bpf_loop(nr, cb, fp - 8, flags) << 16 | the sum the callback left at fp - 8`, where
+/// `cb(i, ctx)` adds i to `*ctx` and returns 1 when i == `stop`, else 0.
+pub(crate) fn loop_slots(nr: i32, flags: i32, stop: i32) -> Vec<Slot> {
+    let [f0, f1] = ld_func(2, 9);
+    vec![
+        st(DW, 10, -8, 0),    // 0
+        mov(1, nr),           // 1
+        f0,                   // 2: r2 = cb (12)
+        f1,                   // 3
+        movr(3, 10),          // 4
+        add(3, -8),           // 5
+        mov(4, flags),        // 6
+        call(181),            // 7
+        ldx(DW, 1, 10, -8),   // 8
+        i(0x67, 0, 0, 0, 16), // 9: r0 <<= 16
+        addr(0, 1),           // 10
+        exit(),               // 11
+        ldx(DW, 3, 2, 0),     // 12: cb
+        addr(3, 1),           // 13
+        stx(DW, 2, 3, 0),     // 14
+        mov(0, 0),            // 15
+        jeq(1, stop, 1),      // 16
+        exit(),               // 17
+        mov(0, 1),            // 18
+        exit(),               // 19
+    ]
+}
+
+/// The path an interpreter trace takes, as (instruction, how it leaves) for
+/// [`crate::symex::query`].
+pub(crate) fn steps_of(p: &Program, trace: &[u32]) -> Vec<(u32, crate::cfg::EdgeKind)> {
+    use crate::cfg::EdgeKind;
+    use crate::insn::Insn;
+    let mut out = Vec::new();
+    for (k, &pc) in trace.iter().enumerate() {
+        let next = trace.get(k + 1).copied();
+        let kind = match p.code[pc as usize].expect("an instruction") {
+            Insn::Jmp { off, .. } => {
+                if next == Some((pc as i64 + 1 + off as i64) as u32) && off != 0 {
+                    EdgeKind::Taken
+                } else {
+                    EdgeKind::NotTaken
+                }
+            }
+            Insn::Call { helper: 181 } if next != Some(pc + 1) => EdgeKind::Call,
+            Insn::CallLocal { .. } => EdgeKind::Call,
+            Insn::Exit if next.is_some() => EdgeKind::Return,
+            _ => EdgeKind::Next,
+        };
+        out.push((pc, kind));
+    }
+    out
+}

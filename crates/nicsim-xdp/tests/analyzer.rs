@@ -604,3 +604,72 @@ fn naive_bound_groups_many_classes_soundly() {
     let grouped = nicsim_xdp::paths::naive_grouped(&a.dag, &a.target, MIN_NAIVE_GROUPS).bps;
     assert!(grouped <= exact && grouped > 0.0, "{grouped} vs {exact}");
 }
+
+#[test]
+fn bpf_loop_calls_are_loops_bounded_by_nr_loops() {
+    // bpf_loop(8, walk_option, &w, 0): at most 8 calls of the callback.
+    let a = analysis("loop_callback", None).unwrap();
+    assert_eq!(bounds(&a), [(8, true)]);
+    assert_eq!(a.graph.loops[0].header_pc as usize, {
+        let p = &a.program;
+        (0..p.code.len())
+            .find(|&pc| cfg::is_loop_call(p, pc))
+            .unwrap()
+    });
+    // A bpf_loop in the callback of another: the inner one unrolled first.
+    let a = analysis("loop_cb_nested", None).unwrap();
+    assert_eq!(bounds(&a), [(4, true), (4, true)]);
+    // nr_loops from the packet (a u32): up to BPF_MAX_LOOPS, more than can be unrolled.
+    let e = analysis("loop_cb_pktlen", None).err().expect("must fail");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("bpf_loop at instruction")
+            && msg.contains("loop_cb_pktlen.c:")
+            && msg.contains("--loop-bound")
+            && !msg.contains('\n'),
+        "{msg}"
+    );
+    assert_eq!(
+        bounds(&analysis("loop_cb_pktlen", Some(4)).unwrap()),
+        [(4, false)]
+    );
+    // More calls cost more: the bound falls with --loop-bound.
+    let b = analysis("loop_cb_pktlen", Some(12)).unwrap();
+    let a = analysis("loop_cb_pktlen", Some(4)).unwrap();
+    assert!(
+        b.naive_summary()["naive"]["pps"].as_f64() < a.naive_summary()["naive"]["pps"].as_f64()
+    );
+}
+
+#[test]
+fn a_callback_address_inside_a_function_is_refused() {
+    // loop_callback.o with the callback's relocation pointing 8 bytes into walk_option.
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+    let mut bytes = obj("loop_callback");
+    let f = object::File::parse(&*bytes).unwrap();
+    let text = f.section_by_name(".text").unwrap().index();
+    let xdp = f.section_by_name("xdp").unwrap();
+    let base = xdp.file_range().unwrap().0 as usize;
+    let at = xdp
+        .relocations()
+        .find_map(|(off, r)| match r.target() {
+            RelocationTarget::Symbol(s) => {
+                let s = f.symbol_by_index(s).unwrap();
+                (s.section_index() == Some(text)).then_some(off as usize)
+            }
+            _ => None,
+        })
+        .expect("the callback's relocation");
+    drop(f);
+    let imm = base + at + 4;
+    let v = i32::from_le_bytes(bytes[imm..imm + 4].try_into().unwrap()) + 8;
+    bytes[imm..imm + 4].copy_from_slice(&v.to_le_bytes());
+    let e = Analysis::new(&bytes, nfp(), &Options::default())
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(
+        e.contains("inside function 'walk_option'") && !e.contains('\n'),
+        "{e}"
+    );
+}

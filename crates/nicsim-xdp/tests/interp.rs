@@ -617,6 +617,8 @@ fn interpreter_agrees_with_the_kernel() {
         "calls",
         "flags",
         "loop_masked",
+        "loop_callback",
+        "loop_cb_nested",
         "parser",
         "dos_filter",
         "quic_lb_v4",

@@ -151,6 +151,14 @@ def target_toml(m: dict[str, Any]) -> str:
     for key in ("spin_lock", "spin_unlock"):
         composite(key, ("get_smp_processor_id", "atomic"),
                   "uncontended: a call and one atomic operation (a lock needs BTF, which the benchmarks do not emit)")
+    if "loop" in ns and "loop_16" in ns:  # measured since 2026-11-27
+        helper("loop", "loop")
+        lines.append(f'"loop.iteration" = {{ cycles = {f(ns["loop_16"] / 16)}, source = "measured: '
+                     f'{what["loop_16"]}, over 16 (one call of the callback, its exit included)" }}')
+    else:  # older measurements: the call as a bpf-to-bpf call, each iteration as one more
+        composite("loop", ("call_local",), "not measured by this calibration")
+        composite("loop.iteration", ("call_local", "jmp_taken", "alu64", "alu64"),
+                  "not measured by this calibration: the callback's call, the counter's test and increment")
     return "\n".join(lines) + "\n"
 
 

@@ -135,7 +135,8 @@ def xdp_analyze(
                                            "faster on the suite (BENCHMARKS.md).")] = Solver.bitwuzla,
     loop_bound: Annotated[int | None, typer.Option("--loop-bound", metavar="N", callback=in_range(0, U32_MAX),
                                                    help="Iterations for loops whose bound the code does not make "
-                                                   "evident (too small a bound is unsound).")] = None,
+                                                   "evident, and callback calls for bpf_loop calls whose nr_loops "
+                                                   "is not (too small a bound is unsound).")] = None,
     memory_mb: Annotated[int, typer.Option("--memory-mb", metavar="MB", callback=in_range(16, MAX_MEMORY_MB),
                                            help="Memory for the whole analysis, half for the graph and search, "
                                            "half for the solver; the search stops there with the bound so far "

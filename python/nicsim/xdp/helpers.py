@@ -4,7 +4,8 @@ with each one's cost on each target and where that cost comes from.
 A helper is supported when the analyzer models what it does (the interpreter and the symbolic
 executor: docs/xdp.md, "Helpers") and a target gives it a cost; the targets' `[helpers]` tables
 are the list. A key `NAME.TYPE` is the helper on a map of that type (a map helper on a type
-without a key is an error naming the map's type). kfuncs are not supported: each is refused by
+without a key is an error naming the map's type); `loop` and `loop.iteration` are bpf_loop's call
+and each call of its callback (`PARTS`). kfuncs are not supported: each is refused by
 name.
 """
 
@@ -27,6 +28,10 @@ MAP_TYPES = {
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
 }
+
+#: Helpers costed in parts instead of per map type (`map_type` then names the part): bpf_loop's
+#: call, once, and each call of its callback.
+PARTS = {"loop": "(the call, once)", "loop.iteration": "(each callback call)"}
 
 
 def _cost(entry: dict[str, Any], unit: str) -> str:
@@ -54,11 +59,13 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
         unit = "ns" if t.get("cores", {}).get("clock_mhz") == 1000.0 else "cycles"
         for key, entry in t.get("helpers", {}).items():
             helper, _, map_type = key.partition(".")
+            if key in PARTS:
+                map_type = PARTS[key]
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
             row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
     helpers = sorted(rows.values(), key=lambda r: (r["helper"], r["map_type"] or ""))
-    typed = {r["helper"] for r in helpers if r["map_type"]}
+    typed = {r["helper"] for r in helpers if r["map_type"] and r["map_type"] not in PARTS.values()}
     for r in helpers:
         if r["map_type"] is None and r["helper"] in typed:
             r["map_type"] = "(other types)"

@@ -265,8 +265,12 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
             study = s
     if (guarantee is None or (paths is not None and study is None)) and default_path().is_file():
         say("x86-jit analysis" + ("" if paths is None else f" ({paths} slowest paths)"))
+        # The analysis's --loop-bound (the bound of its loops that were not evident), so that
+        # the same paths are costed.
+        loop_bound = max((lp["bound"] for lp in s.get("graph", {}).get("loops", []) if not lp.get("evident", True)),
+                         default=None)
         g = analyze(obj, target="x86-jit", section=section, program=program, rate="packet", timeout_s=timeout_s,
-                    tail_calls=tail_calls, paths=paths)
+                    tail_calls=tail_calls, paths=paths, loop_bound=loop_bound)
         guarantee = g["guarantee"]
         study = g if paths is not None else None
     pkts = packets_to_time(example, packets, seed)
