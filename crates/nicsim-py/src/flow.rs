@@ -11,6 +11,7 @@ use nicsim_flowmem::model::{
 use nicsim_flowmem::synth::{synthesize, SynthConfig};
 use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex, UnackedPolicy};
 use nicsim_packet::capture::CaptureFormat;
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView, PySlice};
 
@@ -20,31 +21,54 @@ fn input_error(e: impl ToString) -> PyErr {
     InputError::new_err(e.to_string())
 }
 
-/// A Python `bytes` object's buffer, shared with the arena without copying.
-struct PyBytesBuffer {
-    _owner: Py<PyBytes>,
-    ptr: *const u8,
-    len: usize,
+/// A Python buffer (the capture's read-only memory map, or a `bytes` object), shared with the
+/// arena without copying.
+struct PyBufferBytes {
+    buffer: PyBuffer<u8>,
 }
 
-// SAFETY: a `bytes` object's buffer never changes or moves while the object lives, and
-// `_owner` keeps the object alive as long as this value exists; `Py` is Send and Sync.
-unsafe impl Send for PyBytesBuffer {}
-unsafe impl Sync for PyBytesBuffer {}
-
-impl AsRef<[u8]> for PyBytesBuffer {
+impl AsRef<[u8]> for PyBufferBytes {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: `ptr` and `len` are the buffer of `_owner`, alive and immutable (above).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        // SAFETY: the buffer is C-contiguous (checked when it was taken) and read-only: its
+        // exporter (an mmap in ACCESS_READ mode, or bytes) neither changes nor moves it while
+        // the export that `PyBuffer` holds lives, which is as long as this value.
+        unsafe {
+            std::slice::from_raw_parts(self.buffer.buf_ptr() as *const u8, self.buffer.len_bytes())
+        }
     }
 }
 
 /// The TCP flows of a pcap or pcapng file, reassembled without copying payloads: the file is
-/// read once into a Python `bytes` object, which is the arena, and chunks are memoryviews of it.
+/// mapped into memory read-only (Python's `mmap`), and the mapping is the arena; chunks are
+/// memoryviews of it. A capture larger than memory needs no more: the mapping's pages are the
+/// file's, which the kernel reads in and drops as it needs (an empty file is an empty `bytes`).
 #[pyclass(frozen, module = "nicsim._core")]
 struct FlowCapture {
     inner: Reassembly,
-    data: Py<PyBytes>,
+    data: Py<PyAny>,
+}
+
+/// The file at `path` mapped read-only (`mmap.mmap(fd, 0, access=ACCESS_READ)`), or an empty
+/// `bytes` for an empty file.
+fn map_file<'py>(py: Python<'py>, path: &std::path::Path) -> PyResult<Bound<'py, PyAny>> {
+    let read_error = |e: std::io::Error| input_error(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    if file.metadata().map_err(read_error)?.len() == 0 {
+        return Ok(PyBytes::new(py, b"").into_any());
+    }
+    let mmap = py.import("mmap")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("access", mmap.getattr("ACCESS_READ")?)?;
+    use std::os::fd::AsRawFd;
+    let m = mmap
+        .getattr("mmap")?
+        .call((file.as_raw_fd(), 0), Some(&kwargs))
+        .map_err(|e| input_error(format!("{}: cannot map the capture: {e}", path.display())))?;
+    // The file's pages are read in order once: read ahead of the reassembler.
+    if let Ok(seq) = mmap.getattr("MADV_SEQUENTIAL") {
+        let _ = m.call_method1("madvise", (seq,));
+    }
+    Ok(m) // (the mapping stays valid once the file is closed)
 }
 
 #[pymethods]
@@ -97,20 +121,15 @@ impl FlowCapture {
                 max_hole_bytes: max_hole_bytes.unwrap_or(defaults.max_hole_bytes),
             },
         };
-        let read_error = |e: std::io::Error| input_error(format!("{}: {e}", path.display()));
-        let mut file = std::fs::File::open(&path).map_err(read_error)?;
-        let len = file.metadata().map_err(read_error)?.len() as usize;
-        // Read straight into the new bytes object, the GIL released (Python cannot see it yet).
-        let data = PyBytes::new_with(py, len, |buf| {
-            use std::io::Read;
-            py.detach(|| file.read_exact(buf)).map_err(read_error)
-        })?;
-        let bytes = data.as_bytes();
-        let shared = std::sync::Arc::new(PyBytesBuffer {
-            _owner: data.clone().unbind(),
-            ptr: bytes.as_ptr(),
-            len: bytes.len(),
-        });
+        let data = map_file(py, &path)?;
+        let buffer = PyBuffer::<u8>::get(&data)?;
+        if !buffer.is_c_contiguous() || !buffer.readonly() {
+            return Err(input_error(format!(
+                "{}: the capture's mapping is not a read-only contiguous buffer",
+                path.display()
+            )));
+        }
+        let shared = std::sync::Arc::new(PyBufferBytes { buffer });
         let inner = py
             .detach(|| Reassembly::from_capture_bytes(shared, config))
             .map_err(|e| input_error(format!("{}: {e}", path.display())))?;
