@@ -309,3 +309,29 @@ def test_unacknowledged_data_policies_from_the_command_line(tmp_path: Path) -> N
     assert sizes == {"keep": (9, 0, "keep"), "drop": (1, 5, "drop"), "tshark": (3, 3, "tshark")}
     r = nicsim("flow", "reassemble", cap, "--unacked", "sometimes", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--unacked" in r.stderr
+
+
+def test_tshark_compatible_files(tmp_path: Path) -> None:
+    from nicsim import _core
+
+    def frame(seq: int, flags: int, payload: bytes, ack: int = 0, reverse: bool = False) -> bytes:
+        f = _frame(seq, flags, payload, reverse)
+        return f[:14 + 28] + struct.pack("!I", ack) + f[14 + 32:]
+
+    # "abc", a hole of 3 bytes, "ghi", all acknowledged; then "xyz" after a hole of 5, never.
+    frames = [_frame(100, SYN, b""), frame(101, ACK, b"abc"), frame(107, ACK, b"ghi"), frame(115, ACK, b"xyz"),
+              frame(1, ACK, b"", ack=110, reverse=True)]
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(str(cap), frames)
+    runs = {"default": (), "markers": ("--hole-marker", "tshark"), "tshark": ("--tshark-compatible",),
+            "override": ("--tshark-compatible", "--hole-marker", "zero")}
+    files = {}
+    for name, args in runs.items():
+        out = tmp_path / name
+        assert nicsim("flow", "reassemble", cap, *args, "--out", out).returncode == 0
+        d = json.loads((out / "flows.json").read_text())[0]
+        files[name] = (out / d["file"]).read_bytes()
+    assert files["default"] == b"abc\0\0\0ghi\0\0\0\0\0xyz"
+    assert files["markers"] == b"abc[3 bytes missing in capture file]\0ghi[5 bytes missing in capture file]\0xyz"
+    assert files["tshark"] == b"abc[3 bytes missing in capture file]\0ghi"
+    assert files["override"] == b"abc\0\0\0ghi"

@@ -10,8 +10,9 @@
 //! the capture). On conflicting overlaps tshark keeps whichever bytes reach the in-order point
 //! first: the same as first-wins when the conflicting copy arrives after the original was in
 //! order (`conflict_in_order`); for two conflicting out-of-order copies the two can differ, and
-//! such a stream would fail here rather than be excused. Streams carried in tunnels (L2TP, GRE,
-//! ...) are listed as not compared: nicsim-packet does not decapsulate them.
+//! such a stream would fail here rather than be excused. Streams in GRE, VXLAN and IP in IP are
+//! compared (nicsim-packet's `decode` reaches the inner segment); those carried in tunnels it does
+//! not decapsulate (L2TP, GTP, Teredo) are listed as not compared.
 //! Skips with a message when tshark or the captures are absent (`make test-tools` installs them).
 
 mod common;
@@ -246,7 +247,7 @@ fn check_capture(capture: &Path) -> (usize, Vec<String>, Vec<String>) {
             );
             let Some(&(f, d)) = by_tuple.get(&(src.0, src.1, dst.0, dst.1)) else {
                 match tunnel(capture, stream) {
-                    Some(how) => report.push(format!("{name}: not compared, tunneled in {how} (nicsim-flowmem does not decapsulate tunnels)")),
+                    Some(how) => report.push(format!("{name}: not compared, tunneled in {how} (nicsim decapsulates GRE, VXLAN and IP in IP only)")),
                     None => failures.push(format!("{name}: no such flow in nicsim")),
                 }
                 continue;

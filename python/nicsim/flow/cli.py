@@ -43,6 +43,11 @@ class Unacked(StrEnum):
     tshark = "tshark"
 
 
+class HoleMarker(StrEnum):
+    zero = "zero"
+    tshark = "tshark"
+
+
 #: `--max-hole-bytes`, shared by the commands that reassemble a capture.
 MaxHoleOpt = Annotated[int | None, typer.Option(
     "--max-hole-bytes", metavar="BYTES", callback=in_range(0, U64_MAX),
@@ -57,11 +62,21 @@ def flow_reassemble(
     out: OutOpt,
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Which bytes win where retransmissions "
                                              "disagree.")] = Overlap.first,
-    unacked: Annotated[Unacked, typer.Option("--unacked", help="Data the peer never acknowledged: keep every "
-                                             "byte captured; drop it (each direction ends at its peer's "
-                                             "highest ACK, at the last byte captured before it); or tshark: "
-                                             "drop it only past the first hole, as tshark -z follow,tcp "
-                                             "shows a stream.")] = Unacked.keep,
+    unacked: Annotated[Unacked | None, typer.Option("--unacked", help="Data the peer never acknowledged: keep "
+                                                    "every byte captured; drop it (each direction ends at its "
+                                                    "peer's highest ACK, at the last byte captured before it); "
+                                                    "or tshark: drop it only past the first hole, as tshark -z "
+                                                    "follow,tcp shows a stream. [default: keep]",
+                                                    show_default=False)] = None,
+    hole_marker: Annotated[HoleMarker | None, typer.Option("--hole-marker", help="How a file shows a hole: zero "
+                                                           "bytes, so file offsets are stream offsets; or tshark's "
+                                                           "text \"[N bytes missing in capture file]\" and a NUL "
+                                                           "between runs, none before the first or after the last. "
+                                                           "[default: zero]", show_default=False)] = None,
+    tshark_compatible: Annotated[bool, typer.Option("--tshark-compatible", help="Write the files tshark -z "
+                                                    "follow,tcp,raw writes: --unacked tshark --hole-marker tshark "
+                                                    "(an explicit --unacked or --hole-marker wins). Where they "
+                                                    "still differ, and why: docs/flowmem.md.")] = False,
     max_flows: Annotated[int | None, typer.Option("--max-flows", metavar="N", callback=in_range(1, U32_MAX),
                                                   help="Flow-table size; packets of further flows are dropped "
                                                   "and counted.")] = None,
@@ -81,8 +96,10 @@ def flow_reassemble(
     from nicsim.flow import reassemble
 
     with ui.Progress("reassembling", transient=True):
+        preset = "tshark" if tshark_compatible else None
         s = reassemble(capture, out, overlap=overlap.value, max_flows=max_flows, max_arena_bytes=max_arena_bytes,
-                       max_hole_bytes=max_hole_bytes, unacked=unacked.value, force=force)
+                       max_hole_bytes=max_hole_bytes, unacked=(unacked.value if unacked else preset or "keep"),
+                       hole_marker=(hole_marker.value if hole_marker else preset or "zero"), force=force)
 
     def show(console: Console) -> None:
         dropped = {k: v for k, v in s["packets"].items()

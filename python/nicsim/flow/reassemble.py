@@ -33,6 +33,22 @@ from nicsim.output import OutputDir
 
 OVERLAP_POLICIES = ("first", "last")
 UNACKED_POLICIES = ("keep", "drop", "tshark")
+HOLE_MARKERS = ("zero", "tshark")
+
+
+def tshark_bytes(view: FlowView) -> bytes:
+    """A direction's stream as `tshark -z follow,tcp,raw` writes it: the runs of bytes the
+    capture holds, each hole between two runs written as the text "[N bytes missing in capture
+    file]" and a NUL (epan/dissectors/packet-tcp.c), a hole at the start too, one after the
+    last run not shown."""
+    out = bytearray()
+    at = 0
+    for offset, chunk in view.chunks():
+        if offset > at:
+            out += f"[{offset - at} bytes missing in capture file]".encode() + b"\0"
+        out += chunk
+        at = offset + len(chunk)
+    return bytes(out)
 
 
 class _Core:
@@ -197,11 +213,16 @@ def reassemble(
     max_hole_bytes: int | None = None,
     *,
     unacked: str = "keep",
+    hole_marker: str = "zero",
     force: bool = False,
 ) -> dict[str, Any]:
     """Reassemble `capture` and write OUT/flows.json, OUT/summary.json and one file per flow
-    direction; returns the summary. `force`: replace an existing `out` that nicsim did not
-    write (see [`OutputDir`])."""
+    direction; returns the summary. `unacked`: see [`open_capture`]. `hole_marker`: "zero"
+    (default) writes each hole as that many zero bytes, so file offsets are stream offsets;
+    "tshark" writes the files as `tshark -z follow,tcp,raw` does ([`tshark_bytes`]). `force`:
+    replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
+    if hole_marker not in HOLE_MARKERS:
+        raise InputError(f"hole marker {hole_marker!r}: expected one of {', '.join(HOLE_MARKERS)}")
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
     with ui.Progress("reading", transient=True):
@@ -215,12 +236,13 @@ def reassemble(
         for d in directions:
             name = f"flow{d['flow']:05d}.{d['direction']}.bin"
             view = cap.view(d["flow"], d["direction"])
-            o.file(name).write_bytes(view.to_bytes())
+            o.file(name).write_bytes(view.to_bytes() if hole_marker == "zero" else tshark_bytes(view))
             entries.append({**d, "holes": [list(h) for h in d["holes"]], "file": name})
         summary = {
             "capture": capture_name(capture),
             "overlap": overlap,
             "unacked": unacked,
+            "hole_marker": hole_marker,
             "unacked_bytes": sum(e["unacked_bytes"] for e in entries),
             "packets": counts,
             "packets_conserved": sum(v for k, v in counts.items() if k != "read") == counts["read"],
