@@ -228,7 +228,8 @@ def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False,
          capture: Path | None = None) -> dict[str, Any]:
     console = report_console()
     if capture is not None and not Path(capture).is_file():
-        raise InputError(f"{capture}: no such capture file")
+        why = "is a folder (give a capture file)" if Path(capture).is_dir() else "no such capture file"
+        raise InputError(f"{capture}: {why}")
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()  # before the experiments, not after them
     s = run(flows=flows, seed=seed, real=Path(capture) if capture is not None else None)
