@@ -255,6 +255,7 @@ def test_reproduce_flowmem(tmp_path: Path) -> None:
         assert abs(steps["copy"]["assemble"] - 2.0) < 0.03 and abs(steps["copy"]["process"] - 1.0) < 0.01
         assert abs(s[where]["scan"]["copy_dram_per_payload"] - 3.0) < 0.03
         assert s[where]["scan"]["flow_dram_per_payload_with_receive"] == 2.0
+        assert s[where]["scan"]["receive_gbps"] > 0
     quantities = {r["quantity"] for r in s["comparison"]}
     assert {"real capture: DRAM bytes per payload byte, flow-based, beyond the Packet Handler's write",
             "real capture: DRAM bytes per payload byte, flow-based, including it"} <= quantities

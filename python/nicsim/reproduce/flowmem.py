@@ -67,6 +67,8 @@ def _derive(m: dict[str, Any], payload: int) -> dict[str, Any]:
         "throughput_ratio": c["cycles"] / f["cycles"],
         "copy_dram_per_payload": after_receive(c), "flow_dram_per_payload": after_receive(f),
         "steps": dram_steps(m, payload),
+        # The Packet Handler's rate over the payloads (its datapath or its DRAM writes).
+        "receive_gbps": payload * 8 / c["receive_seconds"] / 1e9 if c["receive_seconds"] else None,
         "copy_dram_per_payload_with_receive": c["dram_bytes"] / payload,
         "flow_dram_per_payload_with_receive": f["dram_bytes"] / payload,
         "copy_bus_per_payload": (c["assemble"]["bus_bytes"] + c["process"]["bus_bytes"]) / payload,
