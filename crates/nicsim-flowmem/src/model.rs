@@ -3,8 +3,10 @@
 //! and for flow-based addressing, on the same flow and workload.
 //!
 //! The parts, each from the talk's prototype (an Alveo U250 with OpenNIC and a MicroBlaze):
-//! - the **Packet Handler** writes every payload into DRAM at line rate (its address is the
-//!   arena address the reassembler gave it);
+//! - the **Packet Handler** receives at line rate with metadata extraction: it takes each
+//!   packet's flow, offset and length from its headers on the datapath, writes one
+//!   translation-table entry on chip, and writes the payload into DRAM (at the arena address
+//!   the reassembler gave it);
 //! - **DRAM**: a latency, a transfer rate and a burst size; every access moves whole bursts;
 //! - an **in-order core** with an **L1** data cache: each load or store goes through the L1; a
 //!   miss stalls the core for the line (from DRAM, or from the L2 flow cache);
@@ -15,8 +17,14 @@
 //!
 //! Copy-based: the core copies the segments into a contiguous buffer in DRAM (word loads and
 //! stores through the L1), then processes the buffer (loads through the L1 from DRAM).
-//! Flow-based: the controller assembles the stream into the L2 flow cache, and the core
-//! processes it from there (loads through the L1 from the L2).
+//! Flow-based: the controller assembles the stream into the L2 flow cache (a window of the flow
+//! cache's size at a time for a flow larger than it), and the core processes it from there
+//! (loads through the L1 from the L2).
+//!
+//! Each step's [`Traffic`] counts what its mechanism touches: `receive` the Packet Handler's
+//! payload writes; `assemble` the copy (segments read, buffer lines written back, whenever
+//! evicted) or the controller's reads (each payload byte once); `process` the buffer read back,
+//! or the lines selective retrieval fetches, and the regex's table.
 //!
 //! The model is trace-driven: it replays the exact addresses the two designs touch (for the
 //! regex workload, the entries of the DFA's transition table the bytes select) through the
