@@ -183,6 +183,14 @@ def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
         # the flow cache controller reads them once.
         assert c["dram_bytes"] > f["dram_bytes"] >= 2 * s["payload_bytes"]
         assert c["cycles"] > f["cycles"]
+        # Per step, on the talk's terms: the Packet Handler writes each byte once; the
+        # controller reads it once; the scan reads only the flow cache.
+        assert s["steps"]["flow"]["receive"] == s["steps"]["copy"]["receive"] == 1.0
+        assert s["steps"]["flow"]["assemble"] == 1.0
+        if w == "scan":
+            assert s["steps"]["flow"]["process"] == 0.0
+            assert s["ratios"]["flow_dram_per_payload_after_receive"] == 1.0
+        assert abs(s["ratios"]["copy_dram_per_payload"] - s["ratios"]["copy_dram_per_payload_after_receive"] - 1) < 1e-9
     out = tmp_path / "sizes"
     r = nicsim("flow", "sizes", cap, "--out", out)
     assert r.returncode == 0, r.stderr
@@ -237,6 +245,33 @@ def test_reproduce_flowmem(tmp_path: Path) -> None:
     assert {r["quantity"] for r in s["comparison"]} >= {"micro: total change (%), scan"}
     for f in ("comparison.csv", "micro_benchmark.png", "dram_and_throughput.svg"):
         assert (out / f).stat().st_size > 0
+    # The real capture (the veth recording in tests/data) beside the micro-benchmark: the same
+    # per-step DRAM traffic per payload byte (issue 18 §3), and the talk's two rows.
+    real = s["real"]
+    assert real["setup"]["capture"] == "veth_http_loss25.pcapng" and real["setup"]["directions"] == 4
+    for where in ("micro", "real"):
+        steps = s[where]["scan"]["steps"]
+        assert steps["flow"] == {"receive": 1.0, "assemble": 1.0, "process": 0.0}
+        assert abs(steps["copy"]["assemble"] - 2.0) < 0.03 and abs(steps["copy"]["process"] - 1.0) < 0.01
+        assert abs(s[where]["scan"]["copy_dram_per_payload"] - 3.0) < 0.03
+        assert s[where]["scan"]["flow_dram_per_payload_with_receive"] == 2.0
+        assert s[where]["scan"]["receive_gbps"] > 0
+    quantities = {r["quantity"] for r in s["comparison"]}
+    assert {"real capture: DRAM bytes per payload byte, flow-based, beyond the Packet Handler's write",
+            "real capture: DRAM bytes per payload byte, flow-based, including it"} <= quantities
+
+
+def test_reproduce_flowmem_takes_another_real_capture(tmp_path: Path) -> None:
+    cap = tmp_path / "s.pcap"
+    assert nicsim("flow", "synth", cap, "--flows", "20", "--seed", "3").returncode == 0
+    out = tmp_path / "r"
+    r = nicsim("reproduce", "flowmem", "--flows", "20", "--capture", cap, "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["real"]["setup"]["capture"] == "s.pcap" and s["real"]["setup"]["directions"] == 40
+    r = nicsim("reproduce", "flowmem", "--flows", "20", "--capture", tmp_path / "missing.pcap", "--out", tmp_path / "o")
+    assert_one_line_error(r, "missing.pcap")
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_capture_without_tcp_is_bad_input_for_every_flow_command(tmp_path: Path) -> None:

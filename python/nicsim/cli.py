@@ -352,14 +352,20 @@ def reproduce_flowmem(
     quick: Annotated[bool, typer.Option("--quick", help="A fast smoke run: 200 connections.")] = False,
     seed: Annotated[int, typer.Option("--seed", metavar="N", callback=in_range(0, U64_MAX),
                                       help="Seed of the synthetic capture.")] = 1,
+    capture: Annotated[Path | None, typer.Option("--capture", metavar="CAPTURE",
+                                                 help="The real capture beside the micro-benchmark [default: the "
+                                                 "veth recording in tests/data/flowmem, in a source tree].",
+                                                 show_default=False)] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Packets are Not Pages (Adams et al.): the 10 × 1,510-byte micro-benchmark, DRAM traffic
     per payload byte and per-core throughput (scan and regex) of copy-based and flow-based
-    addressing in the SmartNIC memory model, beside the talk's figures."""
+    addressing in the SmartNIC memory model, on the micro-benchmark, a synthetic capture and a
+    real one, beside the talk's figures."""
     from nicsim.reproduce import flowmem
 
-    _reproduced(out, flowmem.main(out, flows=flows or (200 if quick else 2000), seed=seed, force=force))
+    _reproduced(out, flowmem.main(out, flows=flows or (200 if quick else 2000), seed=seed, force=force,
+                                  capture=capture))
 
 
 @reproduce_app.command("router")

@@ -3,8 +3,10 @@
 //! and for flow-based addressing, on the same flow and workload.
 //!
 //! The parts, each from the talk's prototype (an Alveo U250 with OpenNIC and a MicroBlaze):
-//! - the **Packet Handler** writes every payload into DRAM at line rate (its address is the
-//!   arena address the reassembler gave it);
+//! - the **Packet Handler** receives at line rate with metadata extraction: it takes each
+//!   packet's flow, offset and length from its headers on the datapath, writes one
+//!   translation-table entry on chip, and writes the payload into DRAM (at the arena address
+//!   the reassembler gave it);
 //! - **DRAM**: a latency, a transfer rate and a burst size; every access moves whole bursts;
 //! - an **in-order core** with an **L1** data cache: each load or store goes through the L1; a
 //!   miss stalls the core for the line (from DRAM, or from the L2 flow cache);
@@ -15,8 +17,14 @@
 //!
 //! Copy-based: the core copies the segments into a contiguous buffer in DRAM (word loads and
 //! stores through the L1), then processes the buffer (loads through the L1 from DRAM).
-//! Flow-based: the controller assembles the stream into the L2 flow cache, and the core
-//! processes it from there (loads through the L1 from the L2).
+//! Flow-based: the controller assembles the stream into the L2 flow cache (a window of the flow
+//! cache's size at a time for a flow larger than it), and the core processes it from there
+//! (loads through the L1 from the L2).
+//!
+//! Each step's [`Traffic`] counts what its mechanism touches: `receive` the Packet Handler's
+//! payload writes; `assemble` the copy (segments read, buffer lines written back, whenever
+//! evicted) or the controller's reads (each payload byte once); `process` the buffer read back,
+//! or the lines selective retrieval fetches, and the regex's table.
 //!
 //! The model is trace-driven: it replays the exact addresses the two designs touch (for the
 //! regex workload, the entries of the DFA's transition table the bytes select) through the
@@ -311,6 +319,10 @@ pub const MAX_WAYS: u64 = 4096;
 pub const MAX_CACHE_LINES: u64 = 1 << 22;
 /// Bytes per cycle or per burst at most (1 MiB; DRAM moves tens of bytes a cycle).
 pub const MAX_TRANSFER_BYTES: u64 = 1 << 20;
+/// Bytes of one translation-table entry: stream offset, physical address and length (8 + 8 +
+/// 4, padded to 24). The talk's table "stores physical address, length and offset"; the same
+/// size as `nicsim flow sizes` gives (Python's `TABLE_ENTRY_BYTES`).
+pub const TABLE_ENTRY_BYTES: u64 = 24;
 
 fn cfg_err(path: impl Into<String>, msg: impl Into<String>) -> Result<(), ConfigError> {
     nicsim_kernel::config::err(path, msg)
@@ -373,6 +385,9 @@ pub struct Traffic {
     pub write_bytes: u64,
     /// Bytes the DRAM interface moved for them: each request rounded out to whole bursts.
     pub bus_bytes: u64,
+    /// Translation-table bytes written or read on chip (not DRAM): [`TABLE_ENTRY_BYTES`] per
+    /// entry the Packet Handler writes, the copy loop reads or the controller looks up.
+    pub table_bytes: u64,
 }
 
 impl Traffic {
@@ -384,7 +399,7 @@ impl Traffic {
         self.write_bytes += requested;
         self.bus_bytes += bus;
     }
-    /// Read plus written.
+    /// DRAM bytes read plus written (the on-chip table bytes are not DRAM traffic).
     pub fn total_bytes(&self) -> u64 {
         self.read_bytes + self.write_bytes
     }
@@ -395,11 +410,21 @@ impl Traffic {
 pub struct DesignReport {
     /// Stream bytes processed.
     pub payload_bytes: u64,
-    /// DRAM traffic of the Packet Handler (both designs: the payloads written once).
+    /// The Packet Handler (both designs): each new payload written into DRAM once, its
+    /// metadata (flow, offset, address, length) extracted from the headers on the datapath and
+    /// written as one translation-table entry (`table_bytes`).
     pub receive: Traffic,
-    /// DRAM traffic of the copy (copy-based) or of the flow cache fill (flow-based).
+    /// Translation-table entries the Packet Handler wrote (one per stored segment).
+    pub table_entries: u64,
+    /// Seconds the Packet Handler is busy with the capture's payloads at its datapath and DRAM
+    /// write rates (it overlaps reception, so it is not part of [`DesignReport::seconds`]).
+    pub receive_seconds: f64,
+    /// DRAM traffic of the copy (copy-based: the segments read, the buffer written, write-backs
+    /// of buffer lines included whenever they happen) or of the controller's fill of the flow
+    /// cache (flow-based, whole retrieval: each payload byte read once).
     pub assemble: Traffic,
-    /// DRAM traffic while processing.
+    /// DRAM traffic while processing (copy-based: the buffer read back; flow-based: lines
+    /// fetched on demand by selective retrieval; the regex's table loads).
     pub process: Traffic,
     /// Core cycles spent copying (copy-based) or waiting for the whole-bytestream fill.
     pub assemble_cycles: u64,
@@ -418,9 +443,14 @@ pub struct DesignReport {
 }
 
 impl DesignReport {
-    /// All DRAM traffic.
+    /// All DRAM traffic, the Packet Handler's write included.
     pub fn dram_bytes(&self) -> u64 {
-        self.receive.total_bytes() + self.assemble.total_bytes() + self.process.total_bytes()
+        self.receive.total_bytes() + self.dram_bytes_after_receive()
+    }
+    /// DRAM traffic beyond the Packet Handler's write (assembly and processing): the talk's
+    /// "payload size transfers".
+    pub fn dram_bytes_after_receive(&self) -> u64 {
+        self.assemble.total_bytes() + self.process.total_bytes()
     }
     /// Core cycles in all.
     pub fn cycles(&self) -> u64 {
@@ -622,13 +652,34 @@ impl MemModel {
         }
     }
 
-    fn receive(&self, dram: &Dram, flows: &[FlowView<'_>], r: &mut DesignReport) {
+    /// The Packet Handler at line rate: each frame streams through its datapath, which
+    /// extracts the metadata from the headers (flow, sequence number, payload length: one beat
+    /// of the datapath) and writes one translation-table entry on chip, while the payload is
+    /// written into DRAM (posted writes, streamed at the interface's rate). Payload bytes the
+    /// flow already holds (retransmissions) are not written. Both designs receive alike.
+    fn receive(&self, clocks: &Clocks, dram: &Dram, flows: &[FlowView<'_>], r: &mut DesignReport) {
+        let c = &self.config;
+        let mut engine_cycles = 0u64;
         for v in flows {
             for s in v.segments() {
                 r.receive
                     .write(s.len_bytes, dram.span_bytes(s.addr, s.len_bytes));
+                r.receive.table_bytes += TABLE_ENTRY_BYTES;
+                r.table_entries += 1;
+                engine_cycles += 1 // the header beat the metadata is extracted from
+                    + c.engine.lookup_cycles // the table entry written
+                    + s.len_bytes.div_ceil(c.engine.bytes_per_cycle);
             }
         }
+        let dram_t = if r.receive.bus_bytes == 0 {
+            0
+        } else {
+            dram.clock.cycles(
+                c.dram.latency_cycles + r.receive.bus_bytes.div_ceil(c.dram.bytes_per_cycle),
+            )
+        };
+        let t = dram_t.max(clocks.engine.cycles(engine_cycles));
+        r.receive_seconds = clocks.tb.to_us(t) * 1e-6;
     }
 
     /// The copy-based design: copy each stream into a contiguous DRAM buffer, then process it.
@@ -641,7 +692,7 @@ impl MemModel {
         };
         let mut l1 = Cache::new(&c.l1);
         let mut r = DesignReport::default();
-        self.receive(&dram, flows, &mut r);
+        self.receive(&clocks, &dram, flows, &mut r);
         let line = c.l1.line_bytes;
         let word = c.core.word_bytes;
         // An L1 miss: the dirty victim written back, then (for a load) the line read.
@@ -665,6 +716,8 @@ impl MemModel {
         for v in flows {
             bases.push(buffer_at);
             for s in v.segments() {
+                // The segment's place, from its translation-table entry.
+                r.assemble.table_bytes += TABLE_ENTRY_BYTES;
                 let mut done = 0;
                 while done < s.len_bytes {
                     let src = s.addr + done;
@@ -702,7 +755,13 @@ impl MemModel {
                     Ref::Table(a) => a,
                 };
                 if let Access::Miss(ev) = l1.access(addr, false) {
-                    stall += miss(&mut r.process, ev, Some(addr & !(line - 1)));
+                    // A dirty victim is a buffer line the copy wrote: its write-back is the
+                    // copy's DRAM traffic whenever the eviction happens (the stall is
+                    // processing's). The line is then read back: processing's traffic.
+                    if let Some(a) = ev {
+                        stall += dram.write(&mut r.assemble, a, line);
+                    }
+                    stall += dram.read(&mut r.process, addr & !(line - 1), line);
                 }
             });
             r.payload_bytes += v.segments().iter().map(|s| s.len_bytes).sum::<u64>();
@@ -731,7 +790,7 @@ impl MemModel {
         let mut l1 = Cache::new(&c.l1);
         let mut l2 = Cache::new(&c.flow_cache);
         let mut r = DesignReport::default();
-        self.receive(&dram, flows, &mut r);
+        self.receive(&clocks, &dram, flows, &mut r);
         let l1_line = c.l1.line_bytes;
         let l2_line = c.flow_cache.line_bytes;
         // Flow address space: each flow at its own base, line-aligned.
@@ -741,43 +800,54 @@ impl MemModel {
             bases.push(at);
             at += v.len().div_ceil(l2_line) * l2_line + l2_line;
         }
-        // The controller fetches stream bytes [from, to) of a flow into the L2: one DRAM read
-        // per segment piece (whole bursts) and the engine's realignment, pipelined; returns
-        // ticks.
+        // The controller fetches stream bytes [from, to) of a flow into the L2: one
+        // translation-table lookup (on chip) and one DRAM read per segment piece (whole bursts),
+        // and the engine's realignment, pipelined; returns ticks.
         let fetch = |segs: &[Segment], from: u64, to: u64, t: &mut Traffic| -> Time {
             let first = segs.partition_point(|s| s.offset + s.len_bytes <= from);
             let (mut dram_t, mut engine_cycles) = (0, 0);
             for s in segs[first..].iter().take_while(|s| s.offset < to) {
                 let lo = from.max(s.offset);
                 let hi = to.min(s.offset + s.len_bytes);
+                t.table_bytes += TABLE_ENTRY_BYTES;
                 dram_t += dram.read(t, s.addr + (lo - s.offset), hi - lo);
                 engine_cycles +=
                     c.engine.lookup_cycles + (hi - lo).div_ceil(c.engine.bytes_per_cycle);
             }
             dram_t.max(clocks.engine.cycles(engine_cycles))
         };
+        // Whole retrieval assembles the bytestream into the flow cache: as much of it as the
+        // flow cache holds at once. A flow larger than the flow cache is assembled a window of
+        // the flow cache's size at a time, the next one when processing reaches it, so each
+        // payload byte is read from DRAM once (fetching all of it up front would evict its
+        // first lines before processing reached them, and read them again).
+        let window = c.flow_cache.size_bytes;
         let mut assemble_t: Time = 0;
         let mut stall: Time = 0;
         let mut compute = 0u64;
         for (v, &base) in flows.iter().zip(&bases) {
             let segs = v.segments();
             let len = v.len();
-            if c.retrieval == Retrieval::Whole {
-                // The controller assembles the whole bytestream, then the core processes it.
-                // The engine writes lines in stream order; a line evicted before processing
-                // reaches it (a flow larger than the flow cache) is fetched again on demand.
-                let core_stats = l2.stats;
-                let mut off = 0;
-                while off < len {
-                    let _ = l2.access(base + off, false);
-                    off += l2_line;
-                }
-                l2.stats = core_stats; // the fill is not the core's hits or misses
-                assemble_t += fetch(segs, 0, len, &mut r.assemble);
-            }
+            // Stream bytes [0, assembled) are in the flow cache or were processed already.
+            let mut assembled = 0u64;
             compute += self.process(v, workload, &mut |what| match what {
                 // A stream load: the L1, then the L2 flow cache, then the controller.
                 Ref::Stream(off) => {
+                    if c.retrieval == Retrieval::Whole && off >= assembled {
+                        // The window holding `off` (windows a hole skips are not fetched);
+                        // the engine writes its lines in stream order, and the core waits.
+                        let from = off - off % window;
+                        let to = (from + window).min(len);
+                        let core_stats = l2.stats;
+                        let mut line = from;
+                        while line < to {
+                            let _ = l2.access(base + line, false);
+                            line += l2_line;
+                        }
+                        l2.stats = core_stats; // the fill is not the core's hits or misses
+                        assemble_t += fetch(segs, from, to, &mut r.assemble);
+                        assembled = to;
+                    }
                     if let Access::Miss(_) = l1.access(base + off, false) {
                         // Stream lines are never dirty in the L1: nothing to write back.
                         stall += clocks.core.cycles(c.core.l2_hit_cycles);

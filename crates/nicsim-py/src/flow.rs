@@ -382,6 +382,10 @@ fn design_json(d: &DesignReport) -> serde_json::Value {
     let mut v = serde_json::to_value(d).expect("serializable");
     let o = v.as_object_mut().expect("an object");
     o.insert("dram_bytes".into(), d.dram_bytes().into());
+    o.insert(
+        "dram_bytes_after_receive".into(),
+        d.dram_bytes_after_receive().into(),
+    );
     o.insert("cycles".into(), d.cycles().into());
     o.insert("model_seconds".into(), d.seconds().into());
     o.insert("cache_hit_rate".into(), d.l1.hit_rate().into());

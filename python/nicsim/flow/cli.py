@@ -218,6 +218,11 @@ def flow_bench(
             t.add_row("host: bytes read", f"{c['bytes_read']:,}", f"{f['bytes_read']:,}")
             t.add_row("host: Gbit/s (one core)", f"{c['gbps']:.2f}", f"{f['gbps']:.2f}")
             t.add_row(f"model ({s['target']}): DRAM bytes", f"{c['dram_bytes']:,}", f"{f['dram_bytes']:,}")
+            r = one["ratios"]
+            t.add_row("model: DRAM / payload, beyond the NIC's write", f"{r['copy_dram_per_payload_after_receive']:.2f}×",
+                      f"{r['flow_dram_per_payload_after_receive']:.2f}×")
+            t.add_row("model: DRAM / payload, including it", f"{r['copy_dram_per_payload']:.2f}×",
+                      f"{r['flow_dram_per_payload']:.2f}×")
             t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
             t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
             console.print(t)

@@ -169,10 +169,23 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
     summary["ratios"] = {
         "host_speedup": host["copy"]["seconds"] / host["flow"]["seconds"] if host["flow"]["seconds"] else None,
         "model_speedup": model["copy"]["cycles"] / model["flow"]["cycles"] if model["flow"]["cycles"] else None,
+        # The talk's terms: DRAM traffic beyond the Packet Handler's write, and including it.
+        "copy_dram_per_payload_after_receive": model["copy"]["dram_bytes_after_receive"] / p,
+        "flow_dram_per_payload_after_receive": model["flow"]["dram_bytes_after_receive"] / p,
         "copy_dram_per_payload": model["copy"]["dram_bytes"] / p,
         "flow_dram_per_payload": model["flow"]["dram_bytes"] / p,
     }
+    summary["steps"] = dram_steps(model, p)
     return summary
+
+
+STEPS = ("receive", "assemble", "process")
+
+
+def dram_steps(model: dict[str, Any], payload: int) -> dict[str, dict[str, float]]:
+    """DRAM bytes (read + written) per payload byte of each step, per design."""
+    return {side: {step: (model[side][step]["read_bytes"] + model[side][step]["write_bytes"]) / (payload or 1)
+                   for step in STEPS} for side in ("copy", "flow")}
 
 
 def _plot_bench(o: OutputDir, summary: dict[str, Any]) -> None:
