@@ -354,7 +354,7 @@ def reproduce_flowmem(
                                       help="Seed of the synthetic capture.")] = 1,
     capture: Annotated[Path | None, typer.Option("--capture", metavar="CAPTURE",
                                                  help="The real capture beside the micro-benchmark [default: the "
-                                                 "veth recording in tests/data/flowmem, in a source tree].",
+                                                 "veth recording `make veth-captures` makes, in a source tree].",
                                                  show_default=False)] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:

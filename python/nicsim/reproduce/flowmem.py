@@ -7,8 +7,8 @@ reassembly, in the SmartNIC memory model of the talk's prototype (`u250-microbla
 - DRAM traffic per payload byte after reception, each design (talk: 5–6× copy-based, ~1×
   flow-based), and per-core throughput, flow-based over copy-based, for a linear scan and a
   regex search (talk: 2.62× and 1.33×), on the micro-benchmark, on a synthetic capture of
-  many flows (`nicsim flow synth`) and on a real capture with loss (the veth recording in
-  tests/data/flowmem, or `--capture`). DRAM traffic is given on the talk's terms: beyond the
+  many flows (`nicsim flow synth`) and on a real capture with loss (the veth recording `make
+  veth-captures` makes, or `--capture`). DRAM traffic is given on the talk's terms: beyond the
   Packet Handler's write (the talk's "payload size transfers"), and including it as a second
   row; `steps` holds each step's (receive, assemble, process) DRAM bytes per payload byte.
 
@@ -43,10 +43,11 @@ TALK = {
     "throughput_scan": 2.62, "throughput_regex": 1.33, "time_change_pct": (-25.33, -61.96),
 }
 WORKLOADS = {"scan": None, "regex": DEFAULT_PATTERN}
-#: The real capture beside the micro-benchmark: `examples/flowmem/veth_capture.sh OUT 25 300000`,
-#: the receiver's side (XDP drops 25 ‰ of TCP packets on both veth ends; 860 packets, 4
-#: directions, 900,000 payload bytes). In a source tree only; `--capture` names another.
-REAL_CAPTURE = Path(__file__).resolve().parents[3] / "tests" / "data" / "flowmem" / "veth_http_loss25.pcapng"
+#: The real capture beside the micro-benchmark: the veth recording `make veth-captures` makes
+#: (`examples/flowmem/veth_capture.sh OUT 30 1000000`, the receiver's side: XDP drops 30 ‰ of
+#: TCP packets on both veth ends; 4 directions over IPv4 and IPv6). In a source tree where it
+#: was made (as root) only; `--capture` names another.
+REAL_CAPTURE = Path(__file__).resolve().parents[3] / "target" / "veth-captures" / "receiver_side.pcapng"
 #: Where the comparison's rows come from.
 WHERE = {"micro": "micro", "capture": "synthetic capture", "real": "real capture"}
 
