@@ -259,3 +259,56 @@ fn an_unknown_link_type_is_counted_and_named() {
     );
     assert!(out.flows.is_empty());
 }
+
+/// The IPv6 packets of one TCP direction, as `packets` builds the IPv4 ones.
+fn packets_v6() -> Vec<Vec<u8>> {
+    let c = Conn::v6();
+    let ip = |f: Vec<u8>| f[14..f.len() - 4].to_vec();
+    let mut seq = ISN;
+    let mut out = vec![ip(c.frame(0, seq, SYN, &[]))];
+    seq += 1;
+    for p in [&b"hello "[..], b"world", b"!"] {
+        out.push(ip(c.frame(0, seq, ACK, p)));
+        seq += p.len() as u32;
+    }
+    out
+}
+
+#[test]
+fn jumbograms_and_plain_wifi_give_the_stream_sent() {
+    // IPv6 jumbograms (RFC 2675, BIG TCP): payload length 0 and a Hop-by-Hop Jumbo option with
+    // the length.
+    let jumbo: Vec<Vec<u8>> = packets_v6()
+        .iter()
+        .map(|ip| {
+            let next = ip[6];
+            let jumbo_len = (ip.len() - 40 + 8) as u32;
+            let mut hbh = vec![next, 0, 0xc2, 4];
+            hbh.extend_from_slice(&jumbo_len.to_be_bytes());
+            let mut p = ip[..40].to_vec();
+            p[4..6].copy_from_slice(&[0, 0]);
+            p[6] = 0; // Hop-by-Hop options next
+            p.extend(hbh);
+            p.extend_from_slice(&ip[40..]);
+            eth(0x86dd, &p)
+        })
+        .collect();
+    let out = reassemble(linktype::ETHERNET, &jumbo);
+    assert_eq!(stream(&out), (b"hello world!".to_vec(), vec![]));
+    // 802.11 data frames without radiotap (LLC/SNAP after a 24-byte header), one of them a
+    // QoS data frame.
+    let wifi: Vec<Vec<u8>> = packets()
+        .iter()
+        .enumerate()
+        .map(|(k, ip)| {
+            let (fc, extra) = if k % 2 == 0 { (0x08, 0) } else { (0x88, 2) };
+            let mut f = vec![fc, 0x01];
+            f.resize(24 + extra, 0);
+            f.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+            f.extend_from_slice(ip);
+            f
+        })
+        .collect();
+    let out = reassemble(linktype::IEEE802_11, &wifi);
+    assert_eq!(stream(&out), (b"hello world!".to_vec(), vec![]));
+}
