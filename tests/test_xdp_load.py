@@ -64,10 +64,21 @@ def test_a_section_with_two_programs_needs_the_function(tmp_path: Path) -> None:
     assert_one_line_error(r, "no program named 'third' (programs: first (section xdp), second (section xdp))")
 
 
+def test_metadata_kfuncs_are_analysed(tmp_path: Path) -> None:
+    for name in ("ld_kfunc", "kf_rx_meta"):
+        r = analyze(tmp_path, name, out=name)
+        assert r.returncode == 0, r.stderr
+        assert summary(tmp_path / name)["object"]["program"] == name
+
+
 def test_unsupported_kfunc_and_map_of_maps_are_one_line_errors(tmp_path: Path) -> None:
-    r = analyze(tmp_path, "ld_kfunc")
+    r = analyze(tmp_path, "ld_kfunc_unknown")
     line = assert_one_line_error(r)
-    assert line == f"nicsim: error: {obj('ld_kfunc')}: instruction 4: kfunc bpf_xdp_metadata_rx_timestamp is not supported"
+    assert line.startswith(f"nicsim: error: {obj('ld_kfunc_unknown')}: instruction 0: kfunc bpf_nicsim_no_such_kfunc "
+                           "is not supported: supported kfuncs: bpf_xdp_metadata_rx_timestamp"), line
+    r = analyze(tmp_path, "ld_kfunc_ct")
+    assert_one_line_error(r, "ld_kfunc_ct.o", "kfunc bpf_xdp_ct_lookup is not supported: conntrack entries "
+                          "(struct nf_conn) are not modelled")
     r = analyze(tmp_path, "ld_map_in_map")
     assert_one_line_error(r, "ld_map_in_map.o", "map 'outer' of type array_of_maps is not supported",
                           "bpf_map_lookup_elem")

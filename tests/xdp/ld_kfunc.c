@@ -1,5 +1,5 @@
-/* A call of a kernel function (kfunc) through BTF: it loads, and the analysis names the
- * kfunc it does not support. */
+/* A call of a kernel function (kfunc) through BTF, bpf_xdp_metadata_rx_timestamp: it loads,
+ * and the analysis models it (0 with the timestamp written, -ENODATA or -EOPNOTSUPP). */
 #include "xdp_common.h"
 
 extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym;

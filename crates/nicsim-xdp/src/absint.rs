@@ -393,7 +393,7 @@ impl State {
             }
             Insn::CallLocal { .. } | Insn::Exit | Insn::Ja { .. } | Insn::Jmp { .. } => {}
             Insn::LdAbs => {}
-            // A kfunc, as a helper nothing is known of (the costing refuses it).
+            // A kfunc, as a helper nothing is known of (r0 unknown; the stack it may write, too).
             Insn::Kfunc { .. } => s = self.step(&Insn::Call { helper: u32::MAX }),
         }
         s

@@ -293,6 +293,15 @@ impl ConstModel {
                             }
                             Op::Forget(m)
                         }
+                        // A kfunc (the metadata kfuncs write their outputs): as a helper
+                        // that may write the stack.
+                        Insn::Kfunc { .. } => {
+                            let mut m = 0b11_1111; // r0–r5
+                            if s.stack_arg {
+                                m |= SLOT_BITS;
+                            }
+                            Op::Forget(m)
+                        }
                         Insn::Jmp {
                             op, is64, dst, src, ..
                         } if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) => Op::Branch {

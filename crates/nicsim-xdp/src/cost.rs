@@ -114,8 +114,12 @@ pub enum CostError {
         map_type: String,
         why: String,
     },
-    #[error("instruction {pc}: kfunc {name} is not supported")]
-    UnsupportedKfunc { pc: usize, name: String },
+    #[error("instruction {pc}: {why}")]
+    UnsupportedKfunc {
+        pc: usize,
+        name: String,
+        why: String,
+    },
 }
 
 /// Abstract states at every node of an acyclic graph (one pass in topological order). This
@@ -457,10 +461,22 @@ fn insn_cost(
         }
         Insn::LdAbs => plain(c.alu),
         Insn::Kfunc { id } => {
-            return Err(CostError::UnsupportedKfunc {
-                pc,
-                name: p.kfunc_name(id),
-            })
+            // A modelled kfunc costs as the target's entry of its name without `bpf_`.
+            let name = p.kfunc_name(id);
+            if let Some(why) = crate::interp::kfunc_refusal(&name) {
+                return Err(CostError::UnsupportedKfunc { pc, name, why });
+            }
+            let Some(h) = t.helper(name.trim_start_matches("bpf_"), None) else {
+                let why = format!("kfunc {name} has no cost on target {}", t.name);
+                return Err(CostError::UnsupportedKfunc { pc, name, why });
+            };
+            let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
+            InsnCost {
+                cycles: h.cycles,
+                dram,
+                wait_latency: 0.0,
+                memory: dram > 0.0,
+            }
         }
     })
 }

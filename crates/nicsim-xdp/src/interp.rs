@@ -78,6 +78,56 @@ pub(crate) const EEXIST: i64 = 17;
 pub(crate) const EINVAL: i64 = 22;
 pub(crate) const EAGAIN: i64 = 11;
 pub(crate) const EFAULT: i64 = 14;
+/// ENODATA: a device's `bpf_xdp_metadata_*` found no such metadata for the packet.
+pub(crate) const ENODATA: i64 = 61;
+/// EOPNOTSUPP: the kernel's default `bpf_xdp_metadata_*` (net/core/xdp.c), which runs when the
+/// program is not bound to a device (as in BPF_PROG_TEST_RUN).
+pub(crate) const EOPNOTSUPP: i64 = 95;
+
+/// The kfuncs the analysis models: the XDP metadata kfuncs of net/core/xdp.c, each with the
+/// sizes of the outputs its pointer arguments r2, r3 point to. Each returns 0 (the outputs
+/// written), -ENODATA or -EOPNOTSUPP (outputs untouched).
+pub(crate) const KFUNC_XDP_METADATA: [(&str, &[usize]); 3] = [
+    ("bpf_xdp_metadata_rx_timestamp", &[8]),
+    ("bpf_xdp_metadata_rx_hash", &[4, 4]),
+    ("bpf_xdp_metadata_rx_vlan_tag", &[2, 2]),
+];
+
+/// The outputs of kfunc `name` if the analysis models it.
+pub(crate) fn kfunc_outputs(name: &str) -> Option<&'static [usize]> {
+    KFUNC_XDP_METADATA
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, o)| *o)
+}
+
+/// The one-line refusal of kfunc `name`, `None` if it is modelled.
+pub fn kfunc_refusal(name: &str) -> Option<String> {
+    if kfunc_outputs(name).is_some() {
+        return None;
+    }
+    let why = match name {
+        "bpf_xdp_ct_lookup"
+        | "bpf_skb_ct_lookup"
+        | "bpf_xdp_ct_alloc"
+        | "bpf_skb_ct_alloc"
+        | "bpf_ct_insert_entry"
+        | "bpf_ct_release"
+        | "bpf_ct_set_timeout"
+        | "bpf_ct_change_timeout"
+        | "bpf_ct_set_status"
+        | "bpf_ct_change_status"
+        | "bpf_ct_set_nat_info" => {
+            ": conntrack entries (struct nf_conn) are not modelled; supported kfuncs: \
+             bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag"
+        }
+        _ => {
+            ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
+             bpf_xdp_metadata_rx_vlan_tag"
+        }
+    };
+    Some(format!("kfunc {name} is not supported{why}"))
+}
 /// A FIB lookup's result for an unknown ifindex (symex.rs).
 pub(crate) const ENODEV: i64 = 19;
 pub(crate) const EAFNOSUPPORT: i64 = 97;
@@ -1399,7 +1449,20 @@ impl<'a> Machine<'a> {
                 }
                 Insn::Kfunc { id } => {
                     let name = self.p.kfunc_name(id);
-                    return Err(invalid(at, format!("kfunc {name} is not supported")));
+                    let Some(outs) = kfunc_outputs(&name) else {
+                        return Err(invalid(at, kfunc_refusal(&name).unwrap_or_default()));
+                    };
+                    // The XDP metadata kfuncs: r1 the context, r2 (r3) memory of the output's
+                    // size (the verifier checks it readable and writable). Not bound to a
+                    // device (BPF_PROG_TEST_RUN), the kernel's default returns -EOPNOTSUPP and
+                    // writes nothing. symex.rs: 0 with fresh outputs, -ENODATA or -EOPNOTSUPP.
+                    if !matches!(self.region_of(self.regs[1]), (Region::Ctx, 0)) {
+                        return Err(invalid(at, format!("kfunc {name}: r1 is not the context")));
+                    }
+                    for (i, n) in outs.iter().enumerate() {
+                        self.place(at, self.regs[2 + i], *n, Access::Store)?;
+                    }
+                    self.regs[0] = (-EOPNOTSUPP) as u64;
                 }
                 Insn::CallLocal { off } => {
                     let t = self.target(at, off as i64)?;

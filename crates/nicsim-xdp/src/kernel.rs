@@ -166,20 +166,35 @@ fn map_name(name: &str) -> [u8; 16] {
     out
 }
 
+/// The program's instructions for the kernel. A program with kfuncs is refused: an unmodelled
+/// one by name, the XDP metadata kfuncs because the kernel's verifier loads them only into a
+/// device-bound program ("metadata kfuncs require device-bound program", checked on 6.18 with
+/// the kfunc's BTF id from /sys/kernel/btf/vmlinux), and binding needs a device with `ndo_bpf`
+/// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up.
+fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
+    if let Some(k) = program.kfuncs.first() {
+        return Err(KernelError::Input(
+            program
+                .kfuncs
+                .iter()
+                .find_map(|k| crate::interp::kfunc_refusal(k))
+                .unwrap_or_else(|| {
+                    format!(
+                        "kfunc {k}: the kernel loads the XDP metadata kfuncs only into a \
+                         device-bound program, which nicsim's kernel loader does not set up"
+                    )
+                }),
+        ));
+    }
+    Ok(program.raw[..program.main_len.min(program.raw.len())].to_vec())
+}
+
 impl Kernel {
     /// Create the program's maps (global data initialised from its section, `.rodata` frozen),
     /// give the instructions their map file descriptors, and load the program as XDP.
     pub fn load(program: &Program) -> Result<Kernel, KernelError> {
-        if let Some(k) = program.kfuncs.first() {
-            // Its BTF id would come from the running kernel's BTF, which is not looked up.
-            return Err(KernelError::Input(format!("kfunc {k} is not supported")));
-        }
-        Kernel::load_raw(
-            &program.raw[..program.main_len.min(program.raw.len())],
-            &program.maps,
-            &program.license,
-            &program.name,
-        )
+        let raw = kernel_insns(program)?;
+        Kernel::load_raw(&raw, &program.maps, &program.license, &program.name)
     }
 
     /// [`Kernel::load`], with the tail-call targets: `targets[i]` is `program.tail_targets[i]`
@@ -203,12 +218,7 @@ impl Kernel {
                     t.name
                 )));
             }
-            fds.push(load_prog(
-                &t.raw[..t.main_len.min(t.raw.len())],
-                &k.maps,
-                &t.license,
-                &t.name,
-            )?);
+            fds.push(load_prog(&kernel_insns(t)?, &k.maps, &t.license, &t.name)?);
         }
         for (&m, a) in &program.prog_arrays {
             if let crate::load::ProgArray::Known(slots) = a {

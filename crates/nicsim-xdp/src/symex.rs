@@ -28,12 +28,12 @@ use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::cfg::EdgeKind;
 use crate::insn::{AluOp, AtomicOp, Imm64, Insn, JmpOp, Size, Src};
 use crate::interp::{
-    E2BIG, EACCES, EAFNOSUPPORT, EEXIST, EFAULT, EINVAL, ENODEV, ENOENT, ETH_HLEN_BYTES,
-    FIB_LKUP_RET_MAX, FIB_LOOKUP_BYTES, HELPER_FIB_LOOKUP, HELPER_KTIME_GET_COARSE_NS,
-    HELPER_PERF_EVENT_OUTPUT, HELPER_RINGBUF_DISCARD, HELPER_RINGBUF_OUTPUT,
-    HELPER_RINGBUF_RESERVE, HELPER_RINGBUF_SUBMIT, HELPER_SPIN_LOCK, HELPER_SPIN_UNLOCK,
-    HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES, MAX_META_BYTES, MAX_PACKET_BYTES, XDP_BYTES_MAX,
-    XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
+    E2BIG, EACCES, EAFNOSUPPORT, EEXIST, EFAULT, EINVAL, ENODATA, ENODEV, ENOENT, EOPNOTSUPP,
+    ETH_HLEN_BYTES, FIB_LKUP_RET_MAX, FIB_LOOKUP_BYTES, HELPER_FIB_LOOKUP,
+    HELPER_KTIME_GET_COARSE_NS, HELPER_PERF_EVENT_OUTPUT, HELPER_RINGBUF_DISCARD,
+    HELPER_RINGBUF_OUTPUT, HELPER_RINGBUF_RESERVE, HELPER_RINGBUF_SUBMIT, HELPER_SPIN_LOCK,
+    HELPER_SPIN_UNLOCK, HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES, MAX_META_BYTES,
+    MAX_PACKET_BYTES, XDP_BYTES_MAX, XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
 };
 use crate::load::{Program, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
 
@@ -1108,6 +1108,49 @@ impl<'a> Sym<'a> {
         V::S(ret)
     }
 
+    /// A kfunc call. The XDP metadata kfuncs (interp.rs `KFUNC_XDP_METADATA`) return 0, having
+    /// written fresh outputs through r2 (and r3), or -ENODATA / -EOPNOTSUPP, writing nothing
+    /// (a device's implementation or the kernel's default). Any other kfunc is refused by the
+    /// costing before symbolic execution: as a helper nothing is known of.
+    fn kfunc(&mut self, id: u32) {
+        let name = self.p.kfunc_name(id);
+        let Some(outs) = crate::interp::kfunc_outputs(&name) else {
+            return self.call(u32::MAX);
+        };
+        let x = self.fresh("(_ BitVec 64)", "kf");
+        let ret = self.def(
+            "(_ BitVec 64)",
+            &format!(
+                "(ite (= {x} {z}) {z} (ite (= {x} {one}) {} {}))",
+                bv64((-ENODATA) as u64),
+                bv64((-EOPNOTSUPP) as u64),
+                z = bv64(0),
+                one = bv64(1),
+            ),
+        );
+        let ok = self.def("Bool", &format!("(= {ret} {})", bv64(0)));
+        for (a, n) in outs.iter().enumerate() {
+            let ptr = self.reg(2 + a as u8);
+            for i in 0..*n as i64 {
+                let d = self.byte_at(&ptr, i);
+                let V::S(old) = self.load(&d, Size::B) else {
+                    unreachable!("loads give scalars")
+                };
+                let new = self.fresh("(_ BitVec 8)", "kfo");
+                let b = self.def(
+                    "(_ BitVec 64)",
+                    &format!("(ite {ok} ((_ zero_extend 56) {new}) {old})"),
+                );
+                self.store(&d, Size::B, &V::S(b));
+            }
+        }
+        for r in 1..=5 {
+            let v = self.fresh64("clob");
+            self.set(r, v);
+        }
+        self.set(0, V::S(ret));
+    }
+
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
     fn havoc(&mut self, ptr: &V) {
         match ptr {
@@ -1481,8 +1524,7 @@ impl<'a> Sym<'a> {
                 helper: crate::absint::HELPER_LOOP,
             } => self.loop_call(kind, k),
             Insn::Call { helper } => self.call(helper),
-            // As a helper nothing is known of (not reached: the costing refuses kfuncs).
-            Insn::Kfunc { .. } => self.call(u32::MAX),
+            Insn::Kfunc { id } => self.kfunc(id),
             Insn::CallLocal { .. } => {
                 self.next_frame += 1;
                 let f = self.next_frame;

@@ -299,24 +299,62 @@ fn an_xdp_section_is_preferred_over_other_program_types() {
 }
 
 #[test]
-fn a_kfunc_call_loads_and_the_analysis_names_it() {
+fn a_kfunc_call_loads_and_the_metadata_kfuncs_are_modelled() {
     let bytes = obj("ld_kfunc");
     let p = load("ld_kfunc", None, None);
     assert_eq!(p.kfuncs, ["bpf_xdp_metadata_rx_timestamp"]);
-    let at = p
+    assert!(p
         .code
         .iter()
-        .position(|i| matches!(i, Some(Insn::Kfunc { id: 0 })))
-        .expect("a kfunc call");
+        .any(|i| matches!(i, Some(Insn::Kfunc { id: 0 }))));
+    analyse(&bytes, None, None).expect("rx_timestamp is modelled");
+    // Not bound to a device, the kernel's default returns -EOPNOTSUPP: XDP_PASS.
+    let out = run(&p, &[0; 60], &mut MapState::new(&p), &RunOptions::default()).unwrap();
+    assert_eq!(out.retval, 2);
+    let p = load("kf_rx_meta", None, None);
+    let mut k = p.kfuncs.clone();
+    k.sort();
     assert_eq!(
-        analyse(&bytes, None, None).err().unwrap(),
-        format!("instruction {at}: kfunc bpf_xdp_metadata_rx_timestamp is not supported")
+        k,
+        [
+            "bpf_xdp_metadata_rx_hash",
+            "bpf_xdp_metadata_rx_timestamp",
+            "bpf_xdp_metadata_rx_vlan_tag"
+        ]
     );
-    let e = run(&p, &[0; 60], &mut MapState::new(&p), &RunOptions::default()).unwrap_err();
-    assert!(
-        matches!(&e, Fault::Invalid { what, .. } if what == "kfunc bpf_xdp_metadata_rx_timestamp is not supported"),
-        "{e}"
-    );
+    analyse(&obj("kf_rx_meta"), None, None).expect("the metadata kfuncs are modelled");
+}
+
+#[test]
+fn other_kfuncs_are_one_error_naming_them() {
+    for (name, kfunc, why) in [
+        (
+            "ld_kfunc_ct",
+            "bpf_xdp_ct_lookup",
+            ": conntrack entries (struct nf_conn) are not modelled",
+        ),
+        (
+            "ld_kfunc_unknown",
+            "bpf_nicsim_no_such_kfunc",
+            ": supported kfuncs: ",
+        ),
+    ] {
+        let p = load(name, None, None);
+        let at = p
+            .code
+            .iter()
+            .position(|i| matches!(i, Some(Insn::Kfunc { id: 0 })))
+            .expect("a kfunc call");
+        let e = analyse(&obj(name), None, None).err().unwrap();
+        let want = format!("instruction {at}: kfunc {kfunc} is not supported{why}");
+        assert!(e.starts_with(&want), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let e = run(&p, &[0; 60], &mut MapState::new(&p), &RunOptions::default()).unwrap_err();
+        assert!(
+            matches!(&e, Fault::Invalid { what, .. } if what.starts_with(&format!("kfunc {kfunc} is not supported{why}"))),
+            "{e}"
+        );
+    }
 }
 
 #[test]

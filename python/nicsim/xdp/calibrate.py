@@ -148,6 +148,11 @@ def target_toml(m: dict[str, Any]) -> str:
                   "a call and one atomic write of the record's header (the consumer's wake-up not counted)")
     composite("fib_lookup", ("map_lookup_elem.hash", "map_lookup_elem.hash"),
               "the route and the neighbour, each as a hash lookup (without routes the kernel's lookup returns early)")
+    for key in ("xdp_metadata_rx_timestamp", "xdp_metadata_rx_hash", "xdp_metadata_rx_vlan_tag"):
+        composite(key, ("get_smp_processor_id",),
+                  "kfunc, not timed (the benchmarks load no BTF): a call that returns a value without memory "
+                  "work; the kernel's default returns -EOPNOTSUPP at once, a driver's reads the receive "
+                  "descriptor (a few loads, not counted)")
     for key in ("spin_lock", "spin_unlock"):
         composite(key, ("get_smp_processor_id", "atomic"),
                   "uncontended: a call and one atomic operation (a lock needs BTF, which the benchmarks do not emit)")

@@ -308,8 +308,8 @@ def xdp_helpers(
     """List the BPF helpers and map types the analyzer supports, with their costs per target.
 
     A helper is supported when the analyzer models what it does and the target gives it a cost;
-    `bpf_map_lookup_elem (hash)` is the helper on a map of that type. Any other helper, map type
-    or kfunc in a program is an error that names it. Each cost's source is in `--json` and in
+    `bpf_map_lookup_elem (hash)` is the helper on a map of that type; the XDP metadata kfuncs are
+    listed apart. Any other helper, map type or kfunc in a program is an error that names it. Each cost's source is in `--json` and in
     docs/xdp.md.
     """
     from nicsim.xdp.helpers import supported
@@ -332,7 +332,14 @@ def xdp_helpers(
         for name, what in s["map_types"].items():
             types.add_row(name, what)
         console.print(types)
-        console.print(Text(f"kfuncs: {s['kfuncs']}"))
+        kf = Table(title="kfuncs the analyzer models (any other is refused, naming it)")
+        kf.add_column("kfunc")
+        kf.add_column("gives")
+        for t in s["targets"]:
+            kf.add_column(t)
+        for r in s["kfuncs"]:
+            kf.add_row(r["kfunc"], r["what"], *(r["costs"].get(t, {}).get("text", "-") for t in s["targets"]))
+        console.print(kf)
 
     ui.result(s, show)
 

@@ -5,8 +5,8 @@ A helper is supported when the analyzer models what it does (the interpreter and
 executor: docs/xdp.md, "Helpers") and a target gives it a cost; the targets' `[helpers]` tables
 are the list. A key `NAME.TYPE` is the helper on a map of that type (a map helper on a type
 without a key is an error naming the map's type); `loop` and `loop.iteration` are bpf_loop's call
-and each call of its callback (`PARTS`). kfuncs are not supported: each is refused by
-name.
+and each call of its callback (`PARTS`). kfuncs: the XDP metadata kfuncs are modelled
+(docs/xdp.md, "kfuncs"), listed apart with their costs; any other is refused by name.
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ MAP_TYPES = {
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
 }
+#: The kfuncs the analyzer models (crates/nicsim-xdp/src/interp.rs, `KFUNC_XDP_METADATA`), with what
+#: each gives; a target's `[helpers]` entry of the name without `bpf_` is its cost.
+KFUNCS = {
+    "bpf_xdp_metadata_rx_timestamp": "0 and the timestamp, -ENODATA or -EOPNOTSUPP",
+    "bpf_xdp_metadata_rx_hash": "0 and the RSS hash and its type, -ENODATA or -EOPNOTSUPP",
+    "bpf_xdp_metadata_rx_vlan_tag": "0 and the VLAN protocol and TCI, -ENODATA or -EOPNOTSUPP",
+}
 
 #: Helpers costed in parts instead of per map type (`map_type` then names the part): bpf_loop's
 #: call, once, and each call of its callback.
@@ -45,7 +52,7 @@ def _cost(entry: dict[str, Any], unit: str) -> str:
 def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
     """The helpers and map types with a cost on each of `targets` (default: nfp, and x86-jit if
     calibrated here; a target named explicitly must load). Returns {targets, helpers: [{helper,
-    map_type, costs: {target: {text, source}}}], map_types, kfuncs}."""
+    map_type, costs: {target: {text, source}}}], map_types, kfuncs: [{kfunc, what, costs}]}."""
     from nicsim.xdp.calibrate import default_path
 
     names = list(targets) if targets else [t for t in DEFAULT_TARGETS if t != "x86-jit" or default_path().is_file()]
@@ -64,10 +71,13 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
             row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
-    helpers = sorted(rows.values(), key=lambda r: (r["helper"], r["map_type"] or ""))
+    kfuncs = [{"kfunc": r["helper"], "what": KFUNCS[r["helper"]], "costs": r["costs"]}
+              for r in sorted(rows.values(), key=lambda r: r["helper"]) if r["helper"] in KFUNCS]
+    helpers = sorted((r for r in rows.values() if r["helper"] not in KFUNCS),
+                     key=lambda r: (r["helper"], r["map_type"] or ""))
     typed = {r["helper"] for r in helpers if r["map_type"] and r["map_type"] not in PARTS.values()}
     for r in helpers:
         if r["map_type"] is None and r["helper"] in typed:
             r["map_type"] = "(other types)"
     return {"targets": list(loaded), "helpers": helpers, "map_types": MAP_TYPES,
-            "kfuncs": "none: a call to a kernel function through BTF is refused, naming it"}
+            "kfuncs": kfuncs}
