@@ -256,7 +256,7 @@ def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: P
     assert s["target"] == "x86-jit" and s["guarantee"]["status"] == "ssp" and s["guarantee"]["bottleneck"] == "cores"
 
 
-@pytest.mark.parametrize("name", ["sampler", "spin_lock", "xdp_bytes", "fib_router", "kf_rx_meta"])
+@pytest.mark.parametrize("name", ["sampler", "spin_lock", "xdp_bytes", "fib_router", "kf_rx_meta", "kf_ct_stateful"])
 def test_event_lock_and_coarse_time_helpers_have_costs_on_both_targets(name: str, x86_jit: Path,
                                                                          tmp_path: Path) -> None:
     # bpf_ktime_get_coarse_ns, bpf_perf_event_output, bpf_ringbuf_output/_reserve/_submit/
@@ -266,7 +266,8 @@ def test_event_lock_and_coarse_time_helpers_have_costs_on_both_targets(name: str
     helpers = tomllib.loads(x86_jit.read_text())["helpers"]
     for h in ("ktime_get_coarse_ns", "perf_event_output", "ringbuf_output", "ringbuf_reserve", "ringbuf_submit",
               "ringbuf_discard", "spin_lock", "spin_unlock", "xdp_load_bytes", "xdp_store_bytes",
-              "fib_lookup", "xdp_metadata_rx_timestamp", "xdp_metadata_rx_hash", "xdp_metadata_rx_vlan_tag"):
+              "fib_lookup", "xdp_metadata_rx_timestamp", "xdp_metadata_rx_hash", "xdp_metadata_rx_vlan_tag",
+              "xdp_ct_lookup", "ct_release"):
         assert helpers[h]["cycles"] > 0 and helpers[h]["source"], h
     for h in ("ktime_get_coarse_ns", "xdp_load_bytes", "xdp_store_bytes"):
         assert helpers[h]["source"].startswith("measured"), h
@@ -303,11 +304,13 @@ def test_helper_programs_return_what_the_kernel_returns(name: str, cases: list[b
 
 def test_kfunc_programs_are_not_loaded_into_the_kernel() -> None:
     # The metadata kfuncs need a device-bound program, which the kernel loader does not set up;
-    # other kfuncs are refused by name. Each is one error.
+    # the conntrack kfuncs nf_conntrack's module BTF, which it does not load; other kfuncs are
+    # refused by name. Each is one error.
     from nicsim import _core
 
     for name, want in (("kf_rx_meta", "the kernel loads the XDP metadata kfuncs only into a device-bound program"),
-                       ("ld_kfunc_ct", "kfunc bpf_xdp_ct_lookup is not supported: conntrack entries")):
+                       ("ld_kfunc_ct", "kfunc bpf_xdp_ct_lookup: the conntrack kfuncs are in nf_conntrack's module BTF"),
+                       ("ld_kfunc_unknown", "kfunc bpf_nicsim_no_such_kfunc is not supported")):
         with pytest.raises(_core.InputError, match=re.escape(want)):
             _core.XdpKernel(obj(name).read_bytes(), None, "")
 
@@ -632,9 +635,13 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
     table = nicsim("xdp", "helpers", "-t", "nfp")
     assert table.returncode == 0 and "bpf_tail_call" in table.stdout and "prog_array" in table.stdout
     assert_one_line_error(nicsim("xdp", "helpers", "-t", "nope"), "nope")
-    # The metadata kfuncs are listed apart, with a cost on both targets.
+    # The metadata and conntrack kfuncs are listed apart, with a cost on both targets.
     kf = {k["kfunc"]: k for k in s["kfuncs"]}
-    assert set(kf) == {"bpf_xdp_metadata_rx_timestamp", "bpf_xdp_metadata_rx_hash", "bpf_xdp_metadata_rx_vlan_tag"}
+    assert set(kf) == {"bpf_xdp_metadata_rx_timestamp", "bpf_xdp_metadata_rx_hash", "bpf_xdp_metadata_rx_vlan_tag",
+                       "bpf_xdp_ct_lookup", "bpf_ct_release"}
     assert all(set(k["costs"]) == {"nfp", "x86-jit"} for k in kf.values()), kf
-    assert not any(h["helper"].startswith("bpf_xdp_metadata") for h in s["helpers"])
-    assert "bpf_xdp_metadata_rx_hash" in table.stdout
+    assert not any(h["helper"].startswith(("bpf_xdp_metadata", "bpf_xdp_ct", "bpf_ct")) for h in s["helpers"])
+    assert "bpf_xdp_metadata_rx_hash" in table.stdout and "bpf_xdp_ct_lookup" in table.stdout
+    # The lookup is estimated as a hash lookup on both targets.
+    ct = kf["bpf_xdp_ct_lookup"]["costs"]
+    assert "map_lookup_elem.hash" in ct["nfp"]["source"] and "map_lookup_elem.hash" in ct["x86-jit"]["source"], ct

@@ -72,7 +72,6 @@ REFUSED = {
     "bad_printk": "unsupported helper bpf_trace_printk",
     "call_fanout": "would exceed",
     "no_exit": "no path from the entry reaches an exit",
-    "ld_kfunc_ct": "kfunc bpf_xdp_ct_lookup is not supported: conntrack entries (struct nf_conn) are not modelled",
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "ld_map_in_map": "of type array_of_maps is not supported",
 }

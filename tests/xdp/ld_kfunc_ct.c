@@ -1,7 +1,7 @@
 /* A conntrack firewall with the conntrack kfuncs (net/netfilter/nf_conntrack_bpf.c): the
  * packet's IPv4 TCP tuple looked up, known connections passed (the entry released), others
- * dropped. The analysis does not model conntrack entries (struct nf_conn): it refuses the
- * program, naming the kfunc. */
+ * dropped. The lookup's outcome is the conntrack table's, not the program's: the analysis
+ * takes either (docs/xdp.md, "kfuncs"). */
 #include "xdp_common.h"
 
 struct bpf_ct_opts {

@@ -93,7 +93,31 @@ pub(crate) const KFUNC_XDP_METADATA: [(&str, &[usize]); 3] = [
     ("bpf_xdp_metadata_rx_vlan_tag", &[2, 2]),
 ];
 
-/// The outputs of kfunc `name` if the analysis models it.
+/// The conntrack kfuncs the analysis models (net/netfilter/nf_conntrack_bpf.c): the lookup,
+/// which gives a `struct nf_conn` or NULL (`opts->error` set), and the release of what it gave.
+pub(crate) const KFUNC_CT_LOOKUP: &str = "bpf_xdp_ct_lookup";
+pub(crate) const KFUNC_CT_RELEASE: &str = "bpf_ct_release";
+/// The bytes of a `struct nf_conn` the interpreter gives (zeroed; the kernel's size depends on
+/// its configuration, 256 bytes on x86-64 with marks, zones and labels: loads past it fault).
+pub(crate) const NF_CONN_BYTES: usize = 256;
+/// `struct bpf_ct_opts`: 12 bytes before Linux 6.10, 16 since (ct_zone_id, ct_zone_dir).
+pub(crate) const CT_OPTS_OLD_SZ: u64 = 12;
+pub(crate) const CT_OPTS_SZ: u64 = 16;
+/// `sizeof(bpf_tuple->ipv4)`, `sizeof(bpf_tuple->ipv6)`.
+pub(crate) const CT_TUPLE_V4: u64 = 12;
+pub(crate) const CT_TUPLE_V6: u64 = 36;
+/// EPROTO (l4proto neither TCP nor UDP), ENONET (no namespace with netns_id).
+pub(crate) const EPROTO: i64 = 71;
+pub(crate) const ENONET: i64 = 64;
+/// `NF_CT_DEFAULT_ZONE_DIR` (both directions), written into a 16-byte opts' ct_zone_dir of 0.
+pub(crate) const NF_CT_DEFAULT_ZONE_DIR: u8 = 3;
+
+/// Whether the analysis models kfunc `name`.
+pub(crate) fn kfunc_modelled(name: &str) -> bool {
+    kfunc_outputs(name).is_some() || name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE
+}
+
+/// The outputs of kfunc `name` if it is an XDP metadata kfunc.
 pub(crate) fn kfunc_outputs(name: &str) -> Option<&'static [usize]> {
     KFUNC_XDP_METADATA
         .iter()
@@ -103,27 +127,27 @@ pub(crate) fn kfunc_outputs(name: &str) -> Option<&'static [usize]> {
 
 /// The one-line refusal of kfunc `name`, `None` if it is modelled.
 pub fn kfunc_refusal(name: &str) -> Option<String> {
-    if kfunc_outputs(name).is_some() {
+    if kfunc_modelled(name) {
         return None;
     }
     let why = match name {
-        "bpf_xdp_ct_lookup"
-        | "bpf_skb_ct_lookup"
+        "bpf_skb_ct_lookup"
         | "bpf_xdp_ct_alloc"
         | "bpf_skb_ct_alloc"
         | "bpf_ct_insert_entry"
-        | "bpf_ct_release"
         | "bpf_ct_set_timeout"
         | "bpf_ct_change_timeout"
         | "bpf_ct_set_status"
         | "bpf_ct_change_status"
         | "bpf_ct_set_nat_info" => {
-            ": conntrack entries (struct nf_conn) are not modelled; supported kfuncs: \
-             bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag"
+            ": only the conntrack lookup is modelled (a new entry, its insertion and its \
+             setters are not); supported kfuncs: bpf_xdp_metadata_rx_timestamp, \
+             bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, \
+             bpf_ct_release"
         }
         _ => {
             ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
-             bpf_xdp_metadata_rx_vlan_tag"
+             bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release"
         }
     };
     Some(format!("kfunc {name} is not supported{why}"))
@@ -789,6 +813,9 @@ pub struct RunOptions {
     pub ktime_ns: u64,
     /// Seed of `bpf_get_prandom_u32`'s generator (the kernel's lfsr113, `prandom_u32_state`).
     pub prandom_seed: u64,
+    /// Whether `bpf_xdp_ct_lookup` finds a connection (a zeroed `struct nf_conn`) for a tuple
+    /// that passes its checks; else it gives NULL with -ENOENT.
+    pub ct_found: bool,
 }
 
 impl Default for RunOptions {
@@ -799,6 +826,7 @@ impl Default for RunOptions {
             rx_queue_index: 0,
             ktime_ns: 1_000_000_000,
             prandom_seed: 0,
+            ct_found: true,
         }
     }
 }
@@ -836,6 +864,10 @@ enum Region {
     },
     /// A ring buffer record `bpf_ringbuf_reserve` gave (index into `Machine::records`).
     Record {
+        n: u32,
+    },
+    /// A conntrack entry `bpf_xdp_ct_lookup` gave (index into `Machine::conns`).
+    Conn {
         n: u32,
     },
     /// The address of the function at instruction `pc` (a `bpf_loop` callback).
@@ -887,6 +919,8 @@ enum Place {
     Value(usize, usize, usize),
     /// Ring buffer record, byte offset.
     Record(usize, usize),
+    /// A conntrack entry (read only), byte offset.
+    Conn(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -932,6 +966,8 @@ struct Machine<'a> {
     /// Ring buffer records reserved in this run: the bytes, or `None` once submitted or
     /// discarded (the verifier then forbids the pointer).
     records: Vec<Option<Vec<u8>>>,
+    /// Conntrack entries looked up in this run: whether each is still held (not released).
+    conns: Vec<bool>,
     /// Tail calls made in this run.
     tails: u32,
     /// The `bpf_loop` calls in progress, innermost last.
@@ -989,6 +1025,7 @@ pub fn run(
         next_frame: 1,
         rnd: prandom_seed_state(opts.prandom_seed),
         records: Vec::new(),
+        conns: Vec::new(),
         tails: 0,
         loops: Vec::new(),
         resumed: None,
@@ -1171,6 +1208,35 @@ impl<'a> Machine<'a> {
                 }
                 Ok(Place::Record(n as usize, off as usize))
             }
+            Region::Conn { n } => {
+                if !self.conns[n as usize] {
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} through a conntrack entry already released",
+                            access.name()
+                        ),
+                    ));
+                }
+                if access.writes() {
+                    return Err(invalid(
+                        pc,
+                        format!(
+                            "{} into a conntrack entry (struct nf_conn): writes to it are not \
+                             modelled",
+                            access.name()
+                        ),
+                    ));
+                }
+                if !within(0, NF_CONN_BYTES as i64) {
+                    return Err(oob(
+                        "a conntrack entry (struct nf_conn)".into(),
+                        0,
+                        NF_CONN_BYTES as i64,
+                    ));
+                }
+                Ok(Place::Conn(off as usize))
+            }
         }
     }
 
@@ -1180,6 +1246,7 @@ impl<'a> Machine<'a> {
             Place::Stack(d, o) => &self.calls[d].stack[o..o + n],
             Place::Value(m, e, o) => &self.maps.maps[m].arena[e][o..o + n],
             Place::Record(r, o) => &self.records[r].as_ref().expect("checked")[o..o + n],
+            Place::Conn(o) => &[0u8; NF_CONN_BYTES][o..o + n],
         }
     }
 
@@ -1189,6 +1256,7 @@ impl<'a> Machine<'a> {
             Place::Stack(d, o) => &mut self.calls[d].stack[o..o + n],
             Place::Value(m, e, o) => &mut self.maps.maps[m].arena[e][o..o + n],
             Place::Record(r, o) => &mut self.records[r].as_mut().expect("checked")[o..o + n],
+            Place::Conn(_) => unreachable!("writes into a conntrack entry are refused"),
         }
     }
 
@@ -1449,6 +1517,11 @@ impl<'a> Machine<'a> {
                 }
                 Insn::Kfunc { id } => {
                     let name = self.p.kfunc_name(id);
+                    if name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE {
+                        self.regs[0] = self.conntrack(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
                     let Some(outs) = kfunc_outputs(&name) else {
                         return Err(invalid(at, kfunc_refusal(&name).unwrap_or_default()));
                     };
@@ -1512,6 +1585,85 @@ impl<'a> Machine<'a> {
     // -----------------------------------------------------------------------------------------
     // Helpers
     // -----------------------------------------------------------------------------------------
+
+    /// `bpf_xdp_ct_lookup(ctx, tuple, tuple_len, opts, opts_len)` as nf_conntrack_bpf.c
+    /// (Linux 6.10+) checks its arguments: opts NULL gives NULL; else a failed check sets
+    /// `opts->error` and gives NULL; a tuple that passes finds a zeroed entry
+    /// (`RunOptions::ct_found`, `opts->dir` set to 0, the original direction) or sets -ENOENT.
+    /// A netns_id of 0 or more names no namespace here (-ENONET). `bpf_ct_release(ct)` releases
+    /// an entry the program holds.
+    fn conntrack(&mut self, pc: u32, name: &str) -> Result<u64, Fault> {
+        if name == KFUNC_CT_RELEASE {
+            return match self.region_of(self.regs[1]) {
+                (Region::Conn { n }, 0) if self.conns[n as usize] => {
+                    self.conns[n as usize] = false;
+                    Ok(0)
+                }
+                _ => Err(invalid(
+                    pc,
+                    format!("kfunc {name}: r1 is not a conntrack entry the program holds"),
+                )),
+            };
+        }
+        if !matches!(self.region_of(self.regs[1]), (Region::Ctx, 0)) {
+            return Err(invalid(pc, format!("kfunc {name}: r1 is not the context")));
+        }
+        let (tuple, tlen, opts, olen) = (self.regs[2], self.regs[3], self.regs[4], self.regs[5]);
+        if opts == 0 {
+            return Ok(0);
+        }
+        // The verifier checks each pointer is memory of its size (the sizes are the limits).
+        if tlen > 0 && tuple != 0 {
+            self.place(pc, tuple, tlen.min(64) as usize, Access::HelperRead)?;
+        }
+        self.place(pc, opts, olen.clamp(1, 64) as usize, Access::Store)?;
+        let byte = |m: &Self, o: u64| m.load(pc, opts.wrapping_add(o), Size::B, Access::HelperRead);
+        let err: i64 = if tuple == 0 || (olen != CT_OPTS_SZ && olen != CT_OPTS_OLD_SZ) {
+            -EINVAL
+        } else {
+            let reserved = if olen == CT_OPTS_SZ {
+                byte(self, 13)? | byte(self, 14)? | byte(self, 15)?
+            } else {
+                byte(self, 10)? | byte(self, 11)?
+            };
+            let l4 = byte(self, 8)?;
+            let netns = self.load(pc, opts, Size::W, Access::HelperRead)? as u32 as i32;
+            if reserved != 0 {
+                -EINVAL
+            } else if l4 != 6 && l4 != 17 {
+                -EPROTO
+            } else if netns < -1 {
+                -EINVAL
+            } else if tlen != CT_TUPLE_V4 && tlen != CT_TUPLE_V6 {
+                -EAFNOSUPPORT
+            } else if netns >= 0 {
+                -ENONET
+            } else {
+                if olen == CT_OPTS_SZ && byte(self, 12)? == 0 {
+                    self.store(
+                        pc,
+                        opts + 12,
+                        Size::B,
+                        NF_CT_DEFAULT_ZONE_DIR as u64,
+                        Access::Store,
+                    )?;
+                }
+                if self.opts.ct_found {
+                    0
+                } else {
+                    -ENOENT
+                }
+            }
+        };
+        if err != 0 {
+            self.store(pc, opts + 4, Size::W, err as u32 as u64, Access::Store)?;
+            return Ok(0);
+        }
+        self.store(pc, opts + 9, Size::B, 0, Access::Store)?;
+        let n = self.conns.len() as u32;
+        self.conns.push(true);
+        Ok(self.ptr(Region::Conn { n }, 0))
+    }
 
     fn helper_fault(&self, pc: u32, id: u32, what: impl Into<String>) -> Fault {
         Fault::Helper {
@@ -3231,5 +3383,144 @@ mod tests {
         // Packet pointers compare like offsets.
         assert!(address(2, 14) > address(2, 13));
         let _ = jgt_r(0, 0, 0);
+    }
+
+    /// A conntrack lookup: tuple at fp-48 (zeroed, 40 bytes), opts at fp-64 (netns_id, error 0,
+    /// l4proto, the rest 0, then `pre` stores), `tlen` and `olen`; NULL returns opts->error,
+    /// else `found` runs with the entry in r7.
+    fn ct_run(
+        netns: i32,
+        l4: i32,
+        tlen: i32,
+        olen: i32,
+        pre: &[Slot],
+        found: &[Slot],
+        ct_found: bool,
+    ) -> Result<u64, Fault> {
+        let mut s = vec![movr(6, 1)];
+        for o in [-48, -40, -32, -24, -16] {
+            s.push(st(DW, 10, o, 0));
+        }
+        s.push(st(W, 10, -64, netns));
+        s.push(st(W, 10, -60, 0));
+        s.push(st(DW, 10, -56, l4));
+        s.extend_from_slice(pre);
+        s.extend([
+            movr(1, 6),
+            movr(2, 10),
+            add(2, -48),
+            mov(3, tlen),
+            movr(4, 10),
+            add(4, -64),
+            mov(5, olen),
+            i(0x85, 0, 2, 0, 0),
+            movr(7, 0),
+            jeq(7, 0, found.len() as i16),
+        ]);
+        s.extend_from_slice(found);
+        s.extend([ldx(W, 0, 10, -60), exit()]);
+        let mut p = prog(&s, Vec::new());
+        p.kfuncs = vec![KFUNC_CT_LOOKUP.into(), KFUNC_CT_RELEASE.into()];
+        let o = RunOptions {
+            ct_found,
+            ..RunOptions::default()
+        };
+        run(&p, &[0; 64], &mut MapState::new(&p), &o).map(|o| o.retval)
+    }
+
+    #[test]
+    fn the_conntrack_lookup_checks_its_arguments_as_the_kernel() {
+        let err = |e: i64| e as u32 as u64;
+        let release = [
+            ldx(W, 0, 7, 8),
+            movr(8, 0),
+            movr(1, 7),
+            i(0x85, 0, 2, 0, 1),
+            movr(0, 8),
+            exit(),
+        ];
+        // Found: the entry reads as zeroes, and is released.
+        assert_eq!(ct_run(-1, 6, 12, 12, &[], &release, true), Ok(0));
+        assert_eq!(ct_run(-1, 17, 36, 16, &[], &release, true), Ok(0));
+        assert_eq!(
+            ct_run(-1, 6, 12, 12, &[], &release, false),
+            Ok(err(-ENOENT))
+        );
+        // Each check's errno, in the kernel's order.
+        assert_eq!(ct_run(-1, 1, 12, 12, &[], &release, true), Ok(err(-EPROTO)));
+        assert_eq!(ct_run(-2, 6, 12, 12, &[], &release, true), Ok(err(-EINVAL)));
+        assert_eq!(ct_run(0, 6, 12, 12, &[], &release, true), Ok(err(-ENONET)));
+        assert_eq!(
+            ct_run(-1, 6, 13, 12, &[], &release, true),
+            Ok(err(-EAFNOSUPPORT))
+        );
+        assert_eq!(ct_run(-1, 6, 12, 8, &[], &release, true), Ok(err(-EINVAL)));
+        assert_eq!(ct_run(-1, 1, 13, 8, &[], &release, true), Ok(err(-EINVAL)));
+        // Reserved bytes: 10-11 for the 12-byte opts (ct_zone_id), 13-15 for the 16-byte one.
+        let b10 = [st(B, 10, -54, 1)];
+        let b13 = [st(B, 10, -51, 1)];
+        assert_eq!(
+            ct_run(-1, 6, 12, 12, &b10, &release, true),
+            Ok(err(-EINVAL))
+        );
+        assert_eq!(
+            ct_run(-1, 6, 12, 16, &b13, &release, true),
+            Ok(err(-EINVAL))
+        );
+        assert_eq!(ct_run(-1, 6, 12, 12, &b13, &release, true), Ok(0));
+        // A 16-byte opts' ct_zone_dir of 0 becomes NF_CT_DEFAULT_ZONE_DIR; opts->dir 0.
+        let zone = [
+            ldx(B, 8, 10, -52),
+            movr(1, 7),
+            i(0x85, 0, 2, 0, 1),
+            movr(0, 8),
+            exit(),
+        ];
+        assert_eq!(ct_run(-1, 6, 12, 16, &[], &zone, true), Ok(3));
+        assert_eq!(ct_run(-1, 6, 12, 12, &[], &zone, true), Ok(0));
+        // Writes into the entry, loads past it and through it once released are one error.
+        let write = [st(W, 7, 8, 1), exit()];
+        let e = ct_run(-1, 6, 12, 12, &[], &write, true).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "store into a conntrack entry (struct nf_conn): writes to it are not modelled"
+            ),
+            "{e}"
+        );
+        let past = [ldx(W, 0, 7, NF_CONN_BYTES as i16), exit()];
+        let e = ct_run(-1, 6, 12, 12, &[], &past, true).unwrap_err();
+        assert!(
+            e.to_string().contains("a conntrack entry (struct nf_conn)"),
+            "{e}"
+        );
+        let after = [movr(1, 7), i(0x85, 0, 2, 0, 1), ldx(W, 0, 7, 0), exit()];
+        let e = ct_run(-1, 6, 12, 12, &[], &after, true).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("through a conntrack entry already released"),
+            "{e}"
+        );
+        let twice = [
+            movr(1, 7),
+            i(0x85, 0, 2, 0, 1),
+            movr(1, 7),
+            i(0x85, 0, 2, 0, 1),
+            exit(),
+        ];
+        let e = ct_run(-1, 6, 12, 12, &[], &twice, true).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("r1 is not a conntrack entry the program holds"),
+            "{e}"
+        );
+        // The other conntrack kfuncs stay one error.
+        let why = kfunc_refusal("bpf_xdp_ct_alloc").unwrap();
+        assert!(
+            why.starts_with(
+                "kfunc bpf_xdp_ct_alloc is not supported: only the conntrack lookup is modelled"
+            ),
+            "{why}"
+        );
+        assert_eq!(kfunc_refusal(KFUNC_CT_LOOKUP), None);
     }
 }

@@ -170,7 +170,8 @@ fn map_name(name: &str) -> [u8; 16] {
 /// one by name, the XDP metadata kfuncs because the kernel's verifier loads them only into a
 /// device-bound program ("metadata kfuncs require device-bound program", checked on 6.18 with
 /// the kfunc's BTF id from /sys/kernel/btf/vmlinux), and binding needs a device with `ndo_bpf`
-/// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up.
+/// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up; the
+/// conntrack kfuncs because they are in nf_conntrack's module BTF, whose fd the call would need.
 fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
     if let Some(k) = program.kfuncs.first() {
         return Err(KernelError::Input(
@@ -178,6 +179,18 @@ fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
                 .kfuncs
                 .iter()
                 .find_map(|k| crate::interp::kfunc_refusal(k))
+                .or_else(|| {
+                    program
+                        .kfuncs
+                        .iter()
+                        .find(|k| crate::interp::kfunc_outputs(k).is_none())
+                        .map(|k| {
+                            format!(
+                                "kfunc {k}: the conntrack kfuncs are in nf_conntrack's module \
+                                 BTF, which nicsim's kernel loader does not load"
+                            )
+                        })
+                })
                 .unwrap_or_else(|| {
                     format!(
                         "kfunc {k}: the kernel loads the XDP metadata kfuncs only into a \

@@ -327,18 +327,13 @@ fn a_kfunc_call_loads_and_the_metadata_kfuncs_are_modelled() {
 
 #[test]
 fn other_kfuncs_are_one_error_naming_them() {
-    for (name, kfunc, why) in [
-        (
-            "ld_kfunc_ct",
-            "bpf_xdp_ct_lookup",
-            ": conntrack entries (struct nf_conn) are not modelled",
-        ),
-        (
+    // (The conntrack kfuncs other than the lookup and release: interp.rs's unit test.)
+    {
+        let (name, kfunc, why) = (
             "ld_kfunc_unknown",
             "bpf_nicsim_no_such_kfunc",
             ": supported kfuncs: ",
-        ),
-    ] {
+        );
         let p = load(name, None, None);
         let at = p
             .code
@@ -355,6 +350,71 @@ fn other_kfuncs_are_one_error_naming_them() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn the_conntrack_lookup_and_release_are_modelled() {
+    let p = load("ld_kfunc_ct", None, None);
+    assert_eq!(p.kfuncs, ["bpf_xdp_ct_lookup", "bpf_ct_release"]);
+    analyse(&obj("ld_kfunc_ct"), None, None).expect("the conntrack lookup is modelled");
+    // The interpreter finds a connection (a zeroed entry) or, told so, none.
+    let found = RunOptions::default();
+    let none = RunOptions {
+        ct_found: false,
+        ..RunOptions::default()
+    };
+    let out = run(&p, &[0; 60], &mut MapState::new(&p), &found).unwrap();
+    assert_eq!(out.retval, 2);
+    let out = run(&p, &[0; 60], &mut MapState::new(&p), &none).unwrap();
+    assert_eq!(out.retval, 1);
+
+    // The stateful firewall: a TCP SYN without a connection passes; with a connection whose
+    // status is 0 (not assured) and mark 0 it passes too; a TCP ACK with that entry, or
+    // without one, is dropped; non-IPv4 passes.
+    let p = load("kf_ct_stateful", None, None);
+    analyse(&obj("kf_ct_stateful"), None, None).expect("the conntrack lookup is modelled");
+    let tcp = |flags: u8| {
+        let mut b = vec![0u8; 60];
+        b[12] = 0x08;
+        b[14] = 0x45;
+        b[23] = 6;
+        b[47] = flags;
+        b
+    };
+    let act = |pkt: &[u8], o: &RunOptions| run(&p, pkt, &mut MapState::new(&p), o).unwrap().retval;
+    assert_eq!(act(&tcp(0x02), &none), 2);
+    assert_eq!(act(&tcp(0x02), &found), 2);
+    assert_eq!(act(&tcp(0x10), &found), 1);
+    assert_eq!(act(&tcp(0x10), &none), 1);
+    assert_eq!(act(&[0; 60], &none), 2);
+
+    // Bad tuple_len and opts_len: NULL with -EAFNOSUPPORT, then -EINVAL: XDP_DROP.
+    let p = load("kf_ct_badargs", None, None);
+    analyse(&obj("kf_ct_badargs"), None, None).expect("the conntrack lookup is modelled");
+    for o in [&found, &none] {
+        assert_eq!(
+            run(&p, &[0; 60], &mut MapState::new(&p), o).unwrap().retval,
+            1
+        );
+    }
+
+    // Releasing the packet (the verifier refuses it): the analysis changes no value, the
+    // interpreter faults in one line (other packets pass).
+    let p = load("kf_ct_badrelease", None, None);
+    analyse(&obj("kf_ct_badrelease"), None, None).expect("a release changes no value");
+    let mut pkt = [0u8; 60];
+    assert_eq!(
+        run(&p, &pkt, &mut MapState::new(&p), &found)
+            .unwrap()
+            .retval,
+        2
+    );
+    pkt[0] = 0x42;
+    let e = run(&p, &pkt, &mut MapState::new(&p), &found).unwrap_err();
+    assert!(
+        matches!(&e, Fault::Invalid { what, .. } if what == "kfunc bpf_ct_release: r1 is not a conntrack entry the program holds"),
+        "{e}"
+    );
 }
 
 #[test]

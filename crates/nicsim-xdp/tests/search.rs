@@ -262,6 +262,29 @@ fn packet_rate_ssp_examples_take_their_paths() {
 }
 
 #[test]
+fn the_conntrack_lookups_outcome_is_free_and_its_argument_checks_are_modelled() {
+    // ld_kfunc_ct: the slowest path finds a connection and releases it (XDP_PASS); the
+    // interpreter's default finds a zeroed entry, so the example takes that path.
+    let out = search("ld_kfunc_ct", false, &mut Z3::new(), None);
+    assert_eq!(out.status, "ssp");
+    let ssp = out.ssp.as_ref().unwrap();
+    assert_eq!(ssp.example.retval, 2);
+    check_example("ld_kfunc_ct", &ssp.path, &ssp.example);
+    // kf_ct_badargs: a bad tuple_len, then a bad opts_len: both lookups give NULL with the
+    // errno the kernel sets, so only XDP_DROP is feasible (the paths through a found entry or
+    // XDP_ABORTED are refuted).
+    let out = search("kf_ct_badargs", false, &mut Z3::new(), None);
+    assert_eq!(out.status, "ssp");
+    assert!(out.unsat >= 1, "{}", out.unsat);
+    let ssp = out.ssp.as_ref().unwrap();
+    assert_eq!(ssp.example.retval, 1);
+    check_example("kf_ct_badargs", &ssp.path, &ssp.example);
+    // kf_ct_stateful: fields of the entry read as unknown values.
+    let out = search("kf_ct_stateful", false, &mut Z3::new(), None);
+    assert_eq!(out.status, "ssp");
+}
+
+#[test]
 fn unsat_cores_refute_paths_and_prune_others() {
     // The switch parser's slowest path is infeasible, and its core's prefix holds thousands of
     // paths, which never reach the solver.

@@ -153,6 +153,13 @@ def target_toml(m: dict[str, Any]) -> str:
                   "kfunc, not timed (the benchmarks load no BTF): a call that returns a value without memory "
                   "work; the kernel's default returns -EOPNOTSUPP at once, a driver's reads the receive "
                   "descriptor (a few loads, not counted)")
+    composite("xdp_ct_lookup", ("map_lookup_elem.hash",),
+              "kfunc, not timed (the benchmarks load no BTF, and the conntrack kfuncs need nf_conntrack's module "
+              "BTF): the conntrack table is a hash table, the tuple hashed and its bucket walked (the argument "
+              "checks, a few compares, not counted)")
+    composite("ct_release", ("get_smp_processor_id", "atomic"),
+              "kfunc, not timed (as bpf_xdp_ct_lookup): a call and the entry's reference count decremented, one "
+              "atomic operation")
     for key in ("spin_lock", "spin_unlock"):
         composite(key, ("get_smp_processor_id", "atomic"),
                   "uncontended: a call and one atomic operation (a lock needs BTF, which the benchmarks do not emit)")

@@ -28,12 +28,16 @@ MAP_TYPES = {
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
 }
-#: The kfuncs the analyzer models (crates/nicsim-xdp/src/interp.rs, `KFUNC_XDP_METADATA`), with what
-#: each gives; a target's `[helpers]` entry of the name without `bpf_` is its cost.
+#: The kfuncs the analyzer models (crates/nicsim-xdp/src/interp.rs, `KFUNC_XDP_METADATA`,
+#: `KFUNC_CT_LOOKUP`, `KFUNC_CT_RELEASE`), with what each gives; a target's `[helpers]` entry of
+#: the name without `bpf_` is its cost.
 KFUNCS = {
     "bpf_xdp_metadata_rx_timestamp": "0 and the timestamp, -ENODATA or -EOPNOTSUPP",
     "bpf_xdp_metadata_rx_hash": "0 and the RSS hash and its type, -ENODATA or -EOPNOTSUPP",
     "bpf_xdp_metadata_rx_vlan_tag": "0 and the VLAN protocol and TCI, -ENODATA or -EOPNOTSUPP",
+    "bpf_xdp_ct_lookup": "a conntrack entry (struct nf_conn, read only) or NULL with opts->error set "
+                         "(-EINVAL, -EPROTO, -EAFNOSUPPORT for bad arguments; -ENONET; -ENOENT)",
+    "bpf_ct_release": "releases the entry bpf_xdp_ct_lookup gave; no value changes",
 }
 
 #: Helpers costed in parts instead of per map type (`map_type` then names the part): bpf_loop's
