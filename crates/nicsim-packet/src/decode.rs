@@ -672,6 +672,15 @@ impl Walk<'_> {
             }
         };
         let present = (at + claimed).min(self.end).min(frame.len());
+        if present < at + 40 {
+            // The encapsulation (a PPPoE or NFLOG length) ends inside the fixed header.
+            return Err(ParseError::truncated(
+                Layer::Ipv6,
+                at,
+                40,
+                present.saturating_sub(at),
+            ));
+        }
         let upper = ipv6::upper_layer_in(next_header, &frame[at + 40..present])
             .map_err(|e| e.shifted(at))?;
         let src: IpAddr = std::net::Ipv6Addr::from(crate::bytes::<16>(frame, at + 8)).into();

@@ -416,6 +416,24 @@ fn hostile_frames_end_in_an_error_not_a_panic() {
         );
     }
     assert!(decode(linktype::RAW, &nest).is_err());
+    // An encapsulation whose length ends inside the IP header (PPPoE, NFLOG): an error.
+    let v6 = ip6(b"x", 6, &[], None);
+    for (proto, ip) in [(0x0057u16, &v6), (0x0021, &ip4(b"x", None))] {
+        for len in [0u16, 4, 20] {
+            let mut p = vec![0x11, 0, 0, 1];
+            p.extend_from_slice(&len.to_be_bytes());
+            p.extend_from_slice(&proto.to_be_bytes());
+            p.extend_from_slice(ip);
+            let r = decode(linktype::ETHERNET, &eth(0x8864, &p));
+            assert!(
+                r.is_err() || r.as_ref().unwrap().as_ref().is_some_and(|s| s.l4.is_none()),
+                "{r:?}"
+            );
+        }
+    }
+    let mut nf = vec![10, 0, 0, 0, 8, 0, 9, 0];
+    nf.extend_from_slice(&v6);
+    assert!(decode(linktype::NFLOG, &nf).is_err());
     // Every prefix of every frame above decodes or fails cleanly.
     let data = b"0123456789";
     let ip = ip4(data, None);
@@ -452,6 +470,58 @@ fn hostile_frames_end_in_an_error_not_a_panic() {
             for n in 0..=f.len() {
                 let _ = decode(lt, &f[..n]);
             }
+        }
+    }
+}
+
+#[test]
+fn random_frames_of_every_link_type_never_panic() {
+    // Random bytes behind each link type, with the fields that steer the walk (EtherTypes,
+    // lengths, version nibbles, PPP protocols) drawn from the values the walk follows.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let steer: [u8; 24] = [
+        0x08, 0x00, 0x86, 0xdd, 0x81, 0x88, 0xa8, 0x47, 0x64, 0x65, 0x58, 0x0b, 0x21, 0x57, 0x45,
+        0x60, 0x2f, 0x11, 0x04, 0x29, 0x12, 0xb5, 0xaa, 0x03,
+    ];
+    let types = [
+        linktype::ETHERNET,
+        linktype::NULL,
+        linktype::RAW,
+        linktype::LINUX_SLL,
+        linktype::LINUX_SLL2,
+        linktype::IPOIB,
+        linktype::C_HDLC,
+        linktype::PPP,
+        linktype::PPP_HDLC,
+        linktype::PPP_ETHER,
+        linktype::ATM_RFC1483,
+        linktype::PFLOG,
+        linktype::MPLS,
+        linktype::NFLOG,
+        linktype::IEEE802_11,
+        linktype::IEEE802_11_RADIOTAP,
+    ];
+    for _ in 0..200_000 {
+        let len = (next() % 160) as usize;
+        let frame: Vec<u8> = (0..len)
+            .map(|_| {
+                let r = next();
+                if r % 3 == 0 {
+                    steer[(r >> 8) as usize % steer.len()]
+                } else {
+                    (r >> 16) as u8 % 64
+                }
+            })
+            .collect();
+        let lt = types[(next() % types.len() as u64) as usize];
+        if let Ok(Some(s)) = decode(lt, &frame) {
+            assert!(s.payload.start <= s.payload.end && s.payload.end <= frame.len());
         }
     }
 }
