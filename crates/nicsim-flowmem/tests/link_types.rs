@@ -28,10 +28,14 @@ fn pcap(lt: u32, records: &[(Vec<u8>, usize)]) -> Vec<u8> {
     out
 }
 
-/// The IP packets of one TCP direction: a SYN, then "hello ", "world", "!" (the builder's
-/// Ethernet frames without their header and FCS).
+/// The IPv4 packets of one TCP direction: a SYN, then "hello ", "world", "!".
 fn packets() -> Vec<Vec<u8>> {
-    let c = Conn::v4();
+    packets_of(Conn::v4())
+}
+
+/// The IP packets of one TCP direction of `c` (the builder's Ethernet frames without their
+/// header and FCS).
+fn packets_of(c: Conn) -> Vec<Vec<u8>> {
     let ip = |f: Vec<u8>| f[14..f.len() - 4].to_vec();
     let mut seq = ISN;
     let mut out = vec![ip(c.frame(0, seq, SYN, &[]))];
@@ -260,25 +264,11 @@ fn an_unknown_link_type_is_counted_and_named() {
     assert!(out.flows.is_empty());
 }
 
-/// The IPv6 packets of one TCP direction, as `packets` builds the IPv4 ones.
-fn packets_v6() -> Vec<Vec<u8>> {
-    let c = Conn::v6();
-    let ip = |f: Vec<u8>| f[14..f.len() - 4].to_vec();
-    let mut seq = ISN;
-    let mut out = vec![ip(c.frame(0, seq, SYN, &[]))];
-    seq += 1;
-    for p in [&b"hello "[..], b"world", b"!"] {
-        out.push(ip(c.frame(0, seq, ACK, p)));
-        seq += p.len() as u32;
-    }
-    out
-}
-
 #[test]
 fn jumbograms_and_plain_wifi_give_the_stream_sent() {
     // IPv6 jumbograms (RFC 2675, BIG TCP): payload length 0 and a Hop-by-Hop Jumbo option with
     // the length.
-    let jumbo: Vec<Vec<u8>> = packets_v6()
+    let jumbo: Vec<Vec<u8>> = packets_of(Conn::v6())
         .iter()
         .map(|ip| {
             let next = ip[6];
