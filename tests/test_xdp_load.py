@@ -71,7 +71,7 @@ def test_metadata_kfuncs_are_analysed(tmp_path: Path) -> None:
         assert summary(tmp_path / name)["object"]["program"] == name
 
 
-def test_unsupported_kfunc_and_map_of_maps_are_one_line_errors(tmp_path: Path) -> None:
+def test_unsupported_kfunc_is_a_one_line_error(tmp_path: Path) -> None:
     r = analyze(tmp_path, "ld_kfunc_unknown")
     line = assert_one_line_error(r)
     assert line.startswith(f"nicsim: error: {obj('ld_kfunc_unknown')}: instruction 0: kfunc bpf_nicsim_no_such_kfunc "
@@ -79,10 +79,19 @@ def test_unsupported_kfunc_and_map_of_maps_are_one_line_errors(tmp_path: Path) -
     r = analyze(tmp_path, "ld_kfunc_ct")
     assert_one_line_error(r, "ld_kfunc_ct.o", "kfunc bpf_xdp_ct_lookup is not supported: conntrack entries "
                           "(struct nf_conn) are not modelled")
-    r = analyze(tmp_path, "ld_map_in_map")
-    assert_one_line_error(r, "ld_map_in_map.o", "map 'outer' of type array_of_maps is not supported",
-                          "bpf_map_lookup_elem")
     assert not (tmp_path / "o").exists()
+
+
+def test_maps_of_maps_are_analysed_with_their_inner_maps(tmp_path: Path) -> None:
+    # The outer lookup gives the inner map (one synthetic `<outer>.inner` map per map of maps)
+    # or NULL; the analysis reaches an SSP, and its maps include the inner ones.
+    for name, inner in (("ld_map_in_map", {"outer.inner", "outer_h.inner"}),
+                        ("map_in_map_acl", {"tenants.inner", "protos.inner"}), ("mim_zero", {"zero_outer.inner"})):
+        r = analyze(tmp_path, name, out=name)
+        assert r.returncode == 0, r.stderr
+        s = summary(tmp_path / name)
+        assert s["guarantee"]["status"] == "ssp", name
+        assert inner <= set(s["maps"]), (name, s["maps"])
 
 
 def test_sweep_takes_the_program(tmp_path: Path) -> None:

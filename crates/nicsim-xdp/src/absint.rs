@@ -418,6 +418,20 @@ impl State {
                 }
             }
         }
+        if let (
+            Insn::Call {
+                helper: HELPER_MAP_LOOKUP,
+            },
+            Val::MapPtr(m),
+        ) = (*insn, self.regs[1])
+        {
+            // A map of maps gives its inner map or NULL: the inner map's address stands for
+            // both (a comparison with NULL may go either way; the verifier refuses a use before
+            // the NULL check), so the call through it costs as the inner map's.
+            if p.maps[m as usize].is_map_of_maps() {
+                s.regs[0] = p.inner_map(m).map_or(Val::Top, Val::MapPtr);
+            }
+        }
         s
     }
 

@@ -100,6 +100,8 @@ enum V {
     /// A pointer: region plus 64-bit offset term (and the offset if constant).
     P(Region, String, Option<i64>),
     MapPtr(u32),
+    /// A map of maps' lookup result: inner map `m`, or NULL when `null` holds.
+    Inner(u32, String),
     Ctx,
 }
 
@@ -726,6 +728,13 @@ impl<'a> Sym<'a> {
                     _ => self.fresh("Bool", "c"),
                 };
             }
+            (V::Inner(_, null), V::S(z)) | (V::S(z), V::Inner(_, null)) if z == &bv64(0) => {
+                return match op {
+                    JmpOp::Eq => null.clone(),
+                    JmpOp::Ne => format!("(not {null})"),
+                    _ => self.fresh("Bool", "c"),
+                };
+            }
             // Other pointers are never null.
             (V::P(..) | V::Ctx | V::MapPtr(_), V::S(z)) if z == &bv64(0) => {
                 return match op {
@@ -1174,11 +1183,36 @@ impl<'a> Sym<'a> {
     }
 
     fn call(&mut self, helper: u32) {
-        let r1 = self.reg(1);
+        // An inner map pointer (past its NULL check: the verifier refuses a call with one that
+        // may be NULL) is the inner map.
+        let r1 = match self.reg(1) {
+            V::Inner(m, _) => V::MapPtr(m),
+            v => v,
+        };
         let r2 = self.reg(2);
         let r3 = self.reg(3);
         let r4 = self.reg(4);
         let r0 = match (helper, &r1) {
+            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.p.maps[*m as usize].is_map_of_maps() => {
+                let m = *m;
+                let def = self.p.maps[m as usize].clone();
+                let key = self.stack_bytes(&r2, def.key_size.max(1));
+                let pres = self.present[m as usize].clone();
+                let null = if def.map_type == crate::load::MAP_ARRAY_OF_MAPS {
+                    let size = self.array_size(m);
+                    self.def(
+                        "Bool",
+                        &format!("(or (bvuge {key} {size}) (not (select {pres} {key})))"),
+                    )
+                } else {
+                    self.def("Bool", &format!("(not (select {pres} {key}))"))
+                };
+                self.record_lookup(m, &key, Some(format!("(select p{m}_0 {key})")));
+                match self.p.inner_map(m) {
+                    Some(inner) => V::Inner(inner, null),
+                    None => V::S(self.fresh("(_ BitVec 64)", "r0")),
+                }
+            }
             (HELPER_MAP_LOOKUP, V::MapPtr(m))
                 if self.p.maps[*m as usize].map_type == crate::load::MAP_LPM_TRIE
                     && self.p.maps[*m as usize].key_size > 4 =>
@@ -1723,7 +1757,9 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         let (ks, sort) = s.map_sort(m as u32);
         let _ = writeln!(s.out, "(declare-const m{m}_0 {sort})");
         let _ = writeln!(s.out, "(declare-const p{m}_0 (Array (_ BitVec {ks}) Bool))");
-        if def.max_entries == 0 && def.is_array() {
+        if def.max_entries == 0
+            && (def.is_array() || def.map_type == crate::load::MAP_ARRAY_OF_MAPS)
+        {
             let _ = writeln!(s.out, "(declare-const msz{m} (_ BitVec {ks}))");
             let _ = writeln!(s.out, "(assert (bvuge msz{m} (_ bv1 {ks})))");
             s.sizes.push(MapSize {
