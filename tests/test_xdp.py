@@ -174,6 +174,7 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [
     "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked", "dns_cache",
     "ipip_encap", "unsized_map", "redirect_devmap", "sampler", "spin_lock",
+    "map_in_map_acl", "ld_map_in_map", "mim_zero",  # maps of maps
     "xdp_bytes",  # not fib_router: its slowest path needs a route, and the interpreter has no FIB
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
@@ -628,7 +629,7 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
                 ("bpf_map_update_elem", "(other types)"), ("bpf_perf_event_output", None)]:
         assert key in by, key
         assert set(by[key]["costs"]) == {"nfp", "x86-jit"} and by[key]["costs"]["nfp"]["source"], key
-    assert {"prog_array", "xskmap", "ringbuf", "lpm_trie"} <= set(s["map_types"])
+    assert {"prog_array", "xskmap", "ringbuf", "lpm_trie", "array_of_maps", "hash_of_maps"} <= set(s["map_types"])
     # A helper no target lists is not there, and a program calling one is refused naming it.
     assert ("bpf_trace_printk", None) not in by
     assert_one_line_error(nicsim("xdp", "analyze", obj("bad_printk"), "--out", tmp_path / "o"), "bpf_trace_printk")

@@ -73,7 +73,7 @@ REFUSED = {
     "call_fanout": "would exceed",
     "no_exit": "no path from the entry reaches an exit",
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
-    "ld_map_in_map": "of type array_of_maps is not supported",
+    "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay
@@ -263,7 +263,7 @@ def packet(rng: random.Random, opts: dict[str, Any]) -> bytes:
 
 #: Map types whose keys are indices below max_entries (array, percpu array, devmap, cpumap,
 #: xskmap).
-INDEXED = {2, 6, 14, 16, 17}
+INDEXED = {2, 6, 12, 14, 16, 17}  # array, percpu_array, array_of_maps, devmap, cpumap, xskmap
 
 
 def writable_maps(maps: dict[str, Any]) -> dict[str, Any]:

@@ -85,15 +85,35 @@ def test_conntrack_kfuncs_are_analysed(tmp_path: Path) -> None:
     assert summary(tmp_path / "ld_kfunc_ct")["path"]["retval"] == 2
 
 
-def test_unsupported_kfunc_and_map_of_maps_are_one_line_errors(tmp_path: Path) -> None:
+def test_unsupported_kfunc_is_a_one_line_error(tmp_path: Path) -> None:
     r = analyze(tmp_path, "ld_kfunc_unknown")
     line = assert_one_line_error(r)
     assert line.startswith(f"nicsim: error: {obj('ld_kfunc_unknown')}: instruction 0: kfunc bpf_nicsim_no_such_kfunc "
                            "is not supported: supported kfuncs: bpf_xdp_metadata_rx_timestamp"), line
-    r = analyze(tmp_path, "ld_map_in_map")
-    assert_one_line_error(r, "ld_map_in_map.o", "map 'outer' of type array_of_maps is not supported",
-                          "bpf_map_lookup_elem")
     assert not (tmp_path / "o").exists()
+
+
+def test_maps_of_maps_are_analysed_with_their_inner_maps(tmp_path: Path) -> None:
+    # The outer lookup gives the inner map (one synthetic `<outer>.inner` map per map of maps)
+    # or NULL; the analysis reaches an SSP, and its maps include the inner ones.
+    for name, inner in (("ld_map_in_map", {"outer.inner", "outer_h.inner"}),
+                        ("map_in_map_acl", {"tenants.inner", "protos.inner"}), ("mim_zero", {"zero_outer.inner"})):
+        r = analyze(tmp_path, name, out=name)
+        assert r.returncode == 0, r.stderr
+        s = summary(tmp_path / name)
+        assert s["guarantee"]["status"] == "ssp", name
+        assert inner <= set(s["maps"]), (name, s["maps"])
+    # Slots that alias (one map in two slots, a map also used directly): every outcome the
+    # kernel can give stays satisfiable (each operation ends in XDP_TX or XDP_DROP).
+    r = analyze(tmp_path, "mim_alias", "--paths", "100", "--rate", "packet", out="alias")
+    assert r.returncode == 0, r.stderr
+    seen = {(p["example_packet_hex"][:2], p["xdp_action"]) for p in summary(tmp_path / "alias")["slowest_paths"]}
+    assert {(f"0{op}", a) for op in (1, 2, 3) for a in ("XDP_TX", "XDP_DROP")} <= seen, seen
+    # Any other helper through an inner map is one error naming the map.
+    r = analyze(tmp_path, "mim_devmap", out="devmap")
+    assert_one_line_error(r, "mim_devmap.o", "map 'ports.inner' of type devmap is not supported",
+                          "bpf_redirect_map on an inner map of 'ports'")
+    assert not (tmp_path / "devmap").exists()
 
 
 def test_sweep_takes_the_program(tmp_path: Path) -> None:

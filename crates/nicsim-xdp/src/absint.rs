@@ -16,6 +16,8 @@
 use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
 
 pub const HELPER_MAP_LOOKUP: u32 = 1;
+pub const HELPER_MAP_UPDATE: u32 = 2;
+pub const HELPER_MAP_DELETE: u32 = 3;
 pub const HELPER_ADJUST_HEAD: u32 = 44;
 pub const HELPER_ADJUST_TAIL: u32 = 65;
 /// `bpf_tail_call(ctx, prog_array, index)`: jumps to the program in the slot, or returns.
@@ -416,6 +418,20 @@ impl State {
                 if key.hi < def.max_entries as u64 {
                     s.regs[0] = Val::MapVal(m, false);
                 }
+            }
+        }
+        if let (
+            Insn::Call {
+                helper: HELPER_MAP_LOOKUP,
+            },
+            Val::MapPtr(m),
+        ) = (*insn, self.regs[1])
+        {
+            // A map of maps gives its inner map or NULL: the inner map's address stands for
+            // both (a comparison with NULL may go either way; the verifier refuses a use before
+            // the NULL check), so the call through it costs as the inner map's.
+            if p.maps[m as usize].is_map_of_maps() {
+                s.regs[0] = p.inner_map(m).map_or(Val::Top, Val::MapPtr);
             }
         }
         s

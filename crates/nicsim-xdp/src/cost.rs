@@ -416,8 +416,16 @@ fn insn_cost(
         Insn::Call { helper } => {
             let name = helper_name(helper);
             let short = name.trim_start_matches("bpf_");
+            // A map of maps' lookup costs as its own kind's lookup (the kernel's
+            // array_of_map_lookup_elem and htab_of_map_lookup_elem are the array and hash
+            // lookups plus one load of the inner map's address, which the verifier inlines as
+            // array_of_map_gen_lookup / htab_of_map_gen_lookup).
             let map_type = match s.regs[1] {
-                Val::MapPtr(i) => Some(p.maps[i as usize].type_name()),
+                Val::MapPtr(i) => Some(match p.maps[i as usize].map_type {
+                    crate::load::MAP_ARRAY_OF_MAPS => "array",
+                    crate::load::MAP_HASH_OF_MAPS => "hash",
+                    _ => p.maps[i as usize].type_name(),
+                }),
                 _ => None,
             };
             let unsupported_map =
@@ -429,11 +437,42 @@ fn insn_cost(
                 };
             if let Val::MapPtr(i) = s.regs[1] {
                 let m = &p.maps[i as usize];
-                if m.is_map_of_maps() {
+                if m.is_map_of_maps() && helper != crate::absint::HELPER_MAP_LOOKUP {
                     return Err(unsupported_map(
                         m,
-                        format!("{name} on it gives inner maps, which the analysis does not model"),
+                        format!("{name} on it: the verifier allows programs only lookups in a map of maps"),
                     ));
+                }
+                if let Some(o) = p.outer_of(i) {
+                    let ok = [
+                        crate::absint::HELPER_MAP_LOOKUP,
+                        crate::absint::HELPER_MAP_UPDATE,
+                        crate::absint::HELPER_MAP_DELETE,
+                    ];
+                    if !ok.contains(&helper) {
+                        return Err(unsupported_map(
+                            m,
+                            format!(
+                                "{name} on an inner map of '{}': the analysis models lookups, \
+                                 updates and deletes through a map of maps' inner maps only",
+                                p.maps[o as usize].name
+                            ),
+                        ));
+                    }
+                }
+                if m.is_map_of_maps() && p.inner_map(i).is_none() {
+                    let why = match &m.inner {
+                        Some(d) => format!(
+                            "{name} on it gives inner maps of type {}, which the analysis does \
+                             not model inside a map of maps",
+                            d.type_name()
+                        ),
+                        None => format!(
+                            "{name} on it gives inner maps the object does not define (no \
+                             inner map definition)"
+                        ),
+                    };
+                    return Err(unsupported_map(m, why));
                 }
             }
             let Some(h) = t.helper(short, map_type) else {

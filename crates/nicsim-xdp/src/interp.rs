@@ -176,8 +176,7 @@ const MAP_DEVMAP_HASH: u32 = 25;
 pub(crate) const MAP_PERF_EVENT_ARRAY: u32 = 4;
 pub(crate) const MAP_RINGBUF: u32 = 27;
 
-const HELPER_MAP_UPDATE: u32 = 2;
-const HELPER_MAP_DELETE: u32 = 3;
+use crate::absint::{HELPER_MAP_DELETE, HELPER_MAP_UPDATE};
 const HELPER_KTIME_GET_NS: u32 = 5;
 const HELPER_GET_PRANDOM_U32: u32 = 7;
 const HELPER_GET_SMP_PROCESSOR_ID: u32 = 8;
@@ -316,6 +315,10 @@ enum Kind {
     /// devmap, cpumap, xskmap (`indexed`: keys are indices below max_entries) and devmap_hash:
     /// entries come from user space; a program can look them up and redirect to them only.
     Redirect { indexed: bool },
+    /// array_of_maps (`indexed`) and hash_of_maps: entries (slots holding an inner map) come
+    /// from user space; a lookup of a key with an entry gives the inner map (the program's
+    /// `<outer>.inner` map), any other NULL. Programs only look them up.
+    Outer { indexed: bool },
     /// lpm_trie: keys `{u32 prefixlen; u8 data[]}`, kept with the data past the prefix zeroed
     /// (two keys that differ only there are one entry); a lookup finds the entry with the
     /// longest prefix that matches. Programs only look it up here (user space fills it).
@@ -368,6 +371,8 @@ impl MapStore {
             },
             MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
             MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
+            crate::load::MAP_ARRAY_OF_MAPS => Kind::Outer { indexed: true },
+            crate::load::MAP_HASH_OF_MAPS => Kind::Outer { indexed: false },
             MAP_PERF_EVENT_ARRAY | MAP_RINGBUF => Kind::Events,
             MAP_LPM_TRIE if def.key_size > 4 => Kind::Lpm,
             _ => Kind::Unsupported,
@@ -395,7 +400,10 @@ impl MapStore {
         };
         let read_only = def.frozen
             || def.flags & BPF_F_RDONLY_PROG != 0
-            || matches!(kind, Kind::Redirect { .. } | Kind::Events);
+            || matches!(
+                kind,
+                Kind::Redirect { .. } | Kind::Outer { .. } | Kind::Events
+            );
         let mut s = MapStore {
             def: def.clone(),
             kind,
@@ -612,7 +620,10 @@ impl MapState {
         } else {
             key
         };
-        let indexed = matches!(m.kind, Kind::Array | Kind::Redirect { indexed: true });
+        let indexed = matches!(
+            m.kind,
+            Kind::Array | Kind::Redirect { indexed: true } | Kind::Outer { indexed: true }
+        );
         if indexed {
             let idx = match <[u8; 4]>::try_from(key) {
                 Ok(b) => u32::from_le_bytes(b),
@@ -2096,6 +2107,26 @@ impl<'a> Machine<'a> {
                     None => return Ok(0),
                 }
             }
+            Kind::Outer { .. } => {
+                // A slot with an entry holds the inner map (array_of_map_lookup_elem,
+                // htab_of_map_lookup_elem: the inner map's address, or NULL).
+                let key = self.read(pc, self.regs[2], key_size)?;
+                if !self.maps.maps[m].index.contains_key(&key) {
+                    return Ok(0);
+                }
+                let want = crate::load::inner_map_name(&self.maps.maps[m].def.name);
+                let Ok(inner) = self.maps.find(&want) else {
+                    return Err(self.helper_fault(
+                        pc,
+                        id,
+                        format!(
+                            "map '{}': its inner maps are not modelled",
+                            self.maps.maps[m].def.name
+                        ),
+                    ));
+                };
+                return Ok(self.ptr(Region::Map { map: inner as u32 }, 0));
+            }
             Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
         };
         Ok(self.ptr(
@@ -2214,9 +2245,11 @@ impl<'a> Machine<'a> {
                 Ok(0)
             }
             // Programs do not update an lpm_trie here (user space fills it).
-            Kind::Redirect { .. } | Kind::Lpm | Kind::Unsupported | Kind::Events => {
-                Err(self.unmodelled_map(pc, id, m))
-            }
+            Kind::Redirect { .. }
+            | Kind::Outer { .. }
+            | Kind::Lpm
+            | Kind::Unsupported
+            | Kind::Events => Err(self.unmodelled_map(pc, id, m)),
         }
     }
 
@@ -2225,7 +2258,11 @@ impl<'a> Machine<'a> {
         let kind = self.maps.maps[m].kind;
         if matches!(
             kind,
-            Kind::Unsupported | Kind::Redirect { .. } | Kind::Lpm | Kind::Events
+            Kind::Unsupported
+                | Kind::Redirect { .. }
+                | Kind::Outer { .. }
+                | Kind::Lpm
+                | Kind::Events
         ) {
             return Err(self.unmodelled_map(pc, id, m));
         }

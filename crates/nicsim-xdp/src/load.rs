@@ -197,7 +197,60 @@ pub struct Program {
     pub prog_arrays: BTreeMap<u32, ProgArray>,
 }
 
+/// The name of the synthetic inner map of map of maps `outer` (see [`add_inner_maps`]).
+pub fn inner_map_name(outer: &str) -> String {
+    format!("{outer}.inner")
+}
+
+/// For every map of maps whose inner definition the object gives (and whose inner maps are not
+/// prog arrays), one more map at the end of `maps`: the inner map a lookup in it finds, named
+/// `<outer>.inner`, of the inner definition, its contents unknown like any map's. Every slot
+/// of the outer map is modelled as holding this one map (the object's `.values` initialiser
+/// names maps whose contents are as unknown to the analysis; the kernel's user space may store
+/// any map of the inner definition).
+pub fn add_inner_maps(maps: &mut Vec<MapDef>) {
+    let extra: Vec<MapDef> = maps
+        .iter()
+        .filter(|m| m.is_map_of_maps())
+        .filter_map(|m| {
+            let inner = m.inner.as_deref()?;
+            if inner.is_prog_array() || inner.is_map_of_maps() {
+                return None;
+            }
+            let mut d = inner.clone();
+            d.name = inner_map_name(&m.name);
+            d.data = Vec::new();
+            d.frozen = false;
+            d.inner = None;
+            Some(d)
+        })
+        .filter(|d| !maps.iter().any(|m| m.name == d.name))
+        .collect();
+    maps.extend(extra);
+}
+
 impl Program {
+    /// The index of the inner map a lookup in map of maps `m` finds (the synthetic
+    /// `<outer>.inner` map), if the analysis models it.
+    pub fn inner_map(&self, m: u32) -> Option<u32> {
+        let outer = self.maps.get(m as usize)?;
+        if !outer.is_map_of_maps() {
+            return None;
+        }
+        let want = inner_map_name(&outer.name);
+        self.maps
+            .iter()
+            .rposition(|d| d.name == want)
+            .map(|i| i as u32)
+    }
+
+    /// The map of maps whose synthetic inner map (see [`add_inner_maps`]) map `m` is.
+    pub fn outer_of(&self, m: u32) -> Option<u32> {
+        let name = self.maps.get(m as usize)?.name.strip_suffix(".inner")?;
+        let o = self.maps.iter().position(|d| d.name == name)? as u32;
+        (self.inner_map(o) == Some(m)).then_some(o)
+    }
+
     /// Maps declared with `max_entries 0`: their loader sets the size before loading, so the
     /// object does not say it (the analysis takes every size from 1 on).
     pub fn unsized_maps(&self) -> Vec<String> {
@@ -1727,12 +1780,14 @@ fn load_inner(
         }
     }
 
+    let mut maps: Vec<MapDef> = maps.into_iter().map(|m| m.0).collect();
+    add_inner_maps(&mut maps);
     Ok(Program {
         section: chosen.section,
         name: chosen.name,
         raw,
         code,
-        maps: maps.into_iter().map(|m| m.0).collect(),
+        maps,
         line_of,
         lines,
         license: obj.license.to_string_lossy().into_owned(),
@@ -1746,6 +1801,35 @@ fn load_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn def(name: &str, map_type: u32, inner: Option<MapDef>) -> MapDef {
+        MapDef {
+            name: name.into(),
+            map_type,
+            key_size: 4,
+            value_size: 4,
+            max_entries: 2,
+            flags: 0,
+            data: Vec::new(),
+            frozen: false,
+            inner: inner.map(Box::new),
+        }
+    }
+
+    #[test]
+    fn maps_of_maps_get_one_synthetic_inner_map_unless_prog_arrays() {
+        let mut maps = vec![
+            def("a", MAP_ARRAY_OF_MAPS, Some(def("x", MAP_HASH, None))),
+            def("b", MAP_HASH_OF_MAPS, Some(def("y", MAP_PROG_ARRAY, None))),
+            def("c", MAP_HASH_OF_MAPS, None),
+            def("d", MAP_ARRAY, None),
+        ];
+        add_inner_maps(&mut maps);
+        let names: Vec<_> = maps.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "a.inner"]);
+        assert_eq!(maps[4].map_type, MAP_HASH);
+        assert!(maps[4].inner.is_none());
+    }
 
     #[test]
     fn section_names_are_typed_as_libbpf_types_them() {

@@ -49,8 +49,7 @@ const HARD_END: u64 = MAX_PACKET_BYTES as u64;
 const BPF_NOEXIST: u64 = 1;
 const BPF_EXIST: u64 = 2;
 const BPF_F_LOCK: u64 = 4;
-const HELPER_MAP_UPDATE: u32 = 2;
-const HELPER_MAP_DELETE: u32 = 3;
+use crate::absint::{HELPER_MAP_DELETE, HELPER_MAP_UPDATE};
 const HELPER_REDIRECT: u32 = 23;
 const HELPER_REDIRECT_MAP: u32 = 51;
 /// `bpf_redirect_map` flags.
@@ -63,6 +62,11 @@ const MAP_DEVMAP_HASH: u32 = 25;
 const HELPER_ADJUST_META: u32 = 54;
 /// The sort of the packet and of a stack as arrays.
 const BYTES: &str = "(Array (_ BitVec 64) (_ BitVec 8))";
+/// An inner map template's flag (`BPF_F_INNER_MAP`, uapi bpf.h): slots may hold arrays of any
+/// size.
+const BPF_F_INNER_MAP: u32 = 1 << 12;
+/// The bytes of an inner map's value ([`Region::Inner`]), by offset.
+const INNER_VALS: &str = "(Array (_ BitVec 32) (_ BitVec 8))";
 
 fn bv64(v: u64) -> String {
     format!("#x{v:016x}")
@@ -91,6 +95,18 @@ enum Region {
     Record {
         null: String,
     },
+    /// A value in the map a slot of a map of maps holds (`m` is the outer map's synthetic
+    /// inner map, `<outer>.inner`). Which map that is the program does not say: another slot's,
+    /// or a map it also uses directly (user space stores any map of the inner definition). So
+    /// its bytes are `vals` (an array of the value's bytes by offset), fresh at the lookup and
+    /// fresh again after any write to a map of that definition ([`Sym::refresh_inner`]); a
+    /// store may change any map of that definition ([`Sym::havoc_aliases`]). `null` is true
+    /// when the lookup found nothing.
+    Inner {
+        m: u32,
+        null: String,
+        vals: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +116,8 @@ enum V {
     /// A pointer: region plus 64-bit offset term (and the offset if constant).
     P(Region, String, Option<i64>),
     MapPtr(u32),
+    /// A map of maps' lookup result: inner map `m`, or NULL when `null` holds.
+    Inner(u32, String),
     Ctx,
 }
 
@@ -423,6 +441,16 @@ impl<'a> Sym<'a> {
                 }
                 (None, _) => None,
             },
+            V::P(Region::Inner { vals, .. }, off, _) => Some(
+                (0..n)
+                    .map(|i| {
+                        format!(
+                            "(select {vals} ((_ extract 31 0) (bvadd {off} {})))",
+                            bv64(i as u64)
+                        )
+                    })
+                    .collect(),
+            ),
             V::P(Region::Map { m, key, .. }, off, _) => {
                 let mem = self.mem[*m as usize].clone();
                 Some(
@@ -529,8 +557,11 @@ impl<'a> Sym<'a> {
                 // The element may be another key's by now: any value of the map may change.
                 let sort = self.map_sort(*m).1;
                 self.mem[*m as usize] = self.fresh(&sort, "mrep");
+                self.refresh_inner(*m);
             }
+            V::P(Region::Inner { m, .. }, _, _) => self.havoc_aliases(*m),
             V::P(Region::Map { m, key, .. }, off, _) => {
+                self.refresh_inner(*m);
                 let v = self.scalar(val);
                 let m = *m as usize;
                 let mut arr = self.mem[m].clone();
@@ -716,10 +747,33 @@ impl<'a> Sym<'a> {
             }
             // A value of a map updated since the lookup: the lookup's null check still. A ring
             // buffer record: whether the reservation failed.
-            (V::P(Region::Replaced { null, .. } | Region::Record { null }, _, _), V::S(z))
-            | (V::S(z), V::P(Region::Replaced { null, .. } | Region::Record { null }, _, _))
-                if z == &bv64(0) =>
-            {
+            (
+                V::P(
+                    Region::Replaced { null, .. }
+                    | Region::Record { null }
+                    | Region::Inner { null, .. },
+                    _,
+                    _,
+                ),
+                V::S(z),
+            )
+            | (
+                V::S(z),
+                V::P(
+                    Region::Replaced { null, .. }
+                    | Region::Record { null }
+                    | Region::Inner { null, .. },
+                    _,
+                    _,
+                ),
+            ) if z == &bv64(0) => {
+                return match op {
+                    JmpOp::Eq => null.clone(),
+                    JmpOp::Ne => format!("(not {null})"),
+                    _ => self.fresh("Bool", "c"),
+                };
+            }
+            (V::Inner(_, null), V::S(z)) | (V::S(z), V::Inner(_, null)) if z == &bv64(0) => {
                 return match op {
                     JmpOp::Eq => null.clone(),
                     JmpOp::Ne => format!("(not {null})"),
@@ -775,6 +829,7 @@ impl<'a> Sym<'a> {
     /// its result is fresh after the flags check, and one fresh key, or none, leaves. Deleting
     /// gives 0 when the key was present, else -ENOENT. Other map types: a fresh result.
     fn map_write(&mut self, helper: u32, m: u32, key_ptr: &V, val_ptr: &V, flags: &V) -> V {
+        self.refresh_inner(m);
         let def = self.p.maps[m as usize].clone();
         let mi = m as usize;
         let key = self.stack_bytes(key_ptr, def.key_size.max(1));
@@ -947,6 +1002,36 @@ impl<'a> Sym<'a> {
             bv64(0),
             Some(0),
         )
+    }
+
+    /// `bpf_map_lookup_elem` through inner map `m` (a map of maps' `<outer>.inner`): the map is
+    /// whichever the slot holds, so the entry's bytes are fresh ([`Region::Inner`]) and whether
+    /// there is one is unknown, except in an array whose inner definition fixes its size (the
+    /// kernel's `array_map_meta_equal` asks a slot's array for the template's max_entries
+    /// unless the template has BPF_F_INNER_MAP): there the key below the size. The entry is
+    /// reported as a lookup of `<outer>.inner`, so an example can fill the interpreter's.
+    fn inner_lookup(&mut self, m: u32, keyp: &V) -> V {
+        let def = self.p.maps[m as usize].clone();
+        let key = self.stack_bytes(keyp, def.key_size.max(1));
+        let key = self.def(&format!("(_ BitVec {})", def.key_size.max(1) * 8), &key);
+        let sized = def.is_array() && def.max_entries > 0 && def.flags & BPF_F_INNER_MAP == 0;
+        let null = if sized {
+            let size = self.array_size(m);
+            self.def("Bool", &format!("(bvuge {key} {size})"))
+        } else {
+            self.fresh("Bool", "innull")
+        };
+        let vals = self.fresh(INNER_VALS, "inval");
+        self.lookups.push(Lookup {
+            map: def.name.clone(),
+            key: key.clone(),
+            key_size: def.key_size,
+            value: (0..def.value_size)
+                .map(|i| format!("(select {vals} (_ bv{i} 32))"))
+                .collect(),
+            present: (!sized).then(|| format!("(not {null})")),
+        });
+        V::P(Region::Inner { m, null, vals }, bv64(0), Some(0))
     }
 
     fn record_lookup(&mut self, m: u32, key: &str, present: Option<String>) {
@@ -1306,17 +1391,113 @@ impl<'a> Sym<'a> {
             V::P(Region::Map { m, .. } | Region::Replaced { m, .. }, _, _) => {
                 let sort = self.map_sort(*m).1;
                 self.mem[*m as usize] = self.fresh(&sort, "mrep");
+                self.refresh_inner(*m);
             }
+            V::P(Region::Inner { m, .. }, _, _) => self.havoc_aliases(*m),
             _ => {}
         }
     }
 
+    /// Whether a slot of a map of maps whose synthetic inner map is `inner` may hold map `m`
+    /// (or an inner map of another map of maps, the same map as `m`'s): the same type, key
+    /// size and value size (the kernel's `bpf_map_meta_equal` asks that and more).
+    fn may_alias(&self, inner: u32, m: u32) -> bool {
+        let (a, b) = (&self.p.maps[inner as usize], &self.p.maps[m as usize]);
+        a.map_type == b.map_type && a.key_size == b.key_size && a.value_size == b.value_size
+    }
+
+    /// A write to map `m` may have changed the value any inner map pointer of a definition
+    /// `m` fits points to: their bytes become fresh.
+    fn refresh_inner(&mut self, m: u32) {
+        let hit: Vec<bool> = (0..self.p.maps.len() as u32)
+            .map(|i| self.p.outer_of(i).is_some() && self.may_alias(i, m))
+            .collect();
+        if !hit.contains(&true) {
+            return;
+        }
+        let mut frames = std::mem::take(&mut self.frames);
+        for f in &mut frames {
+            let saved = f.saved.iter_mut().flat_map(|s| s.iter_mut());
+            for v in f.regs.iter_mut().chain(f.spills.values_mut()).chain(saved) {
+                if let V::P(Region::Inner { m, vals, .. }, _, _) = v {
+                    if hit[*m as usize] {
+                        *vals = self.fresh(INNER_VALS, "inval");
+                    }
+                }
+            }
+        }
+        self.frames = frames;
+    }
+
+    /// A write through inner map `m` (a map of maps' `<outer>.inner`) may have changed any map
+    /// a slot can hold: every map the program uses directly with the inner definition's type,
+    /// key size and value size (the kernel's `bpf_map_meta_equal` asks that and more) gets
+    /// fresh contents and entries, and its value pointers become [`Region::Replaced`] (the
+    /// write may have deleted or replaced their element). Reads through inner maps are fresh
+    /// anyway.
+    fn havoc_aliases(&mut self, m: u32) {
+        let def = self.p.maps[m as usize].clone();
+        for j in 0..self.p.maps.len() {
+            let d = &self.p.maps[j];
+            if self.p.outer_of(j as u32).is_some()
+                || d.map_type != def.map_type
+                || d.key_size != def.key_size
+                || d.value_size != def.value_size
+            {
+                continue;
+            }
+            let (ks, sort) = self.map_sort(j as u32);
+            self.mem[j] = self.fresh(&sort, "mrep");
+            self.present[j] = self.fresh(&format!("(Array (_ BitVec {ks}) Bool)"), "prep");
+            if !d.is_array() {
+                self.replace_values(j as u32);
+            }
+        }
+        self.refresh_inner(m);
+    }
+
     fn call(&mut self, helper: u32) {
-        let r1 = self.reg(1);
+        // An inner map pointer (past its NULL check: the verifier refuses a call with one that
+        // may be NULL) is the inner map.
+        let r1 = match self.reg(1) {
+            V::Inner(m, _) => V::MapPtr(m),
+            v => v,
+        };
         let r2 = self.reg(2);
         let r3 = self.reg(3);
         let r4 = self.reg(4);
         let r0 = match (helper, &r1) {
+            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.p.maps[*m as usize].is_map_of_maps() => {
+                let m = *m;
+                let def = self.p.maps[m as usize].clone();
+                let key = self.stack_bytes(&r2, def.key_size.max(1));
+                let pres = self.present[m as usize].clone();
+                let null = if def.map_type == crate::load::MAP_ARRAY_OF_MAPS {
+                    let size = self.array_size(m);
+                    self.def(
+                        "Bool",
+                        &format!("(or (bvuge {key} {size}) (not (select {pres} {key})))"),
+                    )
+                } else {
+                    self.def("Bool", &format!("(not (select {pres} {key}))"))
+                };
+                self.record_lookup(m, &key, Some(format!("(select p{m}_0 {key})")));
+                match self.p.inner_map(m) {
+                    Some(inner) => V::Inner(inner, null),
+                    None => V::S(self.fresh("(_ BitVec 64)", "r0")),
+                }
+            }
+            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.p.outer_of(*m).is_some() => {
+                let m = *m;
+                self.inner_lookup(m, &r2)
+            }
+            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m))
+                if self.p.outer_of(*m).is_some() =>
+            {
+                let m = *m;
+                self.havoc_aliases(m);
+                self.fresh64("upd")
+            }
             (HELPER_MAP_LOOKUP, V::MapPtr(m))
                 if self.p.maps[*m as usize].map_type == crate::load::MAP_LPM_TRIE
                     && self.p.maps[*m as usize].key_size > 4 =>
@@ -1861,7 +2042,9 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         let (ks, sort) = s.map_sort(m as u32);
         let _ = writeln!(s.out, "(declare-const m{m}_0 {sort})");
         let _ = writeln!(s.out, "(declare-const p{m}_0 (Array (_ BitVec {ks}) Bool))");
-        if def.max_entries == 0 && def.is_array() {
+        if def.max_entries == 0
+            && (def.is_array() || def.map_type == crate::load::MAP_ARRAY_OF_MAPS)
+        {
             let _ = writeln!(s.out, "(declare-const msz{m} (_ BitVec {ks}))");
             let _ = writeln!(s.out, "(assert (bvuge msz{m} (_ bv1 {ks})))");
             s.sizes.push(MapSize {

@@ -139,6 +139,7 @@ fn an_iproute2_prog_section_with_bpf_elf_maps() {
             ("per_vlan", "hash_of_maps", 4, 4, 16),
             ("tmpl", "array", 4, 8, 2),
             ("vlan_drops", "percpu_array", 4, 8, 1),
+            ("per_vlan.inner", "array", 4, 8, 2),
         ]
     );
     // iproute2's map in map: the outer map's inner_id is the template's id.
@@ -217,7 +218,8 @@ fn several_programs_are_listed_and_every_listed_name_chooses_one() {
         [
             ("counts", "array", 4, 8, 2),
             ("per_port", "array_of_maps", 4, 4, 8),
-            ("tx_port", "devmap", 4, 4, 8)
+            ("tx_port", "devmap", 4, 4, 8),
+            ("per_port.inner", "array", 4, 8, 2)
         ]
     );
     assert_eq!(map(&p, "per_port").inner.as_ref().unwrap().name, "counts");
@@ -418,15 +420,18 @@ fn the_conntrack_lookup_and_release_are_modelled() {
 }
 
 #[test]
-fn btf_maps_of_maps_load_and_the_analysis_names_their_type() {
+fn btf_maps_of_maps_load_with_their_inner_maps_and_are_analysed() {
     let bytes = obj("ld_map_in_map");
     let p = load("ld_map_in_map", None, None);
+    // Each map of maps gets one synthetic inner map of its inner definition, at the end.
     assert_eq!(
         maps(&p),
         [
             ("inner_a", "array", 4, 8, 4),
             ("outer", "array_of_maps", 4, 4, 2),
-            ("outer_h", "hash_of_maps", 4, 4, 8)
+            ("outer_h", "hash_of_maps", 4, 4, 8),
+            ("outer.inner", "array", 4, 8, 4),
+            ("outer_h.inner", "hash", 4, 4, 16)
         ]
     );
     let i = map(&p, "outer").inner.as_deref().unwrap();
@@ -439,12 +444,27 @@ fn btf_maps_of_maps_load_and_the_analysis_names_their_type() {
         (i.type_name(), i.value_size, i.max_entries),
         ("hash", 4, 16)
     );
-    let e = analyse(&bytes, None, None).err().unwrap();
-    assert!(
-        e.contains("map 'outer' of type array_of_maps is not supported")
-            && e.contains("bpf_map_lookup_elem on it gives inner maps"),
-        "{e}"
+    assert_eq!(p.inner_map(1), Some(3));
+    assert_eq!(p.inner_map(2), Some(4));
+    assert_eq!(p.inner_map(0), None);
+    analyse(&bytes, None, None).unwrap();
+    // An empty slot, a slot past the array: NULL (XDP_PASS); a filled slot gives the inner
+    // map, whose entry the program increments.
+    let mut maps = MapState::new(&p);
+    let out = run(&p, &[0; 60], &mut maps, &RunOptions::default()).unwrap();
+    assert_eq!(out.retval, 2);
+    maps.set("outer", &0u32.to_le_bytes(), &0u32.to_le_bytes())
+        .unwrap();
+    let out = run(&p, &[0; 60], &mut maps, &RunOptions::default()).unwrap();
+    assert_eq!(out.retval, 1);
+    assert_eq!(
+        maps.get("outer.inner", &0u32.to_le_bytes()).unwrap(),
+        Some(1u64.to_le_bytes().to_vec())
     );
+    // Hostile: an outer array sized 0 in the object (its loader sizes it), and a hash of
+    // maps, are analysed too.
+    analyse(&obj("mim_zero"), None, None).unwrap();
+    analyse(&obj("map_in_map_acl"), None, None).unwrap();
 }
 
 #[test]

@@ -372,6 +372,54 @@ fn more_paths_come_slowest_first_and_each_example_takes_its_path() {
     assert!(!out.slowest.is_empty() && out.slowest.len() < 1000);
 }
 
+/// Maps of maps (`tests/xdp/map_in_map_acl.c`, `ld_map_in_map.c`): every satisfiable path is
+/// found (none the kernel can take is refuted: the outer lookup finds the inner map or NULL,
+/// the inner lookups their own entries), and each example, with its outer and inner map
+/// entries, takes its path through the interpreter. map_in_map_acl: 2 paths pass before the
+/// lookups (the three too-short-packet drops are refuted: frames have 60 bytes), then the
+/// per-port counter map absent or present (its slot-0 lookup in an array never fails) times
+/// 5 (VLAN past 15, tenant map absent, source absent, verdict XDP_TX or not); ld_map_in_map:
+/// the outer slot empty, or filled (its inner array's slot-0 lookup never fails).
+#[test]
+fn map_of_maps_paths_are_all_found_and_their_examples_take_them() {
+    for (name, want) in [("map_in_map_acl", 12), ("ld_map_in_map", 2)] {
+        let mut z = Z3::new();
+        let out = search(name, false, &mut z, Some(1000));
+        assert_eq!(out.status, "ssp", "{name}");
+        assert_eq!(out.slowest_stopped.as_deref(), Some("exhausted"), "{name}");
+        assert_eq!(out.slowest.len(), want, "{name}");
+        for p in &out.slowest {
+            check_example(name, &p.path, &p.example);
+        }
+    }
+}
+
+/// Maps of maps whose slots alias (`tests/xdp/mim_alias.c`): one map in two slots, or a map the
+/// program also uses directly. For each of its three operations (packet byte 0 = 1, 2, 3) the
+/// kernel can give XDP_TX (the maps are one) and XDP_DROP (they are two), so the search must
+/// find both as satisfiable paths. A model that let a write through one handle show (or not
+/// show) through another would refute one of them.
+#[test]
+fn aliased_inner_maps_refute_no_outcome_the_kernel_gives() {
+    let mut z = Z3::new();
+    let out = search("mim_alias", false, &mut z, Some(1000));
+    assert_eq!(out.status, "ssp");
+    assert_eq!(out.slowest_stopped.as_deref(), Some("exhausted"));
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &out.slowest {
+        let op = hex(&p.example.packet_hex)[0];
+        seen.insert((op, p.example.retval));
+    }
+    for op in 1..=3u8 {
+        for action in [1u32, 3] {
+            assert!(
+                seen.contains(&(op, action)),
+                "op {op}: XDP action {action} refuted: {seen:?}"
+            );
+        }
+    }
+}
+
 /// A solver that answers as Z3 does until its `fail_at`-th call, which fails as `error` says.
 struct Failing {
     z: Z3,

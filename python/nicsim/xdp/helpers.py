@@ -27,6 +27,8 @@ MAP_TYPES = {
     "devmap": "bpf_redirect_map", "devmap_hash": "bpf_redirect_map", "cpumap": "bpf_redirect_map",
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
+    "array_of_maps": "lookup (costs as array): the inner map or NULL; lookup/update/delete through it",
+    "hash_of_maps": "lookup (costs as hash): the inner map or NULL; lookup/update/delete through it",
 }
 #: The kfuncs the analyzer models (crates/nicsim-xdp/src/interp.rs, `KFUNC_XDP_METADATA`,
 #: `KFUNC_CT_LOOKUP`, `KFUNC_CT_RELEASE`), with what each gives; a target's `[helpers]` entry of
