@@ -174,7 +174,7 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [
     "calls", "count_min_5", "flags", "quic_lb_v4", "quic_lb_v6", "parser", "rtp_alaw_opt", "loop_masked", "dns_cache",
     "ipip_encap", "unsized_map", "redirect_devmap", "sampler", "spin_lock",
-    "map_in_map_acl", "ld_map_in_map", "mim_zero",  # maps of maps
+    "map_in_map_acl", "ld_map_in_map", "mim_zero", "mim_fallback",  # maps of maps
     "xdp_bytes",  # not fib_router: its slowest path needs a route, and the interpreter has no FIB
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:

@@ -97,7 +97,8 @@ def test_maps_of_maps_are_analysed_with_their_inner_maps(tmp_path: Path) -> None
     # The outer lookup gives the inner map (one synthetic `<outer>.inner` map per map of maps)
     # or NULL; the analysis reaches an SSP, and its maps include the inner ones.
     for name, inner in (("ld_map_in_map", {"outer.inner", "outer_h.inner"}),
-                        ("map_in_map_acl", {"tenants.inner", "protos.inner"}), ("mim_zero", {"zero_outer.inner"})):
+                        ("map_in_map_acl", {"tenants.inner", "protos.inner"}), ("mim_zero", {"zero_outer.inner"}),
+                        ("mim_fallback", {"lru_mapping.inner"})):  # katran's per-CPU LRU or a fallback
         r = analyze(tmp_path, name, out=name)
         assert r.returncode == 0, r.stderr
         s = summary(tmp_path / name)

@@ -421,11 +421,7 @@ fn insn_cost(
             // lookups plus one load of the inner map's address, which the verifier inlines as
             // array_of_map_gen_lookup / htab_of_map_gen_lookup).
             let map_type = match s.regs[1] {
-                Val::MapPtr(i) => Some(match p.maps[i as usize].map_type {
-                    crate::load::MAP_ARRAY_OF_MAPS => "array",
-                    crate::load::MAP_HASH_OF_MAPS => "hash",
-                    _ => p.maps[i as usize].type_name(),
-                }),
+                Val::MapPtr(i) => Some(map_kind(&p.maps[i as usize])),
                 _ => None,
             };
             let unsupported_map =
@@ -475,7 +471,31 @@ fn insn_cost(
                     return Err(unsupported_map(m, why));
                 }
             }
-            let Some(h) = t.helper(short, map_type) else {
+            // A map helper whose map the abstract state does not pin down (a pointer that is one
+            // of two maps at a join, as a fallback map for a missing inner map: the verifier
+            // knows each path's map): the worst of the program's maps, entry by entry.
+            let worst;
+            let mut h = t.helper(short, map_type);
+            if h.is_none() && map_type.is_none() && is_map_helper(helper) {
+                let mut costs = p
+                    .maps
+                    .iter()
+                    .filter_map(|d| t.helper(short, Some(map_kind(d))))
+                    .peekable();
+                if costs.peek().is_some() {
+                    worst = costs.fold(crate::target::HelperCost::default(), |w, c| {
+                        crate::target::HelperCost {
+                            cycles: w.cycles.max(c.cycles),
+                            dram_reads: w.dram_reads.max(c.dram_reads),
+                            dram_writes: w.dram_writes.max(c.dram_writes),
+                            dram_atomics: w.dram_atomics.max(c.dram_atomics),
+                            source: "the worst of the program's maps".into(),
+                        }
+                    });
+                    h = Some(&worst);
+                }
+            }
+            let Some(h) = h else {
                 if let (Val::MapPtr(i), Some(_)) = (s.regs[1], t.helper(short, Some("hash"))) {
                     // The helper has a cost on other maps: this map's type is what is missing.
                     return Err(unsupported_map(
@@ -518,6 +538,27 @@ fn insn_cost(
             }
         }
     })
+}
+
+/// The map type whose entry in a target's `[helpers]` a map helper on map `d` costs as: a map
+/// of maps' lookup as its own kind's, the kernel's `array_of_map_lookup_elem` and
+/// `htab_of_map_lookup_elem` being the array and hash lookups plus one load.
+fn map_kind(d: &crate::load::MapDef) -> &'static str {
+    match d.map_type {
+        crate::load::MAP_ARRAY_OF_MAPS => "array",
+        crate::load::MAP_HASH_OF_MAPS => "hash",
+        _ => d.type_name(),
+    }
+}
+
+/// `bpf_map_lookup_elem`, `bpf_map_update_elem`, `bpf_map_delete_elem`: helpers whose r1 the
+/// verifier requires to be a map.
+fn is_map_helper(helper: u32) -> bool {
+    use crate::absint::{HELPER_MAP_DELETE, HELPER_MAP_LOOKUP, HELPER_MAP_UPDATE};
+    matches!(
+        helper,
+        HELPER_MAP_LOOKUP | HELPER_MAP_UPDATE | HELPER_MAP_DELETE
+    )
 }
 
 /// Cost of a `bpf_loop` call node leaving by `kind`: the target's `loop` (the call: its checks

@@ -1472,16 +1472,23 @@ impl<'a> Sym<'a> {
                 let def = self.p.maps[m as usize].clone();
                 let key = self.stack_bytes(&r2, def.key_size.max(1));
                 let pres = self.present[m as usize].clone();
-                let null = if def.map_type == crate::load::MAP_ARRAY_OF_MAPS {
+                // The model's slot is an entry of the example only where the kernel can hold
+                // one: an array of maps' index below its size.
+                let (null, present) = if def.map_type == crate::load::MAP_ARRAY_OF_MAPS {
                     let size = self.array_size(m);
-                    self.def(
+                    let null = self.def(
                         "Bool",
                         &format!("(or (bvuge {key} {size}) (not (select {pres} {key})))"),
+                    );
+                    (
+                        null,
+                        format!("(and (bvult {key} {size}) (select p{m}_0 {key}))"),
                     )
                 } else {
-                    self.def("Bool", &format!("(not (select {pres} {key}))"))
+                    let null = self.def("Bool", &format!("(not (select {pres} {key}))"));
+                    (null, format!("(select p{m}_0 {key})"))
                 };
-                self.record_lookup(m, &key, Some(format!("(select p{m}_0 {key})")));
+                self.record_lookup(m, &key, Some(present));
                 match self.p.inner_map(m) {
                     Some(inner) => V::Inner(inner, null),
                     None => V::S(self.fresh("(_ BitVec 64)", "r0")),

@@ -379,10 +379,16 @@ fn more_paths_come_slowest_first_and_each_example_takes_its_path() {
 /// lookups (the three too-short-packet drops are refuted: frames have 60 bytes), then the
 /// per-port counter map absent or present (its slot-0 lookup in an array never fails) times
 /// 5 (VLAN past 15, tenant map absent, source absent, verdict XDP_TX or not); ld_map_in_map:
-/// the outer slot empty, or filled (its inner array's slot-0 lookup never fails).
+/// the outer slot empty, or filled (its inner array's slot-0 lookup never fails); mim_fallback:
+/// the flow seen or not (the LRU from the CPU's slot or the fallback: its lookup costs as the
+/// worst of the program's maps, the pointer being one of two after the join).
 #[test]
 fn map_of_maps_paths_are_all_found_and_their_examples_take_them() {
-    for (name, want) in [("map_in_map_acl", 12), ("ld_map_in_map", 2)] {
+    for (name, want) in [
+        ("map_in_map_acl", 12),
+        ("ld_map_in_map", 2),
+        ("mim_fallback", 4),
+    ] {
         let mut z = Z3::new();
         let out = search(name, false, &mut z, Some(1000));
         assert_eq!(out.status, "ssp", "{name}");
