@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,34 @@ def nicsim(*args: str | os.PathLike[str], cwd: Path | None = None, timeout: floa
     env = {**os.environ, "COLUMNS": "120", "RAY_USAGE_STATS_ENABLED": "0"}
     return subprocess.run([sys.executable, "-m", "nicsim", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout)
+
+
+#: Keys whose values are wall-clock times (and rates measured with them: `flow bench` times the
+#: host's own copy and flow-based reads, `gbps` and `host_speedup`), the version, or the solver's
+#: own statistics.
+VOLATILE = {"nicsim_version", "seconds", "time_s", "elapsed_s", "wall_s", "search_memory_mb", "solver", "gbps",
+            "host_speedup"}
+
+
+def volatile(key: str) -> bool:
+    """Also the measured memory of a process (`*_rss_mb`)."""
+    return key in VOLATILE or key.endswith("_rss_mb")
+
+
+def scrub(text: str, tmp: Path) -> str:
+    """Output text with the test's own folder written as <tmp> and the checkout as <root>."""
+    return text.replace(str(tmp), "<tmp>").replace(str(ROOT), "<root>")
+
+
+def stable(v: Any, tmp: Path) -> Any:
+    """`v` without the keys that vary from run to run, and with paths scrubbed."""
+    if isinstance(v, dict):
+        return {k: stable(x, tmp) for k, x in v.items() if not volatile(k)}
+    if isinstance(v, list):
+        return [stable(x, tmp) for x in v]
+    if isinstance(v, str):
+        return scrub(v, tmp)
+    return v
 
 
 def assert_one_line_error(r: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -7,10 +7,13 @@ packets per point), as `make demo` does.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from nicsim.reproduce import flexpipe
+
+from conftest import stable
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +26,11 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     expected += [f"{n}.{e}" for n in figures for e in ("png", "svg")]
     assert sorted(p.name for p in out.iterdir()) == sorted(expected)
     return summary
+
+
+def test_summary_is_what_it_was(result: dict, snapshot) -> None:
+    # Byte for byte (tests/__snapshots__/test_reproduce.ambr; pytest --snapshot-update).
+    assert stable(result, Path("/nonexistent")) == snapshot
 
 
 def test_schema(result: dict) -> None:

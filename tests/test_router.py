@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error, nicsim
+from conftest import ROOT, assert_one_line_error, nicsim, stable
 
 CONFIGS = ROOT / "configs" / "router"
 SHORT = ["--param", "run.duration_us=1000", "--param", "run.warmup_us=200"]
@@ -71,10 +71,13 @@ def test_router_api_same_seed_same_summary() -> None:
     assert not interrupted and json.loads(summary) == {k: v for k, v in a.items() if k not in stamped}
 
 
-def test_reproduce_router_quick(tmp_path: Path) -> None:
+def test_reproduce_router_quick(tmp_path: Path, snapshot) -> None:
     out = tmp_path / "repro"
     r = nicsim("reproduce", "router", "--quick", "--out", out)
     assert r.returncode == 0, r.stderr
+    # Byte for byte what it was (tests/__snapshots__/test_router.ambr; --snapshot-update).
+    assert {"summary": stable(json.loads((out / "summary.json").read_text()), tmp_path),
+            "comparison.csv": (out / "comparison.csv").read_text()} == snapshot
     assert "every check holds" in r.stdout, r.stdout
     s = json.loads((out / "summary.json").read_text())
     assert s["all_hold"]
