@@ -251,7 +251,7 @@ fuzz-config: fuzz-tools
 	cp configs/flexpipe_paper.toml $(FUZZ_CONFIG_CORPUS)/config_datapath/
 	cp configs/router/*.toml $(FUZZ_CONFIG_CORPUS)/config_router/
 	cp crates/nicsim-flowmem/targets/*.toml $(FUZZ_CONFIG_CORPUS)/config_flowmem_target/
-	cp python/nicsim/xdp/targets/*.toml $(FUZZ_CONFIG_CORPUS)/config_xdp_target/
+	cp crates/nicsim-xdp/targets/*.toml $(FUZZ_CONFIG_CORPUS)/config_xdp_target/
 	$(PYTHON) -c '$(TOML_TO_JSON)' configs/flexpipe_paper.toml > $(FUZZ_CONFIG_CORPUS)/config_datapath/flexpipe_paper.json
 	for f in configs/router/*.toml; do \
 	  $(PYTHON) -c '$(TOML_TO_JSON)' $$f > $(FUZZ_CONFIG_CORPUS)/config_router/$$(basename $$f .toml).json; \

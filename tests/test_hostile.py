@@ -28,7 +28,7 @@ from conftest import PAPER, ROOT, assert_one_line_error
 
 OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 ROUTER = ROOT / "configs" / "router"
-TARGETS = ROOT / "python" / "nicsim" / "xdp" / "targets"
+TARGETS = ROOT / "crates" / "nicsim-xdp" / "targets"
 MEMORY_LIMIT = 4 << 30
 MAX_OUTPUT = 64 << 10
 TINY = ["--param", "traffic.packets=300", "--param", "measure.window=[10,290]"]

@@ -257,7 +257,7 @@ def test_force_keeps_every_input_whatever_its_name(scratch: Path) -> None:
     d = scratch / "d"
     d.mkdir()
     target = d / "mytarget.txt"  # a target file whose name does not end in .toml
-    target.write_text((ROOT / "python" / "nicsim" / "xdp" / "targets" / "nfp.toml").read_text())
+    target.write_text((ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml").read_text())
     assert_one_line_error(nicsim("xdp", "analyze", calls, "--target", target, "--out", d, "--force"), "input")
     cal = scratch / "e" / "x86-jit.toml"
     cal.parent.mkdir()

@@ -81,7 +81,7 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needles: list[st
 
 def test_bad_target_file_names_the_key(tmp_path: Path) -> None:
     t = tmp_path / "t.toml"
-    text = (ROOT / "python" / "nicsim" / "xdp" / "targets" / "nfp.toml").read_text()
+    text = (ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml").read_text()
     t.write_text(text.replace("count = 50", 'count = "fifty"'))
     assert_one_line_error(nicsim("xdp", "analyze", obj("calls"), "--target", t, "--out", tmp_path / "o"),
                           "t.toml", "cores.count")

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, assert_one_line_error, nicsim
 
 OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
-NFP = tomllib.loads((ROOT / "python" / "nicsim" / "xdp" / "targets" / "nfp.toml").read_text())["helpers"]
+NFP = tomllib.loads((ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml").read_text())["helpers"]
 
 
 def obj(name: str) -> Path:

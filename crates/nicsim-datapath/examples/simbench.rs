@@ -9,7 +9,7 @@ fn main() {
     let functional = args.get(3).is_some_and(|s| s == "functional");
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/configs/flexpipe_paper.toml"
+        "/../../configs/flexpipe_paper.toml"
     ))
     .unwrap();
     let text = text.replace("arch = \"flexpipe\"", &format!("arch = \"{arch}\""));

@@ -168,6 +168,39 @@ impl OffloadCfg {
     }
 }
 
+/// One row of Eq. 1's table (`nicsim offloads units`): an offload's width, clock and delay,
+/// the units Eq. 1 gives, the units the configuration uses, and one unit's line rate. Fields
+/// are in the order the table's JSON has always had (by name).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Eq1Row {
+    pub clock_mhz: u32,
+    pub delay_cycles: u32,
+    pub eq1_units: u32,
+    pub name: String,
+    /// `width_bits × clock_mhz`, in Gbit/s.
+    pub unit_gbps: f64,
+    pub units: u32,
+    pub width_bits: u32,
+}
+
+impl Config {
+    /// Eq. 1's table: a row per offload, in the configuration's order.
+    pub fn eq1_table(&self) -> Vec<Eq1Row> {
+        self.offloads
+            .iter()
+            .map(|o| Eq1Row {
+                clock_mhz: o.clock_mhz,
+                delay_cycles: o.delay_cycles,
+                eq1_units: o.eq1_units(&self.pipeline),
+                name: o.name.clone(),
+                unit_gbps: o.width_bits as f64 * o.clock_mhz as f64 / 1e3,
+                units: o.units(&self.pipeline),
+                width_bits: o.width_bits,
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PanicVariant {

@@ -12,7 +12,7 @@ use serde_json::Value;
 fn paper() -> Config {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/configs/flexpipe_paper.toml"
+        "/../../configs/flexpipe_paper.toml"
     ))
     .unwrap();
     Config::from_toml(&text).unwrap()
@@ -482,7 +482,7 @@ fn functional_offloads_check_every_packet_and_drop_with_reasons() {
 fn config_errors_name_the_key() {
     let base = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/configs/flexpipe_paper.toml"
+        "/../../configs/flexpipe_paper.toml"
     ))
     .unwrap();
     let cases = [

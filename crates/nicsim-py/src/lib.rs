@@ -181,18 +181,7 @@ impl Datapath {
 #[pyfunction]
 fn offload_units(config_json: &str) -> PyResult<String> {
     let cfg = parse_config(config_json)?;
-    let rows: Vec<serde_json::Value> = cfg
-        .offloads
-        .iter()
-        .map(|o| {
-            serde_json::json!({
-                "name": o.name, "width_bits": o.width_bits, "clock_mhz": o.clock_mhz,
-                "delay_cycles": o.delay_cycles, "eq1_units": o.eq1_units(&cfg.pipeline), "units": o.units(&cfg.pipeline),
-                "unit_gbps": o.width_bits as f64 * o.clock_mhz as f64 / 1e3,
-            })
-        })
-        .collect();
-    Ok(serde_json::Value::Array(rows).to_string())
+    serde_json::to_string(&cfg.eq1_table()).map_err(|e| InputError::new_err(e.to_string()))
 }
 
 /// `--tail-call` entries as (map, index, program) tuples from Python.
@@ -686,6 +675,13 @@ fn xdp_empty_times(py: Python<'_>, runs: u32) -> PyResult<Vec<u32>> {
 }
 
 /// Write `packets` (bytes each, timestamps 1 µs apart) to a pcap file.
+/// The TOML text of a target built into nicsim (`nicsim_xdp::target::BUILTIN`).
+#[pyfunction]
+fn xdp_builtin_target(name: &str) -> PyResult<&'static str> {
+    nicsim_xdp::target::builtin(name)
+        .ok_or_else(|| InputError::new_err(format!("no built-in target '{name}'")))
+}
+
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
     let err = |e: nicsim_packet::capture::CaptureError| InputError::new_err(e.to_string());
@@ -716,6 +712,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_run, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())

@@ -58,12 +58,7 @@ fn main() {
                 g.path_count(),
                 g.loops
             );
-            let text = std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../python/nicsim/xdp/targets/nfp.toml"
-            ))
-            .unwrap();
-            let t = nicsim_xdp::Target::from_toml(&text, "nfp.toml").unwrap();
+            let t = nicsim_xdp::Target::builtin("nfp").unwrap().unwrap();
             let a = nicsim_xdp::Analysis::new(
                 &bytes,
                 t,

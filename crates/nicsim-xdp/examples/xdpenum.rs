@@ -13,12 +13,7 @@ fn main() {
         .unwrap_or(3_000_000);
     let secs: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20.0);
     let bit_rate = args.get(4).map(|s| s != "packet").unwrap_or(true);
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
-    let mut t = nicsim_xdp::Target::from_toml(&text, "nfp.toml").unwrap();
+    let mut t = nicsim_xdp::Target::builtin("nfp").unwrap().unwrap();
     t.limits.mac_pps = f64::INFINITY;
     let a = nicsim_xdp::Analysis::new(&bytes, t, &nicsim_xdp::Options::default()).unwrap();
     println!(

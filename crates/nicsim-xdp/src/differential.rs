@@ -452,12 +452,7 @@ mod tests {
     }
 
     fn target() -> Target {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../python/nicsim/xdp/targets/nfp.toml"
-        ))
-        .unwrap();
-        Target::from_toml(&text, "nfp.toml").unwrap()
+        Target::builtin("nfp").unwrap().unwrap()
     }
 
     fn analysis(p: Program) -> Analysis {

@@ -1253,11 +1253,7 @@ mod tests {
     }
 
     fn target(mac: bool) -> Target {
-        let mut t = Target::from_toml(
-            include_str!("../../../python/nicsim/xdp/targets/nfp.toml"),
-            "nfp.toml",
-        )
-        .unwrap();
+        let mut t = Target::builtin("nfp").unwrap().unwrap();
         if !mac {
             t.limits.mac_pps = f64::INFINITY;
         }

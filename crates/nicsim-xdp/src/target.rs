@@ -159,7 +159,22 @@ pub struct TargetError {
     pub msg: String,
 }
 
+/// The targets shipped with nicsim, by name, with their TOML text: `nfp`, the Netronome Agilio
+/// CX of the paper (docs/xdp.md, "The nfp target"). `x86-jit` is made on each machine by
+/// `nicsim xdp calibrate`.
+pub const BUILTIN: &[(&str, &str)] = &[("nfp", include_str!("../targets/nfp.toml"))];
+
+/// The TOML text of built-in target `name`.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
 impl Target {
+    /// Built-in target `name` ([`BUILTIN`]), parsed; its errors name `<name>.toml`.
+    pub fn builtin(name: &str) -> Option<Result<Target, TargetError>> {
+        builtin(name).map(|text| Target::from_toml(text, &format!("{name}.toml")))
+    }
+
     /// Parse a target file's text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<Target, TargetError> {
         let de = toml::Deserializer::new(text);

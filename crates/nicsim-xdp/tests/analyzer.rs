@@ -536,11 +536,7 @@ fn length_lemmas_apply_to_the_paths_that_assert_all_their_conditions() {
 /// JIT), but not NaN, zero or negative; every other number must be finite.
 #[test]
 fn target_mac_rate_may_be_infinite_but_not_nan() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
+    let text = nicsim_xdp::target::builtin("nfp").unwrap();
     let with = |from: &str, to: &str| {
         assert!(text.contains(from), "{from}");
         nicsim_xdp::target::Target::from_toml(&text.replacen(from, to, 1), "t.toml")

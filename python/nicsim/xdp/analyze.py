@@ -30,10 +30,10 @@ from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir
 
-TARGETS_DIR = Path(__file__).parent / "targets"
 #: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
 ANALYSIS_SHARE = 0.5
-#: Targets shipped with nicsim (`x86-jit` is made on each machine by `nicsim xdp calibrate`).
+#: Targets shipped with nicsim, in the extension (`nicsim_xdp::target::BUILTIN`; `x86-jit` is
+#: made on each machine by `nicsim xdp calibrate`).
 BUILTIN_TARGETS = ("nfp",)
 
 
@@ -58,11 +58,15 @@ def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
             raise InputError(f"the x86-jit target is not calibrated on this machine ({path} is missing): "
                              "run `nicsim xdp calibrate` first")
         return read_toml_file(path, "target"), str(path)
-    path = TARGETS_DIR / f"{name}.toml" if name in BUILTIN_TARGETS else Path(name)
-    if name not in BUILTIN_TARGETS and not path.suffix:
+    if name in BUILTIN_TARGETS:  # inside the extension (crates/nicsim-xdp/targets)
+        from nicsim import _core
+
+        return _core.xdp_builtin_target(name), f"{name}.toml"
+    path = Path(name)
+    if not path.suffix:
         raise InputError(f"unknown target '{name}' (built in: {', '.join(BUILTIN_TARGETS)}, x86-jit once "
                          "calibrated; or a .toml file)")
-    return read_toml_file(path, "target"), str(path.name if name in BUILTIN_TARGETS else path)
+    return read_toml_file(path, "target"), str(path)
 
 
 #: The largest object read. The kernel takes at most a million instructions (8 MB); with BTF

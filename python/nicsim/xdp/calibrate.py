@@ -3,8 +3,8 @@
 The Rust core (`nicsim_xdp::calibrate`) runs generated micro-benchmarks through the running
 kernel's JIT with `BPF_PROG_TEST_RUN`, one per instruction class and helper, as the paper's §4
 measures the NFP; this module turns the measured nanoseconds into a target file in the format
-of `targets/nfp.toml` (one core whose "cycle" is one nanosecond) and writes it where
-`--target x86-jit` looks for it.
+of the built-in `nfp` target (crates/nicsim-xdp/targets/nfp.toml; here one core whose "cycle"
+is one nanosecond) and writes it where `--target x86-jit` looks for it.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ fn flowmem_target_seeds() {
 
 #[test]
 fn xdp_target_seeds() {
-    for text in files("python/nicsim/xdp/targets") {
+    for text in files("crates/nicsim-xdp/targets") {
         for m in mutations(&text) {
             nicsim_config_fuzz::xdp_target(m.as_bytes());
         }

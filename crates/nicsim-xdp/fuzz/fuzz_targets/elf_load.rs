@@ -13,11 +13,9 @@ use nicsim_xdp::{load, Analysis, Options, Target};
 fn nfp() -> &'static Target {
     static T: OnceLock<Target> = OnceLock::new();
     T.get_or_init(|| {
-        Target::from_toml(
-            include_str!("../../../../python/nicsim/xdp/targets/nfp.toml"),
-            "nfp.toml",
-        )
-        .expect("the nfp target parses")
+        Target::builtin("nfp")
+            .expect("nfp is built in")
+            .expect("the nfp target parses")
     })
 }
 

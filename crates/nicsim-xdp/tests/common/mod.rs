@@ -20,14 +20,9 @@ pub fn obj(name: &str) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("{}: {e} (run `make xdp-suite` first)", p.display()))
 }
 
-/// The `nfp` target shipped with the Python package.
+/// The built-in `nfp` target.
 pub fn nfp() -> Target {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../python/nicsim/xdp/targets/nfp.toml"
-    ))
-    .unwrap();
-    Target::from_toml(&text, "nfp.toml").unwrap()
+    Target::builtin("nfp").unwrap().unwrap()
 }
 
 /// The analysis of suite object `name` on `nfp`, with the default section.
