@@ -13,6 +13,7 @@ mod arena;
 pub mod baseline;
 pub mod bench;
 pub mod model;
+pub mod names;
 mod reassembly;
 pub mod synth;
 mod view;
@@ -35,6 +36,15 @@ fn short_pattern(pattern: &str) -> String {
     }
 }
 
+/// `"a"`, `"a" or "b"`, `"a", "b" or "c"`.
+fn quoted_list(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
+    }
+}
+
 /// A flow-memory failure; the message is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum FlowError {
@@ -50,6 +60,19 @@ pub enum FlowError {
         /// Why it was rejected.
         reason: String,
     },
+    /// An option's value is none of its names ([`names`]).
+    #[error("{what} {value:?}: expected {}", quoted_list(expected))]
+    Choice {
+        /// The option.
+        what: &'static str,
+        /// The value given.
+        value: String,
+        /// Its names.
+        expected: Vec<&'static str>,
+    },
+    /// The regex workload was given no pattern.
+    #[error("the regex workload needs a pattern")]
+    NoPattern,
     /// The regex search stopped on a byte the DFA cannot handle.
     #[error("regex search gave up at stream offset {offset}: {reason}")]
     Search {

@@ -460,6 +460,64 @@ impl DesignReport {
     pub fn seconds(&self) -> f64 {
         self.assemble_seconds + self.process_seconds
     }
+
+    /// The report with its totals, as `flow bench` and `reproduce flowmem` show it.
+    pub fn summary(&self) -> DesignSummary<'_> {
+        DesignSummary {
+            report: self,
+            dram_bytes: self.dram_bytes(),
+            dram_bytes_after_receive: self.dram_bytes_after_receive(),
+            cycles: self.cycles(),
+            model_seconds: self.seconds(),
+            cache_hit_rate: self.l1.hit_rate(),
+            flow_cache_hit_rate: self.flow_cache.hit_rate(),
+        }
+    }
+}
+
+/// A [`DesignReport`] with its totals (the summary's `copy` and `flow` objects).
+#[derive(Debug, Serialize)]
+pub struct DesignSummary<'a> {
+    /// The report's own fields.
+    #[serde(flatten)]
+    pub report: &'a DesignReport,
+    /// [`DesignReport::dram_bytes`].
+    pub dram_bytes: u64,
+    /// [`DesignReport::dram_bytes_after_receive`].
+    pub dram_bytes_after_receive: u64,
+    /// [`DesignReport::cycles`].
+    pub cycles: u64,
+    /// [`DesignReport::seconds`] (modelled, not measured).
+    pub model_seconds: f64,
+    /// The L1's hit rate.
+    pub cache_hit_rate: f64,
+    /// The flow cache's hit rate.
+    pub flow_cache_hit_rate: f64,
+}
+
+/// Both designs on one target (the JSON `flow bench`'s model part is).
+#[derive(Debug, Serialize)]
+pub struct ComparisonSummary<'a> {
+    /// The target's name.
+    pub target: &'a str,
+    /// How the flow cache is filled.
+    pub retrieval: Retrieval,
+    /// Copy-based.
+    pub copy: DesignSummary<'a>,
+    /// Flow-based.
+    pub flow: DesignSummary<'a>,
+}
+
+impl Comparison {
+    /// Both designs with their totals, on `config`'s target.
+    pub fn summary<'a>(&'a self, config: &'a MemConfig) -> ComparisonSummary<'a> {
+        ComparisonSummary {
+            target: &config.name,
+            retrieval: config.retrieval,
+            copy: self.copy.summary(),
+            flow: self.flow.summary(),
+        }
+    }
 }
 
 /// One way of a set: the line's tag, whether it is dirty, when it was last used.

@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 
 use nicsim_flowmem::baseline::Contiguous;
-use nicsim_flowmem::bench::{host_bench, HostWorkload};
-use nicsim_flowmem::model::{
-    packet_buffers, Comparison, DesignReport, MemConfig, MemModel, Retrieval, Workload,
-};
+use nicsim_flowmem::bench::host_bench;
+use nicsim_flowmem::model::{packet_buffers, Comparison, MemConfig, MemModel, Retrieval, Workload};
+use nicsim_flowmem::names::WorkloadKind;
 use nicsim_flowmem::synth::{synthesize, SynthConfig};
 use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex, UnackedPolicy};
 use nicsim_packet::capture::CaptureFormat;
@@ -90,25 +89,8 @@ impl FlowCapture {
         max_hole_bytes: Option<u64>,
         unacked: &str,
     ) -> PyResult<Self> {
-        let overlap = match overlap {
-            "first" => OverlapPolicy::FirstWins,
-            "last" => OverlapPolicy::LastWins,
-            other => {
-                return Err(input_error(format!(
-                    "overlap policy {other:?}: expected \"first\" or \"last\""
-                )))
-            }
-        };
-        let unacked = match unacked {
-            "keep" => UnackedPolicy::Keep,
-            "drop" => UnackedPolicy::Drop,
-            "tshark" => UnackedPolicy::Tshark,
-            other => {
-                return Err(input_error(format!(
-                    "unacked policy {other:?}: expected \"keep\", \"drop\" or \"tshark\""
-                )))
-            }
-        };
+        let overlap: OverlapPolicy = overlap.parse().map_err(input_error)?;
+        let unacked: UnackedPolicy = unacked.parse().map_err(input_error)?;
         let defaults = Limits::default();
         let config = Config {
             overlap,
@@ -336,28 +318,15 @@ impl FlowView {
 
 fn mem_config(target_toml: &str, retrieval: Option<&str>) -> PyResult<MemConfig> {
     let mut c = MemConfig::from_toml(target_toml).map_err(input_error)?;
-    match retrieval {
-        None => {}
-        Some("whole") => c.retrieval = Retrieval::Whole,
-        Some("selective") => c.retrieval = Retrieval::Selective,
-        Some(other) => {
-            return Err(input_error(format!(
-                "retrieval {other:?}: expected \"whole\" or \"selective\""
-            )))
-        }
+    if let Some(r) = retrieval {
+        c.retrieval = r.parse::<Retrieval>().map_err(input_error)?;
     }
     Ok(c)
 }
 
 fn mem_workload(kind: &str, pattern: Option<&str>) -> PyResult<Workload> {
-    match (kind, pattern) {
-        ("scan", _) => Ok(Workload::Scan),
-        ("regex", Some(p)) => Workload::regex(p).map_err(input_error),
-        ("regex", None) => Err(input_error("the regex workload needs a pattern")),
-        (other, _) => Err(input_error(format!(
-            "workload {other:?}: expected \"scan\" or \"regex\""
-        ))),
-    }
+    let kind: WorkloadKind = kind.parse().map_err(input_error)?;
+    kind.model(pattern).map_err(input_error)
 }
 
 /// Check a memory-model target (TOML) and a retrieval, without a capture.
@@ -378,29 +347,8 @@ fn flow_check_workload(workload: &str, pattern: Option<&str>) -> PyResult<()> {
     Ok(())
 }
 
-fn design_json(d: &DesignReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(d).expect("serializable");
-    let o = v.as_object_mut().expect("an object");
-    o.insert("dram_bytes".into(), d.dram_bytes().into());
-    o.insert(
-        "dram_bytes_after_receive".into(),
-        d.dram_bytes_after_receive().into(),
-    );
-    o.insert("cycles".into(), d.cycles().into());
-    o.insert("model_seconds".into(), d.seconds().into());
-    o.insert("cache_hit_rate".into(), d.l1.hit_rate().into());
-    o.insert("flow_cache_hit_rate".into(), d.flow_cache.hit_rate().into());
-    v
-}
-
 fn comparison_json(c: &MemConfig, cmp: &Comparison) -> String {
-    serde_json::json!({
-        "target": c.name,
-        "retrieval": c.retrieval,
-        "copy": design_json(&cmp.copy),
-        "flow": design_json(&cmp.flow),
-    })
-    .to_string()
+    serde_json::to_string(&cmp.summary(c)).expect("serializable")
 }
 
 /// The SmartNIC memory model (both designs) over every flow direction of `capture`; JSON.
@@ -468,17 +416,8 @@ fn flow_host_bench(
     pattern: Option<&str>,
     repeat: u32,
 ) -> PyResult<String> {
-    let w = match (workload, pattern) {
-        ("scan", _) => HostWorkload::Scan,
-        ("regex", Some(p)) => {
-            HostWorkload::Regex(Box::new(StreamRegex::new(p).map_err(input_error)?))
-        }
-        _ => {
-            return Err(input_error(format!(
-                "workload {workload:?}: expected scan, or regex with a pattern"
-            )))
-        }
-    };
+    let kind: WorkloadKind = workload.parse().map_err(input_error)?;
+    let w = kind.host(pattern).map_err(input_error)?;
     let b = py
         .detach(|| host_bench(&capture.inner, &w, repeat))
         .map_err(input_error)?;
