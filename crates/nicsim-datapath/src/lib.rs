@@ -5,6 +5,7 @@
 //! one way; components share only the FIFOs and tables in [`world::World`].
 
 pub mod config;
+pub mod egress_capture;
 pub mod flexpipe;
 pub mod measure;
 pub mod model;

@@ -121,6 +121,8 @@ pub struct Sink {
     pub verify: Verify,
     pub recirculated: u64,
     pub egress: Option<EgressHook>,
+    /// The egress capture, when asked for.
+    pub capture: Option<crate::egress_capture::EgressCapture>,
     /// Records of delivered packets, when asked for.
     pub log: Option<PacketLog>,
 }
@@ -139,6 +141,7 @@ impl Sink {
             verify: Verify::default(),
             recirculated: 0,
             egress: None,
+            capture: None,
             log: None,
         }
     }
@@ -165,6 +168,9 @@ impl Sink {
         }
         if let Some(cb) = self.egress.as_mut() {
             cb(t_rx, pkt);
+        }
+        if let Some(c) = self.capture.as_mut() {
+            c.write(t_rx, pkt);
         }
         let [a, b] = self.window;
         if let Some(log) = self.log.as_mut() {

@@ -251,10 +251,37 @@ impl Datapath {
     pub fn now_us(&self) -> f64 {
         self.tb.to_us(self.engine.now().max(self.reached))
     }
+}
 
-    /// Install a callback that sees every delivered packet (egress capture).
+impl nicsim_kernel::RunTo for Datapath {
+    fn now_us(&self) -> f64 {
+        Datapath::now_us(self)
+    }
+    fn run_to(&mut self, until_us: Option<f64>) -> bool {
+        self.run(until_us)
+    }
+}
+
+impl Datapath {
+    /// Install a callback that sees every delivered packet.
     pub fn on_egress(&mut self, cb: crate::measure::EgressHook) {
         self.engine.world.sink.egress = Some(cb);
+    }
+
+    /// Write every packet delivered from now on to `path` (pcap), until
+    /// [`Datapath::finish_egress_capture`].
+    pub fn capture_egress(&mut self, path: &std::path::Path) -> Result<(), String> {
+        let c = crate::egress_capture::EgressCapture::create(path, self.tb.ticks_per_us())?;
+        self.engine.world.sink.capture = Some(c);
+        Ok(())
+    }
+
+    /// Close the egress capture (later packets are not written): its first error, if any.
+    pub fn finish_egress_capture(&mut self) -> Result<(), String> {
+        match self.engine.world.sink.capture.take() {
+            Some(c) => c.finish(),
+            None => Ok(()),
+        }
     }
 
     /// Keep a record of every packet delivered from now on ([`Datapath::take_packet_log`]).

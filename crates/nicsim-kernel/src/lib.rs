@@ -13,6 +13,7 @@
 //!   ports due then.
 //! - [`fifoset`]: a model's FIFOs wired to the calendar (pushes and pops wake the right ports).
 //! - [`slab`]: items in flight, addressed by 4-byte ids.
+//! - [`slices`]: a run in slices of simulated time, with a check (Ctrl-C) between them.
 //! - [`stats`]: streaming latency statistics for a model's sink.
 //! - [`config`]: the error a bad configuration produces, with its key path; the limits every
 //!   model applies to clocks, latencies and buffers; the timebase check every model calls.
@@ -23,6 +24,7 @@ pub mod fifoset;
 pub mod link;
 pub mod sim;
 pub mod slab;
+pub mod slices;
 pub mod stats;
 pub mod time;
 pub mod wakes;
@@ -33,6 +35,7 @@ pub use fifoset::{FifoId, FifoSet};
 pub use link::{Link, Transfer, Width};
 pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
 pub use slab::{Slab, SlabId};
+pub use slices::{run_in_slices, RunTo};
 pub use stats::LatStats;
 pub use time::{Clock, Time, TimeRangeError, Timebase, DRAIN_US, SPAN_FACTOR};
 pub use wakes::Wakes;

@@ -828,6 +828,17 @@ impl CaptureWriter {
     }
 }
 
+/// Write `frames` to a new pcap file at `path`, one microsecond apart from time 0 (the
+/// example packets `nicsim xdp analyze` writes).
+pub fn write_pcap_file(path: &Path, frames: &[Vec<u8>]) -> Result<(), CaptureError> {
+    const SNAPLEN_BYTES: u32 = 65535;
+    let mut w = CaptureWriter::create(path, CaptureFormat::Pcap, SNAPLEN_BYTES)?;
+    for (i, f) in frames.iter().enumerate() {
+        w.write(i as u64 * 1000, f)?;
+    }
+    w.finish()
+}
+
 fn write_error(path: &str, error: PcapError) -> CaptureError {
     match error {
         PcapError::IoError(source) => CaptureError::Io {

@@ -7,12 +7,9 @@
 mod flow;
 mod router;
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-use std::rc::Rc;
 
 use nicsim_datapath::{Config, Datapath as Model};
-use nicsim_packet::capture::{CaptureFormat, CaptureWriter};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -34,18 +31,10 @@ fn parse_config(config_json: &str) -> PyResult<Config> {
     Config::from_json(config_json).map_err(|e| ConfigError::new_err((e.path, e.msg)))
 }
 
-/// The egress capture: the writer until it is finished, and the first write error, if any.
-#[derive(Default)]
-struct Egress {
-    writer: Option<CaptureWriter>,
-    error: Option<String>,
-}
-
 /// A datapath simulation that can be run in slices and reconfigured between them.
 #[pyclass(unsendable)]
 struct Datapath {
     model: Model,
-    pcap: Option<Rc<RefCell<Egress>>>,
 }
 
 #[pymethods]
@@ -60,60 +49,18 @@ impl Datapath {
         if log_packets {
             model.log_packets();
         }
-        let mut pcap = None;
         if let Some(path) = egress_pcap {
-            let w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535)
-                .map_err(|e| InputError::new_err(format!("{}: {e}", path.display())))?;
-            let cell = Rc::new(RefCell::new(Egress {
-                writer: Some(w),
-                error: None,
-            }));
-            let sink = cell.clone();
-            let ns_per_tick = 1e3 / model.tb.ticks_per_us() as f64;
-            model.on_egress(Box::new(move |t, pkt| {
-                let mut e = sink.borrow_mut();
-                let (Some(f), None) = (pkt.frame.as_ref(), &e.error) else {
-                    return;
-                };
-                // As captures usually are: without the 4-byte FCS.
-                let frame = &f.bytes[..f.bytes.len().saturating_sub(4)];
-                let written = match e.writer.as_mut() {
-                    Some(w) => w.write((t as f64 * ns_per_tick) as u64, frame),
-                    None => return,
-                };
-                if let Err(err) = written {
-                    e.error = Some(err.to_string()); // reported by finish()
-                }
-            }));
-            pcap = Some(cell);
+            model.capture_egress(&path).map_err(InputError::new_err)?;
         }
-        Ok(Datapath { model, pcap })
+        Ok(Datapath { model })
     }
 
     /// Run to simulated time `until_us` (to the end when omitted). True when the run is over.
+    /// It runs in slices of 50 µs so that Ctrl-C is seen between them. The model is not `Send`
+    /// (unsendable): it runs with the GIL held, and sweeps run in processes.
     #[pyo3(signature = (until_us=None))]
     fn run(&mut self, py: Python<'_>, until_us: Option<f64>) -> PyResult<bool> {
-        let mut done = false;
-        // Run in slices so that Ctrl-C is seen.
-        let slice_us = 50.0;
-        loop {
-            let target = match until_us {
-                Some(u) => (self.model.now_us() + slice_us).min(u),
-                None => self.model.now_us() + slice_us,
-            };
-            // The model is single-threaded (unsendable): it runs with the GIL held, and sweeps
-            // run in processes.
-            let finished = self.model.run(Some(target));
-            py.check_signals()?;
-            if finished {
-                done = true;
-                break;
-            }
-            if until_us.is_some_and(|u| target >= u) {
-                break;
-            }
-        }
-        Ok(done)
+        nicsim_kernel::run_in_slices(&mut self.model, until_us, 50.0, || py.check_signals())
     }
 
     /// Give flow `flow` a new offload chain; packets already parsed keep theirs.
@@ -164,16 +111,9 @@ impl Datapath {
 
     /// Finish the egress capture (flush and close it); later packets are not written.
     fn finish(&mut self) -> PyResult<()> {
-        if let Some(cell) = &self.pcap {
-            let mut e = cell.borrow_mut();
-            if let Some(err) = e.error.take() {
-                return Err(InputError::new_err(err));
-            }
-            if let Some(w) = e.writer.take() {
-                w.finish().map_err(|e| InputError::new_err(e.to_string()))?;
-            }
-        }
-        Ok(())
+        self.model
+            .finish_egress_capture()
+            .map_err(InputError::new_err)
     }
 }
 
@@ -328,14 +268,13 @@ impl XdpSearch {
         let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
             .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
         if !mac_limit {
-            // The paper's evaluation setting (§6): rates of the cores and DRAM alone.
-            target.limits.mac_pps = f64::INFINITY;
+            target = target.without_mac_limit();
         }
         let opts = nicsim_xdp::Options {
             section,
             program,
             loop_bound,
-            memory_budget_bytes: memory_mb.map(|mb| (mb as usize).saturating_mul(1 << 20)),
+            memory_budget_bytes: nicsim_xdp::Options::memory_budget_mb(memory_mb),
             map_sizes,
             tail_calls: tail_specs(tail_calls),
         };
@@ -682,14 +621,11 @@ fn xdp_builtin_target(name: &str) -> PyResult<&'static str> {
         .ok_or_else(|| InputError::new_err(format!("no built-in target '{name}'")))
 }
 
+/// Write frames to a pcap file (`nicsim_packet::capture::write_pcap_file`).
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
-    let err = |e: nicsim_packet::capture::CaptureError| InputError::new_err(e.to_string());
-    let mut w = CaptureWriter::create(&path, CaptureFormat::Pcap, 65535).map_err(err)?;
-    for (i, p) in packets.iter().enumerate() {
-        w.write(i as u64 * 1000, p).map_err(err)?;
-    }
-    w.finish().map_err(err)
+    nicsim_packet::capture::write_pcap_file(&path, &packets)
+        .map_err(|e| InputError::new_err(e.to_string()))
 }
 
 /// Toeplitz RSS hash (for tests against the published vectors).

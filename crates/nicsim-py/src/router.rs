@@ -49,21 +49,18 @@ fn router_run(
     }
     py.detach(move || -> PyResult<(String, bool)> {
         let mut router = Router::new(cfg).map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
-        let mut interrupted = false;
-        loop {
-            let until_us = router.now_us() + slice_us;
-            if router.run(Some(until_us)) {
-                break;
-            }
-            let signal = Python::attach(|py| match py.check_signals() {
-                Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => Ok(true),
-                other => other.map(|()| false),
-            })?;
-            if signal {
-                interrupted = true;
-                break;
-            }
-        }
+        // Ctrl-C between slices: Err(None); any other error from the signal handlers: Err(Some).
+        let ran = nicsim_kernel::run_in_slices(&mut router, None, slice_us, || {
+            Python::attach(|py| match py.check_signals() {
+                Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => Err(None),
+                other => other.map_err(Some),
+            })
+        });
+        let interrupted = match ran {
+            Ok(_) => false,
+            Err(None) => true,
+            Err(Some(e)) => return Err(e),
+        };
         Ok((router.summary().to_string(), interrupted))
     })
 }

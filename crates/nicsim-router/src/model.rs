@@ -221,7 +221,18 @@ impl Router {
     pub fn now_us(&self) -> f64 {
         self.tb.to_us(self.engine.now())
     }
+}
 
+impl nicsim_kernel::RunTo for Router {
+    fn now_us(&self) -> f64 {
+        Router::now_us(self)
+    }
+    fn run_to(&mut self, until_us: Option<f64>) -> bool {
+        self.run(until_us)
+    }
+}
+
+impl Router {
     /// Packets offered, delivered, dropped and in flight (the conservation check).
     pub fn conservation(&self) -> (u64, u64, u64, u64) {
         let w = &self.engine.world;

@@ -13,8 +13,10 @@ fn main() {
         .unwrap_or(3_000_000);
     let secs: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20.0);
     let bit_rate = args.get(4).map(|s| s != "packet").unwrap_or(true);
-    let mut t = nicsim_xdp::Target::builtin("nfp").unwrap().unwrap();
-    t.limits.mac_pps = f64::INFINITY;
+    let t = nicsim_xdp::Target::builtin("nfp")
+        .unwrap()
+        .unwrap()
+        .without_mac_limit();
     let a = nicsim_xdp::Analysis::new(&bytes, t, &nicsim_xdp::Options::default()).unwrap();
     println!(
         "graph {} nodes {} edges, search graph {} nodes {} edges",

@@ -57,6 +57,17 @@ pub struct Options {
     pub tail_calls: Vec<load::TailSpec>,
 }
 
+impl Options {
+    /// `memory_budget_bytes` from `--memory-mb`'s share for the analysis (MiB; saturating).
+    pub fn memory_budget_mb(mb: Option<u64>) -> Option<usize> {
+        mb.map(|mb| {
+            usize::try_from(mb)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(1 << 20)
+        })
+    }
+}
+
 /// Bytes per node of the graph at the peak of building and costing it (inlining's tables,
 /// unrolling, then the costs and the facts for the constant split, beside the graph itself):
 /// the graph may have `budget / NODE_BYTES` nodes. Measured with a counting allocator on the

@@ -1253,11 +1253,12 @@ mod tests {
     }
 
     fn target(mac: bool) -> Target {
-        let mut t = Target::builtin("nfp").unwrap().unwrap();
-        if !mac {
-            t.limits.mac_pps = f64::INFINITY;
+        let t = Target::builtin("nfp").unwrap().unwrap();
+        if mac {
+            t
+        } else {
+            t.without_mac_limit()
         }
-        t
     }
 
     fn key_of(dag: &Dag, t: &Target, p: &[u32], bit: bool) -> f64 {

@@ -175,6 +175,13 @@ impl Target {
         builtin(name).map(|text| Target::from_toml(text, &format!("{name}.toml")))
     }
 
+    /// The target with no MAC limit: the rates of the cores and DRAM alone, the paper's
+    /// evaluation setting (§6; `--no-mac-limit`).
+    pub fn without_mac_limit(mut self) -> Target {
+        self.limits.mac_pps = f64::INFINITY;
+        self
+    }
+
     /// Parse a target file's text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<Target, TargetError> {
         let de = toml::Deserializer::new(text);

@@ -654,8 +654,7 @@ fn the_bounded_length_check_and_length_lemmas_change_no_result() {
     // first satisfiable path needs a longer packet than its static size, so the search goes on
     // past it, and a later path is slower (a bound that passed every later path would miss it).
     let run_with = |slv: &mut dyn Solver, length_bound: bool| {
-        let mut t = nfp();
-        t.limits.mac_pps = f64::INFINITY; // the paper's setting (§6)
+        let t = nfp().without_mac_limit(); // the paper's setting (§6)
         let opts = Options {
             memory_budget_bytes: None,
             ..Options::default()

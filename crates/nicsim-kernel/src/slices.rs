@@ -1,0 +1,72 @@
+//! Running a model in slices of simulated time, so that its caller can look for an interrupt
+//! (Ctrl-C) or report progress between them: the one loop every model's binding uses.
+
+/// A model that runs to a simulated time.
+pub trait RunTo {
+    /// The simulated time reached, in µs.
+    fn now_us(&self) -> f64;
+    /// Run to `until_us` (to the end when `None`); true when the model has finished.
+    fn run_to(&mut self, until_us: Option<f64>) -> bool;
+}
+
+/// Run `model` to `until_us` (to its end when `None`) in slices of `slice_us` simulated µs,
+/// calling `between` after every slice that leaves more to run; an error from it stops the run
+/// and is returned. `Ok(true)` when the model finished, `Ok(false)` when it reached `until_us`
+/// first.
+pub fn run_in_slices<M: RunTo + ?Sized, E>(
+    model: &mut M,
+    until_us: Option<f64>,
+    slice_us: f64,
+    mut between: impl FnMut() -> Result<(), E>,
+) -> Result<bool, E> {
+    loop {
+        let next = model.now_us() + slice_us;
+        let target = until_us.map_or(next, |u| next.min(u));
+        if model.run_to(Some(target)) {
+            return Ok(true);
+        }
+        between()?;
+        if until_us.is_some_and(|u| target >= u) {
+            return Ok(false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model that ends at 10 µs.
+    struct Ten(f64);
+    impl RunTo for Ten {
+        fn now_us(&self) -> f64 {
+            self.0
+        }
+        fn run_to(&mut self, until_us: Option<f64>) -> bool {
+            self.0 = until_us.unwrap_or(10.0).min(10.0);
+            self.0 >= 10.0
+        }
+    }
+
+    #[test]
+    fn slices_stop_at_the_end_at_until_or_at_an_interrupt() {
+        let mut calls = 0;
+        let r: Result<bool, ()> = run_in_slices(&mut Ten(0.0), None, 3.0, || {
+            calls += 1;
+            Ok(())
+        });
+        assert_eq!((r, calls), (Ok(true), 3)); // 3, 6, 9, then the end
+        let mut m = Ten(0.0);
+        assert_eq!(
+            run_in_slices(&mut m, Some(4.0), 3.0, || Ok::<_, ()>(())),
+            Ok(false)
+        );
+        assert_eq!(m.0, 4.0);
+        let mut m = Ten(0.0);
+        assert_eq!(
+            run_in_slices(&mut m, None, 3.0, || Err("stop")),
+            Err("stop")
+        );
+        assert_eq!(m.0, 3.0);
+    }
+}
