@@ -63,3 +63,27 @@ def test_sweep_reports_bad_points_before_running(small: nicsim.Config) -> None:
         sweep(small, {"arch": ["flexpipe", "fpga"]}, progress=False)
     with pytest.raises(nicsim.InputError, match="executor"):
         sweep(small, {"arch": ["flexpipe"]}, executor="slurm", progress=False)
+
+
+def test_the_extension_stub_names_what_the_extension_defines() -> None:
+    # python/nicsim/_core.pyi (shipped with py.typed, as pydantic-core does): every class,
+    # function and method of the extension, and nothing it does not have.
+    import ast
+
+    from nicsim import _core
+
+    stub = ast.parse((Path(nicsim.__file__).parent / "_core.pyi").read_text())
+    declared: dict[str, set[str]] = {}
+    for node in stub.body:
+        if isinstance(node, ast.ClassDef):
+            declared[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+        elif isinstance(node, ast.FunctionDef):
+            declared[node.name] = set()
+    public = {n for n in dir(_core) if not n.startswith("_")}
+    assert set(declared) == public
+    for name, members in declared.items():
+        obj = getattr(_core, name)
+        if isinstance(obj, type) and not issubclass(obj, Exception):
+            have = {m for m in vars(obj) if not m.startswith("__") or m in ("__new__", "__len__")}
+            assert members == have, name
+    assert (Path(nicsim.__file__).parent / "py.typed").is_file()
