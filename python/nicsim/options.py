@@ -8,6 +8,7 @@ router/cli.py) import these instead of spelling them again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,3 +80,15 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No tables and no 
                                         callback=_set_quiet, expose_value=False, is_eager=True)]
 VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="Also list every file written, with "
                                          "its size.", callback=_set_verbose, expose_value=False, is_eager=True)]
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
+                                               help="Where runs execute: a local process pool, or Ray "
+                                                    "(needs the `nicsim[ray]` extra; see --ray-address).")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
+                                                help="Parallel runs (default: one per CPU).", show_default=False)]

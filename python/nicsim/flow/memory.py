@@ -25,7 +25,7 @@ from typing import Any
 
 from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError, NicsimError
-from nicsim.flow.reassemble import capture_name, open_capture, require_tcp
+from nicsim.flow.reassemble import FlowCapture, capture_name, open_capture, require_tcp
 from nicsim.output import OutputDir, missing_parents, remove_empty
 
 WORKLOADS = ("scan", "regex")
@@ -142,6 +142,26 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     return summary
 
 
+def model(cap: FlowCapture, workload: str, pattern: str | None, target_text: str,
+          retrieval: str | None = None) -> dict[str, Any]:
+    """The SmartNIC memory model (both designs) over every flow direction of `cap`, on the
+    target whose TOML is `target_text`: `{target, retrieval, copy, flow}` (each design's
+    report with its totals; nicsim_flowmem::model::ComparisonSummary)."""
+    from nicsim import _core
+
+    return json.loads(_core.flow_model(cap._core, workload, pattern, target_text, retrieval))
+
+
+def model_micro(packets: int, payload_bytes: int, buffer_bytes: int, workload: str, pattern: str | None,
+                target_text: str, retrieval: str | None = None) -> dict[str, Any]:
+    """The model on the talk's micro-benchmark: `packets` payloads of `payload_bytes`, each in
+    its own `buffer_bytes` packet buffer; as [`model`]."""
+    from nicsim import _core
+
+    return json.loads(_core.flow_model_micro(packets, payload_bytes, buffer_bytes, workload, pattern, target_text,
+                                             retrieval))
+
+
 def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | None]) -> dict[str, Any] | NicsimError:
     """One capture's benchmark (in a worker, for several): the summary, or the bad input."""
     from nicsim import _core
@@ -152,30 +172,30 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
         require_tcp(cap, capture)
         with core_errors(tname, about=tname):
             host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
-            model = json.loads(_core.flow_model(cap._core, workload, pattern, text, retrieval))
+            modelled = model(cap, workload, pattern, text, retrieval)
     except NicsimError as e:
         return e
     summary = {
         "capture": capture_name(capture), "workload": workload, "pattern": pattern,
         "payload_bytes": host["payload_bytes"], "streams": host["streams"], "result": host["result"],
-        "target": model["target"], "retrieval": model["retrieval"],
+        "target": modelled["target"], "retrieval": modelled["retrieval"],
         "max_hole_bytes": cap.limits["max_hole_bytes"], "hole_too_large": cap.counts()["hole_too_large"],
     }
     for side in ("copy", "flow"):
-        h, m = host[side], model[side]
+        h, m = host[side], modelled[side]
         summary[side] = {**h, "dram_bytes": m["dram_bytes"], "cycles": m["cycles"],
                          "cache_hit_rate": m["cache_hit_rate"], "model": m}
     p = host["payload_bytes"] or 1
     summary["ratios"] = {
         "host_speedup": host["copy"]["seconds"] / host["flow"]["seconds"] if host["flow"]["seconds"] else None,
-        "model_speedup": model["copy"]["cycles"] / model["flow"]["cycles"] if model["flow"]["cycles"] else None,
+        "model_speedup": modelled["copy"]["cycles"] / modelled["flow"]["cycles"] if modelled["flow"]["cycles"] else None,
         # The talk's terms: DRAM traffic beyond the Packet Handler's write, and including it.
-        "copy_dram_per_payload_after_receive": model["copy"]["dram_bytes_after_receive"] / p,
-        "flow_dram_per_payload_after_receive": model["flow"]["dram_bytes_after_receive"] / p,
-        "copy_dram_per_payload": model["copy"]["dram_bytes"] / p,
-        "flow_dram_per_payload": model["flow"]["dram_bytes"] / p,
+        "copy_dram_per_payload_after_receive": modelled["copy"]["dram_bytes_after_receive"] / p,
+        "flow_dram_per_payload_after_receive": modelled["flow"]["dram_bytes_after_receive"] / p,
+        "copy_dram_per_payload": modelled["copy"]["dram_bytes"] / p,
+        "flow_dram_per_payload": modelled["flow"]["dram_bytes"] / p,
     }
-    summary["steps"] = dram_steps(model, p)
+    summary["steps"] = dram_steps(modelled, p)
     return summary
 
 

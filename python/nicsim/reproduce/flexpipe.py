@@ -10,14 +10,13 @@ DIR/comparison.csv (paper vs nicsim), and the three figures as PNG and SVG.
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from nicsim import _core, ui
-from nicsim.config import load_config
+from nicsim import ui
+from nicsim.config import load_config, offload_units
 from nicsim.output import OutputDir
 from nicsim.reproduce import report_console
 from nicsim.sweep import run_many
@@ -101,7 +100,7 @@ def _flow_means(summary: dict) -> dict[str, float]:
 def analyse(cfg: dict, results: dict[str, dict]) -> dict:
     """Assemble summary.json (exactly table2, throughput, latency, recirculation)."""
     table2 = {row["name"]: {k: row[k] for k in ("width_bits", "clock_mhz", "delay_cycles")} | {"units": row["units"]}
-              for row in json.loads(_core.offload_units(json.dumps(cfg)))}
+              for row in offload_units(cfg)}
     throughput = [{"arch": a, "offered_gbps": r, "achieved_gbps": results[f"fig3/{a}/{r}"]["throughput_gbps"]}
                   for a in ARCHS for r in OFFERED_GBPS]
     latency = []

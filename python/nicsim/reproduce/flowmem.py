@@ -19,7 +19,6 @@ tuned to the talk's figures: the constants and their sources are in docs/flowmem
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.errors import InputError
-from nicsim.flow.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, synth
+from nicsim.flow.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
 from nicsim.flow.reassemble import open_capture
 from nicsim.output import OutputDir
 from nicsim.reproduce import report_console
@@ -82,14 +81,12 @@ def _derive(m: dict[str, Any], payload: int) -> dict[str, Any]:
 
 def _model_capture(path: Path, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(setup, per-workload results) of the model on every flow direction of a capture."""
-    from nicsim import _core
-
     cap = open_capture(path)
     directions = cap.directions()
     payload = sum(d["bytes"] - sum(h[1] for h in d["holes"]) for d in directions)
     out = {}
     for w, pattern in WORKLOADS.items():
-        m = json.loads(_core.flow_model(cap._core, w, pattern, text, None))
+        m = model(cap, w, pattern, text)
         out[w] = _derive(m, payload)
     setup = {"payload_bytes": payload, "directions": sum(1 for d in directions if d["segments"]),
              "packets": cap.counts()["read"]}
@@ -97,14 +94,11 @@ def _model_capture(path: Path, text: str) -> tuple[dict[str, Any], dict[str, Any
 
 
 def run(flows: int = 2000, seed: int = 1, real: Path | None = None) -> dict[str, Any]:
-    from nicsim import _core
-
     text, _ = load_mem_target(TARGET)
     payload = MICRO["packets"] * MICRO["payload_bytes"]
     micro = {}
     for w, pattern in WORKLOADS.items():
-        m = json.loads(_core.flow_model_micro(MICRO["packets"], MICRO["payload_bytes"], MICRO["buffer_bytes"],
-                                              w, pattern, text, None))
+        m = model_micro(MICRO["packets"], MICRO["payload_bytes"], MICRO["buffer_bytes"], w, pattern, text)
         micro[w] = _derive(m, payload)
     with tempfile.TemporaryDirectory(prefix="nicsim-flowmem-") as tmp:
         path = Path(tmp) / "synth.pcap"

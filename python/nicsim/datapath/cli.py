@@ -1,0 +1,132 @@
+"""`nicsim run` and `nicsim offloads`: the datapath's commands (one simulation; Eq. 1's table)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from nicsim import ui
+from nicsim.config import get_key, load_config
+from nicsim.errors import Interrupted
+from nicsim.options import ForceOpt, JsonOpt, OutOpt, QuietOpt, VerboseOpt, path_arg
+
+offloads_app = typer.Typer(help="Offload catalog: how many units each offload needs (Eq. 1).", no_args_is_help=True,
+                           rich_markup_mode="markdown")
+
+
+class PacketsFormat(StrEnum):
+    parquet = "parquet"
+
+
+ConfigArg = Annotated[Path, typer.Argument(metavar="CONFIG", parser=path_arg, help="Datapath configuration (TOML), e.g. "
+                                           "configs/flexpipe_paper.toml; `-` reads it from standard input.",
+                                           show_default=False)]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="KEY=VALUE",
+                 help="Override a configuration value (repeatable). KEY is a dotted path with list indices, "
+                      "VALUE a TOML value or a bare string: `traffic.rate_gbps=96`, "
+                      "`flows[0].chain=[\"crc\",\"rss\"]`, `arch=panic`."),
+]
+
+
+def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
+            egress_pcap: Annotated[bool, typer.Option("--egress-pcap",
+                                                      help="Write delivered packets to OUT/egress.pcap "
+                                                           "(as `measure.egress_pcap = true`).")] = False,
+            packets: Annotated[PacketsFormat | None, typer.Option(
+                "--packets", help="Also write every delivered packet's record (flow, size, times, latency) to "
+                "OUT/packets.parquet.")] = None,
+            force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+            ) -> None:
+    """Run one datapath simulation.
+
+    Writes OUT/summary.json, per_flow.csv (latency per flow and packet size), fifos.csv (each
+    FIFO's occupancy) and run.png/.svg (both plotted). Shows a progress bar over resolved
+    (delivered or dropped) packets, then a short table of throughput, latency and drops. Ctrl-C
+    stops the run and still writes the summary of what ran, marked `"interrupted": true`.
+    """
+    from nicsim.datapath import run
+
+    # --egress-pcap is measure.egress_pcap: the generator then builds frames even for timing runs.
+    cfg = load_config(config, [*(param or []), *(["measure.egress_pcap=true"] if egress_pcap else [])])
+    want_pcap = bool(get_key(cfg, "measure.egress_pcap"))
+    total = None if get_key(cfg, "traffic.replay") else get_key(cfg, "traffic.packets") or 11000
+    with ui.Progress("simulating", total=total, unit="packets") as bar:
+
+        def progress(now_us: float, s: dict[str, Any] | None) -> None:
+            done = None if s is None else s["packets"]["delivered"] + s["packets"]["dropped_total"]
+            bar.update(done, detail=f"{now_us:,.1f} µs simulated")
+
+        try:
+            summary = run(cfg, out, egress_pcap=want_pcap, progress=progress, force=force,
+                          packet_records=packets is not None)
+        except Interrupted as e:
+            summary = e.summary
+        p = summary["packets"]
+        if bar.completed:
+            bar.update(p["delivered"] + p["dropped_total"], detail=f"{summary['sim_time_us']:,.1f} µs simulated")
+    ui.result(summary, lambda console: print_run(summary, console))
+    if summary.get("deadlocked"):
+        hint = ("offloads that feed each other through full crossbar buffers; see panic.crossbar_port_buffer_bytes"
+                if summary["arch"] == "panic" else
+                "a recirculation loop whose FIFOs are full; see pipeline.recirc_fifo_bytes and "
+                "pipeline.arbiter_fifo_bytes")
+        ui.warn(f"the run deadlocked: {summary['packets']['in_flight']:,} packets are stuck with nothing able to "
+                f"move (e.g. {hint})")
+    if summary["interrupted"]:
+        ui.warn(f"wrote the partial summary to {out}/", label="interrupted:")
+        raise typer.Exit(130)
+    ui.wrote(out)
+
+
+def print_run(s: dict[str, Any], console: Console) -> None:
+    p, lat = s["packets"], s.get("latency_us", {})
+    t = Table(title=f"{s['arch']} — {s['offered_gbps']:g} Gbit/s offered", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    t.add_row("throughput", f"{s['throughput_gbps']:.2f} Gbit/s")
+    if lat.get("packets"):
+        t.add_row("latency mean / p99", f"{lat['mean']:.3f} / {lat['p99']:.3f} µs")
+        t.add_row("latency min / max", f"{lat['min']:.3f} / {lat['max']:.3f} µs")
+    t.add_row("offered / delivered", f"{p['offered']:,} / {p['delivered']:,}")
+    reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(p["dropped"].items()) if v)
+    t.add_row("dropped", f"{p['dropped_total']:,}" + (f" ({reasons})" if reasons else ""))
+    t.add_row("in flight at end", f"{p['in_flight']:,}")
+    t.add_row("simulated time", f"{s['sim_time_us']:,.3f} µs")
+    console.print(t)
+
+
+@offloads_app.command("units")
+def offloads_units(config: ConfigArg, param: ParamOpt = None, _json: JsonOpt = False, _quiet: QuietOpt = False) -> None:
+    """Eq. 1 for each offload: n = ceil(w_pipe/w_unit · f_pipe/f_unit + delay).
+
+    Shows each offload's width, clock, non-pipelined delay, one unit's rate, the units Eq. 1
+    asks for to keep up with the datapath, and the units configured (Eq. 1 unless overridden).
+    """
+    from nicsim.config import offload_units
+
+    cfg = load_config(config, param or [])
+    rows = offload_units(cfg)
+
+    def show(console: Console) -> None:
+        pw, pf = get_key(cfg, "pipeline.width_bits") or 512, get_key(cfg, "pipeline.clock_mhz") or 250
+        t = Table(title=f"Offload units (Eq. 1) for a {pw}-bit, {pf} MHz datapath ({pw * pf / 1e3:g} Gbit/s)",
+                  box=box.SIMPLE_HEAD)
+        for c in ("offload", "width\n(bit)", "clock\n(MHz)", "delay\n(cycles)", "unit\nGbit/s", "Eq. 1\nunits",
+                  "configured\nunits"):
+            t.add_column(c, justify="left" if c == "offload" else "right")
+        for r in rows:
+            t.add_row(r["name"], str(r["width_bits"]), str(r["clock_mhz"]), str(r["delay_cycles"]),
+                      f"{r['unit_gbps']:g}", str(r["eq1_units"]), str(r["units"]))
+        console.print(t)
+
+    ui.result(rows, show)
+
+
