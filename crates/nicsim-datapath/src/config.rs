@@ -457,34 +457,22 @@ pub struct RemapCfg {
     pub chain: Vec<String>,
 }
 
+impl nicsim_kernel::config::Validate for Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        Config::validate(self)
+    }
+}
+
 impl Config {
-    /// Parse TOML text. Errors carry the key path.
+    /// Parse TOML text and validate it ([`nicsim_kernel::config::from_toml`]). Errors carry
+    /// the key path.
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        let de = toml::Deserializer::new(text);
-        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let msg = nicsim_kernel::config::one_line(inner.message());
-            let path = if path == "." {
-                String::new()
-            } else {
-                nicsim_kernel::config::printable(&path)
-            };
-            ConfigError { path, msg }
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
+        nicsim_kernel::config::from_toml(text)
     }
 
     /// Parse JSON text (what the Python front end sends after applying overrides).
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| ConfigError {
-            path: nicsim_kernel::config::printable(&e.path().to_string()),
-            msg: nicsim_kernel::config::one_line(&strip_position(&e.into_inner().to_string())),
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
+        nicsim_kernel::config::from_json(text)
     }
 
     pub fn offload_index(&self, name: &str) -> Option<usize> {
@@ -1070,13 +1058,6 @@ fn check_bounds(min: u32, max: u32) -> Result<(), ConfigError> {
         );
     }
     Ok(())
-}
-
-fn strip_position(s: &str) -> String {
-    match s.find(" at line ") {
-        Some(i) => s[..i].to_string(),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -142,6 +142,12 @@ pub const TARGETS: [(&str, &str); 2] = [
     ("bluefield3", include_str!("../targets/bluefield3.toml")),
 ];
 
+impl nicsim_kernel::config::Validate for MemConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.check_bounds()
+    }
+}
+
 impl MemConfig {
     /// A built-in target.
     pub fn builtin(name: &str) -> Option<Self> {
@@ -149,25 +155,15 @@ impl MemConfig {
         Some(Self::from_toml(text).expect("built-in targets parse"))
     }
 
-    /// Parses a target TOML; errors name the key.
+    /// Parses a target TOML ([`nicsim_kernel::config::from_toml`]); errors name the key.
     pub fn from_toml(text: &str) -> Result<Self, String> {
-        let de = toml::Deserializer::new(text);
-        let c: MemConfig = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            let msg = nicsim_kernel::config::one_line(inner.message());
-            if path == "." || path.is_empty() {
-                msg
+        nicsim_kernel::config::from_toml::<MemConfig>(text).map_err(|e| {
+            if e.path.is_empty() {
+                e.msg
             } else {
-                format!("{}: {msg}", nicsim_kernel::config::printable(&path))
+                e.to_string()
             }
-        })?;
-        c.check()?;
-        Ok(c)
-    }
-
-    fn check(&self) -> Result<(), String> {
-        self.check_bounds().map_err(|e| e.to_string())
+        })
     }
 
     /// Every value that sizes the model's memory or its arithmetic, at its key.

@@ -1,6 +1,7 @@
 //! What every model's configuration shares: the one error type a bad config produces, naming
 //! the key path of the problem (`flows[2].chain[1]: ...`), which the CLI turns into a one-line
-//! message and exit code 2; the limits every model applies to the values that size its
+//! message and exit code 2; the one loader ([`from_toml`], [`from_json`]) that parses a config
+//! into its type and has it [`Validate`] itself; the limits every model applies to the values that size its
 //! memory or its time (clocks, latencies, buffers); and THE timebase check, which every
 //! model's validation calls so that 64-bit time holds the run and the key at fault is named.
 
@@ -21,6 +22,54 @@ pub fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, Conf
         path: path.into(),
         msg: msg.into(),
     })
+}
+
+/// A configuration type that checks its values once parsed (each problem at its key).
+pub trait Validate {
+    /// The first problem, at its key path.
+    fn validate(&self) -> Result<(), ConfigError>;
+}
+
+/// The key path of a parse error: empty at the document's root, control characters escaped.
+fn error_path(path: String) -> String {
+    if path == "." {
+        String::new()
+    } else {
+        printable(&path)
+    }
+}
+
+/// Parse TOML text into `T` and validate it. Errors carry the key path; the message is one
+/// line.
+pub fn from_toml<T: serde::de::DeserializeOwned + Validate>(text: &str) -> Result<T, ConfigError> {
+    let de = toml::Deserializer::new(text);
+    let cfg: T = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = error_path(e.path().to_string());
+        let msg = one_line(e.into_inner().message());
+        ConfigError { path, msg }
+    })?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Parse JSON text (what the Python front end sends after applying overrides) into `T` and
+/// validate it; as [`from_toml`], the parser's position left out.
+pub fn from_json<T: serde::de::DeserializeOwned + Validate>(text: &str) -> Result<T, ConfigError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let cfg: T = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = error_path(e.path().to_string());
+        let msg = e.into_inner().to_string();
+        let msg = match msg.find(" at line ") {
+            Some(i) => &msg[..i],
+            None => &msg,
+        };
+        ConfigError {
+            path,
+            msg: one_line(msg),
+        }
+    })?;
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// A parser's message on one line: the toml crate's spread over several (`invalid table

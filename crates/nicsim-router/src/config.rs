@@ -343,47 +343,22 @@ pub fn parse_subnet(s: &str) -> Result<Ternary, String> {
     Ok(t)
 }
 
+impl nicsim_kernel::config::Validate for Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        Config::validate(self)
+    }
+}
+
 impl Config {
-    /// Parse TOML text. Errors carry the key path.
+    /// Parse TOML text and validate it ([`nicsim_kernel::config::from_toml`]). Errors carry
+    /// the key path.
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        let de = toml::Deserializer::new(text);
-        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let msg = nicsim_kernel::config::one_line(e.into_inner().message());
-            ConfigError {
-                path: if path == "." {
-                    String::new()
-                } else {
-                    nicsim_kernel::config::printable(&path)
-                },
-                msg,
-            }
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
+        nicsim_kernel::config::from_toml(text)
     }
 
     /// Parse JSON text (what the Python front end sends after applying overrides).
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let msg = e.into_inner().to_string();
-            let msg = match msg.find(" at line ") {
-                Some(i) => msg[..i].to_string(),
-                None => msg,
-            };
-            ConfigError {
-                path: if path == "." {
-                    String::new()
-                } else {
-                    nicsim_kernel::config::printable(&path)
-                },
-                msg: nicsim_kernel::config::one_line(&msg),
-            }
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
+        nicsim_kernel::config::from_json(text)
     }
 
     pub fn nic_index(&self, name: &str) -> Option<usize> {
