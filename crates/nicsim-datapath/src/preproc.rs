@@ -1,73 +1,15 @@
 //! The Pre-Processor's match-action table: ternary rules on header fields → flow type, and the
 //! flow-type → offload-chain table that an SDN controller may rewrite at run time.
 
-use std::net::IpAddr;
-
 use crate::config::{MatchCfg, PortSpec};
 use crate::packet::HeaderKey;
 
-/// An address prefix as (value, mask) over 128 bits; IPv4 lives in the low 32 bits with `v6 = false`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prefix {
-    v6: bool,
-    value: u128,
-    mask: u128,
-}
+use nicsim_packet::ip::addr_bits;
+pub use nicsim_packet::ip::Prefix;
 
-fn addr_bits(a: &IpAddr) -> (bool, u128) {
-    match a {
-        IpAddr::V4(v) => (false, u32::from(*v) as u128),
-        IpAddr::V6(v) => (true, u128::from(*v)),
-    }
-}
-
-impl Prefix {
-    pub fn parse(s: &str) -> Result<Prefix, String> {
-        let (a, len) = match s.split_once('/') {
-            Some((a, l)) => (a, Some(l)),
-            None => (s, None),
-        };
-        let addr: IpAddr = a
-            .parse()
-            .map_err(|_| format!("'{s}' is not an address or prefix"))?;
-        let (v6, value) = addr_bits(&addr);
-        let bits = if v6 { 128 } else { 32 };
-        let len: u32 = match len {
-            Some(l) => l
-                .parse()
-                .ok()
-                .filter(|&n| n <= bits)
-                .ok_or_else(|| format!("bad prefix length in '{s}' (0..={bits})"))?,
-            None => bits,
-        };
-        let mask = if len == 0 {
-            0
-        } else {
-            (!0u128 >> (128 - bits)) & !((1u128 << (bits - len)) - 1)
-        };
-        Ok(Prefix {
-            v6,
-            value: value & mask,
-            mask,
-        })
-    }
-    pub fn exact(a: &IpAddr) -> Prefix {
-        let (v6, value) = addr_bits(a);
-        Prefix {
-            v6,
-            value,
-            mask: if v6 { !0 } else { u32::MAX as u128 },
-        }
-    }
-    #[inline]
-    pub fn matches(&self, a: &IpAddr) -> bool {
-        self.matches_bits(addr_bits(a))
-    }
-    /// [`Prefix::matches`] on an address already in its [`addr_bits`] form.
-    #[inline]
-    fn matches_bits(&self, (v6, x): (bool, u128)) -> bool {
-        v6 == self.v6 && x & self.mask == self.value
-    }
+/// A prefix from the config, the message naming the text.
+fn parse_prefix(s: &str) -> Result<Prefix, String> {
+    s.parse().map_err(|reason| format!("'{s}': {reason}"))
 }
 
 fn parse_ports(p: &PortSpec) -> Result<(u16, u16), String> {
@@ -107,13 +49,13 @@ impl Rule {
             src: m
                 .src
                 .as_deref()
-                .map(Prefix::parse)
+                .map(parse_prefix)
                 .transpose()
                 .map_err(|e| ("src", e))?,
             dst: m
                 .dst
                 .as_deref()
-                .map(Prefix::parse)
+                .map(parse_prefix)
                 .transpose()
                 .map_err(|e| ("dst", e))?,
             sport: m
@@ -141,8 +83,8 @@ impl Rule {
     /// Exact match on a flow's generated header fields.
     pub fn exact(h: &HeaderKey) -> Rule {
         Rule {
-            src: Some(Prefix::exact(&h.src)),
-            dst: Some(Prefix::exact(&h.dst)),
+            src: Some(Prefix::exact(h.src)),
+            dst: Some(Prefix::exact(h.dst)),
             sport: Some((h.sport, h.sport)),
             dport: Some((h.dport, h.dport)),
             proto: Some(h.proto),
@@ -152,7 +94,7 @@ impl Rule {
     }
     #[inline]
     pub fn matches(&self, h: &HeaderKey) -> bool {
-        self.matches_with(h, addr_bits(&h.src), addr_bits(&h.dst))
+        self.matches_with(h, addr_bits(h.src), addr_bits(h.dst))
     }
     /// [`Rule::matches`] with `h`'s addresses already in their [`addr_bits`] form (a lookup
     /// converts them once for all rules); the cheap scalar fields are compared first.
@@ -163,8 +105,8 @@ impl Rule {
             && self.proto.is_none_or(|p| p == h.proto)
             && self.tos.is_none_or(|t| t == h.tos)
             && self.vlan.is_none_or(|v| Some(v) == h.vlan)
-            && self.src.is_none_or(|p| p.matches_bits(src))
-            && self.dst.is_none_or(|p| p.matches_bits(dst))
+            && self.src.is_none_or(|p| p.contains_bits(src))
+            && self.dst.is_none_or(|p| p.contains_bits(dst))
     }
 }
 
@@ -178,7 +120,7 @@ impl MatchTable {
     /// The flow type of the first matching rule.
     #[inline]
     pub fn lookup(&self, h: &HeaderKey) -> Option<u16> {
-        let (src, dst) = (addr_bits(&h.src), addr_bits(&h.dst));
+        let (src, dst) = (addr_bits(h.src), addr_bits(h.dst));
         self.rules
             .iter()
             .find(|(r, _)| r.matches_with(h, src, dst))
@@ -215,9 +157,9 @@ mod tests {
         assert_eq!(t.lookup(&key("10.9.9.9", 150)), Some(0));
         assert_eq!(t.lookup(&key("11.0.0.1", 150)), Some(1));
         assert_eq!(t.lookup(&key("10.0.0.1", 201)), Some(1));
-        assert!(Prefix::parse("10.0.0.0/33").is_err());
-        assert!(Prefix::parse("2001:db8::/32")
+        assert!(parse_prefix("10.0.0.0/33").is_err());
+        assert!(parse_prefix("2001:db8::/32")
             .unwrap()
-            .matches(&"2001:db8::1".parse().unwrap()));
+            .contains("2001:db8::1".parse().unwrap()));
     }
 }

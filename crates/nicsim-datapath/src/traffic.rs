@@ -20,14 +20,9 @@ use rand_distr::{Exp, LogNormal};
 use crate::config::{Arrivals, Config, ReplayTiming, SizeDist};
 use crate::packet::{Chain, Frame, HeaderKey, Pkt};
 
+/// A protocol by name or number (`nicsim_packet::ip::protocol::parse`).
 pub fn parse_proto(s: &str) -> Result<u8, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "tcp" => Ok(6),
-        "udp" => Ok(17),
-        other => other
-            .parse()
-            .map_err(|_| format!("'{s}' is not tcp, udp or a protocol number")),
-    }
+    nicsim_packet::ip::protocol::parse(s)
 }
 
 enum Sizes {

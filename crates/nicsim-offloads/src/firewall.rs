@@ -8,20 +8,18 @@
 //! default deny
 //! ```
 //! i.e. `ACTION PROTO SRC DST [sport RANGE] [dport RANGE]` with ACTION `permit|deny`,
-//! PROTO `tcp|udp|any|0..=255`, SRC/DST `any` or an IPv4/IPv6 CIDR (a bare address is
+//! PROTO `tcp|udp|icmp|any|0..=255`, SRC/DST `any` or an IPv4/IPv6 CIDR (a bare address is
 //! a host), RANGE `any|N|N-M`; plus at most one `default ACTION` (permit if absent).
 
 use std::fmt;
-use std::net::IpAddr;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
 
+use nicsim_packet::ip::protocol;
+pub use nicsim_packet::ip::Prefix;
 use nicsim_packet::FiveTuple;
 
 use crate::{l4_payload, DropReason, FuncMeta, FunctionalOffload, OffloadKind};
-
-const TCP: u8 = 6;
-const UDP: u8 = 17;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Action {
@@ -39,60 +37,6 @@ impl FromStr for Action {
             "deny" => Ok(Action::Deny),
             _ => Err(format!("bad action '{s}' (expected permit or deny)")),
         }
-    }
-}
-
-/// An IPv4 or IPv6 CIDR prefix (IPv4 in the low 32 bits), host bits masked off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prefix {
-    net: u128,
-    mask: u128,
-    v6: bool,
-}
-
-impl Prefix {
-    /// `None` when `len` exceeds the address width.
-    pub fn new(addr: IpAddr, len: u8) -> Option<Prefix> {
-        let (bits, full, v6) = match addr {
-            IpAddr::V4(a) => (u128::from(u32::from(a)), u128::from(u32::MAX), false),
-            IpAddr::V6(a) => (u128::from(a), u128::MAX, true),
-        };
-        if u32::from(len) > full.count_ones() {
-            return None;
-        }
-        let mask = full & !full.checked_shr(len.into()).unwrap_or(0);
-        Some(Prefix {
-            net: bits & mask,
-            mask,
-            v6,
-        })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let (bits, v6) = match ip {
-            IpAddr::V4(a) => (u128::from(u32::from(a)), false),
-            IpAddr::V6(a) => (u128::from(a), true),
-        };
-        v6 == self.v6 && bits & self.mask == self.net
-    }
-}
-
-impl FromStr for Prefix {
-    type Err = String;
-
-    /// `ADDR/LEN` or a bare `ADDR` (a host prefix); the error is the reason only.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (addr, len) = s.split_once('/').map_or((s, None), |(a, l)| (a, Some(l)));
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| "not an IPv4 or IPv6 address".to_string())?;
-        let width = if addr.is_ipv4() { 32 } else { 128 };
-        let len = match len {
-            None => Some(width),
-            Some(l) => l.parse().ok().filter(|&l| l <= width),
-        };
-        len.and_then(|l| Prefix::new(addr, l))
-            .ok_or_else(|| format!("prefix length must be 0..={width}"))
     }
 }
 
@@ -243,12 +187,9 @@ fn parse_rule<'a>(action: &str, mut tokens: impl Iterator<Item = &'a str>) -> Re
     let mut rule = Rule::new(action);
     rule.proto = match expect(&mut tokens, "protocol")? {
         "any" => None,
-        "tcp" => Some(TCP),
-        "udp" => Some(UDP),
-        p => Some(
-            p.parse()
-                .map_err(|_| format!("bad protocol '{p}' (expected tcp, udp, any or 0..=255)"))?,
-        ),
+        p => Some(protocol::from_name(p).ok_or_else(|| {
+            format!("bad protocol '{p}' (expected tcp, udp, icmp, any or 0..=255)")
+        })?),
     };
     rule.src = parse_addr(expect(&mut tokens, "source prefix")?)?;
     rule.dst = parse_addr(expect(&mut tokens, "destination prefix")?)?;
@@ -320,6 +261,7 @@ impl FunctionalOffload for Firewall {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nicsim_packet::ip::protocol::{TCP, UDP};
 
     fn tuple(src: &str, dst: &str, sport: u16, dport: u16, proto: u8) -> FiveTuple {
         FiveTuple {
@@ -395,8 +337,8 @@ mod tests {
                 "line 1: bad action 'allow' (expected permit, deny or default)",
             ),
             (
-                "deny icmp any any",
-                "line 1: bad protocol 'icmp' (expected tcp, udp, any or 0..=255)",
+                "deny sctp any any",
+                "line 1: bad protocol 'sctp' (expected tcp, udp, icmp, any or 0..=255)",
             ),
             ("deny tcp any", "line 1: missing destination prefix"),
             (

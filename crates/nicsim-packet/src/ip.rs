@@ -35,6 +35,107 @@ pub mod protocol {
     pub const NO_NEXT_HEADER: u8 = 59;
     /// IPv6 destination options extension header.
     pub const DEST_OPTS: u8 = 60;
+
+    /// A protocol as configs and rule sets name it: `tcp`, `udp` or `icmp` (any case), or its
+    /// number (0..=255). `None` for anything else: each caller says what it expected.
+    pub fn from_name(s: &str) -> Option<u8> {
+        match s.to_ascii_lowercase().as_str() {
+            "tcp" => Some(TCP),
+            "udp" => Some(UDP),
+            "icmp" => Some(ICMP),
+            other => other.parse().ok(),
+        }
+    }
+
+    /// [`from_name`], or the one message configs give for anything else.
+    pub fn parse(s: &str) -> Result<u8, String> {
+        from_name(s).ok_or_else(|| format!("'{s}' is not tcp, udp, icmp or a protocol number"))
+    }
+}
+
+/// An IPv4 or IPv6 prefix (`ADDR/LEN`, or a bare address for the host), host bits masked off;
+/// an IPv4 address lives in the low 32 bits. The one prefix type of the datapath's match table,
+/// the firewall's rules and the router's routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Prefix {
+    v6: bool,
+    value: u128,
+    mask: u128,
+}
+
+/// (is IPv6, the address's bits): an address as [`Prefix::contains_bits`] takes it, computed
+/// once for many prefixes.
+#[inline]
+pub fn addr_bits(a: IpAddr) -> (bool, u128) {
+    match a {
+        IpAddr::V4(v) => (false, u128::from(u32::from(v))),
+        IpAddr::V6(v) => (true, u128::from(v)),
+    }
+}
+
+impl Prefix {
+    /// The prefix of `len` bits of `addr`; `None` when `len` exceeds the address's width.
+    pub fn new(addr: IpAddr, len: u8) -> Option<Prefix> {
+        let (v6, value) = addr_bits(addr);
+        let width: u32 = if v6 { 128 } else { 32 };
+        if u32::from(len) > width {
+            return None;
+        }
+        let full = if v6 { u128::MAX } else { u128::from(u32::MAX) };
+        let mask = full & !full.checked_shr(len.into()).unwrap_or(0);
+        Some(Prefix {
+            v6,
+            value: value & mask,
+            mask,
+        })
+    }
+
+    /// The host prefix of `addr` (all its bits).
+    pub fn exact(addr: IpAddr) -> Prefix {
+        let len = if addr.is_ipv4() { 32 } else { 128 };
+        Prefix::new(addr, len).expect("the full length fits")
+    }
+
+    /// Whether `ip` is in the prefix (an IPv4 address is never in an IPv6 prefix).
+    #[inline]
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        self.contains_bits(addr_bits(ip))
+    }
+
+    /// [`Prefix::contains`] on an address already in its [`addr_bits`] form.
+    #[inline]
+    pub fn contains_bits(&self, (v6, bits): (bool, u128)) -> bool {
+        v6 == self.v6 && bits & self.mask == self.value
+    }
+
+    /// The network's bits and the mask, IPv4 in the low 32 bits.
+    pub fn bits(&self) -> (u128, u128) {
+        (self.value, self.mask)
+    }
+
+    /// Whether it is an IPv6 prefix.
+    pub fn is_v6(&self) -> bool {
+        self.v6
+    }
+}
+
+impl std::str::FromStr for Prefix {
+    type Err = String;
+
+    /// `ADDR/LEN` or a bare `ADDR` (a host prefix); the error is the reason only.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (addr, len) = s.split_once('/').map_or((s, None), |(a, l)| (a, Some(l)));
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| "not an IPv4 or IPv6 address".to_string())?;
+        let width = if addr.is_ipv4() { 32 } else { 128 };
+        let len = match len {
+            None => Some(width),
+            Some(l) => l.parse().ok().filter(|&l| l <= width),
+        };
+        len.and_then(|l| Prefix::new(addr, l))
+            .ok_or_else(|| format!("prefix length must be 0..={width}"))
+    }
 }
 
 /// One's-complement arithmetic for the Internet checksum.
@@ -100,5 +201,43 @@ pub mod checksum {
             sum = (sum & 0xffff) + (sum >> 16);
         }
         sum as u16
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_protocols_parse_as_configs_and_rule_sets_write_them() {
+        let p: Prefix = "10.1.2.3/16".parse().unwrap();
+        assert_eq!(p.bits(), (0x0a01_0000, 0xffff_0000));
+        assert!(p.contains("10.1.255.7".parse().unwrap()));
+        assert!(!p.contains("10.2.0.1".parse().unwrap()));
+        assert!(
+            !p.contains("::a01:203".parse().unwrap()),
+            "a v4 prefix holds no v6 address"
+        );
+        let h: Prefix = "2001:db8::1".parse().unwrap();
+        assert!(h.is_v6() && h == Prefix::exact("2001:db8::1".parse().unwrap()));
+        let all: Prefix = "::/0".parse().unwrap();
+        assert!(
+            all.contains("fe80::1".parse().unwrap()) && !all.contains("1.2.3.4".parse().unwrap())
+        );
+        assert_eq!(
+            "10.0.0.0/33".parse::<Prefix>().unwrap_err(),
+            "prefix length must be 0..=32"
+        );
+        assert_eq!(
+            "x/8".parse::<Prefix>().unwrap_err(),
+            "not an IPv4 or IPv6 address"
+        );
+        assert_eq!(protocol::parse("TCP"), Ok(6));
+        assert_eq!(protocol::parse("icmp"), Ok(1));
+        assert_eq!(protocol::parse("132"), Ok(132));
+        assert_eq!(
+            protocol::parse("256"),
+            Err("'256' is not tcp, udp, icmp or a protocol number".into())
+        );
     }
 }

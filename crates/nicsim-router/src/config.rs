@@ -322,16 +322,9 @@ fn d_proto() -> String {
     "udp".into()
 }
 
-/// An IPv4 protocol name or number.
+/// An IPv4 protocol by name or number (`nicsim_packet::ip::protocol::parse`).
 pub fn parse_proto(s: &str) -> Result<u8, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "tcp" => Ok(6),
-        "udp" => Ok(17),
-        "icmp" => Ok(1),
-        other => other
-            .parse()
-            .map_err(|_| format!("'{s}' is not tcp, udp, icmp or a protocol number")),
-    }
+    nicsim_packet::ip::protocol::parse(s)
 }
 
 /// `a.b.c.d/len` as (network, mask).
