@@ -121,8 +121,8 @@ pub struct Sink {
     pub verify: Verify,
     pub recirculated: u64,
     pub egress: Option<EgressHook>,
-    /// The egress capture, when asked for.
-    pub capture: Option<crate::egress_capture::EgressCapture>,
+    /// The egress capture, when asked for (boxed: the sink's hot fields stay together).
+    pub capture: Option<Box<crate::egress_capture::EgressCapture>>,
     /// Records of delivered packets, when asked for.
     pub log: Option<PacketLog>,
 }

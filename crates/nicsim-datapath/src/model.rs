@@ -272,7 +272,7 @@ impl Datapath {
     /// [`Datapath::finish_egress_capture`].
     pub fn capture_egress(&mut self, path: &std::path::Path) -> Result<(), String> {
         let c = crate::egress_capture::EgressCapture::create(path, self.tb.ticks_per_us())?;
-        self.engine.world.sink.capture = Some(c);
+        self.engine.world.sink.capture = Some(Box::new(c));
         Ok(())
     }
 
