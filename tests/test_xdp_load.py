@@ -140,3 +140,20 @@ def test_validate_runs_the_program_the_analysis_analysed(tmp_path: Path, monkeyp
     assert v["kernel"]["retval"] == 1
     r = nicsim("xdp", "validate", obj("two_progs"), "--analysis", a, "--program", "first")
     assert_one_line_error(r, "is the analysis of program 'second' in section 'xdp', not of --program first")
+
+
+def test_validate_fills_a_map_of_maps_slots_in_the_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel loader stores the synthetic inner map's file descriptor in every slot the
+    # example fills, as the interpreter models them: the example packet (a tenant's VLAN, a
+    # listed source) reaches the inner ACL lookup in the kernel too.
+    monkeypatch.setenv("NICSIM_X86_JIT", str(tmp_path / "uncalibrated.toml"))
+    a = tmp_path / "a"
+    r = nicsim("xdp", "analyze", obj("map_in_map_acl"), "--rate", "packet", "--out", a)
+    assert r.returncode == 0, r.stderr
+    s = summary(a)
+    assert s["maps"]["tenants"]["entries"] and s["maps"]["tenants.inner"]["entries"], s["maps"]
+    r = nicsim("xdp", "validate", obj("map_in_map_acl"), "--analysis", a, "--packets", "20", "--runs", "1")
+    v = json.loads((a / "validation.json").read_text())
+    assert v["checks"]["example follows the reported path in the interpreter"], v
+    assert v["checks"]["kernel returns the reported action"], v
+    assert v["kernel"]["retval"] == s["path"]["retval"]

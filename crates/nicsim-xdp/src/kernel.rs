@@ -172,26 +172,7 @@ fn map_name(name: &str) -> [u8; 16] {
 /// the kfunc's BTF id from /sys/kernel/btf/vmlinux), and binding needs a device with `ndo_bpf`
 /// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up; the
 /// conntrack kfuncs because they are in nf_conntrack's module BTF, whose fd the call would need.
-///
-/// A program that uses a map of maps is refused too: the analysis's example fills the outer map's
-/// slots with its synthetic inner maps (`<outer>.inner`), which this loader does not store into
-/// the outer map as inner map file descriptors.
 fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
-    let used = program.code.iter().flatten().find_map(|i| match i {
-        crate::insn::Insn::LdImm64 {
-            imm: crate::insn::Imm64::Map(m),
-            ..
-        } => program.maps.get(*m as usize).filter(|d| d.is_map_of_maps()),
-        _ => None,
-    });
-    if let Some(m) = used {
-        return Err(KernelError::Input(format!(
-            "map '{}' is a map of maps ({}): nicsim's kernel loader does not fill its slots \
-             with inner maps",
-            m.name,
-            m.type_name()
-        )));
-    }
     if let Some(k) = program.kfuncs.first() {
         return Err(KernelError::Input(
             program
@@ -561,6 +542,19 @@ impl Kernel {
     }
 
     fn write(&self, m: &KMap, k: &[u8], v: &[u8]) -> Result<(), KernelError> {
+        if m.def.is_map_of_maps() {
+            // A filled slot holds the map of maps' one inner map, `<outer>.inner`, as in the
+            // interpreter (whatever value the entry gives): its file descriptor is the value
+            // the kernel takes.
+            let want = crate::load::inner_map_name(&m.def.name);
+            let inner = self.map(&want).map_err(|_| {
+                KernelError::Input(format!(
+                    "map '{}': its inner maps are not modelled",
+                    m.def.name
+                ))
+            })?;
+            return update(m, k, &(inner.fd.as_raw_fd() as u32).to_ne_bytes());
+        }
         {
             {
                 let stride = if m.percpu() {
