@@ -12,7 +12,10 @@ use crate::time::Timebase;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {msg}")]
 pub struct ConfigError {
+    /// The key path of the offending value (`traffic[0].flows[1].dst`); empty at the document's
+    /// root.
     pub path: String,
+    /// What was expected there, or what is wrong with the value.
     pub msg: String,
 }
 
@@ -133,8 +136,12 @@ pub fn check_range(key: &str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<()
 /// it (with `context`, a few words saying how the span came about).
 #[derive(Debug, Clone)]
 pub struct Span {
+    /// The config key that sets this span, named when 64-bit time cannot hold it.
     pub key: String,
+    /// How far the traffic spans, in simulated µs.
     pub span_us: f64,
+    /// How the span came about (e.g. the packet size and rate), put before the error message; may
+    /// be empty.
     pub context: String,
 }
 

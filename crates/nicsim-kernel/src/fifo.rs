@@ -14,30 +14,45 @@ use std::collections::VecDeque;
 
 use crate::time::Time;
 
+/// A packet in a [`Fifo`]: the item, its size, and when it was pushed and its beats land.
 #[derive(Debug, Clone)]
 pub struct Slot<T> {
+    /// The packet, or the id that stands for it (a model's FIFOs usually hold slab ids).
     pub item: T,
+    /// Bytes the packet occupies in the FIFO, from its push until its pop.
     pub bytes: u32,
     /// First beat available to the consumer.
     pub head: Time,
     /// Last beat available to the consumer.
     pub tail: Time,
+    /// When the packet was pushed (its transfer in started), in ticks; its sojourn counts from
+    /// here.
     pub enq: Time,
 }
 
 /// Occupancy statistics. Areas are integrals over time (ticks).
 #[derive(Debug, Clone, Default)]
 pub struct FifoStats {
+    /// Packets pushed.
     pub pushes: u64,
+    /// Packets popped.
     pub pops: u64,
+    /// Highest occupancy reached, in bytes.
     pub max_bytes: u64,
+    /// Highest occupancy reached, in packets.
     pub max_packets: u64,
+    /// Integral of the bytes held over time (byte·ticks), packets still in included; divided by the
+    /// elapsed ticks it is the mean occupancy in bytes.
     pub byte_area: u128,
+    /// Integral of the packets held over time (packet·ticks), packets still in included; divided by
+    /// the elapsed ticks it is the mean queue length (L in Little's law).
     pub packet_area: u128,
     /// Sum over popped packets of (pop time − push time).
     pub sojourn_ticks: u128,
 }
 
+/// A FIFO of packets bounded by a capacity in bytes, which keeps its own occupancy statistics
+/// ([`FifoStats`]).
 #[derive(Debug, Clone)]
 pub struct Fifo<T> {
     capacity_bytes: u64,
@@ -53,6 +68,7 @@ pub struct Fifo<T> {
 }
 
 impl<T> Fifo<T> {
+    /// An empty FIFO that holds at most `capacity_bytes` bytes.
     pub fn new(capacity_bytes: u64) -> Fifo<T> {
         Fifo {
             capacity_bytes,
@@ -64,26 +80,33 @@ impl<T> Fifo<T> {
             wait_push: Cell::new(false),
         }
     }
+    /// Whether a packet of `bytes` fits beside the bytes already held (a model's writer asks
+    /// [`FifoSet::room`](crate::FifoSet::room) instead, which also arranges its wake-up).
     #[inline]
     pub fn has_room(&self, bytes: u32) -> bool {
         self.used_bytes + bytes as u64 <= self.capacity_bytes
     }
+    /// Bytes held, counting packets still arriving (see [`Fifo::stored_bytes`]).
     #[inline]
     pub fn used_bytes(&self) -> u64 {
         self.used_bytes
     }
+    /// The capacity in bytes, as given to [`Fifo::new`].
     #[inline]
     pub fn capacity_bytes(&self) -> u64 {
         self.capacity_bytes
     }
+    /// Packets held, counting packets still arriving.
     #[inline]
     pub fn len(&self) -> usize {
         self.q.len()
     }
+    /// Whether no packet is held.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
     }
+    /// The oldest packet (the next to pop), whether or not its first beat has landed.
     #[inline]
     pub fn front(&self) -> Option<&Slot<T>> {
         self.q.front()
@@ -107,6 +130,7 @@ impl<T> Fifo<T> {
             .sum();
         self.used_bytes - arriving
     }
+    /// The packets held, from the front (oldest) to the back (newest).
     pub fn iter(&self) -> impl Iterator<Item = &Slot<T>> {
         self.q.iter()
     }

@@ -13,9 +13,13 @@ use crate::time::Time;
 /// A FIFO's index in its [`FifoSet`] (and its resource id in the calendar).
 pub type FifoId = usize;
 
+/// A model's FIFOs with their names; pushes, pops and room checks made through it wake the ports
+/// that wait on them.
 #[derive(Debug, Clone)]
 pub struct FifoSet<T> {
+    /// The FIFOs, indexed by [`FifoId`].
     pub fifos: Vec<Fifo<T>>,
+    /// Each FIFO's name, indexed by [`FifoId`] (for the model's statistics report).
     pub names: Vec<String>,
 }
 
@@ -35,9 +39,12 @@ impl<T> FifoSet<T> {
         self.names.push(name.into());
         self.fifos.len() - 1
     }
+    /// Number of FIFOs in the set.
     pub fn len(&self) -> usize {
         self.fifos.len()
     }
+    /// Whether the set has no FIFOs (not whether they hold packets; see
+    /// [`FifoSet::is_fifo_empty`]).
     pub fn is_empty(&self) -> bool {
         self.fifos.is_empty()
     }
@@ -96,6 +103,8 @@ impl<T> FifoSet<T> {
         let f = &self.fifos[id];
         f.capacity_bytes() - f.used_bytes()
     }
+    /// The front slot of FIFO `id`, whether or not its first beat has landed (see
+    /// [`FifoSet::ready_front`]).
     #[inline]
     pub fn front(&self, id: FifoId) -> Option<&Slot<T>> {
         self.fifos[id].front()
@@ -110,10 +119,12 @@ impl<T> FifoSet<T> {
     pub fn stored_bytes(&self, id: FifoId, now: Time) -> u64 {
         self.fifos[id].stored_bytes(now)
     }
+    /// Bytes held by FIFO `id`, counting packets still arriving.
     #[inline]
     pub fn used_bytes(&self, id: FifoId) -> u64 {
         self.fifos[id].used_bytes()
     }
+    /// Whether FIFO `id` holds no packet.
     #[inline]
     pub fn is_fifo_empty(&self, id: FifoId) -> bool {
         self.fifos[id].is_empty()

@@ -18,6 +18,8 @@
 //! - [`config`]: the error a bad configuration produces, with its key path; the limits every
 //!   model applies to clocks, latencies and buffers; the timebase check every model calls.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod fifo;
 pub mod fifoset;

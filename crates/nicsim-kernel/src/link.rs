@@ -12,8 +12,11 @@ use crate::time::{Clock, Time};
 /// When a transfer started, and when its first and last beats are available at the receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transfer {
+    /// When the transfer started (an edge of the link's clock), in ticks.
     pub start: Time,
+    /// When the first beat is available at the receiver (one cycle after `start`), in ticks.
     pub head: Time,
+    /// When the last beat is available at the receiver, in ticks; the link is busy until then.
     pub tail: Time,
 }
 
@@ -21,6 +24,7 @@ pub struct Transfer {
 /// without a divide instruction per packet (a shift for the usual power-of-two widths).
 #[derive(Debug, Clone, Copy)]
 pub struct Width {
+    /// Bits per beat.
     pub bits: u32,
     shift: Option<u32>,
     div: strength_reduce::StrengthReducedU64,
@@ -46,14 +50,19 @@ impl Width {
     }
 }
 
+/// A stream that moves one beat per cycle of its sender's clock, one packet at a time (see the
+/// module docs).
 #[derive(Debug, Clone)]
 pub struct Link {
+    /// The data width: bits moved per beat.
     pub width: Width,
+    /// The sender's clock: one beat moves per cycle of it, and transfers start at its edges.
     pub clock: Clock,
     busy_until: Time,
 }
 
 impl Link {
+    /// An idle link `width_bits` wide on `clock`.
     pub fn new(width_bits: u32, clock: Clock) -> Link {
         Link {
             width: Width::new(width_bits),

@@ -33,6 +33,7 @@ use crate::wakes::Wakes;
 /// or only looks at.
 #[derive(Debug, Clone)]
 pub struct Port {
+    /// The clock at whose edges the port steps.
     pub clock: Clock,
     /// Woken when one of these becomes non-empty, at the first beat of the packet.
     pub reads: Vec<usize>,
@@ -43,6 +44,7 @@ pub struct Port {
 }
 
 impl Port {
+    /// A port on `clock` that reads, writes and watches no FIFO yet.
     pub fn new(clock: Clock) -> Port {
         Port {
             clock,
@@ -51,20 +53,24 @@ impl Port {
             watches: Vec::new(),
         }
     }
+    /// Adds FIFOs (resource ids) the port takes from. A FIFO has at most one reader.
     pub fn reads(mut self, r: &[usize]) -> Port {
         self.reads.extend_from_slice(r);
         self
     }
+    /// Adds FIFOs (resource ids) the port puts into. A FIFO has at most one writer.
     pub fn writes(mut self, r: &[usize]) -> Port {
         self.writes.extend_from_slice(r);
         self
     }
+    /// Adds FIFOs (resource ids) the port only looks at; a FIFO may have any number of watchers.
     pub fn watches(mut self, r: &[usize]) -> Port {
         self.watches.extend_from_slice(r);
         self
     }
 }
 
+/// A part of a model: one or more ports that the run loop steps, acting on the shared world `W`.
 pub trait Component<W> {
     /// The component's ports, in the order in which they act at an instant.
     fn ports(&self) -> Vec<Port>;
@@ -75,7 +81,9 @@ pub trait Component<W> {
 /// The shared world carries the calendar, so that components (and the world's FIFOs) can
 /// wake ports while they act.
 pub trait HasCalendar {
+    /// The calendar, to request wake-ups while a port acts.
     fn cal(&mut self) -> &mut Calendar;
+    /// The calendar, read-only (the current instant, the wake-ups requested so far).
     fn cal_ref(&self) -> &Calendar;
 }
 
@@ -90,6 +98,7 @@ pub enum Mode {
     Skip,
 }
 
+/// The work a run did, as reported by [`Engine::stats`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunStats {
     /// Instants visited.
@@ -293,8 +302,12 @@ struct Owner {
 
 /// Components, the world they share, and the loop that runs them.
 pub struct Engine<W> {
+    /// The model's components; their ports act in this order (and, within one, in the order of
+    /// [`Component::ports`]) at every instant.
     pub components: Vec<Box<dyn Component<W>>>,
+    /// The state the components share, which carries the calendar.
     pub world: W,
+    /// Whether the loop steps every edge or jumps from one wake-up to the next.
     pub mode: Mode,
     /// Instants visited and steps taken (the wake-ups that [`Engine::stats()`] reports are
     /// counted by the calendar).

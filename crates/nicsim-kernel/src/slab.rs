@@ -5,6 +5,8 @@
 /// An index into a [`Slab`].
 pub type SlabId = u32;
 
+/// Items in flight, each addressed by the [`SlabId`] that [`Slab::alloc`] returns until
+/// [`Slab::free`].
 #[derive(Debug, Clone)]
 pub struct Slab<T> {
     slots: Vec<T>,

@@ -72,9 +72,11 @@ impl Timebase {
         );
         Clock::new(mhz, self.ticks_per_us / mhz as u64)
     }
+    /// Time `t` in microseconds.
     pub fn to_us(&self, t: Time) -> f64 {
         t as f64 / self.ticks_per_us as f64
     }
+    /// Time `t` in nanoseconds.
     pub fn to_ns(&self, t: Time) -> f64 {
         t as f64 * 1e3 / self.ticks_per_us as f64
     }
@@ -92,9 +94,11 @@ pub const DRAIN_US: f64 = 1e6;
 /// A run that 64-bit time cannot hold with its clocks (see [`Timebase::for_span`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeRangeError {
+    /// The run's clocks in MHz, as given to [`Timebase::for_span`].
     pub clocks_mhz: Vec<u32>,
     /// How far 64-bit time reaches (µs), or `None` when the clocks' lcm overflows.
     pub reach_us: Option<f64>,
+    /// The span of traffic the run needed to hold, in µs; 0 when the clocks alone are at fault.
     pub span_us: f64,
 }
 
@@ -148,7 +152,9 @@ impl std::error::Error for TimeRangeError {}
 /// divisor is strength-reduced once (multiply and shift instead of a hardware divide).
 #[derive(Clone, Copy)]
 pub struct Clock {
+    /// Frequency in MHz.
     pub mhz: u32,
+    /// Cycle length in ticks of the run's [`Timebase`].
     pub period: Time,
     div: strength_reduce::StrengthReducedU64,
     /// period = odd · 2^shift: t is a multiple of the period iff its low `shift` bits are zero
@@ -215,6 +221,7 @@ impl Clock {
     pub fn edge_after(&self, t: Time) -> Time {
         (t / self.div + 1) * self.period
     }
+    /// Whether `t` is an edge of this clock (a multiple of its period).
     #[inline]
     pub fn is_edge(&self, t: Time) -> bool {
         t % self.div == 0

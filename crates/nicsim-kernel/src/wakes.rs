@@ -51,6 +51,8 @@ impl ExactDiv {
     }
 }
 
+/// The calendar of pending wake-ups: per instant on the grid of `g` ticks, the ports due then (see
+/// the module docs).
 #[derive(Debug, Clone)]
 pub struct Wakes {
     /// Bucket width in ticks.

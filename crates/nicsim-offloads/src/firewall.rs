@@ -21,10 +21,14 @@ use nicsim_packet::FiveTuple;
 
 use crate::{l4_payload, DropReason, FuncMeta, FunctionalOffload, OffloadKind};
 
+/// What the firewall does with a frame: a rule's verdict, or a rule set's default for frames no
+/// rule matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Action {
+    /// Let the frame through (the default).
     #[default]
     Permit,
+    /// Drop the frame with [`DropReason::FirewallDeny`].
     Deny,
 }
 
@@ -44,11 +48,17 @@ impl FromStr for Action {
 /// chained setters, e.g. `Rule::new(Action::Deny).proto(6).dport(22..=23)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
+    /// What to do with a frame that matches.
     pub action: Action,
+    /// The IP protocol number to match (6 TCP, 17 UDP); `None` matches any.
     pub proto: Option<u8>,
+    /// The prefix the source address must lie in; `None` matches any.
     pub src: Option<Prefix>,
+    /// The prefix the destination address must lie in; `None` matches any.
     pub dst: Option<Prefix>,
+    /// The source ports to match (inclusive); `0..=65535` matches any.
     pub sport: RangeInclusive<u16>,
+    /// The destination ports to match (inclusive); `0..=65535` matches any.
     pub dport: RangeInclusive<u16>,
 }
 
@@ -65,6 +75,7 @@ impl Rule {
         }
     }
 
+    /// Matches only IP protocol `proto` (6 TCP, 17 UDP).
     pub fn proto(self, proto: u8) -> Rule {
         Rule {
             proto: Some(proto),
@@ -72,6 +83,7 @@ impl Rule {
         }
     }
 
+    /// Matches only source addresses within `prefix`.
     pub fn src(self, prefix: Prefix) -> Rule {
         Rule {
             src: Some(prefix),
@@ -79,6 +91,7 @@ impl Rule {
         }
     }
 
+    /// Matches only destination addresses within `prefix`.
     pub fn dst(self, prefix: Prefix) -> Rule {
         Rule {
             dst: Some(prefix),
@@ -86,6 +99,7 @@ impl Rule {
         }
     }
 
+    /// Matches only source ports within `ports`.
     pub fn sport(self, ports: RangeInclusive<u16>) -> Rule {
         Rule {
             sport: ports,
@@ -93,6 +107,7 @@ impl Rule {
         }
     }
 
+    /// Matches only destination ports within `ports`.
     pub fn dport(self, ports: RangeInclusive<u16>) -> Rule {
         Rule {
             dport: ports,
@@ -100,6 +115,7 @@ impl Rule {
         }
     }
 
+    /// Whether a frame with 5-tuple `t` meets every condition of the rule.
     pub fn matches(&self, t: &FiveTuple) -> bool {
         self.proto.is_none_or(|p| p == t.proto)
             && self.sport.contains(&t.sport)
@@ -112,14 +128,18 @@ impl Rule {
 /// An ordered rule list with a default action.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleSet {
+    /// The rules, tried in order; the first that matches decides.
     pub rules: Vec<Rule>,
+    /// The action for a frame no rule matches (permit unless the text says `default deny`).
     pub default: Action,
 }
 
 /// A rule-text error: `line N: <what was wrong with which token>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleError {
+    /// The 1-based number of the offending line in the rule text.
     pub line: usize,
+    /// What was wrong, naming the offending token.
     pub message: String,
 }
 

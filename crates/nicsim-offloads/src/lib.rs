@@ -13,6 +13,8 @@
 //! `[0..4)` cleartext sequence number (AES IV), `[4..len-8)` the covered region
 //! (AES-encrypted, may hold a JPEG), `[len-8..len)` the SHA-3 tag.
 
+#![warn(missing_docs)]
+
 mod aes_ctr;
 mod crc;
 mod firewall;
@@ -38,15 +40,25 @@ pub const SEQ_LEN: usize = 4;
 /// The six offloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OffloadKind {
+    /// Ethernet FCS: checks the trailing CRC-32 (`prepare` writes it).
     Crc,
+    /// 5-tuple firewall: drops the frames that [`OffloadParams::firewall`] denies.
     Firewall,
+    /// SHA-3 authentication: checks and zeroes the 8-byte tag at the end of the L4 payload
+    /// (`prepare` writes it).
     Sha3,
+    /// AES-128-CTR over the covered region of the L4 payload (its own inverse).
     Aes,
+    /// JPEG: decodes the covered region when it starts with a JPEG SOI marker; never changes the
+    /// frame.
     Jpeg,
+    /// Receive Side Scaling: the Toeplitz hash of the flow and its receive queue, into
+    /// [`FuncMeta`]; never drops.
     Rss,
 }
 
 impl OffloadKind {
+    /// All six offloads, in declaration order.
     pub const ALL: [OffloadKind; 6] = [
         OffloadKind::Crc,
         OffloadKind::Firewall,
@@ -56,6 +68,8 @@ impl OffloadKind {
         OffloadKind::Rss,
     ];
 
+    /// The offload's name in configs and reports (`crc`, `firewall`, `sha3`, `aes`, `jpeg`, `rss`),
+    /// which [`FromStr`] parses back.
     pub fn as_str(self) -> &'static str {
         match self {
             OffloadKind::Crc => "crc",
@@ -92,14 +106,22 @@ impl FromStr for OffloadKind {
 /// Why an offload dropped a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DropReason {
+    /// The trailing FCS is not the CRC-32 of the rest of the frame.
     BadFcs,
+    /// The firewall's rules deny the frame's 5-tuple.
     FirewallDeny,
+    /// The SHA-3 tag does not match the rest of the L4 payload.
     BadTag,
+    /// The covered region starts with a JPEG SOI marker but does not decode.
     BadJpeg,
+    /// The frame lacks what the offload works on: shorter than its FCS, not IPv4/IPv6 with TCP/UDP,
+    /// or an L4 payload shorter than the sequence number and tag.
     Malformed,
 }
 
 impl DropReason {
+    /// The reason's name in reports: `bad_fcs`, `firewall_deny`, `bad_tag`, `bad_jpeg` or
+    /// `malformed`.
     pub fn as_str(&self) -> &'static str {
         match self {
             DropReason::BadFcs => "bad_fcs",
@@ -120,12 +142,17 @@ impl fmt::Display for DropReason {
 /// Per-packet results that offloads hand to later pipeline stages.
 #[derive(Default, Clone, Debug)]
 pub struct FuncMeta {
+    /// The frame's Toeplitz hash, set by the RSS offload; `None` for a non-IP frame or before RSS
+    /// has run.
     pub rss_hash: Option<u32>,
+    /// The receive queue the RSS indirection table maps the hash to (0 for a non-IP frame); `None`
+    /// before RSS has run.
     pub rss_queue: Option<u16>,
 }
 
 /// One functional offload.
 pub trait FunctionalOffload: Send + Sync {
+    /// Which of the six offloads this is.
     fn kind(&self) -> OffloadKind;
     /// NIC side: check/transform the frame in place (frame includes FCS). Err = drop with that reason.
     fn process(&self, frame: &mut Vec<u8>, meta: &mut FuncMeta) -> Result<(), DropReason>;
@@ -139,8 +166,11 @@ pub trait FunctionalOffload: Send + Sync {
 pub struct OffloadParams {
     /// `None` = permit everything (non-IP/TCP/UDP frames are still `Malformed`).
     pub firewall: Option<RuleSet>,
+    /// The AES-128 key of the AES offload.
     pub aes_key: [u8; 16],
+    /// The key the SHA-3 offload hashes ahead of the payload to make its tag.
     pub sha3_key: [u8; 16],
+    /// The 40-byte Toeplitz key of the RSS offload (by default [`MICROSOFT_RSS_KEY`]).
     pub rss_key: [u8; 40],
     /// Queues the 128-entry RSS indirection table maps to, round-robin (0 is taken as 1).
     pub rss_queues: u16,
