@@ -1,4 +1,6 @@
-//! nicsim-router: a PC software router with FPGA NICs (seed 002, SPEC §5).
+//! nicsim-router: a PC software router with FPGA NICs (seed 002, SPEC §5: Bianco et al.,
+//! "Boosting the performance of PC-based software routers with FPGA-enhanced network interface
+//! cards").
 //!
 //! Testers ([`traffic`]) send Gigabit Ethernet frames to FPGA NICs ([`nic`]) that route them
 //! with ternary masks and classify them into two classes. A miss takes the *slow path*: over

@@ -120,7 +120,8 @@ def reproduce_router(
     workers: WorkersOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
-    """Seed 002 (a PC software router with FPGA NICs): set-up A's slow path, Fig. 4's saturation rate
+    """Bianco et al., "Boosting the performance of PC-based software routers with FPGA-enhanced
+    network interface cards" (seed 002): set-up A's slow path, Fig. 4's saturation rate
     against frame size, set-ups B-F and the QoS runs of Figs. 5 and 6, each beside the paper
     with holds / does not hold, and beyond the paper 2-8 NICs on PCI-X."""
     from nicsim.reproduce import router

@@ -1,4 +1,5 @@
-"""Reproduce the router-fabric paper (seed 002: a PC software router with FPGA NICs, section IV).
+"""Reproduce the router-fabric paper (seed 002, section IV): Bianco et al., "Boosting the
+performance of PC-based software routers with FPGA-enhanced network interface cards".
 
 - Set-up A at 64 B: the slow path through the Linux IP stack (paper: ≈ 400 Mbit/s).
 - Fig. 4: the slow path's theoretical saturation rate against frame size (600 kpkt/s, or half
@@ -403,7 +404,7 @@ def plot(s: dict[str, Any], out: OutputDir) -> None:
 # ---- output ---------------------------------------------------------------------------------
 
 def print_comparison(s: dict[str, Any], console: Console) -> None:
-    t = Table(title="PC router with FPGA NICs (seed 002): the paper beside nicsim", box=box.SIMPLE_HEAD,
+    t = Table(title="PC router with FPGA NICs (Bianco et al.): the paper beside nicsim", box=box.SIMPLE_HEAD,
               padding=(0, 1))
     for col in ("experiment", "quantity", "paper", "nicsim", "verdict"):
         t.add_column(col, justify="right" if col in ("paper", "nicsim") else "left")

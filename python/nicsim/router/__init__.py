@@ -1,4 +1,6 @@
-"""Router fabric (seed 002): a PC software router with FPGA NICs, simulated by the Rust core.
+"""Router fabric (seed 002: Bianco et al., "Boosting the performance of PC-based software routers
+with FPGA-enhanced network interface cards"): a PC software router with FPGA NICs, simulated by
+the Rust core.
 
 [`load`] reads a router configuration (TOML, `configs/router/`), applies `--param` overrides and
 has the core validate it (a problem names the file and the key path). [`simulate`] runs it to
