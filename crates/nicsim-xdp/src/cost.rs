@@ -510,13 +510,7 @@ fn insn_cost(
                     target: t.name.clone(),
                 });
             };
-            let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
-            InsnCost {
-                cycles: h.cycles,
-                dram,
-                wait_latency: 0.0,
-                memory: dram > 0.0,
-            }
+            helper_cost(h, (dr, dw, da))
         }
         Insn::LdAbs => plain(c.alu),
         Insn::Kfunc { id } => {
@@ -529,15 +523,21 @@ fn insn_cost(
                 let why = format!("kfunc {name} has no cost on target {}", t.name);
                 return Err(CostError::UnsupportedKfunc { pc, name, why });
             };
-            let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
-            InsnCost {
-                cycles: h.cycles,
-                dram,
-                wait_latency: 0.0,
-                memory: dram > 0.0,
-            }
+            helper_cost(h, (dr, dw, da))
         }
     })
+}
+
+/// A helper's (or kfunc's) cost entry as an instruction's cost: its cycles, and its DRAM
+/// reads, writes and atomics at the target's DRAM cycles for each (`dram_cycles`).
+fn helper_cost(h: &crate::target::HelperCost, (dr, dw, da): (f64, f64, f64)) -> InsnCost {
+    let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
+    InsnCost {
+        cycles: h.cycles,
+        dram,
+        wait_latency: 0.0,
+        memory: dram > 0.0,
+    }
 }
 
 /// The map type whose entry in a target's `[helpers]` a map helper on map `d` costs as: a map
@@ -591,8 +591,9 @@ fn loop_call_cost(
     let mut cycles = 0.0;
     let mut dram = 0.0;
     let mut add = |h: &crate::target::HelperCost| {
-        cycles += h.cycles;
-        dram += h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
+        let c = helper_cost(h, (dr, dw, da));
+        cycles += c.cycles;
+        dram += c.dram;
     };
     if first {
         add(call);
