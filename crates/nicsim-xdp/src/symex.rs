@@ -238,6 +238,9 @@ struct Sym<'a> {
     /// What the `bpf_loop` callback that just returned returned: the next step is its call,
     /// resumed.
     resumed: Option<V>,
+    /// The maps of maps' synthetic inner maps (`<outer>.inner`, [`Program::outer_of`]), found
+    /// once: most programs have none, and a store into a map value asks.
+    inner: Vec<u32>,
 }
 
 impl<'a> Sym<'a> {
@@ -1409,10 +1412,13 @@ impl<'a> Sym<'a> {
     /// A write to map `m` may have changed the value any inner map pointer of a definition
     /// `m` fits points to: their bytes become fresh.
     fn refresh_inner(&mut self, m: u32) {
-        let hit: Vec<bool> = (0..self.p.maps.len() as u32)
-            .map(|i| self.p.outer_of(i).is_some() && self.may_alias(i, m))
+        let hit: Vec<u32> = self
+            .inner
+            .iter()
+            .copied()
+            .filter(|&i| self.may_alias(i, m))
             .collect();
-        if !hit.contains(&true) {
+        if hit.is_empty() {
             return;
         }
         let mut frames = std::mem::take(&mut self.frames);
@@ -1420,7 +1426,7 @@ impl<'a> Sym<'a> {
             let saved = f.saved.iter_mut().flat_map(|s| s.iter_mut());
             for v in f.regs.iter_mut().chain(f.spills.values_mut()).chain(saved) {
                 if let V::P(Region::Inner { m, vals, .. }, _, _) = v {
-                    if hit[*m as usize] {
+                    if hit.contains(m) {
                         *vals = self.fresh(INNER_VALS, "inval");
                     }
                 }
@@ -1436,21 +1442,15 @@ impl<'a> Sym<'a> {
     /// write may have deleted or replaced their element). Reads through inner maps are fresh
     /// anyway.
     fn havoc_aliases(&mut self, m: u32) {
-        let def = self.p.maps[m as usize].clone();
-        for j in 0..self.p.maps.len() {
-            let d = &self.p.maps[j];
-            if self.p.outer_of(j as u32).is_some()
-                || d.map_type != def.map_type
-                || d.key_size != def.key_size
-                || d.value_size != def.value_size
-            {
+        for j in 0..self.p.maps.len() as u32 {
+            if self.inner.contains(&j) || !self.may_alias(m, j) {
                 continue;
             }
-            let (ks, sort) = self.map_sort(j as u32);
-            self.mem[j] = self.fresh(&sort, "mrep");
-            self.present[j] = self.fresh(&format!("(Array (_ BitVec {ks}) Bool)"), "prep");
-            if !d.is_array() {
-                self.replace_values(j as u32);
+            let (ks, sort) = self.map_sort(j);
+            self.mem[j as usize] = self.fresh(&sort, "mrep");
+            self.present[j as usize] = self.fresh(&format!("(Array (_ BitVec {ks}) Bool)"), "prep");
+            if !self.p.maps[j as usize].is_array() {
+                self.replace_values(j);
             }
         }
         self.refresh_inner(m);
@@ -1494,13 +1494,11 @@ impl<'a> Sym<'a> {
                     None => V::S(self.fresh("(_ BitVec 64)", "r0")),
                 }
             }
-            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.p.outer_of(*m).is_some() => {
+            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.inner.contains(m) => {
                 let m = *m;
                 self.inner_lookup(m, &r2)
             }
-            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m))
-                if self.p.outer_of(*m).is_some() =>
-            {
+            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m)) if self.inner.contains(m) => {
                 let m = *m;
                 self.havoc_aliases(m);
                 self.fresh64("upd")
@@ -2033,6 +2031,9 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         tails: 0,
         loops: Vec::new(),
         resumed: None,
+        inner: (0..p.maps.len() as u32)
+            .filter(|&m| p.outer_of(m).is_some())
+            .collect(),
     };
     let _ = writeln!(
         s.out,
