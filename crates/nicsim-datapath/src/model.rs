@@ -6,15 +6,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use nicsim_kernel::{Component, Engine, Link, Time, Timebase};
+use nicsim_kernel::{Component, Engine, Time, Timebase};
 use serde_json::{json, Value};
 
 use crate::config::{Arch, Config};
-use crate::flexpipe::{EgressTc, IngressTc, Offload, Pipeline, Steering, UnitSpec};
 use crate::measure::Sink;
 use crate::packet::Chain;
 use crate::preproc::{MatchTable, Rule};
-use crate::stages::{ChainPolicy, Dma, Generator, PreProcessor};
 use crate::traffic::{Funcs, Source};
 use crate::world::World;
 
@@ -50,8 +48,6 @@ pub type BuildError = String;
 impl Datapath {
     pub fn new(cfg: Config) -> Result<Datapath, BuildError> {
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
-        let p = cfg.pipeline.clone();
-        let pclk = tb.clock(p.clock_mhz);
         let funcs: Option<Funcs> = if cfg.functional {
             let mut params = nicsim_offloads::OffloadParams::default();
             if !cfg.firewall.rules.is_empty() {
@@ -117,86 +113,24 @@ impl Datapath {
             funcs,
             offered: 0,
             unit_busy_ticks: vec![0; cfg.offloads.len()],
-            free_cells: cfg.panic.buffer_cells,
-            module_free_credits: Vec::new(),
-            detours: 0,
-            crossbar_ports: 0,
+            panic: Default::default(),
             cal: Default::default(),
             last_out: 0,
         };
-        let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
         let mut comps: Vec<Box<dyn Component<World>>> = Vec::new();
         let mut offloads = Vec::new();
-        let link = Link::new(p.width_bits, pclk);
         let priorities: Vec<u8> = cfg.flows.iter().map(|f| f.priority).collect();
         match cfg.arch {
             Arch::Flexpipe | Arch::Staticpipe => {
-                let staticpipe = cfg.arch == Arch::Staticpipe;
-                let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
-                let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
-                let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
-                // Consumers first.
-                comps.push(Box::new(Dma::new(dma_in, &p, &tb)));
-                let mut chain = Vec::new();
-                for (i, o) in cfg.offloads.iter().enumerate() {
-                    let bypass = world.add_fifo(format!("{}.bypass", o.name), p.arbiter_fifo_bytes);
-                    let ufifo =
-                        world.add_fifo(format!("{}.units_out", o.name), p.arbiter_fifo_bytes);
-                    let spec = UnitSpec {
-                        width_bits: o.width_bits,
-                        clock: tb.clock(o.clock_mhz),
-                        delay_cycles: o.delay_cycles,
-                        queue_bytes: p.unit_queue_bytes,
-                        out_bytes: p.unit_queue_bytes,
-                        steering: Steering::LeastLoaded,
-                        descriptor_beats: 0,
-                        idle_cycles: 0,
-                    };
-                    let units = o.units(&p);
-                    offloads.push(OffloadInfo {
-                        name: o.name.clone(),
-                        units,
-                    });
-                    chain.push(Offload::new(
-                        i as u8,
-                        o.name.clone(),
-                        units,
-                        spec,
-                        (p.width_bits, pclk),
-                        staticpipe,
-                        [bypass, ufifo],
-                    ));
-                }
-                comps.push(Box::new(Pipeline::new(
-                    IngressTc {
-                        new: ing_new,
-                        recirc,
-                        link: link.clone(),
-                    },
-                    chain,
-                    EgressTc {
-                        dma: dma_in,
-                        recirc,
-                    },
-                )));
-                // The MAC streams each packet straight into the Pre-Processor.
-                let pre = PreProcessor {
-                    out: ing_new,
-                    latency: pclk.cycles(p.preprocessor_latency_cycles as u64),
-                    policy: if staticpipe {
-                        ChainPolicy::All(all)
-                    } else {
-                        ChainPolicy::Table
-                    },
-                    descriptor_beats: 0,
-                    priorities,
-                };
-                comps.push(Box::new(Generator::new(
+                crate::flexpipe::build(
+                    &cfg,
+                    &tb,
+                    &mut world,
+                    &mut comps,
+                    &mut offloads,
                     source,
-                    link,
-                    pre,
-                    staticpipe.then_some(all),
-                )));
+                    priorities,
+                );
             }
             Arch::Panic => {
                 crate::panic::build(
@@ -399,8 +333,8 @@ impl Datapath {
             // variant; always 0 in the eval variant). Crossbar ports as modelled.
             out["panic"] = json!({
                 "variant": self.cfg.panic.variant.as_str(),
-                "detours": w.detours,
-                "crossbar_ports": w.crossbar_ports,
+                "detours": w.panic.detours,
+                "crossbar_ports": w.panic.crossbar_ports,
             });
         }
         out

@@ -85,17 +85,8 @@ pub struct Pkt {
     pub next: u8,
     pub recircs: u8,
     pub priority: u8,
-    /// PANIC (full variant): the scheduler took a credit of `dest_unit` for this packet at
-    /// dispatch; the unit accepts it unconditionally and clears the flag.
-    pub credited: bool,
-    /// PANIC (full variant): the receiving unit had no credit left; the crossbar sends the
-    /// packet back to the scheduler, which clears the flag.
-    pub detour: bool,
     /// Flow type written by the Pre-Processor (index into the configured flows).
     pub flow: u16,
-    /// PANIC (full variant): the crossbar port (global unit index) the scheduler dispatched
-    /// the packet to; meaningful while `credited` is set.
-    pub dest_unit: u16,
     /// Bytes on the datapath (the Ethernet frame including FCS).
     pub size: u32,
     pub t_parse: Time,
@@ -201,9 +192,6 @@ mod tests {
                     next,
                     trace: Chain::default(),
                     recircs: 0,
-                    dest_unit: 0,
-                    credited: false,
-                    detour: false,
                     t_arrival: 0,
                     t_parse: 0,
                     frame: None,

@@ -31,16 +31,8 @@ pub struct World {
     pub offered: u64,
     /// Busy time of each offload's units, summed (ticks).
     pub unit_busy_ticks: Vec<u64>,
-    /// PANIC: free cells in the central packet buffer.
-    pub free_cells: u32,
-    /// PANIC: free credits per credit holder. Eval variant: one per offload module
-    /// (units × credits − packets held); full variant: one per unit (credits − packets held −
-    /// credits the scheduler took for packets on their way to it).
-    pub module_free_credits: Vec<u32>,
-    /// PANIC: packets sent back to the scheduler because their next unit had no credit.
-    pub detours: u64,
-    /// PANIC: ports of the crossbar as modelled (for the summary).
-    pub crossbar_ports: u32,
+    /// What PANIC's components share (see `panic::Shared`; empty in other architectures).
+    pub panic: crate::panic::Shared,
     /// Pending wake-ups and who is woken by which FIFO.
     pub cal: Calendar,
     /// When the last packet so far left the datapath (delivered or dropped).

@@ -1,0 +1,62 @@
+//! FlexPipe's Traffic Arbiter (Fig. 2): between the bypass FIFO and the units' FIFO (16 kB
+//! each), the front packet of the one with the highest fill level among those whose front
+//! packet has arrived (the units' FIFO on a tie), handed to the next stage when it can take it.
+
+use nicsim_kernel::{Link, Time};
+
+use super::handshake::{send_front, wake_send, Front, Next};
+use super::offload::Steer;
+use crate::world::{FifoId, World};
+
+/// The Traffic Arbiter of one Offload.
+pub struct Arbiter {
+    /// Its link to the next stage.
+    pub link: Link,
+    /// The bypass FIFO.
+    pub bypass: FifoId,
+    /// The units' FIFO.
+    pub units_out: FifoId,
+}
+
+impl Arbiter {
+    /// Its choice at `now`.
+    fn pick(&self, now: Time, w: &World) -> Option<Front> {
+        match (
+            Front::ready(w, self.units_out, now),
+            Front::ready(w, self.bypass, now),
+        ) {
+            (Some(u), Some(b)) => Some(
+                if w.q[self.bypass].used_bytes() > w.q[self.units_out].used_bytes() {
+                    b
+                } else {
+                    u
+                },
+            ),
+            (u, b) => u.or(b),
+        }
+    }
+
+    /// Port `port`'s step: hand the packet it picks to `next`, then sleep until it may send
+    /// again (or until `wake_at`, if given: the Offload has something due then).
+    pub fn step<S: Steer>(
+        &mut self,
+        port: usize,
+        now: Time,
+        w: &mut World,
+        next: &mut Next<S>,
+        wake_at: Option<Time>,
+    ) {
+        if self.link.is_free(now) {
+            if let Some(f) = self.pick(now, w) {
+                send_front(now, w, f, &mut self.link, next);
+            }
+        }
+        w.cal.busy_until(port, self.link.busy_until());
+        if let Some(t) = wake_at {
+            w.cal.wake_port(port, t);
+        }
+        let pick = |w: &World, t: Time| self.pick(t, w);
+        let inputs = [self.bypass, self.units_out];
+        wake_send(w, port, &self.link, inputs, pick, next);
+    }
+}
