@@ -56,8 +56,11 @@ from nicsim.errors import InputError
 MARKER = ".nicsim-output"
 #: The version of the layout of summary.json (docs/summary-schema.md): raised when a key moves
 #: or changes meaning. 2: every summary is a table carrying nicsim_version and schema_version
-#: (a sweep's points moved under `points`).
-SCHEMA_VERSION = 2
+#: (a sweep's points moved under `points`). 3: the router's `fifos.<name>` take the keys every
+#: model's FIFOs have (the kernel's `FifoSummary`: `capacity_bytes`, or `capacity_packets` for a
+#: ring of descriptors, `mean_bytes`, `max_bytes`, `mean_packets`, `max_packets`, `arrivals`,
+#: `departures`, `littles_law`) in place of `capacity`, `max` and `mean`.
+SCHEMA_VERSION = 3
 
 
 class OutputRefused(InputError):

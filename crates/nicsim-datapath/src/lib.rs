@@ -13,8 +13,10 @@ pub mod packet;
 pub mod panic;
 pub mod preproc;
 pub mod stages;
+pub mod summary;
 pub mod traffic;
 pub mod world;
 
 pub use config::{Config, ConfigError};
 pub use model::Datapath;
+pub use summary::Summary;

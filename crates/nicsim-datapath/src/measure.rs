@@ -5,15 +5,19 @@
 //! does not grow with the number of packets. On request, a [`PacketLog`] also keeps a record
 //! of every delivered packet, which the caller takes in batches (`nicsim run --packets parquet`).
 
-use nicsim_kernel::{LatStats, Time, Timebase};
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use nicsim_kernel::{LatStats, LatSummary, Time, Timebase};
+use serde::Serialize;
+
+use crate::summary::FlowSummary;
 
 use crate::packet::{Chain, Pkt};
 
 #[derive(Clone, Default)]
 struct FlowStats {
     /// Latency per packet size (a packet's latency is recorded once, here: the flow's and the
-    /// overall statistics are these merged, see [`Sink::latency_json`]), in the order sizes
+    /// overall statistics are these merged, see [`Sink::latency`]), in the order sizes
     /// were first seen.
     per_size: Vec<(u32, LatStats)>,
     /// Per frame size in bytes: 1 + its index in `per_size` (0: none yet).
@@ -52,11 +56,15 @@ impl FlowStats {
     }
 }
 
-/// Delivered packets that did not pass exactly their chain, or whose payload was not restored.
-#[derive(Debug, Clone, Default)]
+/// The sink's checks of delivered packets: those that did not pass exactly their chain, in
+/// order, or whose payload was not restored (functional runs).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Verify {
+    /// Packets checked.
     pub checked: u64,
+    /// Packets whose offloads were not exactly their chain, in order.
     pub chain_mismatches: u64,
+    /// Packets whose payload did not come back to what the sender meant.
     pub payload_mismatches: u64,
 }
 
@@ -211,52 +219,61 @@ impl Sink {
         }
     }
 
-    pub fn latency_json(&self, tb: &Timebase) -> Value {
+    /// Latency of every packet in the window.
+    pub fn latency(&self, tb: &Timebase) -> LatSummary {
         let mut all = self.unmatched.clone();
         self.flows
             .iter()
             .flat_map(|fs| &fs.per_size)
             .for_each(|(_, s)| all.merge(s));
-        all.to_json(tb)
+        all.summary(tb)
     }
 
-    pub fn per_flow_json(&self, tb: &Timebase, names: &[String], offloads: &[String]) -> Value {
+    /// Each flow's results over the window, by flow name (`names`, in configuration order;
+    /// `offloads` names the chains' hops).
+    pub fn per_flow(
+        &self,
+        tb: &Timebase,
+        names: &[String],
+        offloads: &[String],
+    ) -> BTreeMap<String, FlowSummary> {
         let secs = self.window_seconds(tb);
-        let mut m = serde_json::Map::new();
+        let mut m = BTreeMap::new();
         for (name, fs) in names.iter().zip(&self.flows) {
-            let mut per_size: Vec<&(u32, LatStats)> = fs.per_size.iter().collect();
-            per_size.sort_by_key(|(s, _)| *s);
-            let sizes: serde_json::Map<String, Value> = per_size
-                .into_iter()
-                .map(|(s, l)| (s.to_string(), l.to_json(tb)))
+            let per_size = fs
+                .per_size
+                .iter()
+                .map(|(s, l)| (s.to_string(), l.summary(tb)))
                 .collect();
-            let mut chains: Vec<&(Chain, u64)> = fs.chains.iter().collect();
-            chains.sort_by(|a, b| a.0.hops().cmp(b.0.hops()));
-            let chains: serde_json::Map<String, Value> = chains
-                .into_iter()
+            let chains = fs
+                .chains
+                .iter()
                 .map(|(c, n)| {
-                    (
-                        c.hops()
-                            .iter()
-                            .map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str()))
-                            .collect::<Vec<_>>()
-                            .join(">"),
-                        json!(n),
-                    )
+                    let hops: Vec<&str> = c
+                        .hops()
+                        .iter()
+                        .map(|&h| offloads.get(h as usize).map_or("?", |s| s.as_str()))
+                        .collect();
+                    (hops.join(">"), *n)
                 })
                 .collect();
+            let throughput_gbps = if secs > 0.0 {
+                fs.bytes as f64 * 8.0 / secs / 1e9
+            } else {
+                0.0
+            };
             m.insert(
                 name.clone(),
-                json!({
-                    "delivered_in_window": fs.delivered,
-                    "throughput_gbps": if secs > 0.0 { fs.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
-                    "latency_us": fs.latency().to_json(tb),
-                    "per_size": sizes,
-                    "chains": chains,
-                }),
+                FlowSummary {
+                    delivered_in_window: fs.delivered,
+                    throughput_gbps,
+                    latency_us: fs.latency().summary(tb),
+                    per_size,
+                    chains,
+                },
             );
         }
-        Value::Object(m)
+        m
     }
 }
 

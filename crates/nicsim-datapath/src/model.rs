@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use nicsim_kernel::{Component, Engine, Time, Timebase};
-use serde_json::{json, Value};
+use nicsim_kernel::{Component, Engine, FifoSummary, Time, Timebase};
+use serde_json::Value;
 
 use crate::config::{Arch, Config};
 use crate::measure::Sink;
 use crate::packet::Chain;
 use crate::preproc::{MatchTable, Rule};
+use crate::summary::{EngineSummary, Packets, PanicSummary, Recirculation, Summary, UnitUse};
 use crate::traffic::{Funcs, Source};
 use crate::world::World;
 
@@ -240,8 +241,13 @@ impl Datapath {
         self.tb.ticks_per_us()
     }
 
-    /// The run's summary (see docs/summary-schema.md).
+    /// The run's summary as JSON (see docs/summary-schema.md), keys sorted.
     pub fn summary(&mut self) -> Value {
+        serde_json::to_value(self.report()).expect("a summary is plain data")
+    }
+
+    /// The run's summary.
+    pub fn report(&mut self) -> Summary {
         let tb = self.tb;
         let now = self.engine.now();
         let stats = self.engine.stats();
@@ -251,7 +257,6 @@ impl Datapath {
         let offered = w.offered;
         let names: Vec<String> = self.cfg.flows.iter().map(|f| f.name.clone()).collect();
         let offload_names: Vec<String> = self.cfg.offloads.iter().map(|o| o.name.clone()).collect();
-        let mut fifos = serde_json::Map::new();
         // A finished run ends when its last packet left (not at whatever idle step came
         // last); a run still going, or one that ended with packets stuck, at the time reached.
         let in_flight = offered - delivered - dropped;
@@ -261,82 +266,66 @@ impl Datapath {
             now
         };
         let horizon = end.max(1);
-        for (i, f) in w.q.fifos.iter().enumerate() {
-            let cap = f.capacity_bytes();
-            let s = f.stats_at(horizon);
-            let t_us = tb.to_us(horizon);
-            let l = s.packet_area as f64 / horizon as f64;
-            let lambda = s.pops as f64 / t_us;
-            let w_us = if s.pops > 0 {
-                s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64
-            } else {
-                0.0
-            };
-            fifos.insert(
-                w.q.names[i].clone(),
-                json!({
-                    "capacity_bytes": cap,
-                    "mean_bytes": s.byte_area as f64 / horizon as f64,
-                    "max_bytes": s.max_bytes,
-                    "mean_packets": l,
-                    "max_packets": s.max_packets,
-                    "arrivals": s.pushes,
-                    "departures": s.pops,
-                    "littles_law": {"L_packets": l, "lambda_per_us": lambda, "W_us": w_us},
-                }),
-            );
-        }
-        let mut units = serde_json::Map::new();
-        for (i, o) in self.offloads.iter().enumerate() {
-            let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon as f64);
-            units.insert(
-                o.name.clone(),
-                json!({"units": o.units, "utilisation": util}),
-            );
-        }
+        let fifos =
+            w.q.fifos
+                .iter()
+                .zip(&w.q.names)
+                .map(|(f, name)| (name.clone(), FifoSummary::of(f, horizon, &tb)))
+                .collect();
+        let offloads = self
+            .offloads
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon as f64);
+                let units = UnitUse {
+                    units: o.units,
+                    utilisation: util,
+                };
+                (o.name.clone(), units)
+            })
+            .collect();
         let sink = &w.sink;
-        let mut out = json!({
-            "arch": self.cfg.arch.as_str(),
-            "seed": self.cfg.seed,
-            "functional": self.cfg.functional,
-            "offered_gbps": self.cfg.traffic.rate_gbps,
-            "throughput_gbps": sink.throughput_gbps(&tb),
-            "sim_time_us": tb.to_us(end),
-            "finished": self.finished,
-            // Nothing can move any more, yet packets are still inside (e.g. a recirculation
-            // loop whose FIFOs are all full, as it would stay in hardware).
-            "deadlocked": self.finished && in_flight > 0,
-            "packets": {
-                "offered": offered,
-                "delivered": delivered,
-                "dropped": w.drops,
-                "dropped_total": dropped,
-                "in_flight": in_flight,
+        Summary {
+            arch: self.cfg.arch.as_str(),
+            seed: self.cfg.seed,
+            functional: self.cfg.functional,
+            offered_gbps: self.cfg.traffic.rate_gbps,
+            throughput_gbps: sink.throughput_gbps(&tb),
+            sim_time_us: tb.to_us(end),
+            finished: self.finished,
+            deadlocked: self.finished && in_flight > 0,
+            packets: Packets {
+                offered,
+                delivered,
+                dropped: w.drops.clone(),
+                dropped_total: dropped,
+                in_flight,
             },
-            "latency_us": sink.latency_json(&tb),
-            "per_flow": sink.per_flow_json(&tb, &names, &offload_names),
-            "recirculation": {
-                "packets_recirculated": sink.recirculated,
-                "fraction": if delivered > 0 { sink.recirculated as f64 / delivered as f64 } else { 0.0 },
+            latency_us: sink.latency(&tb),
+            per_flow: sink.per_flow(&tb, &names, &offload_names),
+            recirculation: Recirculation {
+                packets_recirculated: sink.recirculated,
+                fraction: if delivered > 0 {
+                    sink.recirculated as f64 / delivered as f64
+                } else {
+                    0.0
+                },
             },
-            "verify": {
-                "checked": sink.verify.checked,
-                "chain_mismatches": sink.verify.chain_mismatches,
-                "payload_mismatches": sink.verify.payload_mismatches,
+            verify: sink.verify.clone(),
+            fifos,
+            offloads,
+            engine: EngineSummary {
+                instants: stats.instants,
+                steps: stats.steps,
+                wakes: stats.wakes,
+                ticks_per_us: tb.ticks_per_us(),
             },
-            "fifos": fifos,
-            "offloads": units,
-            "engine": {"instants": stats.instants, "steps": stats.steps, "wakes": stats.wakes, "ticks_per_us": tb.ticks_per_us()},
-        });
-        if self.cfg.arch == Arch::Panic {
-            // Detours: packets a unit sent back to the scheduler for lack of credit (full
-            // variant; always 0 in the eval variant). Crossbar ports as modelled.
-            out["panic"] = json!({
-                "variant": self.cfg.panic.variant.as_str(),
-                "detours": w.panic.detours,
-                "crossbar_ports": w.panic.crossbar_ports,
-            });
+            panic: (self.cfg.arch == Arch::Panic).then(|| PanicSummary {
+                variant: self.cfg.panic.variant.as_str(),
+                detours: w.panic.detours,
+                crossbar_ports: w.panic.crossbar_ports,
+            }),
         }
-        out
     }
 }

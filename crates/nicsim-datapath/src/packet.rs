@@ -116,51 +116,12 @@ impl Pkt {
 }
 
 /// A packet in flight: its index in [`Pkts`].
-pub type PktId = u32;
+pub type PktId = nicsim_kernel::SlabId;
 
-/// The packets in flight, and the generator's next one waiting at the MAC. Freed slots are
-/// reused, so the slab is as large as the most packets ever in flight at once (plus that one).
-#[derive(Default)]
-pub struct Pkts {
-    slots: Vec<Pkt>,
-    free: Vec<PktId>,
-}
-
-impl Pkts {
-    /// Put a packet in flight (or at the MAC, ready to go).
-    pub fn alloc(&mut self, p: Pkt) -> PktId {
-        match self.free.pop() {
-            Some(id) => {
-                self.slots[id as usize] = p;
-                id
-            }
-            None => {
-                self.slots.push(p);
-                (self.slots.len() - 1) as PktId
-            }
-        }
-    }
-    /// The packet left the datapath (delivered or dropped).
-    pub fn free(&mut self, id: PktId) {
-        self.slots[id as usize].frame = None;
-        self.free.push(id);
-    }
-}
-
-impl std::ops::Index<PktId> for Pkts {
-    type Output = Pkt;
-    #[inline]
-    fn index(&self, id: PktId) -> &Pkt {
-        &self.slots[id as usize]
-    }
-}
-
-impl std::ops::IndexMut<PktId> for Pkts {
-    #[inline]
-    fn index_mut(&mut self, id: PktId) -> &mut Pkt {
-        &mut self.slots[id as usize]
-    }
-}
+/// The packets in flight, and the generator's next one waiting at the MAC: the kernel's slab,
+/// so that FIFOs and units hold 4-byte ids. Freed slots are reused, so the slab is as large as
+/// the most packets ever in flight at once (plus that one).
+pub type Pkts = nicsim_kernel::Slab<Pkt>;
 
 #[cfg(test)]
 mod tests {

@@ -82,7 +82,7 @@ impl World {
 
     /// Drop a packet in flight, counting the reason.
     pub fn drop_pkt(&mut self, id: PktId, reason: &'static str) {
-        self.pkts.free(id);
+        self.release(id);
         *self.drops.entry(reason).or_default() += 1;
         self.last_out = self.last_out.max(self.cal.now());
     }
@@ -90,8 +90,14 @@ impl World {
     /// A packet's last byte reaches the host at `t_rx`: the sink records it.
     pub fn deliver(&mut self, id: PktId, t_rx: Time) {
         self.sink.deliver(t_rx, &self.pkts[id]);
-        self.pkts.free(id);
+        self.release(id);
         self.last_out = self.last_out.max(t_rx);
+    }
+
+    /// The packet left the datapath: its frame's bytes are freed now, its slot is reused.
+    fn release(&mut self, id: PktId) {
+        self.pkts[id].frame = None;
+        self.pkts.free(id);
     }
 
     /// Apply every scheduled remap due at or before `now`.

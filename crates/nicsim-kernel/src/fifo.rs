@@ -12,7 +12,9 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 
-use crate::time::Time;
+use serde::Serialize;
+
+use crate::time::{Time, Timebase};
 
 /// A packet in a [`Fifo`]: the item, its size, and when it was pushed and its beats land.
 #[derive(Debug, Clone)]
@@ -172,6 +174,89 @@ impl<T> Fifo<T> {
             s.byte_area += dt * slot.bytes as u128;
         }
         s
+    }
+}
+
+/// What a run's summary says about one FIFO (`fifos.<name>`), over a span of simulated time.
+/// A FIFO counts bytes; a ring of descriptors ([`FifoSummary::of_ring`]) counts packets, and
+/// has no byte fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FifoSummary {
+    /// Capacity in bytes (a FIFO of bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    /// Capacity in packets (a ring of descriptors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_packets: Option<u64>,
+    /// Mean occupancy in bytes over the span.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_bytes: Option<f64>,
+    /// Highest occupancy in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// Mean occupancy in packets over the span (L in Little's law).
+    pub mean_packets: f64,
+    /// Highest occupancy in packets.
+    pub max_packets: u64,
+    /// Packets pushed.
+    pub arrivals: u64,
+    /// Packets popped.
+    pub departures: u64,
+    /// Little's law's three terms, to check L = λW.
+    pub littles_law: LittlesLaw,
+}
+
+/// L = λW for one FIFO over a span.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LittlesLaw {
+    /// Mean packets held.
+    #[serde(rename = "L_packets")]
+    pub l_packets: f64,
+    /// Departures per µs.
+    pub lambda_per_us: f64,
+    /// Mean sojourn of a departed packet, in µs.
+    #[serde(rename = "W_us")]
+    pub w_us: f64,
+}
+
+impl FifoSummary {
+    /// FIFO `f` (of bytes) from time 0 to `horizon` (> 0) ticks of `tb`.
+    pub fn of<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase) -> FifoSummary {
+        let s = f.stats_at(horizon);
+        let mut sum = FifoSummary::of_ring(f, horizon, tb);
+        sum.capacity_packets = None;
+        sum.capacity_bytes = Some(f.capacity_bytes());
+        sum.mean_bytes = Some(s.byte_area as f64 / horizon as f64);
+        sum.max_bytes = Some(s.max_bytes);
+        sum
+    }
+
+    /// A ring of descriptors (each pushed as one byte, so that its capacity counts packets)
+    /// from time 0 to `horizon` (> 0) ticks of `tb`.
+    pub fn of_ring<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase) -> FifoSummary {
+        let s = f.stats_at(horizon);
+        let t_us = tb.to_us(horizon);
+        let l = s.packet_area as f64 / horizon as f64;
+        let w_us = if s.pops > 0 {
+            s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64
+        } else {
+            0.0
+        };
+        FifoSummary {
+            capacity_bytes: None,
+            capacity_packets: Some(f.capacity_bytes()),
+            mean_bytes: None,
+            max_bytes: None,
+            mean_packets: l,
+            max_packets: s.max_packets,
+            arrivals: s.pushes,
+            departures: s.pops,
+            littles_law: LittlesLaw {
+                l_packets: l,
+                lambda_per_us: s.pops as f64 / t_us,
+                w_us,
+            },
+        }
     }
 }
 

@@ -32,12 +32,12 @@ pub mod time;
 pub mod wakes;
 
 pub use config::{check_timebase, ConfigError, Span};
-pub use fifo::{Fifo, FifoStats, Slot};
+pub use fifo::{Fifo, FifoStats, FifoSummary, LittlesLaw, Slot};
 pub use fifoset::{FifoId, FifoSet};
 pub use link::{Link, Transfer, Width};
 pub use sim::{Calendar, Component, Engine, HasCalendar, Mode, Port, RunStats};
 pub use slab::{Slab, SlabId};
 pub use slices::{run_in_slices, RunTo};
-pub use stats::LatStats;
+pub use stats::{LatStats, LatSummary, LatUs};
 pub use time::{Clock, Time, TimeRangeError, Timebase, DRAIN_US, SPAN_FACTOR};
 pub use wakes::Wakes;

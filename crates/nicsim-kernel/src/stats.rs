@@ -3,7 +3,8 @@
 //! number of packets.
 
 use hdrhistogram::Histogram;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::time::Timebase;
 
@@ -69,26 +70,63 @@ impl LatStats {
         }
     }
 
-    /// `{"packets", "mean", "min", "p50", "p99", "max"}` in µs (only `packets` when empty).
-    pub fn to_json(&self, tb: &Timebase) -> Value {
+    /// Packets, then mean, min, p50, p99 and max in µs (only packets when empty).
+    pub fn summary(&self, tb: &Timebase) -> LatSummary {
         if self.n == 0 {
-            return json!({"packets": 0});
+            return LatSummary {
+                packets: 0,
+                us: None,
+            };
         }
         let us = |t: f64| t / tb.ticks_per_us() as f64;
-        json!({
-            "packets": self.n,
-            "mean": us(self.mean_ticks()),
-            "min": us(self.min as f64),
-            "p50": self.hist.value_at_quantile(0.5) as f64 / 1e3,
-            "p99": self.hist.value_at_quantile(0.99) as f64 / 1e3,
-            "max": us(self.max as f64),
-        })
+        LatSummary {
+            packets: self.n,
+            us: Some(LatUs {
+                mean: us(self.mean_ticks()),
+                min: us(self.min as f64),
+                p50: self.hist.value_at_quantile(0.5) as f64 / 1e3,
+                p99: self.hist.value_at_quantile(0.99) as f64 / 1e3,
+                max: us(self.max as f64),
+            }),
+        }
     }
+
+    /// [`LatStats::summary`] as JSON: `{"packets", "mean", "min", "p50", "p99", "max"}`.
+    pub fn to_json(&self, tb: &Timebase) -> Value {
+        serde_json::to_value(self.summary(tb)).expect("plain numbers")
+    }
+}
+
+/// A latency summary (a summary's `latency_us`): the packets measured and, if any, their
+/// latency in µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatSummary {
+    /// Packets measured.
+    pub packets: u64,
+    /// Their latency in µs (none when no packet was measured).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub us: Option<LatUs>,
+}
+
+/// Latency in µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatUs {
+    /// Exact mean.
+    pub mean: f64,
+    /// Least.
+    pub min: f64,
+    /// Median, from the histogram (3 significant digits).
+    pub p50: f64,
+    /// 99th percentile, from the histogram.
+    pub p99: f64,
+    /// Most.
+    pub max: f64,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn empty_and_filled() {

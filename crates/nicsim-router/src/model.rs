@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use nicsim_kernel::{Component, Engine, FifoSet, Link, Slab, Time, Timebase};
+use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
 use serde_json::{json, Value};
 
 use crate::config::{parse_subnet, Config};
@@ -285,19 +285,20 @@ impl Router {
                 "packets": p, "frame_bytes": b,
             }));
         }
-        let mut fifos = serde_json::Map::new();
-        for (i, f) in w.q.fifos.iter().enumerate() {
-            let s = f.stats_at(end.max(self.engine.now()));
-            fifos.insert(
-                w.q.names[i].clone(),
-                json!({
-                    "capacity": f.capacity_bytes(),
-                    "max": s.max_bytes,
-                    "mean": s.byte_area as f64 / end as f64,
-                    "arrivals": s.pushes,
-                }),
-            );
-        }
+        // Every FIFO in bytes; the rings in RAM count descriptors (packets).
+        let fifos: BTreeMap<String, FifoSummary> =
+            w.q.fifos
+                .iter()
+                .zip(&w.q.names)
+                .map(|(f, name)| {
+                    let s = if name.starts_with("ram.") {
+                        FifoSummary::of_ring(f, end, &tb)
+                    } else {
+                        FifoSummary::of(f, end, &tb)
+                    };
+                    (name.clone(), s)
+                })
+                .collect();
         // Whole run, per class (the traffic's marking): offered, delivered, dropped, loss.
         let mut classes = serde_json::Map::new();
         for (k, cn) in CLASS_NAMES.iter().enumerate() {

@@ -14,9 +14,10 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nicsim.config import PATH_KEYS, Config, core_errors, get_key, to_json
+from nicsim.datapath.summary import Summary
 from nicsim.errors import ConfigError, InputError, Interrupted
 from nicsim.output import OutputDir, stamp
 
@@ -106,7 +107,7 @@ def simulate(
     interval_s: float = 0.1,
     partial_on_interrupt: bool = True,
     packets: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """Run `config` to the end and return its summary. With `progress`, run in slices of about
     `interval_s` of wall time and report between them. With `packets`, hand it the records of
     the packets delivered in each slice (see [`Datapath.take_packets`]), so that memory stays
@@ -139,7 +140,7 @@ def simulate(
         packets(dp.take_packets())
     summary = dp.summary()
     summary["interrupted"] = interrupted
-    return stamp(summary)
+    return cast("Summary", stamp(summary))
 
 
 class _PacketParquet:
@@ -172,7 +173,7 @@ def run(
     progress: Progress | None = None,
     force: bool = False,
     packet_records: bool = False,
-) -> dict[str, Any]:
+) -> Summary:
     """Run one simulation; with `out`, write its output folder (atomically: all or nothing).
 
     `egress_pcap`: write `out/egress.pcap` (default: the config's `measure.egress_pcap`).
