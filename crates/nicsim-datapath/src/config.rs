@@ -5,6 +5,8 @@
 //! (chains naming known offloads, capacities that hold a maximum-size packet, ...) and reports
 //! the key path of the first problem. Every field carries its unit in its name.
 
+use crate::packet::{Chain, HeaderKey};
+use crate::preproc::Rule;
 use serde::Deserialize;
 
 pub use nicsim_kernel::config::ConfigError;
@@ -457,6 +459,26 @@ pub struct RemapCfg {
     pub chain: Vec<String>,
 }
 
+/// What validation produces ([`Config::check`]): every string of the configuration that names
+/// something, parsed once into the type the model uses.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Per flow: the header fields of its packets.
+    pub headers: Vec<HeaderKey>,
+    /// Per flow: the Pre-Processor's rule (its `match`, else an exact match on its headers).
+    pub rules: Vec<Rule>,
+    /// Per flow: its offload chain.
+    pub chains: Vec<Chain>,
+    /// The SDN controller's scheduled updates: (at µs, flow, chain), in configuration order.
+    pub remaps: Vec<(f64, u16, Chain)>,
+    /// Per offload: its functional kind (empty unless `functional`).
+    pub kinds: Vec<nicsim_offloads::OffloadKind>,
+    /// The firewall's rules (none configured: `None`).
+    pub firewall: Option<nicsim_offloads::RuleSet>,
+    /// PANIC's eval variant: the offload every chain starts with.
+    pub first_offload: u8,
+}
+
 impl nicsim_kernel::config::Validate for Config {
     fn validate(&self) -> Result<(), ConfigError> {
         Config::validate(self)
@@ -479,7 +501,7 @@ impl Config {
         self.offloads.iter().position(|o| o.name == name)
     }
 
-    fn check_chain(&self, path: &str, chain: &[String]) -> Result<(), ConfigError> {
+    fn check_chain(&self, path: &str, chain: &[String]) -> Result<Chain, ConfigError> {
         if chain.len() > crate::packet::MAX_CHAIN {
             return err(
                 path,
@@ -490,22 +512,24 @@ impl Config {
                 ),
             );
         }
+        let mut hops = Chain::default();
         for (i, name) in chain.iter().enumerate() {
-            if self.offload_index(name).is_none() {
+            let Some(o) = self.offload_index(name) else {
                 let known: Vec<&str> = self.offloads.iter().map(|o| o.name.as_str()).collect();
                 return err(
                     format!("{path}[{i}]"),
                     format!("unknown offload '{name}' (known: {})", known.join(", ")),
                 );
-            }
+            };
+            hops.push(o as u8);
         }
-        Ok(())
+        Ok(hops)
     }
 
     /// The firewall's rules parse, whether or not the run is functional (a timing run today is
     /// a functional run tomorrow), and are few enough for the rule table's 16-bit index. A
     /// problem names the entry (`firewall.rules[i]`).
-    fn check_firewall_rules(&self) -> Result<(), ConfigError> {
+    fn check_firewall_rules(&self) -> Result<Option<nicsim_offloads::RuleSet>, ConfigError> {
         let rules = &self.firewall.rules;
         if rules.len() > u16::MAX as usize {
             return err(
@@ -513,19 +537,23 @@ impl Config {
                 format!("{} rules: at most {} are supported", rules.len(), u16::MAX),
             );
         }
-        if let Err(e) = nicsim_offloads::RuleSet::parse(&rules.join("\n")) {
-            // The error's line is in the rules joined by newlines: find the entry it is in.
-            let mut first_line = 1;
-            for (i, r) in rules.iter().enumerate() {
-                let lines = r.split('\n').count();
-                if e.line < first_line + lines {
-                    return err(format!("firewall.rules[{i}]"), e.message);
-                }
-                first_line += lines;
-            }
-            return err("firewall.rules", e.to_string());
+        if rules.is_empty() {
+            return Ok(None);
         }
-        Ok(())
+        let e = match nicsim_offloads::RuleSet::parse(&rules.join("\n")) {
+            Ok(set) => return Ok(Some(set)),
+            Err(e) => e,
+        };
+        // The error's line is in the rules joined by newlines: find the entry it is in.
+        let mut first_line = 1;
+        for (i, r) in rules.iter().enumerate() {
+            let lines = r.split('\n').count();
+            if e.line < first_line + lines {
+                return err(format!("firewall.rules[{i}]"), e.message);
+            }
+            first_line += lines;
+        }
+        err("firewall.rules", e.to_string())
     }
 
     /// The traffic's packet sizes, checked before anything sized by the largest packet (a
@@ -580,8 +608,16 @@ impl Config {
 
     /// Check meaning beyond types. The first problem is reported with its key path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map(|_| ())
+    }
+
+    /// Check meaning beyond types, and parse every string that names something into the type
+    /// the model uses ([`Checked`]): the model builds from that and parses nothing again. The
+    /// first problem is reported with its key path.
+    pub fn check(&self) -> Result<Checked, ConfigError> {
         self.check_packet_sizes()?;
-        self.check_firewall_rules()?;
+        let firewall = self.check_firewall_rules()?;
+        let mut kinds = Vec::new();
         let p = &self.pipeline;
         for (key, v) in [
             ("pipeline.width_bits", p.width_bits),
@@ -691,8 +727,9 @@ impl Config {
             }
             if self.functional {
                 let k = o.kind_name();
-                if k.parse::<nicsim_offloads::OffloadKind>().is_err() {
-                    return err(format!("{path}.kind"), format!("unknown offload kind '{k}' (expected crc, firewall, sha3, aes, jpeg or rss)"));
+                match k.parse::<nicsim_offloads::OffloadKind>() {
+                    Ok(kind) => kinds.push(kind),
+                    Err(_) => return err(format!("{path}.kind"), format!("unknown offload kind '{k}' (expected crc, firewall, sha3, aes, jpeg or rss)")),
                 }
             }
         }
@@ -725,6 +762,7 @@ impl Config {
         if self.flows.len() > u16::MAX as usize {
             return err("flows", "too many flows");
         }
+        let (mut headers, mut rules, mut chains) = (Vec::new(), Vec::new(), Vec::new());
         for (i, f) in self.flows.iter().enumerate() {
             let path = format!("flows[{i}]");
             if self.flows[..i].iter().any(|x| x.name == f.name) {
@@ -736,23 +774,34 @@ impl Config {
             if !(f.weight.is_finite() && f.weight >= 0.0) {
                 return err(format!("{path}.weight"), "must be a non-negative number");
             }
-            self.check_chain(&format!("{path}.chain"), &f.chain)?;
-            crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError {
+            chains.push(self.check_chain(&format!("{path}.chain"), &f.chain)?);
+            let proto = crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError {
                 path: format!("{path}.proto"),
                 msg: m,
             })?;
-            for (k, a) in [("src", &f.src), ("dst", &f.dst)] {
+            let [src, dst] = [("src", &f.src), ("dst", &f.dst)].map(|(k, a)| {
                 a.parse::<std::net::IpAddr>().map_err(|_| ConfigError {
                     path: format!("{path}.{k}"),
                     msg: format!("'{a}' is not an IP address"),
-                })?;
-            }
-            if let Some(m) = &f.match_ {
-                crate::preproc::Rule::from_cfg(m).map_err(|(k, msg)| ConfigError {
+                })
+            });
+            let header = HeaderKey {
+                src: src?,
+                dst: dst?,
+                sport: f.sport,
+                dport: f.dport,
+                proto,
+                tos: f.tos,
+                vlan: f.vlan,
+            };
+            rules.push(match &f.match_ {
+                Some(m) => crate::preproc::Rule::from_cfg(m).map_err(|(k, msg)| ConfigError {
                     path: format!("{path}.match.{k}"),
                     msg,
-                })?;
-            }
+                })?,
+                None => crate::preproc::Rule::exact(&header),
+            });
+            headers.push(header);
         }
         if self.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 && t.replay.is_none() {
             return err("flows", "flow weights must have a positive sum");
@@ -784,16 +833,19 @@ impl Config {
                 ),
             );
         }
+        let mut remaps = Vec::new();
         for (i, r) in self.remap.iter().enumerate() {
             let path = format!("remap[{i}]");
             if !(r.at_us.is_finite() && r.at_us >= 0.0) {
                 return err(format!("{path}.at_us"), "must be a non-negative time in µs");
             }
-            if !self.flows.iter().any(|f| f.name == r.flow) {
+            let Some(flow) = self.flows.iter().position(|f| f.name == r.flow) else {
                 return err(format!("{path}.flow"), format!("unknown flow '{}'", r.flow));
-            }
-            self.check_chain(&format!("{path}.chain"), &r.chain)?;
+            };
+            let chain = self.check_chain(&format!("{path}.chain"), &r.chain)?;
+            remaps.push((r.at_us, flow as u16, chain));
         }
+        let mut first_offload = 0;
         if self.arch == Arch::Panic {
             let c = &self.panic;
             if c.pifo_clock_mhz == 0 || c.credits == 0 || c.pifo_entries == 0 || c.cell_bytes == 0 {
@@ -879,8 +931,9 @@ impl Config {
                 );
             }
             if let Some(f) = &c.first_offload {
-                if self.offload_index(f).is_none() {
-                    return err("panic.first_offload", format!("unknown offload '{f}'"));
+                match self.offload_index(f) {
+                    Some(o) => first_offload = o as u8,
+                    None => return err("panic.first_offload", format!("unknown offload '{f}'")),
                 }
             }
         }
@@ -923,7 +976,15 @@ impl Config {
             });
         }
         check_timebase(&self.clock_keys(), &spans)?;
-        Ok(())
+        Ok(Checked {
+            headers,
+            rules,
+            chains,
+            remaps,
+            kinds,
+            firewall,
+            first_offload,
+        })
     }
 
     /// Every clock of the run with its key, in the order of [`Config::clocks_mhz`].

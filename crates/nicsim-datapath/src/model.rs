@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::config::{Arch, Config};
 use crate::measure::Sink;
 use crate::packet::Chain;
-use crate::preproc::{MatchTable, Rule};
+use crate::preproc::MatchTable;
 use crate::summary::{EngineSummary, Packets, PanicSummary, Recirculation, Summary, UnitUse};
 use crate::traffic::{Funcs, Source};
 use crate::world::World;
@@ -34,73 +34,37 @@ pub struct Datapath {
     reached: Time,
 }
 
-fn chain_of(cfg: &Config, names: &[String]) -> Chain {
-    Chain::new(
-        &names
-            .iter()
-            .map(|n| cfg.offload_index(n).unwrap() as u8)
-            .collect::<Vec<_>>(),
-    )
-}
-
 /// Error building a run (bad capture, ...), already phrased for the user.
 pub type BuildError = String;
 
 impl Datapath {
     pub fn new(cfg: Config) -> Result<Datapath, BuildError> {
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
-        let funcs: Option<Funcs> = if cfg.functional {
-            let mut params = nicsim_offloads::OffloadParams::default();
-            if !cfg.firewall.rules.is_empty() {
-                let text = cfg.firewall.rules.join("\n");
-                params.firewall = Some(
-                    nicsim_offloads::RuleSet::parse(&text)
-                        .map_err(|e| format!("firewall.rules: {e}"))?,
-                );
-            }
-            Some(Arc::new(
-                cfg.offloads
-                    .iter()
-                    .map(|o| nicsim_offloads::build(o.kind_name().parse().unwrap(), &params))
-                    .collect(),
-            ))
-        } else {
-            None
-        };
-        let source = Source::new(&cfg, tb, cfg.functional || cfg.measure.egress_pcap)?;
+        let checked = cfg.check().map_err(|e| e.to_string())?;
+        let funcs: Option<Funcs> = cfg.functional.then(|| {
+            let params = nicsim_offloads::OffloadParams {
+                firewall: checked.firewall.clone(),
+                ..Default::default()
+            };
+            let units = checked.kinds.iter();
+            Arc::new(units.map(|&k| nicsim_offloads::build(k, &params)).collect())
+        });
+        let source = Source::new(
+            &cfg,
+            &checked.headers,
+            tb,
+            cfg.functional || cfg.measure.egress_pcap,
+        )?;
         // The Pre-Processor's table: each flow's explicit match, else an exact match on its headers.
         let mut table = MatchTable::default();
-        for (i, f) in cfg.flows.iter().enumerate() {
-            let rule = match &f.match_ {
-                Some(m) => {
-                    Rule::from_cfg(m).map_err(|(k, m)| format!("flows[{i}].match.{k}: {m}"))?
-                }
-                None => {
-                    let spec_key = crate::packet::HeaderKey {
-                        src: f.src.parse().unwrap(),
-                        dst: f.dst.parse().unwrap(),
-                        sport: f.sport,
-                        dport: f.dport,
-                        proto: crate::traffic::parse_proto(&f.proto).unwrap(),
-                        tos: f.tos,
-                        vlan: f.vlan,
-                    };
-                    Rule::exact(&spec_key)
-                }
-            };
-            table.rules.push((rule, i as u16));
+        for (i, rule) in checked.rules.iter().enumerate() {
+            table.rules.push((rule.clone(), i as u16));
         }
-        let chains: Vec<Chain> = cfg.flows.iter().map(|f| chain_of(&cfg, &f.chain)).collect();
-        let mut remaps: Vec<(Time, u16, Chain)> = cfg
-            .remap
+        let chains = checked.chains.clone();
+        let mut remaps: Vec<(Time, u16, Chain)> = checked
+            .remaps
             .iter()
-            .map(|r| {
-                (
-                    tb.from_us(r.at_us),
-                    cfg.flows.iter().position(|f| f.name == r.flow).unwrap() as u16,
-                    chain_of(&cfg, &r.chain),
-                )
-            })
+            .map(|&(at_us, flow, chain)| (tb.from_us(at_us), flow, chain))
             .collect();
         remaps.sort_by_key(|r| r.0);
         let mut world = World {
@@ -136,6 +100,7 @@ impl Datapath {
             Arch::Panic => {
                 crate::panic::build(
                     &cfg,
+                    checked.first_offload,
                     &tb,
                     &mut world,
                     &mut comps,
@@ -174,10 +139,12 @@ impl Datapath {
             .iter()
             .position(|x| x.name == flow)
             .ok_or_else(|| format!("unknown flow '{flow}'"))?;
-        if let Some(bad) = chain.iter().find(|n| self.cfg.offload_index(n).is_none()) {
-            return Err(format!("unknown offload '{bad}'"));
+        let mut hops = Chain::default();
+        for name in chain {
+            let o = self.cfg.offload_index(name);
+            hops.push(o.ok_or_else(|| format!("unknown offload '{name}'"))? as u8);
         }
-        self.engine.world.chains[f] = chain_of(&self.cfg, chain);
+        self.engine.world.chains[f] = hops;
         Ok(())
     }
 

@@ -136,33 +136,34 @@ pub fn key_of_frame(frame: &[u8]) -> HeaderKey {
 }
 
 impl Source {
-    pub fn new(cfg: &Config, tb: Timebase, build_frames: bool) -> Result<Source, String> {
+    /// The source of `cfg`'s traffic, whose flows send packets with `headers` (from
+    /// [`Config::check`]).
+    pub fn new(
+        cfg: &Config,
+        headers: &[HeaderKey],
+        tb: Timebase,
+        build_frames: bool,
+    ) -> Result<Source, String> {
         let seed = cfg.seed;
         let t = &cfg.traffic;
         let stream =
             |k: u64| ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
         let mut flows = Vec::new();
-        for f in &cfg.flows {
+        for h in headers {
             let spec = FrameSpec {
                 eth_src: [0x02, 0, 0, 0, 0, 1],
                 eth_dst: [0x02, 0, 0, 0, 0, 2],
-                vlan: f.vlan,
-                src: f
-                    .src
-                    .parse()
-                    .map_err(|_| format!("bad address {}", f.src))?,
-                dst: f
-                    .dst
-                    .parse()
-                    .map_err(|_| format!("bad address {}", f.dst))?,
-                proto: if parse_proto(&f.proto)? == 6 {
+                vlan: h.vlan,
+                src: h.src,
+                dst: h.dst,
+                proto: if h.proto == 6 {
                     L4Proto::Tcp
                 } else {
                     L4Proto::Udp
                 },
-                sport: f.sport,
-                dport: f.dport,
-                tos: f.tos,
+                sport: h.sport,
+                dport: h.dport,
+                tos: h.tos,
                 ttl: 64,
                 tcp_seq: 1,
                 tcp_ack: 0,

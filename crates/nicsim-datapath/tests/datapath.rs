@@ -412,6 +412,7 @@ fn packets_are_conserved_and_runs_are_deterministic() {
 fn remap_takes_effect_for_new_packets_only() {
     let mut cfg = paper();
     cfg.traffic.packets = 3000;
+    cfg.measure.window = [100, 2900];
     let at_us = 60.0;
     cfg.remap.push(nicsim_datapath::config::RemapCfg {
         at_us,
@@ -441,6 +442,7 @@ fn remap_takes_effect_for_new_packets_only() {
     // And through the API, between two slices of a run.
     let mut cfg = paper();
     cfg.traffic.packets = 3000;
+    cfg.measure.window = [100, 2900];
     let mut d = Datapath::new(cfg).unwrap();
     assert!(!d.run(Some(30.0)));
     d.remap("flow4", &["crc".into(), "rss".into()]).unwrap();
@@ -815,4 +817,15 @@ fn the_egress_capture_writes_every_delivered_frame_without_its_fcs() {
         .capture_egress(std::path::Path::new("/nonexistent-nicsim/e.pcap"))
         .unwrap_err();
     assert!(e.starts_with("/nonexistent-nicsim/e.pcap: "), "{e}");
+}
+
+/// A model is built only from a valid configuration: `Datapath::new` checks it (and builds
+/// from what the check parsed), so a configuration made in code gets the same one-line error
+/// as a file would.
+#[test]
+fn new_refuses_an_invalid_configuration() {
+    let mut cfg = paper();
+    cfg.flows[0].src = "10.0.0.300".into();
+    let e = Datapath::new(cfg).err().expect("refused");
+    assert_eq!(e, "flows[0].src: '10.0.0.300' is not an IP address");
 }

@@ -98,6 +98,7 @@ pub struct Shared {
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     cfg: &Config,
+    first_offload: u8,
     tb: &Timebase,
     world: &mut World,
     comps: &mut Vec<Box<dyn Component<World>>>,
@@ -229,11 +230,7 @@ pub fn build(
     let policy = if full {
         ChainPolicy::Table
     } else {
-        let first = c
-            .first_offload
-            .as_ref()
-            .map_or(0, |n| cfg.offload_index(n).unwrap() as u8);
-        ChainPolicy::FirstFixed(first)
+        ChainPolicy::FirstFixed(first_offload)
     };
     // The MAC streams each packet straight into the parser.
     let parser = PreProcessor {
