@@ -22,20 +22,28 @@ pub use nicsim_kernel::Mode;
 /// about four million of them (as many as the datapath's buffers allow) is some hundreds of MB.
 pub const MAX_QUEUED_PACKETS: u64 = MAX_BUFFERED_BYTES / 64;
 
+/// The whole router configuration: PC, NICs and testers.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Seed of the testers' random number generators.
     #[serde(default = "d_seed")]
     pub seed: u64,
+    /// How the run loop advances.
     #[serde(default)]
     pub mode: Mode,
+    /// How long the run lasts and when measurement starts.
     #[serde(default)]
     pub run: Run,
+    /// The PC: CPU, memory, bus and driver.
     #[serde(default)]
     pub pc: Pc,
+    /// What every FPGA NIC has.
     #[serde(default)]
     pub nic: NicParams,
+    /// The NICs, each with its name, subnet and tables.
     pub nics: Vec<NicCfg>,
+    /// The tester ports, one per entry.
     pub traffic: Vec<TrafficCfg>,
 }
 
@@ -43,6 +51,7 @@ fn d_seed() -> u64 {
     1
 }
 
+/// Run length and measurement window.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Run {
@@ -61,18 +70,25 @@ impl Default for Run {
     }
 }
 
+/// The PC the NICs sit in.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pc {
+    /// The CPU that runs the Linux IP stack.
     pub cpu: Cpu,
+    /// Main memory, where the driver's rings live.
     pub memory: Memory,
+    /// The shared PCI/PCI-X bus.
     pub bus: Bus,
+    /// The NIC driver's rings.
     pub driver: Driver,
 }
 
+/// The PC's CPU.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Cpu {
+    /// CPU clock (MHz).
     pub clock_mhz: u32,
     /// CPU cycles to forward one packet through the Linux IP stack (NAPI receive, route
     /// lookup, transmit), memory stalls included. 4667 at 2.8 GHz = 600 kpkt/s.
@@ -91,10 +107,13 @@ impl Default for Cpu {
     }
 }
 
+/// The memory bus that DMA transfers occupy.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Memory {
+    /// Memory bus width (bits).
     pub width_bits: u32,
+    /// Memory clock (MHz).
     pub clock_mhz: u32,
     /// Data transfers per clock (2: DDR).
     pub transfers_per_clock: u32,
@@ -114,9 +133,11 @@ impl Default for Memory {
     }
 }
 
+/// The shared PCI/PCI-X bus.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Bus {
+    /// Bus width (bits); one data phase carries this many bits.
     pub width_bits: u32,
     /// 33, 66, 100 or 133 (PCI-X 66 is what the paper's FPGA NICs ran at).
     pub clock_mhz: u32,
@@ -138,13 +159,16 @@ impl Default for Bus {
     }
 }
 
+/// The driver's descriptor rings in RAM.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Driver {
     /// Descriptors per ring (each NIC: two reception rings, one per class, and one transmit
     /// ring).
     pub rx_ring_slots: u32,
+    /// Descriptors per transmit ring (one per NIC).
     pub tx_ring_slots: u32,
+    /// Bytes of one descriptor, read or written on the bus with each slow-path packet.
     pub descriptor_bytes: u32,
 }
 
@@ -164,6 +188,7 @@ impl Default for Driver {
 pub struct NicParams {
     /// The IP-handling block's clock (and its 64-bit datapath).
     pub clock_mhz: u32,
+    /// Width of the IP-handling block's datapath (bits).
     pub datapath_bits: u32,
     /// The Ethernet MAC's clock (8 bits per cycle: 1 Gbit/s at 125 MHz).
     pub mac_clock_mhz: u32,
@@ -177,7 +202,9 @@ pub struct NicParams {
     pub rx_latency_cycles: u32,
     /// REQ and RES messages, burst header, per-packet length header (bytes on the bus).
     pub msg_bytes: u32,
+    /// Bytes of a burst's header.
     pub burst_header_bytes: u32,
+    /// Bytes of the length header ahead of each packet in a burst.
     pub length_header_bytes: u32,
     /// An output NIC sends a RES only when its fast-path output FIFO has room for the bytes
     /// the REQ asked for, or for this many. Default: the largest frame the port takes (1518
@@ -205,9 +232,11 @@ impl Default for NicParams {
     }
 }
 
+/// One FPGA NIC: its port, subnet and tables.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NicCfg {
+    /// Name that routes, classes and tester ports refer to.
     pub name: String,
     /// The subnet behind this NIC (the Linux routing table of the slow path), e.g.
     /// `10.0.1.0/24`.
@@ -230,6 +259,7 @@ fn d_true() -> bool {
     true
 }
 
+/// One ternary routing entry.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteCfg {
@@ -240,6 +270,7 @@ pub struct RouteCfg {
     pub to: String,
 }
 
+/// One ternary classification entry (80 bits: ToS, source, destination, protocol).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassCfg {
@@ -249,8 +280,10 @@ pub struct ClassCfg {
     /// 8-bit ternary on the ToS byte: `0xb8`, `184`, `0xb8/0xfc` or `*`.
     #[serde(default = "d_any")]
     pub tos: String,
+    /// 32-bit ternary on the source address, written as for [`RouteCfg::dst`].
     #[serde(default = "d_any")]
     pub src: String,
+    /// 32-bit ternary on the destination address, written as for [`RouteCfg::dst`].
     #[serde(default = "d_any")]
     pub dst: String,
     /// 8-bit ternary on the IP protocol: `17`, `udp`, `tcp` or `*`.
@@ -262,14 +295,18 @@ fn d_any() -> String {
     "*".into()
 }
 
+/// How a tester spaces its frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrivals {
+    /// Evenly spaced at the offered rate (the default).
     #[default]
     Constant,
+    /// Exponential gaps with the offered rate as mean (Poisson arrivals).
     Poisson,
 }
 
+/// One tester port and the flows it sends.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrafficCfg {
@@ -278,6 +315,7 @@ pub struct TrafficCfg {
     /// Offered load in Mbit/s of wire bits (preamble, frame and inter-frame gap, as a tester
     /// counts line rate); at most 1000.
     pub rate_mbps: f64,
+    /// Constant or Poisson spacing of the frames.
     #[serde(default)]
     pub arrivals: Arrivals,
     /// How the flows share the port: `interleaved` (each flow a stream at its weight's share,
@@ -288,6 +326,7 @@ pub struct TrafficCfg {
     /// Frame size including FCS (flows may override it).
     #[serde(default = "d_frame")]
     pub frame_bytes: u32,
+    /// The flows the port sends; at least one weight must be positive.
     pub flows: Vec<FlowCfg>,
 }
 
@@ -295,20 +334,27 @@ fn d_frame() -> u32 {
     64
 }
 
+/// One flow of a tester port: the headers of its frames and its share of the port.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowCfg {
+    /// Destination IPv4 address.
     pub dst: String,
     /// Default: the first address of the sending port's subnet + 1.
     pub src: Option<String>,
+    /// Share of the port's frames, relative to the other flows' weights.
     #[serde(default = "d_weight")]
     pub weight: f64,
+    /// IP ToS byte.
     #[serde(default)]
     pub tos: u8,
+    /// IP TTL the frames leave the tester with.
     #[serde(default = "d_ttl")]
     pub ttl: u8,
+    /// IP protocol, by name or number (`udp`, `tcp`, `17`).
     #[serde(default = "d_proto")]
     pub proto: String,
+    /// Frame size including FCS (default: the port's `frame_bytes`).
     pub frame_bytes: Option<u32>,
 }
 
@@ -354,6 +400,7 @@ impl Config {
         nicsim_kernel::config::from_json(text)
     }
 
+    /// Index of the NIC called `name` in `nics`.
     pub fn nic_index(&self, name: &str) -> Option<usize> {
         self.nics.iter().position(|n| n.name == name)
     }

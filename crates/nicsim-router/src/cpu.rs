@@ -13,11 +13,17 @@ use nicsim_kernel::{Clock, Component, Port, Time};
 
 use crate::world::{PktId, Place, World, HI, LO};
 
+/// The CPU forwarding slow-path packets from the reception rings to the transmit rings.
 pub struct Cpu {
+    /// The CPU clock.
     pub clock: Clock,
+    /// CPU cycles to forward one packet.
     pub forward_cycles: u64,
+    /// Packets a device may hand over per NAPI poll.
     pub napi_weight: u32,
+    /// Rings it reads (for the calendar).
     pub reads: Vec<usize>,
+    /// Rings it writes (for the calendar).
     pub writes: Vec<usize>,
     busy_until: Time,
     current: Option<PktId>,
@@ -27,6 +33,7 @@ pub struct Cpu {
 }
 
 impl Cpu {
+    /// A CPU that starts idle, polling device 0.
     pub fn new(
         clock: Clock,
         forward_cycles: u64,

@@ -11,6 +11,8 @@
 //! input NICs. [`measure`] is the testers' view; [`model`] builds, runs and summarises.
 //! Everything runs on `nicsim-kernel` (clocks, FIFOs, the event-skipping run loop).
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod cpu;
 pub mod measure;

@@ -15,17 +15,21 @@ use crate::world::{Pkt, CLASS_NAMES};
 /// Packets and bytes, per class.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Count {
+    /// Packets, per class.
     pub packets: [u64; 2],
+    /// Frame bytes (FCS included), per class.
     pub frame_bytes: [u64; 2],
 }
 
 impl Count {
+    /// Count one frame of `class`.
     #[inline]
     pub fn add(&mut self, class: u8, frame_bytes: u32) {
         let c = class as usize & 1;
         self.packets[c] += 1;
         self.frame_bytes[c] += frame_bytes as u64;
     }
+    /// Packets of both classes.
     pub fn total_packets(&self) -> u64 {
         self.packets[0] + self.packets[1]
     }
@@ -51,15 +55,18 @@ impl Count {
     }
 }
 
+/// Where the testers count what they offered and what came back.
 pub struct Sink {
     ticks_per_us: u64,
     /// Measurement window [start, end) in ticks.
     pub window: (Time, Time),
     /// Per input port: offered in the window, and in the whole run.
     pub offered: Vec<Count>,
+    /// Per input port: offered in the whole run.
     pub offered_all: Vec<Count>,
     /// Per output port: forwarded in the window, and in the whole run.
     pub forwarded: Vec<Count>,
+    /// Per output port: forwarded in the whole run.
     pub forwarded_all: Vec<Count>,
     /// Per output port and class (window).
     pub latency: Vec<[LatStats; 2]>,
@@ -68,6 +75,7 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// An empty sink for `n_nics` ports, measuring over `window` (ticks).
     pub fn new(n_nics: usize, window: (Time, Time), tb: &Timebase) -> Sink {
         Sink {
             ticks_per_us: tb.ticks_per_us(),

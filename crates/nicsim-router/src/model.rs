@@ -18,10 +18,15 @@ use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary80};
 use crate::traffic::Generator;
 use crate::world::{Nic, Place, World, ANY, CLASS_NAMES, HI, LO, SLOW};
 
+/// A built router, ready to run.
 pub struct Router {
+    /// The validated configuration it was built from.
     pub cfg: Config,
+    /// The timebase of all its clocks.
     pub tb: Timebase,
+    /// The run loop, with the components and their shared world.
     pub engine: Engine<World>,
+    /// The run has ended (every packet delivered or dropped).
     pub finished: bool,
 }
 
@@ -218,6 +223,7 @@ impl Router {
         self.finished
     }
 
+    /// Simulated time reached so far (µs).
     pub fn now_us(&self) -> f64 {
         self.tb.to_us(self.engine.now())
     }

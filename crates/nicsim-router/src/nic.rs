@@ -18,12 +18,15 @@ use nicsim_packet::ethernet::{wire_bytes, PREAMBLE_SFD_LEN};
 use crate::ternary::class_key;
 use crate::world::{Place, World, HI, LO, SLOW};
 
+/// Input processing of one NIC: routing, classification and storing into the input FIFOs.
 pub struct NicRx {
+    /// Index of its NIC.
     pub nic: u8,
     /// The MAC buffer it reads.
     pub mac_rx: nicsim_kernel::FifoId,
     /// The IP-handling block's internal datapath.
     pub link: Link,
+    /// From a frame's last byte read to its routing decision.
     pub latency: Time,
 }
 
@@ -102,10 +105,13 @@ impl NicRx {
     }
 }
 
+/// Output processing of one NIC: the output scheduler and the MAC transmitter.
 pub struct NicTx {
+    /// Index of its NIC.
     pub nic: u8,
     /// Its output FIFOs: [slow path, fast path].
     pub outs: [nicsim_kernel::FifoId; 2],
+    /// The MAC clock.
     pub clock: Clock,
     /// The MAC is sending until then (the gap after the last frame included).
     pub wire_free: Time,

@@ -79,21 +79,33 @@ enum Done {
     },
 }
 
+/// The bus, its round-robin arbiter and the NICs' DMA engines.
 pub struct PciBus {
+    /// The bus clock.
     pub clock: Clock,
+    /// Bus width (bits per data phase).
     pub width: Width,
+    /// Bus cycles per transaction besides its data phases.
     pub overhead_cycles: u64,
+    /// Most bytes one transaction carries.
     pub max_burst_bytes: u64,
+    /// Bytes of a REQ or RES message, and of a burst's trailing REQ.
     pub msg_bytes: u32,
+    /// Bytes of a burst's header.
     pub burst_header_bytes: u32,
+    /// Bytes of the length header ahead of each packet in a burst.
     pub length_header_bytes: u32,
+    /// Bytes of a descriptor, moved with each slow-path packet.
     pub descriptor_bytes: u32,
+    /// Free bytes of the fast-path output FIFO that let an output send a RES.
     pub res_min_free_bytes: u32,
     /// The memory bus (width × transfers per clock, on the memory clock).
     pub mem: Link,
+    /// From a memory read request to its first data.
     pub mem_read_latency: Time,
     /// FIFOs and rings it reads and writes (for the calendar).
     pub reads: Vec<usize>,
+    /// FIFOs and rings it writes (for the calendar).
     pub writes: Vec<usize>,
     busy_until: Time,
     current: Option<Done>,
@@ -102,6 +114,7 @@ pub struct PciBus {
 }
 
 impl PciBus {
+    /// An idle bus for `cfg`, on the bus and memory clocks.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: &crate::config::Config,

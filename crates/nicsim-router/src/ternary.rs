@@ -8,12 +8,16 @@ use std::net::Ipv4Addr;
 /// A 32-bit ternary entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ternary {
+    /// Bits a key must have where `mask` is set.
     pub value: u32,
+    /// Bits that must match (1) or are don't-care (0).
     pub mask: u32,
 }
 
 impl Ternary {
+    /// Matches every key.
     pub const ANY: Ternary = Ternary { value: 0, mask: 0 };
+    /// `key` equals the value on every bit of the mask.
     #[inline]
     pub fn matches(&self, key: u32) -> bool {
         key & self.mask == self.value
@@ -28,7 +32,9 @@ impl Ternary {
 /// An 80-bit classification entry over ToS (8) | source (32) | destination (32) | protocol (8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ternary80 {
+    /// Bits a key must have where `mask` is set (layout of [`class_key`]).
     pub value: u128,
+    /// Bits that must match (1) or are don't-care (0).
     pub mask: u128,
 }
 
@@ -39,12 +45,14 @@ pub fn class_key(tos: u8, src: u32, dst: u32, proto: u8) -> u128 {
 }
 
 impl Ternary80 {
+    /// An entry from (value, mask) pairs of the ToS and protocol and ternaries on the addresses.
     pub fn new(tos: (u8, u8), src: Ternary, dst: Ternary, proto: (u8, u8)) -> Ternary80 {
         Ternary80 {
             value: class_key(tos.0, src.value, dst.value, proto.0),
             mask: class_key(tos.1, src.mask, dst.mask, proto.1),
         }
     }
+    /// `key` equals the value on every bit of the mask.
     #[inline]
     pub fn matches(&self, key: u128) -> bool {
         key & self.mask == self.value

@@ -38,6 +38,7 @@ struct Flow {
     frame_bytes: u32,
 }
 
+/// A tester port: sends one `traffic` entry's frames to its NIC.
 pub struct Generator {
     nic: u8,
     clock: nicsim_kernel::Clock,
@@ -62,6 +63,7 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// The tester for `cfg.traffic[idx]`.
     pub fn new(cfg: &Config, idx: usize, tb: Timebase) -> Generator {
         let t = &cfg.traffic[idx];
         let nic = cfg.nic_index(&t.port).expect("validated port") as u8;

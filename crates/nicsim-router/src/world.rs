@@ -11,23 +11,34 @@ use crate::ternary::{Ternary, Ternary80};
 
 /// Service class: high priority (a classification mask matched) or low.
 pub const HI: usize = 0;
+/// Service class: low priority (no classification mask matched, or classification off).
 pub const LO: usize = 1;
+/// Class names by class index, for reports.
 pub const CLASS_NAMES: [&str; 2] = ["high", "low"];
 
 /// No NIC (a packet's output before routing).
 pub const NO_NIC: u8 = u8::MAX;
 
+/// A packet in flight: its headers, where it goes and how it is carried.
 #[derive(Debug, Clone)]
 pub struct Pkt {
+    /// Sequence number: the sending port's index in the top 16 bits, then a count.
     pub seq: u64,
     /// Frame bytes including FCS.
     pub frame_bytes: u32,
+    /// IPv4 source address.
     pub src: u32,
+    /// IPv4 destination address.
     pub dst: u32,
+    /// IP ToS byte.
     pub tos: u8,
+    /// IP TTL, decremented on forwarding.
     pub ttl: u8,
+    /// IP protocol.
     pub proto: u8,
+    /// The NIC it arrived at.
     pub in_nic: u8,
+    /// The NIC it leaves by ([`NO_NIC`] before routing).
     pub out_nic: u8,
     /// The class the input NIC queues the packet in.
     pub class: u8,
@@ -44,6 +55,7 @@ pub struct Pkt {
     pub t_sent: Time,
 }
 
+/// Handle of a packet in [`World::pkts`].
 pub type PktId = SlabId;
 
 /// A grant or request: bytes per class.
@@ -66,58 +78,85 @@ pub enum Place {
 /// was composed) with the byte offset at which each one's last byte is on the bus.
 #[derive(Debug, Clone, Default)]
 pub struct Burst {
+    /// The output NIC it goes to.
     pub to: u8,
+    /// The packets, each with the bus offset (bytes) of its last byte.
     pub pkts: std::collections::VecDeque<(PktId, u64)>,
+    /// Bytes of the whole burst on the bus: header, packets with their length headers, trailing REQ.
     pub total_bytes: u64,
+    /// Bytes of it put on the bus so far.
     pub sent_bytes: u64,
     /// The RES's grant per class, and the frame bytes of each class landed so far: checked
     /// as packets land, independently of how the burst was composed.
     pub grant: Bytes2,
+    /// Frame bytes landed in the output FIFO so far, per class.
     pub landed_bytes: [u64; 2],
 }
 
 /// One FPGA NIC: its FIFOs, its tables and the three schedulers' state.
 #[derive(Debug, Clone)]
 pub struct Nic {
+    /// The NIC's name in the configuration.
     pub name: String,
+    /// FPGA fast path on (else every packet takes the slow path).
     pub fast_path: bool,
+    /// Classification on (else every packet is queued as low priority).
     pub classify: bool,
+    /// Routing masks in priority order, each with its output NIC.
     pub routes: Vec<(Ternary, u8)>,
     /// (destination: a NIC index, `SLOW` or `ANY`; mask).
     pub classes: Vec<(u8, Ternary80)>,
+    /// The MAC's receive buffer.
     pub mac_rx: FifoId,
     /// Per output NIC: its [high, low] input FIFOs (unused for itself).
     pub inq: Vec<[FifoId; 2]>,
+    /// The slow-path input FIFOs [high, low].
     pub slow_in: [FifoId; 2],
+    /// The fast-path output FIFO.
     pub out_fast: FifoId,
+    /// The slow-path output FIFO.
     pub out_slow: FifoId,
     /// The driver's rings in RAM: two reception rings (one per class) and a transmit ring.
     pub rx_ring: [FifoId; 2],
+    /// The driver's transmit ring in RAM.
     pub tx_ring: FifoId,
     // Request scheduler (this NIC as input).
+    /// Per output NIC: it has packets waiting here and no REQ has been sent for them yet.
     pub active: Vec<bool>,
+    /// The request scheduler's round-robin pointer over output NICs.
     pub req_ptr: usize,
+    /// The output NIC whose RES this NIC waits for after its REQ.
     pub awaiting_res: Option<u8>,
     // Burst scheduler (as input): RES received per output NIC, not yet served.
+    /// Per output NIC: its RES's grant per class, not yet served by a burst.
     pub res_in: Vec<Option<Bytes2>>,
+    /// The burst scheduler's round-robin pointer over output NICs.
     pub burst_ptr: usize,
+    /// The burst on its way over the bus, if any.
     pub burst: Option<Burst>,
     // Response scheduler (as output): the latest REQ per input NIC.
+    /// Per input NIC: the bytes per class its latest REQ asked for.
     pub req_in: Vec<Option<Bytes2>>,
+    /// The response scheduler's round-robin pointer over input NICs.
     pub res_ptr: usize,
     /// Sent a RES to this input and waits for the REQ that trails its burst.
     pub serving: Option<u8>,
     // DMA engine: round robin over its four channels; REQ and RES alternate on channel (iii).
+    /// The DMA engine's round-robin pointer over its four channels.
     pub chan_ptr: usize,
+    /// The last message sent on channel (iii) was a RES (a waiting REQ goes next).
     pub last_msg_was_res: bool,
     /// Fairness: per peer, turns the scheduler gave to others while the peer waited.
     pub req_waits: Vec<u32>,
+    /// As `req_waits`, for the response scheduler.
     pub res_waits: Vec<u32>,
+    /// As `req_waits`, for the burst scheduler.
     pub burst_waits: Vec<u32>,
 }
 
 /// Class-mask destinations besides NIC indices.
 pub const SLOW: u8 = 254;
+/// Class-mask destination that matches any destination.
 pub const ANY: u8 = 253;
 
 impl Nic {
@@ -148,12 +187,19 @@ impl Nic {
 /// Counters that the protocol's invariants are checked on.
 #[derive(Debug, Clone, Default)]
 pub struct ProtoStats {
+    /// REQs the request schedulers sent (trailing REQs not included).
     pub reqs: u64,
+    /// REQs that trailed a burst (counted where they arrive).
     pub trailing_reqs: u64,
+    /// REQs that asked for no bytes (they end an exchange; counted where they arrive).
     pub null_reqs: u64,
+    /// RES messages sent.
     pub res: u64,
+    /// Bursts sent.
     pub bursts: u64,
+    /// Bursts that carried no packet.
     pub empty_bursts: u64,
+    /// Packets carried by bursts.
     pub burst_packets: u64,
     /// Packets that landed in an output FIFO beyond their class's grant in the RES their
     /// burst answered (must stay 0).
@@ -167,36 +213,52 @@ pub struct ProtoStats {
     /// The most turns any request / response / burst scheduler gave to others while one
     /// peer waited.
     pub max_req_waits: u32,
+    /// The most turns a response scheduler gave to others while one peer waited.
     pub max_res_waits: u32,
+    /// The most turns a burst scheduler gave to others while one peer waited.
     pub max_burst_waits: u32,
 }
 
 /// Bus activity.
 #[derive(Debug, Clone, Default)]
 pub struct BusStats {
+    /// Transactions on the bus.
     pub transactions: u64,
+    /// Ticks the bus was held.
     pub busy_ticks: u64,
+    /// Bus cycles spent in data phases.
     pub data_cycles: u64,
+    /// Bus cycles spent in transaction overhead (address, attribute, response, turnaround).
     pub overhead_cycles: u64,
     /// Cycles by channel: download, upload, messages, bursts.
     pub cycles_by_channel: [u64; 4],
     /// Bus bytes of packets that were dropped after crossing it.
     pub wasted_bytes: u64,
+    /// Ticks the memory bus was busy with DMA.
     pub memory_busy_ticks: u64,
 }
 
+/// Everything the router's components share.
 pub struct World {
+    /// Pending wake-ups and the current instant.
     pub cal: Calendar,
+    /// The packets in flight.
     pub pkts: Slab<Pkt>,
+    /// Every FIFO and RAM ring, holding packet handles.
     pub q: FifoSet<PktId>,
+    /// The NICs, by index.
     pub nics: Vec<Nic>,
     /// The Linux routing table: each NIC's subnet.
     pub subnets: Vec<Ternary>,
     /// (place, class, reason) → (packets, frame bytes).
     pub drops: BTreeMap<(Place, u8, &'static str), (u64, u64)>,
+    /// The testers' counters.
     pub sink: Sink,
+    /// The protocol's invariant counters.
     pub proto: ProtoStats,
+    /// Bus activity.
     pub bus: BusStats,
+    /// Ticks the CPU spent forwarding.
     pub cpu_busy_ticks: u64,
     /// When the last packet so far left the router (delivered or dropped).
     pub last_out: Time,
@@ -242,6 +304,7 @@ impl World {
         self.q.push(&mut self.cal, f, now, id, bytes, head, tail);
     }
 
+    /// Pop the front of FIFO `f`, if any.
     #[inline]
     pub fn pop(&mut self, f: FifoId, now: Time) -> Option<nicsim_kernel::Slot<PktId>> {
         self.q.pop(&mut self.cal, f, now)

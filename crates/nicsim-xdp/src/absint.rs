@@ -15,10 +15,15 @@
 
 use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
 
+/// `bpf_map_lookup_elem(map, key)`: a pointer to the value, or NULL.
 pub const HELPER_MAP_LOOKUP: u32 = 1;
+/// `bpf_map_update_elem(map, key, value, flags)`.
 pub const HELPER_MAP_UPDATE: u32 = 2;
+/// `bpf_map_delete_elem(map, key)`.
 pub const HELPER_MAP_DELETE: u32 = 3;
+/// `bpf_xdp_adjust_head(ctx, delta)`: moves the packet start.
 pub const HELPER_ADJUST_HEAD: u32 = 44;
+/// `bpf_xdp_adjust_tail(ctx, delta)`: moves the packet end.
 pub const HELPER_ADJUST_TAIL: u32 = 65;
 /// `bpf_tail_call(ctx, prog_array, index)`: jumps to the program in the slot, or returns.
 pub const HELPER_TAIL_CALL: u32 = 12;
@@ -31,25 +36,32 @@ pub const BPF_MAX_LOOPS: u64 = 1 << 23;
 /// An unsigned range `lo..=hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Iv {
+    /// Smallest value.
     pub lo: u64,
+    /// Largest value.
     pub hi: u64,
 }
 
 impl Iv {
+    /// Every 64-bit value.
     pub const TOP: Iv = Iv {
         lo: 0,
         hi: u64::MAX,
     };
+    /// Every 32-bit value.
     pub const TOP32: Iv = Iv {
         lo: 0,
         hi: u32::MAX as u64,
     };
+    /// The single value `v`.
     pub fn c(v: u64) -> Iv {
         Iv { lo: v, hi: v }
     }
+    /// The value, if the range holds only one.
     pub fn konst(self) -> Option<u64> {
         (self.lo == self.hi).then_some(self.lo)
     }
+    /// The smallest range holding both.
     pub fn join(self, o: Iv) -> Iv {
         Iv {
             lo: self.lo.min(o.lo),
@@ -74,6 +86,7 @@ impl Iv {
 pub enum Val {
     /// Nothing is known (also: uninitialised).
     Top,
+    /// A number in this range.
     Scalar(Iv),
     /// The program's context (`struct xdp_md *`).
     Ctx,
@@ -93,6 +106,7 @@ pub enum Val {
 }
 
 impl Val {
+    /// What either value may be (least upper bound).
     pub fn join(self, o: Val) -> Val {
         match (self, o) {
             (a, b) if a == b => a,
@@ -143,7 +157,9 @@ pub const READ_ONLY_HELPERS: [u32; 20] = [
 /// Registers r0..=r10, and the current frame's stack slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
+    /// Registers r0..=r10.
     pub regs: [Val; 11],
+    /// The current frame's 512-byte stack in 4-byte cells (cell 0 at r10 − 512).
     pub stack: [Val; SLOTS],
     /// How far the program moved the packet start with `bpf_xdp_adjust_head` (bytes; `None`
     /// once unknown or once the tail grew, after which checks say nothing of the received
@@ -163,6 +179,7 @@ impl State {
             shift: Some(0),
         }
     }
+    /// What either state may be, register by register and slot by slot.
     pub fn join(&self, o: &State) -> State {
         let mut regs = self.regs;
         for (r, b) in regs.iter_mut().zip(o.regs) {

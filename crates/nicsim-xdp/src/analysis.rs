@@ -15,12 +15,16 @@ use crate::load::{self, Program};
 use crate::paths;
 use crate::target::Target;
 
+/// Why an analysis failed.
 #[derive(Debug, thiserror::Error)]
 pub enum XdpError {
+    /// The object could not be loaded.
     #[error(transparent)]
     Load(#[from] load::LoadError),
+    /// The control-flow graph could not be built.
     #[error(transparent)]
     Cfg(#[from] cfg::CfgError),
+    /// The graph could not be costed.
     #[error(transparent)]
     Cost(#[from] cost::CostError),
     /// The graph needed for the naive bound does not fit the memory budget.
@@ -29,8 +33,11 @@ pub enum XdpError {
          leaves the analysis (a larger --memory-mb may let it fit)"
     )]
     Memory {
+        /// What would not fit.
         what: String,
+        /// MiB it would need.
         need_mb: usize,
+        /// MiB the budget leaves the analysis.
         budget_mb: usize,
     },
     /// A `--map-size` that names no map of the program, or a size of 0.
@@ -38,12 +45,14 @@ pub enum XdpError {
     MapSize(String),
 }
 
+/// What `nicsim xdp analyze` is told: program choice, loop bound, memory, map sizes, tail calls.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// `--section`: an ELF section (or, as before `--program`, a function name).
     pub section: Option<String>,
     /// `--program`: a function name (or `section/function`).
     pub program: Option<String>,
+    /// `--loop-bound`: the bound of loops whose bound is not evident.
     pub loop_bound: Option<u32>,
     /// Bytes the analysis may take: the graph while it is built and costed, then the graph,
     /// its split and the search's state together (`None`: no bound). The object itself and
@@ -85,9 +94,13 @@ pub const QUERY_MIN_BYTES_PER_STEP: usize = 32;
 
 /// A loaded, unrolled and costed program.
 pub struct Analysis {
+    /// The loaded program.
     pub program: Program,
+    /// Its inlined, unrolled control-flow graph.
     pub graph: cfg::Graph,
+    /// The graph in compressed form, with a cost vector per edge.
     pub dag: Dag,
+    /// The target the costs are for.
     pub target: Target,
     /// The graph the search enumerates: `dag` split by path constants ([`crate::consts`]),
     /// or `dag` itself when the split would be too large.
@@ -105,6 +118,7 @@ const SPLIT_GROWTH: usize = 64;
 pub const SPLIT_MAX_NODES: usize = 1 << 19;
 
 impl Analysis {
+    /// Load `bytes` (an ELF object), build and cost its graph for `target`, within the memory budget.
     pub fn new(bytes: &[u8], target: Target, opts: &Options) -> Result<Analysis, XdpError> {
         let budget = opts.memory_budget_bytes.unwrap_or(usize::MAX);
         let memory_error = |what: String, need_bytes: usize| XdpError::Memory {
@@ -368,8 +382,11 @@ struct SizeLemma {
 /// slowest first, each is turned into an SMT query, and [`crate::ssp::run`] (which runs the solver)
 /// answers. An unsat core refutes the path's shortest infeasible prefix, in every stream.
 pub struct Search {
+    /// The analysis it searches.
     pub a: Analysis,
+    /// Hands out paths slowest first, one stream per cost component and MPS class.
     pub merger: crate::paths::Merger,
+    /// Rank paths by bit rate (with each path's minimum packet size) rather than packet rate.
     pub bit_rate: bool,
     /// The path being checked: what the merger said of it and its edges.
     current: Option<(crate::paths::Found, Vec<u32>)>,
@@ -380,6 +397,7 @@ pub struct Search {
     /// that contain it.
     conflict_size: Vec<usize>,
     conflict_index: std::collections::HashMap<String, Vec<u32>>,
+    /// Paths refuted by a known conflict, without a solver call.
     pub conflict_skipped: u64,
     /// Packet-length lemmas, from unsat cores of a length bound: a path that asserts every
     /// condition of lemma i needs a packet of at least `lemma_len[i]` bytes. `lemma_size[i]`,
@@ -413,11 +431,14 @@ pub struct Search {
     /// The search stops when its state (and the query it builds) would take more than this
     /// (bytes, estimated).
     pub memory_budget: usize,
+    /// Paths taken from the merger.
     pub enumerated: u64,
+    /// Paths the solver found infeasible.
     pub unsat: u64,
 }
 
 impl Search {
+    /// A search with no memory budget.
     pub fn new(a: Analysis, bit_rate: bool) -> Search {
         Search::with_budget(a, bit_rate, usize::MAX)
     }

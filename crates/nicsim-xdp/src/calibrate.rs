@@ -14,8 +14,11 @@ use crate::load::{MapDef, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_PERCPU_ARRAY};
 /// A measured class: nanoseconds per instruction (or helper call) and what was run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Measured {
+    /// The instruction class (the target's cost-table key, e.g. `div`).
     pub name: String,
+    /// Nanoseconds per instruction or helper call.
     pub ns: f64,
+    /// What the benchmark's body runs.
     pub what: String,
 }
 

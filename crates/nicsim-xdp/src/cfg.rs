@@ -20,8 +20,10 @@ use crate::absint::State;
 use crate::insn::Insn;
 use crate::load::Program;
 
+/// No node: the `call` of an edge other than `Return`.
 pub const NONE: u32 = u32::MAX;
 
+/// What an edge of the graph stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdgeKind {
     /// To the next instruction (or an unconditional jump's target).
@@ -37,70 +39,128 @@ pub enum EdgeKind {
     /// A `bpf_tail_call` that jumps: into the program in slot `slot` of prog array `map` (the
     /// call's other edge, `Next`, is the call returning: no program there, or the index past
     /// the array, or [`MAX_TAIL_CALLS`](crate::load::MAX_TAIL_CALLS) calls made already).
-    TailCall { map: u32, slot: u32 },
+    TailCall {
+        /// Map index of the prog array.
+        map: u32,
+        /// The slot it jumps through.
+        slot: u32,
+    },
 }
 
+/// An edge of the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
+    /// The node it goes to.
     pub to: u32,
+    /// What it stands for.
     pub kind: EdgeKind,
     /// For a `Return` edge: the call node whose registers r6–r9 the caller gets back.
     pub call: u32,
 }
 
+/// A node of the graph: one instance of an instruction.
 #[derive(Debug, Clone)]
 pub struct Node {
     /// Instruction index in the program.
     pub pc: u32,
     /// Call depth (0 = the program itself).
     pub depth: u8,
+    /// Its outgoing edges, fall-through first, then taken.
     pub succ: Vec<Edge>,
 }
 
+/// The inlined, unrolled, acyclic control-flow graph; node 0 is the entry.
 #[derive(Debug, Clone)]
 pub struct Graph {
+    /// The nodes, by index.
     pub nodes: Vec<Node>,
     /// Bounds of the unrolled loops: (header instruction, bound, found automatically).
     pub loops: Vec<LoopInfo>,
 }
 
+/// An unrolled loop and its bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopInfo {
+    /// Instruction index of the loop's header.
     pub header_pc: u32,
+    /// Times its back edges can be taken.
     pub bound: u32,
+    /// The bound was found from the code (else it is `--loop-bound`).
     pub evident: bool,
 }
 
+/// Why the graph could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CfgError {
     #[error("instruction {pc}: jump to {target}, outside the program")]
-    BadJump { pc: usize, target: i64 },
+    /// A jump to outside the program (or into the second slot of an `LD_IMM64`).
+    BadJump {
+        /// Instruction index of the jump.
+        pc: usize,
+        /// The instruction index it jumps to.
+        target: i64,
+    },
     #[error("instruction {pc}: falls off the end of the program")]
-    FallsOff { pc: usize },
+    /// Control runs past the last instruction of the program.
+    FallsOff {
+        /// Instruction index control runs on from.
+        pc: usize,
+    },
     #[error("instruction {pc}: bpf-to-bpf calls nest deeper than 8 frames (recursion?)")]
-    TooDeep { pc: usize },
+    /// bpf-to-bpf calls nest deeper than 8 frames.
+    TooDeep {
+        /// Instruction index of the call that goes too deep.
+        pc: usize,
+    },
     #[error("loop at instruction {pc}{line}: no evident bound; give one with --loop-bound N")]
-    Unbounded { pc: usize, line: String },
+    /// A loop with no evident bound and no `--loop-bound`.
+    Unbounded {
+        /// Instruction index of the loop's header.
+        pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
+        line: String,
+    },
     #[error("loop at instruction {pc}{line}: control flow enters it other than through its head (irreducible)")]
-    Irreducible { pc: usize, line: String },
+    /// A loop that control flow enters other than through its header.
+    Irreducible {
+        /// Instruction index of the loop's header.
+        pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
+        line: String,
+    },
+    /// The unrolled graph would have more instances than this limit.
     #[error("the unrolled graph would exceed {0} instruction instances")]
     TooLarge(usize),
     /// Building the graph would take more than [`Limits::max_bytes`]: `what` would need
     /// `need_bytes`.
     #[error("{what} would need about {} MB", need_bytes.div_ceil(1 << 20))]
-    Memory { what: String, need_bytes: usize },
+    Memory {
+        /// The step that would need the memory.
+        what: String,
+        /// Bytes it would need.
+        need_bytes: usize,
+    },
+    /// No path from the entry reaches an `exit`.
     #[error("no path from the entry reaches an exit")]
     NoExit,
+    /// A `bpf_loop` whose callback the analyzer cannot follow.
     #[error("bpf_loop at instruction {pc}{line}: {why}")]
     LoopCallback {
+        /// Instruction index of the `bpf_loop` call.
         pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
         line: String,
+        /// What is wrong with the callback.
         why: String,
     },
+    /// A `bpf_loop` whose iteration count (r1) has no bound.
     #[error("bpf_loop at instruction {pc}{line}: nr_loops (r1) {what}; give a bound with --loop-bound N")]
     LoopCallBound {
+        /// Instruction index of the `bpf_loop` call.
         pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
         line: String,
+        /// What is known of `nr_loops`.
         what: String,
     },
 }
@@ -984,6 +1044,7 @@ impl Graph {
             + self.loops.capacity() * std::mem::size_of::<LoopInfo>()
     }
 
+    /// Number of entry→exit paths (saturating), for tests and reports.
     pub fn path_count(&self) -> u128 {
         let order = self.topo_order();
         let mut count = vec![0u128; self.nodes.len()];

@@ -126,7 +126,9 @@ pub struct ConstModel {
 /// whether r1–r5 hold a pointer into the stack (what a helper call may write through).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Facts {
+    /// The value of the register its memory instruction goes through.
     pub base: Val,
+    /// r1–r5 may hold a pointer into the stack.
     pub stack_arg: bool,
 }
 

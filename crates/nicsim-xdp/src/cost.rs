@@ -25,6 +25,7 @@ use crate::target::{InsnCosts, Target};
 
 /// Cost components: core cycles and DRAM-engine cycles.
 pub const NC: usize = 2;
+/// Names of the cost components, by index.
 pub const COMPONENTS: [&str; NC] = ["cores", "dram"];
 
 /// Costs are stored in millionths of a cycle.
@@ -61,24 +62,30 @@ pub struct Dag {
     pub n: usize,
     /// Edges of node u are `first[u]..first[u+1]`.
     pub first: Vec<u32>,
+    /// Target node of each edge.
     pub to: Vec<u32>,
+    /// Cost vector of each edge, per component (units of [`UNITS_PER_CYCLE`] per cycle).
     pub cost: Vec<[u64; NC]>,
     /// Packet bytes the edge's bounds check guarantees (0 if none).
     pub need: Vec<u32>,
     /// Instruction the edge executes (the source node's).
     pub pc: Vec<u32>,
+    /// What each edge stands for.
     pub kind: Vec<EdgeKind>,
     /// Nodes in topological order.
     pub topo: Vec<u32>,
 }
 
 impl Dag {
+    /// The sink node (n − 1).
     pub fn sink(&self) -> u32 {
         self.n as u32 - 1
     }
+    /// Indices of node `u`'s edges.
     pub fn edges(&self, u: u32) -> std::ops::Range<usize> {
         self.first[u as usize] as usize..self.first[u as usize + 1] as usize
     }
+    /// Number of edges.
     pub fn n_edges(&self) -> usize {
         self.to.len()
     }
@@ -96,28 +103,42 @@ impl Dag {
     }
 }
 
+/// Why a graph could not be costed on a target.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CostError {
+    /// A helper the target has no cost for.
     #[error("instruction {pc}: unsupported helper {name} (id {id}) on target {target}")]
     UnsupportedHelper {
+        /// Instruction index of the call.
         pc: usize,
+        /// Helper id.
         id: u32,
+        /// Helper name.
         name: String,
+        /// The target's name.
         target: String,
     },
     /// A map helper on a map of a type the target has no cost for (the map type, not the
     /// helper, is what is missing).
     #[error("instruction {pc}: map '{map}' of type {map_type} is not supported ({why})")]
     UnsupportedMap {
+        /// Instruction index of the call.
         pc: usize,
+        /// The map's name.
         map: String,
+        /// The kernel's name of the map's type.
         map_type: String,
+        /// Why the target has no cost for it.
         why: String,
     },
+    /// A kfunc the target has no cost for.
     #[error("instruction {pc}: {why}")]
     UnsupportedKfunc {
+        /// Instruction index of the call.
         pc: usize,
+        /// The kfunc's name.
         name: String,
+        /// Why it cannot be costed.
         why: String,
     },
 }

@@ -233,6 +233,7 @@ pub struct WitnessQuery {
     pub witness: Witness,
     /// The program's return value at the path's end (a term).
     pub ret: String,
+    /// The map entries the path looks up (key and initial value as terms).
     pub lookups: Vec<Lookup>,
     /// The path's edges in the search's graph.
     pub edges: usize,
@@ -242,6 +243,7 @@ pub struct WitnessQuery {
     /// so the case's packet must be at least this long. (instruction, source line) of the edge
     /// that needs it.
     pub min_len: u32,
+    /// (instruction, source line) of the edge that needs `min_len`.
     pub min_len_at: Option<(u32, Option<String>)>,
 }
 
@@ -251,7 +253,10 @@ pub struct WitnessQuery {
 pub enum CaseOutcome {
     /// The interpreter stopped without the program returning (a fault, the instruction limit):
     /// nothing to compare.
-    Fault { message: String },
+    Fault {
+        /// Why the interpreter stopped.
+        message: String,
+    },
     /// No path of the search's graph follows the trace. `graph`: `split` when the graph
     /// before the split by constants has one (the split left it out), `graph` when that has
     /// none either. `matched`: instructions of the trace that a path follows; `at_pc` the last
@@ -259,15 +264,24 @@ pub enum CaseOutcome {
     /// graph does not). `beyond_loop_bound`: a loop whose bound is the user's `--loop-bound`
     /// ran more often than that (a promise broken, not a bug).
     NoPath {
+        /// `split` or `graph`: which graph has no path for the trace.
         graph: &'static str,
+        /// Instructions of the trace that a path follows.
         matched: usize,
+        /// The last instruction a path follows.
         at_pc: u32,
+        /// The instruction the graph has no way to (None: the trace ends there, the graph does not).
         next_pc: Option<u32>,
+        /// Source line of `at_pc`.
         line: Option<String>,
+        /// A loop bounded by `--loop-bound` ran more often than that.
         beyond_loop_bound: bool,
     },
     /// The paths that follow the trace (usually one), each with its query.
-    Paths { paths: Vec<WitnessQuery> },
+    Paths {
+        /// The paths, each with its query and the case asserted.
+        paths: Vec<WitnessQuery>,
+    },
 }
 
 /// A case's result: the interpreter's run and what it maps to.
@@ -277,16 +291,19 @@ pub struct Case {
     pub retval: Option<u64>,
     /// Instructions executed.
     pub trace_len: usize,
+    /// What the case gave.
     #[serde(flatten)]
     pub outcome: CaseOutcome,
 }
 
 /// An analysis to check cases against.
 pub struct Differential {
+    /// The analysis whose graphs and queries cases are checked against.
     pub a: Analysis,
 }
 
 impl Differential {
+    /// Check cases against `a`.
     pub fn new(a: Analysis) -> Differential {
         Differential { a }
     }

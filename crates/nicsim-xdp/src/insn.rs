@@ -12,78 +12,122 @@ use std::fmt;
 /// A register number, 0..=10 (r10 is the read-only frame pointer).
 pub type Reg = u8;
 
+/// An instruction's second operand: a register or the 32-bit immediate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Src {
+    /// Register `src`.
     Reg(Reg),
+    /// The immediate (sign-extended in 64-bit operations).
     Imm(i32),
 }
 
+/// ALU operations (`BPF_ALU` / `BPF_ALU64` op field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AluOp {
+    /// `dst += src`.
     Add,
+    /// `dst -= src`.
     Sub,
+    /// `dst *= src`.
     Mul,
+    /// Unsigned `dst /= src` (0 when `src` is 0).
     Div,
+    /// `dst |= src`.
     Or,
+    /// `dst &= src`.
     And,
+    /// `dst <<= src`.
     Lsh,
+    /// Logical `dst >>= src`.
     Rsh,
+    /// `dst = -dst`.
     Neg,
+    /// Unsigned `dst %= src` (`dst` unchanged when `src` is 0).
     Mod,
+    /// `dst ^= src`.
     Xor,
+    /// `dst = src`.
     Mov,
+    /// Arithmetic (sign-extending) `dst >>= src`.
     Arsh,
 }
 
+/// Conditional jump comparisons (`BPF_JMP` / `BPF_JMP32` op field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JmpOp {
+    /// `dst == src`.
     Eq,
+    /// Unsigned `dst > src`.
     Gt,
+    /// Unsigned `dst >= src`.
     Ge,
+    /// `dst & src != 0`.
     Set,
+    /// `dst != src`.
     Ne,
+    /// Signed `dst > src`.
     Sgt,
+    /// Signed `dst >= src`.
     Sge,
+    /// Unsigned `dst < src`.
     Lt,
+    /// Unsigned `dst <= src`.
     Le,
+    /// Signed `dst < src`.
     Slt,
+    /// Signed `dst <= src`.
     Sle,
 }
 
 /// Access size in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
+    /// One byte.
     B = 1,
+    /// Two bytes (half word).
     H = 2,
+    /// Four bytes (word).
     W = 4,
+    /// Eight bytes (double word).
     DW = 8,
 }
 
 impl Size {
+    /// The access size in bytes.
     pub fn bytes(self) -> u32 {
         self as u32
     }
 }
 
+/// Atomic read-modify-write operations (`BPF_ATOMIC` imm field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtomicOp {
+    /// Add.
     Add,
+    /// Bitwise or.
     Or,
+    /// Bitwise and.
     And,
+    /// Bitwise exclusive or.
     Xor,
+    /// Exchange: store `src`, return the old value.
     Xchg,
+    /// Compare with r0 and exchange: store `src` if the old value equals r0; r0 gets the old value.
     CmpXchg,
 }
 
 /// What an `LD_IMM64` loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Imm64 {
+    /// A 64-bit constant.
     Const(u64),
     /// The address of map `map` (`BPF_PSEUDO_MAP_FD`; the map index after relocation).
     Map(u32),
     /// The address of byte `off` of map `map`'s value (`BPF_PSEUDO_MAP_VALUE`, global data).
     MapValue {
+        /// Map index.
         map: u32,
+        /// Byte offset into the map's value.
         off: u32,
     },
     /// The address of the function at instruction `pc` (`BPF_PSEUDO_FUNC`: a callback of
@@ -91,84 +135,127 @@ pub enum Imm64 {
     Func(u32),
 }
 
+/// A decoded eBPF instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Insn {
+    /// `dst = dst op src`, on 64 bits or on the low 32 bits (upper half zeroed).
     Alu {
+        /// The operation.
         op: AluOp,
+        /// 64-bit operation (`BPF_ALU64`); else 32-bit.
         is64: bool,
+        /// Destination register.
         dst: Reg,
+        /// Second operand.
         src: Src,
     },
     /// Byte swap to `bits` (16/32/64): `to_be` converts host (little-endian) to big-endian.
     End {
+        /// Register swapped in place.
         dst: Reg,
+        /// Width of the swap (16, 32 or 64).
         bits: u32,
+        /// Convert to big-endian (else to little-endian, which only truncates).
         to_be: bool,
     },
     /// `dst = *(size *)(src + off)`; `signed`: sign-extending load (`MEMSX`).
     Ldx {
+        /// Access size.
         size: Size,
+        /// Register loaded.
         dst: Reg,
+        /// Register holding the base address.
         src: Reg,
+        /// Byte offset from the base address.
         off: i16,
+        /// Sign-extend the loaded value.
         signed: bool,
     },
     /// `*(size *)(dst + off) = src`.
     St {
+        /// Access size.
         size: Size,
+        /// Register holding the base address.
         dst: Reg,
+        /// Value stored: a register (`STX`) or an immediate (`ST`).
         src: Src,
+        /// Byte offset from the base address.
         off: i16,
     },
     /// Atomic read-modify-write of `*(size *)(dst + off)` with `src`; `fetch` returns the old
     /// value in `src` (in r0 for `CmpXchg`).
     Atomic {
+        /// The operation.
         op: AtomicOp,
+        /// Access size (word or double word).
         size: Size,
+        /// Register holding the base address.
         dst: Reg,
+        /// Register holding the operand.
         src: Reg,
+        /// Byte offset from the base address.
         off: i16,
+        /// Return the old value (`BPF_FETCH`).
         fetch: bool,
     },
+    /// `dst` = a 64-bit immediate, a map or a function address (two slots).
     LdImm64 {
+        /// Register loaded.
         dst: Reg,
+        /// What is loaded.
         imm: Imm64,
     },
     /// Legacy packet access `r0 = ntoh(*(size *)(skb->data + [src] + imm))` (not valid in XDP).
     LdAbs,
+    /// Unconditional jump to `pc + 1 + off`.
     Ja {
+        /// Jump offset in slots, from the next instruction.
         off: i32,
     },
+    /// Conditional jump to `pc + 1 + off` when `dst op src` holds.
     Jmp {
+        /// The comparison.
         op: JmpOp,
+        /// Compare 64 bits (`BPF_JMP`); else the low 32 bits (`BPF_JMP32`).
         is64: bool,
+        /// Left operand.
         dst: Reg,
+        /// Right operand.
         src: Src,
+        /// Jump offset in slots, from the next instruction.
         off: i16,
     },
     /// Helper call by id.
     Call {
+        /// Helper id (`BPF_FUNC_*`).
         helper: u32,
     },
     /// bpf-to-bpf call: the callee starts at `pc + 1 + off`.
     CallLocal {
+        /// Offset in slots of the callee's first instruction, from the next instruction.
         off: i32,
     },
     /// Call of a kernel function (kfunc, `BPF_PSEUDO_KFUNC_CALL`): `id` indexes the
     /// program's `kfuncs`, which name them.
     Kfunc {
+        /// Index into the program's `kfuncs`.
         id: u32,
     },
+    /// Return r0 from the function.
     Exit,
 }
 
 /// One decoded instruction per slot; the second slot of an `LD_IMM64` holds `None`.
 pub type Code = Vec<Option<Insn>>;
 
+/// An instruction the decoder rejects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError {
+    /// Slot of the instruction.
     pub pc: usize,
+    /// Its opcode byte.
     pub code: u8,
+    /// Why it was rejected.
     pub what: String,
 }
 
@@ -187,10 +274,15 @@ impl std::error::Error for DecodeError {}
 /// A raw instruction slot (little-endian layout of `struct bpf_insn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Raw {
+    /// Opcode byte.
     pub code: u8,
+    /// Destination register field (low nibble).
     pub dst: u8,
+    /// Source register field (high nibble).
     pub src: u8,
+    /// Signed offset field.
     pub off: i16,
+    /// Signed immediate field.
     pub imm: i32,
 }
 
@@ -232,9 +324,13 @@ const CLS_ALU64: u8 = 7;
 /// `BPF_PSEUDO_MAP_FD` / `BPF_PSEUDO_MAP_VALUE` / `BPF_PSEUDO_FUNC` (`LD_IMM64` kinds);
 /// `BPF_PSEUDO_CALL` / `BPF_PSEUDO_KFUNC_CALL` (call kinds).
 pub const PSEUDO_MAP_FD: u8 = 1;
+/// `BPF_PSEUDO_MAP_VALUE`: `LD_IMM64` of an address inside a map's value.
 pub const PSEUDO_MAP_VALUE: u8 = 2;
+/// `BPF_PSEUDO_FUNC`: `LD_IMM64` of a function's address.
 pub const PSEUDO_FUNC: u8 = 4;
+/// `BPF_PSEUDO_CALL`: bpf-to-bpf call.
 pub const PSEUDO_CALL: u8 = 1;
+/// `BPF_PSEUDO_KFUNC_CALL`: call of a kernel function.
 pub const PSEUDO_KFUNC_CALL: u8 = 2;
 
 fn size_of(code: u8) -> Size {

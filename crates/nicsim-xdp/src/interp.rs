@@ -66,9 +66,13 @@ const CSUM_DIFF_MAX_BYTES: u32 = 512;
 
 /// XDP actions.
 pub const XDP_ABORTED: u64 = 0;
+/// Drop the packet.
 pub const XDP_DROP: u64 = 1;
+/// Pass the packet to the kernel's network stack.
 pub const XDP_PASS: u64 = 2;
+/// Send the packet back out of the interface it came in on.
 pub const XDP_TX: u64 = 3;
+/// Redirect the packet (to another interface, CPU or socket).
 pub const XDP_REDIRECT: u64 = 4;
 
 pub(crate) const ENOENT: i64 = 2;
@@ -225,27 +229,50 @@ pub enum Fault {
     /// The input cannot be run (packet too long, maps of another program).
     #[error("{0}")]
     Input(String),
+    /// A memory access outside the region its pointer points into.
     #[error("instruction {pc}: {access} of {size_bytes} bytes at offset {offset} of {region} is out of bounds (valid offsets: {bounds})")]
     OutOfBounds {
+        /// Instruction index of the access.
         pc: u32,
+        /// What kind of access (load, store, helper read, …).
         access: &'static str,
+        /// The region (packet, stack, a map's value, …).
         region: String,
+        /// Byte offset of the access in the region.
         offset: i64,
+        /// Bytes accessed.
         size_bytes: u32,
+        /// The offsets the region has, as `lo..hi`.
         bounds: String,
     },
     /// An access or instruction the kernel's verifier would have rejected.
     #[error("instruction {pc}: {what}")]
-    Invalid { pc: u32, what: String },
+    Invalid {
+        /// Instruction index.
+        pc: u32,
+        /// What the verifier would have rejected.
+        what: String,
+    },
+    /// A helper call the interpreter cannot carry out.
     #[error("instruction {pc}: helper {name} (id {id}): {what}")]
     Helper {
+        /// Instruction index of the call.
         pc: u32,
+        /// Helper id.
         id: u32,
+        /// Helper name.
         name: String,
+        /// What went wrong.
         what: String,
     },
     #[error("instruction {pc}: the limit of {limit} executed instructions is reached")]
-    InsnLimit { pc: u32, limit: u64 },
+    /// The run executed as many instructions as it may ([`RunOptions::max_insns`]).
+    InsnLimit {
+        /// Instruction index where the limit was reached.
+        pc: u32,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl Fault {
@@ -272,30 +299,62 @@ fn invalid(pc: u32, what: impl Into<String>) -> Fault {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MapError {
     #[error("no map '{name}' in the program (maps: {available})")]
-    Unknown { name: String, available: String },
+    /// No map of that name.
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The program's map names.
+        available: String,
+    },
+    /// A key or value of the wrong size.
     #[error("map '{map}': the {what} is {got_bytes} bytes, the map's {what} size is {want_bytes}")]
     Size {
+        /// The map's name.
         map: String,
+        /// `key` or `value`.
         what: &'static str,
+        /// Bytes given.
         got_bytes: usize,
+        /// Bytes the map takes.
         want_bytes: u32,
     },
+    /// An array index not below the map's `max_entries`.
     #[error("map '{map}': index {index} is not below max_entries {max_entries}")]
     Index {
+        /// The map's name.
         map: String,
+        /// The index given.
         index: u32,
+        /// The map's `max_entries`.
         max_entries: u32,
     },
     #[error("map '{map}' is full ({max_entries} entries)")]
-    Full { map: String, max_entries: u32 },
+    /// A hash map that holds `max_entries` entries already.
+    Full {
+        /// The map's name.
+        map: String,
+        /// The map's `max_entries`.
+        max_entries: u32,
+    },
     #[error("map '{map}': {why}")]
-    Unsupported { map: String, why: String },
+    /// A map whose entries cannot be given (of a type the interpreter does not model, or that holds no entries).
+    Unsupported {
+        /// The map's name.
+        map: String,
+        /// Why.
+        why: String,
+    },
+    /// An LPM trie key whose prefix length exceeds its data bits.
     #[error("map '{map}': prefix length {prefixlen} is more than the key's {bits} data bits")]
     Prefix {
+        /// The map's name.
         map: String,
+        /// The key's prefix length.
         prefixlen: u32,
+        /// Data bits of the map's key.
         bits: u32,
     },
+    /// Maps JSON that cannot be read.
     #[error("maps JSON: {0}")]
     Json(String),
 }
@@ -796,6 +855,7 @@ impl MapState {
         Ok(())
     }
 
+    /// The maps of `program` with the entries JSON text `maps_json` gives (empty: no entries).
     pub fn from_json(program: &Program, maps_json: &str) -> Result<MapState, MapError> {
         let mut s = MapState::new(program);
         if !maps_json.trim().is_empty() {

@@ -32,17 +32,28 @@ const BPF_BTF_LOAD: libc::c_long = 18;
 /// past the fields it knows are zero, so the whole buffer starts zeroed.
 const ATTR_BYTES: usize = 144;
 
+/// Why the running kernel could not load or run a program.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("the kernel refused {what}: {err}")]
-    Sys { what: String, err: std::io::Error },
+    /// A `bpf()` system call failed.
+    Sys {
+        /// What was asked of the kernel.
+        what: String,
+        /// The error it returned.
+        err: std::io::Error,
+    },
     /// `log` is the end of the verifier's log (its reason); `full_log` all of it.
     #[error("the kernel's verifier rejected the program: {err}: {log}")]
     Verifier {
+        /// The error `BPF_PROG_LOAD` returned.
         err: std::io::Error,
+        /// The end of the verifier's log.
         log: String,
+        /// The whole verifier log.
         full_log: String,
     },
+    /// A program, map or input this module cannot hand to the kernel.
     #[error("{0}")]
     Input(String),
 }

@@ -11,6 +11,8 @@
 //! packet can be checked against the path reported for it, and [`kernel`] loads the program
 //! into the running kernel and runs packets through it with `BPF_PROG_TEST_RUN`.
 
+#![warn(missing_docs)]
+
 pub mod absint;
 pub mod analysis;
 pub mod calibrate;

@@ -32,17 +32,23 @@ use crate::insn::{PSEUDO_FUNC, PSEUDO_MAP_VALUE};
 
 /// Kernel map types the analyzer models (`enum bpf_map_type`).
 pub const MAP_HASH: u32 = 1;
+/// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_ARRAY: u32 = 2;
 /// A program array: `bpf_tail_call` jumps to the program in one of its slots.
 pub const MAP_PROG_ARRAY: u32 = 3;
+/// `BPF_MAP_TYPE_PERCPU_HASH`.
 pub const MAP_PERCPU_HASH: u32 = 5;
+/// `BPF_MAP_TYPE_PERCPU_ARRAY`.
 pub const MAP_PERCPU_ARRAY: u32 = 6;
+/// `BPF_MAP_TYPE_LRU_HASH`.
 pub const MAP_LRU_HASH: u32 = 9;
 /// Longest-prefix-match trie: keys are `{u32 prefixlen; u8 data[]}`.
 pub const MAP_LPM_TRIE: u32 = 11;
+/// `BPF_MAP_TYPE_DEVMAP`: the devices `bpf_redirect_map` sends to.
 pub const MAP_DEVMAP: u32 = 14;
 /// Maps of maps: a lookup gives an inner map (`MapDef::inner` describes it) or NULL.
 pub const MAP_ARRAY_OF_MAPS: u32 = 12;
+/// `BPF_MAP_TYPE_HASH_OF_MAPS`.
 pub const MAP_HASH_OF_MAPS: u32 = 13;
 
 /// The names of `enum bpf_map_type` (Linux 6.9), by value.
@@ -83,13 +89,20 @@ const MAP_TYPE_NAMES: [&str; 34] = [
     "arena",
 ];
 
+/// A map the program uses, as the object defines it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapDef {
+    /// The map's name (its symbol, or the global-data section's name).
     pub name: String,
+    /// Kernel map type (`enum bpf_map_type`, e.g. [`MAP_HASH`]).
     pub map_type: u32,
+    /// Bytes of a key.
     pub key_size: u32,
+    /// Bytes of a value.
     pub value_size: u32,
+    /// Most entries the map holds (0: the loader sets it before loading).
     pub max_entries: u32,
+    /// `map_flags` (`BPF_F_*`).
     pub flags: u32,
     /// Initial contents of a global-data map (`.data`, `.rodata`, `.bss`).
     pub data: Vec<u8>,
@@ -110,6 +123,7 @@ impl MapDef {
             .copied()
             .unwrap_or("other")
     }
+    /// An array or per-CPU array.
     pub fn is_array(&self) -> bool {
         matches!(self.map_type, MAP_ARRAY | MAP_PERCPU_ARRAY)
     }
@@ -117,6 +131,7 @@ impl MapDef {
     pub fn is_map_of_maps(&self) -> bool {
         matches!(self.map_type, MAP_ARRAY_OF_MAPS | MAP_HASH_OF_MAPS)
     }
+    /// A program array (tail-call targets).
     pub fn is_prog_array(&self) -> bool {
         self.map_type == MAP_PROG_ARRAY
     }
@@ -130,7 +145,9 @@ pub const MAX_TAIL_CALLS: u32 = 33;
 /// program's code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TailTarget {
+    /// ELF section of the target program.
     pub section: String,
+    /// Function name of the target program.
     pub name: String,
     /// Its first instruction in [`Program::code`].
     pub entry: u32,
@@ -150,16 +167,22 @@ pub enum ProgArray {
 /// object's program `program` (a function or section name, as `--program` takes them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TailSpec {
+    /// Name of the prog array.
     pub map: String,
+    /// Slot of the prog array.
     pub index: u32,
+    /// The program the slot holds (function or section name).
     pub program: String,
 }
 
 /// A source line from BTF line information.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SrcLine {
+    /// Source file path.
     pub file: String,
+    /// Line number in the file.
     pub line: u32,
+    /// The line's text, trimmed.
     pub text: String,
 }
 
@@ -171,17 +194,22 @@ impl SrcLine {
     }
 }
 
+/// An XDP program loaded from an object: its instructions, maps and source lines.
 #[derive(Debug, Clone)]
 pub struct Program {
     /// ELF section of the program (e.g. `xdp`).
     pub section: String,
     /// Function name of the program (the section's name for a section without functions).
     pub name: String,
+    /// The instruction slots as in the object, relocated.
     pub raw: Vec<Raw>,
+    /// The decoded instructions, one per slot.
     pub code: Code,
+    /// The maps the code refers to, by map index.
     pub maps: Vec<MapDef>,
     /// For every instruction slot, the index in `lines` of the source line it comes from.
     pub line_of: Vec<Option<u32>>,
+    /// Source lines from BTF line information, indexed by `line_of`.
     pub lines: Vec<SrcLine>,
     /// The object's `license` section (the kernel allows GPL-only helpers to GPL programs).
     pub license: String,
@@ -351,29 +379,51 @@ impl Program {
     }
 }
 
+/// Why an object could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file is not ELF.
     #[error("not an ELF file: {0}")]
     NotElf(String),
+    /// The ELF file is not for the BPF machine.
     #[error("not a BPF object (ELF machine is {0}, expected BPF)")]
     NotBpf(String),
+    /// The object is malformed or uses something the loader does not handle.
     #[error("bad BPF object: {0}")]
     Parse(String),
     /// `--section`/`--program` match nothing.
     #[error("no program {want} (programs: {available})")]
-    NoSection { want: String, available: String },
+    NoSection {
+        /// The program asked for.
+        want: String,
+        /// The programs the object has.
+        available: String,
+    },
     /// No candidate libbpf or iproute2 would load as XDP; `.0` says what there is.
     #[error("the object has no XDP program ({0})")]
     NoXdp(String),
     /// Several candidates and no choice (or a choice that matches several).
     #[error("{what}: {list}; choose one with --program NAME (or --section NAME)")]
-    Ambiguous { what: String, list: String },
+    Ambiguous {
+        /// What is ambiguous.
+        what: String,
+        /// The candidates.
+        list: String,
+    },
     /// A `--tail-call` that names no prog array, slot or program of the object.
     #[error("--tail-call {spec}: {why}")]
-    TailCall { spec: String, why: String },
+    TailCall {
+        /// The entry, as `MAP=INDEX:PROGRAM`.
+        spec: String,
+        /// What it names that the object lacks.
+        why: String,
+    },
+    /// An instruction the decoder rejects.
     #[error("{err} ({at})")]
     Decode {
+        /// The decoder's error.
         err: crate::insn::DecodeError,
+        /// Where the instruction is in the object.
         at: String,
     },
 }
@@ -440,6 +490,7 @@ const OTHER_PROGRAM_SECTIONS: &[&str] = &[
 ];
 
 impl SectionType {
+    /// How libbpf types a program in section `section`.
     pub fn of(section: &str) -> SectionType {
         if section.starts_with("xdp") {
             return SectionType::Xdp;
@@ -456,8 +507,11 @@ impl SectionType {
 /// A function the object offers as a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
+    /// ELF section of the function.
     pub section: String,
+    /// The function's name.
     pub name: String,
+    /// How libbpf types its section.
     pub kind: SectionType,
     sec: usize,
     start: u64,

@@ -39,7 +39,9 @@ pub fn longest_to_sink(dag: &Dag, c: usize, max_need: u32) -> (Vec<Option<u64>>,
 /// A rate and what limits it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
+    /// Packets per second.
     pub pps: f64,
+    /// What limits it: `mac`, `cores` or `dram`.
     pub bottleneck: &'static str,
 }
 
@@ -65,8 +67,11 @@ pub fn rate_of(t: &Target, cost: &[u64; NC]) -> Rate {
 /// The naive bound and the slowest path behind it.
 #[derive(Debug, Clone)]
 pub struct Naive {
+    /// The bound in packets per second.
     pub pps: f64,
+    /// The bound in bits per second.
     pub bps: f64,
+    /// What limits the packet rate: `mac`, `cores` or `dram`.
     pub bottleneck: &'static str,
     /// MPS class (bytes) that gives the bit-rate bound.
     pub bps_packet_bytes: u32,
@@ -278,6 +283,7 @@ pub struct Skeleton {
 }
 
 impl Skeleton {
+    /// The skeleton of `dag`.
     pub fn new(dag: &Dag) -> Skeleton {
         let (n, ne) = (dag.n, dag.n_edges());
         let sink = dag.sink();
@@ -400,6 +406,7 @@ impl Refuted {
         self.hash.len()
     }
 
+    /// No refutation registered.
     pub fn is_empty(&self) -> bool {
         self.hash.is_empty()
     }
@@ -478,11 +485,13 @@ impl Refuted {
 /// in packet-rate mode it is read off the path when handed out).
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
+    /// Cost of the path, per component.
     pub cost: [u64; NC],
     /// [`prefix_hash`] of the path.
     pub hash: u32,
     /// The edge into the kept node (`u32::MAX` for the empty path at the entry).
     pub edge: u32,
+    /// Which entry of the chain's anchor the path extends.
     pub pidx: u32,
     /// Refutations it has been checked against (`DEAD`: it extends one).
     state: u32,
@@ -581,6 +590,7 @@ impl Iterator for Back<'_> {
 /// in the second. A prefix's edge into a kept node is then a layered edge, `2 e + l` for the
 /// edge e from layer l of its anchor; without layers, l is 0.
 pub struct Stream {
+    /// The cost component it orders paths by.
     pub component: usize,
     /// Edges needing more than this many bytes are left out (u32::MAX: all).
     pub max_need: u32,
@@ -933,11 +943,15 @@ impl Stream {
 /// A path the merger hands out: which stream, which path at the sink, its cost and rate.
 #[derive(Debug, Clone, Copy)]
 pub struct Found {
+    /// Index of the stream that hands it out.
     pub stream: usize,
+    /// Index of the path in that stream's list at the sink.
     pub k: u32,
+    /// Cost of the path, per component.
     pub cost: [u64; NC],
     /// Minimum packet size (bytes, floored at the target's minimum).
     pub mps: u32,
+    /// The packet rate and its bottleneck.
     pub rate: Rate,
     /// The merger's key: packets/s, or bits/s in bit-rate mode.
     pub key: f64,
@@ -956,18 +970,22 @@ fn ord_bits(x: f64) -> u64 {
 /// One Kundu stream per (cost component, MPS class), merged in one order of increasing rate;
 /// each path is handed out once, by the stream of its own bottleneck component and class.
 pub struct Merger {
+    /// The graph as the streams see it.
     pub skel: Skeleton,
     /// Refuted prefixes: no path they cover is handed out after they are registered.
     pub refuted: Refuted,
+    /// One stream per (cost component, MPS class).
     pub streams: Vec<Stream>,
     /// MPS class of each stream (bytes; 0 in packet-rate mode).
     pub class: Vec<u32>,
     /// Each stream's next path and its key, and the streams by that key (then index).
     heads: Vec<Option<(u32, Entry, f64)>>,
     order: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Order paths by bit rate (else by packet rate).
     pub bit_rate: bool,
     /// Paths taken from the streams, and those dropped as another stream's.
     pub pulled: u64,
+    /// Paths dropped because another stream hands them out.
     pub dropped: u64,
     /// Bytes the streams' tables take ([`Stream::table_bytes`]), or would have taken when they
     /// were not built.
@@ -978,6 +996,7 @@ pub struct Merger {
 }
 
 impl Merger {
+    /// A merger with no memory budget.
     pub fn new(dag: &Dag, t: &Target, bit_rate: bool) -> Merger {
         Merger::with_budget(dag, t, bit_rate, usize::MAX)
     }

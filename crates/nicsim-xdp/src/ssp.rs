@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 /// A solver's answer to a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sat {
+    /// Satisfiable: some packet and map state take the path.
     Sat,
+    /// Unsatisfiable: the path is infeasible.
     Unsat,
     /// Out of time (or the solver gave up): the path may be feasible.
     Unknown,
@@ -27,7 +29,9 @@ pub enum Sat {
 /// (as many as the value needs; missing high bytes are zero).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelValue {
+    /// A Boolean's value.
     Bool(bool),
+    /// A bit-vector's bytes, least significant first.
     Bits(Vec<u8>),
 }
 
@@ -61,7 +65,12 @@ pub enum SolverError {
     /// The solver stopped: `reason` is `memory` (it ran out of its share of `--memory-mb`) or
     /// `timeout` (it overran its time limit). The search ends with the bound so far;
     /// `message` says what happened.
-    Stopped { reason: String, message: String },
+    Stopped {
+        /// `memory` or `timeout`.
+        reason: String,
+        /// What happened.
+        message: String,
+    },
     /// The caller's side failed (an interrupt, a broken adapter): the run ends with it.
     Host(String),
 }
@@ -69,12 +78,15 @@ pub enum SolverError {
 /// An SMT solver, as the search uses it. A check pushes one level, which [`Solver::done`]
 /// pops; `check` starts a fresh query, `check_also` adds assertions to the one checked.
 pub trait Solver {
+    /// Check the query `smt` afresh, within `timeout_s` seconds if given.
     fn check(&mut self, smt: &str, timeout_s: Option<f64>) -> Result<Sat, SolverError>;
+    /// Add the assertions `smt` to the query checked last and check it again.
     fn check_also(&mut self, smt: &str, timeout_s: Option<f64>) -> Result<Sat, SolverError>;
     /// The names (`a<k>`) of the unsat core of the last check, which was unsat.
     fn core(&mut self) -> Result<Vec<String>, SolverError>;
     /// The values of `terms` in the model of the last check, which was sat.
     fn values(&mut self, terms: &[String]) -> Result<Vec<ModelValue>, SolverError>;
+    /// End the check: pop the level it pushed.
     fn done(&mut self) -> Result<(), SolverError>;
 }
 
@@ -84,6 +96,7 @@ pub struct RunOptions {
     /// The analysis's time limit (seconds), of which `spent_s` had passed when the run began
     /// (building the analysis); with `paths`, the search past the SSP has as long again.
     pub timeout_s: f64,
+    /// Seconds of `timeout_s` already spent when the run began.
     pub spent_s: f64,
     /// The naive bound (packets/s, or bits/s in bit-rate mode): where the trace starts.
     pub naive: f64,
@@ -101,8 +114,11 @@ pub struct RunOptions {
 /// declared with `max_entries 0`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Example {
+    /// The packet, as hex.
     pub packet_hex: String,
+    /// The program's return value (an XDP action).
     pub retval: u32,
+    /// Map entries and map sizes the example needs.
     pub entries: Vec<Value>,
 }
 
@@ -110,7 +126,9 @@ pub struct Example {
 /// as the search ranks it) and its example.
 #[derive(Debug, Clone, Serialize)]
 pub struct FoundPath {
+    /// The path's JSON.
     pub path: Value,
+    /// A packet and map state that take the path.
     pub example: Example,
 }
 
@@ -126,6 +144,7 @@ pub struct Outcome {
     pub stopped: String,
     /// When the solver stopped: what it said.
     pub solver_ended: Option<String>,
+    /// The slowest satisfiable path, if found.
     pub ssp: Option<FoundPath>,
     /// The guarantee when there is no SSP: every path slower than this was refuted (None: no
     /// bound beyond the naive one).
@@ -135,13 +154,19 @@ pub struct Outcome {
     /// With `paths`: the satisfiable paths found, slowest first, and why that search stopped
     /// (`paths`, `exhausted`, `timeout`, `memory`).
     pub slowest: Vec<FoundPath>,
+    /// Why the search past the SSP stopped (with `paths`).
     pub slowest_stopped: Option<String>,
     /// [`Search::counts`].
     pub enumerated: u64,
+    /// Paths the solver refuted.
     pub unsat: u64,
+    /// Paths skipped without a query (under a refuted prefix, by a known conflict or a length lemma).
     pub pruned: u64,
+    /// Candidate prefixes the enumeration refused as dead.
     pub refused: u64,
+    /// Bytes the search's state took at the end (estimated).
     pub search_bytes: usize,
+    /// Bytes the analysis took (estimated).
     pub analysis_bytes: usize,
 }
 

@@ -175,8 +175,11 @@ impl Frame {
 /// A map entry the path looked up: the model gives its key and initial value.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Lookup {
+    /// The map's name.
     pub map: String,
+    /// The key (a term).
     pub key: String,
+    /// Bytes of the key.
     pub key_size: u32,
     /// Initial value bytes (terms), for `value_size` bytes.
     pub value: Vec<String>,
@@ -187,7 +190,9 @@ pub struct Lookup {
 /// An array map declared with `max_entries 0`: the term of its size, which the model gives.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MapSize {
+    /// The map's name.
     pub map: String,
+    /// The term of its size.
     pub size: String,
     /// The size term's width (the key's bits).
     pub bits: u32,
@@ -196,12 +201,15 @@ pub struct MapSize {
 /// The query for one path, and the terms to read from a model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Query {
+    /// The query as SMT-LIB text.
     pub smt: String,
     /// The received packet: `len` bytes of the array `packet`.
     pub len: String,
+    /// Name of the packet's byte array.
     pub packet: String,
     /// The program's return value (the XDP action) at the end of the path.
     pub ret: String,
+    /// The map entries the path looks up.
     pub lookups: Vec<Lookup>,
     /// The sizes of array maps declared with `max_entries 0`.
     pub sizes: Vec<MapSize>,

@@ -10,18 +10,25 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+/// A target model: limits, cores, DRAM engine, and instruction, memory and helper costs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
+    /// The target's name (`nfp`, `x86-jit`, …).
     pub name: String,
+    /// Free-form description.
     #[serde(default)]
     pub description: String,
+    /// Program-independent limits.
     pub limits: Limits,
+    /// The cores that run the program.
     pub cores: Cores,
     /// The DRAM engine; absent on targets where memory costs core time only.
     #[serde(default)]
     pub dram: Option<Dram>,
+    /// Core cycles per instruction class.
     pub insn: InsnCosts,
+    /// Costs of memory instructions.
     pub memory: Memory,
     /// Helper costs by helper name without `bpf_`; map helpers may be refined per map type
     /// (`map_lookup_elem.array`), which is looked up first.
@@ -31,6 +38,7 @@ pub struct Target {
     pub calibration: Option<toml::Table>,
 }
 
+/// Limits that hold whatever the program.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
@@ -38,18 +46,23 @@ pub struct Limits {
     pub mac_pps: f64,
     /// Smallest packet the analysis assumes (bytes, without CRC).
     pub min_packet_bytes: u32,
+    /// MTU (bytes): the largest packet is this plus the 14-byte Ethernet header.
     pub mtu_bytes: u32,
 }
 
+/// The cores that run the program in parallel, one packet each.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cores {
+    /// Core clock (MHz).
     pub clock_mhz: f64,
+    /// Number of cores.
     pub count: u32,
     /// Per-packet cycles outside the program (firmware, driver).
     pub overhead_cycles: f64,
 }
 
+/// The DRAM engine that serves accesses to writable map values and helpers' DRAM operations.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Dram {
@@ -57,7 +70,9 @@ pub struct Dram {
     pub clock_mhz: f64,
     /// Operations per second the engine sustains, in millions.
     pub read_mops: f64,
+    /// Write operations per second the engine sustains, in millions.
     pub write_mops: f64,
+    /// Atomic operations per second the engine sustains, in millions.
     pub atomic_mops: f64,
 }
 
@@ -82,9 +97,13 @@ pub struct InsnCosts {
     /// machine does one per half.
     #[serde(default)]
     pub alu64: Option<f64>,
+    /// A multiply.
     pub mul: f64,
+    /// A divide or modulo.
     pub div: f64,
+    /// A byte swap.
     pub endian: f64,
+    /// A 64-bit immediate load (`LD_IMM64`).
     pub ld_imm64: f64,
     /// The compare of a 32-bit conditional jump (`JMP32`).
     pub jmp_compare: f64,
@@ -93,8 +112,11 @@ pub struct InsnCosts {
     pub jmp64_compare: Option<f64>,
     /// A conditional branch taken right after the compare (which set the condition codes).
     pub jmp_taken: f64,
+    /// A conditional branch not taken.
     pub jmp_not_taken: f64,
+    /// An unconditional jump.
     pub ja: f64,
+    /// An `exit`.
     pub exit: f64,
     /// A bpf-to-bpf call and its return.
     pub call_local: f64,
@@ -124,7 +146,9 @@ pub struct Memory {
     pub issue_wait_cycles: f64,
     /// A memory instruction nobody waits for (atomic add, store).
     pub issue_nowait_cycles: f64,
+    /// Latency of a load from the packet or a read-only map, in the cores' local memory (cycles).
     pub packet_latency_cycles: f64,
+    /// Latency of a load from a writable map value, in DRAM (cycles).
     pub map_latency_cycles: f64,
     /// An atomic add not waited for (default: `issue_nowait_cycles`, as a store).
     #[serde(default)]
@@ -136,14 +160,19 @@ pub struct Memory {
     pub stores_wait: bool,
 }
 
+/// What one helper or kfunc call costs.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HelperCost {
+    /// Core cycles per call.
     pub cycles: f64,
+    /// DRAM-engine reads per call.
     #[serde(default)]
     pub dram_reads: f64,
+    /// DRAM-engine writes per call.
     #[serde(default)]
     pub dram_writes: f64,
+    /// DRAM-engine atomic operations per call.
     #[serde(default)]
     pub dram_atomics: f64,
     /// Where the figure comes from (`paper`, `estimate`, `measured`).
@@ -151,11 +180,15 @@ pub struct HelperCost {
     pub source: String,
 }
 
+/// A target file that cannot be read or does not describe a target.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: {path}{sep}{msg}", sep = if path.is_empty() { "" } else { ": " })]
 pub struct TargetError {
+    /// The file.
     pub file: String,
+    /// The key path of the problem (empty: the whole file).
     pub path: String,
+    /// What is wrong.
     pub msg: String,
 }
 
