@@ -207,7 +207,7 @@ def flow_real_mix(repeat: int, copies: int = 300) -> dict:
 
 LARGER_CHILD = """
 import json, sys, time
-from nicsim.flow.reassemble import open_capture
+from nicsim.flowmem.reassemble import open_capture
 t0 = time.perf_counter()
 cap = open_capture(sys.argv[1])
 seconds = time.perf_counter() - t0
@@ -221,7 +221,7 @@ print(json.dumps({"seconds": seconds, "flows": len(cap), "packets": cap.counts()
 def flow_larger_than_memory(flows: int) -> dict:
     """Issue 18 section 4: a capture twice the memory the reassembler may use. The child runs in a
     memory cgroup (v1 or v2, where this machine lets us make one) limited to half the capture's
-    size; the capture is mapped, not read (`nicsim.flow.open_capture`), so its pages are the
+    size; the capture is mapped, not read (`nicsim.flowmem.open_capture`), so its pages are the
     file's and the kernel drops them as it needs. Reports whether it finished, its time, and the
     anonymous memory it held (tables, Python)."""
     from nicsim import _core

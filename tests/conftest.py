@@ -24,7 +24,7 @@ def nicsim(*args: str | os.PathLike[str], cwd: Path | None = None, timeout: floa
                           cwd=cwd, env=env, timeout=timeout)
 
 
-#: Keys whose values are wall-clock times (and rates measured with them: `flow bench` times the
+#: Keys whose values are wall-clock times (and rates measured with them: `flowmem bench` times the
 #: host's own copy and flow-based reads, `gbps` and `host_speedup`), the version, or the solver's
 #: own statistics.
 VOLATILE = {"nicsim_version", "seconds", "time_s", "elapsed_s", "wall_s", "search_memory_mb", "solver", "gbps",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -35,6 +36,29 @@ def test_help_and_python_m() -> None:
     r = subprocess.run([sys.executable, "-m", "nicsim.cli", "run", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--param" in r.stdout
 
+
+
+def test_flowmem_group_and_its_hidden_flow_alias(tmp_path: Path) -> None:
+    """`nicsim flowmem ...` is the group; `nicsim flow ...`, its former name, runs the same
+    commands but is not listed."""
+    r = nicsim("--help")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^\W*flowmem\s+Flow memory", r.stdout, re.M)
+    assert not re.search(r"^\W*flow\s", r.stdout, re.M)
+    for group in ("flowmem", "flow"):
+        r = nicsim(group, "--help")
+        assert r.returncode == 0, r.stderr
+        assert f"nicsim {group} [OPTIONS] COMMAND" in r.stdout
+        assert all(cmd in r.stdout for cmd in ("reassemble", "synth", "bench", "sizes"))
+        cap = tmp_path / f"{group}.pcap"
+        r = nicsim(group, "synth", cap, "--flows", "5", "--seed", "2")
+        assert r.returncode == 0, r.stderr
+        assert nicsim(group, "reassemble", cap, "--out", tmp_path / group, "-q").returncode == 0
+    assert (tmp_path / "flowmem.pcap").read_bytes() == (tmp_path / "flow.pcap").read_bytes()
+    assert (tmp_path / "flowmem" / "flows.json").read_text() == (tmp_path / "flow" / "flows.json").read_text()
+    # A usage error names the group the user typed.
+    assert_one_line_error(nicsim("flowmem", "synth", tmp_path / "x.pcap", "--flows", "-3"), "'nicsim flowmem synth --help'")
+    assert_one_line_error(nicsim("flow", "synth", tmp_path / "x.pcap", "--flows", "-3"), "'nicsim flow synth --help'")
 
 def test_toml_syntax_error(tmp_path: Path) -> None:
     bad = tmp_path / "syntax.toml"

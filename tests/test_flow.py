@@ -1,16 +1,19 @@
-"""Flow memory from Python: the bindings (FlowCapture, FlowView) and `nicsim flow reassemble`."""
+"""Flow memory from Python: the bindings (FlowCapture, FlowView) and `nicsim flowmem reassemble`."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from nicsim import InputError
-from nicsim.flow import open_capture
+from nicsim.flowmem import open_capture
 
 from conftest import assert_one_line_error, nicsim
 
@@ -81,7 +84,7 @@ def test_views_read_scan_and_search_in_place(capture: Path) -> None:
 
 def test_cli_reassemble_writes_one_file_per_direction(capture: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = nicsim("flow", "reassemble", capture, "--out", out)
+    r = nicsim("flowmem", "reassemble", capture, "--out", out)
     assert r.returncode == 0, r.stderr
     flows = json.loads((out / "flows.json").read_text())
     assert [(f["src"], f["sport"], f["bytes"], f["holes"]) for f in flows] == [
@@ -92,7 +95,7 @@ def test_cli_reassemble_writes_one_file_per_direction(capture: Path, tmp_path: P
     summary = json.loads((out / "summary.json").read_text())
     assert summary["packets_conserved"] and summary["packets"]["read"] == 9
     again = tmp_path / "again"
-    assert nicsim("flow", "reassemble", capture, "--out", again).returncode == 0
+    assert nicsim("flowmem", "reassemble", capture, "--out", again).returncode == 0
     for name in ["flows.json", flows[0]["file"], flows[1]["file"]]:
         assert (out / name).read_bytes() == (again / name).read_bytes()
 
@@ -117,7 +120,7 @@ def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_p
     _core.write_pcap(str(cap), frames)
     assert cap.stat().st_size < 1000
     out = tmp_path / "out"
-    r = nicsim("flow", "reassemble", cap, "--out", out)
+    r = nicsim("flowmem", "reassemble", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     assert "1 directions cut" in r.stdout
     summary = json.loads((out / "summary.json").read_text())
@@ -131,7 +134,7 @@ def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_p
     assert sum(f.stat().st_size for f in out.iterdir() if f.suffix in (".bin", ".json")) < 10_000
     # A smaller bound cuts the other direction too, at its hole; the bytes before it stay.
     small = tmp_path / "small"
-    r = nicsim("flow", "reassemble", cap, "--out", small, "--max-hole-bytes", "999")
+    r = nicsim("flowmem", "reassemble", cap, "--out", small, "--max-hole-bytes", "999")
     assert r.returncode == 0, r.stderr
     summary = json.loads((small / "summary.json").read_text())
     assert summary["packets"]["hole_too_large"] == 4 and summary["packets_conserved"]
@@ -139,15 +142,15 @@ def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_p
     flows = json.loads((small / "flows.json").read_text())
     assert (small / flows[1]["file"]).read_bytes() == b"HTTP/1.1 200 OK\r\n"
     # The commands that lay streams out contiguously take the bound too.
-    r = nicsim("flow", "sizes", cap, "--out", tmp_path / "sizes", "--max-hole-bytes", "999")
+    r = nicsim("flowmem", "sizes", cap, "--out", tmp_path / "sizes", "--max-hole-bytes", "999")
     assert r.returncode == 0, r.stderr
     sizes = json.loads((tmp_path / "sizes" / "summary.json").read_text())
     assert sizes["bytes"]["total"] == len(MESSAGE) + 17 and sizes["cut_directions"] == 2
-    r = nicsim("flow", "bench", cap, "--out", tmp_path / "bench", "--repeat", "1")
+    r = nicsim("flowmem", "bench", cap, "--out", tmp_path / "bench", "--repeat", "1")
     assert r.returncode == 0, r.stderr
     bench = json.loads((tmp_path / "bench" / "summary.json").read_text())
     assert bench["hole_too_large"] == 3 and bench["payload_bytes"] == len(MESSAGE) + 17 + 5
-    r = nicsim("flow", "reassemble", cap, "--out", tmp_path / "neg", "--max-hole-bytes", "-1")
+    r = nicsim("flowmem", "reassemble", cap, "--out", tmp_path / "neg", "--max-hole-bytes", "-1")
     assert r.returncode == 2 and "--max-hole-bytes" in r.stderr and not (tmp_path / "neg").exists()
 
 
@@ -155,23 +158,23 @@ def test_cli_bad_capture_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"not a capture at all")
     out = tmp_path / "out"
-    assert_one_line_error(nicsim("flow", "reassemble", bad, "--out", out), "bad.pcap", "magic")
+    assert_one_line_error(nicsim("flowmem", "reassemble", bad, "--out", out), "bad.pcap", "magic")
     assert not out.exists()
-    assert_one_line_error(nicsim("flow", "reassemble", tmp_path / "missing.pcap", "--out", out), "missing.pcap")
+    assert_one_line_error(nicsim("flowmem", "reassemble", tmp_path / "missing.pcap", "--out", out), "missing.pcap")
     assert not out.exists()
 
 
-# `nicsim flow synth`, `bench`, `sizes` and `reproduce flowmem` (the memory model, issue 4).
+# `nicsim flowmem synth`, `bench`, `sizes` and `reproduce flowmem` (the memory model, issue 4).
 def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
     cap = tmp_path / "s.pcap"
-    r = nicsim("flow", "synth", cap, "--flows", "400", "--loss", "0.03", "--seed", "5")
+    r = nicsim("flowmem", "synth", cap, "--flows", "400", "--loss", "0.03", "--seed", "5")
     assert r.returncode == 0, r.stderr
     again = tmp_path / "again.pcap"
-    assert nicsim("flow", "synth", again, "--flows", "400", "--loss", "0.03", "--seed", "5").returncode == 0
+    assert nicsim("flowmem", "synth", again, "--flows", "400", "--loss", "0.03", "--seed", "5").returncode == 0
     assert cap.read_bytes() == again.read_bytes()  # same seed, same bytes
     for w in ("scan", "regex"):
         out = tmp_path / w
-        r = nicsim("flow", "bench", cap, "--workload", w, "--repeat", "1", "--out", out)
+        r = nicsim("flowmem", "bench", cap, "--workload", w, "--repeat", "1", "--out", out)
         assert r.returncode == 0, r.stderr
         s = json.loads((out / "summary.json").read_text())
         assert s["payload_bytes"] > 0 and s["streams"] == 800
@@ -192,7 +195,7 @@ def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
             assert s["ratios"]["flow_dram_per_payload_after_receive"] == 1.0
         assert abs(s["ratios"]["copy_dram_per_payload"] - s["ratios"]["copy_dram_per_payload_after_receive"] - 1) < 1e-9
     out = tmp_path / "sizes"
-    r = nicsim("flow", "sizes", cap, "--out", out)
+    r = nicsim("flowmem", "sizes", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert s["flows"] == 400 and 0.85 < s["share_le_10kb"] < 0.98
@@ -205,25 +208,25 @@ def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
 def test_flow_bench_bad_input_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"\x00" * 40)
-    r = nicsim("flow", "bench", bad, "--out", tmp_path / "o")
+    r = nicsim("flowmem", "bench", bad, "--out", tmp_path / "o")
     assert_one_line_error(r, str(bad))
     assert not (tmp_path / "o").exists()
     cap = tmp_path / "s.pcap"
-    assert nicsim("flow", "synth", cap, "--flows", "5").returncode == 0
-    r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(unclosed", "--out", tmp_path / "o")
+    assert nicsim("flowmem", "synth", cap, "--flows", "5").returncode == 0
+    r = nicsim("flowmem", "bench", cap, "--workload", "regex", "--pattern", "(unclosed", "--out", tmp_path / "o")
     assert_one_line_error(r, "(unclosed")
     # A pattern whose automaton would grow without bound is refused quickly, naming the limit.
     t0 = time.perf_counter()
-    r = nicsim("flow", "bench", cap, "--workload", "regex", "--pattern", "(a{1000}){1000}", "--out", tmp_path / "o")
+    r = nicsim("flowmem", "bench", cap, "--workload", "regex", "--pattern", "(a{1000}){1000}", "--out", tmp_path / "o")
     assert_one_line_error(r, "(a{1000}){1000}", "too large", "10 MiB")
     assert time.perf_counter() - t0 < 30
-    r = nicsim("flow", "bench", cap, "--target", "nosuch", "--out", tmp_path / "o")
+    r = nicsim("flowmem", "bench", cap, "--target", "nosuch", "--out", tmp_path / "o")
     assert_one_line_error(r, "unknown target")
     t = tmp_path / "t.toml"
     from nicsim import _core
 
     t.write_text(_core.flow_model_target("u250-microblaze").replace("ways = 4", "ways = 0"))
-    r = nicsim("flow", "bench", cap, "--target", t, "--out", tmp_path / "o")
+    r = nicsim("flowmem", "bench", cap, "--target", t, "--out", tmp_path / "o")
     assert_one_line_error(r, "flow_cache")
     assert not (tmp_path / "o").exists()
 
@@ -269,7 +272,7 @@ def test_reproduce_flowmem(tmp_path: Path) -> None:
 
 def test_reproduce_flowmem_takes_another_real_capture(tmp_path: Path) -> None:
     cap = tmp_path / "s.pcap"
-    assert nicsim("flow", "synth", cap, "--flows", "20", "--seed", "3").returncode == 0
+    assert nicsim("flowmem", "synth", cap, "--flows", "20", "--seed", "3").returncode == 0
     out = tmp_path / "r"
     r = nicsim("reproduce", "flowmem", "--flows", "20", "--capture", cap, "--out", out)
     assert r.returncode == 0, r.stderr
@@ -289,7 +292,7 @@ def test_a_capture_without_tcp_is_bad_input_for_every_flow_command(tmp_path: Pat
     cap = tmp_path / "udp.pcap"
     _core.write_pcap(str(cap), [bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip] * 3)
     for cmd in ("reassemble", "bench", "sizes"):
-        r = nicsim("flow", cmd, cap, "--out", tmp_path / cmd)
+        r = nicsim("flowmem", cmd, cap, "--out", tmp_path / cmd)
         assert_one_line_error(r, "no TCP flow", "3 non-tcp")
         assert not (tmp_path / cmd).exists()
 
@@ -302,7 +305,7 @@ def test_a_link_type_nicsim_does_not_decode_is_named(tmp_path: Path) -> None:
         data += struct.pack("<IIII", k, 0, len(f), len(f)) + f
     cap = tmp_path / "usb.pcap"
     cap.write_bytes(data)
-    r = nicsim("flow", "reassemble", cap, "--out", tmp_path / "out")
+    r = nicsim("flowmem", "reassemble", cap, "--out", tmp_path / "out")
     assert_one_line_error(r, "no TCP flow", "2 unsupported-link", "link type 220 (USB_LINUX_MMAPPED) not supported")
     assert not (tmp_path / "out").exists()
 
@@ -320,7 +323,7 @@ def test_tunnelled_flows_are_the_inner_5_tuple_with_the_outer_one_recorded(tmp_p
     cap = tmp_path / "gre.pcap"
     _core.write_pcap(str(cap), [gre(_frame(1, SYN, b"")), gre(_frame(2, ACK, b"inside"))])
     out = tmp_path / "out"
-    assert nicsim("flow", "reassemble", cap, "--out", out).returncode == 0
+    assert nicsim("flowmem", "reassemble", cap, "--out", out).returncode == 0
     flows = json.loads((out / "flows.json").read_text())
     d = flows[0]
     assert (d["src"], d["dport"], d["tunnel"], d["tunnel_src"], d["tunnel_dst"]) == ("10.0.0.1", 80, "gre",
@@ -343,12 +346,12 @@ def test_unacknowledged_data_policies_from_the_command_line(tmp_path: Path) -> N
     sizes = {}
     for policy in ("keep", "drop", "tshark"):
         out = tmp_path / policy
-        assert nicsim("flow", "reassemble", cap, "--unacked", policy, "--out", out).returncode == 0
+        assert nicsim("flowmem", "reassemble", cap, "--unacked", policy, "--out", out).returncode == 0
         d = json.loads((out / "flows.json").read_text())[0]
         sizes[policy] = (d["bytes"], d["unacked_bytes"], json.loads((out / "summary.json").read_text())["unacked"])
     # drop: up to the ACK; tshark: all before the first hole, nothing after it unacknowledged.
     assert sizes == {"keep": (9, 0, "keep"), "drop": (1, 5, "drop"), "tshark": (3, 3, "tshark")}
-    r = nicsim("flow", "reassemble", cap, "--unacked", "sometimes", "--out", tmp_path / "x")
+    r = nicsim("flowmem", "reassemble", cap, "--unacked", "sometimes", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--unacked" in r.stderr
 
 
@@ -369,10 +372,44 @@ def test_tshark_compatible_files(tmp_path: Path) -> None:
     files = {}
     for name, args in runs.items():
         out = tmp_path / name
-        assert nicsim("flow", "reassemble", cap, *args, "--out", out).returncode == 0
+        assert nicsim("flowmem", "reassemble", cap, *args, "--out", out).returncode == 0
         d = json.loads((out / "flows.json").read_text())[0]
         files[name] = (out / d["file"]).read_bytes()
     assert files["default"] == b"abc\0\0\0ghi\0\0\0\0\0xyz"
     assert files["markers"] == b"abc[3 bytes missing in capture file]\0ghi[5 bytes missing in capture file]\0xyz"
     assert files["tshark"] == b"abc[3 bytes missing in capture file]\0ghi"
     assert files["override"] == b"abc\0\0\0ghi"
+
+
+# The package's former name, `nicsim.flow`: a shim over `nicsim.flowmem` that warns.
+
+
+def test_the_old_package_name_still_imports_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nicsim.flowmem
+    import nicsim.flowmem.memory
+    import nicsim.flowmem.reassemble
+
+    for name in ("nicsim.flow", "nicsim.flow.memory", "nicsim.flow.reassemble"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.warns(DeprecationWarning, match=r"nicsim\.flow is deprecated.*nicsim\.flowmem"):
+        old = importlib.import_module("nicsim.flow")
+    # The same objects and modules, not copies; the submodules under their old names too.
+    assert old.open_capture is nicsim.flowmem.open_capture and old.FlowCapture is nicsim.flowmem.FlowCapture
+    assert old.reassemble is nicsim.flowmem.reassemble and old.__all__ == nicsim.flowmem.__all__
+    assert old.memory is nicsim.flowmem.memory
+    assert importlib.import_module("nicsim.flow.memory") is nicsim.flowmem.memory
+    assert importlib.import_module("nicsim.flow.reassemble") is sys.modules["nicsim.flowmem.reassemble"]
+
+
+def test_a_script_using_the_old_package_name_runs_and_is_told(capture: Path) -> None:
+    """A user's script (`__main__`, where Python shows a DeprecationWarning by default) that
+    imports `nicsim.flow` as before: it runs, and the warning names its own line."""
+    script = ("from nicsim.flow import open_capture\n"
+              "from nicsim.flow.memory import DEFAULT_PATTERN\n"
+              "from nicsim.flow.reassemble import open_capture as oc\n"
+              f"print(len(open_capture({str(capture)!r})), oc is open_capture, bool(DEFAULT_PATTERN))\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "1 True True\n"
+    assert "<string>:1: DeprecationWarning: nicsim.flow is deprecated" in r.stderr
+    assert r.stderr.count("DeprecationWarning") == 1

@@ -659,7 +659,7 @@ def test_bad_param_router(tmp_path: Path, param: str, needles: list[str]) -> Non
 
 
 # --------------------------------------------------------------------------------------------
-# Captures for `flow reassemble`, `flow bench` and `flow sizes`.
+# Captures for `flowmem reassemble`, `flowmem bench` and `flowmem sizes`.
 
 
 def tcp_frame(seq: int, flags: int, payload: bytes, reverse: bool = False, doff: int = 5, ihl: int = 5) -> bytes:
@@ -761,7 +761,7 @@ def test_caplen_above_the_file_snaplen_is_read(tmp_path: Path) -> None:
     (writers get the header's snaplen wrong); longer than its own original length is not."""
     cap = tmp_path / "cap.pcap"
     cap.write_bytes(pcap_header(snaplen=40) + pcap_record(F))
-    r = cli("flow", "reassemble", cap, "--out", tmp_path / "o")
+    r = cli("flowmem", "reassemble", cap, "--out", tmp_path / "o")
     assert r.returncode in (0, 2) and "Traceback" not in r.stderr
     if r.returncode == 2:
         assert_one_line_error(r, "no TCP flow")
@@ -773,7 +773,7 @@ def test_bad_capture(tmp_path: Path, cmd: str, data: bytes, needles: list[str]) 
     cap.write_bytes(data)
     extra = ["--repeat", "1"] if cmd == "bench" else []
     out = tmp_path / "o"
-    refused(cli("flow", cmd, cap, "--out", out, *extra, timeout=30), "cap.pcap", *needles)
+    refused(cli("flowmem", cmd, cap, "--out", out, *extra, timeout=30), "cap.pcap", *needles)
     nothing_written(tmp_path, {"cap.pcap"}, out)
 
 
@@ -790,7 +790,7 @@ EXTREME_CAPTURES: list[tuple[str, bytes]] = [
 def test_extreme_capture(tmp_path: Path, data: bytes) -> None:
     cap = tmp_path / "cap.pcap"
     cap.write_bytes(data)
-    r = cli("flow", "reassemble", cap, "--out", tmp_path / "o", "-q", timeout=30)
+    r = cli("flowmem", "reassemble", cap, "--out", tmp_path / "o", "-q", timeout=30)
     accepted_or_refused(r)
 
 
@@ -821,9 +821,9 @@ def test_not_a_capture(tmp_path: Path, cmd: str, what: str) -> None:
     before = {p.name for p in tmp_path.iterdir()} - {"fifo"}
     if fifo is not None:
         with fifo:
-            r = cli("flow", cmd, path, "--out", out, *extra, timeout=30)
+            r = cli("flowmem", cmd, path, "--out", out, *extra, timeout=30)
     else:
-        r = cli("flow", cmd, path, "--out", out, *extra, timeout=30, stdin=stdin)
+        r = cli("flowmem", cmd, path, "--out", out, *extra, timeout=30, stdin=stdin)
     refused(r, needle)
     nothing_written(tmp_path, before, out)
 
@@ -845,7 +845,7 @@ def _sub(text: str, old: str, new: str) -> str:
 
 
 def _target_files(folder: Path) -> dict[str, str]:
-    """Bad target TOML files (for `flow bench --target` and `xdp analyze --target`)."""
+    """Bad target TOML files (for `flowmem bench --target` and `xdp analyze --target`)."""
     nfp = (TARGETS / "nfp.toml").read_text()
     files: dict[str, str | bytes] = {
         "syntax.toml": "name = \"x\"\n[cores\n",
@@ -937,7 +937,7 @@ def test_bad_flow_option(tmp_path: Path, capture: Path, argv: list[str], needles
     args = [names[a[1:-1]] if a.startswith("{") else a for a in argv]
     out = [] if "NOOUT" in args else ["--out", str(tmp_path / "o")]
     args = [a for a in args if a != "NOOUT"]
-    refused(cli("flow", *args, *out, timeout=30), *needles)
+    refused(cli("flowmem", *args, *out, timeout=30), *needles)
     nothing_written(tmp_path, before, tmp_path / "o")
 
 
@@ -964,7 +964,7 @@ SYNTH_OPTIONS: list[tuple[str, list[str], list[str]]] = [
 
 @pytest.mark.parametrize("args,needles", [c[1:] for c in SYNTH_OPTIONS], ids=[c[0] for c in SYNTH_OPTIONS])
 def test_bad_synth_option(tmp_path: Path, args: list[str], needles: list[str]) -> None:
-    refused(cli("flow", "synth", tmp_path / "s.pcap", *args, timeout=30), *needles)
+    refused(cli("flowmem", "synth", tmp_path / "s.pcap", *args, timeout=30), *needles)
     nothing_written(tmp_path, set())
 
 
@@ -981,7 +981,7 @@ def test_bad_synth_file(tmp_path: Path, what: str) -> None:
         "missing-folder-file": (str(tmp_path / "file.txt" / "sub" / "x.pcap"), "file.txt"),
     }[what]
     before = {p.name for p in tmp_path.iterdir()}
-    refused(cli("flow", "synth", target, "--flows", "5", cwd=tmp_path, timeout=30), needle)
+    refused(cli("flowmem", "synth", target, "--flows", "5", cwd=tmp_path, timeout=30), needle)
     nothing_written(tmp_path, before)
     assert (tmp_path / "file.txt").read_text() == "the user's data"
     assert list((tmp_path / "adir").iterdir()) == []
@@ -1548,9 +1548,9 @@ COMMANDS: dict[str, list[str]] = {
     "run": ["run", str(PAPER), *TINY],
     "sweep": ["sweep", str(PAPER), "-p", "seed=1,2", *TINY, "--workers", "1"],
     "router-run": ["router", "run", str(ROUTER / "setup_b.toml"), *SHORT],
-    "flow-reassemble": ["flow", "reassemble", "{cap}"],
-    "flow-bench": ["flow", "bench", "{cap}", "--repeat", "1"],
-    "flow-sizes": ["flow", "sizes", "{cap}"],
+    "flowmem-reassemble": ["flowmem", "reassemble", "{cap}"],
+    "flowmem-bench": ["flowmem", "bench", "{cap}", "--repeat", "1"],
+    "flowmem-sizes": ["flowmem", "sizes", "{cap}"],
     "xdp-analyze": ["xdp", "analyze", "{calls}"],
     "xdp-sweep": ["xdp", "sweep", "{calls}", "--workers", "1"],
     "reproduce-flowmem": ["reproduce", "flowmem", "--flows", "50"],
@@ -1638,7 +1638,7 @@ def test_stream_and_argument_edge_cases(tmp_path: Path) -> None:
 
 def test_a_stream_of_zeros_after_a_magic_is_refused_at_once(tmp_path: Path) -> None:
     """The stream's file header is checked before it is copied to disk."""
-    p = subprocess.Popen([sys.executable, "-m", "nicsim", "flow", "reassemble", "-", "--out", str(tmp_path / "o")],
+    p = subprocess.Popen([sys.executable, "-m", "nicsim", "flowmem", "reassemble", "-", "--out", str(tmp_path / "o")],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _, err = p.communicate(input=bytes.fromhex("d4c3b2a1") + bytes(1 << 16), timeout=60)

@@ -214,11 +214,11 @@ def test_library_checks_before_the_work(scratch: Path) -> None:
 def test_flow_synth_does_not_overwrite_a_capture(scratch: Path) -> None:
     cap = scratch / "user.pcap"
     cap.write_bytes(b"the user's capture")
-    assert_one_line_error(nicsim("flow", "synth", cap, "--flows", "5"), str(cap), "exists", "--force")
+    assert_one_line_error(nicsim("flowmem", "synth", cap, "--flows", "5"), str(cap), "exists", "--force")
     assert cap.read_bytes() == b"the user's capture"
-    assert nicsim("flow", "synth", cap, "--flows", "5", "--force").returncode == 0
+    assert nicsim("flowmem", "synth", cap, "--flows", "5", "--force").returncode == 0
     assert cap.read_bytes()[:4] in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1"))  # pcap (µs or ns)
-    assert_one_line_error(nicsim("flow", "synth", "", "--flows", "5", cwd=scratch), "empty path")
+    assert_one_line_error(nicsim("flowmem", "synth", "", "--flows", "5", cwd=scratch), "empty path")
     assert [p.name for p in scratch.iterdir() if p.name.startswith(".")] == []
 
 

@@ -59,7 +59,7 @@ def _directions(capture: Path, unacked: str = "keep", markers: bool = False) -> 
     """SHA-256 of each direction's stream (holes zero-filled), keyed as reference.json keys;
     directions without a byte of captured data (empty, or holes only: a capture cut at the
     headers) are left out, as tshark shows none."""
-    from nicsim.flow.reassemble import open_capture, tshark_bytes
+    from nicsim.flowmem.reassemble import open_capture, tshark_bytes
 
     cap = open_capture(capture, unacked=unacked)
     out = {}

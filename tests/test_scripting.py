@@ -40,11 +40,11 @@ COMMANDS = {
                            "-p", "measure.window=[10,790]", "-j", "1"], ["sweep.csv", "sweep.parquet", "sweep.png"]),
     "router run": (lambda out: ["router", "run", ROUTER / "setup_d.toml", "--out", out, *ROUTER_SHORT],
                    ["ports.csv", "drops.csv", "router.png"]),
-    "flow reassemble": (lambda out: ["flow", "reassemble", CAPTURE, "--out", out],
-                        ["flows.json", "directions.csv", "stream_sizes.png"]),
-    "flow bench": (lambda out: ["flow", "bench", CAPTURE, "--out", out, "--repeat", "1"],
-                   ["designs.csv", "bench.png"]),
-    "flow sizes": (lambda out: ["flow", "sizes", CAPTURE, "--out", out], ["flows.csv", "flow_size_cdf.png"]),
+    "flowmem reassemble": (lambda out: ["flowmem", "reassemble", CAPTURE, "--out", out],
+                           ["flows.json", "directions.csv", "stream_sizes.png"]),
+    "flowmem bench": (lambda out: ["flowmem", "bench", CAPTURE, "--out", out, "--repeat", "1"],
+                      ["designs.csv", "bench.png"]),
+    "flowmem sizes": (lambda out: ["flowmem", "sizes", CAPTURE, "--out", out], ["flows.csv", "flow_size_cdf.png"]),
     "xdp analyze": (lambda out: ["xdp", "analyze", _obj("quic_lb_v6"), "--out", out, "--timeout", "20"],
                     ["trace.csv", "path_cost.csv", "analysis.png", "example.pcap"]),
 }
@@ -70,7 +70,7 @@ def test_json_is_the_summary_and_files_are_written(tmp_path: Path, name: str) ->
     assert prov["nicsim_version"] == written["nicsim_version"] and prov["host"] and prov["started"]
 
 
-@pytest.mark.parametrize("name", ["run", "router run", "flow reassemble"])
+@pytest.mark.parametrize("name", ["run", "router run", "flowmem reassemble"])
 def test_quiet_prints_nothing(tmp_path: Path, name: str) -> None:
     args, _ = COMMANDS[name]
     r = _run(*args(tmp_path / "o"), "-q")
@@ -108,14 +108,14 @@ def test_config_from_standard_input(tmp_path: Path) -> None:
 def test_capture_from_standard_input_and_a_pipe(tmp_path: Path) -> None:
     """`-` reads the capture as `tshark -r -` does; a FIFO (a process substitution) is read as a
     stream; both give what the file gives."""
-    assert _run("flow", "reassemble", CAPTURE, "--out", tmp_path / "file", "-q").returncode == 0
-    r = _run("flow", "reassemble", "-", "--out", tmp_path / "stdin", "-q", stdin=CAPTURE.read_bytes())
+    assert _run("flowmem", "reassemble", CAPTURE, "--out", tmp_path / "file", "-q").returncode == 0
+    r = _run("flowmem", "reassemble", "-", "--out", tmp_path / "stdin", "-q", stdin=CAPTURE.read_bytes())
     assert r.returncode == 0, r.stderr.decode()
     fifo = tmp_path / "cap.fifo"
     os.mkfifo(fifo)
     writer = threading.Thread(target=lambda: fifo.write_bytes(CAPTURE.read_bytes()))
     writer.start()
-    r = _run("flow", "reassemble", fifo, "--out", tmp_path / "fifo", "-q")
+    r = _run("flowmem", "reassemble", fifo, "--out", tmp_path / "fifo", "-q")
     writer.join()
     assert r.returncode == 0, r.stderr.decode()
     files = json.loads((tmp_path / "file" / "flows.json").read_text())
@@ -127,11 +127,11 @@ def test_capture_from_standard_input_and_a_pipe(tmp_path: Path) -> None:
 
 
 def test_endless_and_empty_streams_are_refused_at_once(tmp_path: Path) -> None:
-    r = _run("flow", "reassemble", "/dev/zero", "--out", tmp_path / "z")
+    r = _run("flowmem", "reassemble", "/dev/zero", "--out", tmp_path / "z")
     line = assert_one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode(), r.stderr.decode()),
                                  "/dev/zero", "not a pcap or pcapng")
     assert "00000000" in line
-    r = _run("flow", "reassemble", "-", "--out", tmp_path / "e", stdin=b"")
+    r = _run("flowmem", "reassemble", "-", "--out", tmp_path / "e", stdin=b"")
     assert r.returncode == 2 and b"<stdin>: not a pcap or pcapng capture (empty)" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

@@ -61,20 +61,20 @@ def test_router_golden_run(setup: str, tmp_path: Path, snapshot) -> None:
 
 def test_flow_golden_runs(tmp_path: Path, snapshot) -> None:
     cap = tmp_path / "synth.pcap"
-    r = nicsim("flow", "synth", cap, "--flows", "40", "--seed", "3")
+    r = nicsim("flowmem", "synth", cap, "--flows", "40", "--seed", "3")
     assert r.returncode == 0, r.stderr
     got: dict[str, Any] = {"capture_sha256": hashlib.sha256(cap.read_bytes()).hexdigest()}
     out = tmp_path / "r"
-    r = nicsim("flow", "reassemble", cap, "--out", out)
+    r = nicsim("flowmem", "reassemble", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     got["reassemble"] = outputs(out, tmp_path)
     got["reassemble"]["flows_json"] = stable(json.loads((out / "flows.json").read_text()), tmp_path)
     out = tmp_path / "b"
-    r = nicsim("flow", "bench", cap, "--out", out)
+    r = nicsim("flowmem", "bench", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     got["bench"] = outputs(out, tmp_path)
     out = tmp_path / "s"
-    r = nicsim("flow", "sizes", cap, "--out", out)
+    r = nicsim("flowmem", "sizes", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     got["sizes"] = outputs(out, tmp_path, "flows.csv")
     assert got == snapshot
@@ -99,8 +99,8 @@ ERRORS = [
     ("config-bad-value", ["run", PAPER, "--param", "pipeline.clock_mhz=-1", "--out", "{tmp}/o"]),
     ("config-unknown-offload", ["run", PAPER, "--param", 'flows[0].chain=["nope"]', "--out", "{tmp}/o"]),
     ("config-missing-file", ["run", "{tmp}/missing.toml", "--out", "{tmp}/o"]),
-    ("option-value", ["flow", "synth", "{tmp}/x.pcap", "--flows", "-3"]),
-    ("capture-not-a-capture", ["flow", "reassemble", "{tmp}/junk.pcap", "--out", "{tmp}/o"]),
+    ("option-value", ["flowmem", "synth", "{tmp}/x.pcap", "--flows", "-3"]),
+    ("capture-not-a-capture", ["flowmem", "reassemble", "{tmp}/junk.pcap", "--out", "{tmp}/o"]),
     ("elf-not-an-object", ["xdp", "analyze", "{tmp}/junk.pcap", "--out", "{tmp}/o"]),
     ("out-is-a-file", ["run", PAPER, *SMALL, "--out", "{tmp}/junk.pcap"]),
     ("router-unknown-key", ["router", "run", ROUTER / "setup_a.toml", "--param", "run.durration_us=5", "--out",

@@ -1,7 +1,7 @@
 """Type stubs of `nicsim._core`, the Rust extension (crates/nicsim-py).
 
 The extension only converts: every function here is a thin wrapper of a pure-Rust crate, and
-the public Python API (`nicsim.datapath`, `nicsim.xdp`, `nicsim.flow`, `nicsim.router`) is the
+the public Python API (`nicsim.datapath`, `nicsim.xdp`, `nicsim.flowmem`, `nicsim.router`) is the
 way to call it. JSON text crosses the boundary where a Rust struct serialises itself.
 tests/test_api.py checks that this stub names exactly what the extension defines.
 """

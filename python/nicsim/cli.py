@@ -19,7 +19,7 @@ import typer
 from nicsim import ui
 from nicsim.datapath.cli import offloads_app, run_cmd
 from nicsim.errors import NicsimError
-from nicsim.flow.cli import flow_app
+from nicsim.flowmem.cli import flowmem_app
 from nicsim.options import QuietOpt, VerboseOpt
 from nicsim.reproduce.cli import reproduce_app
 from nicsim.router.cli import router_app
@@ -70,7 +70,9 @@ app.command("sweep")(sweep_cmd)
 app.add_typer(offloads_app, name="offloads")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(xdp_app, name="xdp")
-app.add_typer(flow_app, name="flow")
+app.add_typer(flowmem_app, name="flowmem")
+# The group's former name: `nicsim flow ...` still runs the same commands, unlisted in --help.
+app.add_typer(flowmem_app, name="flow", hidden=True)
 app.add_typer(router_app, name="router")
 
 

@@ -1,7 +1,7 @@
 """The command-line options that every `nicsim` command shares, defined once.
 
 `--out` names the output folder (see [`nicsim.output`] for what may be replaced) and `--force`
-lets it replace a folder that nicsim did not write. The subcommand modules (cli.py, flow/cli.py,
+lets it replace a folder that nicsim did not write. The subcommand modules (cli.py, flowmem/cli.py,
 router/cli.py) import these instead of spelling them again.
 """
 

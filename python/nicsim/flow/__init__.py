@@ -1,12 +1,19 @@
-"""Flow memory (seed 001, "Packets are Not Pages"): zero-copy TCP flow reassembly.
+"""Deprecated: the former name of [`nicsim.flowmem`], kept so that existing scripts still run.
 
-[`open_capture`] reassembles every TCP flow of a pcap/pcapng file in the Rust core: payloads stay
-in one arena (standing for NIC DRAM), each flow direction is a translation table of segments.
-Its views read ranges, iterate chunks, and run byte histograms, literal counts and regex
-searches across segment boundaries without materialising the stream. [`reassemble`] writes
-each direction's bytes and a table of flows to an output folder (`nicsim flow reassemble`).
+`import nicsim.flow`, `from nicsim.flow import open_capture` and `from nicsim.flow.memory import
+...` / `from nicsim.flow.reassemble import ...` give the objects of `nicsim.flowmem` (the same
+modules, not copies), with a `DeprecationWarning`. Import `nicsim.flowmem` instead.
 """
 
-from nicsim.flow.reassemble import FlowCapture, FlowView, open_capture, reassemble
+import sys
+import warnings
 
-__all__ = ["FlowCapture", "FlowView", "open_capture", "reassemble"]
+from nicsim.flowmem import *  # noqa: F403
+from nicsim.flowmem import __all__, memory  # noqa: F401
+
+warnings.warn("nicsim.flow is deprecated: it is now nicsim.flowmem (same contents); import that instead",
+              DeprecationWarning, stacklevel=2)
+
+# The submodules under their old names: `nicsim.flow.memory` is `nicsim.flowmem.memory`.
+sys.modules[f"{__name__}.memory"] = memory
+sys.modules[f"{__name__}.reassemble"] = sys.modules["nicsim.flowmem.reassemble"]

@@ -7,7 +7,7 @@ reassembly, in the SmartNIC memory model of the talk's prototype (`u250-microbla
 - DRAM traffic per payload byte after reception, each design (talk: 5–6× copy-based, ~1×
   flow-based), and per-core throughput, flow-based over copy-based, for a linear scan and a
   regex search (talk: 2.62× and 1.33×), on the micro-benchmark, on a synthetic capture of
-  many flows (`nicsim flow synth`) and on a real capture with loss (the veth recording `make
+  many flows (`nicsim flowmem synth`) and on a real capture with loss (the veth recording `make
   veth-captures` makes, or `--capture`). DRAM traffic is given on the talk's terms: beyond the
   Packet Handler's write (the talk's "payload size transfers"), and including it as a second
   row; `steps` holds each step's (receive, assemble, process) DRAM bytes per payload byte.
@@ -28,8 +28,8 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.errors import InputError
-from nicsim.flow.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
-from nicsim.flow.reassemble import open_capture
+from nicsim.flowmem.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
+from nicsim.flowmem.reassemble import open_capture
 from nicsim.output import OutputDir
 from nicsim.reproduce import report_console
 

@@ -1,4 +1,4 @@
-"""`nicsim flow reassemble`: a capture's TCP flow directions written out as raw byte files.
+"""`nicsim flowmem reassemble`: a capture's TCP flow directions written out as raw byte files.
 
 OUT/flows.json has one entry per flow direction (src, dst, sport, dport, proto, bytes, holes,
 file, ...), and directions.csv the same without the holes; OUT/<file> holds that direction's

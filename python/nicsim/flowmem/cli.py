@@ -1,4 +1,4 @@
-"""The `nicsim flow ...` commands (flow memory, seed 001)."""
+"""The `nicsim flowmem ...` commands (flow memory, seed 001)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from nicsim.options import (
     path_arg,
 )
 
-flow_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
+flowmem_app = typer.Typer(help="Flow memory: zero-copy TCP flow reassembly from captures, synthetic captures, and "
                        "the cost of copy-based against flow-based addressing (host and SmartNIC model).",
                        no_args_is_help=True, rich_markup_mode="markdown")
 
@@ -56,7 +56,7 @@ MaxHoleOpt = Annotated[int | None, typer.Option(
     "stream laid out contiguously adds to its payload. [default: 64 MiB]", show_default=False)]
 
 
-@flow_app.command("reassemble")
+@flowmem_app.command("reassemble")
 def flow_reassemble(
     capture: CaptureArg,
     out: OutOpt,
@@ -93,7 +93,7 @@ def flow_reassemble(
     OUT/summary.json (every packet accounted for) and
     stream_sizes.png/.svg (the distribution of the directions' stream sizes).
     """
-    from nicsim.flow import reassemble
+    from nicsim.flowmem import reassemble
 
     with ui.Progress("reassembling", transient=True):
         preset = "tshark" if tshark_compatible else None
@@ -124,7 +124,7 @@ class RetrievalOpt(StrEnum):
     selective = "selective"
 
 
-@flow_app.command("synth")
+@flowmem_app.command("synth")
 def flow_synth(
     out: Annotated[str, typer.Argument(metavar="FILE", help="Capture file to write (.pcap, or .pcapng with "
                                        "--pcapng).", show_default=False)],
@@ -150,7 +150,7 @@ def flow_synth(
     93.16 % of flows at most 10 KB, as the talk measured), with loss, reordering and spurious
     retransmissions. Valid pcap that Wireshark opens.
     """
-    from nicsim.flow.memory import synth
+    from nicsim.flowmem.memory import synth
 
     with ui.Progress("writing", unit="packets", transient=True) as bar:
         rep = synth(out, flows=flows, seed=seed, loss=loss, reorder=reorder, duplicate=duplicate, pcapng=pcapng,
@@ -165,7 +165,7 @@ def flow_synth(
     ui.note(f"wrote {out}")
 
 
-@flow_app.command("bench")
+@flowmem_app.command("bench")
 def flow_bench(
     captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", parser=path_arg, help="Capture files (pcap or pcapng); "
                                                    "`-` reads one from standard input. Several are benchmarked one "
@@ -200,7 +200,7 @@ def flow_bench(
     bench.png/.svg (the two designs side by side); with several captures, one row per capture
     and design.
     """
-    from nicsim.flow.memory import bench
+    from nicsim.flowmem.memory import bench
 
     with ui.Progress("benchmarking", transient=True):
         s = bench(captures if len(captures) > 1 else captures[0], out, workload=workload.value, pattern=pattern,
@@ -234,7 +234,7 @@ def flow_bench(
     ui.wrote(out)
 
 
-@flow_app.command("sizes")
+@flowmem_app.command("sizes")
 def flow_sizes(
     capture: CaptureArg,
     out: OutOpt,
@@ -243,7 +243,7 @@ def flow_sizes(
 ) -> None:
     """Flow-size CDF of CAPTURE, and the translation-table and flow-cache sizes that cover
     50/90/99 % of its flows. Writes OUT/summary.json, flows.csv and flow_size_cdf (PNG, SVG)."""
-    from nicsim.flow.memory import sizes
+    from nicsim.flowmem.memory import sizes
 
     s = sizes(capture, out, force=force, max_hole_bytes=max_hole_bytes)
 

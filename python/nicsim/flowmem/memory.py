@@ -1,4 +1,4 @@
-"""Flow memory, measured and modelled: `nicsim flow synth`, `nicsim flow bench` and `nicsim flow
+"""Flow memory, measured and modelled: `nicsim flowmem synth`, `nicsim flowmem bench` and `nicsim flowmem
 sizes` (seed 001, "Packets are Not Pages").
 
 - `synth` writes a synthetic TCP capture (Pareto flow sizes, 93.16 % of flows at most 10 KB as
@@ -11,7 +11,7 @@ sizes` (seed 001, "Packets are Not Pages").
   50/90/99 % of flows.
 
 Both reassemble the capture with its holes bounded (`max_hole_bytes` per flow direction, 64 MiB
-by default, as `nicsim flow reassemble`): the copy-based baseline and the model lay each stream
+by default, as `nicsim flowmem reassemble`): the copy-based baseline and the model lay each stream
 out contiguously, so a capture's sequence numbers cannot make them allocate or model more.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError, NicsimError
-from nicsim.flow.reassemble import FlowCapture, capture_name, open_capture, require_tcp
+from nicsim.flowmem.reassemble import FlowCapture, capture_name, open_capture, require_tcp
 from nicsim.output import OutputDir, missing_parents, remove_empty
 
 WORKLOADS = ("scan", "regex")
