@@ -1,4 +1,4 @@
-//! Host measurements of the two designs on this machine (`nicsim flow bench`): the copy-based
+//! Host measurements of the two designs on this machine (`nicsim flowmem bench`): the copy-based
 //! baseline assembles each stream into a contiguous buffer and runs the workload there; the
 //! flow-based design runs it on the [`FlowView`]s in place. Same flows, same workload, same
 //! answer (checked); bytes copied and read are counted, time is the best of `repeat` runs.

@@ -317,7 +317,7 @@ pub const MAX_CACHE_LINES: u64 = 1 << 22;
 pub const MAX_TRANSFER_BYTES: u64 = 1 << 20;
 /// Bytes of one translation-table entry: stream offset, physical address and length (8 + 8 +
 /// 4, padded to 24). The talk's table "stores physical address, length and offset"; the same
-/// size as `nicsim flow sizes` gives (Python's `TABLE_ENTRY_BYTES`).
+/// size as `nicsim flowmem sizes` gives (Python's `TABLE_ENTRY_BYTES`).
 pub const TABLE_ENTRY_BYTES: u64 = 24;
 
 fn cfg_err(path: impl Into<String>, msg: impl Into<String>) -> Result<(), ConfigError> {
@@ -457,7 +457,7 @@ impl DesignReport {
         self.assemble_seconds + self.process_seconds
     }
 
-    /// The report with its totals, as `flow bench` and `reproduce flowmem` show it.
+    /// The report with its totals, as `flowmem bench` and `reproduce flowmem` show it.
     pub fn summary(&self) -> DesignSummary<'_> {
         DesignSummary {
             report: self,
@@ -491,7 +491,7 @@ pub struct DesignSummary<'a> {
     pub flow_cache_hit_rate: f64,
 }
 
-/// Both designs on one target (the JSON `flow bench`'s model part is).
+/// Both designs on one target (the JSON `flowmem bench`'s model part is).
 #[derive(Debug, Serialize)]
 pub struct ComparisonSummary<'a> {
     /// The target's name.

@@ -8,7 +8,7 @@
 //! bucket, so `read == accounted()`.
 //!
 //! Holes (stream bytes the capture does not hold) cost nothing here, but everything that lays a
-//! stream out contiguously (the stream files of `nicsim flow reassemble`, the copy-based
+//! stream out contiguously (the stream files of `nicsim flowmem reassemble`, the copy-based
 //! baseline, the memory model's flow address space) sizes it by the sequence numbers, which a
 //! capture sets freely: [`Limits::max_hole_bytes`] bounds the hole bytes of each direction, and
 //! a segment, FIN or SYN that would go past it is dropped ([`PacketCounts::hole_too_large`]); a

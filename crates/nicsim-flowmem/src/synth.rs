@@ -1,4 +1,4 @@
-//! `nicsim flow synth`: a synthetic TCP capture with real handshakes, HTTP-like requests and
+//! `nicsim flowmem synth`: a synthetic TCP capture with real handshakes, HTTP-like requests and
 //! responses, and the impairments a tap sees on a real network: loss (the segment is missing
 //! and its retransmission comes later), reordering (a segment arrives after later ones) and
 //! spurious retransmissions (an identical copy arrives later).

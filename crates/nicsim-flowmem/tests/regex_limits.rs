@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nicsim_flowmem::model::Workload;
 use nicsim_flowmem::{regex_limits, FlowError, StreamRegex};
 
-/// The `flow bench` default (python/nicsim/flow/memory.py).
+/// The `flowmem bench` default (python/nicsim/flowmem/memory.py).
 const HTTP: &str = r"(GET|POST|PUT|DELETE) /[a-z0-9/._-]* HTTP/1\.[01]";
 
 /// The error of compiling `pattern` both ways (stream regex, model workload), which must agree,

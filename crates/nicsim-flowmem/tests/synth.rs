@@ -1,4 +1,4 @@
-//! `nicsim flow synth`: the capture it writes reassembles into exactly the streams it meant,
+//! `nicsim flowmem synth`: the capture it writes reassembles into exactly the streams it meant,
 //! impairments and all; the flow-size distribution is the one asked for; same seed, same bytes.
 
 mod common;

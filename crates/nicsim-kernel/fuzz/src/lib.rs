@@ -67,7 +67,7 @@ pub fn router(data: &[u8]) {
     }
 }
 
-/// A flow-memory target (`nicsim flow model --target FILE`): loaded, then one small flow
+/// A flow-memory target (`nicsim flowmem model --target FILE`): loaded, then one small flow
 /// through both designs with the scan workload.
 pub fn flowmem_target(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
