@@ -8,7 +8,8 @@
 
 use serde::Deserialize;
 
-use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary};
+use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary, Ternary80};
+use crate::world::{ANY, SLOW};
 
 pub use nicsim_kernel::config::ConfigError;
 use nicsim_kernel::config::{
@@ -375,11 +376,43 @@ pub fn parse_proto(s: &str) -> Result<u8, String> {
 
 /// `a.b.c.d/len` as (network, mask).
 pub fn parse_subnet(s: &str) -> Result<Ternary, String> {
-    let t = parse_ip_ternary(s)?;
-    if t.mask.leading_ones() + t.mask.trailing_zeros() != 32 {
-        return Err(format!("'{s}' is not a prefix (a.b.c.d/len)"));
+    let p: nicsim_packet::ip::Prefix = s
+        .trim()
+        .parse()
+        .map_err(|m| format!("'{s}' is not a prefix (a.b.c.d/len): {m}"))?;
+    if p.is_v6() {
+        return Err(format!("'{s}' is not an IPv4 prefix"));
     }
-    Ok(t)
+    let (value, mask) = p.bits();
+    Ok(Ternary {
+        value: value as u32,
+        mask: mask as u32,
+    })
+}
+
+/// What validation produces ([`Config::check`]): every string of the configuration that names
+/// something, parsed once into the type the model uses.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Per NIC: its subnet (its entry in the Linux routing table).
+    pub subnets: Vec<Ternary>,
+    /// Per NIC: its fast-path routes (destination, output NIC).
+    pub routes: Vec<Vec<(Ternary, u8)>>,
+    /// Per NIC: its classes (target: a NIC, `SLOW` or `ANY`; the match).
+    pub classes: Vec<Vec<(u8, Ternary80)>>,
+    /// Per tester port (`traffic[i]`): its NIC and its flows' addresses.
+    pub ports: Vec<(u8, Vec<FlowAddrs>)>,
+}
+
+/// A flow's IPv4 addresses and protocol, as the tester writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowAddrs {
+    /// Source address (given, or the port's subnet address + 1).
+    pub src: u32,
+    /// Destination address.
+    pub dst: u32,
+    /// IP protocol number.
+    pub proto: u8,
 }
 
 impl nicsim_kernel::config::Validate for Config {
@@ -438,6 +471,13 @@ impl Config {
 
     /// Check meaning beyond types. The first problem is reported with its key path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map(|_| ())
+    }
+
+    /// Check meaning beyond types, and parse every string that names something into the type
+    /// the model uses ([`Checked`]): the model builds from that and parses nothing again. The
+    /// first problem is reported with its key path.
+    pub fn check(&self) -> Result<Checked, ConfigError> {
         let r = &self.run;
         if !(r.duration_us.is_finite() && r.duration_us > 0.0 && r.duration_us <= 1e8) {
             return err(
@@ -612,6 +652,7 @@ impl Config {
             }
         }
         let mut subnets: Vec<Ternary> = Vec::new();
+        let (mut routes, mut classes) = (Vec::new(), Vec::new());
         for (i, n) in self.nics.iter().enumerate() {
             let path = format!("nics[{i}]");
             let sub = parse_subnet(&n.subnet).map_err(|m| ConfigError {
@@ -625,9 +666,10 @@ impl Config {
                 );
             }
             subnets.push(sub);
+            let mut nic_routes = Vec::new();
             for (k, rt) in n.routes.iter().enumerate() {
                 let rp = format!("{path}.routes[{k}]");
-                parse_ip_ternary(&rt.dst).map_err(|m| ConfigError {
+                let dst = parse_ip_ternary(&rt.dst).map_err(|m| ConfigError {
                     path: format!("{rp}.dst"),
                     msg: m,
                 })?;
@@ -642,47 +684,54 @@ impl Config {
                             format!("NIC '{}' has fast_path = false", rt.to),
                         )
                     }
-                    _ => {}
+                    Some(j) => nic_routes.push((dst, j as u8)),
                 }
             }
+            routes.push(nic_routes);
             if !n.fast_path && !n.routes.is_empty() {
                 return err(format!("{path}.routes"), "routes need fast_path = true");
             }
+            let mut nic_classes = Vec::new();
             for (k, c) in n.classes.iter().enumerate() {
                 let cp = format!("{path}.classes[{k}]");
-                if c.to != "slow" && c.to != "*" && self.nic_index(&c.to).is_none() {
-                    return err(
-                        format!("{cp}.to"),
-                        format!("'{}' is not a NIC name, 'slow' or '*'", c.to),
-                    );
-                }
-                for (key, v) in [("tos", &c.tos), ("proto", &c.proto)] {
-                    let parsed = if key == "proto" {
-                        crate::ternary::parse_proto_ternary(v)
-                    } else {
-                        parse_u8_ternary(v)
-                    };
-                    parsed.map_err(|m| ConfigError {
+                let dest = match c.to.as_str() {
+                    "slow" => SLOW,
+                    "*" => ANY,
+                    other => match self.nic_index(other) {
+                        Some(j) => j as u8,
+                        None => {
+                            return err(
+                                format!("{cp}.to"),
+                                format!("'{}' is not a NIC name, 'slow' or '*'", c.to),
+                            )
+                        }
+                    },
+                };
+                let cp = &cp;
+                let at = |key: &'static str| {
+                    move |m: String| ConfigError {
                         path: format!("{cp}.{key}"),
                         msg: m,
-                    })?;
-                }
-                for (key, v) in [("src", &c.src), ("dst", &c.dst)] {
-                    parse_ip_ternary(v).map_err(|m| ConfigError {
-                        path: format!("{cp}.{key}"),
-                        msg: m,
-                    })?;
-                }
+                    }
+                };
+                let tos = parse_u8_ternary(&c.tos).map_err(at("tos"))?;
+                let proto = crate::ternary::parse_proto_ternary(&c.proto).map_err(at("proto"))?;
+                let src = parse_ip_ternary(&c.src).map_err(at("src"))?;
+                let dst = parse_ip_ternary(&c.dst).map_err(at("dst"))?;
+                nic_classes.push((dest, Ternary80::new(tos, src, dst, proto)));
             }
+            classes.push(nic_classes);
         }
+        let mut ports = Vec::new();
         if self.traffic.is_empty() {
             return err("traffic", "at least one traffic source is required");
         }
         for (i, t) in self.traffic.iter().enumerate() {
             let path = format!("traffic[{i}]");
-            if self.nic_index(&t.port).is_none() {
+            let Some(nic) = self.nic_index(&t.port) else {
                 return err(format!("{path}.port"), format!("unknown NIC '{}'", t.port));
-            }
+            };
+            let mut flows = Vec::new();
             if self.traffic[..i].iter().any(|u| u.port == t.port) {
                 return err(
                     format!("{path}.port"),
@@ -701,42 +750,43 @@ impl Config {
             }
             for (k, f) in t.flows.iter().enumerate() {
                 let fp = format!("{path}.flows[{k}]");
-                f.dst
-                    .parse::<std::net::Ipv4Addr>()
-                    .map_err(|_| ConfigError {
-                        path: format!("{fp}.dst"),
-                        msg: format!("'{}' is not an IPv4 address", f.dst),
-                    })?;
-                if let Some(s) = &f.src {
-                    s.parse::<std::net::Ipv4Addr>().map_err(|_| ConfigError {
-                        path: format!("{fp}.src"),
-                        msg: format!("'{s}' is not an IPv4 address"),
-                    })?;
+                let v4 = |key: &str, a: &str| {
+                    a.parse::<std::net::Ipv4Addr>()
+                        .map(u32::from)
+                        .map_err(|_| ConfigError {
+                            path: format!("{fp}.{key}"),
+                            msg: format!("'{a}' is not an IPv4 address"),
+                        })
+                };
+                let dst = v4("dst", &f.dst)?;
+                let src = if let Some(s) = &f.src {
+                    v4("src", s)?
                 } else {
                     // The default source is the port's subnet address + 1, which a /32 does
                     // not contain (and 255.255.255.255/32 + 1 overflows).
-                    let j = self.nic_index(&t.port).expect("checked above");
-                    let sub = parse_subnet(&self.nics[j].subnet).expect("checked above");
+                    let sub = subnets[nic];
                     if sub.mask == u32::MAX {
                         return err(
-                            format!("nics[{j}].subnet"),
+                            format!("nics[{nic}].subnet"),
                             format!(
                                 "a /32 has no address for the default src of {fp} \
                                  (subnet address + 1): use a shorter prefix or give the flow a src"
                             ),
                         );
                     }
-                }
+                    sub.value + 1
+                };
                 if !(f.weight.is_finite() && f.weight >= 0.0) {
                     return err(format!("{fp}.weight"), "must be a non-negative number");
                 }
-                parse_proto(&f.proto).map_err(|m| ConfigError {
+                let proto = parse_proto(&f.proto).map_err(|m| ConfigError {
                     path: format!("{fp}.proto"),
                     msg: m,
                 })?;
                 if let Some(b) = f.frame_bytes {
                     check_frame(&format!("{fp}.frame_bytes"), b)?;
                 }
+                flows.push(FlowAddrs { src, dst, proto });
             }
             // Summed in flow order, as the weighted pick sums them.
             let total: f64 = t.flows.iter().map(|f| f.weight).sum();
@@ -752,8 +802,14 @@ impl Config {
                     "flow weights must have a positive sum",
                 );
             }
+            ports.push((nic as u8, flows));
         }
-        Ok(())
+        Ok(Checked {
+            subnets,
+            routes,
+            classes,
+            ports,
+        })
     }
 }
 

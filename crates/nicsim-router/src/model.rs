@@ -9,14 +9,13 @@ use std::collections::BTreeMap;
 use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
 use serde_json::{json, Value};
 
-use crate::config::{parse_subnet, Config};
+use crate::config::Config;
 use crate::cpu::Cpu;
 use crate::measure::Sink;
 use crate::nic::{NicRx, NicTx};
 use crate::pci::PciBus;
-use crate::ternary::{parse_ip_ternary, parse_u8_ternary, Ternary80};
 use crate::traffic::Generator;
-use crate::world::{Nic, Place, World, ANY, CLASS_NAMES, HI, LO, SLOW};
+use crate::world::{Nic, Place, World, CLASS_NAMES, HI, LO};
 
 /// A built router, ready to run.
 pub struct Router {
@@ -34,7 +33,7 @@ impl Router {
     /// Build a router; the configuration is validated first (it may have been changed since
     /// it was loaded), so a bad one is an error naming its key, never a panic.
     pub fn new(cfg: Config) -> Result<Router, crate::ConfigError> {
-        cfg.validate()?;
+        let checked = cfg.check()?;
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
         let n = cfg.nics.len();
         let np = &cfg.nic;
@@ -74,34 +73,8 @@ impl Router {
                 )
             });
             let tx_ring = q.add(format!("ram.{name}.tx_ring"), d.tx_ring_slots as u64);
-            let routes = c
-                .routes
-                .iter()
-                .map(|r| {
-                    (
-                        parse_ip_ternary(&r.dst).expect("validated"),
-                        cfg.nic_index(&r.to).expect("validated") as u8,
-                    )
-                })
-                .collect();
-            let classes = c
-                .classes
-                .iter()
-                .map(|k| {
-                    let dest = match k.to.as_str() {
-                        "slow" => SLOW,
-                        "*" => ANY,
-                        other => cfg.nic_index(other).expect("validated") as u8,
-                    };
-                    let m = Ternary80::new(
-                        parse_u8_ternary(&k.tos).expect("validated"),
-                        parse_ip_ternary(&k.src).expect("validated"),
-                        parse_ip_ternary(&k.dst).expect("validated"),
-                        crate::ternary::parse_proto_ternary(&k.proto).expect("validated"),
-                    );
-                    (dest, m)
-                })
-                .collect();
+            let routes = checked.routes[i].clone();
+            let classes = checked.classes[i].clone();
             nics.push(Nic {
                 name: name.clone(),
                 fast_path: c.fast_path,
@@ -139,11 +112,7 @@ impl Router {
             cal: Default::default(),
             pkts: Slab::default(),
             q,
-            subnets: cfg
-                .nics
-                .iter()
-                .map(|c| parse_subnet(&c.subnet).expect("validated"))
-                .collect(),
+            subnets: checked.subnets.clone(),
             nics,
             drops: BTreeMap::new(),
             sink: Sink::new(n, window, &tb),
@@ -200,8 +169,8 @@ impl Router {
                 latency: nic_clock.cycles(np.rx_latency_cycles as u64),
             }));
         }
-        for i in 0..cfg.traffic.len() {
-            comps.push(Box::new(Generator::new(&cfg, i, tb)));
+        for (i, (nic, flows)) in checked.ports.iter().enumerate() {
+            comps.push(Box::new(Generator::new(&cfg, i, *nic, flows, tb)));
         }
         Ok(Router {
             engine: Engine::new(comps, world, cfg.mode),

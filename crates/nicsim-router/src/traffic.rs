@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::Exp;
 
-use crate::config::{parse_proto, Arrivals, Config};
+use crate::config::{Arrivals, Config};
 use crate::ternary::class_key;
 use crate::world::{Pkt, Place, World, NO_NIC, SLOW};
 
@@ -63,25 +63,26 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// The tester for `cfg.traffic[idx]`.
-    pub fn new(cfg: &Config, idx: usize, tb: Timebase) -> Generator {
+    /// The tester for `cfg.traffic[idx]`, on NIC `nic`, whose flows have `addrs` (both from
+    /// [`Config::check`]).
+    pub fn new(
+        cfg: &Config,
+        idx: usize,
+        nic: u8,
+        addrs: &[crate::config::FlowAddrs],
+        tb: Timebase,
+    ) -> Generator {
         let t = &cfg.traffic[idx];
-        let nic = cfg.nic_index(&t.port).expect("validated port") as u8;
-        let subnet =
-            crate::config::parse_subnet(&cfg.nics[nic as usize].subnet).expect("validated subnet");
         let flows: Vec<Flow> = t
             .flows
             .iter()
-            .map(|f| Flow {
-                src: f
-                    .src
-                    .as_deref()
-                    .map(|s| u32::from(s.parse::<std::net::Ipv4Addr>().expect("validated")))
-                    .unwrap_or(subnet.value + 1),
-                dst: u32::from(f.dst.parse::<std::net::Ipv4Addr>().expect("validated")),
+            .zip(addrs)
+            .map(|(f, a)| Flow {
+                src: a.src,
+                dst: a.dst,
                 tos: f.tos,
                 ttl: f.ttl,
-                proto: parse_proto(&f.proto).expect("validated"),
+                proto: a.proto,
                 frame_bytes: f.frame_bytes.unwrap_or(t.frame_bytes),
             })
             .collect();
