@@ -9,7 +9,7 @@
 //! (each NIC's subnet), its TTL decremented, and put in the output NIC's transmit ring; a full
 //! ring drops it.
 
-use nicsim_kernel::{Clock, Component, Port, Time};
+use nicsim_kernel::{Clock, Component, Port, Server, Time};
 
 use crate::world::{PktId, Place, World, HI, LO};
 
@@ -25,8 +25,8 @@ pub struct Cpu {
     pub reads: Vec<usize>,
     /// Rings it writes (for the calendar).
     pub writes: Vec<usize>,
-    busy_until: Time,
-    current: Option<PktId>,
+    /// The packet the IP stack is forwarding, and until when.
+    server: Server<PktId>,
     /// NAPI: the device being polled and what is left of its quota.
     dev: usize,
     quota: u32,
@@ -47,8 +47,7 @@ impl Cpu {
             napi_weight,
             reads,
             writes,
-            busy_until: 0,
-            current: None,
+            server: Server::default(),
             dev: 0,
             quota: napi_weight,
         }
@@ -110,19 +109,18 @@ impl Component<World> for Cpu {
     }
 
     fn step(&mut self, _: usize, now: Time, w: &mut World) {
-        if now >= self.busy_until {
-            if let Some(id) = self.current.take() {
+        if self.server.is_free(now) {
+            if let Some(id) = self.server.finish() {
                 self.finish(id, now, w);
             }
             if let Some(id) = self.next(now, w) {
                 let t = self.clock.cycles(self.forward_cycles);
-                self.current = Some(id);
-                self.busy_until = now + t;
+                self.server.start(id, now, t);
                 w.cpu_busy_ticks += t;
             }
         }
-        if self.current.is_some() {
-            w.cal.wake_port(0, self.busy_until);
+        if let Some(t) = self.server.ends() {
+            w.cal.wake_port(0, t);
             return;
         }
         // Idle: a ring whose front lands later (an empty ring wakes the CPU itself on a push).

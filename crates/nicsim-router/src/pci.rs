@@ -48,7 +48,7 @@
 //! frame the port takes, 1518 bytes or a larger jumbo frame), whichever is less, so that the
 //! grant admits the head-of-line packet.
 
-use nicsim_kernel::{Clock, Component, Link, Port, Time, Width};
+use nicsim_kernel::{Clock, Component, Link, Port, Server, Time, Width};
 
 use crate::world::{Burst, Bytes2, Place, World, HI, LO};
 
@@ -107,8 +107,8 @@ pub struct PciBus {
     pub reads: Vec<usize>,
     /// FIFOs and rings it writes (for the calendar).
     pub writes: Vec<usize>,
-    busy_until: Time,
-    current: Option<Done>,
+    /// The transaction in progress (what to do when it ends), and until when.
+    server: Server<Done>,
     /// The arbiter's round-robin pointer over bus masters.
     rr: usize,
 }
@@ -139,8 +139,7 @@ impl PciBus {
             mem_read_latency,
             reads,
             writes,
-            busy_until: 0,
-            current: None,
+            server: Server::default(),
             rr: 0,
         }
     }
@@ -181,8 +180,7 @@ impl PciBus {
         w: &mut World,
     ) {
         let t = self.clock.cycles(cycles);
-        self.busy_until = now + t;
-        self.current = Some(done);
+        self.server.start(done, now, t);
         let b = &mut w.bus;
         b.transactions += transactions;
         b.busy_ticks += t;
@@ -237,7 +235,7 @@ impl PciBus {
             w,
         );
         let mem_done = self.memory(now, bytes + self.descriptor_bytes, w);
-        let land = self.busy_until.max(mem_done) + self.mem_read_latency;
+        let land = self.server.busy_until().max(mem_done) + self.mem_read_latency;
         w.pkts[slot.item].bus_bytes += bytes + self.descriptor_bytes;
         w.push(out, now, slot.item, bytes, land, land);
         true
@@ -267,9 +265,10 @@ impl PciBus {
                 Done::Nothing,
                 w,
             );
-            let land = self
-                .busy_until
-                .max(self.memory(now, bytes + self.descriptor_bytes, w));
+            let land =
+                self.server
+                    .busy_until()
+                    .max(self.memory(now, bytes + self.descriptor_bytes, w));
             w.pkts[slot.item].bus_bytes += bytes + self.descriptor_bytes;
             w.push(ring, now, slot.item, 1, land, land);
             return true;
@@ -549,8 +548,8 @@ impl Component<World> for PciBus {
     }
 
     fn step(&mut self, _: usize, now: Time, w: &mut World) {
-        if now >= self.busy_until {
-            if let Some(done) = self.current.take() {
+        if self.server.is_free(now) {
+            if let Some(done) = self.server.finish() {
                 self.complete(done, now, w);
             }
             let n = w.nics.len();
@@ -562,8 +561,8 @@ impl Component<World> for PciBus {
                 }
             }
         }
-        if self.current.is_some() {
-            w.cal.wake_port(0, self.busy_until);
+        if let Some(t) = self.server.ends() {
+            w.cal.wake_port(0, t);
             return;
         }
         // Idle: the earliest packet not yet ready at the front of a FIFO it serves (others
