@@ -45,15 +45,21 @@ pub const MAX_DESCRIPTOR_BITS: u64 = 1 << 16;
 /// 64 to 1522 bytes, the sizes the capacity checks assume for captures.
 const CAPTURE_SIZE_CLASSES: u64 = 1522 - 64 + 1;
 
+/// The datapath architecture to model (`arch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
+    /// FlexPipe: each packet visits the offloads its flow's chain names, recirculating as needed.
     Flexpipe,
+    /// StaticPipe: FlexPipe's structure with every packet's chain set to every offload.
     Staticpipe,
+    /// PANIC (Lin et al., OSDI 2020): a central scheduler and a crossbar that steer packets to the
+    /// offloads' compute engines.
     Panic,
 }
 
 impl Arch {
+    /// The name as written in the configuration (`"flexpipe"`, `"staticpipe"`, `"panic"`).
     pub fn as_str(&self) -> &'static str {
         match self {
             Arch::Flexpipe => "flexpipe",
@@ -63,28 +69,41 @@ impl Arch {
     }
 }
 
+/// A datapath run's configuration: the whole TOML document (see docs/config-reference.md).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Seed of every random stream (sizes, flows, arrivals, payloads, faults); same seed, same
+    /// bytes.
     #[serde(default = "d_seed")]
     pub seed: u64,
+    /// The architecture (`arch`).
     pub arch: Arch,
     /// Really compute the offloads (CRC, AES, ...) on real frames; off = timing only.
     #[serde(default)]
     pub functional: bool,
+    /// Jump over idle time (`skip`) or visit every clock edge (`stepped`, for cross-checking).
     #[serde(default)]
     pub mode: Mode,
+    /// The datapath's width, clock, FIFOs and latencies (`[pipeline]`).
     #[serde(default)]
     pub pipeline: Pipeline,
+    /// The offloads, in physical order (`[[offloads]]`).
     pub offloads: Vec<OffloadCfg>,
+    /// PANIC's parameters (`[panic]`, only for `arch = "panic"`).
     #[serde(default)]
     pub panic: PanicCfg,
+    /// The offered traffic (`[traffic]`).
     pub traffic: Traffic,
+    /// The flow types, in match priority order (`[[flows]]`).
     pub flows: Vec<FlowCfg>,
+    /// The sink's measurement window and egress capture (`[measure]`).
     #[serde(default)]
     pub measure: Measure,
+    /// The firewall offload's rules (`[firewall]`).
     #[serde(default)]
     pub firewall: FirewallCfg,
+    /// The SDN controller's scheduled chain updates (`[[remap]]`).
     #[serde(default)]
     pub remap: Vec<RemapCfg>,
 }
@@ -93,10 +112,13 @@ fn d_seed() -> u64 {
     1
 }
 
+/// The datapath's width, clock, FIFO sizes and latencies (`[pipeline]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pipeline {
+    /// Datapath width in bits (paper §IV); Eq. 1's units grow with it.
     pub width_bits: u32,
+    /// Datapath clock in MHz (paper §IV); Eq. 1's units grow with it.
     pub clock_mhz: u32,
     /// Traffic Arbiter FIFOs (bypass and unit side) of every Offload.
     pub arbiter_fifo_bytes: u32,
@@ -109,10 +131,13 @@ pub struct Pipeline {
     pub recirc_fifo_bytes: u32,
     /// FIFO from the Pre-Processor to the Ingress Traffic Controller.
     pub ingress_fifo_bytes: u32,
+    /// Pipeline latency of the Pre-Processor's match-action tables, in pipeline cycles.
     pub preprocessor_latency_cycles: u32,
+    /// Extra latency from the DMA engine to the sink, in DMA cycles.
     pub dma_latency_cycles: u32,
     /// DMA engine to host: width and clock (PCIe side).
     pub dma_width_bits: u32,
+    /// Clock of the DMA engine's link to the host, in MHz.
     pub dma_clock_mhz: u32,
 }
 
@@ -134,14 +159,20 @@ impl Default for Pipeline {
     }
 }
 
+/// One offload (`[[offloads]]`): its units' width, clock and delay, and how many units it has.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OffloadCfg {
+    /// Name used in chains.
     pub name: String,
     /// Functional kind (crc, firewall, sha3, aes, jpeg, rss); defaults to `name`.
     pub kind: Option<String>,
+    /// Unit input width in bits (a multiple of 8).
     pub width_bits: u32,
+    /// Unit clock in MHz.
     pub clock_mhz: u32,
+    /// Non-pipelined cycles per packet: a unit serves `s` bytes in
+    /// `ceil(8 s / width_bits) + delay_cycles` cycles.
     #[serde(default)]
     pub delay_cycles: u32,
     /// Number of units; default from Eq. 1.
@@ -162,9 +193,11 @@ impl OffloadCfg {
         let den = (self.width_bits as u64 * self.clock_mhz as u64).max(1);
         (num + self.delay_cycles as u64 * den).div_ceil(den)
     }
+    /// Number of units: `units` if given, else Eq. 1.
     pub fn units(&self, p: &Pipeline) -> u32 {
         self.units.unwrap_or_else(|| self.eq1_units(p))
     }
+    /// The functional kind: `kind` if given, else `name`.
     pub fn kind_name(&self) -> &str {
         self.kind.as_deref().unwrap_or(&self.name)
     }
@@ -175,13 +208,19 @@ impl OffloadCfg {
 /// are in the order the table's JSON has always had (by name).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Eq1Row {
+    /// Unit clock in MHz.
     pub clock_mhz: u32,
+    /// Non-pipelined cycles per packet.
     pub delay_cycles: u32,
+    /// Units Eq. 1 gives.
     pub eq1_units: u32,
+    /// The offload's name.
     pub name: String,
     /// `width_bits × clock_mhz`, in Gbit/s.
     pub unit_gbps: f64,
+    /// Units the configuration uses (`units`, else Eq. 1).
     pub units: u32,
+    /// Unit input width in bits.
     pub width_bits: u32,
 }
 
@@ -203,6 +242,7 @@ impl Config {
     }
 }
 
+/// Which PANIC to model (`panic.variant`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PanicVariant {
@@ -214,6 +254,7 @@ pub enum PanicVariant {
 }
 
 impl PanicVariant {
+    /// The name as written in the configuration (`"eval"`, `"full"`).
     pub fn as_str(&self) -> &'static str {
         match self {
             PanicVariant::Eval => "eval",
@@ -222,12 +263,17 @@ impl PanicVariant {
     }
 }
 
+/// PANIC's parameters (`[panic]`, only for `arch = "panic"`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PanicCfg {
+    /// The FlexPipe paper's evaluation variant, or PANIC as published.
     pub variant: PanicVariant,
+    /// Descriptor size in bits; it travels as its own beat(s) ahead of the packet on every link.
     pub descriptor_bits: u32,
+    /// Clock of the PIFO domain, in MHz.
     pub pifo_clock_mhz: u32,
+    /// PIFO capacity per offload, in packets; a full PIFO drops (`pifo_full`).
     pub pifo_entries: u32,
     /// PIFO cycles the scheduler spends per dispatched packet (enqueue + dequeue).
     pub pifo_cycles_per_packet: u32,
@@ -236,10 +282,17 @@ pub struct PanicCfg {
     /// The prototype's crossbar ports (informative: the eval variant has offloads + 2 ports,
     /// the full variant units + 2).
     pub crossbar_ports: u32,
+    /// Latency through the crossbar, in pipeline cycles.
     pub crossbar_latency_cycles: u32,
+    /// Bytes of each crossbar port buffer: one on either side of every port, and the DMA
+    /// engine's input and each unit's output buffer have this size too.
     pub crossbar_port_buffer_bytes: u32,
+    /// Size of one cell of the central packet buffer, in bytes.
     pub cell_bytes: u32,
+    /// Cells in the central packet buffer; a packet that finds no free cell is dropped
+    /// (`buffer_full`).
     pub buffer_cells: u32,
+    /// Parser pipeline latency, in pipeline cycles.
     pub parser_latency_cycles: u32,
     /// Offload every chain starts with in the eval variant (ignored by the full variant).
     pub first_offload: Option<String>,
@@ -265,41 +318,62 @@ impl Default for PanicCfg {
     }
 }
 
+/// How packet arrivals are spaced (`traffic.arrivals`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrivals {
+    /// Packet i+1 arrives when packet i's bits have been offered at `rate_gbps`.
     #[default]
     Constant,
+    /// Exponential gaps with mean `8·E[size]/rate`.
     Poisson,
 }
 
+/// The distribution of packet (frame) sizes (`traffic.size`, chosen by `dist`); sizes in bytes
+/// include the 4-byte FCS.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SizeDist {
     /// Uniform choice from a set (the paper: 64, 128, 256, 512, 1024, 1500).
     UniformSet {
+        /// The sizes to choose from, in bytes.
         values: Vec<u32>,
     },
+    /// Every packet the same size.
     Fixed {
+        /// Frame size in bytes.
         bytes: u32,
     },
+    /// A choice from a set of sizes with given weights.
     Weighted {
+        /// The sizes to choose from, in bytes.
         values: Vec<u32>,
+        /// Relative weight of each size, in the order of `values`.
         weights: Vec<f64>,
     },
+    /// Exponentially distributed sizes, rounded and clamped to `[min_bytes, max_bytes]`.
     Exponential {
+        /// Mean size in bytes.
         mean_bytes: f64,
+        /// Smallest size in bytes.
         min_bytes: u32,
+        /// Largest size in bytes.
         max_bytes: u32,
     },
+    /// Log-normally distributed sizes, rounded and clamped to `[min_bytes, max_bytes]`.
     Lognormal {
+        /// Mean of the underlying normal distribution (of the natural log of the size in bytes).
         mu: f64,
+        /// Standard deviation of the underlying normal distribution.
         sigma: f64,
+        /// Smallest size in bytes.
         min_bytes: u32,
+        /// Largest size in bytes.
         max_bytes: u32,
     },
     /// Sizes drawn from the frames of a capture.
     Capture {
+        /// Path of the capture whose frame sizes are drawn.
         path: String,
     },
 }
@@ -312,6 +386,7 @@ impl Default for SizeDist {
     }
 }
 
+/// The timing of a replayed capture (`traffic.replay.timing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ReplayTiming {
@@ -322,14 +397,19 @@ pub enum ReplayTiming {
     Rate,
 }
 
+/// A capture to replay (`traffic.replay`); flows are then assigned by the Pre-Processor's match
+/// rules.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Replay {
+    /// Path of the capture (pcap or pcapng).
     pub path: String,
+    /// Keep the capture's own timing, or rescale it to `traffic.rate_gbps`.
     #[serde(default)]
     pub timing: ReplayTiming,
 }
 
+/// Corrupted packets to send (`traffic.faults`, functional runs).
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Faults {
@@ -339,17 +419,24 @@ pub struct Faults {
     pub bad_tag: f64,
 }
 
+/// The offered traffic (`[traffic]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Traffic {
+    /// Packets offered.
     #[serde(default = "d_packets")]
     pub packets: u64,
+    /// Offered rate in Gbit/s of packet (frame) bytes.
     pub rate_gbps: f64,
+    /// How arrivals are spaced: constant or Poisson.
     #[serde(default)]
     pub arrivals: Arrivals,
+    /// The packet size distribution.
     #[serde(default)]
     pub size: SizeDist,
+    /// A capture to replay in place of generated packets.
     pub replay: Option<Replay>,
+    /// Share of packets sent with a corrupted FCS or SHA-3 tag.
     #[serde(default)]
     pub faults: Faults,
 }
@@ -362,45 +449,66 @@ fn d_packets() -> u64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum PortSpec {
+    /// A single port.
     One(u16),
+    /// A range `"lo-hi"`, both ends included.
     Range(String),
 }
 
+/// A flow type's ternary match (`flows[i].match`); an absent field matches anything.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct MatchCfg {
     /// Prefixes such as `10.0.0.0/8` or `2001:db8::/32`.
     pub src: Option<String>,
+    /// Destination prefix, like `src`.
     pub dst: Option<String>,
+    /// Source port or port range.
     pub sport: Option<PortSpec>,
+    /// Destination port or port range.
     pub dport: Option<PortSpec>,
+    /// Protocol: `tcp`, `udp`, `icmp` (any case) or a protocol number.
     pub proto: Option<String>,
+    /// Type-of-service byte.
     pub tos: Option<u8>,
+    /// VLAN id.
     pub vlan: Option<u16>,
 }
 
+/// A flow type (`[[flows]]`): its offload chain, its share of the traffic, and its packets' header
+/// fields.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowCfg {
+    /// The flow type's name (used by `[[remap]]`).
     pub name: String,
+    /// Share of generated packets (relative to the other flows' weights).
     #[serde(default = "d_weight")]
     pub weight: f64,
+    /// Offload names in processing order.
     pub chain: Vec<String>,
+    /// Priority class written to the metadata (PANIC's PIFO rank).
     #[serde(default)]
     pub priority: u8,
     /// Header fields of generated packets.
     #[serde(default = "d_src")]
     pub src: String,
+    /// Destination IPv4 or IPv6 address of generated packets.
     #[serde(default = "d_dst")]
     pub dst: String,
+    /// Protocol of generated packets: `tcp`, `udp`, `icmp` (any case) or a protocol number.
     #[serde(default = "d_proto")]
     pub proto: String,
+    /// Source port of generated packets.
     #[serde(default = "d_sport")]
     pub sport: u16,
+    /// Destination port of generated packets.
     #[serde(default = "d_dport")]
     pub dport: u16,
+    /// Type-of-service byte of generated packets.
     #[serde(default)]
     pub tos: u8,
+    /// VLAN id of generated packets (none: untagged).
     pub vlan: Option<u16>,
     /// Pre-Processor match for this flow type; default: exact match on the header fields.
     #[serde(rename = "match")]
@@ -426,6 +534,7 @@ fn d_dport() -> u16 {
     4791
 }
 
+/// What the sink measures (`[measure]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Measure {
@@ -444,6 +553,7 @@ impl Default for Measure {
     }
 }
 
+/// The firewall offload's configuration (`[firewall]`).
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct FirewallCfg {
@@ -451,11 +561,15 @@ pub struct FirewallCfg {
     pub rules: Vec<String>,
 }
 
+/// One scheduled chain update of the SDN controller (`[[remap]]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemapCfg {
+    /// Simulated time in µs from which the new chain applies.
     pub at_us: f64,
+    /// Name of the flow type whose chain changes.
     pub flow: String,
+    /// The new chain: offload names in processing order.
     pub chain: Vec<String>,
 }
 
@@ -497,6 +611,7 @@ impl Config {
         nicsim_kernel::config::from_json(text)
     }
 
+    /// Position of the offload named `name` in the physical order.
     pub fn offload_index(&self, name: &str) -> Option<usize> {
         self.offloads.iter().position(|o| o.name == name)
     }

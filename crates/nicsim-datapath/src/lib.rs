@@ -4,6 +4,8 @@
 //! [`flexpipe`], [`panic`]) → DMA engine → sink ([`measure`]) → summary ([`model`]). Data flows
 //! one way; components share only the FIFOs and tables in [`world::World`].
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod egress_capture;
 pub mod flexpipe;

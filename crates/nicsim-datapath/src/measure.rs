@@ -84,7 +84,9 @@ pub struct PacketLog {
     pub size_bytes: Vec<u32>,
     /// When its first byte reached the MAC, was parsed, and its last byte reached the sink.
     pub t_arrival: Vec<Time>,
+    /// When it was parsed (its latency starts here).
     pub t_parse: Vec<Time>,
+    /// When its last byte reached the sink.
     pub t_rx: Vec<Time>,
     /// Times it went round the recirculation path.
     pub recircs: Vec<u8>,
@@ -107,6 +109,7 @@ impl PacketLog {
     pub fn len(&self) -> usize {
         self.id.len()
     }
+    /// Whether no records are held.
     pub fn is_empty(&self) -> bool {
         self.id.is_empty()
     }
@@ -116,9 +119,12 @@ impl PacketLog {
     }
 }
 
+/// The traffic sink: counts and checks delivered packets and keeps the window's throughput and
+/// latency statistics.
 pub struct Sink {
     ticks_per_us: u64,
     window: [u64; 2],
+    /// Packets delivered so far.
     pub received: u64,
     t_window_start: Option<Time>,
     t_window_end: Time,
@@ -126,8 +132,11 @@ pub struct Sink {
     /// Latencies of packets of no configured flow (the flows' own are in `flows`).
     unmatched: LatStats,
     flows: Vec<FlowStats>,
+    /// The checks of delivered packets.
     pub verify: Verify,
+    /// Delivered packets that went round the recirculation path at least once.
     pub recirculated: u64,
+    /// Called with every delivered packet and the time it reached the sink, when set.
     pub egress: Option<EgressHook>,
     /// The egress capture, when asked for (boxed: the sink's hot fields stay together).
     pub capture: Option<Box<crate::egress_capture::EgressCapture>>,
@@ -136,6 +145,7 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// A sink measuring over received-packet indices `window` [start, end), for `n_flows` flows.
     pub fn new(window: [u64; 2], n_flows: usize, tb: &Timebase) -> Sink {
         Sink {
             ticks_per_us: tb.ticks_per_us(),
@@ -212,6 +222,7 @@ impl Sink {
         }
     }
 
+    /// Length of the measured part of the window, in seconds of simulated time.
     pub fn window_seconds(&self, tb: &Timebase) -> f64 {
         match self.t_window_start {
             Some(t0) if self.t_window_end > t0 => tb.to_us(self.t_window_end - t0) / 1e6,

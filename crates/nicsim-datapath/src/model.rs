@@ -19,15 +19,22 @@ use crate::world::World;
 
 /// Per-offload facts the summary needs after the run.
 pub struct OffloadInfo {
+    /// The offload's name.
     pub name: String,
+    /// Its number of units.
     pub units: u32,
 }
 
+/// A datapath built from a [`Config`], ready to run.
 pub struct Datapath {
+    /// The configuration it was built from.
     pub cfg: Config,
+    /// The run's timebase (ticks per µs of all its clocks).
     pub tb: Timebase,
+    /// The simulation engine, its components and the state they share.
     pub engine: Engine<World>,
     offloads: Vec<OffloadInfo>,
+    /// Whether the last `run` left nothing more to simulate.
     pub finished: bool,
     /// The time the last `run` that stopped early was asked to reach (everything up to it has
     /// been simulated, whether or not anything happened at that instant).
@@ -38,6 +45,7 @@ pub struct Datapath {
 pub type BuildError = String;
 
 impl Datapath {
+    /// Validate `cfg` and build its datapath.
     pub fn new(cfg: Config) -> Result<Datapath, BuildError> {
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
         let checked = cfg.check().map_err(|e| e.to_string())?;

@@ -20,6 +20,7 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// A chain of the given hops, in order.
     pub fn new(hops: &[u8]) -> Chain {
         let mut c = Chain::default();
         for &h in hops {
@@ -34,15 +35,19 @@ impl Chain {
         }
         self.len = self.len.saturating_add(1);
     }
+    /// Number of hops.
     pub fn len(&self) -> usize {
         self.len as usize
     }
+    /// Whether the chain has no hops.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The `i`th hop, if there is one.
     pub fn get(&self, i: usize) -> Option<u8> {
         (i < self.len() && i < MAX_CHAIN).then(|| self.hops[i])
     }
+    /// The hops, in order.
     pub fn hops(&self) -> &[u8] {
         &self.hops[..self.len().min(MAX_CHAIN)]
     }
@@ -51,12 +56,19 @@ impl Chain {
 /// Header fields the Pre-Processor matches on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderKey {
+    /// Source address.
     pub src: IpAddr,
+    /// Destination address.
     pub dst: IpAddr,
+    /// Source port.
     pub sport: u16,
+    /// Destination port.
     pub dport: u16,
+    /// IP protocol number.
     pub proto: u8,
+    /// Type-of-service byte.
     pub tos: u8,
+    /// VLAN id (none: untagged).
     pub vlan: Option<u16>,
 }
 
@@ -69,6 +81,7 @@ pub struct Frame {
     pub plain: Vec<u8>,
     /// Where `plain` sits in `bytes`.
     pub plain_offset: usize,
+    /// Per-packet results that offloads hand to later stages (the RSS hash and queue).
     pub meta: FuncMeta,
 }
 
@@ -78,21 +91,29 @@ pub struct Frame {
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
 pub struct Pkt {
+    /// The offload chain written by the Pre-Processor.
     pub chain: Chain,
     /// Offloads that actually processed the packet, in order.
     pub trace: Chain,
     /// Index into `chain` of the next required offload.
     pub next: u8,
+    /// Times the packet went round the recirculation path.
     pub recircs: u8,
+    /// Priority class written by the Pre-Processor (PANIC's PIFO rank).
     pub priority: u8,
     /// Flow type written by the Pre-Processor (index into the configured flows).
     pub flow: u16,
     /// Bytes on the datapath (the Ethernet frame including FCS).
     pub size: u32,
+    /// When the Pre-Processor parsed the packet (its latency is counted from here).
     pub t_parse: Time,
+    /// The frame bytes (functional runs and egress captures only).
     pub frame: Option<Box<Frame>>,
+    /// When the packet arrives at the MAC.
     pub t_arrival: Time,
+    /// The packet's number in generation order.
     pub id: u64,
+    /// Its header fields, which the Pre-Processor matches on.
     pub hdr: HeaderKey,
 }
 
@@ -109,6 +130,7 @@ impl Pkt {
         let i = self.next as usize;
         (i < self.chain.len().min(MAX_CHAIN)) & (self.chain.hops[i % MAX_CHAIN] == idx)
     }
+    /// Whether the packet has passed every offload of its chain.
     #[inline]
     pub fn done(&self) -> bool {
         self.next as usize >= self.chain.len()

@@ -33,12 +33,19 @@ fn parse_ports(p: &PortSpec) -> Result<(u16, u16), String> {
 /// One ternary entry of the table. `None` fields are wildcards.
 #[derive(Debug, Clone, Default)]
 pub struct Rule {
+    /// Source prefix.
     pub src: Option<Prefix>,
+    /// Destination prefix.
     pub dst: Option<Prefix>,
+    /// Source port range, both ends included.
     pub sport: Option<(u16, u16)>,
+    /// Destination port range, both ends included.
     pub dport: Option<(u16, u16)>,
+    /// IP protocol number.
     pub proto: Option<u8>,
+    /// Type-of-service byte.
     pub tos: Option<u8>,
+    /// VLAN id.
     pub vlan: Option<u16>,
 }
 
@@ -92,6 +99,7 @@ impl Rule {
             vlan: h.vlan,
         }
     }
+    /// Whether header fields `h` match this rule.
     #[inline]
     pub fn matches(&self, h: &HeaderKey) -> bool {
         self.matches_with(h, addr_bits(h.src), addr_bits(h.dst))
@@ -113,6 +121,7 @@ impl Rule {
 /// Rules in priority order, each naming the flow type it assigns.
 #[derive(Debug, Clone, Default)]
 pub struct MatchTable {
+    /// The rules, first match wins, each with the flow type it assigns.
     pub rules: Vec<(Rule, u16)>,
 }
 

@@ -16,8 +16,11 @@ use crate::world::{FifoId, World};
 /// over AXI4-Stream, with no buffer between them). Until then the packet waits at the MAC,
 /// unmeasured (latency is counted from the parse).
 pub struct Generator {
+    /// Where the packets and their arrival times come from.
     pub source: Source,
+    /// The link from the MAC to the Pre-Processor.
     pub link: Link,
+    /// The Pre-Processor the MAC streams packets into.
     pub pre: PreProcessor,
     /// The next packet, already in the slab, waiting at the MAC for its arrival time and room.
     pending: Option<PktId>,
@@ -26,6 +29,7 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// A generator of `source`'s packets over `link` into `pre`; `fixed_chain` for StaticPipe.
     pub fn new(
         source: Source,
         link: Link,
@@ -98,10 +102,15 @@ pub enum ChainPolicy {
 /// data (FlexPipe) or as a descriptor beat ahead of it (PANIC, `descriptor_beats` > 0). It
 /// parses a packet as the MAC streams it in and streams it on to `out`, `latency` later.
 pub struct PreProcessor {
+    /// The FIFO it writes parsed packets to.
     pub out: FifoId,
+    /// Latency of the match-action tables, in ticks.
     pub latency: Time,
+    /// How a packet's chain is chosen.
     pub policy: ChainPolicy,
+    /// Descriptor beats sent ahead of every packet (PANIC; 0 for FlexPipe).
     pub descriptor_beats: u64,
+    /// Priority class of each flow type, written to the metadata.
     pub priorities: Vec<u8>,
 }
 
@@ -150,8 +159,11 @@ impl PreProcessor {
 /// The DMA engine: moves finished packets to the host over its own link; the sink records
 /// each packet when its last byte lands.
 pub struct Dma {
+    /// The FIFO it reads finished packets from.
     pub inp: FifoId,
+    /// The link to the host (`dma_width_bits`, `dma_clock_mhz`).
     pub link: Link,
+    /// Extra latency to the sink (`dma_latency_cycles`), in ticks.
     pub latency: Time,
 }
 

@@ -50,6 +50,7 @@ struct Captured {
 /// Functional offloads in physical order, shared by the generator (prepare) and the units (process).
 pub type Funcs = Arc<Vec<Box<dyn FunctionalOffload>>>;
 
+/// The packets offered: their sizes, flows, arrival times and, in functional runs, frames.
 pub struct Source {
     tb: Timebase,
     total: u64,

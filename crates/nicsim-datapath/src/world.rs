@@ -14,6 +14,7 @@ use crate::traffic::Funcs;
 
 pub use nicsim_kernel::FifoId;
 
+/// The state the components of one datapath share.
 pub struct World {
     /// The packets in flight; FIFOs hold their ids.
     pub pkts: Pkts,
@@ -25,9 +26,13 @@ pub struct World {
     pub chains: Vec<Chain>,
     /// Scheduled chain updates (time, flow type, chain), earliest first.
     pub remaps: VecDeque<(Time, u16, Chain)>,
+    /// Dropped packets, by reason (`no_flow`, `pifo_full`, `buffer_full`, ...).
     pub drops: BTreeMap<&'static str, u64>,
+    /// The traffic sink.
     pub sink: Sink,
+    /// The functional offloads, in physical order (functional runs only).
     pub funcs: Option<Funcs>,
+    /// Packets the generator has offered so far.
     pub offered: u64,
     /// Busy time of each offload's units, summed (ticks).
     pub unit_busy_ticks: Vec<u64>,
@@ -51,6 +56,7 @@ impl HasCalendar for World {
 }
 
 impl World {
+    /// A new FIFO named `name` of `capacity_bytes`.
     pub fn add_fifo(&mut self, name: impl Into<String>, capacity_bytes: u32) -> FifoId {
         self.q.add(name, capacity_bytes as u64)
     }
