@@ -1,6 +1,6 @@
 //! Times the FlexPipe paper experiment and a long run:
 //! `cargo run --release --example simbench -- [packets] [arch] [timing|functional] [rate_gbps] [eval|full]`.
-use nicsim_datapath::{Config, Datapath};
+use nicsim_datapath::{Config, Datapath, Validate};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

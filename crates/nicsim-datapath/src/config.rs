@@ -594,23 +594,14 @@ pub struct Checked {
 }
 
 impl nicsim_kernel::config::Validate for Config {
+    /// Check meaning beyond types ([`Config::check`]). The first problem is reported with its
+    /// key path.
     fn validate(&self) -> Result<(), ConfigError> {
-        Config::validate(self)
+        self.check().map(|_| ())
     }
 }
 
 impl Config {
-    /// Parse TOML text and validate it ([`nicsim_kernel::config::from_toml`]). Errors carry
-    /// the key path.
-    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        nicsim_kernel::config::from_toml(text)
-    }
-
-    /// Parse JSON text (what the Python front end sends after applying overrides).
-    pub fn from_json(text: &str) -> Result<Config, ConfigError> {
-        nicsim_kernel::config::from_json(text)
-    }
-
     /// Position of the offload named `name` in the physical order.
     pub fn offload_index(&self, name: &str) -> Option<usize> {
         self.offloads.iter().position(|o| o.name == name)
@@ -719,11 +710,6 @@ impl Config {
             SizeDist::Capture { .. } => {}
         }
         Ok(())
-    }
-
-    /// Check meaning beyond types. The first problem is reported with its key path.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.check().map(|_| ())
     }
 
     /// Check meaning beyond types, and parse every string that names something into the type

@@ -1,7 +1,7 @@
 //! nicsim-datapath: SmartNIC datapath models over the nicsim kernel.
 //!
 //! Traffic ([`traffic`]) → Pre-Processor and the architecture's components ([`stages`],
-//! [`flexpipe`], [`panic`]) → DMA engine → sink ([`measure`]) → summary ([`model`]). Data flows
+//! [`flexpipe`], [`mod@panic`]) → DMA engine → sink ([`measure`]) → summary ([`model`]). Data flows
 //! one way; components share only the FIFOs and tables in [`world::World`].
 
 #![warn(missing_docs)]
@@ -21,4 +21,6 @@ pub mod world;
 
 pub use config::{Config, ConfigError};
 pub use model::Datapath;
+/// Brings `Config::from_toml`, `Config::from_json` and `Config::validate` into scope.
+pub use nicsim_kernel::config::Validate;
 pub use summary::Summary;

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use nicsim_datapath::config::{Arch, Arrivals, Mode, PanicVariant, SizeDist};
-use nicsim_datapath::{Config, Datapath};
+use nicsim_datapath::{Config, Datapath, Validate};
 use serde_json::Value;
 
 fn paper() -> Config {

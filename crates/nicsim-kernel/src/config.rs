@@ -27,10 +27,22 @@ pub fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, Conf
     })
 }
 
-/// A configuration type that checks its values once parsed (each problem at its key).
-pub trait Validate {
+/// A configuration type that checks its values once parsed (each problem at its key), and
+/// loads from TOML or JSON through the one loader.
+pub trait Validate: Sized + serde::de::DeserializeOwned {
     /// The first problem, at its key path.
     fn validate(&self) -> Result<(), ConfigError>;
+
+    /// Parse TOML text and validate it ([`from_toml`]); errors carry the key path.
+    fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        from_toml(text)
+    }
+
+    /// Parse JSON text (what the Python front end sends after applying overrides) and validate
+    /// it ([`from_json`]).
+    fn from_json(text: &str) -> Result<Self, ConfigError> {
+        from_json(text)
+    }
 }
 
 /// The key path of a parse error: empty at the document's root, control characters escaped.

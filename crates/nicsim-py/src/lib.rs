@@ -9,7 +9,7 @@ mod router;
 
 use std::path::PathBuf;
 
-use nicsim_datapath::{Config, Datapath as Model};
+use nicsim_datapath::{Config, Datapath as Model, Validate};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

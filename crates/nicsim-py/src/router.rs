@@ -2,7 +2,7 @@
 //! returning its summary (JSON). A configuration problem raises `nicsim.ConfigError` with the
 //! key path, as the datapath's do; the simulation runs without the GIL and sees Ctrl-C.
 
-use nicsim_router::{Config, Router};
+use nicsim_router::{Config, Router, Validate};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 

@@ -1,7 +1,7 @@
 //! Runs one router configuration and prints its summary as JSON:
 //! `cargo run --release -p nicsim-router --example router_run -- CONFIG.toml [duration_us]`.
 //! Prints the wall-clock speed (simulated packets per second) on stderr.
-use nicsim_router::{Config, Router};
+use nicsim_router::{Config, Router, Validate};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

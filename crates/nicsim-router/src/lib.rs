@@ -25,3 +25,5 @@ pub mod world;
 
 pub use config::{Config, ConfigError};
 pub use model::Router;
+/// Brings `Config::from_toml`, `Config::from_json` and `Config::validate` into scope.
+pub use nicsim_kernel::config::Validate;

@@ -16,6 +16,7 @@ use crate::nic::{NicRx, NicTx};
 use crate::pci::PciBus;
 use crate::traffic::Generator;
 use crate::world::{Nic, Place, World, CLASS_NAMES, HI, LO};
+use nicsim_kernel::config::Validate;
 
 /// A built router, ready to run.
 pub struct Router {

@@ -3,7 +3,7 @@
 //! written into the test), the REQ/RES/burst protocol's invariants under random traffic,
 //! stepped and skipping runs agreeing, determinism, and configuration errors.
 
-use nicsim_router::{Config, Router};
+use nicsim_router::{Config, Router, Validate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;

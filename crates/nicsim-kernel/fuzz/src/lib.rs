@@ -22,7 +22,7 @@ pub fn datapath(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    use nicsim_datapath::{Config, Datapath};
+    use nicsim_datapath::{Config, Datapath, Validate};
     for parsed in [Config::from_toml(text), Config::from_json(text)] {
         let cfg = match parsed {
             Ok(cfg) => cfg,
@@ -52,7 +52,7 @@ pub fn router(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    use nicsim_router::{Config, Router};
+    use nicsim_router::{Config, Router, Validate};
     for parsed in [Config::from_toml(text), Config::from_json(text)] {
         let cfg = match parsed {
             Ok(cfg) => cfg,

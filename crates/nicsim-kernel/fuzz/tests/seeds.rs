@@ -106,6 +106,6 @@ fn key_paths_are_one_line() {
     let text = "{\"ru\\nn\": 1}";
     nicsim_config_fuzz::datapath(text.as_bytes());
     nicsim_config_fuzz::router(text.as_bytes());
-    let e = nicsim_router::Config::from_json(text).unwrap_err();
+    let e = <nicsim_router::Config as nicsim_router::Validate>::from_json(text).unwrap_err();
     assert!(e.to_string().contains("ru\\nn"), "{e}");
 }
