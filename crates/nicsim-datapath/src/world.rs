@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use nicsim_kernel::{Calendar, FifoSet, HasCalendar, Slot, Time};
+use nicsim_kernel::{Calendar, FifoSet, Slot, Time};
 
 use crate::measure::Sink;
 use crate::packet::{Chain, Pkt, PktId, Pkts};
@@ -44,16 +44,7 @@ pub struct World {
     pub last_out: Time,
 }
 
-impl HasCalendar for World {
-    #[inline]
-    fn cal(&mut self) -> &mut Calendar {
-        &mut self.cal
-    }
-    #[inline]
-    fn cal_ref(&self) -> &Calendar {
-        &self.cal
-    }
-}
+nicsim_kernel::has_calendar!(World);
 
 impl World {
     /// A new FIFO named `name` of `capacity_bytes`.

@@ -87,6 +87,24 @@ pub trait HasCalendar {
     fn cal_ref(&self) -> &Calendar;
 }
 
+/// `impl HasCalendar` for a world type that keeps its calendar in its field `cal`, as every
+/// model's world does: `nicsim_kernel::has_calendar!(World);`.
+#[macro_export]
+macro_rules! has_calendar {
+    ($world:ty) => {
+        impl $crate::HasCalendar for $world {
+            #[inline]
+            fn cal(&mut self) -> &mut $crate::Calendar {
+                &mut self.cal
+            }
+            #[inline]
+            fn cal_ref(&self) -> &$crate::Calendar {
+                &self.cal
+            }
+        }
+    };
+}
+
 /// How the run loop advances; a model's config names it as `mode = "skip" | "stepped"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -509,14 +527,7 @@ mod tests {
         cal: Calendar,
         log: Vec<(Time, usize)>,
     }
-    impl HasCalendar for W {
-        fn cal(&mut self) -> &mut Calendar {
-            &mut self.cal
-        }
-        fn cal_ref(&self) -> &Calendar {
-            &self.cal
-        }
-    }
+    crate::has_calendar!(W);
 
     /// Acts at the given times (port 0) and, when it does, wakes port 1 of the same component
     /// for the same instant and the component `poke` (port 0) for the same instant.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use nicsim_kernel::{Calendar, FifoId, FifoSet, HasCalendar, Slab, SlabId, Time};
+use nicsim_kernel::{Calendar, FifoId, FifoSet, Slab, SlabId, Time};
 
 use crate::measure::Sink;
 use crate::ternary::{Ternary, Ternary80};
@@ -264,16 +264,7 @@ pub struct World {
     pub last_out: Time,
 }
 
-impl HasCalendar for World {
-    #[inline]
-    fn cal(&mut self) -> &mut Calendar {
-        &mut self.cal
-    }
-    #[inline]
-    fn cal_ref(&self) -> &Calendar {
-        &self.cal
-    }
-}
+nicsim_kernel::has_calendar!(World);
 
 impl World {
     /// Drop a packet in flight at `place`, counting the reason; bus bytes it used are wasted.
