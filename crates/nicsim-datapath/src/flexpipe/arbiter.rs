@@ -20,6 +20,7 @@ pub struct Arbiter {
 
 impl Arbiter {
     /// Its choice at `now`.
+    #[inline]
     fn pick(&self, now: Time, w: &World) -> Option<Front> {
         match (
             Front::ready(w, self.units_out, now),
@@ -38,6 +39,7 @@ impl Arbiter {
 
     /// Port `port`'s step: hand the packet it picks to `next`, then sleep until it may send
     /// again (or until `wake_at`, if given: the Offload has something due then).
+    #[inline]
     pub fn step<S: Steer>(
         &mut self,
         port: usize,

@@ -102,6 +102,7 @@ impl Front {
 
 /// Send `front` (its first beat there by `now`) over `link` to `next`, if the link is free
 /// and `next` can take it.
+#[inline]
 pub fn send_front<S: Steer>(
     now: Time,
     w: &mut World,
@@ -130,6 +131,7 @@ pub fn send_front<S: Steer>(
 /// packet `next` might take. If it would pick one `next` cannot take, only `next` making room
 /// (which wakes it) or a push into one of its inputs (which can change what it picks) can
 /// change that: the inputs then wake it at their next push.
+#[inline]
 pub fn wake_send<S: Steer>(
     w: &mut World,
     port: usize,

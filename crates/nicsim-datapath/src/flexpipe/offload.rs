@@ -200,6 +200,7 @@ impl<S: Steer> Offload<S> {
     /// The Traffic Splitter's decision for packet `item` of `bytes` at `now`: the bypass FIFO,
     /// the unit the steering picks, or back out through the bypass path if the unit refuses
     /// it; `None` when that destination cannot take it now.
+    #[inline]
     pub(super) fn route(
         &mut self,
         now: Time,
@@ -232,6 +233,7 @@ impl<S: Steer> Offload<S> {
 
     /// Packet `item` of `bytes` enters the Traffic Splitter over transfer `tr`, bound for
     /// `route` (from [`Offload::route`] at the same instant).
+    #[inline]
     pub(super) fn enter(
         &mut self,
         now: Time,
@@ -262,6 +264,7 @@ impl<S: Steer> Offload<S> {
     /// seen (which frees queue room) or a unit reading on (which lowers its Load Balancer
     /// counter, so that another unit may become the least loaded) can change that: the
     /// feeder is woken for the last two here.
+    #[inline]
     pub(super) fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
         let p = &w.pkts[item];
         if !self.splitter.wants(p) {
@@ -344,6 +347,7 @@ impl<S: Steer> Offload<S> {
 
     /// The units' port: unit events due by now, the nested round robin, and (when no late
     /// port of its own follows) the unit events the round robin made due.
+    #[inline]
     pub(super) fn units_step(&mut self, now: Time, w: &mut World) {
         self.units.woken = Time::MAX;
         self.unit_events(now, true, w);
@@ -355,12 +359,14 @@ impl<S: Steer> Offload<S> {
     }
 
     /// The late units' port of an Offload on its own.
+    #[inline]
     fn late_step(&mut self, port: usize, now: Time, w: &mut World) {
         self.unit_events(now, false, w);
         self.units.wake_ports(port, self.ports, w);
     }
 
     /// The nested round robin: a unit that finished a whole packet → units' FIFO.
+    #[inline]
     fn round_robin(&mut self, now: Time, w: &mut World) {
         if let Some((u, tail)) = self.rr.hand_over(now, &mut self.units, w) {
             if let Some(t) = self.steer.handed_over(u, tail, w) {
@@ -371,6 +377,7 @@ impl<S: Steer> Offload<S> {
     }
 
     /// What is due for the steering, then the Traffic Arbiter → `next`.
+    #[inline]
     pub(super) fn arbiter<T: Steer>(&mut self, now: Time, w: &mut World, next: &mut Next<T>) {
         let due = self.steer.due(now, w);
         self.arbiter.step(self.ports.arb, now, w, next, due);
