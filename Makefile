@@ -100,7 +100,7 @@ CPU ?= native
 CPU_RUSTFLAGS := $(if $(CPU),-Ctarget-cpu=$(CPU) $(if $(filter x86_64,$(shell uname -m)),-Ctarget-feature=-avx512f))
 PGO_DIR := $(CARGO_TARGET_DIR)/pgo
 PROFDATA := $(PGO_DIR)/nicsim-$(or $(CPU),default).profdata
-RUST_SOURCES := $(wildcard crates/*/src/*.rs crates/*/Cargo.toml) Cargo.toml Cargo.lock
+RUST_SOURCES := $(wildcard crates/*/src/*.rs crates/*/src/*/*.rs crates/*/Cargo.toml) Cargo.toml Cargo.lock
 # The release build's flags: the profile's once there is one (a shell expansion, as the
 # profile is made during the run). Every release cargo and maturin call of this Makefile uses
 # them, so that the tests reuse the extension's build.

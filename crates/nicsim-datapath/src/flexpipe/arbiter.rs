@@ -39,7 +39,6 @@ impl Arbiter {
 
     /// Port `port`'s step: hand the packet it picks to `next`, then sleep until it may send
     /// again (or until `wake_at`, if given: the Offload has something due then).
-    #[inline]
     pub fn step<S: Steer>(
         &mut self,
         port: usize,

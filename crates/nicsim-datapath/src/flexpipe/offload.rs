@@ -347,7 +347,6 @@ impl<S: Steer> Offload<S> {
 
     /// The units' port: unit events due by now, the nested round robin, and (when no late
     /// port of its own follows) the unit events the round robin made due.
-    #[inline]
     pub(super) fn units_step(&mut self, now: Time, w: &mut World) {
         self.units.woken = Time::MAX;
         self.unit_events(now, true, w);
@@ -359,7 +358,6 @@ impl<S: Steer> Offload<S> {
     }
 
     /// The late units' port of an Offload on its own.
-    #[inline]
     fn late_step(&mut self, port: usize, now: Time, w: &mut World) {
         self.unit_events(now, false, w);
         self.units.wake_ports(port, self.ports, w);
@@ -377,7 +375,6 @@ impl<S: Steer> Offload<S> {
     }
 
     /// What is due for the steering, then the Traffic Arbiter → `next`.
-    #[inline]
     pub(super) fn arbiter<T: Steer>(&mut self, now: Time, w: &mut World, next: &mut Next<T>) {
         let due = self.steer.due(now, w);
         self.arbiter.step(self.ports.arb, now, w, next, due);
