@@ -4,8 +4,7 @@
 
 use nicsim_kernel::{Link, Time};
 
-use super::handshake::{send_front, wake_send, Front, Next};
-use super::offload::Steer;
+use super::handshake::{send_front, wake_send, Front, Next, Receiver};
 use crate::world::{FifoId, World};
 
 /// The Traffic Arbiter of one Offload.
@@ -39,12 +38,12 @@ impl Arbiter {
 
     /// Port `port`'s step: hand the packet it picks to `next`, then sleep until it may send
     /// again (or until `wake_at`, if given: the Offload has something due then).
-    pub fn step<S: Steer>(
+    pub fn step<R: Receiver>(
         &mut self,
         port: usize,
         now: Time,
         w: &mut World,
-        next: &mut Next<S>,
+        next: &mut Next<R>,
         wake_at: Option<Time>,
     ) {
         if self.link.is_free(now) {

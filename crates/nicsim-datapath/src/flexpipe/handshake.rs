@@ -7,16 +7,36 @@
 use nicsim_kernel::{Link, Time, Transfer};
 
 use super::egress::EgressTc;
-use super::offload::{Offload, Steer};
 use crate::packet::PktId;
 use crate::world::{FifoId, World};
 
+/// A block that takes packets straight from a sender, deciding per packet where it lands and
+/// whether it can take it now: an Offload's Traffic Splitter.
+pub trait Receiver {
+    /// Where packet `item` of `bytes` would land if sent at `now`; `None` when it cannot be
+    /// taken now (the receiver then wakes the sender when that may change).
+    fn route(&mut self, now: Time, w: &mut World, item: PktId, bytes: u32) -> Option<Route>;
+    /// Packet `item` of `bytes` is on its way over transfer `tr`, to `route` (from
+    /// [`Receiver::route`] at the same instant).
+    fn enter(
+        &mut self,
+        now: Time,
+        w: &mut World,
+        route: Route,
+        item: PktId,
+        bytes: u32,
+        tr: Transfer,
+    );
+    /// Whether the sender should wake for packet `item`: it might be taken then.
+    fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool;
+}
+
 /// Where a sender's packet goes next, and whether it can go there now.
-pub enum Next<'a, S> {
+pub enum Next<'a, R> {
     /// A FIFO (PANIC: a crossbar port).
     Fifo(FifoId),
     /// An Offload's Traffic Splitter (FlexPipe: the Offloads are directly connected).
-    Offload(&'a mut Offload<S>),
+    Offload(&'a mut R),
     /// The Egress Traffic Controller.
     Egress(&'a EgressTc),
 }
@@ -34,7 +54,7 @@ pub enum Route {
     Refused,
 }
 
-impl<S: Steer> Next<'_, S> {
+impl<R: Receiver> Next<'_, R> {
     /// Where packet `item` of `bytes` would land if sent at `now`; `None` when it cannot be
     /// taken now (whoever would free room wakes the sender).
     #[inline]
@@ -103,12 +123,12 @@ impl Front {
 /// Send `front` (its first beat there by `now`) over `link` to `next`, if the link is free
 /// and `next` can take it.
 #[inline]
-pub fn send_front<S: Steer>(
+pub fn send_front<R: Receiver>(
     now: Time,
     w: &mut World,
     front: Front,
     link: &mut Link,
-    next: &mut Next<S>,
+    next: &mut Next<R>,
 ) -> bool {
     debug_assert_eq!(Some(front), Front::ready(w, front.fifo, now));
     let Front { fifo, item, bytes } = front;
@@ -132,13 +152,13 @@ pub fn send_front<S: Steer>(
 /// (which wakes it) or a push into one of its inputs (which can change what it picks) can
 /// change that: the inputs then wake it at their next push.
 #[inline]
-pub fn wake_send<S: Steer>(
+pub fn wake_send<R: Receiver>(
     w: &mut World,
     port: usize,
     link: &Link,
     inputs: [FifoId; 2],
     pick: impl Fn(&World, Time) -> Option<Front>,
-    next: &mut Next<S>,
+    next: &mut Next<R>,
 ) {
     let now = w.cal.now();
     let at = |f: FifoId| w.q.front(f).map(|s| link.free_from(s.head.max(now)));

@@ -3,8 +3,7 @@
 
 use nicsim_kernel::{Link, Time};
 
-use super::handshake::{send_front, wake_send, Front, Next};
-use super::offload::Steer;
+use super::handshake::{send_front, wake_send, Front, Next, Receiver};
 use crate::world::{FifoId, World};
 
 /// The Ingress Traffic Controller: its two input FIFOs and its link to the first Offload.
@@ -27,7 +26,7 @@ impl IngressTc {
     /// again. Out of line, so that the pipeline's step, which dispatches to every port (mostly
     /// the Offloads'), stays small: without this it saves and restores registers on every step.
     #[inline(never)]
-    pub fn step<S: Steer>(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next<S>) {
+    pub fn step<R: Receiver>(&mut self, port: usize, now: Time, w: &mut World, next: &mut Next<R>) {
         let (recirc, new) = (self.recirc, self.new);
         if self.link.is_free(now) {
             if let Some(f) = IngressTc::pick(recirc, new, w, now) {

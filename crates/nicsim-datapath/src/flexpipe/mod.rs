@@ -35,7 +35,7 @@ mod splitter;
 mod units;
 
 pub use egress::EgressTc;
-pub use handshake::{Next, Route};
+pub use handshake::{Next, Receiver, Route};
 pub use ingress::IngressTc;
 pub use load_balancer::LoadBalancer;
 pub use offload::{Choice, Offload, Steer};

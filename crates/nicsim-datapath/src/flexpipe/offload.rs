@@ -17,10 +17,10 @@
 use nicsim_kernel::{Clock, Component, Link, Port, Time, Transfer};
 
 use super::arbiter::Arbiter;
-use super::handshake::{send_front, wake_send, Front, Next, Route};
+use super::handshake::{send_front, wake_send, Front, Next, Receiver, Route};
 use super::round_robin::RoundRobin;
 use super::splitter::Splitter;
-use super::units::{Finished, UnitSpec, Units};
+use super::units::{Finished, Ports, UnitSpec, Units};
 use crate::packet::PktId;
 use crate::world::{FifoId, World};
 
@@ -66,29 +66,6 @@ pub trait Steer {
     /// must be woken next for it.
     fn due(&mut self, _now: Time, _w: &mut World) -> Option<Time> {
         None
-    }
-}
-
-/// An Offload's ports, numbered within the component it belongs to (in the order they act).
-#[derive(Debug, Clone, Copy)]
-pub struct Ports {
-    /// The Traffic Arbiter.
-    pub arb: usize,
-    /// The units' events, then the nested round robin (then, without a `late` port, the units'
-    /// events once more).
-    pub units: usize,
-    /// The port that feeds the Traffic Splitter: its own (PANIC) or the previous stage's
-    /// sender (FlexPipe), woken when the Load Balancer may take a packet again.
-    pub split: usize,
-    /// On its own, the units' events once more come after the Splitter, in a port of their own.
-    pub late: Option<usize>,
-}
-
-impl Ports {
-    /// The port that takes up unit events due at the current edge once the units' port has
-    /// acted (for a unit the round robin freed).
-    pub fn late(&self) -> usize {
-        self.late.unwrap_or(self.units)
     }
 }
 
@@ -197,98 +174,6 @@ impl<S: Steer> Offload<S> {
         self.pclk
     }
 
-    /// The Traffic Splitter's decision for packet `item` of `bytes` at `now`: the bypass FIFO,
-    /// the unit the steering picks, or back out through the bypass path if the unit refuses
-    /// it; `None` when that destination cannot take it now.
-    #[inline]
-    pub(super) fn route(
-        &mut self,
-        now: Time,
-        w: &mut World,
-        item: PktId,
-        bytes: u32,
-    ) -> Option<Route> {
-        let p = &w.pkts[item];
-        if !self.splitter.wants(p) {
-            return self
-                .splitter
-                .bypass_room(w, bytes)
-                .then_some(Route::Fifo(self.splitter.bypass));
-        }
-        match self.steer.choose(now, &self.units, w, item, bytes) {
-            Choice::Unit(u) => {
-                self.splitter.blocked = false;
-                Some(Route::Unit(u))
-            }
-            Choice::Wait => {
-                self.splitter.blocked = true;
-                None
-            }
-            Choice::Refuse => self
-                .splitter
-                .bypass_room(w, bytes)
-                .then_some(Route::Refused),
-        }
-    }
-
-    /// Packet `item` of `bytes` enters the Traffic Splitter over transfer `tr`, bound for
-    /// `route` (from [`Offload::route`] at the same instant).
-    #[inline]
-    pub(super) fn enter(
-        &mut self,
-        now: Time,
-        w: &mut World,
-        route: Route,
-        item: PktId,
-        bytes: u32,
-        tr: Transfer,
-    ) {
-        let u = match route {
-            Route::Fifo(to) => return w.push(to, now, item, bytes, tr.head, tr.tail),
-            Route::Refused => {
-                self.steer.refused(item, w);
-                let bypass = self.splitter.bypass;
-                return w.push(bypass, now, item, bytes, tr.head, tr.tail);
-            }
-            Route::Unit(u) => u,
-        };
-        self.units.enter(u, now, item, bytes, tr, self.ports, w);
-        self.steer.unit_changed(&self.units, u);
-        self.steer.took(u, item, w);
-    }
-
-    /// Whether the feeder should wake for packet `item`: the Splitter might take it then.
-    /// A packet for the units is tried unless the Splitter has found no unit for a packet
-    /// since the last unit event and has none for this one either (a steering that may refuse
-    /// decides at once). Then only a unit event (which wakes the feeder), a start ahead being
-    /// seen (which frees queue room) or a unit reading on (which lowers its Load Balancer
-    /// counter, so that another unit may become the least loaded) can change that: the
-    /// feeder is woken for the last two here.
-    #[inline]
-    pub(super) fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
-        let p = &w.pkts[item];
-        if !self.splitter.wants(p) {
-            return self.splitter.bypass_room(w, bytes);
-        }
-        if !self.splitter.blocked && !self.steer.may_refuse() {
-            return true;
-        }
-        let now = w.cal.now();
-        match self.steer.choose(now, &self.units, w, item, bytes) {
-            Choice::Unit(_) => true,
-            Choice::Refuse => self.splitter.bypass_room(w, bytes),
-            Choice::Wait => {
-                if let Some(t) = self.units.first_ahead() {
-                    w.cal.wake_port(self.ports.split, t);
-                }
-                if self.steer.falling(now, &self.units) {
-                    w.cal.wake_port(self.ports.split, now + 1);
-                }
-                false
-            }
-        }
-    }
-
     /// Unit events due at or before pipeline edge `now`, each at its own unit edge: the units
     /// keep their own clock, and what they did is seen by the Offload's pipeline-clock logic
     /// (and the rest of the datapath) from the next pipeline edge on, as through a clock-domain
@@ -375,7 +260,7 @@ impl<S: Steer> Offload<S> {
     }
 
     /// What is due for the steering, then the Traffic Arbiter → `next`.
-    pub(super) fn arbiter<T: Steer>(&mut self, now: Time, w: &mut World, next: &mut Next<T>) {
+    pub(super) fn arbiter<R: Receiver>(&mut self, now: Time, w: &mut World, next: &mut Next<R>) {
         let due = self.steer.due(now, w);
         self.arbiter.step(self.ports.arb, now, w, next, due);
     }
@@ -394,6 +279,95 @@ impl<S: Steer> Offload<S> {
         let port = self.ports.split;
         wake_send(w, port, &link, [inp, inp], pick, &mut Next::Offload(self));
         self.io = Some((inp, out, link));
+    }
+}
+
+/// The Traffic Splitter, as the previous block's sender sees it.
+impl<S: Steer> Receiver for Offload<S> {
+    /// The Traffic Splitter's decision for packet `item` of `bytes` at `now`: the bypass FIFO,
+    /// the unit the steering picks, or back out through the bypass path if the unit refuses
+    /// it; `None` when that destination cannot take it now.
+    #[inline]
+    fn route(&mut self, now: Time, w: &mut World, item: PktId, bytes: u32) -> Option<Route> {
+        let p = &w.pkts[item];
+        if !self.splitter.wants(p) {
+            return self
+                .splitter
+                .bypass_room(w, bytes)
+                .then_some(Route::Fifo(self.splitter.bypass));
+        }
+        match self.steer.choose(now, &self.units, w, item, bytes) {
+            Choice::Unit(u) => {
+                self.splitter.blocked = false;
+                Some(Route::Unit(u))
+            }
+            Choice::Wait => {
+                self.splitter.blocked = true;
+                None
+            }
+            Choice::Refuse => self
+                .splitter
+                .bypass_room(w, bytes)
+                .then_some(Route::Refused),
+        }
+    }
+
+    /// Packet `item` of `bytes` enters the Traffic Splitter over transfer `tr`, bound for
+    /// `route` (from [`Offload::route`] at the same instant).
+    #[inline]
+    fn enter(
+        &mut self,
+        now: Time,
+        w: &mut World,
+        route: Route,
+        item: PktId,
+        bytes: u32,
+        tr: Transfer,
+    ) {
+        let u = match route {
+            Route::Fifo(to) => return w.push(to, now, item, bytes, tr.head, tr.tail),
+            Route::Refused => {
+                self.steer.refused(item, w);
+                let bypass = self.splitter.bypass;
+                return w.push(bypass, now, item, bytes, tr.head, tr.tail);
+            }
+            Route::Unit(u) => u,
+        };
+        self.units.enter(u, now, item, bytes, tr, self.ports, w);
+        self.steer.unit_changed(&self.units, u);
+        self.steer.took(u, item, w);
+    }
+
+    /// Whether the feeder should wake for packet `item`: the Splitter might take it then.
+    /// A packet for the units is tried unless the Splitter has found no unit for a packet
+    /// since the last unit event and has none for this one either (a steering that may refuse
+    /// decides at once). Then only a unit event (which wakes the feeder), a start ahead being
+    /// seen (which frees queue room) or a unit reading on (which lowers its Load Balancer
+    /// counter, so that another unit may become the least loaded) can change that: the
+    /// feeder is woken for the last two here.
+    #[inline]
+    fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
+        let p = &w.pkts[item];
+        if !self.splitter.wants(p) {
+            return self.splitter.bypass_room(w, bytes);
+        }
+        if !self.splitter.blocked && !self.steer.may_refuse() {
+            return true;
+        }
+        let now = w.cal.now();
+        match self.steer.choose(now, &self.units, w, item, bytes) {
+            Choice::Unit(_) => true,
+            Choice::Refuse => self.splitter.bypass_room(w, bytes),
+            Choice::Wait => {
+                if let Some(t) = self.units.first_ahead() {
+                    w.cal.wake_port(self.ports.split, t);
+                }
+                if self.steer.falling(now, &self.units) {
+                    w.cal.wake_port(self.ports.split, now + 1);
+                }
+                false
+            }
+        }
     }
 }
 
@@ -418,7 +392,7 @@ impl<S: Steer> Component<World> for Offload<S> {
         match port {
             0 => {
                 let out = self.io.as_ref().expect("an Offload on its own").1;
-                self.arbiter(now, w, &mut Next::<S>::Fifo(out))
+                self.arbiter(now, w, &mut Next::<Self>::Fifo(out))
             }
             1 => self.units_step(now, w),
             2 => self.split_step(now, w),

@@ -9,7 +9,8 @@ use super::egress::EgressTc;
 use super::handshake::Next;
 use super::ingress::IngressTc;
 use super::load_balancer::LoadBalancer;
-use super::offload::{Offload, Ports};
+use super::offload::Offload;
+use super::units::Ports;
 use crate::world::{FifoId, World};
 
 /// The chain as one component.

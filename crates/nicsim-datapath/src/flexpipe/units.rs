@@ -10,7 +10,6 @@ use std::collections::VecDeque;
 
 use nicsim_kernel::{Clock, Slot, Time, Transfer, Width};
 
-use super::offload::Ports;
 use crate::packet::PktId;
 use crate::world::World;
 
@@ -27,6 +26,30 @@ pub struct UnitSpec {
     pub out_bytes: u32,
     /// Pipeline cycles a unit idles after handing over a packet (PANIC's compute engine).
     pub idle_cycles: u32,
+}
+
+/// An Offload's ports, numbered within the component it belongs to (in the order they act):
+/// the units' wake-ups name the ports that take their events up.
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    /// The Traffic Arbiter.
+    pub arb: usize,
+    /// The units' events, then the nested round robin (then, without a `late` port, the units'
+    /// events once more).
+    pub units: usize,
+    /// The port that feeds the Traffic Splitter: its own (PANIC) or the previous stage's
+    /// sender (FlexPipe), woken when the Load Balancer may take a packet again.
+    pub split: usize,
+    /// On its own, the units' events once more come after the Splitter, in a port of their own.
+    pub late: Option<usize>,
+}
+
+impl Ports {
+    /// The port that takes up unit events due at the current edge once the units' port has
+    /// acted (for a unit the round robin freed).
+    pub fn late(&self) -> usize {
+        self.late.unwrap_or(self.units)
+    }
 }
 
 /// One Offload Unit.
