@@ -83,3 +83,37 @@ def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ["NICSIM_X86_JIT"]
     else:
         os.environ["NICSIM_X86_JIT"] = old
+
+
+def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
+    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, a literal or a
+    plain type); empty when it conforms."""
+    import typing
+
+    if typing.is_typeddict(tp):
+        if not isinstance(value, dict):
+            return [f"{path}: not an object"]
+        hints = typing.get_type_hints(tp)
+        problems = [f"{path}.{k}: missing" for k in tp.__required_keys__ - value.keys()]
+        problems += [f"{path}.{k}: not in the type" for k in value.keys() - hints.keys()]
+        for k in value.keys() & hints.keys():
+            problems += conforms(value[k], hints[k], f"{path}.{k}")
+        return problems
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.NotRequired:
+        return conforms(value, args[0], path)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{path}: not an object"]
+        return [p for k, v in value.items() for p in conforms(v, args[1], f"{path}.{k}")]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{path}: not a list"]
+        return [p for i, v in enumerate(value) for p in conforms(v, args[0], f"{path}[{i}]")]
+    if origin is typing.Literal:
+        return [] if value in args else [f"{path}: {value!r} not one of {args}"]
+    if tp is float:
+        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else [f"{path}: not a number"]
+    if tp is int:
+        return [] if isinstance(value, int) and not isinstance(value, bool) else [f"{path}: not an integer"]
+    return [] if isinstance(value, tp) else [f"{path}: not {tp}"]  # type: ignore[arg-type]

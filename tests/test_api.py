@@ -9,7 +9,7 @@ import pytest
 import nicsim
 from nicsim.sweep import sweep
 
-from conftest import PAPER
+from conftest import PAPER, conforms
 
 SMALL = {"traffic.packets": 2000, "measure.window": [100, 1900]}
 
@@ -89,36 +89,6 @@ def test_the_extension_stub_names_what_the_extension_defines() -> None:
     assert (Path(nicsim.__file__).parent / "py.typed").is_file()
 
 
-def _conforms(value: object, tp: object, path: str = "summary") -> list[str]:
-    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, a literal or a
-    plain type); empty when it conforms."""
-    import typing
-
-    if typing.is_typeddict(tp):
-        if not isinstance(value, dict):
-            return [f"{path}: not an object"]
-        hints = typing.get_type_hints(tp)
-        problems = [f"{path}.{k}: missing" for k in tp.__required_keys__ - value.keys()]
-        problems += [f"{path}.{k}: not in the type" for k in value.keys() - hints.keys()]
-        for k in value.keys() & hints.keys():
-            problems += _conforms(value[k], hints[k], f"{path}.{k}")
-        return problems
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.NotRequired:
-        return _conforms(value, args[0], path)
-    if origin is dict:
-        if not isinstance(value, dict):
-            return [f"{path}: not an object"]
-        return [p for k, v in value.items() for p in _conforms(v, args[1], f"{path}.{k}")]
-    if origin is typing.Literal:
-        return [] if value in args else [f"{path}: {value!r} not one of {args}"]
-    if tp is float:
-        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else [f"{path}: not a number"]
-    if tp is int:
-        return [] if isinstance(value, int) and not isinstance(value, bool) else [f"{path}: not an integer"]
-    return [] if isinstance(value, tp) else [f"{path}: not {tp}"]  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("arch,variant", [("flexpipe", "eval"), ("panic", "full"), ("staticpipe", "eval")])
 def test_datapath_summary_matches_its_typed_dicts(small: nicsim.Config, arch: str, variant: str) -> None:
     """The TypedDicts in nicsim.datapath.summary describe what a real run returns, key by key
@@ -128,7 +98,7 @@ def test_datapath_summary_matches_its_typed_dicts(small: nicsim.Config, arch: st
 
     params = {**SMALL, "arch": arch, "panic.variant": variant, "functional": True}
     s = simulate(nicsim.load_config(PAPER, params.items()))
-    assert _conforms(s, Summary) == []
+    assert conforms(s, Summary) == []
     assert s["fifos"] and s["per_flow"] and ("panic" in s) == (arch == "panic")
     s["fifos"]["dma.in"]["capacity"] = 1
-    assert _conforms(s, Summary) == ["summary.fifos.dma.in.capacity: not in the type"]
+    assert conforms(s, Summary) == ["summary.fifos.dma.in.capacity: not in the type"]

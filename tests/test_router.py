@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error, nicsim, stable
+from conftest import ROOT, assert_one_line_error, conforms, nicsim, stable
 
 CONFIGS = ROOT / "configs" / "router"
 SHORT = ["--param", "run.duration_us=1000", "--param", "run.warmup_us=200"]
@@ -69,6 +69,20 @@ def test_router_api_same_seed_same_summary() -> None:
     summary, interrupted = _core.router_run(text, "toml")
     stamped = ("interrupted", "nicsim_version", "schema_version")  # added by the Python side
     assert not interrupted and json.loads(summary) == {k: v for k, v in a.items() if k not in stamped}
+
+
+def test_router_summary_matches_its_typed_dicts() -> None:
+    """The TypedDicts in nicsim.router.summary describe what a real run returns, key by key
+    (drops, rings and rates included); a stray key is found."""
+    from nicsim import router
+    from nicsim.router.summary import Summary
+
+    cfg = router.load(CONFIGS / "setup_d.toml", ["run.duration_us=1500", "run.warmup_us=500"])
+    s = router.simulate(cfg)
+    assert s["drops"] and any("capacity_packets" in f for f in s["fifos"].values())
+    assert conforms(s, Summary) == []
+    s["drops"][0]["why"] = "?"
+    assert conforms(s, Summary) == ["summary.drops[0].why: not in the type"]
 
 
 def test_reproduce_router_quick(tmp_path: Path, snapshot) -> None:

@@ -19,6 +19,7 @@ pub mod measure;
 pub mod model;
 pub mod nic;
 pub mod pci;
+pub mod summary;
 pub mod ternary;
 pub mod traffic;
 pub mod world;

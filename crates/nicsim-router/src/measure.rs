@@ -6,9 +6,12 @@
 //! also when a NIC's classification is off and it queues everything as low priority, so that
 //! the two classes' losses can be compared either way. Statistics stream: memory does not grow with the number of packets.
 
+use std::collections::BTreeMap;
+
 use nicsim_kernel::{LatStats, Time, Timebase};
 use nicsim_packet::ethernet::wire_bytes;
-use serde_json::{json, Value};
+
+use crate::summary::{PortSummary, Rates};
 
 use crate::world::{Pkt, CLASS_NAMES};
 
@@ -34,7 +37,7 @@ impl Count {
         self.packets[0] + self.packets[1]
     }
     /// Rates over `secs`: Mbit/s of wire bits and of frame bits, kpkt/s.
-    pub fn rates(&self, secs: f64, class: Option<usize>) -> Value {
+    pub fn rates(&self, secs: f64, class: Option<usize>) -> Rates {
         let (p, b) = match class {
             Some(c) => (self.packets[c], self.frame_bytes[c]),
             None => (
@@ -44,14 +47,19 @@ impl Count {
         };
         let wire = b + p * (wire_bytes(0) as u64);
         if secs <= 0.0 {
-            return json!({"mbps": 0.0, "mbps_frame": 0.0, "kpps": 0.0, "packets": p});
+            return Rates {
+                mbps: 0.0,
+                mbps_frame: 0.0,
+                kpps: 0.0,
+                packets: p,
+            };
         }
-        json!({
-            "mbps": wire as f64 * 8.0 / secs / 1e6,
-            "mbps_frame": b as f64 * 8.0 / secs / 1e6,
-            "kpps": p as f64 / secs / 1e3,
-            "packets": p,
-        })
+        Rates {
+            mbps: wire as f64 * 8.0 / secs / 1e6,
+            mbps_frame: b as f64 * 8.0 / secs / 1e6,
+            kpps: p as f64 / secs / 1e3,
+            packets: p,
+        }
     }
 }
 
@@ -123,39 +131,45 @@ impl Sink {
 
     /// Per port: offered and forwarded rates (total and per class) and latency per class, over
     /// the window up to `now`.
-    pub fn ports_json(&self, tb: &Timebase, names: &[String], now: Time) -> Value {
+    pub fn ports(
+        &self,
+        tb: &Timebase,
+        names: &[String],
+        now: Time,
+    ) -> BTreeMap<String, PortSummary> {
         let secs = self.window_secs(tb, now);
-        let mut m = serde_json::Map::new();
+        let mut m = BTreeMap::new();
         for (i, name) in names.iter().enumerate() {
             let per_class = |c: &Count| {
-                let mut o = serde_json::Map::new();
-                for (k, cn) in CLASS_NAMES.iter().enumerate() {
-                    o.insert(cn.to_string(), c.rates(secs, Some(k)));
-                }
-                Value::Object(o)
+                CLASS_NAMES
+                    .iter()
+                    .enumerate()
+                    .map(|(k, cn)| (cn.to_string(), c.rates(secs, Some(k))))
+                    .collect()
             };
-            let mut lat = serde_json::Map::new();
-            for (k, cn) in CLASS_NAMES.iter().enumerate() {
-                lat.insert(cn.to_string(), self.latency[i][k].to_json(tb));
-            }
-            let mut from = serde_json::Map::new();
-            for (j, src) in names.iter().enumerate() {
-                if self.pairs[j][i].total_packets() > 0 {
-                    from.insert(src.clone(), self.pairs[j][i].rates(secs, None));
-                }
-            }
+            let latency_us = CLASS_NAMES
+                .iter()
+                .enumerate()
+                .map(|(k, cn)| (cn.to_string(), self.latency[i][k].summary(tb)))
+                .collect();
+            let forwarded_from = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| self.pairs[*j][i].total_packets() > 0)
+                .map(|(j, src)| (src.clone(), self.pairs[j][i].rates(secs, None)))
+                .collect();
             m.insert(
                 name.clone(),
-                json!({
-                    "offered": self.offered[i].rates(secs, None),
-                    "offered_by_class": per_class(&self.offered[i]),
-                    "forwarded": self.forwarded[i].rates(secs, None),
-                    "forwarded_by_class": per_class(&self.forwarded[i]),
-                    "forwarded_from": from,
-                    "latency_us": lat,
-                }),
+                PortSummary {
+                    offered: self.offered[i].rates(secs, None),
+                    offered_by_class: per_class(&self.offered[i]),
+                    forwarded: self.forwarded[i].rates(secs, None),
+                    forwarded_by_class: per_class(&self.forwarded[i]),
+                    forwarded_from,
+                    latency_us,
+                },
             );
         }
-        Value::Object(m)
+        m
     }
 }

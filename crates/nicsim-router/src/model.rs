@@ -7,13 +7,17 @@
 use std::collections::BTreeMap;
 
 use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::config::Config;
 use crate::cpu::Cpu;
 use crate::measure::Sink;
 use crate::nic::{NicRx, NicTx};
 use crate::pci::PciBus;
+use crate::summary::{
+    BusSummary, Bytes, Channels, ClassSummary, CpuSummary, Drop, EngineSummary, Packets, Summary,
+    Utilisation,
+};
 use crate::traffic::Generator;
 use crate::world::{Nic, Place, World, CLASS_NAMES, HI, LO};
 use nicsim_kernel::config::Validate;
@@ -234,12 +238,16 @@ impl Router {
 
     /// The run's summary (docs/router.md describes every field).
     pub fn summary(&self) -> Value {
+        serde_json::to_value(self.report()).expect("a summary is plain data")
+    }
+
+    /// The run's summary.
+    pub fn report(&self) -> Summary {
         let tb = self.tb;
         let w = &self.engine.world;
         let names: Vec<String> = self.cfg.nics.iter().map(|n| n.name.clone()).collect();
         let (offered, delivered, dropped, in_flight) = self.conservation();
         let (ob, db, xb) = self.byte_conservation();
-        let in_flight_bytes: u64 = ob - db - xb;
         let end = if self.finished && in_flight == 0 {
             w.last_out
         } else {
@@ -256,13 +264,16 @@ impl Router {
                 Place::Output(i) => format!("{}.output", names[i as usize]),
             };
             *by_place.entry(place.clone()).or_default() += p;
-            drops.push(json!({
-                "place": place, "class": CLASS_NAMES[class as usize & 1], "reason": reason,
-                "packets": p, "frame_bytes": b,
-            }));
+            drops.push(Drop {
+                place,
+                class: CLASS_NAMES[class as usize & 1],
+                reason,
+                packets: p,
+                frame_bytes: b,
+            });
         }
         // Every FIFO in bytes; the rings in RAM count descriptors (packets).
-        let fifos: BTreeMap<String, FifoSummary> =
+        let fifos =
             w.q.fifos
                 .iter()
                 .zip(&w.q.names)
@@ -276,88 +287,91 @@ impl Router {
                 })
                 .collect();
         // Whole run, per class (the traffic's marking): offered, delivered, dropped, loss.
-        let mut classes = serde_json::Map::new();
-        for (k, cn) in CLASS_NAMES.iter().enumerate() {
-            let o: u64 = w.sink.offered_all.iter().map(|c| c.packets[k]).sum();
-            let d: u64 = w.sink.forwarded_all.iter().map(|c| c.packets[k]).sum();
-            let x: u64 = w
-                .drops
-                .iter()
-                .filter(|(key, _)| key.1 as usize == k)
-                .map(|(_, v)| v.0)
-                .sum();
-            classes.insert(
-                cn.to_string(),
-                json!({"offered": o, "delivered": d, "dropped": x,
-                       "loss": if o > 0 { x as f64 / o as f64 } else { 0.0 }}),
-            );
-        }
+        let classes = CLASS_NAMES
+            .iter()
+            .enumerate()
+            .map(|(k, cn)| {
+                let o: u64 = w.sink.offered_all.iter().map(|c| c.packets[k]).sum();
+                let d: u64 = w.sink.forwarded_all.iter().map(|c| c.packets[k]).sum();
+                let x: u64 = w
+                    .drops
+                    .iter()
+                    .filter(|(key, _)| key.1 as usize == k)
+                    .map(|(_, v)| v.0)
+                    .sum();
+                let loss = if o > 0 { x as f64 / o as f64 } else { 0.0 };
+                let class = ClassSummary {
+                    offered: o,
+                    delivered: d,
+                    dropped: x,
+                    loss,
+                };
+                (cn.to_string(), class)
+            })
+            .collect();
         let b = &w.bus;
         let bus_clock = &self.cfg.pc.bus;
-        let pr = &w.proto;
+        let cpu = &self.cfg.pc.cpu;
         let secs = tb.to_us(end) / 1e6;
-        json!({
-            "seed": self.cfg.seed,
-            "finished": self.finished,
-            "sim_time_us": tb.to_us(end),
-            "window_us": [self.cfg.run.warmup_us, self.cfg.run.duration_us],
-            "ports": w.sink.ports_json(&tb, &names, self.engine.now()),
-            "packets": {
-                "offered": offered,
-                "delivered": delivered,
-                "dropped": dropped,
-                "in_flight": in_flight,
-                "conserved": offered == delivered + dropped + in_flight,
+        let forwarded_kpps = if secs > 0.0 {
+            let per_packet = tb.clock(cpu.clock_mhz).cycles(cpu.forward_cycles as u64);
+            w.cpu_busy_ticks as f64 / per_packet as f64 / secs / 1e3
+        } else {
+            0.0
+        };
+        let stats = self.engine.stats();
+        Summary {
+            seed: self.cfg.seed,
+            finished: self.finished,
+            sim_time_us: tb.to_us(end),
+            window_us: [self.cfg.run.warmup_us, self.cfg.run.duration_us],
+            ports: w.sink.ports(&tb, &names, self.engine.now()),
+            packets: Packets {
+                offered,
+                delivered,
+                dropped,
+                in_flight,
+                conserved: offered == delivered + dropped + in_flight,
             },
-            "bytes": {
-                "offered": ob, "delivered": db, "dropped": xb, "in_flight": in_flight_bytes,
+            bytes: Bytes {
+                offered: ob,
+                delivered: db,
+                dropped: xb,
+                in_flight: ob - db - xb,
             },
-            "classes": classes,
-            "drops": drops,
-            "drops_by_place": by_place,
-            "bus": {
-                "width_bits": bus_clock.width_bits,
-                "clock_mhz": bus_clock.clock_mhz,
-                "peak_gbps": bus_clock.width_bits as f64 * bus_clock.clock_mhz as f64 / 1000.0,
-                "utilisation": b.busy_ticks as f64 / end as f64,
-                "transactions": b.transactions,
-                "data_cycles": b.data_cycles,
-                "overhead_cycles": b.overhead_cycles,
-                "cycles_by_channel": {
-                    "slow_download": b.cycles_by_channel[0],
-                    "slow_upload": b.cycles_by_channel[1],
-                    "messages": b.cycles_by_channel[2],
-                    "bursts": b.cycles_by_channel[3],
+            classes,
+            drops,
+            drops_by_place: by_place,
+            bus: BusSummary {
+                width_bits: bus_clock.width_bits,
+                clock_mhz: bus_clock.clock_mhz,
+                peak_gbps: bus_clock.width_bits as f64 * bus_clock.clock_mhz as f64 / 1000.0,
+                utilisation: b.busy_ticks as f64 / end as f64,
+                transactions: b.transactions,
+                data_cycles: b.data_cycles,
+                overhead_cycles: b.overhead_cycles,
+                cycles_by_channel: Channels {
+                    slow_download: b.cycles_by_channel[0],
+                    slow_upload: b.cycles_by_channel[1],
+                    messages: b.cycles_by_channel[2],
+                    bursts: b.cycles_by_channel[3],
                 },
-                "wasted_bytes": b.wasted_bytes,
+                wasted_bytes: b.wasted_bytes,
             },
-            "memory_bus": {"utilisation": b.memory_busy_ticks as f64 / end as f64},
-            "cpu": {
-                "utilisation": w.cpu_busy_ticks as f64 / end as f64,
-                "forwarded_kpps": if secs > 0.0 { w.cpu_busy_ticks as f64 / tb.clock(self.cfg.pc.cpu.clock_mhz).cycles(self.cfg.pc.cpu.forward_cycles as u64) as f64 / secs / 1e3 } else { 0.0 },
+            memory_bus: Utilisation {
+                utilisation: b.memory_busy_ticks as f64 / end as f64,
             },
-            "protocol": {
-                "reqs": pr.reqs,
-                "trailing_reqs": pr.trailing_reqs,
-                "null_reqs": pr.null_reqs,
-                "res": pr.res,
-                "bursts": pr.bursts,
-                "empty_bursts": pr.empty_bursts,
-                "burst_packets": pr.burst_packets,
-                "grant_violations": pr.grant_violations,
-                "ungranted_delivered": pr.ungranted_delivered,
-                "output_overflows": pr.output_overflows,
-                "duplicate_res": pr.duplicate_res,
-                "max_req_waits": pr.max_req_waits,
-                "max_res_waits": pr.max_res_waits,
-                "max_burst_waits": pr.max_burst_waits,
+            cpu: CpuSummary {
+                utilisation: w.cpu_busy_ticks as f64 / end as f64,
+                forwarded_kpps,
             },
-            "fifos": fifos,
-            "engine": {
-                "instants": self.engine.stats().instants,
-                "steps": self.engine.stats().steps,
-                "ticks_per_us": tb.ticks_per_us(),
+            protocol: w.proto.clone(),
+            fifos,
+            engine: EngineSummary {
+                instants: stats.instants,
+                steps: stats.steps,
+                ticks_per_us: tb.ticks_per_us(),
             },
-        })
+        }
     }
 }

@@ -185,7 +185,7 @@ impl Nic {
 }
 
 /// Counters that the protocol's invariants are checked on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ProtoStats {
     /// REQs the request schedulers sent (trailing REQs not included).
     pub reqs: u64,

@@ -4,36 +4,9 @@ reading a summary type-checks. docs/summary-schema.md says what every field mean
 
 from typing import Literal, NotRequired, TypedDict
 
+from nicsim.summary_types import FifoSummary, LatSummary
 
-class LittlesLaw(TypedDict):
-    L_packets: float
-    lambda_per_us: float
-    W_us: float
-
-
-class FifoSummary(TypedDict):
-    """One FIFO (the kernel's `FifoSummary`): bytes for a FIFO, packets for a ring."""
-
-    capacity_bytes: NotRequired[int]
-    capacity_packets: NotRequired[int]
-    mean_bytes: NotRequired[float]
-    max_bytes: NotRequired[int]
-    mean_packets: float
-    max_packets: int
-    arrivals: int
-    departures: int
-    littles_law: LittlesLaw
-
-
-class LatSummary(TypedDict):
-    """Latency in µs (the kernel's `LatSummary`); only `packets` when none was measured."""
-
-    packets: int
-    mean: NotRequired[float]
-    min: NotRequired[float]
-    p50: NotRequired[float]
-    p99: NotRequired[float]
-    max: NotRequired[float]
+__all__ = ["FifoSummary", "LatSummary", "Summary"]
 
 
 class Packets(TypedDict):

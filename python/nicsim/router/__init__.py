@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from nicsim.config import Config, Override, core_errors, load_config, to_json, with_overrides
 from nicsim.output import OutputDir, stamp
+from nicsim.router.summary import Summary
 
 CLASSES = ("high", "low")
 
@@ -56,7 +57,7 @@ def derive(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> Config:
     return cfg
 
 
-def simulate(config: Mapping[str, Any], partial_on_interrupt: bool = False) -> dict[str, Any]:
+def simulate(config: Mapping[str, Any], partial_on_interrupt: bool = False) -> Summary:
     """Run a router configuration to the end and return its summary, with `"interrupted"`.
 
     Ctrl-C stops the run: with `partial_on_interrupt` the summary of what ran comes back marked
@@ -70,7 +71,7 @@ def simulate(config: Mapping[str, Any], partial_on_interrupt: bool = False) -> d
         raise KeyboardInterrupt
     summary = json.loads(text)
     summary["interrupted"] = interrupted
-    return stamp(summary)
+    return cast("Summary", stamp(summary))
 
 
 def port_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
