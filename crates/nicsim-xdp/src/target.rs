@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use nicsim_kernel::config::{err, ConfigError, Validate};
 use serde::Deserialize;
 
 /// A target model: limits, cores, DRAM engine, and instruction, memory and helper costs.
@@ -215,34 +216,42 @@ impl Target {
         self
     }
 
-    /// Parse a target file's text; `file` names it in errors.
+    /// Parse a target file's text (the one config loader, `nicsim_kernel::config::from_toml`,
+    /// then [`Validate::validate`]); `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<Target, TargetError> {
-        let de = toml::Deserializer::new(text);
-        let t: Target = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            TargetError {
-                file: file.to_string(),
-                path: if path == "." {
-                    String::new()
-                } else {
-                    path.chars().flat_map(char::escape_debug).collect()
-                },
-                // The toml crate's messages span lines; an error is one.
-                msg: e
-                    .into_inner()
-                    .message()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(": "),
-            }
-        })?;
-        let bad = |path: &str, msg: &str| TargetError {
+        nicsim_kernel::config::from_toml(text).map_err(|e: ConfigError| TargetError {
             file: file.to_string(),
-            path: path.to_string(),
-            msg: msg.to_string(),
-        };
+            path: e.path,
+            msg: e.msg,
+        })
+    }
+
+    /// The cost of helper `name` on a map of type `map_type` (`array`, `hash`, …), if the
+    /// target models it.
+    pub fn helper(&self, name: &str, map_type: Option<&str>) -> Option<&HelperCost> {
+        map_type
+            .and_then(|m| self.helpers.get(&format!("{name}.{m}")))
+            .or_else(|| self.helpers.get(name))
+    }
+
+    /// Packets per second the cores sustain at `cycles` program cycles per packet.
+    pub fn cores_pps(&self, cycles: f64) -> f64 {
+        self.cores.count as f64 * self.cores.clock_mhz * 1e6 / (self.cores.overhead_cycles + cycles)
+    }
+
+    /// Packets per second the DRAM engine sustains at `dram_cycles` per packet.
+    pub fn dram_pps(&self, dram_cycles: f64) -> f64 {
+        match &self.dram {
+            Some(d) if dram_cycles > 0.0 => d.clock_mhz * 1e6 / dram_cycles,
+            _ => f64::INFINITY,
+        }
+    }
+}
+impl Validate for Target {
+    /// Every rate positive (the MAC's may be infinite), every other rate and cost a finite
+    /// number, costs not negative; each problem at its key.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let t = self;
         // Not `x <= 0.0`, which NaN passes: NaN is not positive either.
         let positive = |x: f64| x > 0.0;
         // Each problem names its key.
@@ -261,11 +270,11 @@ impl Target {
             ]);
         }
         if let Some((key, _)) = positives.iter().find(|(_, x)| !positive(*x)) {
-            return Err(bad(key, "must be a positive number"));
+            return err(*key, "must be a positive number");
         }
         // The MAC's packet rate may be infinite (`inf`: no MAC, as the calibrated x86-jit target
-        // has it; checked positive above). Every other rate and cost a finite number (costs not negative), so that the rates
-        // the analysis divides out of them are positive numbers.
+        // has it; checked positive above). Every other rate and cost a finite number (costs not
+        // negative), so that the rates the analysis divides out of them are positive numbers.
         let i = &t.insn;
         let m = &t.memory;
         let mut numbers: Vec<(String, f64)> = vec![
@@ -315,29 +324,8 @@ impl Target {
             ]);
         }
         if let Some((key, _)) = numbers.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
-            return Err(bad(key, "must be a finite number, not negative"));
+            return err(key.as_str(), "must be a finite number, not negative");
         }
-        Ok(t)
-    }
-
-    /// The cost of helper `name` on a map of type `map_type` (`array`, `hash`, …), if the
-    /// target models it.
-    pub fn helper(&self, name: &str, map_type: Option<&str>) -> Option<&HelperCost> {
-        map_type
-            .and_then(|m| self.helpers.get(&format!("{name}.{m}")))
-            .or_else(|| self.helpers.get(name))
-    }
-
-    /// Packets per second the cores sustain at `cycles` program cycles per packet.
-    pub fn cores_pps(&self, cycles: f64) -> f64 {
-        self.cores.count as f64 * self.cores.clock_mhz * 1e6 / (self.cores.overhead_cycles + cycles)
-    }
-
-    /// Packets per second the DRAM engine sustains at `dram_cycles` per packet.
-    pub fn dram_pps(&self, dram_cycles: f64) -> f64 {
-        match &self.dram {
-            Some(d) if dram_cycles > 0.0 => d.clock_mhz * 1e6 / dram_cycles,
-            _ => f64::INFINITY,
-        }
+        Ok(())
     }
 }
