@@ -4,6 +4,8 @@
 //! (key path and message), any other bad input `nicsim.InputError`. Everything else lives in
 //! the pure-Rust crates.
 
+#![warn(missing_docs)]
+
 mod flow;
 mod router;
 
