@@ -2,8 +2,18 @@
 //! an item from one queue to the next copies no more than the id. Freed slots are reused, so
 //! the slab is as large as the most items ever alive at once.
 
-/// An index into a [`Slab`].
-pub type SlabId = u32;
+/// An index into a [`Slab`]: four bytes, and not a number, so that a packet's id cannot be
+/// mistaken for a FIFO's, a count or a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlabId(u32);
+
+impl SlabId {
+    /// Its position in the slab.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// Items in flight, each addressed by the [`SlabId`] that [`Slab::alloc`] returns until
 /// [`Slab::free`].
@@ -30,12 +40,12 @@ impl<T> Slab<T> {
         self.live += 1;
         match self.free.pop() {
             Some(id) => {
-                self.slots[id as usize] = item;
+                self.slots[id.index()] = item;
                 id
             }
             None => {
                 self.slots.push(item);
-                (self.slots.len() - 1) as SlabId
+                SlabId((self.slots.len() - 1) as u32)
             }
         }
     }
@@ -54,14 +64,14 @@ impl<T> std::ops::Index<SlabId> for Slab<T> {
     type Output = T;
     #[inline]
     fn index(&self, id: SlabId) -> &T {
-        &self.slots[id as usize]
+        &self.slots[id.index()]
     }
 }
 
 impl<T> std::ops::IndexMut<SlabId> for Slab<T> {
     #[inline]
     fn index_mut(&mut self, id: SlabId) -> &mut T {
-        &mut self.slots[id as usize]
+        &mut self.slots[id.index()]
     }
 }
 

@@ -19,7 +19,7 @@ use crate::summary::{
     Utilisation,
 };
 use crate::traffic::Generator;
-use crate::world::{Nic, Place, World, CLASS_NAMES, HI, LO};
+use crate::world::{Nic, PktId, Place, World, CLASS_NAMES, HI, LO};
 use nicsim_kernel::config::Validate;
 
 /// A built router, ready to run.
@@ -42,7 +42,7 @@ impl Router {
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
         let n = cfg.nics.len();
         let np = &cfg.nic;
-        let mut q: FifoSet<u32> = FifoSet::default();
+        let mut q: FifoSet<PktId> = FifoSet::default();
         let mut nics = Vec::with_capacity(n);
         for (i, c) in cfg.nics.iter().enumerate() {
             let name = &c.name;

@@ -42,11 +42,11 @@ pub struct Tags(Vec<Tag>);
 
 impl Tags {
     fn get(&self, id: PktId) -> Tag {
-        self.0.get(id as usize).copied().unwrap_or_default()
+        self.0.get(id.index()).copied().unwrap_or_default()
     }
 
     fn get_mut(&mut self, id: PktId) -> &mut Tag {
-        let i = id as usize;
+        let i = id.index();
         if i >= self.0.len() {
             self.0.resize(i + 1, Tag::default());
         }
@@ -66,7 +66,7 @@ impl Tags {
 
     /// Whether packet `id` carried a credit (cleared).
     fn take_credit(&mut self, id: PktId) -> bool {
-        (id as usize) < self.0.len() && self.0[id as usize].credited_to.take().is_some()
+        id.index() < self.0.len() && self.0[id.index()].credited_to.take().is_some()
     }
 
     /// Whether packet `id` is on a detour.
@@ -77,7 +77,7 @@ impl Tags {
 
     /// Whether packet `id` was on a detour (cleared).
     pub fn take_detour(&mut self, id: PktId) -> bool {
-        (id as usize) < self.0.len() && std::mem::take(&mut self.0[id as usize].detour)
+        id.index() < self.0.len() && std::mem::take(&mut self.0[id.index()].detour)
     }
 }
 

@@ -88,14 +88,16 @@ mod tests {
     /// Higher priority first, then arrival order; full at its depth.
     #[test]
     fn priority_then_arrival() {
+        let mut slab = nicsim_kernel::Slab::default();
+        let id: Vec<PktId> = (0..4).map(|n| slab.alloc(n)).collect();
         let mut p = Pifo::new(4);
-        p.push(1, 10, 64, 5);
-        p.push(3, 11, 64, 6);
-        p.push(1, 12, 64, 7);
-        p.push(3, 13, 64, 8);
+        p.push(1, id[0], 64, 5);
+        p.push(3, id[1], 64, 6);
+        p.push(1, id[2], 64, 7);
+        p.push(3, id[3], 64, 8);
         assert!(p.is_full());
         assert_eq!(p.head_tail(), Some(6));
         let order: Vec<PktId> = std::iter::from_fn(|| p.pop().map(|x| x.0)).collect();
-        assert_eq!(order, [11, 13, 10, 12]);
+        assert_eq!(order, [id[1], id[3], id[0], id[2]]);
     }
 }
