@@ -61,7 +61,7 @@ def test_json_is_the_summary_and_files_are_written(tmp_path: Path, name: str) ->
     printed = json.loads(r.stdout)
     written = json.loads((out / "summary.json").read_text())
     assert printed == written
-    assert written["schema_version"] == 2 and written["nicsim_version"]
+    assert written["schema_version"] == 3 and written["nicsim_version"]
     assert b"wrote" in r.stderr
     for f in files + ["provenance.json", ".nicsim-output"]:
         assert (out / f).is_file() and (out / f).stat().st_size > 0, f

@@ -65,7 +65,7 @@ def test_every_reproduce_runs_from_the_wheel(installed: tuple[Path, dict[str, st
     r = _nicsim(installed, tmp_path, "reproduce", *args, "--out", str(out), "-q")
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     s = json.loads((out / "summary.json").read_text())
-    assert s["schema_version"] == 2
+    assert s["schema_version"] == 3
     assert (out / "comparison.csv").is_file() or (out / "table.csv").is_file()
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["git"] is None  # installed: not run from a checkout
