@@ -222,38 +222,38 @@ pub struct LittlesLaw {
 impl FifoSummary {
     /// FIFO `f` (of bytes) from time 0 to `horizon` (> 0) ticks of `tb`.
     pub fn of<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase) -> FifoSummary {
-        let s = f.stats_at(horizon);
-        let mut sum = FifoSummary::of_ring(f, horizon, tb);
-        sum.capacity_packets = None;
-        sum.capacity_bytes = Some(f.capacity_bytes());
-        sum.mean_bytes = Some(s.byte_area as f64 / horizon as f64);
-        sum.max_bytes = Some(s.max_bytes);
-        sum
+        FifoSummary::at(f, horizon, tb, false)
     }
 
     /// A ring of descriptors (each pushed as one byte, so that its capacity counts packets)
     /// from time 0 to `horizon` (> 0) ticks of `tb`.
     pub fn of_ring<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase) -> FifoSummary {
+        FifoSummary::at(f, horizon, tb, true)
+    }
+
+    /// [`FifoSummary::of`], or [`FifoSummary::of_ring`] when `ring`: its statistics integrated
+    /// once.
+    fn at<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase, ring: bool) -> FifoSummary {
         let s = f.stats_at(horizon);
-        let t_us = tb.to_us(horizon);
         let l = s.packet_area as f64 / horizon as f64;
         let w_us = if s.pops > 0 {
             s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64
         } else {
             0.0
         };
+        let bytes = |v| (!ring).then_some(v);
         FifoSummary {
-            capacity_bytes: None,
-            capacity_packets: Some(f.capacity_bytes()),
-            mean_bytes: None,
-            max_bytes: None,
+            capacity_bytes: bytes(f.capacity_bytes()),
+            capacity_packets: ring.then_some(f.capacity_bytes()),
+            mean_bytes: (!ring).then(|| s.byte_area as f64 / horizon as f64),
+            max_bytes: bytes(s.max_bytes),
             mean_packets: l,
             max_packets: s.max_packets,
             arrivals: s.pushes,
             departures: s.pops,
             littles_law: LittlesLaw {
                 l_packets: l,
-                lambda_per_us: s.pops as f64 / t_us,
+                lambda_per_us: s.pops as f64 / tb.to_us(horizon),
                 w_us,
             },
         }
