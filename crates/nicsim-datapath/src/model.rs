@@ -9,7 +9,7 @@ use std::sync::Arc;
 use nicsim_kernel::{Component, Engine, FifoSummary, Time, Timebase};
 use serde_json::Value;
 
-use crate::config::{Arch, Config};
+use crate::config::{Arch, Checked, Config};
 use crate::measure::Sink;
 use crate::packet::Chain;
 use crate::preproc::MatchTable;
@@ -48,29 +48,38 @@ impl Datapath {
     /// Validate `cfg` and build its datapath.
     pub fn new(cfg: Config) -> Result<Datapath, BuildError> {
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
-        let checked = cfg.check().map_err(|e| e.to_string())?;
+        let Checked {
+            headers,
+            rules,
+            chains,
+            remaps,
+            kinds,
+            firewall,
+            first_offload,
+        } = cfg.check().map_err(|e| e.to_string())?;
         let funcs: Option<Funcs> = cfg.functional.then(|| {
             let params = nicsim_offloads::OffloadParams {
-                firewall: checked.firewall.clone(),
+                firewall,
                 ..Default::default()
             };
-            let units = checked.kinds.iter();
-            Arc::new(units.map(|&k| nicsim_offloads::build(k, &params)).collect())
+            Arc::new(
+                kinds
+                    .iter()
+                    .map(|&k| nicsim_offloads::build(k, &params))
+                    .collect(),
+            )
         });
         let source = Source::new(
             &cfg,
-            &checked.headers,
+            &headers,
             tb,
             cfg.functional || cfg.measure.egress_pcap,
         )?;
         // The Pre-Processor's table: each flow's explicit match, else an exact match on its headers.
-        let mut table = MatchTable::default();
-        for (i, rule) in checked.rules.iter().enumerate() {
-            table.rules.push((rule.clone(), i as u16));
-        }
-        let chains = checked.chains.clone();
-        let mut remaps: Vec<(Time, u16, Chain)> = checked
-            .remaps
+        let table = MatchTable {
+            rules: rules.into_iter().zip(0..).collect(),
+        };
+        let mut remaps: Vec<(Time, u16, Chain)> = remaps
             .iter()
             .map(|&(at_us, flow, chain)| (tb.from_us(at_us), flow, chain))
             .collect();
@@ -108,7 +117,7 @@ impl Datapath {
             Arch::Panic => {
                 crate::panic::build(
                     &cfg,
-                    checked.first_offload,
+                    first_offload,
                     &tb,
                     &mut world,
                     &mut comps,

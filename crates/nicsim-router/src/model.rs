@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::{Checked, Config};
 use crate::cpu::Cpu;
 use crate::measure::Sink;
 use crate::nic::{NicRx, NicTx};
@@ -38,13 +38,19 @@ impl Router {
     /// Build a router; the configuration is validated first (it may have been changed since
     /// it was loaded), so a bad one is an error naming its key, never a panic.
     pub fn new(cfg: Config) -> Result<Router, crate::ConfigError> {
-        let checked = cfg.check()?;
+        let Checked {
+            subnets,
+            routes,
+            classes,
+            ports,
+        } = cfg.check()?;
         let tb = Timebase::for_clocks_mhz(&cfg.clocks_mhz());
         let n = cfg.nics.len();
         let np = &cfg.nic;
         let mut q: FifoSet<PktId> = FifoSet::default();
         let mut nics = Vec::with_capacity(n);
-        for (i, c) in cfg.nics.iter().enumerate() {
+        let per_nic = cfg.nics.iter().zip(routes).zip(classes);
+        for (i, ((c, routes), classes)) in per_nic.enumerate() {
             let name = &c.name;
             let mac_rx = q.add(format!("{name}.mac_rx"), np.mac_rx_fifo_bytes as u64);
             let inq: Vec<[usize; 2]> = (0..n)
@@ -78,8 +84,6 @@ impl Router {
                 )
             });
             let tx_ring = q.add(format!("ram.{name}.tx_ring"), d.tx_ring_slots as u64);
-            let routes = checked.routes[i].clone();
-            let classes = checked.classes[i].clone();
             nics.push(Nic {
                 name: name.clone(),
                 fast_path: c.fast_path,
@@ -117,7 +121,7 @@ impl Router {
             cal: Default::default(),
             pkts: Slab::default(),
             q,
-            subnets: checked.subnets.clone(),
+            subnets,
             nics,
             drops: BTreeMap::new(),
             sink: Sink::new(n, window, &tb),
@@ -174,7 +178,7 @@ impl Router {
                 latency: nic_clock.cycles(np.rx_latency_cycles as u64),
             }));
         }
-        for (i, (nic, flows)) in checked.ports.iter().enumerate() {
+        for (i, (nic, flows)) in ports.iter().enumerate() {
             comps.push(Box::new(Generator::new(&cfg, i, *nic, flows, tb)));
         }
         Ok(Router {
