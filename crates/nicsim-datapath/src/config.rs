@@ -1,7 +1,7 @@
 //! The datapath configuration: one TOML (or JSON) document, validated once on load.
 //!
 //! Deserialisation rejects unknown keys and wrong types with the key path
-//! (`traffic.rate_gbps: invalid type ...`); [`Config::validate`] then checks meaning
+//! (`traffic.rate_gbps: invalid type ...`); [`Config::validate`](crate::Validate::validate) then checks meaning
 //! (chains naming known offloads, capacities that hold a maximum-size packet, ...) and reports
 //! the key path of the first problem. Every field carries its unit in its name.
 
@@ -573,7 +573,7 @@ pub struct RemapCfg {
     pub chain: Vec<String>,
 }
 
-/// What validation produces ([`Config::check`]): every string of the configuration that names
+/// What validation produces ([`Config::check`](crate::Validate::check)): every string of the configuration that names
 /// something, parsed once into the type the model uses.
 #[derive(Debug, Clone)]
 pub struct Checked {
@@ -594,128 +594,12 @@ pub struct Checked {
 }
 
 impl nicsim_kernel::config::Validate for Config {
-    /// Check meaning beyond types ([`Config::check`]). The first problem is reported with its
-    /// key path.
-    fn validate(&self) -> Result<(), ConfigError> {
-        self.check().map(|_| ())
-    }
-}
-
-impl Config {
-    /// Position of the offload named `name` in the physical order.
-    pub fn offload_index(&self, name: &str) -> Option<usize> {
-        self.offloads.iter().position(|o| o.name == name)
-    }
-
-    fn check_chain(&self, path: &str, chain: &[String]) -> Result<Chain, ConfigError> {
-        if chain.len() > crate::packet::MAX_CHAIN {
-            return err(
-                path,
-                format!(
-                    "chain has {} hops, at most {} supported",
-                    chain.len(),
-                    crate::packet::MAX_CHAIN
-                ),
-            );
-        }
-        let mut hops = Chain::default();
-        for (i, name) in chain.iter().enumerate() {
-            let Some(o) = self.offload_index(name) else {
-                let known: Vec<&str> = self.offloads.iter().map(|o| o.name.as_str()).collect();
-                return err(
-                    format!("{path}[{i}]"),
-                    format!("unknown offload '{name}' (known: {})", known.join(", ")),
-                );
-            };
-            hops.push(o as u8);
-        }
-        Ok(hops)
-    }
-
-    /// The firewall's rules parse, whether or not the run is functional (a timing run today is
-    /// a functional run tomorrow), and are few enough for the rule table's 16-bit index. A
-    /// problem names the entry (`firewall.rules[i]`).
-    fn check_firewall_rules(&self) -> Result<Option<nicsim_offloads::RuleSet>, ConfigError> {
-        let rules = &self.firewall.rules;
-        if rules.len() > u16::MAX as usize {
-            return err(
-                "firewall.rules",
-                format!("{} rules: at most {} are supported", rules.len(), u16::MAX),
-            );
-        }
-        if rules.is_empty() {
-            return Ok(None);
-        }
-        let e = match nicsim_offloads::RuleSet::parse(&rules.join("\n")) {
-            Ok(set) => return Ok(Some(set)),
-            Err(e) => e,
-        };
-        // The error's line is in the rules joined by newlines: find the entry it is in.
-        let mut first_line = 1;
-        for (i, r) in rules.iter().enumerate() {
-            let lines = r.split('\n').count();
-            if e.line < first_line + lines {
-                return err(format!("firewall.rules[{i}]"), e.message);
-            }
-            first_line += lines;
-        }
-        err("firewall.rules", e.to_string())
-    }
-
-    /// The traffic's packet sizes, checked before anything sized by the largest packet (a
-    /// FIFO that "cannot hold" a 10 kB packet is the packet's fault, not the FIFO's).
-    fn check_packet_sizes(&self) -> Result<(), ConfigError> {
-        let t = &self.traffic;
-        match &t.size {
-            SizeDist::UniformSet { values } => check_sizes("traffic.size.values", values)?,
-            SizeDist::Fixed { bytes } => check_sizes("traffic.size.bytes", &[*bytes])?,
-            SizeDist::Weighted { values, weights } => {
-                check_sizes("traffic.size.values", values)?;
-                if weights.len() != values.len() {
-                    return err(
-                        "traffic.size.weights",
-                        format!("has {} entries, values has {}", weights.len(), values.len()),
-                    );
-                }
-                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                    || weights.iter().sum::<f64>() <= 0.0
-                {
-                    return err(
-                        "traffic.size.weights",
-                        "must be non-negative with a positive sum",
-                    );
-                }
-            }
-            SizeDist::Exponential {
-                mean_bytes,
-                min_bytes,
-                max_bytes,
-            } => {
-                if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
-                    return err("traffic.size.mean_bytes", "must be positive");
-                }
-                check_bounds(*min_bytes, *max_bytes)?;
-            }
-            SizeDist::Lognormal {
-                sigma,
-                min_bytes,
-                max_bytes,
-                ..
-            } => {
-                if !(sigma.is_finite() && *sigma > 0.0) {
-                    return err("traffic.size.sigma", "must be positive");
-                }
-                check_bounds(*min_bytes, *max_bytes)?;
-            }
-            SizeDist::Capture { .. } => {}
-        }
-        Ok(())
-    }
+    type Checked = Checked;
 
     /// Check meaning beyond types, and parse every string that names something into the type
     /// the model uses ([`Checked`]): the model builds from that and parses nothing again. The
     /// first problem is reported with its key path.
-    pub fn check(&self) -> Result<Checked, ConfigError> {
+    fn check(&self) -> Result<Checked, ConfigError> {
         self.check_packet_sizes()?;
         let firewall = self.check_firewall_rules()?;
         let mut kinds = Vec::new();
@@ -1086,6 +970,118 @@ impl Config {
             firewall,
             first_offload,
         })
+    }
+}
+
+impl Config {
+    /// Position of the offload named `name` in the physical order.
+    pub fn offload_index(&self, name: &str) -> Option<usize> {
+        self.offloads.iter().position(|o| o.name == name)
+    }
+
+    fn check_chain(&self, path: &str, chain: &[String]) -> Result<Chain, ConfigError> {
+        if chain.len() > crate::packet::MAX_CHAIN {
+            return err(
+                path,
+                format!(
+                    "chain has {} hops, at most {} supported",
+                    chain.len(),
+                    crate::packet::MAX_CHAIN
+                ),
+            );
+        }
+        let mut hops = Chain::default();
+        for (i, name) in chain.iter().enumerate() {
+            let Some(o) = self.offload_index(name) else {
+                let known: Vec<&str> = self.offloads.iter().map(|o| o.name.as_str()).collect();
+                return err(
+                    format!("{path}[{i}]"),
+                    format!("unknown offload '{name}' (known: {})", known.join(", ")),
+                );
+            };
+            hops.push(o as u8);
+        }
+        Ok(hops)
+    }
+
+    /// The firewall's rules parse, whether or not the run is functional (a timing run today is
+    /// a functional run tomorrow), and are few enough for the rule table's 16-bit index. A
+    /// problem names the entry (`firewall.rules[i]`).
+    fn check_firewall_rules(&self) -> Result<Option<nicsim_offloads::RuleSet>, ConfigError> {
+        let rules = &self.firewall.rules;
+        if rules.len() > u16::MAX as usize {
+            return err(
+                "firewall.rules",
+                format!("{} rules: at most {} are supported", rules.len(), u16::MAX),
+            );
+        }
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let e = match nicsim_offloads::RuleSet::parse(&rules.join("\n")) {
+            Ok(set) => return Ok(Some(set)),
+            Err(e) => e,
+        };
+        // The error's line is in the rules joined by newlines: find the entry it is in.
+        let mut first_line = 1;
+        for (i, r) in rules.iter().enumerate() {
+            let lines = r.split('\n').count();
+            if e.line < first_line + lines {
+                return err(format!("firewall.rules[{i}]"), e.message);
+            }
+            first_line += lines;
+        }
+        err("firewall.rules", e.to_string())
+    }
+
+    /// The traffic's packet sizes, checked before anything sized by the largest packet (a
+    /// FIFO that "cannot hold" a 10 kB packet is the packet's fault, not the FIFO's).
+    fn check_packet_sizes(&self) -> Result<(), ConfigError> {
+        let t = &self.traffic;
+        match &t.size {
+            SizeDist::UniformSet { values } => check_sizes("traffic.size.values", values)?,
+            SizeDist::Fixed { bytes } => check_sizes("traffic.size.bytes", &[*bytes])?,
+            SizeDist::Weighted { values, weights } => {
+                check_sizes("traffic.size.values", values)?;
+                if weights.len() != values.len() {
+                    return err(
+                        "traffic.size.weights",
+                        format!("has {} entries, values has {}", weights.len(), values.len()),
+                    );
+                }
+                if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+                    || weights.iter().sum::<f64>() <= 0.0
+                {
+                    return err(
+                        "traffic.size.weights",
+                        "must be non-negative with a positive sum",
+                    );
+                }
+            }
+            SizeDist::Exponential {
+                mean_bytes,
+                min_bytes,
+                max_bytes,
+            } => {
+                if !(mean_bytes.is_finite() && *mean_bytes > 0.0) {
+                    return err("traffic.size.mean_bytes", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Lognormal {
+                sigma,
+                min_bytes,
+                max_bytes,
+                ..
+            } => {
+                if !(sigma.is_finite() && *sigma > 0.0) {
+                    return err("traffic.size.sigma", "must be positive");
+                }
+                check_bounds(*min_bytes, *max_bytes)?;
+            }
+            SizeDist::Capture { .. } => {}
+        }
+        Ok(())
     }
 
     /// Every clock of the run with its key, in the order of [`Config::clocks_mhz`].

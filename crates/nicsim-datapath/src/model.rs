@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use nicsim_kernel::config::Validate;
 use nicsim_kernel::{Component, Engine, FifoSummary, Time, Timebase};
 use serde_json::Value;
 

@@ -138,7 +138,7 @@ pub fn key_of_frame(frame: &[u8]) -> HeaderKey {
 
 impl Source {
     /// The source of `cfg`'s traffic, whose flows send packets with `headers` (from
-    /// [`Config::check`]).
+    /// [`Config::check`](crate::Validate::check)).
     pub fn new(
         cfg: &Config,
         headers: &[HeaderKey],

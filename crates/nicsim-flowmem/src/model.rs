@@ -143,7 +143,10 @@ pub const TARGETS: [(&str, &str); 2] = [
 ];
 
 impl nicsim_kernel::config::Validate for MemConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
+    type Checked = ();
+
+    /// Every value that sizes the model's memory or its arithmetic, at its key.
+    fn check(&self) -> Result<(), ConfigError> {
         self.check_bounds()
     }
 }

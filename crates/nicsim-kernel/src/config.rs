@@ -28,10 +28,21 @@ pub fn err<T>(path: impl Into<String>, msg: impl Into<String>) -> Result<T, Conf
 }
 
 /// A configuration type that checks its values once parsed (each problem at its key), and
-/// loads from TOML or JSON through the one loader.
+/// loads from TOML or JSON through the one loader. [`Validate::check`] is the one check, and
+/// produces what the model builds from (names parsed into types); the loaders run it and keep
+/// the configuration.
 pub trait Validate: Sized + serde::de::DeserializeOwned {
-    /// The first problem, at its key path.
-    fn validate(&self) -> Result<(), ConfigError>;
+    /// What a successful check produces: the configuration's strings parsed into the types the
+    /// model uses (`()` when the configuration needs no parsing beyond serde's).
+    type Checked;
+
+    /// Check meaning beyond types; the first problem, at its key path.
+    fn check(&self) -> Result<Self::Checked, ConfigError>;
+
+    /// [`Validate::check`], keeping only its verdict.
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map(|_| ())
+    }
 
     /// Parse TOML text and validate it ([`from_toml`]); errors carry the key path.
     fn from_toml(text: &str) -> Result<Self, ConfigError> {

@@ -1,7 +1,7 @@
 //! The router configuration: one TOML (or JSON) document, validated once on load.
 //!
 //! Deserialisation rejects unknown keys and wrong types with the key path
-//! (`nics[1].routes[0].to: ...`); [`Config::validate`] then checks meaning (names that exist,
+//! (`nics[1].routes[0].to: ...`); [`Config::validate`](crate::Validate::validate) then checks meaning (names that exist,
 //! masks that parse, FIFOs that hold a frame, rates a Gigabit port can carry) and reports the
 //! key path of the first problem. Every field carries its unit in its name. Defaults are the
 //! paper's prototype (docs/router.md gives the source of each).
@@ -390,7 +390,7 @@ pub fn parse_subnet(s: &str) -> Result<Ternary, String> {
     })
 }
 
-/// What validation produces ([`Config::check`]): every string of the configuration that names
+/// What validation produces ([`Config::check`](crate::Validate::check)): every string of the configuration that names
 /// something, parsed once into the type the model uses.
 #[derive(Debug, Clone)]
 pub struct Checked {
@@ -416,54 +416,12 @@ pub struct FlowAddrs {
 }
 
 impl nicsim_kernel::config::Validate for Config {
-    /// Check meaning beyond types ([`Config::check`]). The first problem is reported with its
-    /// key path.
-    fn validate(&self) -> Result<(), ConfigError> {
-        self.check().map(|_| ())
-    }
-}
-
-impl Config {
-    /// Index of the NIC called `name` in `nics`.
-    pub fn nic_index(&self, name: &str) -> Option<usize> {
-        self.nics.iter().position(|n| n.name == name)
-    }
-
-    /// Every clock of the run, for the timebase.
-    pub fn clocks_mhz(&self) -> Vec<u32> {
-        vec![
-            self.pc.cpu.clock_mhz,
-            self.pc.bus.clock_mhz,
-            self.pc.memory.clock_mhz,
-            self.nic.clock_mhz,
-            self.nic.mac_clock_mhz,
-        ]
-    }
-
-    /// The room an output waits for before it sends a RES (see `nic.res_min_free_bytes`).
-    pub fn res_min_free_bytes(&self) -> u32 {
-        self.nic
-            .res_min_free_bytes
-            .unwrap_or_else(|| self.max_frame_bytes().max(ETHERNET_MAX_FRAME_BYTES))
-    }
-
-    /// The largest frame any flow sends.
-    pub fn max_frame_bytes(&self) -> u32 {
-        self.traffic
-            .iter()
-            .flat_map(|t| {
-                t.flows
-                    .iter()
-                    .map(move |f| f.frame_bytes.unwrap_or(t.frame_bytes))
-            })
-            .max()
-            .unwrap_or(64)
-    }
+    type Checked = Checked;
 
     /// Check meaning beyond types, and parse every string that names something into the type
     /// the model uses ([`Checked`]): the model builds from that and parses nothing again. The
     /// first problem is reported with its key path.
-    pub fn check(&self) -> Result<Checked, ConfigError> {
+    fn check(&self) -> Result<Checked, ConfigError> {
         let r = &self.run;
         if !(r.duration_us.is_finite() && r.duration_us > 0.0 && r.duration_us <= 1e8) {
             return err(
@@ -796,6 +754,44 @@ impl Config {
             classes,
             ports,
         })
+    }
+}
+
+impl Config {
+    /// Index of the NIC called `name` in `nics`.
+    pub fn nic_index(&self, name: &str) -> Option<usize> {
+        self.nics.iter().position(|n| n.name == name)
+    }
+
+    /// Every clock of the run, for the timebase.
+    pub fn clocks_mhz(&self) -> Vec<u32> {
+        vec![
+            self.pc.cpu.clock_mhz,
+            self.pc.bus.clock_mhz,
+            self.pc.memory.clock_mhz,
+            self.nic.clock_mhz,
+            self.nic.mac_clock_mhz,
+        ]
+    }
+
+    /// The room an output waits for before it sends a RES (see `nic.res_min_free_bytes`).
+    pub fn res_min_free_bytes(&self) -> u32 {
+        self.nic
+            .res_min_free_bytes
+            .unwrap_or_else(|| self.max_frame_bytes().max(ETHERNET_MAX_FRAME_BYTES))
+    }
+
+    /// The largest frame any flow sends.
+    pub fn max_frame_bytes(&self) -> u32 {
+        self.traffic
+            .iter()
+            .flat_map(|t| {
+                t.flows
+                    .iter()
+                    .map(move |f| f.frame_bytes.unwrap_or(t.frame_bytes))
+            })
+            .max()
+            .unwrap_or(64)
     }
 }
 

@@ -64,7 +64,7 @@ pub struct Generator {
 
 impl Generator {
     /// The tester for `cfg.traffic[idx]`, on NIC `nic`, whose flows have `addrs` (both from
-    /// [`Config::check`]).
+    /// [`Config::check`](crate::Validate::check)).
     pub fn new(
         cfg: &Config,
         idx: usize,

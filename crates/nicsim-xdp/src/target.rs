@@ -248,9 +248,11 @@ impl Target {
     }
 }
 impl Validate for Target {
+    type Checked = ();
+
     /// Every rate positive (the MAC's may be infinite), every other rate and cost a finite
     /// number, costs not negative; each problem at its key.
-    fn validate(&self) -> Result<(), ConfigError> {
+    fn check(&self) -> Result<(), ConfigError> {
         let t = self;
         // Not `x <= 0.0`, which NaN passes: NaN is not positive either.
         let positive = |x: f64| x > 0.0;
