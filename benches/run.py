@@ -57,6 +57,19 @@ def router_case(repeat: int, duration_us: float) -> dict:
             "target_packets_per_second": 2e6}
 
 
+def sizing_case(workers: int | None) -> dict:
+    """`nicsim offloads size` on the paper's configuration (11,000 packets, p99 sojourn at most
+    20 µs, no loss) on the local pool: the whole search, from the baseline to the joint check."""
+    from nicsim.datapath.sizing import size_offloads
+
+    cfg = load_config(PAPER)
+    t0 = time.perf_counter()
+    s = size_offloads(cfg, {"p99_us": 20.0, "loss": 0.0}, workers=workers, progress=False)
+    dt = time.perf_counter() - t0
+    return {"seconds": dt, "runs": s["runs"], "rounds": s["rounds"], "seconds_per_run": dt / s["runs"],
+            "total_units": s["total_units"], "eq1_total_units": s["eq1_total_units"], "workers": workers or os.cpu_count()}
+
+
 def xdp_cases(timeout_s: float) -> dict:
     """Time to the SSP of each suite program with each solver (the paper's evaluation setting:
     no MAC limit), and the enumeration's paths/s without a solver."""
@@ -283,7 +296,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-packets", type=int, default=1_000_000)
-    ap.add_argument("--only", choices=["datapath", "xdp", "router", "flowmem"], help="Run one subsystem's cases.")
+    ap.add_argument("--only", choices=["datapath", "sizing", "xdp", "router", "flowmem"],
+                    help="Run one subsystem's cases.")
     ap.add_argument("--router-us", type=float, default=100_000.0, help="Simulated µs of the router case.")
     ap.add_argument("--flow-flows", type=int, default=160_000,
                     help="Flows of the flow-memory capture (160,000: about 1.16 GB).")
@@ -300,13 +314,18 @@ def main() -> None:
             "functional": True, "traffic.packets": args.long_packets // 10, "measure.window": [500, args.long_packets // 10 - 500]},
     }
     results = {}
-    if args.only in ("xdp", "router", "flowmem"):
+    if args.only in ("sizing", "xdp", "router", "flowmem"):
         cases = {}
     for name, overrides in cases.items():
         # The long runs take a second each: best of 3 (at most --repeat), not of --repeat.
         repeat = args.repeat if "paper" in name else min(args.repeat, 3)
         results[name] = r = timed(overrides, repeat)
         print(f"{name:<62} {r['seconds'] * 1e3:10.1f} ms {r['packets_per_second']:12,.0f} packets/s")
+    if args.only in (None, "sizing"):
+        name = "offload sizing, paper experiment (p99 <= 20 us, no loss)"
+        results[name] = r = sizing_case(None)
+        print(f"{name:<62} {r['seconds'] * 1e3:10.1f} ms {r['runs']:5d} runs in {r['rounds']} rounds "
+              f"({r['total_units']} units against Eq. 1's {r['eq1_total_units']})", flush=True)
     if args.only in (None, "router"):
         name = f"router set-up F ({args.router_us / 1e3:g} ms simulated, 3 NICs, fast path, 64 B)"
         results[name] = r = router_case(args.repeat, args.router_us)

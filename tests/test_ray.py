@@ -4,6 +4,7 @@ local pool gives. And the hint when Ray is missing."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -91,3 +92,22 @@ def test_missing_ray_says_how_to_install_it(tmp_path: Path) -> None:
                         "--executor", "ray"], capture_output=True, text=True, env=env, timeout=300)
     line = assert_one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout, r.stderr), "Ray")
     assert f"{sys.executable} -m pip install" in line and "ray>=" in line
+
+
+def test_offload_sizing_on_a_ray_cluster_finds_what_the_local_pool_finds(
+        tmp_path: Path, ray_head: tuple[str, dict[str, str]]) -> None:
+    """`nicsim offloads size` runs its rounds on the sweep machinery: on Ray, the same points and
+    answer as on the local pool (only the executor and the time taken differ)."""
+    address, env = ray_head
+    args = [sys.executable, "-m", "nicsim", "offloads", "size", str(PAPER), "-p", "traffic.packets=2000",
+            "-p", "measure.window=[100,1900]", "--p99-us", "20", "-q"]
+    results = []
+    for out, extra, e in ((tmp_path / "local", ["--workers", "2"], None), (tmp_path / "ray", ["--ray-address", address], env)):
+        r = subprocess.run([*args, "--out", str(out), *extra], capture_output=True, text=True,
+                           env=e or {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, timeout=600)
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s.pop("executor") == ("ray" if e else "local")
+        s.pop("elapsed_s")
+        results.append(s)
+    assert results[0] == results[1]

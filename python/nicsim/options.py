@@ -92,3 +92,7 @@ ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
                                                     "(needs the `nicsim[ray]` extra; see --ray-address).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                                 help="Parallel runs (default: one per CPU).", show_default=False)]
+RayAddressOpt = Annotated[str | None, typer.Option(
+    "--ray-address", metavar="ADDR", help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, "
+                                          "or `auto`; default: $RAY_ADDRESS, else a local Ray). Implies "
+                                          "`--executor ray`.")]

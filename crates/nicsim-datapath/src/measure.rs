@@ -131,6 +131,9 @@ pub struct Sink {
     window_bytes: u64,
     /// Latencies of packets of no configured flow (the flows' own are in `flows`).
     unmatched: LatStats,
+    /// Every window packet's sojourn: from its arrival (when the traffic offered it) to the
+    /// sink, so it includes any wait to enter the datapath.
+    sojourn: LatStats,
     flows: Vec<FlowStats>,
     /// The checks of delivered packets.
     pub verify: Verify,
@@ -155,6 +158,7 @@ impl Sink {
             t_window_end: 0,
             window_bytes: 0,
             unmatched: LatStats::default(),
+            sojourn: LatStats::default(),
             flows: vec![FlowStats::default(); n_flows],
             verify: Verify::default(),
             recirculated: 0,
@@ -202,6 +206,9 @@ impl Sink {
             self.t_window_end = t_rx;
             let lat = t_rx - pkt.t_parse;
             let ns = (lat * 1000).div_ceil(self.ticks_per_us);
+            let sojourn = t_rx - pkt.t_arrival;
+            self.sojourn
+                .record(sojourn, (sojourn * 1000).div_ceil(self.ticks_per_us));
             if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
                 fs.size_stats(pkt.size).record(lat, ns);
                 fs.delivered += 1;
@@ -238,6 +245,12 @@ impl Sink {
             .flat_map(|fs| &fs.per_size)
             .for_each(|(_, s)| all.merge(s));
         all.summary(tb)
+    }
+
+    /// Sojourn of every packet in the window: arrival (when the traffic offered it) to the
+    /// sink. Unlike [`Sink::latency`] it grows without bound when the datapath cannot keep up.
+    pub fn sojourn(&self, tb: &Timebase) -> LatSummary {
+        self.sojourn.summary(tb)
     }
 
     /// Each flow's results over the window, by flow name (`names`, in configuration order;

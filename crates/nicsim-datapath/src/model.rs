@@ -288,6 +288,7 @@ impl Datapath {
                 in_flight,
             },
             latency_us: sink.latency(&tb),
+            sojourn_us: sink.sojourn(&tb),
             per_flow: sink.per_flow(&tb, &names, &offload_names),
             recirculation: Recirculation {
                 packets_recirculated: sink.recirculated,

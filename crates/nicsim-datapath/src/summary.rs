@@ -32,6 +32,9 @@ pub struct Summary {
     pub packets: Packets,
     /// Latency of the packets in the window, µs.
     pub latency_us: LatSummary,
+    /// Sojourn of the packets in the window (arrival, when the traffic offered the packet, to
+    /// the sink; includes any wait to enter the datapath), µs.
+    pub sojourn_us: LatSummary,
     /// Per flow, by name.
     pub per_flow: BTreeMap<String, FlowSummary>,
     /// Packets that took more than one pass.

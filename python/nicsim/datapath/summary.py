@@ -67,6 +67,7 @@ class Summary(TypedDict):
     deadlocked: bool
     packets: Packets
     latency_us: LatSummary
+    sojourn_us: LatSummary
     per_flow: dict[str, FlowSummary]
     recirculation: Recirculation
     verify: Verify

@@ -102,10 +102,14 @@ def run_many(
     progress: bool = True,
     description: str = "runs",
     ray_address: str | None = None,
+    pool: Pool | None = None,
 ) -> list[dict[str, Any]]:
-    """Simulate each configuration (datapath or router) to the end; summaries in input order."""
+    """Simulate each configuration (datapath or router) to the end; summaries in input order.
+    With `pool`, on that open [`Pool`] (the executor arguments are then its own)."""
     for c in configs:  # fail before starting anything
         check_config(c)
+    if pool is not None:
+        return pool.run(simulate_any, configs, progress=progress, description=description)
     return run_tasks(simulate_any, configs, executor=executor, workers=workers, progress=progress,
                      description=description, ray_address=ray_address)
 
@@ -120,27 +124,10 @@ def run_tasks(
     ray_address: str | None = None,
 ) -> list[Any]:
     """`[fn(x) for x in items]` on the executor; `fn` must be a module-level function (it is
-    pickled to the workers). A result that is a [`NicsimError`] is raised here, after all ran."""
-    check_executor(executor, workers)
-    if not items:
-        return []
-    requested = workers
-    workers = min(workers or os.cpu_count() or 1, len(items))
-    with ui.Progress(description, total=len(items), unit="runs") if progress else _NoProgress() as bar:
-        bar.update(0)
-        if executor == "ray":
-            outcomes = _run_ray(fn, items, workers, bar.advance, ray_address, requested)
-        elif workers == 1:
-            outcomes = []
-            for x in items:
-                outcomes.append(fn(x))
-                bar.advance()
-        else:
-            outcomes = _run_local(fn, items, workers, bar.advance)
-    for o in outcomes:
-        if isinstance(o, BaseException):
-            raise o
-    return outcomes
+    pickled to the workers). A result that is a [`NicsimError`] is raised here, after all ran.
+    One batch: a caller with several batches in a row keeps one [`Pool`] open instead."""
+    with Pool(executor, workers, ray_address) as pool:
+        return pool.run(fn, items, progress=progress, description=description)
 
 
 def check_executor(executor: str, workers: int | None = None) -> None:
@@ -156,24 +143,130 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_local(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advance: Callable[[], None]) -> list[Any]:
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
-    try:
-        futures = [pool.submit(fn, x) for x in items]
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for _ in done:
-                advance()
+class Pool:
+    """Where runs execute, kept open across batches: the local process pool's workers start
+    once, and Ray is started or connected to once (and shut down at the end only if this pool
+    started it). [`run_tasks`] opens one for a single batch; a search that runs round after
+    round (`nicsim offloads size`) keeps one open, so that no round pays for starting workers.
+    A batch of one item, or `workers=1`, runs in this process, as before any pool."""
+
+    def __init__(self, executor: str = "local", workers: int | None = None, ray_address: str | None = None) -> None:
+        check_executor(executor, workers)
+        self.executor = executor
+        self.requested = workers
+        self.address = ray_address
+        self._local: ProcessPoolExecutor | None = None
+        self._ray_started = False
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._local is not None:
+            if exc_type is not None:
+                for p in list(getattr(self._local, "_processes", {}).values()):  # stop running simulations now
+                    p.terminate()
+                self._local.shutdown(wait=False, cancel_futures=True)
+            self._local.shutdown(wait=True)
+            self._local = None
+        if self._ray_started:
+            import ray
+
+            ray.shutdown()
+            self._ray_started = False
+
+    def run(self, fn: Callable[[T], Any], items: Sequence[T], progress: bool = True,
+            description: str = "runs") -> list[Any]:
+        """`[fn(x) for x in items]` on this pool, results in input order; a result that is a
+        [`NicsimError`] is raised after all ran."""
+        if not items:
+            return []
+        workers = min(self.requested or os.cpu_count() or 1, len(items))
+        with ui.Progress(description, total=len(items), unit="runs") if progress else _NoProgress() as bar:
+            bar.update(0)
+            if self.executor == "ray":
+                outcomes = self._run_ray(fn, items, bar.advance)
+            elif workers == 1:
+                outcomes = []
+                for x in items:
+                    outcomes.append(fn(x))
+                    bar.advance()
+            else:
+                outcomes = self._run_local(fn, items, bar.advance)
+        for o in outcomes:
+            if isinstance(o, BaseException):
+                raise o
+        return outcomes
+
+    def _run_local(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
+        if self._local is None:
+            ctx = multiprocessing.get_context("spawn")
+            self._local = ProcessPoolExecutor(max_workers=self.requested or os.cpu_count() or 1, mp_context=ctx,
+                                              initializer=_ignore_sigint)
+        futures = [self._local.submit(fn, x) for x in items]
+        try:
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for _ in done:
+                    advance()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
         return [f.result() for f in futures]
-    except BaseException:
-        for p in list(getattr(pool, "_processes", {}).values()):  # stop running simulations now
-            p.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
+
+    def _run_ray(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
+        try:
+            import ray
+        except ImportError:
+            raise InputError(f"the ray executor needs Ray, which is not installed: {ray_install_hint()}") from None
+        if not ray.is_initialized():
+            self._init_ray(ray)
+        refs: list[Any] = []
+        try:
+            task = ray.remote(num_cpus=1)(fn)
+            pending: list[Any] = []
+            it = iter(items)
+            limit = self.requested or len(items)  # on a cluster: at most -j in flight, when given
+            while True:
+                while len(pending) < limit:
+                    nxt = next(it, _END)
+                    if nxt is _END:
+                        break
+                    ref = task.remote(nxt)
+                    refs.append(ref)
+                    pending.append(ref)
+                if not pending:
+                    break
+                done, pending = ray.wait(pending, num_returns=1)
+                for _ in done:
+                    advance()
+            return ray.get(refs)
+        except BaseException:
+            for r in refs:
+                ray.cancel(r, force=True)
+            raise
+
+    def _init_ray(self, ray: Any) -> None:
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        if address:
+            _probe(address)
+        try:
+            if address:
+                # The tasks run nicsim as the cluster's nodes have it installed (the functions
+                # are pickled by reference): every node needs nicsim, as the README says.
+                ray.init(address=address, **common)
+            else:
+                ray.init(num_cpus=self.requested or os.cpu_count() or 1, **common)
+        except Exception as e:  # Ray raises plain Exception when a node does not start
+            why = " ".join(str(e).split())[:300]
+            if address:
+                raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
+            raise InputError(f"--executor ray: cannot start a local Ray: {why}") from None
+        self._ray_started = True
 
 
 def ray_install_hint() -> str:
@@ -191,60 +284,6 @@ def ray_install_hint() -> str:
     except PackageNotFoundError:
         pass
     return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(req)}"
-
-
-def _run_ray(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, advance: Callable[[], None],
-             address: str | None, requested: int | None = None) -> list[Any]:
-    try:
-        import ray
-    except ImportError:
-        raise InputError(f"the ray executor needs Ray, which is not installed: {ray_install_hint()}") from None
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    started = not ray.is_initialized()
-    if started:
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
-        if address:
-            _probe(address)
-        try:
-            if address:
-                # The tasks run nicsim as the cluster's nodes have it installed (the functions
-                # are pickled by reference): every node needs nicsim, as the README says.
-                ray.init(address=address, **common)
-            else:
-                ray.init(num_cpus=workers, **common)
-        except Exception as e:  # Ray raises plain Exception when a node does not start
-            why = " ".join(str(e).split())[:300]
-            if address:
-                raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
-            raise InputError(f"--executor ray: cannot start a local Ray: {why}") from None
-    refs: list[Any] = []
-    try:
-        task = ray.remote(num_cpus=1)(fn)
-        pending: list[Any] = []
-        it = iter(items)
-        limit = requested or len(items)  # on a cluster: at most -j in flight, when given
-        while True:
-            while len(pending) < limit:
-                nxt = next(it, _END)
-                if nxt is _END:
-                    break
-                ref = task.remote(nxt)
-                refs.append(ref)
-                pending.append(ref)
-            if not pending:
-                break
-            done, pending = ray.wait(pending, num_returns=1)
-            for _ in done:
-                advance()
-        return ray.get(refs)
-    except BaseException:
-        for r in refs:
-            ray.cancel(r, force=True)
-        raise
-    finally:
-        if started:
-            ray.shutdown()
 
 
 _END = object()
@@ -399,4 +438,4 @@ def plot_sweep(o: Any, model: str, varied: list[str], rows: list[dict[str, Any]]
     o.figure("sweep", fig)
 
 
-__all__ = ["EXECUTORS", "MODELS", "load_any", "model_of", "run_many", "run_tasks", "sweep", "sweep_to_folder"]
+__all__ = ["EXECUTORS", "MODELS", "Pool", "load_any", "model_of", "run_many", "run_tasks", "sweep", "sweep_to_folder"]

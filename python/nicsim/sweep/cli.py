@@ -14,7 +14,17 @@ from nicsim import ui
 from nicsim.config import parse_sweep_param
 from nicsim.datapath.cli import ConfigArg
 from nicsim.errors import ConfigError
-from nicsim.options import Executor, ExecutorOpt, ForceOpt, JsonOpt, OutOpt, QuietOpt, VerboseOpt, WorkersOpt
+from nicsim.options import (
+    Executor,
+    ExecutorOpt,
+    ForceOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    RayAddressOpt,
+    VerboseOpt,
+    WorkersOpt,
+)
 
 
 def sweep_cmd(
@@ -27,10 +37,7 @@ def sweep_cmd(
                                              show_default=False)],
     executor: ExecutorOpt = Executor.local,
     workers: WorkersOpt = None,
-    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", help="Connect to this Ray "
-                                                    "cluster (`HOST:PORT` of its head, `ray://HOST:10001`, or "
-                                                    "`auto`; default: $RAY_ADDRESS, else a local Ray). Implies "
-                                                    "`--executor ray`.")] = None,
+    ray_address: RayAddressOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Run a configuration over a grid of parameter values.
