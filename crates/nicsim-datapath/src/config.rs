@@ -106,6 +106,9 @@ pub struct Config {
     /// The SDN controller's scheduled chain updates (`[[remap]]`).
     #[serde(default)]
     pub remap: Vec<RemapCfg>,
+    /// Priority classes in FlexPipe and StaticPipe (`[qos]`; none by default, as in the paper).
+    #[serde(default)]
+    pub qos: QosCfg,
 }
 
 fn d_seed() -> u64 {
@@ -240,6 +243,46 @@ impl Config {
             })
             .collect()
     }
+}
+
+/// How FlexPipe's blocks choose among priority classes (`qos.policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum QosPolicy {
+    /// No classes: one ingress FIFO, and the blocks as the paper has them.
+    #[default]
+    None,
+    /// The highest class first, at the Ingress Traffic Controller and every Traffic Arbiter.
+    Strict,
+    /// Byte shares by `qos.weights` (self-clocked fair queueing, see `flexpipe::qos`).
+    Weighted,
+}
+
+/// Priority classes in FlexPipe and StaticPipe (`[qos]`): a flow's `priority` is its class.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct QosCfg {
+    /// How the Ingress Traffic Controller and the Traffic Arbiters choose among classes.
+    pub policy: QosPolicy,
+    /// `weighted`: the weight of each class, indexed by priority (every class in use needs
+    /// one).
+    pub weights: Vec<u32>,
+    /// Room the Load Balancer keeps free in every unit's input queue for the highest class in
+    /// use: a packet of a lower class goes to a unit only if the queue keeps this much free.
+    pub unit_reserve_bytes: u32,
+}
+
+/// What `[qos]` asks of the model, checked ([`Checked::qos`]).
+#[derive(Debug, Clone)]
+pub struct Qos {
+    /// Strict or weighted.
+    pub policy: crate::flexpipe::qos::Policy,
+    /// The classes in use: 0 to `classes - 1` (the largest flow priority + 1).
+    pub classes: u8,
+    /// Per class, its weight (1 for classes without one; only `Weighted` reads them).
+    pub weights: [u32; crate::flexpipe::qos::MAX_CLASSES],
+    /// The Load Balancer's reserve for the highest class in use, in bytes.
+    pub unit_reserve_bytes: u32,
 }
 
 /// Which PANIC to model (`panic.variant`).
@@ -591,6 +634,8 @@ pub struct Checked {
     pub firewall: Option<nicsim_offloads::RuleSet>,
     /// PANIC's eval variant: the offload every chain starts with.
     pub first_offload: u8,
+    /// Priority classes (`[qos]` with a policy; FlexPipe and StaticPipe only).
+    pub qos: Option<Qos>,
 }
 
 impl nicsim_kernel::config::Validate for Config {
@@ -961,6 +1006,7 @@ impl nicsim_kernel::config::Validate for Config {
             });
         }
         check_timebase(&self.clock_keys(), &spans)?;
+        let qos = self.check_qos()?;
         Ok(Checked {
             headers,
             rules,
@@ -969,11 +1015,95 @@ impl nicsim_kernel::config::Validate for Config {
             kinds,
             firewall,
             first_offload,
+            qos,
         })
     }
 }
 
 impl Config {
+    /// `[qos]`: a policy other than none needs FlexPipe or StaticPipe, flow priorities of at
+    /// most 7, and (weighted) a weight of 1 to 10⁶ for every class in use; the Load Balancer's
+    /// reserve must leave a lower class room for the largest packet.
+    fn check_qos(&self) -> Result<Option<Qos>, ConfigError> {
+        use crate::flexpipe::qos::{Policy, MAX_CLASSES};
+        let q = &self.qos;
+        let policy = match q.policy {
+            QosPolicy::None => {
+                if !q.weights.is_empty() || q.unit_reserve_bytes != 0 {
+                    return err(
+                        "qos.policy",
+                        "weights and unit_reserve_bytes need a policy (strict or weighted)",
+                    );
+                }
+                return Ok(None);
+            }
+            QosPolicy::Strict => Policy::Strict,
+            QosPolicy::Weighted => Policy::Weighted,
+        };
+        if self.arch == Arch::Panic {
+            return err(
+                "qos.policy",
+                "priority classes are FlexPipe's and StaticPipe's; PANIC orders packets by its \
+                 PIFO (set the flows' priority and leave [qos] out)",
+            );
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.priority as usize >= MAX_CLASSES {
+                return err(
+                    format!("flows[{i}].priority"),
+                    format!(
+                        "with [qos], a class from 0 to {} (got {})",
+                        MAX_CLASSES - 1,
+                        f.priority
+                    ),
+                );
+            }
+        }
+        let classes = self.flows.iter().map(|f| f.priority).max().unwrap_or(0) + 1;
+        let mut weights = [1u32; MAX_CLASSES];
+        if policy == Policy::Weighted {
+            if q.weights.len() < classes as usize || q.weights.len() > MAX_CLASSES {
+                return err(
+                    "qos.weights",
+                    format!(
+                        "one weight per class, indexed by priority: the flows use classes 0 to \
+                         {}, so {} to {MAX_CLASSES} weights (got {})",
+                        classes - 1,
+                        classes,
+                        q.weights.len()
+                    ),
+                );
+            }
+            for (i, &w) in q.weights.iter().enumerate() {
+                check_range(&format!("qos.weights[{i}]"), w as u64, 1, 1_000_000, "")?;
+                weights[i] = w;
+            }
+        } else if !q.weights.is_empty() {
+            return err("qos.weights", "weights are for policy = \"weighted\"");
+        }
+        let room = self
+            .pipeline
+            .unit_queue_bytes
+            .saturating_sub(self.max_packet_bytes());
+        if q.unit_reserve_bytes > room {
+            return err(
+                "qos.unit_reserve_bytes",
+                format!(
+                    "at most {room} bytes: a unit's queue ({} bytes) must keep room for the \
+                     largest packet ({} bytes) of a lower class",
+                    self.pipeline.unit_queue_bytes,
+                    self.max_packet_bytes()
+                ),
+            );
+        }
+        Ok(Some(Qos {
+            policy,
+            classes,
+            weights,
+            unit_reserve_bytes: q.unit_reserve_bytes,
+        }))
+    }
+
     /// Position of the offload named `name` in the physical order.
     pub fn offload_index(&self, name: &str) -> Option<usize> {
         self.offloads.iter().position(|o| o.name == name)
@@ -1145,7 +1275,19 @@ impl Config {
         let units: u64 = self.offloads.iter().map(|o| o.units(p) as u64).sum();
         match self.arch {
             Arch::Flexpipe | Arch::Staticpipe => {
-                p.ingress_fifo_bytes as u64
+                // With [qos], one ingress FIFO per class.
+                let classes = match self.qos.policy {
+                    QosPolicy::None => 1,
+                    _ => {
+                        self.flows
+                            .iter()
+                            .map(|f| f.priority as u64)
+                            .max()
+                            .unwrap_or(0)
+                            + 1
+                    }
+                };
+                classes * p.ingress_fifo_bytes as u64
                     + p.recirc_fifo_bytes as u64
                     + p.stage_fifo_bytes as u64
                     + n_off * 2 * p.arbiter_fifo_bytes as u64

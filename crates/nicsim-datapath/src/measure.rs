@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use nicsim_kernel::{LatStats, LatSummary, Time, Timebase};
 use serde::Serialize;
 
-use crate::summary::FlowSummary;
+use crate::summary::{ClassSummary, FlowSummary};
 
 use crate::packet::{Chain, Pkt};
 
@@ -119,6 +119,14 @@ impl PacketLog {
     }
 }
 
+/// One priority class's window packets at the sink.
+#[derive(Clone, Default)]
+struct ClassStats {
+    sojourn: LatStats,
+    delivered: u64,
+    bytes: u64,
+}
+
 /// The traffic sink: counts and checks delivered packets and keeps the window's throughput and
 /// latency statistics.
 pub struct Sink {
@@ -131,9 +139,10 @@ pub struct Sink {
     window_bytes: u64,
     /// Latencies of packets of no configured flow (the flows' own are in `flows`).
     unmatched: LatStats,
-    /// Every window packet's sojourn: from its arrival (when the traffic offered it) to the
-    /// sink, so it includes any wait to enter the datapath.
-    sojourn: LatStats,
+    /// Per priority class (index: the packet's priority), its window packets: their sojourn
+    /// (from arrival, when the traffic offered the packet, to the sink, so it includes any wait
+    /// to enter the datapath), count and bytes.
+    classes: Vec<ClassStats>,
     flows: Vec<FlowStats>,
     /// The checks of delivered packets.
     pub verify: Verify,
@@ -148,8 +157,9 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// A sink measuring over received-packet indices `window` [start, end), for `n_flows` flows.
-    pub fn new(window: [u64; 2], n_flows: usize, tb: &Timebase) -> Sink {
+    /// A sink measuring over received-packet indices `window` [start, end), for `n_flows` flows
+    /// and `n_classes` priority classes (0 to `n_classes - 1`).
+    pub fn new(window: [u64; 2], n_flows: usize, n_classes: usize, tb: &Timebase) -> Sink {
         Sink {
             ticks_per_us: tb.ticks_per_us(),
             window,
@@ -158,7 +168,7 @@ impl Sink {
             t_window_end: 0,
             window_bytes: 0,
             unmatched: LatStats::default(),
-            sojourn: LatStats::default(),
+            classes: vec![ClassStats::default(); n_classes],
             flows: vec![FlowStats::default(); n_flows],
             verify: Verify::default(),
             recirculated: 0,
@@ -206,9 +216,13 @@ impl Sink {
             self.t_window_end = t_rx;
             let lat = t_rx - pkt.t_parse;
             let ns = (lat * 1000).div_ceil(self.ticks_per_us);
-            let sojourn = t_rx - pkt.t_arrival;
-            self.sojourn
-                .record(sojourn, (sojourn * 1000).div_ceil(self.ticks_per_us));
+            if let Some(c) = self.classes.get_mut(pkt.priority as usize) {
+                let sojourn = t_rx - pkt.t_arrival;
+                c.sojourn
+                    .record(sojourn, (sojourn * 1000).div_ceil(self.ticks_per_us));
+                c.delivered += 1;
+                c.bytes += pkt.size as u64;
+            }
             if let Some(fs) = self.flows.get_mut(pkt.flow as usize) {
                 fs.size_stats(pkt.size).record(lat, ns);
                 fs.delivered += 1;
@@ -250,7 +264,52 @@ impl Sink {
     /// Sojourn of every packet in the window: arrival (when the traffic offered it) to the
     /// sink. Unlike [`Sink::latency`] it grows without bound when the datapath cannot keep up.
     pub fn sojourn(&self, tb: &Timebase) -> LatSummary {
-        self.sojourn.summary(tb)
+        let mut all = LatStats::default();
+        self.classes.iter().for_each(|c| all.merge(&c.sojourn));
+        all.summary(tb)
+    }
+
+    /// Each priority class's results over the window (index: class). `flow_class[f]` is flow
+    /// f's class (its latency is merged into that class's), `offered` and `dropped` each
+    /// class's packets offered and dropped by reason (whole run).
+    pub fn per_class(
+        &self,
+        tb: &Timebase,
+        flow_class: &[u8],
+        offered: &[u64],
+        dropped: &[BTreeMap<&'static str, u64>],
+    ) -> BTreeMap<String, ClassSummary> {
+        let secs = self.window_seconds(tb);
+        let mut m = BTreeMap::new();
+        for (c, cs) in self.classes.iter().enumerate() {
+            let mut latency = LatStats::default();
+            for (fs, _) in self
+                .flows
+                .iter()
+                .zip(flow_class)
+                .filter(|(_, &k)| k as usize == c)
+            {
+                fs.per_size.iter().for_each(|(_, l)| latency.merge(l));
+            }
+            let dropped = dropped.get(c).cloned().unwrap_or_default();
+            m.insert(
+                c.to_string(),
+                ClassSummary {
+                    offered: offered.get(c).copied().unwrap_or(0),
+                    delivered_in_window: cs.delivered,
+                    throughput_gbps: if secs > 0.0 {
+                        cs.bytes as f64 * 8.0 / secs / 1e9
+                    } else {
+                        0.0
+                    },
+                    latency_us: latency.summary(tb),
+                    sojourn_us: cs.sojourn.summary(tb),
+                    dropped_total: dropped.values().sum(),
+                    dropped,
+                },
+            );
+        }
+        m
     }
 
     /// Each flow's results over the window, by flow name (`names`, in configuration order;

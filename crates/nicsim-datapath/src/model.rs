@@ -57,6 +57,7 @@ impl Datapath {
             kinds,
             firewall,
             first_offload,
+            qos,
         } = cfg.check().map_err(|e| e.to_string())?;
         let funcs: Option<Funcs> = cfg.functional.then(|| {
             let params = nicsim_offloads::OffloadParams {
@@ -85,6 +86,14 @@ impl Datapath {
             .map(|&(at_us, flow, chain)| (tb.from_us(at_us), flow, chain))
             .collect();
         remaps.sort_by_key(|r| r.0);
+        // Priority classes 0 to the largest flow priority (every run has class 0).
+        let n_classes = cfg
+            .flows
+            .iter()
+            .map(|f| f.priority as usize)
+            .max()
+            .unwrap_or(0)
+            + 1;
         let mut world = World {
             pkts: Default::default(),
             q: Default::default(),
@@ -92,7 +101,8 @@ impl Datapath {
             chains,
             remaps: VecDeque::from(remaps),
             drops: BTreeMap::new(),
-            sink: Sink::new(cfg.measure.window, cfg.flows.len(), &tb),
+            classes: vec![Default::default(); n_classes],
+            sink: Sink::new(cfg.measure.window, cfg.flows.len(), n_classes, &tb),
             funcs,
             offered: 0,
             unit_busy_ticks: vec![0; cfg.offloads.len()],
@@ -113,6 +123,7 @@ impl Datapath {
                     &mut offloads,
                     source,
                     priorities,
+                    qos.as_ref(),
                 );
             }
             Arch::Panic => {
@@ -289,6 +300,12 @@ impl Datapath {
             },
             latency_us: sink.latency(&tb),
             sojourn_us: sink.sojourn(&tb),
+            classes: {
+                let flow_class: Vec<u8> = self.cfg.flows.iter().map(|f| f.priority).collect();
+                let offered: Vec<u64> = w.classes.iter().map(|c| c.0).collect();
+                let dropped: Vec<_> = w.classes.iter().map(|c| c.1.clone()).collect();
+                sink.per_class(&tb, &flow_class, &offered, &dropped)
+            },
             per_flow: sink.per_flow(&tb, &names, &offload_names),
             recirculation: Recirculation {
                 packets_recirculated: sink.recirculated,

@@ -63,13 +63,15 @@ impl Generator {
 
 impl Component<World> for Generator {
     fn ports(&self) -> Vec<Port> {
-        vec![Port::new(self.link.clock).writes(&[self.pre.out])]
+        // With classes, `out` is class 0's FIFO.
+        let out = self.pre.class_out.clone().unwrap_or(vec![self.pre.out]);
+        vec![Port::new(self.link.clock).writes(&out)]
     }
     fn step(&mut self, _: usize, now: Time, w: &mut World) {
         self.refill(w);
         let Some(id) = self.pending else { return };
         let (t_arrival, size) = (w.pkts[id].t_arrival, w.pkts[id].size);
-        if t_arrival <= now && self.link.is_free(now) && w.room(self.pre.out, size) {
+        if t_arrival <= now && self.link.is_free(now) && self.pre.may_enter(w, size) {
             self.pending = None;
             self.pre.parse(now, w, id, size, &mut self.link);
             self.refill(w);
@@ -78,7 +80,7 @@ impl Component<World> for Generator {
         // pop wakes us).
         if let Some(id) = self.pending {
             let p = &w.pkts[id];
-            if w.room(self.pre.out, p.size) {
+            if self.pre.may_enter(w, p.size) {
                 let t = self.link.free_from(p.t_arrival);
                 w.cal.wake_port(0, t);
             }
@@ -112,9 +114,20 @@ pub struct PreProcessor {
     pub descriptor_beats: u64,
     /// Priority class of each flow type, written to the metadata.
     pub priorities: Vec<u8>,
+    /// With priority classes (`[qos]`): one output FIFO per class (index: class), each
+    /// dropping a packet it has no room for (`ingress_full`) rather than stalling the MAC, so
+    /// that a full low class does not hold up a higher one.
+    pub class_out: Option<Vec<FifoId>>,
 }
 
 impl PreProcessor {
+    /// Whether the MAC may stream a packet of `bytes` in now: with classes always (the class's
+    /// FIFO drops what it has no room for), else when `out` has room.
+    #[inline]
+    fn may_enter(&self, w: &World, bytes: u32) -> bool {
+        self.class_out.is_some() || w.room(self.out, bytes)
+    }
+
     /// Packet `id` of `bytes` streams in over `link` from `now` (the caller checked that the
     /// link is free and `out` has room): parse it, write its metadata and send it on.
     fn parse(&mut self, now: Time, w: &mut World, id: PktId, bytes: u32, link: &mut Link) {
@@ -142,11 +155,24 @@ impl PreProcessor {
         };
         let pkt = &mut w.pkts[id];
         pkt.flow = flow;
-        pkt.priority = self.priorities.get(flow as usize).copied().unwrap_or(0);
+        let class = self.priorities.get(flow as usize).copied().unwrap_or(0);
+        pkt.priority = class;
         pkt.t_parse = now;
         pkt.chain = chain;
+        w.class_offered(class);
+        let out = match &self.class_out {
+            Some(fifos) => {
+                let f = fifos[class as usize];
+                if !w.room(f, bytes) {
+                    w.drop_pkt(id, "ingress_full");
+                    return;
+                }
+                f
+            }
+            None => self.out,
+        };
         w.push(
-            self.out,
+            out,
             now,
             id,
             bytes,

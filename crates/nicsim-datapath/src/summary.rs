@@ -35,6 +35,8 @@ pub struct Summary {
     /// Sojourn of the packets in the window (arrival, when the traffic offered the packet, to
     /// the sink; includes any wait to enter the datapath), µs.
     pub sojourn_us: LatSummary,
+    /// Per priority class (the flows' `priority`), by class.
+    pub classes: BTreeMap<String, ClassSummary>,
     /// Per flow, by name.
     pub per_flow: BTreeMap<String, FlowSummary>,
     /// Packets that took more than one pass.
@@ -80,6 +82,25 @@ pub struct FlowSummary {
     pub per_size: BTreeMap<String, LatSummary>,
     /// Packets delivered per chain actually taken (offload names joined by `>`).
     pub chains: BTreeMap<String, u64>,
+}
+
+/// One priority class's results (the class is the flows' `priority`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassSummary {
+    /// Packets of the class the Pre-Processor classified (whole run).
+    pub offered: u64,
+    /// Packets delivered in the window.
+    pub delivered_in_window: u64,
+    /// Gbit/s over the window.
+    pub throughput_gbps: f64,
+    /// Latency (Pre-Processor to sink), µs.
+    pub latency_us: LatSummary,
+    /// Sojourn (arrival to sink), µs.
+    pub sojourn_us: LatSummary,
+    /// Drops by reason (whole run).
+    pub dropped: BTreeMap<&'static str, u64>,
+    /// Sum of the drops.
+    pub dropped_total: u64,
 }
 
 /// Packets that took more than one pass.

@@ -28,6 +28,9 @@ pub struct World {
     pub remaps: VecDeque<(Time, u16, Chain)>,
     /// Dropped packets, by reason (`no_flow`, `pifo_full`, `buffer_full`, ...).
     pub drops: BTreeMap<&'static str, u64>,
+    /// Per priority class (index: class): packets the Pre-Processor classified, and drops by
+    /// reason of classified packets.
+    pub classes: Vec<(u64, BTreeMap<&'static str, u64>)>,
     /// The traffic sink.
     pub sink: Sink,
     /// The functional offloads, in physical order (functional runs only).
@@ -79,9 +82,23 @@ impl World {
 
     /// Drop a packet in flight, counting the reason.
     pub fn drop_pkt(&mut self, id: PktId, reason: &'static str) {
+        if reason != "no_flow" {
+            let c = self.pkts[id].priority as usize;
+            if let Some((_, d)) = self.classes.get_mut(c) {
+                *d.entry(reason).or_default() += 1;
+            }
+        }
         self.release(id);
         *self.drops.entry(reason).or_default() += 1;
         self.last_out = self.last_out.max(self.cal.now());
+    }
+
+    /// The Pre-Processor classified a packet into `class`.
+    #[inline]
+    pub fn class_offered(&mut self, class: u8) {
+        if let Some((n, _)) = self.classes.get_mut(class as usize) {
+            *n += 1;
+        }
     }
 
     /// A packet's last byte reaches the host at `t_rx`: the sink records it.

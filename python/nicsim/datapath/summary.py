@@ -25,6 +25,18 @@ class FlowSummary(TypedDict):
     chains: dict[str, int]
 
 
+class ClassSummary(TypedDict):
+    """One priority class (the flows' `priority`): `nicsim_datapath::summary::ClassSummary`."""
+
+    offered: int
+    delivered_in_window: int
+    throughput_gbps: float
+    latency_us: LatSummary
+    sojourn_us: LatSummary
+    dropped: dict[str, int]
+    dropped_total: int
+
+
 class Recirculation(TypedDict):
     packets_recirculated: int
     fraction: float
@@ -68,6 +80,7 @@ class Summary(TypedDict):
     packets: Packets
     latency_us: LatSummary
     sojourn_us: LatSummary
+    classes: dict[str, ClassSummary]
     per_flow: dict[str, FlowSummary]
     recirculation: Recirculation
     verify: Verify

@@ -1,10 +1,13 @@
 //! FlexPipe's Traffic Arbiter (Fig. 2): between the bypass FIFO and the units' FIFO (16 kB
 //! each), the front packet of the one with the highest fill level among those whose front
 //! packet has arrived (the units' FIFO on a tie), handed to the next stage when it can take it.
+//! With priority classes (`[qos]`), two front packets of different classes are chosen between
+//! by the class scheduler ([`ClassSched`]); the fill levels decide within a class.
 
 use nicsim_kernel::{Link, Time};
 
 use super::handshake::{send_front, wake_send, Front, Next, Receiver};
+use super::qos::ClassSched;
 use crate::world::{FifoId, World};
 
 /// The Traffic Arbiter of one Offload.
@@ -15,6 +18,8 @@ pub struct Arbiter {
     pub bypass: FifoId,
     /// The units' FIFO.
     pub units_out: FifoId,
+    /// With priority classes: how it chooses between front packets of different classes.
+    pub classes: Option<ClassSched>,
 }
 
 impl Arbiter {
@@ -25,13 +30,17 @@ impl Arbiter {
             Front::ready(w, self.units_out, now),
             Front::ready(w, self.bypass, now),
         ) {
-            (Some(u), Some(b)) => Some(
-                if w.q[self.bypass].used_bytes() > w.q[self.units_out].used_bytes() {
-                    b
-                } else {
-                    u
-                },
-            ),
+            (Some(u), Some(b)) => Some(match &self.classes {
+                Some(s) if w.pkts[u.item].priority != w.pkts[b.item].priority => {
+                    if s.before(w.pkts[b.item].priority, w.pkts[u.item].priority) {
+                        b
+                    } else {
+                        u
+                    }
+                }
+                _ if w.q[self.bypass].used_bytes() > w.q[self.units_out].used_bytes() => b,
+                _ => u,
+            }),
             (u, b) => u.or(b),
         }
     }
@@ -48,7 +57,12 @@ impl Arbiter {
     ) {
         if self.link.is_free(now) {
             if let Some(f) = self.pick(now, w) {
-                send_front(now, w, f, &mut self.link, next);
+                let class = w.pkts[f.item].priority;
+                if send_front(now, w, f, &mut self.link, next) {
+                    if let Some(s) = self.classes.as_mut() {
+                        s.sent(class, f.bytes);
+                    }
+                }
             }
         }
         w.cal.busy_until(port, self.link.busy_until());

@@ -152,21 +152,34 @@ pub fn send_front<R: Receiver>(
 /// (which wakes it) or a push into one of its inputs (which can change what it picks) can
 /// change that: the inputs then wake it at their next push.
 #[inline]
-pub fn wake_send<R: Receiver>(
+pub fn wake_send<R: Receiver, const N: usize>(
     w: &mut World,
     port: usize,
     link: &Link,
-    inputs: [FifoId; 2],
+    inputs: [FifoId; N],
     pick: impl Fn(&World, Time) -> Option<Front>,
     next: &mut Next<R>,
 ) {
     let now = w.cal.now();
     let at = |f: FifoId| w.q.front(f).map(|s| link.free_from(s.head.max(now)));
-    let times = match (at(inputs[0]), at(inputs[1])) {
-        (None, None) => return, // a push wakes it
-        (Some(t), None) | (None, Some(t)) => [t, Time::MAX],
-        (Some(a), Some(b)) => [a.min(b), a.max(b)],
-    };
+    // Every input's front time (`Time::MAX`: none), earliest first.
+    let mut times = [Time::MAX; N];
+    for (t, &f) in times.iter_mut().zip(&inputs) {
+        if let Some(at) = at(f) {
+            *t = at;
+        }
+    }
+    if N == 2 {
+        if times[0] > times[1] {
+            times.swap(0, 1);
+        }
+    } else {
+        // The Ingress Traffic Controller with classes.
+        times.sort_unstable();
+    }
+    if times[0] == Time::MAX {
+        return; // a push wakes it
+    }
     let (mut last, mut blocked) = (None, false);
     for t in times.into_iter().filter(|&t| t != Time::MAX) {
         let Some(f) = pick(w, t).filter(|f| Some(f.fifo) != last) else {

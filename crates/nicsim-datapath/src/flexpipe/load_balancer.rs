@@ -3,7 +3,9 @@
 //! least-loaded unit (the lowest index on a tie), while that unit's input queue has room for
 //! it. The counters are not kept as numbers: they follow from the units' queues and progress
 //! ([`Units::queued`], [`Units::unread`]), and each unit's time from which its counter is 0
-//! is kept so that the least-loaded unit is mostly found without computing any.
+//! is kept so that the least-loaded unit is mostly found without computing any. With priority
+//! classes (`[qos]`), a packet below the highest class in use goes to its unit only if the
+//! unit's queue keeps `qos.unit_reserve_bytes` free for the highest class.
 
 use nicsim_kernel::Time;
 
@@ -18,6 +20,8 @@ pub struct LoadBalancer {
     zero_from: Vec<Time>,
     /// Each unit's input queue.
     queue_bytes: u32,
+    /// With priority classes: the room kept free for the highest class in use, and that class.
+    reserve: Option<(u32, u8)>,
 }
 
 impl LoadBalancer {
@@ -26,7 +30,14 @@ impl LoadBalancer {
         LoadBalancer {
             zero_from: vec![0; n_units as usize],
             queue_bytes,
+            reserve: None,
         }
+    }
+
+    /// With priority classes: keep `bytes` of every unit's queue for class `top` (and above).
+    pub fn with_reserve(mut self, bytes: u32, top: u8) -> LoadBalancer {
+        self.reserve = (bytes > 0).then_some((bytes, top));
+        self
     }
 
     /// Unit `u`'s counter at `now`: bytes stored for it that it has not yet read.
@@ -38,7 +49,7 @@ impl LoadBalancer {
 impl Steer for LoadBalancer {
     /// The first unit whose counter is 0, else the first with the smallest, if its queue has
     /// room for the packet.
-    fn choose(&self, now: Time, units: &Units, _: &World, _: PktId, bytes: u32) -> Choice {
+    fn choose(&self, now: Time, units: &Units, w: &World, item: PktId, bytes: u32) -> Choice {
         let u = match self.zero_from.iter().position(|&t| t <= now) {
             Some(u) => u,
             None => {
@@ -58,7 +69,11 @@ impl Steer for LoadBalancer {
             "zero_from {:?} at {now}",
             self.zero_from
         );
-        if units.queued(u, now) + bytes as u64 <= self.queue_bytes as u64 {
+        let limit = match self.reserve {
+            Some((keep, top)) if w.pkts[item].priority < top => self.queue_bytes - keep,
+            _ => self.queue_bytes,
+        };
+        if units.queued(u, now) + bytes as u64 <= limit as u64 {
             Choice::Unit(u)
         } else {
             Choice::Wait

@@ -21,7 +21,9 @@
 //! One file per block of the paper's figures: `ingress`, `splitter`, `load_balancer`, `units`,
 //! `round_robin`, `arbiter`, `egress`; `offload` wires the blocks of one Offload, `handshake`
 //! is the valid/ready hand-over between directly connected blocks, `pipeline` the chain, and
-//! [`build`] wires FlexPipe or StaticPipe into a datapath.
+//! [`build`] wires FlexPipe or StaticPipe into a datapath. `qos` is beyond the paper: priority
+//! classes (`[qos]`), which the Ingress Traffic Controller, the Load Balancers and the Traffic
+//! Arbiters honour.
 
 mod arbiter;
 mod egress;
@@ -30,6 +32,7 @@ mod ingress;
 mod load_balancer;
 mod offload;
 mod pipeline;
+pub mod qos;
 mod round_robin;
 mod splitter;
 mod units;
@@ -52,7 +55,10 @@ use crate::traffic::Source;
 use crate::world::World;
 
 /// Build FlexPipe, or StaticPipe (`cfg.arch`): the MAC and Pre-Processor, the Ingress
-/// Traffic Controller, the Offloads, the Egress Traffic Controller and the DMA engine.
+/// Traffic Controller, the Offloads, the Egress Traffic Controller and the DMA engine; with
+/// `qos`, priority classes in the Pre-Processor, the Ingress Traffic Controller, the Load
+/// Balancers and the Traffic Arbiters.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     cfg: &Config,
     tb: &Timebase,
@@ -61,6 +67,7 @@ pub fn build(
     offloads: &mut Vec<OffloadInfo>,
     source: Source,
     priorities: Vec<u8>,
+    qos: Option<&crate::config::Qos>,
 ) {
     let p = &cfg.pipeline;
     let pclk = tb.clock(p.clock_mhz);
@@ -68,6 +75,15 @@ pub fn build(
     let all = Chain::new(&(0..cfg.offloads.len() as u8).collect::<Vec<_>>());
     let staticpipe = cfg.arch == Arch::Staticpipe;
     let ing_new = world.add_fifo("ingress.new", p.ingress_fifo_bytes);
+    // With classes, class 0's FIFO is `ingress.new`, and every other class has its own.
+    let classes = qos.map(|q| {
+        let mut fifos = vec![ing_new];
+        for c in 1..q.classes {
+            fifos.push(world.add_fifo(format!("ingress.new.{c}"), p.ingress_fifo_bytes));
+        }
+        fifos
+    });
+    let sched = qos.map(|q| qos::ClassSched::new(q.policy, q.weights));
     let recirc = world.add_fifo("ingress.recirc", p.recirc_fifo_bytes);
     let dma_in = world.add_fifo("dma.in", p.stage_fifo_bytes);
     // Consumers first.
@@ -88,7 +104,11 @@ pub fn build(
             name: o.name.clone(),
             units,
         });
-        chain.push(Offload::new(
+        let mut lb = LoadBalancer::new(units, p.unit_queue_bytes);
+        if let Some(q) = qos {
+            lb = lb.with_reserve(q.unit_reserve_bytes, q.classes - 1);
+        }
+        let offload = Offload::new(
             i as u8,
             o.name.clone(),
             units,
@@ -96,14 +116,19 @@ pub fn build(
             (p.width_bits, pclk),
             staticpipe,
             [bypass, ufifo],
-            LoadBalancer::new(units, p.unit_queue_bytes),
-        ));
+            lb,
+        );
+        chain.push(match &sched {
+            Some(s) => offload.with_classes(s.clone()),
+            None => offload,
+        });
     }
     comps.push(Box::new(Pipeline::new(
         IngressTc {
             new: ing_new,
             recirc,
             link: link.clone(),
+            classes: classes.clone().zip(sched),
         },
         chain,
         EgressTc {
@@ -122,6 +147,7 @@ pub fn build(
         },
         descriptor_beats: 0,
         priorities,
+        class_out: classes,
     };
     comps.push(Box::new(Generator::new(
         source,

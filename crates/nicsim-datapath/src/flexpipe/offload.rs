@@ -129,10 +129,17 @@ impl<S: Steer> Offload<S> {
                 link,
                 bypass,
                 units_out: ufifo,
+                classes: None,
             },
             ports: ALONE,
             io: None,
         }
+    }
+
+    /// With priority classes: its Traffic Arbiter chooses between classes by `sched`.
+    pub fn with_classes(mut self, sched: super::qos::ClassSched) -> Offload<S> {
+        self.arbiter.classes = Some(sched);
+        self
     }
 
     /// A component of its own: its Traffic Splitter reads `inp` (over a link of its own), its

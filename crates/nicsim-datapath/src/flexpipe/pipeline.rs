@@ -78,9 +78,11 @@ impl Component<World> for Pipeline {
             ports.push(p().writes(&[o.units_out()]));
         }
         let ing = &self.ingress;
+        let mut reads = vec![ing.new, ing.recirc];
+        reads.extend(ing.classes.iter().flat_map(|(f, _)| f.iter().skip(1)));
         ports.push(
             Port::new(ing.link.clock)
-                .reads(&[ing.new, ing.recirc])
+                .reads(&reads)
                 .writes(&[self.offloads[0].bypass()]),
         );
         ports

@@ -239,6 +239,7 @@ pub fn build(
         policy,
         descriptor_beats: desc_beats,
         priorities,
+        class_out: None,
     };
     comps.push(Box::new(Generator::new(source, link, parser, None)));
 }
