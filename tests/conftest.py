@@ -86,8 +86,9 @@ def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
-    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, a literal or a
-    plain type); empty when it conforms."""
+    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, `list[X]`, `X | None`,
+    a literal or a plain type); empty when it conforms."""
+    import types
     import typing
 
     if typing.is_typeddict(tp):
@@ -110,6 +111,11 @@ def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
         if not isinstance(value, list):
             return [f"{path}: not a list"]
         return [p for i, v in enumerate(value) for p in conforms(v, args[0], f"{path}[{i}]")]
+    if origin is typing.Union or origin is types.UnionType:  # `X | None`
+        alternatives = [conforms(value, a, path) for a in args]
+        return [] if any(not p for p in alternatives) else [f"{path}: not {tp}"]
+    if tp is type(None):
+        return [] if value is None else [f"{path}: not null"]
     if origin is typing.Literal:
         return [] if value in args else [f"{path}: {value!r} not one of {args}"]
     if tp is float:

@@ -14,8 +14,9 @@ import pytest
 
 from nicsim import InputError
 from nicsim.flowmem import open_capture
+from nicsim.flowmem.summary import BenchSeveral, BenchSummary, ReassembleSummary, SizesSummary, SynthReport
 
-from conftest import assert_one_line_error, nicsim
+from conftest import assert_one_line_error, conforms, nicsim
 
 SYN, ACK, FIN = 0x02, 0x10, 0x01
 
@@ -94,6 +95,12 @@ def test_cli_reassemble_writes_one_file_per_direction(capture: Path, tmp_path: P
     assert (out / flows[0]["file"]).read_bytes() == MESSAGE
     summary = json.loads((out / "summary.json").read_text())
     assert summary["packets_conserved"] and summary["packets"]["read"] == 9
+    # The summary is the type, key by key: a key added, lost or renamed fails here.
+    assert conforms(summary, ReassembleSummary) == []
+    drifted = {**summary, "packets": {**summary["packets"], "dropped": 0}, "holes": 1}
+    del drifted["cut_directions"]
+    assert sorted(conforms(drifted, ReassembleSummary)) == [
+        "summary.cut_directions: missing", "summary.holes: not in the type", "summary.packets.dropped: not in the type"]
     again = tmp_path / "again"
     assert nicsim("flowmem", "reassemble", capture, "--out", again).returncode == 0
     for name in ["flows.json", flows[0]["file"], flows[1]["file"]]:
@@ -146,10 +153,12 @@ def test_a_sequence_jump_of_2_to_the_31_gives_bounded_files_and_counts_why(tmp_p
     assert r.returncode == 0, r.stderr
     sizes = json.loads((tmp_path / "sizes" / "summary.json").read_text())
     assert sizes["bytes"]["total"] == len(MESSAGE) + 17 and sizes["cut_directions"] == 2
+    assert conforms(sizes, SizesSummary) == []
     r = nicsim("flowmem", "bench", cap, "--out", tmp_path / "bench", "--repeat", "1")
     assert r.returncode == 0, r.stderr
     bench = json.loads((tmp_path / "bench" / "summary.json").read_text())
     assert bench["hole_too_large"] == 3 and bench["payload_bytes"] == len(MESSAGE) + 17 + 5
+    assert conforms(bench, BenchSummary) == []
     r = nicsim("flowmem", "reassemble", cap, "--out", tmp_path / "neg", "--max-hole-bytes", "-1")
     assert r.returncode == 2 and "--max-hole-bytes" in r.stderr and not (tmp_path / "neg").exists()
 
@@ -167,8 +176,9 @@ def test_cli_bad_capture_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
 # `nicsim flowmem synth`, `bench`, `sizes` and `reproduce flowmem` (the memory model, issue 4).
 def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
     cap = tmp_path / "s.pcap"
-    r = nicsim("flowmem", "synth", cap, "--flows", "400", "--loss", "0.03", "--seed", "5")
+    r = nicsim("flowmem", "synth", cap, "--flows", "400", "--loss", "0.03", "--seed", "5", "--json")
     assert r.returncode == 0, r.stderr
+    assert conforms(json.loads(r.stdout), SynthReport) == []
     again = tmp_path / "again.pcap"
     assert nicsim("flowmem", "synth", again, "--flows", "400", "--loss", "0.03", "--seed", "5").returncode == 0
     assert cap.read_bytes() == again.read_bytes()  # same seed, same bytes
@@ -177,6 +187,7 @@ def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
         r = nicsim("flowmem", "bench", cap, "--workload", w, "--repeat", "1", "--out", out)
         assert r.returncode == 0, r.stderr
         s = json.loads((out / "summary.json").read_text())
+        assert conforms(s, BenchSummary) == []
         assert s["payload_bytes"] > 0 and s["streams"] == 800
         c, f = s["copy"], s["flow"]
         for side in (c, f):
@@ -198,11 +209,85 @@ def test_synth_bench_and_sizes_from_the_command_line(tmp_path: Path) -> None:
     r = nicsim("flowmem", "sizes", cap, "--out", out)
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
+    assert conforms(s, SizesSummary) == []
     assert s["flows"] == 400 and 0.85 < s["share_le_10kb"] < 0.98
     assert [c["share"] for c in s["cover"]] == [0.5, 0.9, 0.99]
     sizes = [c["flow_bytes"] for c in s["cover"]]
     assert sizes == sorted(sizes) and sizes[0] > 0
     assert (out / "flow_size_cdf.png").stat().st_size > 0 and (out / "flows.csv").exists()
+
+
+def test_bench_of_several_captures_is_typed(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
+    for cap, seed in ((a, "1"), (b, "2")):
+        assert nicsim("flowmem", "synth", cap, "--flows", "20", "--seed", seed).returncode == 0
+    out = tmp_path / "o"
+    r = nicsim("flowmem", "bench", a, b, "--out", out, "--repeat", "1", "-w", "regex", "--retrieval", "selective")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert conforms(s, BenchSeveral) == []
+    assert [c["capture"] for c in s["captures"]] == [str(a), str(b)]
+    assert s["retrieval"] == "selective" and s["pattern"]
+    # The model's report inside a design is typed too: a key the core adds must be added here.
+    s["captures"][1]["flow"]["model"]["l1"]["evictions"] = 0
+    assert conforms(s, BenchSeveral) == ["summary.captures[1].flow.model.l1.evictions: not in the type"]
+
+
+def test_the_cli_choices_are_the_cores_names() -> None:
+    """One list of names per option: the core's (`nicsim_flowmem::names`). The CLI's choices,
+    the Python API's checks and the core's parsers all come from it."""
+    import typer.main
+
+    from nicsim import _core
+    from nicsim.flowmem import names
+    from nicsim.flowmem.cli import flowmem_app
+
+    core = _core.flow_names()
+    assert set(core) == {"overlap", "unacked", "hole_marker", "retrieval", "workload"}
+    assert names.NAMES == {k: tuple(v) for k, v in core.items()}
+    group = typer.main.get_command(flowmem_app)
+    seen = {}
+    for command in group.commands.values():
+        for param in command.params:
+            if param.name in core:
+                seen.setdefault(param.name, []).append([str(c) for c in param.type_descriptor.choices])
+    assert set(seen) == set(core)
+    for option, lists in seen.items():
+        assert all(choices == core[option] for choices in lists), (option, lists, core[option])
+    for option, values in core.items():
+        for v in values:
+            _core.flow_check_name(option, v)
+        with pytest.raises(_core.InputError, match=f"{option.replace('_', ' ')}"):
+            _core.flow_check_name(option, "nosuch")
+
+
+def test_a_bad_name_is_refused_with_the_choices(tmp_path: Path, capture: Path) -> None:
+    r = nicsim("flowmem", "bench", "--help")
+    assert r.returncode == 0 and "<scan|regex>" in r.stdout and "<whole|selective>" in r.stdout, r.stdout
+    r = nicsim("flowmem", "reassemble", "--help")
+    assert "<first|last>" in r.stdout and "<keep|drop|tshark>" in r.stdout and "<zero|tshark>" in r.stdout
+    for argv, option in ((["bench", capture, "-w", "grep"], "--workload"),
+                         (["bench", capture, "--retrieval", "some"], "--retrieval"),
+                         (["reassemble", capture, "--overlap", "middle"], "--overlap"),
+                         (["reassemble", capture, "--unacked", "x"], "--unacked"),
+                         (["reassemble", capture, "--hole-marker", "x"], "--hole-marker")):
+        assert_one_line_error(nicsim("flowmem", *argv, "--out", tmp_path / "o"), option)
+    assert not (tmp_path / "o").exists()
+    # The Python API says what the core says, one message for every option.
+    with pytest.raises(InputError, match=r'^overlap policy "middle": expected "first" or "last"$'):
+        open_capture(capture, overlap="middle")
+    with pytest.raises(InputError, match=r'^unacked policy "x": expected "keep", "drop" or "tshark"$'):
+        open_capture(capture, unacked="x")
+    from nicsim.flowmem import reassemble
+    from nicsim.flowmem.memory import bench
+
+    with pytest.raises(InputError, match=r'^hole marker "x": expected "zero" or "tshark"$'):
+        reassemble(capture, tmp_path / "o", hole_marker="x")
+    with pytest.raises(InputError, match=r'^workload "grep": expected "scan" or "regex"$'):
+        bench(capture, workload="grep")
+    with pytest.raises(InputError, match=r'retrieval "some": expected "whole" or "selective"$'):
+        bench(capture, retrieval="some")
+    assert not (tmp_path / "o").exists()
 
 
 def test_flow_bench_bad_input_is_one_line(tmp_path: Path) -> None:

@@ -245,6 +245,15 @@ fn thread_cpu_seconds() -> f64 {
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// Reads the capture file at `path` into memory and runs [`speed_bench`] on it with the default
+/// [`crate::Config`]; the error names the file.
+pub fn speed_bench_file(path: &std::path::Path, repeat: u32) -> Result<SpeedBench, String> {
+    let name = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    speed_bench(Arc::new(bytes), crate::Config::default(), repeat)
+        .map_err(|e| format!("{name}: {e}"))
+}
+
 /// Runs [`SpeedBench`] on `capture` (a pcap or pcapng file's bytes), best of `repeat`.
 pub fn speed_bench(
     capture: Arc<Vec<u8>>,

@@ -70,6 +70,18 @@ pub enum FlowError {
         /// Its names.
         expected: Vec<&'static str>,
     },
+    /// A flow direction the capture does not have ([`Reassembly::try_view`]).
+    #[error(
+        "no flow {flow} direction {direction}: the capture has {flows} flows, directions 0 and 1"
+    )]
+    NoView {
+        /// The flow asked for.
+        flow: usize,
+        /// The direction asked for.
+        direction: usize,
+        /// The capture's flows.
+        flows: usize,
+    },
     /// The regex workload was given no pattern.
     #[error("the regex workload needs a pattern")]
     NoPattern,

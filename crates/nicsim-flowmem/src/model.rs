@@ -151,10 +151,15 @@ impl nicsim_kernel::config::Validate for MemConfig {
     }
 }
 
+/// A built-in target's TOML text, by name ([`TARGETS`]).
+pub fn target_toml(name: &str) -> Option<&'static str> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
 impl MemConfig {
     /// A built-in target.
     pub fn builtin(name: &str) -> Option<Self> {
-        let (_, text) = TARGETS.iter().find(|(n, _)| *n == name)?;
+        let text = target_toml(name)?;
         Some(Self::from_toml(text).expect("built-in targets parse"))
     }
 
@@ -707,6 +712,26 @@ impl MemModel {
             copy: self.copy_based(flows, workload),
             flow: self.flow_based(flows, workload),
         }
+    }
+
+    /// Runs both designs over every flow direction of a reassembled capture that holds data
+    /// ([`crate::bench::views`]).
+    pub fn compare_reassembly(&self, r: &crate::Reassembly, workload: &Workload) -> Comparison {
+        self.compare(&crate::bench::views(r), workload)
+    }
+
+    /// Runs both designs on the talk's micro-benchmark: `packets` payloads of `payload_bytes`,
+    /// each in its own `buffer_bytes` packet buffer ([`packet_buffers`]).
+    pub fn compare_micro(
+        &self,
+        packets: u32,
+        payload_bytes: u32,
+        buffer_bytes: u32,
+        workload: &Workload,
+    ) -> Comparison {
+        let (arena, dir) = packet_buffers(packets, payload_bytes, buffer_bytes);
+        let view = FlowView::new(&arena, &dir);
+        self.compare(std::slice::from_ref(&view), workload)
     }
 
     /// The Packet Handler at line rate: each frame streams through its datapath, which

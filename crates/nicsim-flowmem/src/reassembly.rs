@@ -312,6 +312,15 @@ impl Reassembly {
         let direction = self.flows.get(flow)?.dirs.get(dir)?;
         Some(FlowView::new(&self.arena, direction))
     }
+
+    /// As [`Reassembly::view`], or [`FlowError::NoView`] naming what the capture has.
+    pub fn try_view(&self, flow: usize, dir: usize) -> Result<FlowView<'_>, FlowError> {
+        self.view(flow, dir).ok_or(FlowError::NoView {
+            flow,
+            direction: dir,
+            flows: self.flows.len(),
+        })
+    }
 }
 
 /// Maps 32-bit sequence numbers to 64-bit offsets relative to the first one seen.

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use nicsim_flowmem::baseline::Contiguous;
-use nicsim_flowmem::bench::host_bench;
-use nicsim_flowmem::model::{packet_buffers, Comparison, MemConfig, MemModel, Retrieval, Workload};
-use nicsim_flowmem::names::WorkloadKind;
+use nicsim_flowmem::bench::{host_bench, speed_bench_file};
+use nicsim_flowmem::model::{Comparison, MemConfig, MemModel, Workload};
+use nicsim_flowmem::names;
 use nicsim_flowmem::synth::{synthesize, SynthConfig};
-use nicsim_flowmem::{Config, Limits, OverlapPolicy, Reassembly, StreamRegex, UnackedPolicy};
+use nicsim_flowmem::{Config, Reassembly, StreamRegex};
 use nicsim_packet::capture::CaptureFormat;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -89,20 +89,15 @@ impl FlowCapture {
         max_hole_bytes: Option<u64>,
         unacked: &str,
     ) -> PyResult<Self> {
-        let overlap: OverlapPolicy = overlap.parse().map_err(input_error)?;
-        let unacked: UnackedPolicy = unacked.parse().map_err(input_error)?;
-        let defaults = Limits::default();
-        let config = Config {
+        let config = Config::from_names(
             overlap,
             unacked,
-            limits: Limits {
-                max_flows: max_flows.unwrap_or(defaults.max_flows),
-                max_arena_bytes: max_arena_bytes.unwrap_or(defaults.max_arena_bytes),
-                max_segments_per_direction: max_segments_per_direction
-                    .unwrap_or(defaults.max_segments_per_direction),
-                max_hole_bytes: max_hole_bytes.unwrap_or(defaults.max_hole_bytes),
-            },
-        };
+            max_flows,
+            max_arena_bytes,
+            max_segments_per_direction,
+            max_hole_bytes,
+        )
+        .map_err(input_error)?;
         let data = map_file(py, &path)?;
         let buffer = PyBuffer::<u8>::get(&data)?;
         if !buffer.is_c_contiguous() || !buffer.readonly() {
@@ -209,12 +204,10 @@ impl FlowCapture {
 
     /// A view of flow `flow`, direction `direction` (0 or 1).
     fn view(slf: &Bound<'_, Self>, flow: usize, direction: usize) -> PyResult<FlowView> {
-        if slf.get().inner.view(flow, direction).is_none() {
-            return Err(input_error(format!(
-                "no flow {flow} direction {direction}: the capture has {} flows, directions 0 and 1",
-                slf.get().inner.flows.len()
-            )));
-        }
+        slf.get()
+            .inner
+            .try_view(flow, direction)
+            .map_err(input_error)?;
         Ok(FlowView {
             capture: slf.clone().unbind(),
             flow,
@@ -317,16 +310,28 @@ impl FlowView {
 }
 
 fn mem_config(target_toml: &str, retrieval: Option<&str>) -> PyResult<MemConfig> {
-    let mut c = MemConfig::from_toml(target_toml).map_err(input_error)?;
-    if let Some(r) = retrieval {
-        c.retrieval = r.parse::<Retrieval>().map_err(input_error)?;
-    }
-    Ok(c)
+    MemConfig::from_toml_with_retrieval(target_toml, retrieval).map_err(input_error)
 }
 
 fn mem_workload(kind: &str, pattern: Option<&str>) -> PyResult<Workload> {
-    let kind: WorkloadKind = kind.parse().map_err(input_error)?;
-    kind.model(pattern).map_err(input_error)
+    names::model_workload(kind, pattern).map_err(input_error)
+}
+
+/// Every flow-memory option with a fixed set of names (`overlap`, `unacked`, `hole_marker`,
+/// `retrieval`, `workload`), with its names: `nicsim_flowmem::names::option_names`.
+#[pyfunction]
+fn flow_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (option, values) in names::option_names() {
+        d.set_item(option, values)?;
+    }
+    Ok(d)
+}
+
+/// Check that `value` is one of `option`'s names (`flow_names`), with the core's message.
+#[pyfunction]
+fn flow_check_name(option: &str, value: &str) -> PyResult<()> {
+    names::check_name(option, value).map_err(input_error)
 }
 
 /// Check a memory-model target (TOML) and a retrieval, without a capture.
@@ -340,11 +345,7 @@ fn flow_check_target(target_toml: &str, retrieval: Option<&str>) -> PyResult<()>
 #[pyfunction]
 #[pyo3(signature = (workload, pattern=None))]
 fn flow_check_workload(workload: &str, pattern: Option<&str>) -> PyResult<()> {
-    mem_workload(workload, pattern)?;
-    if let Some(p) = pattern {
-        StreamRegex::new(p).map_err(input_error)?;
-    }
-    Ok(())
+    names::check_workload(workload, pattern).map_err(input_error)
 }
 
 fn comparison_json(c: &MemConfig, cmp: &Comparison) -> String {
@@ -365,10 +366,7 @@ fn flow_model(
     let c = mem_config(target_toml, retrieval)?;
     let w = mem_workload(workload, pattern)?;
     let r = &capture.inner;
-    let cmp = py.detach(|| {
-        let views = nicsim_flowmem::bench::views(r);
-        MemModel::new(c.clone()).compare(&views, &w)
-    });
+    let cmp = py.detach(|| MemModel::new(c.clone()).compare_reassembly(r, &w));
     Ok(comparison_json(&c, &cmp))
 }
 
@@ -390,9 +388,7 @@ fn flow_model_micro(
     let c = mem_config(target_toml, retrieval)?;
     let w = mem_workload(workload, pattern)?;
     let cmp = py.detach(|| {
-        let (arena, dir) = packet_buffers(packets, payload_bytes, buffer_bytes);
-        let view = nicsim_flowmem::FlowView::new(&arena, &dir);
-        MemModel::new(c.clone()).compare(std::slice::from_ref(&view), &w)
+        MemModel::new(c.clone()).compare_micro(packets, payload_bytes, buffer_bytes, &w)
     });
     Ok(comparison_json(&c, &cmp))
 }
@@ -400,10 +396,7 @@ fn flow_model_micro(
 /// A built-in memory-model target's TOML text, by name.
 #[pyfunction]
 fn flow_model_target(name: &str) -> Option<&'static str> {
-    nicsim_flowmem::model::TARGETS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| *t)
+    nicsim_flowmem::model::target_toml(name)
 }
 
 /// Both designs measured on this host over every flow direction of `capture`; JSON.
@@ -416,8 +409,7 @@ fn flow_host_bench(
     pattern: Option<&str>,
     repeat: u32,
 ) -> PyResult<String> {
-    let kind: WorkloadKind = workload.parse().map_err(input_error)?;
-    let w = kind.host(pattern).map_err(input_error)?;
+    let w = names::host_workload(workload, pattern).map_err(input_error)?;
     let b = py
         .detach(|| host_bench(&capture.inner, &w, repeat))
         .map_err(input_error)?;
@@ -430,15 +422,10 @@ fn flow_host_bench(
 #[pyfunction]
 #[pyo3(signature = (path, repeat=3))]
 fn flow_speed_bench(py: Python<'_>, path: PathBuf, repeat: u32) -> PyResult<String> {
-    py.detach(|| {
-        let name = path.display();
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
-        let capture = std::sync::Arc::new(bytes);
-        let out = nicsim_flowmem::bench::speed_bench(capture, Config::default(), repeat)
-            .map_err(|e| format!("{name}: {e}"))?;
-        serde_json::to_string(&out).map_err(|e| e.to_string())
-    })
-    .map_err(input_error)
+    let out = py
+        .detach(|| speed_bench_file(&path, repeat))
+        .map_err(input_error)?;
+    Ok(serde_json::to_string(&out).expect("serializable"))
 }
 
 /// Writes a synthetic TCP capture (`config_json`: SynthConfig fields); `progress(packets)` is
@@ -487,6 +474,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow_model, m)?)?;
     m.add_function(wrap_pyfunction!(flow_check_target, m)?)?;
     m.add_function(wrap_pyfunction!(flow_check_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_names, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_check_name, m)?)?;
     m.add_function(wrap_pyfunction!(flow_model_micro, m)?)?;
     m.add_function(wrap_pyfunction!(flow_model_target, m)?)?;
     m.add_function(wrap_pyfunction!(flow_host_bench, m)?)?;

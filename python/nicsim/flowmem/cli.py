@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nicsim import ui
+from nicsim.flowmem.names import choices
 from nicsim.options import (
     MAX_SYNTH_FLOWS,
     U32_MAX,
@@ -32,20 +32,13 @@ CaptureArg = Annotated[Path, typer.Argument(metavar="CAPTURE", parser=path_arg, 
                                             "from standard input.", show_default=False)]
 
 
-class Overlap(StrEnum):
-    first = "first"
-    last = "last"
-
-
-class Unacked(StrEnum):
-    keep = "keep"
-    drop = "drop"
-    tshark = "tshark"
-
-
-class HoleMarker(StrEnum):
-    zero = "zero"
-    tshark = "tshark"
+# The choices of the options that take a name: the core's names (nicsim.flowmem.names), so that
+# --help lists them and typer refuses any other with its one-line message.
+Overlap = choices("overlap", "Overlap")
+Unacked = choices("unacked", "Unacked")
+HoleMarker = choices("hole_marker", "HoleMarker")
+Workload = choices("workload", "Workload")
+RetrievalOpt = choices("retrieval", "RetrievalOpt")
 
 
 #: `--max-hole-bytes`, shared by the commands that reassemble a capture.
@@ -112,16 +105,6 @@ def flow_reassemble(
 
     ui.result(s, show)
     ui.wrote(out)
-
-
-class Workload(StrEnum):
-    scan = "scan"
-    regex = "regex"
-
-
-class RetrievalOpt(StrEnum):
-    whole = "whole"
-    selective = "selective"
 
 
 @flowmem_app.command("synth")

@@ -25,10 +25,22 @@ from typing import Any
 
 from nicsim.config import core_errors, read_toml_file
 from nicsim.errors import InputError, NicsimError
+from nicsim.flowmem import names
 from nicsim.flowmem.reassemble import FlowCapture, capture_name, open_capture, require_tcp
+from nicsim.flowmem.summary import (
+    BenchCapture,
+    BenchSeveral,
+    BenchSummary,
+    ComparisonSummary,
+    HostBench,
+    SizesSummary,
+    Steps,
+    SynthReport,
+)
 from nicsim.output import OutputDir, missing_parents, remove_empty
 
-WORKLOADS = ("scan", "regex")
+#: The workloads' names: the core's (nicsim.flowmem.names).
+WORKLOADS = names.NAMES["workload"]
 #: The regex workload's default pattern: an HTTP request line's method and path.
 DEFAULT_PATTERN = r"(GET|POST|PUT|DELETE) /[a-z0-9/._-]* HTTP/1\.[01]"
 #: Bytes of one translation-table entry: stream offset, physical address, length (8 + 8 + 4,
@@ -53,7 +65,7 @@ def load_mem_target(target: str) -> tuple[str, str]:
 
 def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss: float = 0.01,
           reorder: float = 0.01, duplicate: float = 0.005, pcapng: bool = False,
-          progress: Any = None, force: bool = False, **extra: Any) -> dict[str, Any]:
+          progress: Any = None, force: bool = False, **extra: Any) -> SynthReport:
     """Write a synthetic capture to `out` (atomically); returns what it holds. An existing
     file is replaced only with `force` (nicsim cannot tell a capture it wrote from a user's)."""
     from nicsim import _core
@@ -72,7 +84,7 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with core_errors(None):
-            report = json.loads(_core.flow_synth(os.fspath(tmp), json.dumps(config), pcapng, progress))
+            report: SynthReport = json.loads(_core.flow_synth(os.fspath(tmp), json.dumps(config), pcapng, progress))
         tmp.replace(path)
         done = True
     except OSError as e:
@@ -87,15 +99,15 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
 
 
 def _check_workload(workload: str, pattern: str | None) -> str | None:
-    if workload not in WORKLOADS:
-        raise InputError(f"--workload must be one of {', '.join(WORKLOADS)}, not '{workload}'")
+    names.check("workload", workload)
     return (pattern or DEFAULT_PATTERN) if workload == "regex" else None
 
 
 def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
           out: str | os.PathLike[str] | None = None, *, workload: str = "scan", pattern: str | None = None,
           target: str = "u250-microblaze", retrieval: str | None = None, repeat: int = 3, force: bool = False,
-          workers: int = 1, executor: str = "local", max_hole_bytes: int | None = None) -> dict[str, Any]:
+          workers: int = 1, executor: str = "local",
+          max_hole_bytes: int | None = None) -> BenchSummary | BenchSeveral:
     """Both designs on every flow of `capture`: measured here and modelled on `target`. With a
     list of captures, each is benchmarked (on `executor`, `workers` at a time: more than one
     skews the host measurement) and the summary holds them under `captures`.
@@ -126,12 +138,14 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     jobs = [(os.fspath(c), workload, pattern, text, tname, retrieval, repeat, max_hole_bytes) for c in captures]
     if several:
         results = run_tasks(bench_one, jobs, executor=executor, workers=workers, description="benchmarking")
-        summary: dict[str, Any] = {"workload": workload, "pattern": pattern, "target": results[0]["target"],
-                                   "retrieval": results[0]["retrieval"], "captures": results}
+        summary: BenchSummary | BenchSeveral = {
+            "workload": workload, "pattern": pattern, "target": results[0]["target"],
+            "retrieval": results[0]["retrieval"], "captures": results}
     else:
-        summary = bench_one(jobs[0])
-        if isinstance(summary, BaseException):
-            raise summary
+        one = bench_one(jobs[0])
+        if isinstance(one, BaseException):
+            raise one
+        summary = one
     if output is not None:
         with output as o:
             o.summary(summary)
@@ -143,7 +157,7 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
 
 def model(cap: FlowCapture, workload: str, pattern: str | None, target_text: str,
-          retrieval: str | None = None) -> dict[str, Any]:
+          retrieval: str | None = None) -> ComparisonSummary:
     """The SmartNIC memory model (both designs) over every flow direction of `cap`, on the
     target whose TOML is `target_text`: `{target, retrieval, copy, flow}` (each design's
     report with its totals; nicsim_flowmem::model::ComparisonSummary)."""
@@ -153,7 +167,7 @@ def model(cap: FlowCapture, workload: str, pattern: str | None, target_text: str
 
 
 def model_micro(packets: int, payload_bytes: int, buffer_bytes: int, workload: str, pattern: str | None,
-                target_text: str, retrieval: str | None = None) -> dict[str, Any]:
+                target_text: str, retrieval: str | None = None) -> ComparisonSummary:
     """The model on the talk's micro-benchmark: `packets` payloads of `payload_bytes`, each in
     its own `buffer_bytes` packet buffer; as [`model`]."""
     from nicsim import _core
@@ -162,7 +176,7 @@ def model_micro(packets: int, payload_bytes: int, buffer_bytes: int, workload: s
                                              retrieval))
 
 
-def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | None]) -> dict[str, Any] | NicsimError:
+def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | None]) -> BenchCapture | NicsimError:
     """One capture's benchmark (in a worker, for several): the summary, or the bad input."""
     from nicsim import _core
 
@@ -171,11 +185,11 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
         cap = open_capture(capture, max_hole_bytes=max_hole_bytes)
         require_tcp(cap, capture)
         with core_errors(tname, about=tname):
-            host = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
+            host: HostBench = json.loads(_core.flow_host_bench(cap._core, workload, pattern, repeat))
             modelled = model(cap, workload, pattern, text, retrieval)
     except NicsimError as e:
         return e
-    summary = {
+    summary: dict[str, Any] = {
         "capture": capture_name(capture), "workload": workload, "pattern": pattern,
         "payload_bytes": host["payload_bytes"], "streams": host["streams"], "result": host["result"],
         "target": modelled["target"], "retrieval": modelled["retrieval"],
@@ -196,26 +210,26 @@ def bench_one(job: tuple[str, str, str | None, str, str, str | None, int, int | 
         "flow_dram_per_payload": modelled["flow"]["dram_bytes"] / p,
     }
     summary["steps"] = dram_steps(modelled, p)
-    return summary
+    return summary  # a BenchCapture, built key by key
 
 
 STEPS = ("receive", "assemble", "process")
 
 
-def dram_steps(model: dict[str, Any], payload: int) -> dict[str, dict[str, float]]:
+def dram_steps(model: ComparisonSummary, payload: int) -> Steps:
     """DRAM bytes (read + written) per payload byte of each step, per design."""
     return {side: {step: (model[side][step]["read_bytes"] + model[side][step]["write_bytes"]) / (payload or 1)
                    for step in STEPS} for side in ("copy", "flow")}
 
 
-def _plot_bench(o: OutputDir, summary: dict[str, Any]) -> None:
+def _plot_bench(o: OutputDir, summary: BenchSummary | BenchSeveral) -> None:
     """bench.png: copy-based against flow-based, per capture: bytes copied and read per payload
     byte and host Gbit/s (measured), DRAM bytes per payload byte and cycles (modelled)."""
     from nicsim.output import pyplot
 
     plt = pyplot()
 
-    runs = summary.get("captures", [summary])
+    runs: list[Any] = summary.get("captures", [summary])
     panels = [("host: bytes copied / payload byte", lambda d, p: d["bytes_copied"] / p),
               ("host: bytes read / payload byte", lambda d, p: d["bytes_read"] / p),
               ("host: Gbit/s (one core)", lambda d, p: d["gbps"]),
@@ -245,7 +259,7 @@ def _quantile(sorted_values: list[int], q: float) -> int:
 
 
 def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
-          max_hole_bytes: int | None = None) -> dict[str, Any]:
+          max_hole_bytes: int | None = None) -> SizesSummary:
     """The flow-size CDF and the table and cache sizes covering 50/90/99 % of flows.
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
     output = OutputDir(out, inputs=[capture], force=force)
@@ -266,7 +280,8 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force
         cover.append({"share": q, "flow_bytes": _quantile(size, q), "table_entries": _quantile(segs, q),
                       "table_bytes": _quantile(segs, q) * TABLE_ENTRY_BYTES})
     le_10kb = sum(1 for s in size if s <= 10_240) / len(size)
-    summary = {"capture": capture_name(capture), "flows": len(flows), "share_le_10kb": le_10kb,
+    summary: SizesSummary = {  # nicsim_version, schema_version: added by o.summary
+               "capture": capture_name(capture), "flows": len(flows), "share_le_10kb": le_10kb,
                "table_entry_bytes": TABLE_ENTRY_BYTES, "cover": cover,
                "bytes": {"total": sum(size), "mean": sum(size) / len(size), "max": size[-1]},
                "max_hole_bytes": cap.limits["max_hole_bytes"],

@@ -29,11 +29,14 @@ from typing import Any, BinaryIO
 from nicsim import ui
 from nicsim.config import core_errors
 from nicsim.errors import InputError
+from nicsim.flowmem import names
+from nicsim.flowmem.summary import ReassembleSummary
 from nicsim.output import OutputDir
 
-OVERLAP_POLICIES = ("first", "last")
-UNACKED_POLICIES = ("keep", "drop", "tshark")
-HOLE_MARKERS = ("zero", "tshark")
+# The names each option takes: the core's (nicsim.flowmem.names).
+OVERLAP_POLICIES = names.NAMES["overlap"]
+UNACKED_POLICIES = names.NAMES["unacked"]
+HOLE_MARKERS = names.NAMES["hole_marker"]
 
 
 def tshark_bytes(view: FlowView) -> bytes:
@@ -174,10 +177,8 @@ def open_capture(
     """
     from nicsim import _core
 
-    if overlap not in OVERLAP_POLICIES:
-        raise InputError(f"overlap policy {overlap!r}: expected one of {', '.join(OVERLAP_POLICIES)}")
-    if unacked not in UNACKED_POLICIES:
-        raise InputError(f"unacked policy {unacked!r}: expected one of {', '.join(UNACKED_POLICIES)}")
+    names.check("overlap", overlap)  # before a stream is spooled
+    names.check("unacked", unacked)
     name = capture_name(capture)
     with capture_file(capture) as path:
         try:
@@ -215,14 +216,13 @@ def reassemble(
     unacked: str = "keep",
     hole_marker: str = "zero",
     force: bool = False,
-) -> dict[str, Any]:
+) -> ReassembleSummary:
     """Reassemble `capture` and write OUT/flows.json, OUT/summary.json and one file per flow
     direction; returns the summary. `unacked`: see [`open_capture`]. `hole_marker`: "zero"
     (default) writes each hole as that many zero bytes, so file offsets are stream offsets;
     "tshark" writes the files as `tshark -z follow,tcp,raw` does ([`tshark_bytes`]). `force`:
     replace an existing `out` that nicsim did not write (see [`OutputDir`])."""
-    if hole_marker not in HOLE_MARKERS:
-        raise InputError(f"hole marker {hole_marker!r}: expected one of {', '.join(HOLE_MARKERS)}")
+    names.check("hole_marker", hole_marker)
     output = OutputDir(out, inputs=[capture], force=force)
     output.check()
     with ui.Progress("reading", transient=True):
@@ -238,7 +238,7 @@ def reassemble(
             view = cap.view(d["flow"], d["direction"])
             o.file(name).write_bytes(view.to_bytes() if hole_marker == "zero" else tshark_bytes(view))
             entries.append({**d, "holes": [list(h) for h in d["holes"]], "file": name})
-        summary = {
+        summary: ReassembleSummary = {  # nicsim_version, schema_version: added by o.summary
             "capture": capture_name(capture),
             "overlap": overlap,
             "unacked": unacked,
