@@ -316,7 +316,7 @@ fn single_unit_matches_md1() {
     for rho in [0.5, 0.8] {
         let mut cfg = paper();
         cfg.offloads.truncate(1);
-        cfg.offloads[0].units = Some(1);
+        cfg.offloads[0].units = Some(2);
         cfg.offloads[0].width_bits = 8; // 64 B → 64 cycles at 250 MHz
         cfg.pipeline.unit_queue_bytes = 1 << 24;
         cfg.flows.truncate(1);
@@ -828,4 +828,131 @@ fn new_refuses_an_invalid_configuration() {
     cfg.flows[0].src = "10.0.0.300".into();
     let e = Datapath::new(cfg).err().expect("refused");
     assert_eq!(e, "flows[0].src: '10.0.0.300' is not an IP address");
+}
+
+/// The paper's configuration with two classes (`[qos]`, `policy`): flow2 (crc, sha3, jpeg,
+/// rss) is class 1, the others class 0; at `rate_gbps`.
+fn qos_paper(policy: &str, weights: &str, rate_gbps: f64) -> Config {
+    let mut text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/flexpipe_paper.toml"
+    ))
+    .unwrap();
+    text = text.replace(
+        "chain = [\"crc\", \"sha3\", \"jpeg\", \"rss\"]",
+        "chain = [\"crc\", \"sha3\", \"jpeg\", \"rss\"]\npriority = 1",
+    );
+    text.push_str(&format!("\n[qos]\npolicy = \"{policy}\"\n{weights}\n"));
+    let mut cfg = Config::from_toml(&text).unwrap();
+    cfg.traffic.rate_gbps = rate_gbps;
+    cfg.traffic.packets = 6000;
+    cfg.measure.window = [200, 5800];
+    cfg
+}
+
+/// Every flow through one slow offload (two CRC units of 64 bits at 250 MHz: 32 Gbit/s) at
+/// 100 Gbit/s, flows equally weighted (class 1 offers a quarter, 25 Gbit/s): both classes
+/// stay backlogged at the Ingress Traffic Controller, which decides who enters.
+fn qos_overloaded(policy: &str, weights: &str) -> Config {
+    let mut cfg = qos_paper(policy, weights, 100.0);
+    cfg.offloads[0].units = Some(2);
+    for f in &mut cfg.flows {
+        f.chain = vec!["crc".into()];
+    }
+    cfg
+}
+
+fn class(s: &Value, c: &str) -> Value {
+    s["classes"][c].clone()
+}
+
+#[test]
+fn strict_priority_serves_the_high_class_first_and_drops_only_the_low() {
+    // The debug assertions in the Ingress Traffic Controller and the Traffic Arbiters check
+    // every decision: no class is served while a higher one has a packet waiting there.
+    let s = run(qos_overloaded("strict", ""));
+    let (lo, hi) = (class(&s, "0"), class(&s, "1"));
+    assert_eq!(hi["dropped_total"], 0, "{hi}");
+    assert!(
+        lo["dropped"]["ingress_full"].as_u64().unwrap() > 1000,
+        "{lo}"
+    );
+    // The high class gets what it offers (25 Gbit/s of the offload's 32), the low the rest.
+    let (t_lo, t_hi) = (
+        lo["throughput_gbps"].as_f64().unwrap(),
+        hi["throughput_gbps"].as_f64().unwrap(),
+    );
+    assert!(t_hi > 23.0 && t_lo < 9.0, "high {t_hi}, low {t_lo}");
+    // Conservation, class by class and in all.
+    let p = &s["packets"];
+    assert_eq!(p["in_flight"], 0);
+    let offered: u64 = ["0", "1"]
+        .iter()
+        .map(|c| class(&s, c)["offered"].as_u64().unwrap())
+        .sum();
+    assert_eq!(offered, p["offered"].as_u64().unwrap());
+    // At the paper's load, every decision point checked as well, with recirculation.
+    let mut cfg = qos_paper("strict", "", 128.0);
+    cfg.flows[1].chain = vec!["rss".into(), "crc".into()];
+    let s = run(cfg);
+    assert!(s["recirculation"]["packets_recirculated"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn weighted_shares_of_a_backlogged_ingress_follow_the_weights() {
+    for (w, want) in [([1, 1], 0.5), ([1, 3], 0.75), ([3, 1], 0.25)] {
+        let weights = format!("weights = [{}, {}]", w[0], w[1]);
+        let s = run(qos_overloaded("weighted", &weights));
+        let (lo, hi) = (class(&s, "0"), class(&s, "1"));
+        let (t_lo, t_hi) = (
+            lo["throughput_gbps"].as_f64().unwrap(),
+            hi["throughput_gbps"].as_f64().unwrap(),
+        );
+        let share = t_hi / (t_lo + t_hi);
+        assert!(
+            (share - want).abs() < 0.03,
+            "weights {w:?}: class 1 has {share:.3} of the bytes, want {want}"
+        );
+    }
+}
+
+#[test]
+fn runs_with_classes_agree_stepped_and_skipping() {
+    skip_and_stepped(qos_paper("strict", "", 110.0), "strict");
+    skip_and_stepped(qos_paper("weighted", "weights = [1, 4]", 128.0), "weighted");
+    let mut cfg = qos_paper("strict", "unit_reserve_bytes = 1024", 128.0);
+    cfg.pipeline.unit_queue_bytes = 4096;
+    skip_and_stepped(cfg, "strict with a unit reserve");
+}
+
+#[test]
+fn qos_configuration_errors_name_their_key() {
+    let cases: [(&str, &str, &str); 5] = [
+        ("weighted", "", "qos.weights"),
+        ("weighted", "weights = [1, 0]", "qos.weights[1]"),
+        ("strict", "weights = [1, 2]", "qos.weights"),
+        (
+            "strict",
+            "unit_reserve_bytes = 4000",
+            "qos.unit_reserve_bytes",
+        ),
+        ("none", "unit_reserve_bytes = 100", "qos.policy"),
+    ];
+    for (policy, extra, key) in cases {
+        let mut text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../configs/flexpipe_paper.toml"
+        ))
+        .unwrap();
+        text = text.replace("dport = 5002", "dport = 5002\npriority = 1");
+        text.push_str(&format!("\n[qos]\npolicy = \"{policy}\"\n{extra}\n"));
+        let e = Config::from_toml(&text).unwrap_err();
+        assert_eq!(e.path, key, "{policy} {extra}: {e}");
+    }
+    let mut cfg = qos_paper("strict", "", 90.0);
+    cfg.arch = Arch::Panic;
+    assert_eq!(cfg.validate().unwrap_err().path, "qos.policy");
+    let mut cfg = qos_paper("strict", "", 90.0);
+    cfg.flows[0].priority = 8;
+    assert_eq!(cfg.validate().unwrap_err().path, "flows[0].priority");
 }

@@ -58,6 +58,18 @@ impl Arbiter {
         if self.link.is_free(now) {
             if let Some(f) = self.pick(now, w) {
                 let class = w.pkts[f.item].priority;
+                // Strict: the other FIFO's waiting packet is of no higher class.
+                debug_assert!(
+                    !self
+                        .classes
+                        .as_ref()
+                        .is_some_and(|s| s.policy() == super::qos::Policy::Strict)
+                        || [self.bypass, self.units_out]
+                            .into_iter()
+                            .filter_map(|q| Front::ready(w, q, now))
+                            .all(|o| w.pkts[o.item].priority <= class),
+                    "class {class} sent before a waiting higher class"
+                );
                 if send_front(now, w, f, &mut self.link, next) {
                     if let Some(s) = self.classes.as_mut() {
                         s.sent(class, f.bytes);

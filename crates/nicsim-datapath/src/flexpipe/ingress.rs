@@ -78,6 +78,15 @@ impl IngressTc {
         if self.link.is_free(now) {
             if let Some(f) = IngressTc::pick_class(recirc, fifos, sched, w, now) {
                 let class = w.pkts[f.item].priority;
+                // Strict: no higher class has a packet waiting at this decision.
+                debug_assert!(
+                    f.fifo == recirc
+                        || sched.policy() != super::qos::Policy::Strict
+                        || fifos[class as usize + 1..]
+                            .iter()
+                            .all(|&h| Front::ready(w, h, now).is_none()),
+                    "class {class} sent before a waiting higher class"
+                );
                 if send_front(now, w, f, &mut self.link, next) && f.fifo != recirc {
                     sched.sent(class, f.bytes);
                 }

@@ -51,6 +51,11 @@ impl ClassSched {
         }
     }
 
+    /// Its policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
     /// The tag class `c` would start its next packet from.
     fn start(&self, c: u8) -> u64 {
         self.tags[c as usize].max(self.vtime)
