@@ -36,14 +36,24 @@ def _reproduced(out: Path, summary: dict[str, Any]) -> None:
 def reproduce_flexpipe(
     out: OutOpt,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer packets and points: a fast smoke run.")] = False,
+    qos: Annotated[bool, typer.Option("--qos", help="Instead of the paper's figures, the experiment beyond the "
+                                      "paper: priority classes in FlexPipe (strict, weighted) and PANIC's PIFO, "
+                                      "per class, from 40 to 128 Gbit/s.")] = False,
     executor: ExecutorOpt = Executor.local,
     workers: WorkersOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """FlexPipe (Zyla et al., 2023): Table II, Fig. 3 (throughput), Fig. 4 (latency per flow and
-    size) and Fig. 5 (recirculation), each next to the paper's numbers."""
+    size) and Fig. 5 (recirculation), each next to the paper's numbers. With --qos, priority
+    classes instead (the paper's future work; docs/reproduce-flexpipe.md)."""
     from nicsim.reproduce import flexpipe
 
+    if qos:
+        from nicsim.reproduce import flexpipe_qos
+
+        _reproduced(out, flexpipe_qos.main(out, flexpipe.PAPER_CONFIG, quick=quick, executor=executor.value,
+                                           workers=workers, force=force))
+        return
     _reproduced(out, flexpipe.main(out, quick=quick, executor=executor.value, workers=workers, force=force))
 
 
