@@ -1275,7 +1275,7 @@ impl Config {
         let units: u64 = self.offloads.iter().map(|o| o.units(p) as u64).sum();
         match self.arch {
             Arch::Flexpipe | Arch::Staticpipe => {
-                // With [qos], one ingress FIFO per class.
+                // With [qos], one ingress FIFO and one lane of arbiter FIFOs per class.
                 let classes = match self.qos.policy {
                     QosPolicy::None => 1,
                     _ => {
@@ -1290,7 +1290,7 @@ impl Config {
                 classes * p.ingress_fifo_bytes as u64
                     + p.recirc_fifo_bytes as u64
                     + p.stage_fifo_bytes as u64
-                    + n_off * 2 * p.arbiter_fifo_bytes as u64
+                    + classes * n_off * 2 * p.arbiter_fifo_bytes as u64
                     + units * 2 * p.unit_queue_bytes as u64
             }
             Arch::Panic => {

@@ -316,7 +316,7 @@ fn single_unit_matches_md1() {
     for rho in [0.5, 0.8] {
         let mut cfg = paper();
         cfg.offloads.truncate(1);
-        cfg.offloads[0].units = Some(2);
+        cfg.offloads[0].units = Some(1);
         cfg.offloads[0].width_bits = 8; // 64 B → 64 cycles at 250 MHz
         cfg.pipeline.unit_queue_bytes = 1 << 24;
         cfg.flows.truncate(1);

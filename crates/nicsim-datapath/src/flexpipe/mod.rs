@@ -118,9 +118,23 @@ pub fn build(
             [bypass, ufifo],
             lb,
         );
-        chain.push(match &sched {
-            Some(s) => offload.with_classes(s.clone()),
-            None => offload,
+        chain.push(match (&sched, qos) {
+            (Some(s), Some(q)) => {
+                // Classes above 0 get a lane of their own: a bypass and a units' FIFO.
+                let lanes: Vec<[_; 2]> = (1..q.classes)
+                    .map(|c| {
+                        [
+                            world.add_fifo(format!("{}.bypass.{c}", o.name), p.arbiter_fifo_bytes),
+                            world.add_fifo(
+                                format!("{}.units_out.{c}", o.name),
+                                p.arbiter_fifo_bytes,
+                            ),
+                        ]
+                    })
+                    .collect();
+                offload.with_classes(s.clone(), &lanes)
+            }
+            _ => offload,
         });
     }
     comps.push(Box::new(Pipeline::new(

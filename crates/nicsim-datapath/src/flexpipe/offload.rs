@@ -121,6 +121,7 @@ impl<S: Steer> Offload<S> {
                 process_all,
                 bypass,
                 blocked: false,
+                lanes: Vec::new(),
             },
             steer,
             units: Units::new(n_units, spec, pipe.1),
@@ -130,14 +131,27 @@ impl<S: Steer> Offload<S> {
                 bypass,
                 units_out: ufifo,
                 classes: None,
+                lanes: Vec::new(),
             },
             ports: ALONE,
             io: None,
         }
     }
 
-    /// With priority classes: its Traffic Arbiter chooses between classes by `sched`.
-    pub fn with_classes(mut self, sched: super::qos::ClassSched) -> Offload<S> {
+    /// With priority classes: per class c ≥ 1 a bypass FIFO and a units' FIFO of its own
+    /// (`lanes[c - 1]`; class 0 keeps the Offload's), and a Traffic Arbiter that chooses
+    /// between classes by `sched`.
+    pub fn with_classes(
+        mut self,
+        sched: super::qos::ClassSched,
+        lanes: &[[FifoId; 2]],
+    ) -> Offload<S> {
+        let all: Vec<[FifoId; 2]> = std::iter::once([self.splitter.bypass, self.rr.out])
+            .chain(lanes.iter().copied())
+            .collect();
+        self.splitter.lanes = all.iter().map(|l| l[0]).collect();
+        self.rr.lanes = all.iter().map(|l| l[1]).collect();
+        self.arbiter.lanes = all;
         self.arbiter.classes = Some(sched);
         self
     }
@@ -166,14 +180,21 @@ impl<S: Steer> Offload<S> {
         self.units.len()
     }
 
-    /// Its bypass FIFO (the Traffic Splitter's output for packets not processed here).
-    pub(super) fn bypass(&self) -> FifoId {
-        self.splitter.bypass
+    /// Its bypass FIFOs (the Traffic Splitter's output for packets not processed here): one,
+    /// or one per class.
+    pub(super) fn bypass(&self) -> Vec<FifoId> {
+        match self.splitter.lanes.is_empty() {
+            true => vec![self.splitter.bypass],
+            false => self.splitter.lanes.clone(),
+        }
     }
 
-    /// Its units' FIFO (the round robin's output).
-    pub(super) fn units_out(&self) -> FifoId {
-        self.rr.out
+    /// Its units' FIFOs (the round robin's output): one, or one per class.
+    pub(super) fn units_out(&self) -> Vec<FifoId> {
+        match self.rr.lanes.is_empty() {
+            true => vec![self.rr.out],
+            false => self.rr.lanes.clone(),
+        }
     }
 
     /// Its pipeline clock.
@@ -300,8 +321,8 @@ impl<S: Steer> Receiver for Offload<S> {
         if !self.splitter.wants(p) {
             return self
                 .splitter
-                .bypass_room(w, bytes)
-                .then_some(Route::Fifo(self.splitter.bypass));
+                .bypass_room(w, p, bytes)
+                .then_some(Route::Fifo(self.splitter.bypass_of(p)));
         }
         match self.steer.choose(now, &self.units, w, item, bytes) {
             Choice::Unit(u) => {
@@ -314,7 +335,7 @@ impl<S: Steer> Receiver for Offload<S> {
             }
             Choice::Refuse => self
                 .splitter
-                .bypass_room(w, bytes)
+                .bypass_room(w, &w.pkts[item], bytes)
                 .then_some(Route::Refused),
         }
     }
@@ -335,7 +356,7 @@ impl<S: Steer> Receiver for Offload<S> {
             Route::Fifo(to) => return w.push(to, now, item, bytes, tr.head, tr.tail),
             Route::Refused => {
                 self.steer.refused(item, w);
-                let bypass = self.splitter.bypass;
+                let bypass = self.splitter.bypass_of(&w.pkts[item]);
                 return w.push(bypass, now, item, bytes, tr.head, tr.tail);
             }
             Route::Unit(u) => u,
@@ -356,7 +377,7 @@ impl<S: Steer> Receiver for Offload<S> {
     fn may_take(&mut self, w: &mut World, item: PktId, bytes: u32) -> bool {
         let p = &w.pkts[item];
         if !self.splitter.wants(p) {
-            return self.splitter.bypass_room(w, bytes);
+            return self.splitter.bypass_room(w, p, bytes);
         }
         if !self.splitter.blocked && !self.steer.may_refuse() {
             return true;
@@ -364,7 +385,7 @@ impl<S: Steer> Receiver for Offload<S> {
         let now = w.cal.now();
         match self.steer.choose(now, &self.units, w, item, bytes) {
             Choice::Unit(_) => true,
-            Choice::Refuse => self.splitter.bypass_room(w, bytes),
+            Choice::Refuse => self.splitter.bypass_room(w, &w.pkts[item], bytes),
             Choice::Wait => {
                 if let Some(t) = self.units.first_ahead() {
                     w.cal.wake_port(self.ports.split, t);

@@ -71,11 +71,13 @@ impl Component<World> for Pipeline {
             let o = &self.offloads[i];
             let p = || Port::new(o.clock());
             let out: Vec<FifoId> = match self.offloads.get(i + 1) {
-                Some(next) => vec![next.bypass()],
+                Some(next) => next.bypass(),
                 None => vec![self.egress.dma, self.egress.recirc],
             };
-            ports.push(p().reads(&[o.bypass(), o.units_out()]).writes(&out));
-            ports.push(p().writes(&[o.units_out()]));
+            let mut reads = o.bypass();
+            reads.extend(o.units_out());
+            ports.push(p().reads(&reads).writes(&out));
+            ports.push(p().writes(&o.units_out()));
         }
         let ing = &self.ingress;
         let mut reads = vec![ing.new, ing.recirc];
@@ -83,7 +85,7 @@ impl Component<World> for Pipeline {
         ports.push(
             Port::new(ing.link.clock)
                 .reads(&reads)
-                .writes(&[self.offloads[0].bypass()]),
+                .writes(&self.offloads[0].bypass()),
         );
         ports
     }

@@ -1,6 +1,6 @@
 //! FlexPipe's Traffic Splitter (Fig. 2): it "forwards the packet immediately" to the Load
 //! Balancer if the packet's next offload is this one (every packet, in StaticPipe), else into
-//! the bypass FIFO.
+//! the bypass FIFO. With priority classes (`[qos]`) the bypass FIFO is one per class.
 
 use crate::packet::Pkt;
 use crate::world::{FifoId, World};
@@ -15,6 +15,9 @@ pub struct Splitter {
     pub bypass: FifoId,
     /// It found no unit able to take its packet; only a unit event can change that.
     pub blocked: bool,
+    /// With priority classes: the bypass FIFO of each class (index: class; class 0's is
+    /// `bypass`); empty without.
+    pub lanes: Vec<FifoId>,
 }
 
 impl Splitter {
@@ -24,9 +27,19 @@ impl Splitter {
         self.process_all | p.next_is(self.idx)
     }
 
-    /// Whether the bypass FIFO has room for `bytes`.
+    /// The bypass FIFO of packet `p` (its class's, with classes).
     #[inline]
-    pub fn bypass_room(&self, w: &World, bytes: u32) -> bool {
-        w.room(self.bypass, bytes)
+    pub fn bypass_of(&self, p: &Pkt) -> FifoId {
+        if self.lanes.is_empty() {
+            self.bypass
+        } else {
+            self.lanes[p.priority as usize]
+        }
+    }
+
+    /// Whether packet `p`'s bypass FIFO has room for `bytes`.
+    #[inline]
+    pub fn bypass_room(&self, w: &World, p: &Pkt, bytes: u32) -> bool {
+        w.room(self.bypass_of(p), bytes)
     }
 }

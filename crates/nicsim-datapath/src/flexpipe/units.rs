@@ -367,6 +367,12 @@ impl Units {
         scan(from, n).or_else(|| scan(0, from))
     }
 
+    /// The first finished packet in unit `u`'s output buffer (which has one), and its bytes.
+    #[inline]
+    pub fn done_front(&self, u: usize) -> (PktId, u32) {
+        *self.units[u].done.front().unwrap()
+    }
+
     /// The bytes of the first finished packet in unit `u`'s output buffer (which has one).
     #[inline]
     pub fn done_front_bytes(&self, u: usize) -> u32 {
