@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
+use nicsim_kernel::{Component, Engine, FifoId, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
 use serde_json::Value;
 
 use crate::config::{Checked, Config};
@@ -53,11 +53,9 @@ impl Router {
         for (i, ((c, routes), classes)) in per_nic.enumerate() {
             let name = &c.name;
             let mac_rx = q.add(format!("{name}.mac_rx"), np.mac_rx_fifo_bytes as u64);
-            let inq: Vec<[usize; 2]> = (0..n)
+            let inq: Vec<Option<[FifoId; 2]>> = (0..n)
                 .map(|j| {
-                    if j == i || !c.fast_path {
-                        [usize::MAX; 2]
-                    } else {
+                    (j != i && c.fast_path).then(|| {
                         let to = &cfg.nics[j].name;
                         [HI, LO].map(|k| {
                             q.add(
@@ -65,7 +63,7 @@ impl Router {
                                 np.input_fifo_bytes as u64,
                             )
                         })
-                    }
+                    })
                 })
                 .collect();
             let slow_in = [HI, LO].map(|k| {
@@ -144,7 +142,7 @@ impl Router {
         let (mut bus_reads, mut bus_writes) = (Vec::new(), Vec::new());
         let (mut cpu_reads, mut cpu_writes) = (Vec::new(), Vec::new());
         for nic in &world.nics {
-            bus_reads.extend(nic.inq.iter().flatten().filter(|&&f| f != usize::MAX));
+            bus_reads.extend(nic.inq.iter().flatten().flatten());
             bus_reads.extend(nic.slow_in);
             bus_reads.push(nic.tx_ring);
             bus_writes.extend([nic.out_fast, nic.out_slow]);
