@@ -188,7 +188,7 @@ pub struct Calendar {
 impl Default for Calendar {
     fn default() -> Self {
         Calendar {
-            now: 0,
+            now: Time::ZERO,
             cur: 0,
             base: 0,
             clocks: Vec::new(),
@@ -399,15 +399,15 @@ impl<W: HasCalendar> Engine<W> {
             .iter()
             .fold(0, |g, c| crate::time::gcd(c.period, g));
         let mut wakes = Wakes::new(n, g);
-        (0..n).for_each(|p| wakes.add(p, 0));
+        (0..n).for_each(|p| wakes.add(p, Time::ZERO));
         *world.cal() = Calendar {
-            now: 0,
+            now: Time::ZERO,
             cur: 0,
             base: 0,
             clocks: port_clocks,
             wakes,
             own: Time::MAX,
-            not_before: vec![0; n],
+            not_before: vec![Time::ZERO; n],
             reader,
             writer,
             watchers: Lists::build(n_res, &mut wa),
@@ -575,13 +575,13 @@ mod tests {
             Box::new(Ticker {
                 id: 0,
                 clock: a,
-                at: vec![a.cycles(3), a.cycles(10)],
+                at: vec![a.edge(3), a.edge(10)],
                 poke: None,
             }),
             Box::new(Ticker {
                 id: 1,
                 clock: b,
-                at: vec![b.cycles(2), b.cycles(5)],
+                at: vec![b.edge(2), b.edge(5)],
                 poke: Some(0),
             }),
         ];
@@ -610,7 +610,7 @@ mod tests {
             vec![Box::new(Ticker {
                 id: 0,
                 clock: a,
-                at: (1..50).map(|k| a.cycles(k * 7)).collect(),
+                at: (1..50).map(|k| a.edge(k * 7)).collect(),
                 poke: None,
             })]
         };
@@ -618,7 +618,7 @@ mod tests {
             let mut whole = Engine::new(mk(), W::default(), mode);
             whole.run_until(Time::MAX);
             let mut sliced = Engine::new(mk(), W::default(), mode);
-            let mut t = 0;
+            let mut t = Time::ZERO;
             while !sliced.run_until(t) {
                 t += 37;
             }

@@ -126,7 +126,7 @@ impl Router {
             proto: Default::default(),
             bus: Default::default(),
             cpu_busy_ticks: 0,
-            last_out: 0,
+            last_out: Time::ZERO,
         };
         let mac_clock = tb.clock(np.mac_clock_mhz);
         let nic_clock = tb.clock(np.clock_mhz);
@@ -136,7 +136,7 @@ impl Router {
                 nic: i as u8,
                 outs: [nic.out_slow, nic.out_fast],
                 clock: mac_clock,
-                wire_free: 0,
+                wire_free: Time::ZERO,
             }));
         }
         let (mut bus_reads, mut bus_writes) = (Vec::new(), Vec::new());
@@ -151,7 +151,7 @@ impl Router {
             cpu_writes.push(nic.tx_ring);
         }
         let mem_clock = tb.clock(cfg.pc.memory.clock_mhz);
-        let latency = tb.from_us(cfg.pc.memory.read_latency_ns as f64 / 1000.0);
+        let latency = tb.ticks_from_us(cfg.pc.memory.read_latency_ns as f64 / 1000.0);
         comps.push(Box::new(PciBus::new(
             &cfg,
             tb.clock(cfg.pc.bus.clock_mhz),
@@ -255,7 +255,7 @@ impl Router {
         } else {
             self.engine.now()
         }
-        .max(1);
+        .max(Time::from_ticks(1));
         let mut drops = Vec::new();
         let mut by_place: BTreeMap<String, u64> = BTreeMap::new();
         for (&(place, class, reason), &(p, b)) in &w.drops {
@@ -348,7 +348,7 @@ impl Router {
                 width_bits: bus_clock.width_bits,
                 clock_mhz: bus_clock.clock_mhz,
                 peak_gbps: bus_clock.width_bits as f64 * bus_clock.clock_mhz as f64 / 1000.0,
-                utilisation: b.busy_ticks as f64 / end as f64,
+                utilisation: b.busy_ticks as f64 / end.ticks() as f64,
                 transactions: b.transactions,
                 data_cycles: b.data_cycles,
                 overhead_cycles: b.overhead_cycles,
@@ -361,10 +361,10 @@ impl Router {
                 wasted_bytes: b.wasted_bytes,
             },
             memory_bus: Utilisation {
-                utilisation: b.memory_busy_ticks as f64 / end as f64,
+                utilisation: b.memory_busy_ticks as f64 / end.ticks() as f64,
             },
             cpu: CpuSummary {
-                utilisation: w.cpu_busy_ticks as f64 / end as f64,
+                utilisation: w.cpu_busy_ticks as f64 / end.ticks() as f64,
                 forwarded_kpps,
             },
             protocol: w.proto.clone(),

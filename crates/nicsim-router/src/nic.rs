@@ -26,8 +26,8 @@ pub struct NicRx {
     pub mac_rx: nicsim_kernel::FifoId,
     /// The IP-handling block's internal datapath.
     pub link: Link,
-    /// From a frame's last byte read to its routing decision.
-    pub latency: Time,
+    /// From a frame's last byte read to its routing decision, in ticks.
+    pub latency: u64,
 }
 
 impl Component<World> for NicRx {

@@ -101,8 +101,8 @@ pub struct PciBus {
     pub res_min_free_bytes: u32,
     /// The memory bus (width × transfers per clock, on the memory clock).
     pub mem: Link,
-    /// From a memory read request to its first data.
-    pub mem_read_latency: Time,
+    /// From a memory read request to its first data, in ticks.
+    pub mem_read_latency: u64,
     /// FIFOs and rings it reads and writes (for the calendar).
     pub reads: Vec<FifoId>,
     /// FIFOs and rings it writes (for the calendar).
@@ -120,7 +120,7 @@ impl PciBus {
         cfg: &crate::config::Config,
         clock: Clock,
         mem_clock: Clock,
-        mem_read_latency: Time,
+        mem_read_latency: u64,
         reads: Vec<FifoId>,
         writes: Vec<FifoId>,
     ) -> PciBus {

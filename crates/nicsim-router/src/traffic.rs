@@ -107,7 +107,7 @@ impl Generator {
             next_flow: 0,
             end_us: cfg.run.duration_us,
             tb,
-            wire_free: 0,
+            wire_free: Time::ZERO,
             seq: (idx as u64) << 48,
         };
         g.next_flow = g.choose();

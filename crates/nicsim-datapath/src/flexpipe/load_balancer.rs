@@ -24,7 +24,7 @@ impl LoadBalancer {
     /// A Load Balancer over `n_units` units whose input queues hold `queue_bytes` each.
     pub fn new(n_units: u32, queue_bytes: u32) -> LoadBalancer {
         LoadBalancer {
-            zero_from: vec![0; n_units as usize],
+            zero_from: vec![Time::ZERO; n_units as usize],
             queue_bytes,
         }
     }
@@ -55,7 +55,7 @@ impl Steer for LoadBalancer {
         debug_assert_eq!(
             Some(u),
             (0..units.len()).min_by_key(|&u| (LoadBalancer::load(units, u, now), u)),
-            "zero_from {:?} at {now}",
+            "zero_from {:?} at {now:?}",
             self.zero_from
         );
         if units.queued(u, now) + bytes as u64 <= self.queue_bytes as u64 {
