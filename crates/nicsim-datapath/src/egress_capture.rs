@@ -45,7 +45,7 @@ impl EgressCapture {
         let frame = &f.bytes[..f.bytes.len().saturating_sub(FCS_BYTES)];
         if let Err(e) = self
             .writer
-            .write((t as f64 * self.ns_per_tick) as u64, frame)
+            .write((t.ticks() as f64 * self.ns_per_tick) as u64, frame)
         {
             self.error = Some(e.to_string());
         }

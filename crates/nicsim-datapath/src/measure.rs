@@ -164,8 +164,12 @@ impl Sink {
             ticks_per_us: tb.ticks_per_us(),
             window,
             received: 0,
-            t_window_start: if window[0] == 0 { Some(0) } else { None },
-            t_window_end: 0,
+            t_window_start: if window[0] == 0 {
+                Some(Time::ZERO)
+            } else {
+                None
+            },
+            t_window_end: Time::ZERO,
             window_bytes: 0,
             unmatched: LatStats::default(),
             classes: vec![ClassStats::default(); n_classes],
@@ -237,7 +241,7 @@ impl Sink {
     pub fn throughput_gbps(&self, tb: &Timebase) -> f64 {
         match self.t_window_start {
             Some(t0) if self.t_window_end > t0 => {
-                self.window_bytes as f64 * 8.0 / (tb.to_ns(self.t_window_end - t0))
+                self.window_bytes as f64 * 8.0 / (tb.ticks_to_ns(self.t_window_end - t0))
             }
             _ => 0.0,
         }
@@ -246,7 +250,7 @@ impl Sink {
     /// Length of the measured part of the window, in seconds of simulated time.
     pub fn window_seconds(&self, tb: &Timebase) -> f64 {
         match self.t_window_start {
-            Some(t0) if self.t_window_end > t0 => tb.to_us(self.t_window_end - t0) / 1e6,
+            Some(t0) if self.t_window_end > t0 => tb.ticks_to_us(self.t_window_end - t0) / 1e6,
             _ => 0.0,
         }
     }

@@ -108,7 +108,7 @@ impl Datapath {
             unit_busy_ticks: vec![0; cfg.offloads.len()],
             panic: Default::default(),
             cal: Default::default(),
-            last_out: 0,
+            last_out: Time::ZERO,
         };
         let mut comps: Vec<Box<dyn Component<World>>> = Vec::new();
         let mut offloads = Vec::new();
@@ -145,7 +145,7 @@ impl Datapath {
             tb,
             offloads,
             finished: false,
-            reached: 0,
+            reached: Time::ZERO,
         })
     }
 
@@ -261,7 +261,7 @@ impl Datapath {
         } else {
             now
         };
-        let horizon = end.max(1);
+        let horizon = end.max(Time::from_ticks(1));
         let fifos =
             w.q.fifos
                 .iter()
@@ -273,7 +273,7 @@ impl Datapath {
             .iter()
             .enumerate()
             .map(|(i, o)| {
-                let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon as f64);
+                let util = w.unit_busy_ticks[i] as f64 / (o.units as f64 * horizon.ticks() as f64);
                 let units = UnitUse {
                     units: o.units,
                     utilisation: util,

@@ -175,8 +175,8 @@ mod tests {
                     next,
                     trace: Chain::default(),
                     recircs: 0,
-                    t_arrival: 0,
-                    t_parse: 0,
+                    t_arrival: Time::ZERO,
+                    t_parse: Time::ZERO,
                     frame: None,
                 };
                 for idx in 0..6 {

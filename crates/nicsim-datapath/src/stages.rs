@@ -107,7 +107,7 @@ pub struct PreProcessor {
     /// The FIFO it writes parsed packets to.
     pub out: FifoId,
     /// Latency of the match-action tables, in ticks.
-    pub latency: Time,
+    pub latency: u64,
     /// How a packet's chain is chosen.
     pub policy: ChainPolicy,
     /// Descriptor beats sent ahead of every packet (PANIC; 0 for FlexPipe).
@@ -190,7 +190,7 @@ pub struct Dma {
     /// The link to the host (`dma_width_bits`, `dma_clock_mhz`).
     pub link: Link,
     /// Extra latency to the sink (`dma_latency_cycles`), in ticks.
-    pub latency: Time,
+    pub latency: u64,
 }
 
 impl Dma {

@@ -285,7 +285,7 @@ impl Source {
             rng_fault: stream(5),
             bits_sent: 0.0,
             clock_us: 0.0,
-            next_arrival: Some(0),
+            next_arrival: Some(Time::ZERO),
             build_frames,
             bad_fcs: t.faults.bad_fcs,
             bad_tag: t.faults.bad_tag,
@@ -318,7 +318,7 @@ impl Source {
         chain_for: &dyn Fn(&HeaderKey, Option<u16>) -> Option<Chain>,
         funcs: Option<&Funcs>,
     ) -> Pkt {
-        let t_arrival = self.next_arrival.unwrap_or(0);
+        let t_arrival = self.next_arrival.unwrap_or(Time::ZERO);
         let id = self.made;
         self.made += 1;
         let (size, key, flow_hint, mut bytes) = match &self.replay {
@@ -400,7 +400,7 @@ impl Source {
             trace: Chain::default(),
             recircs: 0,
             t_arrival,
-            t_parse: 0,
+            t_parse: Time::ZERO,
             frame,
         }
     }

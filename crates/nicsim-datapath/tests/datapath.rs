@@ -793,7 +793,7 @@ fn the_egress_capture_writes_every_delivered_frame_without_its_fcs() {
     d.on_egress(Box::new(move |t, p| {
         let f = p.frame.as_ref().expect("functional runs carry frames");
         s2.borrow_mut()
-            .push((t * 1000 / ticks_per_us, f.bytes.clone()));
+            .push((t.ticks() * 1000 / ticks_per_us, f.bytes.clone()));
     }));
     d.capture_egress(&path).unwrap();
     assert!(d.run(None));

@@ -33,7 +33,7 @@
 //! in docs/flowmem.md.
 
 use nicsim_kernel::config::{check_range, check_timebase, ConfigError, Span, MAX_LATENCY_CYCLES};
-use nicsim_kernel::time::{Clock, Time, Timebase};
+use nicsim_kernel::time::{Clock, Timebase};
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::util::start;
 use regex_automata::Anchored;
@@ -635,11 +635,11 @@ impl Clocks {
         }
     }
     /// Core cycles covering `t` ticks (rounded up: a stall ends on a core edge).
-    fn core_cycles(&self, t: Time) -> u64 {
+    fn core_cycles(&self, t: u64) -> u64 {
         t.div_ceil(self.core.period)
     }
     fn seconds(&self, core_cycles: u64) -> f64 {
-        self.tb.to_us(self.core.cycles(core_cycles)) * 1e-6
+        self.tb.ticks_to_us(self.core.cycles(core_cycles)) * 1e-6
     }
 }
 
@@ -659,21 +659,21 @@ impl Dram {
         ((addr + len).div_ceil(b) - addr / b) * b
     }
     /// Ticks of one request moving `bus_bytes` (already burst-rounded).
-    fn request_time(&self, bus_bytes: u64) -> Time {
+    fn request_ticks(&self, bus_bytes: u64) -> u64 {
         self.clock
             .cycles(self.c.latency_cycles + bus_bytes.div_ceil(self.c.bytes_per_cycle))
     }
     /// One read request of `len` bytes at `addr`, counted in `t`; its ticks.
-    fn read(&self, t: &mut Traffic, addr: u64, len: u64) -> Time {
+    fn read(&self, t: &mut Traffic, addr: u64, len: u64) -> u64 {
         let bus = self.span_bytes(addr, len);
         t.read(len, bus);
-        self.request_time(bus)
+        self.request_ticks(bus)
     }
     /// One write request of `len` bytes at `addr`, counted in `t`; its ticks.
-    fn write(&self, t: &mut Traffic, addr: u64, len: u64) -> Time {
+    fn write(&self, t: &mut Traffic, addr: u64, len: u64) -> u64 {
         let bus = self.span_bytes(addr, len);
         t.write(len, bus);
-        self.request_time(bus)
+        self.request_ticks(bus)
     }
 }
 
@@ -761,7 +761,7 @@ impl MemModel {
             )
         };
         let t = dram_t.max(clocks.engine.cycles(engine_cycles));
-        r.receive_seconds = clocks.tb.to_us(t) * 1e-6;
+        r.receive_seconds = clocks.tb.ticks_to_us(t) * 1e-6;
     }
 
     /// The copy-based design: copy each stream into a contiguous DRAM buffer, then process it.
@@ -778,7 +778,7 @@ impl MemModel {
         let line = c.l1.line_bytes;
         let word = c.core.word_bytes;
         // An L1 miss: the dirty victim written back, then (for a load) the line read.
-        let miss = |r_traffic: &mut Traffic, evicted: Option<u64>, fill: Option<u64>| -> Time {
+        let miss = |r_traffic: &mut Traffic, evicted: Option<u64>, fill: Option<u64>| -> u64 {
             let mut t = 0;
             if let Some(a) = evicted {
                 t += dram.write(r_traffic, a, line);
@@ -793,7 +793,7 @@ impl MemModel {
         let mut buffer_at = BUFFER_BASE + c.l1.size_bytes / 2;
         let mut bases = Vec::with_capacity(flows.len());
         // Copy: word loads from each segment, word stores to the buffer at the stream offset.
-        let mut stall: Time = 0;
+        let mut stall: u64 = 0;
         let mut words = 0u64;
         for v in flows {
             bases.push(buffer_at);
@@ -828,7 +828,7 @@ impl MemModel {
         }
         r.assemble_cycles = words * c.core.copy_cycles_per_word + clocks.core_cycles(stall);
         // Process the buffers, each from DRAM through the L1.
-        let mut stall: Time = 0;
+        let mut stall: u64 = 0;
         let mut compute = 0u64;
         for (v, &base) in flows.iter().zip(&bases) {
             compute += self.process(v, workload, &mut |what| {
@@ -885,7 +885,7 @@ impl MemModel {
         // The controller fetches stream bytes [from, to) of a flow into the L2: one
         // translation-table lookup (on chip) and one DRAM read per segment piece (whole bursts),
         // and the engine's realignment, pipelined; returns ticks.
-        let fetch = |segs: &[Segment], from: u64, to: u64, t: &mut Traffic| -> Time {
+        let fetch = |segs: &[Segment], from: u64, to: u64, t: &mut Traffic| -> u64 {
             let first = segs.partition_point(|s| s.offset + s.len_bytes <= from);
             let (mut dram_t, mut engine_cycles) = (0, 0);
             for s in segs[first..].iter().take_while(|s| s.offset < to) {
@@ -904,8 +904,8 @@ impl MemModel {
         // payload byte is read from DRAM once (fetching all of it up front would evict its
         // first lines before processing reached them, and read them again).
         let window = c.flow_cache.size_bytes;
-        let mut assemble_t: Time = 0;
-        let mut stall: Time = 0;
+        let mut assemble_ticks: u64 = 0;
+        let mut stall: u64 = 0;
         let mut compute = 0u64;
         for (v, &base) in flows.iter().zip(&bases) {
             let segs = v.segments();
@@ -927,7 +927,7 @@ impl MemModel {
                             line += l2_line;
                         }
                         l2.stats = core_stats; // the fill is not the core's hits or misses
-                        assemble_t += fetch(segs, from, to, &mut r.assemble);
+                        assemble_ticks += fetch(segs, from, to, &mut r.assemble);
                         assembled = to;
                     }
                     if let Access::Miss(_) = l1.access(base + off, false) {
@@ -948,7 +948,7 @@ impl MemModel {
             });
             r.payload_bytes += segs.iter().map(|s| s.len_bytes).sum::<u64>();
         }
-        r.assemble_cycles = clocks.core_cycles(assemble_t);
+        r.assemble_cycles = clocks.core_cycles(assemble_ticks);
         r.process_cycles = compute + clocks.core_cycles(stall);
         r.l1 = l1.stats;
         r.flow_cache = l2.stats;

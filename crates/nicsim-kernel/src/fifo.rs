@@ -235,7 +235,7 @@ impl FifoSummary {
     /// once.
     fn at<T>(f: &Fifo<T>, horizon: Time, tb: &Timebase, ring: bool) -> FifoSummary {
         let s = f.stats_at(horizon);
-        let l = s.packet_area as f64 / horizon as f64;
+        let l = s.packet_area as f64 / horizon.ticks() as f64;
         let w_us = if s.pops > 0 {
             s.sojourn_ticks as f64 / s.pops as f64 / tb.ticks_per_us() as f64
         } else {
@@ -245,7 +245,7 @@ impl FifoSummary {
         FifoSummary {
             capacity_bytes: bytes(f.capacity_bytes()),
             capacity_packets: ring.then_some(f.capacity_bytes()),
-            mean_bytes: (!ring).then(|| s.byte_area as f64 / horizon as f64),
+            mean_bytes: (!ring).then(|| s.byte_area as f64 / horizon.ticks() as f64),
             max_bytes: bytes(s.max_bytes),
             mean_packets: l,
             max_packets: s.max_packets,
@@ -264,22 +264,26 @@ impl FifoSummary {
 mod tests {
     use super::*;
 
+    fn t(ticks: u64) -> Time {
+        Time::from_ticks(ticks)
+    }
+
     #[test]
     fn capacity_and_littles_law() {
         let mut f: Fifo<u32> = Fifo::new(3000);
         assert!(f.has_room(1500));
-        f.push(0, 1, 1500, 1, 10);
-        f.push(5, 2, 1500, 6, 15);
+        f.push(t(0), 1, 1500, t(1), t(10));
+        f.push(t(5), 2, 1500, t(6), t(15));
         assert!(!f.has_room(1));
-        assert_eq!(f.pop(20).unwrap().item, 1);
-        assert_eq!(f.pop(30).unwrap().item, 2);
-        let s = f.stats_at(40);
+        assert_eq!(f.pop(t(20)).unwrap().item, 1);
+        assert_eq!(f.pop(t(30)).unwrap().item, 2);
+        let s = f.stats_at(t(40));
         // L = area / T, λ = n / T, W = sojourn / n  →  area == sojourn exactly.
         assert_eq!(s.packet_area, s.sojourn_ticks);
         assert_eq!(s.max_bytes, 3000);
         // Mid-run, with a packet still in: 1500 B from 50 on.
-        f.push(50, 3, 1500, 51, 60);
-        let s = f.stats_at(70);
+        f.push(t(50), 3, 1500, t(51), t(60));
+        let s = f.stats_at(t(70));
         assert_eq!(s.packet_area, 20 + 25 + 20);
         assert_eq!(s.byte_area, 1500 * (20 + 25 + 20));
     }
@@ -287,14 +291,14 @@ mod tests {
     #[test]
     fn stored_bytes_leave_out_packets_still_arriving() {
         let mut f: Fifo<u32> = Fifo::new(10_000);
-        f.push(0, 1, 100, 1, 10);
-        f.push(10, 2, 200, 11, 20);
-        f.push(20, 3, 300, 21, 30);
-        assert_eq!(f.stored_bytes(9), 0);
-        assert_eq!(f.stored_bytes(10), 100);
-        assert_eq!(f.stored_bytes(25), 300);
-        assert_eq!(f.stored_bytes(30), 600);
-        f.pop(31);
-        assert_eq!(f.stored_bytes(31), 500);
+        f.push(t(0), 1, 100, t(1), t(10));
+        f.push(t(10), 2, 200, t(11), t(20));
+        f.push(t(20), 3, 300, t(21), t(30));
+        assert_eq!(f.stored_bytes(t(9)), 0);
+        assert_eq!(f.stored_bytes(t(10)), 100);
+        assert_eq!(f.stored_bytes(t(25)), 300);
+        assert_eq!(f.stored_bytes(t(30)), 600);
+        f.pop(t(31));
+        assert_eq!(f.stored_bytes(t(31)), 500);
     }
 }

@@ -1,7 +1,8 @@
 //! nicsim-kernel: the simulation kernel shared by every nicsim model.
 //!
 //! - [`time`]: integer time in ticks of one common base, so that cycle `n` of any clock
-//!   lies exactly at `n / f` with no drift between clock domains.
+//!   lies exactly at `n / f` with no drift between clock domains. A point in time is a
+//!   [`Time`]; a duration is a plain count of ticks.
 //! - [`link`]: a stream of `width_bits` that moves one beat per cycle of its sender's clock,
 //!   packets are never interleaved, and a transfer starts only when the receiver has room
 //!   (valid/ready backpressure at packet granularity, cut-through at beat granularity).

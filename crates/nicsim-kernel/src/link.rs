@@ -67,7 +67,7 @@ impl Link {
         Link {
             width: Width::new(width_bits),
             clock,
-            busy_until: 0,
+            busy_until: Time::ZERO,
         }
     }
     /// Beats needed for `bytes`.
@@ -128,11 +128,12 @@ mod tests {
         assert_eq!(l.beats_for(64), 1);
         assert_eq!(l.beats_for(65), 2);
         assert_eq!(l.beats_for(1500), 24);
-        let t = l.send(0, 1500, 0);
-        assert_eq!((t.head, t.tail), (12, 24 * 12));
-        assert!(!l.is_free(24 * 12 - 12) && l.is_free(24 * 12));
+        let at = Time::from_ticks;
+        let t = l.send(at(0), 1500, at(0));
+        assert_eq!((t.head, t.tail), (at(12), at(24 * 12)));
+        assert!(!l.is_free(at(24 * 12 - 12)) && l.is_free(at(24 * 12)));
         // Fed by a slow source whose last byte arrives at 1000: cannot finish before it.
-        let t2 = l.send(l.free_from(0), 64, 1000);
-        assert_eq!(t2.tail, c.edge_at_or_after(1000) + 12);
+        let t2 = l.send(l.free_from(at(0)), 64, at(1000));
+        assert_eq!(t2.tail, c.edge_at_or_after(at(1000)) + 12);
     }
 }

@@ -15,7 +15,7 @@ pub struct Server<J> {
 impl<J> Default for Server<J> {
     fn default() -> Self {
         Server {
-            busy_until: 0,
+            busy_until: Time::ZERO,
             job: None,
         }
     }
@@ -36,7 +36,7 @@ impl<J> Server<J> {
 
     /// Start `job` at `now`; it takes `ticks`.
     #[inline]
-    pub fn start(&mut self, job: J, now: Time, ticks: Time) {
+    pub fn start(&mut self, job: J, now: Time, ticks: u64) {
         self.busy_until = now + ticks;
         self.job = Some(job);
     }
@@ -61,10 +61,11 @@ mod tests {
     #[test]
     fn one_job_at_a_time() {
         let mut s: Server<u32> = Server::default();
-        assert!(s.is_free(0) && s.ends().is_none());
-        s.start(7, 10, 5);
-        assert_eq!((s.ends(), s.busy_until()), (Some(15), 15));
-        assert!(!s.is_free(14) && s.is_free(15));
+        let at = Time::from_ticks;
+        assert!(s.is_free(at(0)) && s.ends().is_none());
+        s.start(7, at(10), 5);
+        assert_eq!((s.ends(), s.busy_until()), (Some(at(15)), at(15)));
+        assert!(!s.is_free(at(14)) && s.is_free(at(15)));
         assert_eq!(s.finish(), Some(7));
         assert_eq!((s.finish(), s.ends()), (None, None));
     }

@@ -26,21 +26,22 @@
 //! The calendar ([`Wakes`]) holds one pending wake-up per port, ordered by time and then by
 //! port order, so taking the earliest gives both the next instant and the order within it.
 
+use crate::fifoset::FifoId;
 use crate::time::{Clock, Time};
 use crate::wakes::Wakes;
 
-/// One port of a component: its clock and the FIFOs (resource ids) it takes from, puts into,
-/// or only looks at.
+/// One port of a component: its clock and the FIFOs it takes from, puts into, or only looks
+/// at (the calendar's resources are the model's FIFOs, named by their [`FifoId`]).
 #[derive(Debug, Clone)]
 pub struct Port {
     /// The clock at whose edges the port steps.
     pub clock: Clock,
     /// Woken when one of these becomes non-empty, at the first beat of the packet.
-    pub reads: Vec<usize>,
+    pub reads: Vec<FifoId>,
     /// Woken when a packet leaves one of these after a writer found no room.
-    pub writes: Vec<usize>,
+    pub writes: Vec<FifoId>,
     /// Woken at any change of these.
-    pub watches: Vec<usize>,
+    pub watches: Vec<FifoId>,
 }
 
 impl Port {
@@ -53,18 +54,18 @@ impl Port {
             watches: Vec::new(),
         }
     }
-    /// Adds FIFOs (resource ids) the port takes from. A FIFO has at most one reader.
-    pub fn reads(mut self, r: &[usize]) -> Port {
+    /// Adds FIFOs the port takes from. A FIFO has at most one reader.
+    pub fn reads(mut self, r: &[FifoId]) -> Port {
         self.reads.extend_from_slice(r);
         self
     }
-    /// Adds FIFOs (resource ids) the port puts into. A FIFO has at most one writer.
-    pub fn writes(mut self, r: &[usize]) -> Port {
+    /// Adds FIFOs the port puts into. A FIFO has at most one writer.
+    pub fn writes(mut self, r: &[FifoId]) -> Port {
         self.writes.extend_from_slice(r);
         self
     }
-    /// Adds FIFOs (resource ids) the port only looks at; a FIFO may have any number of watchers.
-    pub fn watches(mut self, r: &[usize]) -> Port {
+    /// Adds FIFOs the port only looks at; a FIFO may have any number of watchers.
+    pub fn watches(mut self, r: &[FifoId]) -> Port {
         self.watches.extend_from_slice(r);
         self
     }
@@ -127,7 +128,7 @@ pub struct RunStats {
     pub wakes: u64,
 }
 
-/// Lists of ports per resource (compressed rows).
+/// Lists of ports per FIFO (compressed rows, indexed by [`FifoId::index`]).
 #[derive(Debug, Clone, Default)]
 struct Lists {
     start: Vec<u32>,
@@ -158,7 +159,7 @@ impl Lists {
     }
 }
 
-/// No port (a resource without a reader or writer).
+/// No port (a FIFO without a reader or writer).
 const NOBODY: u32 = u32::MAX;
 
 /// Pending wake-ups, the current instant and port, and who is woken by which FIFO.
@@ -176,7 +177,7 @@ pub struct Calendar {
     /// Per port: a packet landing in one of its FIFOs wakes it no earlier than this (see
     /// [`Calendar::busy_until`]).
     not_before: Vec<Time>,
-    /// Per resource: the port that reads it and the port that writes it (a FIFO connects
+    /// Per FIFO: the port that reads it and the port that writes it (a FIFO connects
     /// two ports), and the ports that watch it.
     reader: Vec<u32>,
     writer: Vec<u32>,
@@ -187,7 +188,7 @@ pub struct Calendar {
 impl Default for Calendar {
     fn default() -> Self {
         Calendar {
-            now: 0,
+            now: Time::ZERO,
             cur: 0,
             base: 0,
             clocks: Vec::new(),
@@ -250,10 +251,11 @@ impl Calendar {
         self.not_before[self.base + port] = t;
     }
 
-    /// A packet whose first beat lands at `head` was put into resource `r`; `wake_reader`: it
+    /// A packet whose first beat lands at `head` was put into FIFO `f`; `wake_reader`: it
     /// was empty before, or its reader waits for any push.
     #[inline]
-    pub fn pushed(&mut self, r: usize, head: Time, wake_reader: bool) {
+    pub fn pushed(&mut self, f: FifoId, head: Time, wake_reader: bool) {
+        let r = f.index();
         if wake_reader {
             if let Some(&p) = self.reader.get(r).filter(|&&p| p != NOBODY) {
                 let t = head.max(self.not_before[p as usize]);
@@ -263,25 +265,27 @@ impl Calendar {
         self.wake_watchers(r);
     }
 
-    /// A packet left resource `r`; `wake_writer`: its writer found no room in it and is
+    /// A packet left FIFO `f`; `wake_writer`: its writer found no room in it and is
     /// waiting for this.
     #[inline(always)]
-    pub fn popped(&mut self, r: usize, wake_writer: bool) {
+    pub fn popped(&mut self, f: FifoId, wake_writer: bool) {
+        let r = f.index();
         if wake_writer {
             self.wake_writer(r);
         }
         self.wake_watchers(r);
     }
 
-    /// The writer of resource `r` waits for room in it: wake it now.
+    /// The writer of FIFO `r` waits for room in it: wake it now.
     fn wake_writer(&mut self, r: usize) {
         if let Some(&p) = self.writer.get(r).filter(|&&p| p != NOBODY) {
             self.wake(p as usize, self.now);
         }
     }
 
-    /// Resource `r` (or state that goes with it, such as credits) changed: wake everyone on it.
-    pub fn touched(&mut self, r: usize) {
+    /// FIFO `f` (or state that goes with it, such as credits) changed: wake everyone on it.
+    pub fn touched(&mut self, f: FifoId) {
+        let r = f.index();
         for list in [&self.reader, &self.writer] {
             if let Some(&p) = list.get(r).filter(|&&p| p != NOBODY) {
                 let e = self.round(p as usize, self.now);
@@ -363,7 +367,8 @@ impl<W: HasCalendar> Engine<W> {
                     (&mut wr, &port.writes),
                     (&mut wa, &port.watches),
                 ] {
-                    for &r in res {
+                    for &f in res {
+                        let r = f.index();
                         list.push((r, id));
                         n_res = n_res.max(r + 1);
                     }
@@ -376,7 +381,7 @@ impl<W: HasCalendar> Engine<W> {
             for &(r, p) in pairs {
                 assert!(
                     v[r] == NOBODY,
-                    "resource {r} has two {what}s: ports {} and {p}",
+                    "FIFO {r} has two {what}s: ports {} and {p}",
                     v[r]
                 );
                 v[r] = p;
@@ -394,15 +399,15 @@ impl<W: HasCalendar> Engine<W> {
             .iter()
             .fold(0, |g, c| crate::time::gcd(c.period, g));
         let mut wakes = Wakes::new(n, g);
-        (0..n).for_each(|p| wakes.add(p, 0));
+        (0..n).for_each(|p| wakes.add(p, Time::ZERO));
         *world.cal() = Calendar {
-            now: 0,
+            now: Time::ZERO,
             cur: 0,
             base: 0,
             clocks: port_clocks,
             wakes,
             own: Time::MAX,
-            not_before: vec![0; n],
+            not_before: vec![Time::ZERO; n],
             reader,
             writer,
             watchers: Lists::build(n_res, &mut wa),
@@ -570,13 +575,13 @@ mod tests {
             Box::new(Ticker {
                 id: 0,
                 clock: a,
-                at: vec![a.cycles(3), a.cycles(10)],
+                at: vec![a.edge(3), a.edge(10)],
                 poke: None,
             }),
             Box::new(Ticker {
                 id: 1,
                 clock: b,
-                at: vec![b.cycles(2), b.cycles(5)],
+                at: vec![b.edge(2), b.edge(5)],
                 poke: Some(0),
             }),
         ];
@@ -605,7 +610,7 @@ mod tests {
             vec![Box::new(Ticker {
                 id: 0,
                 clock: a,
-                at: (1..50).map(|k| a.cycles(k * 7)).collect(),
+                at: (1..50).map(|k| a.edge(k * 7)).collect(),
                 poke: None,
             })]
         };
@@ -613,7 +618,7 @@ mod tests {
             let mut whole = Engine::new(mk(), W::default(), mode);
             whole.run_until(Time::MAX);
             let mut sliced = Engine::new(mk(), W::default(), mode);
-            let mut t = 0;
+            let mut t = Time::ZERO;
             while !sliced.run_until(t) {
                 t += 37;
             }

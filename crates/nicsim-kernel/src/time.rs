@@ -4,9 +4,66 @@
 //! whole number of ticks and edge `n` of a clock at `f` MHz sits at exactly `n / f` µs. With the
 //! datapath's 100, 125, 150, 200 and 250 MHz the tick is 1/3000 µs (0.333 ns); u64 ticks then
 //! cover 194 years, far beyond any run.
+//!
+//! A point in time is a [`Time`]; a duration is a plain `u64` count of ticks (a clock period,
+//! a latency, a sojourn). `Time + ticks` is a later time and `Time − Time` the ticks between
+//! two, so a point in time cannot be taken for a duration, a count or an id.
 
-/// A point in simulated time, in ticks of the run's [`Timebase`].
-pub type Time = u64;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in simulated time, in ticks of the run's [`Timebase`] from the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
+pub struct Time(u64);
+
+impl Time {
+    /// The start of the run.
+    pub const ZERO: Time = Time(0);
+    /// The last representable instant: never reached, so it stands for "not before the end"
+    /// (no event pending, no deadline).
+    pub const MAX: Time = Time(u64::MAX);
+
+    /// The instant `ticks` after the start of the run.
+    #[inline(always)]
+    pub const fn from_ticks(ticks: u64) -> Time {
+        Time(ticks)
+    }
+    /// Ticks since the start of the run.
+    #[inline(always)]
+    pub const fn ticks(self) -> u64 {
+        self.0
+    }
+    /// Ticks from `earlier` to `self`, 0 if `earlier` is later.
+    #[inline(always)]
+    pub fn saturating_sub(self, earlier: Time) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl Add<u64> for Time {
+    type Output = Time;
+    /// The instant `ticks` later.
+    #[inline(always)]
+    fn add(self, ticks: u64) -> Time {
+        Time(self.0 + ticks)
+    }
+}
+
+impl AddAssign<u64> for Time {
+    #[inline(always)]
+    fn add_assign(&mut self, ticks: u64) {
+        self.0 += ticks;
+    }
+}
+
+impl Sub for Time {
+    type Output = u64;
+    /// Ticks from `earlier` to `self` (which must not be before it).
+    #[inline(always)]
+    fn sub(self, earlier: Time) -> u64 {
+        self.0 - earlier.0
+    }
+}
 
 /// Converts between ticks and physical units for one simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,17 +129,26 @@ impl Timebase {
         );
         Clock::new(mhz, self.ticks_per_us / mhz as u64)
     }
-    /// Time `t` in microseconds.
+    /// Time `t` in microseconds since the start of the run.
     pub fn to_us(&self, t: Time) -> f64 {
-        t as f64 / self.ticks_per_us as f64
+        self.ticks_to_us(t.ticks())
     }
-    /// Time `t` in nanoseconds.
-    pub fn to_ns(&self, t: Time) -> f64 {
-        t as f64 * 1e3 / self.ticks_per_us as f64
+    /// A duration of `ticks` in microseconds.
+    pub fn ticks_to_us(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.ticks_per_us as f64
     }
-    /// The nearest tick to `us` microseconds (for arrival processes given in real time).
+    /// A duration of `ticks` in nanoseconds.
+    pub fn ticks_to_ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e3 / self.ticks_per_us as f64
+    }
+    /// The instant nearest to `us` microseconds after the start of the run (for arrival
+    /// processes given in real time).
     pub fn from_us(&self, us: f64) -> Time {
-        (us * self.ticks_per_us as f64).round() as Time
+        Time(self.ticks_from_us(us))
+    }
+    /// The whole ticks nearest to a duration of `us` microseconds.
+    pub fn ticks_from_us(&self, us: f64) -> u64 {
+        (us * self.ticks_per_us as f64).round() as u64
     }
 }
 
@@ -155,7 +221,7 @@ pub struct Clock {
     /// Frequency in MHz.
     pub mhz: u32,
     /// Cycle length in ticks of the run's [`Timebase`].
-    pub period: Time,
+    pub period: u64,
     div: strength_reduce::StrengthReducedU64,
     /// period = odd · 2^shift: t is a multiple of the period iff its low `shift` bits are zero
     /// and (t >> shift) · odd⁻¹ mod 2^64 ≤ (2^64 − 1) / odd.
@@ -180,7 +246,7 @@ impl Eq for Clock {}
 
 impl Clock {
     /// A clock of `mhz` whose period is `period` ticks (> 0).
-    pub fn new(mhz: u32, period: Time) -> Clock {
+    pub fn new(mhz: u32, period: u64) -> Clock {
         let shift = period.trailing_zeros();
         let odd = period >> shift;
         // Newton's iteration doubles the correct low bits of the inverse: 3 → 6 → … → 96.
@@ -201,40 +267,46 @@ impl Clock {
     /// The first edge at or after `t`.
     #[inline]
     pub fn edge_at_or_after(&self, t: Time) -> Time {
+        let t = t.ticks();
         // Most times asked about are edges already: a divisibility test (a shift, a multiply
         // by the inverse of the period's odd part, a compare) settles those.
         // (`&`, not `&&`: one branch, not two.)
         if ((t >> self.shift).wrapping_mul(self.odd_inverse) <= self.max_quotient)
             & (t & self.low_mask == 0)
         {
-            return t;
+            return Time(t);
         }
         let q = t / self.div;
         if q * self.period == t {
-            t
+            Time(t)
         } else {
-            (q + 1) * self.period
+            Time((q + 1) * self.period)
         }
     }
     /// The first edge strictly after `t`.
     #[inline]
     pub fn edge_after(&self, t: Time) -> Time {
-        (t / self.div + 1) * self.period
+        Time((t.ticks() / self.div + 1) * self.period)
     }
     /// Whether `t` is an edge of this clock (a multiple of its period).
     #[inline]
     pub fn is_edge(&self, t: Time) -> bool {
-        t % self.div == 0
+        t.ticks() % self.div == 0
     }
-    /// Duration of `n` cycles.
+    /// Duration of `n` cycles, in ticks.
     #[inline]
-    pub fn cycles(&self, n: u64) -> Time {
+    pub fn cycles(&self, n: u64) -> u64 {
         n * self.period
     }
-    /// Whole cycles in a duration of `dt`.
+    /// Whole cycles in a duration of `dt` ticks.
     #[inline]
-    pub fn cycles_in(&self, dt: Time) -> u64 {
+    pub fn cycles_in(&self, dt: u64) -> u64 {
         dt / self.div
+    }
+    /// Edge `n` of the clock: `n` cycles after the start of the run.
+    #[inline]
+    pub fn edge(&self, n: u64) -> Time {
+        Time(n * self.period)
     }
 }
 
@@ -271,25 +343,26 @@ mod tests {
         let c150 = tb.clock(150);
         // 150 cycles of a 150 MHz clock are exactly one microsecond: no drift.
         assert_eq!(c150.cycles(150), tb.ticks_per_us());
-        assert_eq!(tb.to_us(c150.cycles(150_000_000)), 1_000_000.0);
+        assert_eq!(tb.to_us(c150.edge(150_000_000)), 1_000_000.0);
     }
 
     #[test]
     fn edges() {
+        let at = Time::from_ticks;
         let c = Clock::new(250, 12);
-        assert_eq!(c.edge_at_or_after(0), 0);
-        assert_eq!(c.edge_at_or_after(1), 12);
-        assert_eq!(c.edge_at_or_after(12), 12);
-        assert_eq!(c.edge_after(12), 24);
-        assert!(c.is_edge(24) && !c.is_edge(25));
+        assert_eq!(c.edge_at_or_after(at(0)), at(0));
+        assert_eq!(c.edge_at_or_after(at(1)), at(12));
+        assert_eq!(c.edge_at_or_after(at(12)), at(12));
+        assert_eq!(c.edge_after(at(12)), at(24));
+        assert!(c.is_edge(at(24)) && !c.is_edge(at(25)));
         // The divisibility shortcut against plain division, for even, odd and power-of-two
         // periods, near zero and near the top of the range.
         for period in [1, 2, 3, 12, 15, 20, 24, 30, 64, 3000, 999_983] {
             let c = Clock::new(1, period);
             for t in (0..5000).chain(u64::MAX / 2 - 5000..u64::MAX / 2) {
                 assert_eq!(
-                    c.edge_at_or_after(t),
-                    t.div_ceil(period) * period,
+                    c.edge_at_or_after(at(t)),
+                    at(t.div_ceil(period) * period),
                     "{period} {t}"
                 );
             }

@@ -56,7 +56,7 @@ impl ExactDiv {
 #[derive(Debug, Clone)]
 pub struct Wakes {
     /// Bucket width in ticks.
-    g: Time,
+    g: u64,
     g_div: ExactDiv,
     /// The current bucket: its number (time / g).
     base: u64,
@@ -75,7 +75,7 @@ pub struct Wakes {
 
 impl Wakes {
     /// A calendar for `n` ports whose wake-ups are all multiples of `g` ticks.
-    pub fn new(n: usize, g: Time) -> Wakes {
+    pub fn new(n: usize, g: u64) -> Wakes {
         let words = n.max(1).div_ceil(64);
         let sums = words.div_ceil(64);
         Wakes {
@@ -94,10 +94,10 @@ impl Wakes {
     /// Wake port `p` at `t`, a multiple of `g` not before the current bucket.
     #[inline(always)]
     pub fn add(&mut self, p: usize, t: Time) {
-        let q = self.g_div.div(t);
+        let q = self.g_div.div(t.ticks());
         debug_assert!(
-            q >= self.base && q * self.g == t,
-            "wake-up {t} before the current bucket or off the grid"
+            q >= self.base && q * self.g == t.ticks(),
+            "wake-up {t:?} before the current bucket or off the grid"
         );
         if q < self.base + B as u64 {
             self.set_bit(q as usize & (B - 1), p);
@@ -135,7 +135,7 @@ impl Wakes {
             let cur = self.base as usize & (B - 1);
             if let Some(b) = self.first_nonempty(cur) {
                 let q = self.base + ((b + B - cur) & (B - 1)) as u64;
-                let t = q * self.g;
+                let t = Time::from_ticks(q * self.g);
                 if t > until {
                     return None;
                 }
@@ -188,7 +188,7 @@ impl Wakes {
     /// Empty the bucket of instant `t` (the current one; the stepped loop has stepped every
     /// port there).
     pub fn clear_at(&mut self, t: Time) {
-        let q = self.g_div.div(t);
+        let q = self.g_div.div(t.ticks());
         if q >= self.base && q < self.base + B as u64 {
             let b = q as usize & (B - 1);
             self.bits[b * self.words..][..self.words].fill(0);
@@ -201,7 +201,7 @@ impl Wakes {
     /// now covers.
     #[inline]
     pub fn move_to(&mut self, t: Time) {
-        let base = self.g_div.div(t);
+        let base = self.g_div.div(t.ticks());
         if base != self.base {
             self.advance(base);
         }
@@ -221,7 +221,7 @@ impl Wakes {
     #[inline(never)]
     fn take_in_far(&mut self) {
         while let Some(&Reverse((t, p))) = self.far.peek() {
-            let q = self.g_div.div(t);
+            let q = self.g_div.div(t.ticks());
             if q >= self.base + B as u64 {
                 break;
             }
@@ -259,21 +259,22 @@ mod tests {
 
     #[test]
     fn earliest_first_then_lowest_port() {
+        let at = Time::from_ticks;
         let mut w = Wakes::new(5, 10);
         assert!(w.is_empty());
-        w.add(3, 30);
-        w.add(1, 10);
-        w.add(4, 10);
-        w.add(4, 10);
-        assert_eq!(w.pop_until(5), None, "nothing due by 5");
-        assert_eq!(w.pop_until(100), Some((10, 1)));
+        w.add(3, at(30));
+        w.add(1, at(10));
+        w.add(4, at(10));
+        w.add(4, at(10));
+        assert_eq!(w.pop_until(at(5)), None, "nothing due by 5");
+        assert_eq!(w.pop_until(at(100)), Some((at(10), 1)));
         assert_eq!(
-            w.pop_until(100),
-            Some((10, 4)),
+            w.pop_until(at(100)),
+            Some((at(10), 4)),
             "a port woken twice is stepped once"
         );
-        assert_eq!(w.pop_until(100), Some((30, 3)));
-        assert_eq!(w.pop_until(100), None);
+        assert_eq!(w.pop_until(at(100)), Some((at(30), 3)));
+        assert_eq!(w.pop_until(at(100)), None);
         assert!(w.is_empty());
     }
 
@@ -284,7 +285,7 @@ mod tests {
         let (n, g) = (130, 3);
         let mut w = Wakes::new(n, g);
         let mut r = std::collections::BTreeSet::new();
-        let mut now = 0;
+        let mut now = Time::ZERO;
         let mut x: u64 = 12345;
         for _ in 0..50_000 {
             x = x

@@ -85,9 +85,9 @@ impl Datapath {
             ("id", le(&log.id, u64::to_le_bytes)),
             ("flow", le(&log.flow, u16::to_le_bytes)),
             ("size_bytes", le(&log.size_bytes, u32::to_le_bytes)),
-            ("t_arrival", le(&log.t_arrival, u64::to_le_bytes)),
-            ("t_parse", le(&log.t_parse, u64::to_le_bytes)),
-            ("t_rx", le(&log.t_rx, u64::to_le_bytes)),
+            ("t_arrival", le(&log.t_arrival, |t| t.ticks().to_le_bytes())),
+            ("t_parse", le(&log.t_parse, |t| t.ticks().to_le_bytes())),
+            ("t_rx", le(&log.t_rx, |t| t.ticks().to_le_bytes())),
             ("recircs", log.recircs.clone()),
             (
                 "in_window",

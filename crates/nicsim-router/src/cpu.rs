@@ -9,7 +9,7 @@
 //! (each NIC's subnet), its TTL decremented, and put in the output NIC's transmit ring; a full
 //! ring drops it.
 
-use nicsim_kernel::{Clock, Component, Port, Server, Time};
+use nicsim_kernel::{Clock, Component, FifoId, Port, Server, Time};
 
 use crate::world::{PktId, Place, World, HI, LO};
 
@@ -22,9 +22,9 @@ pub struct Cpu {
     /// Packets a device may hand over per NAPI poll.
     pub napi_weight: u32,
     /// Rings it reads (for the calendar).
-    pub reads: Vec<usize>,
+    pub reads: Vec<FifoId>,
     /// Rings it writes (for the calendar).
-    pub writes: Vec<usize>,
+    pub writes: Vec<FifoId>,
     /// The packet the IP stack is forwarding, and until when.
     server: Server<PktId>,
     /// NAPI: the device being polled and what is left of its quota.
@@ -38,8 +38,8 @@ impl Cpu {
         clock: Clock,
         forward_cycles: u64,
         napi_weight: u32,
-        reads: Vec<usize>,
-        writes: Vec<usize>,
+        reads: Vec<FifoId>,
+        writes: Vec<FifoId>,
     ) -> Cpu {
         Cpu {
             clock,
@@ -93,7 +93,7 @@ impl Cpu {
         p.ttl -= 1;
         p.out_nic = o as u8;
         let ring = w.nics[o].tx_ring;
-        if w.q.fifos[ring].has_room(1) {
+        if w.q[ring].has_room(1) {
             w.push(ring, now, id, 1, now, now);
         } else {
             w.drop_pkt(id, Place::Cpu, "tx_ring_full");

@@ -126,7 +126,7 @@ impl Sink {
     /// The window's length in seconds, cut at `now` when the run stopped inside it (Ctrl-C).
     pub fn window_secs(&self, tb: &Timebase, now: Time) -> f64 {
         let end = self.window.1.min(now.max(self.window.0));
-        tb.to_us(end - self.window.0) / 1e6
+        tb.ticks_to_us(end - self.window.0) / 1e6
     }
 
     /// Per port: offered and forwarded rates (total and per class) and latency per class, over

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use nicsim_kernel::{Component, Engine, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
+use nicsim_kernel::{Component, Engine, FifoId, FifoSet, FifoSummary, Link, Slab, Time, Timebase};
 use serde_json::Value;
 
 use crate::config::{Checked, Config};
@@ -53,11 +53,9 @@ impl Router {
         for (i, ((c, routes), classes)) in per_nic.enumerate() {
             let name = &c.name;
             let mac_rx = q.add(format!("{name}.mac_rx"), np.mac_rx_fifo_bytes as u64);
-            let inq: Vec<[usize; 2]> = (0..n)
+            let inq: Vec<Option<[FifoId; 2]>> = (0..n)
                 .map(|j| {
-                    if j == i || !c.fast_path {
-                        [usize::MAX; 2]
-                    } else {
+                    (j != i && c.fast_path).then(|| {
                         let to = &cfg.nics[j].name;
                         [HI, LO].map(|k| {
                             q.add(
@@ -65,7 +63,7 @@ impl Router {
                                 np.input_fifo_bytes as u64,
                             )
                         })
-                    }
+                    })
                 })
                 .collect();
             let slow_in = [HI, LO].map(|k| {
@@ -128,7 +126,7 @@ impl Router {
             proto: Default::default(),
             bus: Default::default(),
             cpu_busy_ticks: 0,
-            last_out: 0,
+            last_out: Time::ZERO,
         };
         let mac_clock = tb.clock(np.mac_clock_mhz);
         let nic_clock = tb.clock(np.clock_mhz);
@@ -138,13 +136,13 @@ impl Router {
                 nic: i as u8,
                 outs: [nic.out_slow, nic.out_fast],
                 clock: mac_clock,
-                wire_free: 0,
+                wire_free: Time::ZERO,
             }));
         }
         let (mut bus_reads, mut bus_writes) = (Vec::new(), Vec::new());
         let (mut cpu_reads, mut cpu_writes) = (Vec::new(), Vec::new());
         for nic in &world.nics {
-            bus_reads.extend(nic.inq.iter().flatten().filter(|&&f| f != usize::MAX));
+            bus_reads.extend(nic.inq.iter().flatten().flatten());
             bus_reads.extend(nic.slow_in);
             bus_reads.push(nic.tx_ring);
             bus_writes.extend([nic.out_fast, nic.out_slow]);
@@ -153,7 +151,7 @@ impl Router {
             cpu_writes.push(nic.tx_ring);
         }
         let mem_clock = tb.clock(cfg.pc.memory.clock_mhz);
-        let latency = tb.from_us(cfg.pc.memory.read_latency_ns as f64 / 1000.0);
+        let latency = tb.ticks_from_us(cfg.pc.memory.read_latency_ns as f64 / 1000.0);
         comps.push(Box::new(PciBus::new(
             &cfg,
             tb.clock(cfg.pc.bus.clock_mhz),
@@ -257,7 +255,7 @@ impl Router {
         } else {
             self.engine.now()
         }
-        .max(1);
+        .max(Time::from_ticks(1));
         let mut drops = Vec::new();
         let mut by_place: BTreeMap<String, u64> = BTreeMap::new();
         for (&(place, class, reason), &(p, b)) in &w.drops {
@@ -350,7 +348,7 @@ impl Router {
                 width_bits: bus_clock.width_bits,
                 clock_mhz: bus_clock.clock_mhz,
                 peak_gbps: bus_clock.width_bits as f64 * bus_clock.clock_mhz as f64 / 1000.0,
-                utilisation: b.busy_ticks as f64 / end as f64,
+                utilisation: b.busy_ticks as f64 / end.ticks() as f64,
                 transactions: b.transactions,
                 data_cycles: b.data_cycles,
                 overhead_cycles: b.overhead_cycles,
@@ -363,10 +361,10 @@ impl Router {
                 wasted_bytes: b.wasted_bytes,
             },
             memory_bus: Utilisation {
-                utilisation: b.memory_busy_ticks as f64 / end as f64,
+                utilisation: b.memory_busy_ticks as f64 / end.ticks() as f64,
             },
             cpu: CpuSummary {
-                utilisation: w.cpu_busy_ticks as f64 / end as f64,
+                utilisation: w.cpu_busy_ticks as f64 / end.ticks() as f64,
                 forwarded_kpps,
             },
             protocol: w.proto.clone(),

@@ -26,8 +26,8 @@ pub struct NicRx {
     pub mac_rx: nicsim_kernel::FifoId,
     /// The IP-handling block's internal datapath.
     pub link: Link,
-    /// From a frame's last byte read to its routing decision.
-    pub latency: Time,
+    /// From a frame's last byte read to its routing decision, in ticks.
+    pub latency: u64,
 }
 
 impl Component<World> for NicRx {
@@ -68,11 +68,11 @@ impl NicRx {
         let marked = nic.marked_class(dest, class_key(p.tos, p.src, p.dst, p.proto));
         let class = if nic.classify { marked } else { LO };
         let fifo = match route {
-            Some(j) => nic.inq[j as usize][class],
+            Some(j) => nic.inq_pair(j as usize)[class],
             None => nic.slow_in[class],
         };
         let pair_empty = route.is_some_and(|j| {
-            let [h, l] = nic.inq[j as usize];
+            let [h, l] = nic.inq_pair(j as usize);
             w.q.is_fifo_empty(h) && w.q.is_fifo_empty(l)
         });
         let bytes = p.frame_bytes;
@@ -90,7 +90,7 @@ impl NicRx {
             }
             p.ttl -= 1;
         }
-        if !w.q.fifos[fifo].has_room(bytes) {
+        if !w.q[fifo].has_room(bytes) {
             w.drop_pkt(id, Place::Input(self.nic), "input_fifo_full");
             return;
         }

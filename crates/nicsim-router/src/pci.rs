@@ -48,7 +48,7 @@
 //! frame the port takes, 1518 bytes or a larger jumbo frame), whichever is less, so that the
 //! grant admits the head-of-line packet.
 
-use nicsim_kernel::{Clock, Component, Link, Port, Server, Time, Width};
+use nicsim_kernel::{Clock, Component, FifoId, Link, Port, Server, Time, Width};
 
 use crate::world::{Burst, Bytes2, Place, World, HI, LO};
 
@@ -101,12 +101,12 @@ pub struct PciBus {
     pub res_min_free_bytes: u32,
     /// The memory bus (width × transfers per clock, on the memory clock).
     pub mem: Link,
-    /// From a memory read request to its first data.
-    pub mem_read_latency: Time,
+    /// From a memory read request to its first data, in ticks.
+    pub mem_read_latency: u64,
     /// FIFOs and rings it reads and writes (for the calendar).
-    pub reads: Vec<usize>,
+    pub reads: Vec<FifoId>,
     /// FIFOs and rings it writes (for the calendar).
-    pub writes: Vec<usize>,
+    pub writes: Vec<FifoId>,
     /// The transaction in progress (what to do when it ends), and until when.
     server: Server<Done>,
     /// The arbiter's round-robin pointer over bus masters.
@@ -120,9 +120,9 @@ impl PciBus {
         cfg: &crate::config::Config,
         clock: Clock,
         mem_clock: Clock,
-        mem_read_latency: Time,
-        reads: Vec<usize>,
-        writes: Vec<usize>,
+        mem_read_latency: u64,
+        reads: Vec<FifoId>,
+        writes: Vec<FifoId>,
     ) -> PciBus {
         let (b, n, m) = (&cfg.pc.bus, &cfg.nic, &cfg.pc.memory);
         PciBus {
@@ -296,7 +296,7 @@ impl PciBus {
         if nic.awaiting_res.is_none() {
             for j in 0..n {
                 if w.nics[m].active[j] {
-                    let [h, l] = w.nics[m].inq[j];
+                    let [h, l] = w.nics[m].inq_pair(j);
                     if w.q.is_fifo_empty(h) && w.q.is_fifo_empty(l) {
                         w.nics[m].active[j] = false;
                         w.nics[m].req_waits[j] = 0;
@@ -308,7 +308,7 @@ impl PciBus {
         // An active output can be sent a REQ once a packet is stored in its pair (the first
         // one may still be arriving through the NIC's input processing).
         let stored = |j: usize| {
-            let [h, l] = w.nics[m].inq[j];
+            let [h, l] = w.nics[m].inq_pair(j);
             w.q.stored_bytes(h, now) + w.q.stored_bytes(l, now) > 0
         };
         // One bit per output (at most 64 NICs, checked with the config).
@@ -362,7 +362,7 @@ impl PciBus {
                 .map(|k| (nic.req_ptr + k) % n)
                 .find(|&j| is_eligible(j))
                 .expect("an active output");
-            let [h, l] = nic.inq[j];
+            let [h, l] = nic.inq_pair(j);
             let bytes = [
                 w.q.stored_bytes(h, now) as u32,
                 w.q.stored_bytes(l, now) as u32,
@@ -427,7 +427,7 @@ impl PciBus {
                 w.proto.max_burst_waits = w.proto.max_burst_waits.max(nic.burst_waits[k]);
             }
         }
-        let fifos = nic.inq[j];
+        let fifos = nic.inq_pair(j);
         let mut burst = Burst {
             to: j as u8,
             grant,
@@ -492,7 +492,7 @@ impl PciBus {
                     if !granted {
                         w.proto.grant_violations += 1;
                     }
-                    if w.q.fifos[out].has_room(bytes) {
+                    if w.q[out].has_room(bytes) {
                         w.push(out, now, id, bytes, now, now);
                     } else {
                         w.proto.output_overflows += 1;
@@ -504,7 +504,7 @@ impl PciBus {
                     // The trailing REQ: the bytes stored in this input's FIFOs now. When none
                     // are, but a packet is still arriving, the output stays active: its REQ
                     // goes out once the packet is stored.
-                    let [h, l] = w.nics[m].inq[to];
+                    let [h, l] = w.nics[m].inq_pair(to);
                     let bytes = [
                         w.q.stored_bytes(h, now) as u32,
                         w.q.stored_bytes(l, now) as u32,
@@ -578,7 +578,7 @@ impl Component<World> for PciBus {
             }
             // An active output whose first packet is still arriving: its REQ is due then.
             for (j, _) in nic.active.iter().enumerate().filter(|(_, &a)| a) {
-                for f in nic.inq[j] {
+                for f in nic.inq_pair(j) {
                     if let Some(s) = w.q.front(f) {
                         if s.tail > now {
                             next = next.min(s.tail);

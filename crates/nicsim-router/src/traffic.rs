@@ -107,7 +107,7 @@ impl Generator {
             next_flow: 0,
             end_us: cfg.run.duration_us,
             tb,
-            wire_free: 0,
+            wire_free: Time::ZERO,
             seq: (idx as u64) << 48,
         };
         g.next_flow = g.choose();
@@ -198,7 +198,7 @@ impl Component<World> for Generator {
             let id = w.pkts.alloc(p);
             let mac = w.nics[self.nic as usize].mac_rx;
             // The MAC cannot hold the wire back: no room is a drop.
-            if w.q.fifos[mac].has_room(bytes) {
+            if w.q[mac].has_room(bytes) {
                 w.push(mac, now, id, bytes, last_byte, last_byte);
             } else {
                 w.drop_pkt(id, Place::MacRx(self.nic), "mac_rx_overflow");

@@ -108,8 +108,9 @@ pub struct Nic {
     pub classes: Vec<(u8, Ternary80)>,
     /// The MAC's receive buffer.
     pub mac_rx: FifoId,
-    /// Per output NIC: its [high, low] input FIFOs (unused for itself).
-    pub inq: Vec<[FifoId; 2]>,
+    /// Per output NIC: its [high, low] input FIFOs; none for itself, nor without a fast path
+    /// (see [`Nic::inq_pair`]).
+    pub inq: Vec<Option<[FifoId; 2]>>,
     /// The slow-path input FIFOs [high, low].
     pub slow_in: [FifoId; 2],
     /// The fast-path output FIFO.
@@ -167,6 +168,12 @@ impl Nic {
             .iter()
             .find(|(t, _)| t.matches(dst))
             .map(|&(_, n)| n)
+    }
+    /// The [high, low] input FIFOs for output NIC `j`, which a route can lead to (the config
+    /// check rejects a route to the NIC itself, and a NIC without a fast path routes nothing).
+    #[inline]
+    pub fn inq_pair(&self, j: usize) -> [FifoId; 2] {
+        self.inq[j].expect("input FIFOs for a routed output")
     }
     /// The class the masks give a packet bound for `dest` (a NIC index or `SLOW`), whether
     /// or not classification is on.

@@ -28,7 +28,7 @@ impl LoadBalancer {
     /// A Load Balancer over `n_units` units whose input queues hold `queue_bytes` each.
     pub fn new(n_units: u32, queue_bytes: u32) -> LoadBalancer {
         LoadBalancer {
-            zero_from: vec![0; n_units as usize],
+            zero_from: vec![Time::ZERO; n_units as usize],
             queue_bytes,
             reserve: None,
         }
@@ -66,7 +66,7 @@ impl Steer for LoadBalancer {
         debug_assert_eq!(
             Some(u),
             (0..units.len()).min_by_key(|&u| (LoadBalancer::load(units, u, now), u)),
-            "zero_from {:?} at {now}",
+            "zero_from {:?} at {now:?}",
             self.zero_from
         );
         let limit = match self.reserve {

@@ -113,7 +113,7 @@ impl Units {
                 cur: None,
                 done: VecDeque::new(),
                 done_bytes: 0,
-                free_at: 0,
+                free_at: Time::ZERO,
                 ahead: None,
             })
             .collect();
@@ -184,10 +184,10 @@ impl Units {
     pub fn empty_from(&self, u: usize) -> Time {
         let unit = &self.units[u];
         if unit.queue.is_empty() {
-            let seen = unit.ahead.map_or(0, |a| a.0);
-            let read_by = unit
-                .cur
-                .map_or(0, |(_, bytes, start, _)| self.read_by(start, bytes));
+            let seen = unit.ahead.map_or(Time::ZERO, |a| a.0);
+            let read_by = unit.cur.map_or(Time::ZERO, |(_, bytes, start, _)| {
+                self.read_by(start, bytes)
+            });
             seen.max(read_by)
         } else {
             Time::MAX
@@ -517,7 +517,11 @@ mod tests {
             let mut plain = vec![Time::MAX; n];
             for _ in 0..2000 {
                 let u = rand(n as u64) as usize;
-                let t = if rand(8) == 0 { Time::MAX } else { rand(20) };
+                let t = if rand(8) == 0 {
+                    Time::MAX
+                } else {
+                    Time::from_ticks(rand(20))
+                };
                 if rand(2) == 0 {
                     tree.set(u, t);
                     plain[u] = t;

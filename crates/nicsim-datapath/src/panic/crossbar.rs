@@ -30,7 +30,8 @@ pub struct Crossbar {
     /// a free credit and then moves to the unit with the most (the lowest index on a tie).
     pub(super) sticky: Vec<usize>,
     pub(super) descriptor_beats: u64,
-    pub(super) latency: Time,
+    /// From a grant to the first beat at the destination, in ticks.
+    pub(super) latency: u64,
     /// Per destination, the source granted in the current cycle (`usize::MAX`: none yet).
     pub(super) pick: Vec<usize>,
     /// Destinations granted in the current cycle.

@@ -65,7 +65,7 @@ pub use scheduler::Scheduler;
 
 use std::collections::VecDeque;
 
-use nicsim_kernel::{Component, Link, Timebase};
+use nicsim_kernel::{Component, Link, Time, Timebase};
 
 use crate::config::{Config, PanicVariant};
 use crate::flexpipe::{Offload, UnitSpec};
@@ -220,7 +220,7 @@ pub fn build(
             .map(|_| Pifo::new(c.pifo_entries as usize))
             .collect(),
         cdc_in: VecDeque::new(),
-        next_deq: vec![0; n_pifos],
+        next_deq: vec![Time::ZERO; n_pifos],
         deq_interval: pifo_clk.cycles(c.pifo_cycles_per_packet as u64),
         cdc_latency: pifo_clk.cycles(2),
         module_in: port_in,

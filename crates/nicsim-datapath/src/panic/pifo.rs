@@ -91,12 +91,13 @@ mod tests {
         let mut slab = nicsim_kernel::Slab::default();
         let id: Vec<PktId> = (0..4).map(|n| slab.alloc(n)).collect();
         let mut p = Pifo::new(4);
-        p.push(1, id[0], 64, 5);
-        p.push(3, id[1], 64, 6);
-        p.push(1, id[2], 64, 7);
-        p.push(3, id[3], 64, 8);
+        let at = Time::from_ticks;
+        p.push(1, id[0], 64, at(5));
+        p.push(3, id[1], 64, at(6));
+        p.push(1, id[2], 64, at(7));
+        p.push(3, id[3], 64, at(8));
         assert!(p.is_full());
-        assert_eq!(p.head_tail(), Some(6));
+        assert_eq!(p.head_tail(), Some(at(6)));
         let order: Vec<PktId> = std::iter::from_fn(|| p.pop().map(|x| x.0)).collect();
         assert_eq!(order, [id[1], id[3], id[0], id[2]]);
     }

@@ -26,9 +26,12 @@ pub struct Scheduler {
     pub(super) pifos: Vec<Pifo>,
     /// Descriptors crossing into the PIFO domain: (ready at, packet, bytes, tail).
     pub(super) cdc_in: VecDeque<(Time, PktId, u32, Time)>,
+    /// Per PIFO: its next dequeue may come no earlier than this.
     pub(super) next_deq: Vec<Time>,
-    pub(super) deq_interval: Time,
-    pub(super) cdc_latency: Time,
+    /// Between two dequeues of one PIFO, in ticks.
+    pub(super) deq_interval: u64,
+    /// Across the clock-domain crossing, in ticks.
+    pub(super) cdc_latency: u64,
     /// Crossbar input FIFO of each offload module (to count packets already sent its way);
     /// in the full variant of each unit (their change bits carry the units' credit changes).
     pub(super) module_in: Vec<FifoId>,
