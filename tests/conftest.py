@@ -86,8 +86,9 @@ def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
-    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, a literal or a
-    plain type); empty when it conforms."""
+    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, `list[X]`, a
+    union such as `X | None`, a literal or a plain type); empty when it conforms."""
+    import types
     import typing
 
     if typing.is_typeddict(tp):
@@ -102,6 +103,9 @@ def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.NotRequired:
         return conforms(value, args[0], path)
+    if origin is typing.Union or origin is types.UnionType:
+        # The problems of the member it comes closest to (the fewest), or none.
+        return min((conforms(value, a, path) for a in args), key=len)
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{path}: not an object"]
