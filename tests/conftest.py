@@ -86,8 +86,8 @@ def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
-    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, `list[X]`, `X | None`,
-    a literal or a plain type); empty when it conforms."""
+    """Where `value` departs from the type `tp` (a TypedDict, `dict[str, X]`, `list[X]`, a
+    union such as `X | None`, a literal or a plain type); empty when it conforms."""
     import types
     import typing
 
@@ -103,6 +103,9 @@ def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.NotRequired:
         return conforms(value, args[0], path)
+    if origin is typing.Union or origin is types.UnionType:
+        # The problems of the member it comes closest to (the fewest), or none.
+        return min((conforms(value, a, path) for a in args), key=len)
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{path}: not an object"]
@@ -111,9 +114,6 @@ def conforms(value: object, tp: object, path: str = "summary") -> list[str]:
         if not isinstance(value, list):
             return [f"{path}: not a list"]
         return [p for i, v in enumerate(value) for p in conforms(v, args[0], f"{path}[{i}]")]
-    if origin is typing.Union or origin is types.UnionType:  # `X | None`
-        alternatives = [conforms(value, a, path) for a in args]
-        return [] if any(not p for p in alternatives) else [f"{path}: not {tp}"]
     if tp is type(None):
         return [] if value is None else [f"{path}: not null"]
     if origin is typing.Literal:

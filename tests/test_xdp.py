@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error, nicsim
+from nicsim.xdp.summary import RunReport, Summary
+
+from conftest import ROOT, assert_one_line_error, conforms, nicsim
 
 OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 
@@ -43,6 +45,13 @@ def test_analyze_count_min_reaches_the_ssp(tmp_path: Path) -> None:
     assert s["trace"][0]["bps"] == s["naive"]["bps"]
     assert s["maps"]["sketch"]["max_entries"] == 10 * 4096
     assert len(s["object"]["sha256"]) == 64
+    # Every key is one the types (nicsim.xdp.summary, after the Rust structs) name, and a key
+    # that drifts from them fails.
+    assert conforms(s, Summary) == []
+    s["path"]["cost_by_class"]["alu"]["cycles"] = 1
+    del s["memory"]["solver_ended"]
+    assert sorted(conforms(s, Summary)) == ["summary.memory.solver_ended: missing",
+                                            "summary.path.cost_by_class.alu.cycles: not in the type"]
 
 
 def test_same_object_same_summary(tmp_path: Path) -> None:
@@ -182,9 +191,11 @@ def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim.xdp import analyze
 
     s = analyze(obj(name), timeout_s=120)
+    assert conforms(s, Summary) == []
     assert s["guarantee"]["status"] == "ssp"
     data = obj(name).read_bytes()
     r = json.loads(_core.xdp_run(data, None, bytes.fromhex(s["example_packet_hex"]), json.dumps(s["maps"]), 1_000_000))
+    assert conforms(r, RunReport, "xdp_run") == []
     assert r["trace"] == s["path"]["insns"]
     assert r["retval"] == s["path"]["retval"] and r["insns"] == len(r["trace"])
     assert set(r["maps"]) == set(s["maps"])
@@ -255,6 +266,15 @@ def test_calibrate_writes_a_target_the_analyzer_reads(x86_jit: Path, tmp_path: P
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["target"] == "x86-jit" and s["guarantee"]["status"] == "ssp" and s["guarantee"]["bottleneck"] == "cores"
+
+
+def test_calibration_is_what_its_type_says(x86_jit: Path) -> None:
+    # The micro-benchmarks' result (Rust's `nicsim_xdp::summary::Calibration`), key by key.
+    from nicsim.xdp.calibrate import measure
+    from nicsim.xdp.summary import Calibration
+
+    m = measure(budget_s=0.01)
+    assert conforms(m, Calibration, "calibration") == [] and m["classes"]
 
 
 @pytest.mark.parametrize("name", ["sampler", "spin_lock", "xdp_bytes", "fib_router", "kf_rx_meta", "kf_ct_stateful"])
@@ -540,6 +560,7 @@ def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     assert "unbounded" in r.stdout and "Gbit/s" not in r.stdout
     s = json.loads((out / "summary.json").read_text())
+    assert conforms(s, Summary) == []
     g = s["guarantee"]
     assert g["status"] == "unbounded" and g["pps"] is None and g["bps"] is None
     assert s["naive"]["pps"] is None and s["unbounded"] == ["jumps"] and s["prog_arrays"] == {"jumps": "unknown"}
@@ -555,6 +576,7 @@ def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None
                "--tail-call", "jumps=0:tu_drop,1:tu_count")
     assert r.returncode == 0, r.stderr
     s = json.loads((out2 / "summary.json").read_text())
+    assert conforms(s, Summary) == []
     assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_TX"
     assert s["object"]["tail_calls"] == [["jumps", 0, "tu_drop"], ["jumps", 1, "tu_count"]]
     data = obj("tail_unknown").read_bytes()

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from test_xdp import obj
 
-from conftest import assert_one_line_error, nicsim
+from nicsim.xdp.summary import SweepSummary
+
+from conftest import assert_one_line_error, conforms, nicsim
 
 
 def summary(out: Path) -> dict:
@@ -124,6 +126,7 @@ def test_sweep_takes_the_program(tmp_path: Path) -> None:
     r = nicsim("xdp", "sweep", obj("two_progs"), "--program", "second", "--rate", "packet", "--out", out, "-j", "1")
     assert r.returncode == 0, r.stderr
     s = summary(out)
+    assert conforms(s, SweepSummary) == []
     assert [p["summary"]["object"]["program"] for p in s["points"]] == ["second"]
 
 

@@ -9,14 +9,18 @@ from pathlib import Path
 import pytest
 from test_xdp import obj
 
-from conftest import assert_one_line_error, nicsim
+from nicsim.xdp.summary import Summary
+
+from conftest import assert_one_line_error, conforms, nicsim
 
 
 def _analyze(name: str, out: Path, k: int) -> dict:
     r = nicsim("xdp", "analyze", obj(name), "--target", "x86-jit", "--rate", "packet", "--paths", str(k),
                "--timeout", "60", "--out", out)
     assert r.returncode == 0, r.stderr
-    return json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "summary.json").read_text())
+    assert conforms(s, Summary) == []  # with slowest_paths
+    return s
 
 
 def test_analyze_paths_lists_the_slowest_satisfiable_paths(x86_jit: Path, tmp_path: Path) -> None:

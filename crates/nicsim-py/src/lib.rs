@@ -393,7 +393,7 @@ impl XdpDifferential {
 
     /// The program's maps (JSON: `Differential::maps`).
     fn maps(&self) -> String {
-        self.d.maps().to_string()
+        serde_json::to_string(&self.d.maps()).expect("maps serialise")
     }
 
     /// One case (JSON: `Differential::case`); map entries that do not fit raise
@@ -444,14 +444,10 @@ fn xdp_run(
             max_insns,
             ..RunOptions::default()
         };
-        let before = maps.to_json();
+        let before = maps.summary();
         let o = run(&program, packet, &mut maps, &opts).map_err(|e| e.to_string())?;
-        let hex: String = o.packet.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(serde_json::json!({
-            "retval": o.retval, "trace": o.trace, "packet_hex": hex, "insns": o.insns,
-            "maps": maps.to_json(), "maps_before": before,
-        })
-        .to_string())
+        let report = nicsim_xdp::summary::RunReport::new(o, before, maps.summary());
+        Ok(serde_json::to_string(&report).expect("a run report serialises"))
     })
     .map_err(InputError::new_err)
 }
@@ -590,14 +586,18 @@ impl XdpKernel {
 /// class's name.
 #[pyfunction]
 fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult<String> {
-    let (classes, overhead) = nicsim_xdp::calibrate::calibrate(
+    let (classes, overhead_ns) = nicsim_xdp::calibrate::calibrate(
         |name| {
             let _ = progress.call1(py, (name,));
         },
         std::time::Duration::from_secs_f64(budget_s.max(0.0)),
     )
     .map_err(|e| InputError::new_err(e.to_string()))?;
-    Ok(serde_json::json!({"overhead_ns": overhead, "classes": classes}).to_string())
+    let c = nicsim_xdp::summary::Calibration {
+        classes,
+        overhead_ns,
+    };
+    Ok(serde_json::to_string(&c).expect("a calibration serialises"))
 }
 
 /// The kernel's time (ns) of `runs` single runs, back to back, of the empty program whose runs

@@ -7,12 +7,18 @@
 //! leaves ([`Search::with_total_budget`]); a search that reaches it stops with the bound so
 //! far.
 
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 
 use crate::cfg::{self, Limits};
-use crate::cost::{self, Dag, COMPONENTS, NC, UNITS_PER_CYCLE};
+use crate::cost::{self, Dag, NC};
 use crate::load::{self, Program};
 use crate::paths;
+use crate::summary::{
+    ClassCost, Cost, GraphSummary, Guarantee, LoopSummary, MapSummary, Naive, ObjectInfo, PathInfo,
+    PathSummary, ProgArraySlots, Summary,
+};
 use crate::target::Target;
 
 /// Why an analysis failed.
@@ -205,48 +211,43 @@ impl Analysis {
         out
     }
 
-    /// A path's cost by instruction class (`alu`, `jump`, `load`, `store`, `call bpf_…`, …), in
-    /// order of first appearance: `{class: {"insns", "cores", "dram"}}`, costs in cycles. The
-    /// classes' costs add up to the path's.
-    pub fn cost_by_class(&self, dag: &Dag, path: &[u32]) -> Value {
-        let mut classes: Vec<(String, u64, [u64; crate::cost::NC])> = Vec::new();
+    /// A path's cost by instruction class (`alu`, `jump`, `load`, `store`, `call bpf_…`, …), by
+    /// class name: instructions and costs in cycles. The classes' costs add up to the path's.
+    pub fn cost_by_class(&self, dag: &Dag, path: &[u32]) -> BTreeMap<String, ClassCost> {
+        let mut classes: BTreeMap<String, (u64, [u64; NC])> = BTreeMap::new();
         for &e in path {
             let pc = dag.pc[e as usize] as usize;
             let class = match self.program.code.get(pc).and_then(|i| i.as_ref()) {
                 Some(i) => crate::cost::insn_class(i),
                 None => "exit".to_string(), // the edge to the virtual sink
             };
-            let i = match classes.iter().position(|(c, _, _)| *c == class) {
-                Some(i) => i,
-                None => {
-                    classes.push((class, 0, [0; crate::cost::NC]));
-                    classes.len() - 1
-                }
-            };
-            classes[i].1 += 1;
-            for (k, x) in classes[i].2.iter_mut().enumerate() {
+            let c = classes.entry(class).or_insert((0, [0; NC]));
+            c.0 += 1;
+            for (k, x) in c.1.iter_mut().enumerate() {
                 *x += dag.cost[e as usize][k];
             }
         }
-        let map: serde_json::Map<String, Value> = classes
+        classes
             .into_iter()
-            .map(|(c, n, cost)| {
-                (
-                    c,
-                    json!({"insns": n, COMPONENTS[0]: cost[0] as f64 / UNITS_PER_CYCLE,
-                           COMPONENTS[1]: cost[1] as f64 / UNITS_PER_CYCLE}),
-                )
+            .map(|(c, (insns, cost))| {
+                let Cost { cores, dram } = Cost::of(&cost);
+                (c, ClassCost { cores, dram, insns })
             })
-            .collect();
-        Value::Object(map)
+            .collect()
     }
 
-    /// The summary with the naive bound as the guarantee (`status = "naive-only"`).
+    /// The summary with the naive bound as the guarantee (`status = "naive-only"`), as JSON
+    /// with sorted keys ([`Analysis::summary`]).
     pub fn naive_summary(&self) -> Value {
+        self.summary().to_value()
+    }
+
+    /// The summary with the naive bound as the guarantee (`status = "naive-only"`, or
+    /// `unbounded` with null rates when a tail call may run programs nobody declared).
+    pub fn summary(&self) -> Summary {
         let t = &self.target;
         let n = paths::naive(&self.dag, t);
         let classes = paths::mps_classes(&self.dag, t).len();
-        let cost = paths::path_cost(&self.dag, &n.path);
         let mps = n
             .path
             .iter()
@@ -254,26 +255,33 @@ impl Analysis {
             .max()
             .unwrap_or(0)
             .max(t.limits.min_packet_bytes);
-        let maps: serde_json::Map<String, Value> = self
+        let maps = self
             .program
             .maps
             .iter()
             .map(|m| {
                 (
                     m.name.clone(),
-                    json!({"type": m.type_name(), "key_size": m.key_size, "value_size": m.value_size,
-                           "max_entries": m.max_entries, "entries": {}}),
+                    MapSummary {
+                        entries: BTreeMap::new(),
+                        key_size: m.key_size,
+                        max_entries: m.max_entries,
+                        map_type: m.type_name(),
+                        value_size: m.value_size,
+                    },
                 )
             })
             .collect();
         let unsized_maps = self.program.unsized_maps();
-        let loops: Vec<Value> = self
+        let loops = self
             .graph
             .loops
             .iter()
-            .map(|l| {
-                json!({"insn": l.header_pc, "line": self.program.line(l.header_pc as usize).map(|s| s.short()),
-                       "bound": l.bound, "evident": l.evident})
+            .map(|l| LoopSummary {
+                insn: l.header_pc,
+                line: self.program.line(l.header_pc as usize).map(|s| s.short()),
+                bound: l.bound,
+                evident: l.evident,
             })
             .collect();
         let mut warnings: Vec<String> = unsized_maps
@@ -287,22 +295,22 @@ impl Analysis {
         // Tail calls (docs/xdp.md, "Tail calls"): what every prog array holds; through one
         // whose contents nothing declares, any program may run: no rate is guaranteed.
         let unbounded = self.program.unbounded_prog_arrays();
-        let prog_arrays: serde_json::Map<String, Value> = self
+        let prog_arrays = self
             .program
             .prog_arrays
             .iter()
             .map(|(&m, a)| {
                 let v = match a {
-                    load::ProgArray::Known(slots) => Value::Object(
+                    load::ProgArray::Known(slots) => ProgArraySlots::Known(
                         slots
                             .iter()
                             .map(|(k, &t)| {
                                 let t = &self.program.tail_targets[t];
-                                (k.to_string(), json!(format!("{}/{}", t.section, t.name)))
+                                (k.to_string(), format!("{}/{}", t.section, t.name))
                             })
                             .collect(),
                     ),
-                    load::ProgArray::Unknown => json!("unknown"),
+                    load::ProgArray::Unknown => ProgArraySlots::Unknown,
                 };
                 (self.program.maps[m as usize].name.clone(), v)
             })
@@ -319,41 +327,57 @@ impl Analysis {
                     .join(", ")
             ));
         }
-        let mut out = json!({
-            "object": {"section": self.program.section, "program": self.program.name,
-                       "insns": self.program.code.iter().filter(|i| i.is_some()).count()},
-            "target": t.name,
-            "graph": {"nodes": self.dag.n, "edges": self.dag.n_edges(), "split_nodes": self.search_dag.n,
-                      "paths": self.graph.path_count().to_string(), "loops": loops},
-            "naive": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
-                      "min_packet_bytes": n.bps_packet_bytes, "mps_classes": classes,
-                      "mps_groups": paths::naive_groups(&self.dag, classes)},
-            "guarantee": {"pps": n.pps, "bps": n.bps, "bottleneck": n.bottleneck,
-                          "min_packet_bytes": n.bps_packet_bytes, "status": "naive-only"},
-            "path": {"insns": self.path_insns(&self.dag, &n.path), "source_lines": self.path_lines(&self.dag, &n.path),
-                     "cost": {COMPONENTS[0]: cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: cost[1] as f64 / UNITS_PER_CYCLE},
-                     "cost_by_class": self.cost_by_class(&self.dag, &n.path),
-                     "min_packet_bytes": mps, "feasible": Value::Null,
-                     "xdp_action": Value::Null, "retval": Value::Null},
-            "example_packet_hex": Value::Null,
-            "maps": maps,
-            "unsized_maps": unsized_maps,
-            "prog_arrays": prog_arrays,
-            "unbounded": unbounded,
-            "warnings": warnings,
-            "paths_enumerated": 0,
-            "paths_unsat": 0,
-        });
-        if !unbounded.is_empty() {
-            // No number: the rate depends on programs the analysis cannot see.
-            for k in ["naive", "guarantee"] {
-                for f in ["pps", "bps", "bottleneck", "min_packet_bytes"] {
-                    out[k][f] = Value::Null;
-                }
-            }
-            out["guarantee"]["status"] = json!("unbounded");
+        // No number when unbounded: the rate depends on programs the analysis cannot see.
+        let bounded = unbounded.is_empty();
+        let rate = |x: f64| bounded.then_some(x);
+        Summary {
+            object: ObjectInfo {
+                section: self.program.section.clone(),
+                program: self.program.name.clone(),
+                insns: self.program.code.iter().filter(|i| i.is_some()).count(),
+            },
+            target: t.name.clone(),
+            graph: GraphSummary {
+                nodes: self.dag.n,
+                edges: self.dag.n_edges(),
+                split_nodes: self.search_dag.n,
+                paths: self.graph.path_count().to_string(),
+                loops,
+            },
+            naive: Naive {
+                pps: rate(n.pps),
+                bps: rate(n.bps),
+                bottleneck: bounded.then_some(n.bottleneck),
+                min_packet_bytes: bounded.then_some(n.bps_packet_bytes),
+                mps_classes: classes,
+                mps_groups: paths::naive_groups(&self.dag, classes),
+            },
+            guarantee: Guarantee {
+                pps: rate(n.pps),
+                bps: rate(n.bps),
+                bottleneck: bounded.then_some(n.bottleneck),
+                min_packet_bytes: bounded.then_some(n.bps_packet_bytes),
+                status: if bounded { "naive-only" } else { "unbounded" },
+            },
+            path: PathSummary {
+                insns: self.path_insns(&self.dag, &n.path),
+                source_lines: self.path_lines(&self.dag, &n.path),
+                cost: Cost::of(&paths::path_cost(&self.dag, &n.path)),
+                cost_by_class: self.cost_by_class(&self.dag, &n.path),
+                min_packet_bytes: mps,
+                feasible: None,
+                xdp_action: None,
+                retval: None,
+            },
+            example_packet_hex: None,
+            maps,
+            unsized_maps,
+            prog_arrays,
+            unbounded,
+            warnings,
+            paths_enumerated: 0,
+            paths_unsat: 0,
         }
-        out
     }
 }
 
@@ -882,16 +906,22 @@ impl Search {
     }
 
     /// The current path, for the summary.
-    pub fn current_path(&self) -> Option<Value> {
+    pub fn current_path(&self) -> Option<PathInfo> {
         let (f, edges) = self.current.as_ref()?;
         let t = &self.a.target;
         let bps = f.rate.pps * 8.0 * f.mps as f64;
-        Some(json!({
-            "pps": f.rate.pps, "bps": bps, "bottleneck": f.rate.bottleneck, "min_packet_bytes": f.mps,
-            "insns": self.a.path_insns(&self.a.search_dag, edges), "source_lines": self.a.path_lines(&self.a.search_dag, edges),
-            "cost": {COMPONENTS[0]: f.cost[0] as f64 / UNITS_PER_CYCLE, COMPONENTS[1]: f.cost[1] as f64 / UNITS_PER_CYCLE},
-            "cost_by_class": self.a.cost_by_class(&self.a.search_dag, edges),
-            "mac_pps": t.limits.mac_pps,
-        }))
+        Some(PathInfo {
+            bottleneck: f.rate.bottleneck,
+            bps,
+            cost: Cost::of(&f.cost),
+            cost_by_class: self.a.cost_by_class(&self.a.search_dag, edges),
+            insns: self.a.path_insns(&self.a.search_dag, edges),
+            key: None,
+            mac_pps: t.limits.mac_pps,
+            min_packet_bytes: u64::from(f.mps),
+            pps: f.rate.pps,
+            retval: None,
+            source_lines: self.a.path_lines(&self.a.search_dag, edges),
+        })
     }
 }

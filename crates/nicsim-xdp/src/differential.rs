@@ -17,7 +17,7 @@
 //! analysis assumes packets of at least the target's minimum; the check is of the path's
 //! modelling, whatever the length). Everything else in the query is what the search asks.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -26,6 +26,7 @@ use crate::analysis::Analysis;
 use crate::cost::Dag;
 use crate::interp::{self, MapError, MapState, RunOptions};
 use crate::load::{MapDef, Program};
+use crate::summary::ModelledMap;
 use crate::symex::{self, Lookup};
 
 /// The instruction that node `u` of `dag` executes (`None` for the sink).
@@ -432,26 +433,29 @@ impl Differential {
         }
     }
 
-    /// The program's maps, as the summary lists them (`{name: {type, key_size, value_size,
-    /// max_entries, modelled}}`; `modelled`: the interpreter holds entries for it).
-    pub fn maps(&self) -> serde_json::Value {
+    /// The program's maps, by name: `{type, map_type, key_size, value_size, max_entries,
+    /// modelled, read_only}` (`modelled`: the interpreter holds entries for it).
+    pub fn maps(&self) -> BTreeMap<String, ModelledMap> {
         let st = MapState::new(&self.a.program);
-        let maps: serde_json::Map<String, serde_json::Value> = self
-            .a
+        self.a
             .program
             .maps
             .iter()
             .map(|d| {
                 (
                     d.name.clone(),
-                    serde_json::json!({"type": d.type_name(), "map_type": d.map_type,
-                        "key_size": d.key_size, "value_size": d.value_size,
-                        "max_entries": d.max_entries, "modelled": st.is_modelled(&d.name),
-                        "read_only": d.frozen}),
+                    ModelledMap {
+                        key_size: d.key_size,
+                        map_type: d.map_type,
+                        max_entries: d.max_entries,
+                        modelled: st.is_modelled(&d.name),
+                        read_only: d.frozen,
+                        type_name: d.type_name(),
+                        value_size: d.value_size,
+                    },
                 )
             })
-            .collect();
-        serde_json::Value::Object(maps)
+            .collect()
     }
 }
 

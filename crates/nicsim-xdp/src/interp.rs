@@ -29,7 +29,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::summary::MapSummary;
 
 use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::helpers_table::helper_name;
@@ -737,26 +739,34 @@ impl MapState {
             .collect()
     }
 
-    /// All maps in the format of the analyzer's `summary.json` "maps" key: `{name: {"type",
-    /// "key_size", "value_size", "max_entries", "entries": {key_hex: value_hex}}}`.
-    pub fn to_json(&self) -> Value {
-        let maps: serde_json::Map<String, Value> = self
-            .maps
+    /// All maps in the format of the analyzer's `summary.json` "maps" key, by name.
+    pub fn summary(&self) -> BTreeMap<String, MapSummary> {
+        self.maps
             .iter()
             .map(|m| {
-                let entries: serde_json::Map<String, Value> = Self::entries_of(m)
-                    .into_iter()
-                    .map(|(k, v)| (hex(&k), Value::String(hex(&v))))
-                    .collect();
                 let d = &m.def;
+                let entries = Self::entries_of(m)
+                    .into_iter()
+                    .map(|(k, v)| (hex(&k), hex(&v)))
+                    .collect();
                 (
                     d.name.clone(),
-                    json!({"type": d.type_name(), "key_size": d.key_size, "value_size": d.value_size,
-                           "max_entries": d.max_entries, "entries": entries}),
+                    MapSummary {
+                        entries,
+                        key_size: d.key_size,
+                        max_entries: d.max_entries,
+                        map_type: d.type_name(),
+                        value_size: d.value_size,
+                    },
                 )
             })
-            .collect();
-        Value::Object(maps)
+            .collect()
+    }
+
+    /// [`MapState::summary`] as JSON: `{name: {"type", "key_size", "value_size",
+    /// "max_entries", "entries": {key_hex: value_hex}}}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.summary()).expect("maps are plain data")
     }
 
     /// Set the entries that `maps` (the format of [`MapState::to_json`]) lists. A map may give
@@ -2433,6 +2443,7 @@ fn prandom_u32_state(s: &mut [u32; 4]) -> u32 {
 mod tests {
     use super::*;
     use crate::testasm::*;
+    use serde_json::json;
 
     fn run_with(p: &Program, pkt: &[u8], maps: &mut MapState) -> Result<Outcome, Fault> {
         run(p, pkt, maps, &RunOptions::default())

@@ -27,6 +27,7 @@ pub mod kernel;
 pub mod load;
 pub mod paths;
 pub mod ssp;
+pub mod summary;
 pub mod symex;
 pub mod target;
 #[cfg(test)]

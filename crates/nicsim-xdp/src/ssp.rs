@@ -10,8 +10,8 @@
 //! of its own (`nicsim.xdp.solver`); the tests use Z3's text interface.
 
 use crate::analysis::{Next, Search};
+use crate::summary::{ExampleEntry, PathInfo};
 use serde::Serialize;
-use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// A solver's answer to a check.
@@ -119,15 +119,15 @@ pub struct Example {
     /// The program's return value (an XDP action).
     pub retval: u32,
     /// Map entries and map sizes the example needs.
-    pub entries: Vec<Value>,
+    pub entries: Vec<ExampleEntry>,
 }
 
-/// A satisfiable path: [`Search::current_path`]'s JSON (with `retval`, and `key`, its rate
-/// as the search ranks it) and its example.
+/// A satisfiable path: [`Search::current_path`] (with `retval`, and `key`, its rate as the
+/// search ranks it) and its example.
 #[derive(Debug, Clone, Serialize)]
 pub struct FoundPath {
-    /// The path's JSON.
-    pub path: Value,
+    /// The path.
+    pub path: PathInfo,
     /// A packet and map state that take the path.
     pub example: Example,
 }
@@ -370,7 +370,7 @@ impl Run<'_> {
                 Sat::Sat => {}
             }
             let mut path = s.current_path().expect("a path is being checked");
-            let path_mps = path["min_packet_bytes"].as_u64().unwrap_or(0);
+            let path_mps = path.min_packet_bytes;
             // Once a satisfiable path is known, a later one matters only if some packet short
             // enough to make it slower than that one takes it: one check with the length
             // bounded says so, before the search for its exact minimum length and the model.
@@ -405,7 +405,7 @@ impl Run<'_> {
             let rank_key = if bit {
                 let lo = path_mps.max(u64::from(min_len));
                 let mps = self.min_length(slv, &q, lo)?;
-                path["min_packet_bytes"] = mps.into();
+                path.min_packet_bytes = mps;
                 pps * 8.0 * mps as f64
             } else {
                 key
@@ -418,8 +418,8 @@ impl Run<'_> {
                 slv.done()?;
             }
             slv.done()?;
-            path["retval"] = example.retval.into();
-            path["key"] = rank_key.into();
+            path.retval = Some(example.retval);
+            path.key = Some(rank_key);
             let fp = FoundPath { path, example };
             if self.o.paths.is_some() {
                 self.slowest.push(fp.clone());
@@ -514,8 +514,8 @@ impl Run<'_> {
             let example = model(slv, &q)?;
             slv.done()?;
             s.pass();
-            path["retval"] = example.retval.into();
-            path["key"] = path["pps"].clone();
+            path.retval = Some(example.retval);
+            path.key = Some(path.pps);
             self.slowest.push(FoundPath { path, example });
         }
         Ok("paths")
@@ -569,7 +569,10 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
     let mut entries = Vec::new();
     for sz in &q.sizes {
         let n = slv.values(std::slice::from_ref(&sz.size))?[0].low_u64();
-        entries.push(serde_json::json!({"map": sz.map, "max_entries": n}));
+        entries.push(ExampleEntry::Size {
+            map: sz.map.clone(),
+            max_entries: n,
+        });
     }
     for lk in &q.lookups {
         let mut terms = vec![lk.key.clone()];
@@ -583,8 +586,12 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
             .map(|b| b.low_u64() as u8)
             .collect();
         let present = lk.present.is_none() || vals.last().is_some_and(|p| p.low_u64() != 0);
-        entries.push(serde_json::json!({"map": lk.map, "key_hex": hex(&key),
-                                        "value_hex": hex(&value), "present": present}));
+        entries.push(ExampleEntry::Lookup {
+            key_hex: hex(&key),
+            map: lk.map.clone(),
+            present,
+            value_hex: hex(&value),
+        });
     }
     Ok(Example {
         packet_hex: hex(&packet),

@@ -13,8 +13,8 @@ use common::{analysis, nfp, obj};
 use nicsim_xdp::analysis::Search;
 use nicsim_xdp::interp::{run as interp, MapState, RunOptions as InterpOptions};
 use nicsim_xdp::ssp::{run, ModelValue, Outcome, RunOptions, Sat, Solver, SolverError};
+use nicsim_xdp::summary::{ExampleEntry, PathInfo};
 use nicsim_xdp::{Analysis, Options};
-use serde_json::Value;
 
 fn z3_path() -> std::path::PathBuf {
     if let Ok(p) = std::env::var("NICSIM_Z3") {
@@ -211,33 +211,28 @@ fn hex(s: &str) -> Vec<u8> {
 
 /// The example of `path` through the interpreter, with its map entries: it must take the
 /// path's instructions and return its action.
-fn check_example(name: &str, path: &Value, example: &nicsim_xdp::ssp::Example) {
+fn check_example(name: &str, path: &PathInfo, example: &nicsim_xdp::ssp::Example) {
     let p = nicsim_xdp::load(&obj(name), None).unwrap();
     let mut maps = MapState::new(&p);
     for e in &example.entries {
-        if e["present"].as_bool() == Some(true) {
-            maps.set(
-                e["map"].as_str().unwrap(),
-                &hex(e["key_hex"].as_str().unwrap()),
-                &hex(e["value_hex"].as_str().unwrap()),
-            )
-            .unwrap();
+        if let ExampleEntry::Lookup {
+            key_hex,
+            map,
+            present: true,
+            value_hex,
+        } = e
+        {
+            maps.set(map, &hex(key_hex), &hex(value_hex)).unwrap();
         }
     }
     let packet = hex(&example.packet_hex);
     let out = interp(&p, &packet, &mut maps, &InterpOptions::default()).unwrap();
-    let insns: Vec<u32> = path["insns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap() as u32)
-        .collect();
     assert_eq!(
-        out.trace, insns,
+        out.trace, path.insns,
         "{name}: the example does not take its path"
     );
     assert_eq!(out.retval as u32, example.retval, "{name}");
-    assert_eq!(path["retval"].as_u64(), Some(u64::from(example.retval)));
+    assert_eq!(path.retval, Some(example.retval));
 }
 
 #[test]
@@ -253,7 +248,7 @@ fn packet_rate_ssp_examples_take_their_paths() {
         let ssp = out.ssp.as_ref().unwrap();
         check_example(name, &ssp.path, &ssp.example);
         // The paths refuted before it were slower, and the trace climbs to its rate.
-        let pps = ssp.path["pps"].as_f64().unwrap();
+        let pps = ssp.path.pps;
         assert!(out.trace.windows(2).all(|w| w[0][1] < w[1][1]), "{name}");
         let last = out.trace.last().unwrap()[1];
         assert!((last - pps).abs() <= pps * 1e-9, "{name}: {last} vs {pps}");
@@ -323,10 +318,10 @@ fn bit_rate_finds_the_exact_minimum_packet_and_uses_length_lemmas() {
         check_example(name, &ssp.path, &ssp.example);
         // The example is the shortest packet the path takes (the minimum is proven: the check
         // one byte shorter was unsat), and the guarantee is the path's rate at that length.
-        let mps = ssp.path["min_packet_bytes"].as_u64().unwrap();
+        let mps = ssp.path.min_packet_bytes;
         assert_eq!(ssp.example.packet_hex.len() as u64 / 2, mps, "{name}");
-        let key = ssp.path["key"].as_f64().unwrap();
-        let pps = ssp.path["pps"].as_f64().unwrap();
+        let key = ssp.path.key.unwrap();
+        let pps = ssp.path.pps;
         assert!(
             (key - pps * 8.0 * mps as f64).abs() <= key * 1e-12,
             "{name}"
@@ -355,12 +350,8 @@ fn more_paths_come_slowest_first_and_each_example_takes_its_path() {
     assert_eq!(out.slowest.len(), 6);
     assert_eq!(out.slowest_stopped.as_deref(), Some("paths"));
     let ssp = out.ssp.as_ref().unwrap();
-    assert_eq!(out.slowest[0].path["insns"], ssp.path["insns"]);
-    let rates: Vec<f64> = out
-        .slowest
-        .iter()
-        .map(|p| p.path["pps"].as_f64().unwrap())
-        .collect();
+    assert_eq!(out.slowest[0].path.insns, ssp.path.insns);
+    let rates: Vec<f64> = out.slowest.iter().map(|p| p.path.pps).collect();
     assert!(rates.windows(2).all(|w| w[0] <= w[1]), "{rates:?}");
     for p in &out.slowest {
         check_example("parser", &p.path, &p.example);
@@ -499,7 +490,7 @@ fn a_stopped_solver_ends_the_search_with_a_valid_bound() {
     let bound = out.bound.unwrap();
     assert!(out.unsat >= 5, "{}", out.unsat);
     let full = search("calls", false, &mut Z3::new(), None);
-    let ssp = full.ssp.unwrap().path["pps"].as_f64().unwrap();
+    let ssp = full.ssp.unwrap().path.pps;
     assert!(
         bound >= naive && bound <= ssp * (1.0 + 1e-12),
         "{naive} {bound} {ssp}"
@@ -670,13 +661,13 @@ fn the_bounded_length_check_and_length_lemmas_change_no_result() {
     let ssp = |o: &Outcome| {
         let p = o.ssp.as_ref().unwrap();
         (
-            p.path["insns"].clone(),
-            p.path["min_packet_bytes"].clone(),
+            p.path.insns.clone(),
+            p.path.min_packet_bytes,
             p.example.packet_hex.clone(),
         )
     };
     assert_eq!(bounded.status, "ssp");
-    assert_eq!(bounded.ssp.as_ref().unwrap().path["min_packet_bytes"], 213);
+    assert_eq!(bounded.ssp.as_ref().unwrap().path.min_packet_bytes, 213);
     assert_eq!(ssp(&bounded), ssp(&unbounded));
     // A lemma on a prefix of the graph also keeps paths through it from being handed out.
     assert!(bounded.enumerated <= unbounded.enumerated);

@@ -24,11 +24,12 @@ import resource
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir
+from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary
 
 #: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
 ANALYSIS_SHARE = 0.5
@@ -85,9 +86,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             progress: Callable[[dict[str, Any]], None] | None = None, force: bool = False,
             map_sizes: dict[str, int] | None = None, program: str | None = None,
             tail_calls: Sequence[tuple[str, int, str]] | None = None,
-            paths: int | None = None) -> dict[str, Any]:
+            paths: int | None = None) -> Summary:
     """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
-    `out` is given.
+    `out` is given. Returns the summary (`nicsim.xdp.summary.Summary`).
 
     `section` (an ELF section) and `program` (a function name) choose the program when the object
     holds several (docs/xdp.md, "Load": programs are found as libbpf and iproute2 find them).
@@ -164,7 +165,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     # its solver.
     try:
         solver_name = f"{slv.name} {slv.version()}"  # (waits for the solver process to be ready)
-        out = json.loads(search.run(slv, timeout_s, time.perf_counter() - t0, naive[key_name] or 0.0, paths, tell))
+        out: Outcome = json.loads(search.run(slv, timeout_s, time.perf_counter() - t0, naive[key_name] or 0.0, paths,
+                                             tell))
     finally:
         slv.close()
     status, stopped, ssp = out["status"], out["stopped"], out["ssp"]
@@ -224,7 +226,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                 if slowest:
                     _core.write_pcap(o.path / "paths.pcap", [bytes.fromhex(p["example_packet_hex"]) for p in slowest])
                 o.csv("paths.csv", [{k: p[k] for k in PATH_COLUMNS} for p in slowest], columns=PATH_COLUMNS)
-    return summary
+    return cast("Summary", summary)
 
 
 #: The largest `--paths`: each path found costs a solver call and a model, and validation
@@ -233,7 +235,7 @@ MAX_PATHS = 1000
 PATH_COLUMNS = ["rank", "pps", "ns", "bottleneck", "xdp_action", "packet_bytes", "insns_count"]
 
 
-def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_maps: dict[str, Any]) -> dict[str, Any]:
+def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_maps: dict[str, Any]) -> SlowPath:
     """One of the slowest satisfiable paths (`--paths`): its rate, cost, instructions, action,
     example packet and the maps that packet needs (the program's maps with the model's entries)."""
     pkt, ret = example["packet_hex"], example["retval"]
@@ -297,7 +299,7 @@ def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str
     return maps
 
 
-def analyze_job(job: tuple[str, str, dict[str, Any]]) -> dict[str, Any] | NicsimError:
+def analyze_job(job: tuple[str, str, dict[str, Any]]) -> Summary | NicsimError:
     """One analysis of a sweep, in a worker: (object, target, options) → summary, or the bad
     input as a value (raised by the caller once every analysis ran)."""
     obj, target, opts = job
@@ -313,7 +315,7 @@ SWEEP_COLUMNS = ["object", "program", "target", "naive_gbps", "guarantee_gbps", 
 
 def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str], out: str | os.PathLike[str], *,
                  executor: str = "local", workers: int | None = None, ray_address: str | None = None,
-                 force: bool = False, **opts: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                 force: bool = False, **opts: Any) -> tuple[SweepSummary, list[dict[str, Any]]]:
     """Analyse every object on every target (`opts` as [`analyze`] takes them) on the sweep
     pool, and write OUT/summary.json (`points`: object, target and each analysis's summary),
     sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees)."""
@@ -344,8 +346,8 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
              "min_packet_bytes": p["summary"]["guarantee"]["min_packet_bytes"],
              "paths_enumerated": p["summary"]["paths_enumerated"], "seconds": p["summary"]["seconds"]}
             for p in points]
-    summary = {"model": "xdp", "targets": list(targets), "objects": [os.fspath(o) for o in objs],
-               "rate": opts.get("rate", "bit"), "points": points}
+    summary: SweepSummary = {"model": "xdp", "targets": list(targets), "objects": [os.fspath(o) for o in objs],
+                             "rate": opts.get("rate", "bit"), "points": points}
     with output as o:
         o.csv("sweep.csv", rows, columns=SWEEP_COLUMNS)
         o.parquet("sweep.parquet", rows, columns=SWEEP_COLUMNS)

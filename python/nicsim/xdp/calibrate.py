@@ -15,10 +15,10 @@ import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from nicsim.errors import InputError
 from nicsim.output import missing_parents
+from nicsim.xdp.summary import Calibration
 
 
 def default_path() -> Path:
@@ -40,14 +40,15 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
-def measure(progress: Callable[[str], None] | None = None, budget_s: float = 0.5) -> dict[str, Any]:
-    """Run the micro-benchmarks: {"overhead_ns", "classes": [{"name", "ns", "what"}]}."""
+def measure(progress: Callable[[str], None] | None = None, budget_s: float = 0.5) -> Calibration:
+    """Run the micro-benchmarks: {"overhead_ns", "classes": [{"name", "ns", "what"}]}
+    (`nicsim.xdp.summary.Calibration`)."""
     from nicsim import _core
 
     return json.loads(_core.xdp_calibrate(progress or (lambda _n: None), budget_s))
 
 
-def target_toml(m: dict[str, Any]) -> str:
+def target_toml(m: Calibration) -> str:
     """The target file for the measurements `m` (see `measure`)."""
     ns = {c["name"]: c["ns"] for c in m["classes"]}
     what = {c["name"]: c["what"] for c in m["classes"]}

@@ -1,0 +1,279 @@
+"""The XDP analyzer's summary types: `TypedDict`s matching the Rust structs that produce them
+(`nicsim_xdp::summary`: `Summary`, `PathInfo`, `ExampleEntry`, `MapSummary`, `RunReport`,
+`Calibration`; `nicsim_xdp::ssp::Outcome`), completed with what `nicsim.xdp.analyze` adds (the
+search's result, memory, timing), so that code reading a summary type-checks. docs/xdp.md
+("`summary.json`") and docs/summary-schema.md say what every field means."""
+
+from typing import Literal, NotRequired, TypedDict
+
+__all__ = ["Calibration", "ExampleEntry", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
+
+#: What limits a path's packet rate.
+Bottleneck = Literal["mac", "cores", "dram"]
+
+
+class ObjectInfo(TypedDict):
+    """`object`: Rust's `ObjectInfo` (`section`, `program`, `insns`), and the file analysed."""
+
+    section: str
+    program: str
+    insns: int
+    path: str
+    sha256: str
+    #: The `--tail-call` entries, [map, index, program].
+    tail_calls: list[list[str | int]]
+
+
+class LoopSummary(TypedDict):
+    insn: int
+    line: str | None
+    bound: int
+    evident: bool
+
+
+class GraphSummary(TypedDict):
+    nodes: int
+    edges: int
+    split_nodes: int
+    #: A decimal string (it may exceed any JSON number).
+    paths: str
+    loops: list[LoopSummary]
+
+
+class Naive(TypedDict):
+    """The naive bound (rates null when the answer is unbounded)."""
+
+    pps: float | None
+    bps: float | None
+    bottleneck: Bottleneck | None
+    min_packet_bytes: int | None
+    mps_classes: int
+    mps_groups: int
+
+
+class Guarantee(TypedDict):
+    pps: float | None
+    bps: float | None
+    bottleneck: Bottleneck | None
+    min_packet_bytes: int | None
+    #: `naive-only` only before the search (the core's summary).
+    status: Literal["naive-only", "ssp", "timeout", "exhausted", "unbounded"]
+
+
+class Cost(TypedDict):
+    """Cycles per component (`nicsim_xdp::cost::COMPONENTS`)."""
+
+    cores: float
+    dram: float
+
+
+class ClassCost(TypedDict):
+    insns: int
+    cores: float
+    dram: float
+
+
+class PathSummary(TypedDict):
+    """`path`: the SSP, or without one the naive bound's slowest path."""
+
+    insns: list[int]
+    source_lines: list[str]
+    cost: Cost
+    cost_by_class: dict[str, ClassCost]
+    min_packet_bytes: int
+    feasible: bool | None
+    xdp_action: str | None
+    retval: int | None
+
+
+class MapSummary(TypedDict):
+    """A map as the summary lists it, the format `nicsim xdp validate` and `_core.xdp_run` read."""
+
+    type: str
+    key_size: int
+    value_size: int
+    max_entries: int
+    #: key hex → value hex.
+    entries: dict[str, str]
+
+
+class Memory(TypedDict):
+    budget_mb: int
+    analysis_budget_mb: int
+    analysis_mb: float
+    search_mb: float
+    solver_budget_mb: int
+    solver_peak_rss_mb: float
+    solver_ended: str | None
+    process_peak_rss_mb: float
+
+
+class TracePoint(TypedDict):
+    seconds: float
+    pps: float
+    bps: float
+
+
+class SlowPath(TypedDict):
+    """One of the `--paths K` slowest satisfiable paths."""
+
+    rank: int
+    pps: float
+    ns: float
+    bottleneck: Bottleneck
+    cost: Cost
+    min_packet_bytes: int
+    insns_count: int
+    insns: list[int]
+    retval: int
+    xdp_action: str
+    packet_bytes: int
+    example_packet_hex: str
+    maps: dict[str, MapSummary]
+
+
+class Summary(TypedDict):
+    """`nicsim xdp analyze`'s `summary.json`: Rust's `Summary` and what the search adds."""
+
+    object: ObjectInfo
+    target: str
+    graph: GraphSummary
+    naive: Naive
+    guarantee: Guarantee
+    path: PathSummary
+    example_packet_hex: str | None
+    maps: dict[str, MapSummary]
+    unsized_maps: list[str]
+    #: slot → "section/program", or "unknown".
+    prog_arrays: dict[str, dict[str, str] | Literal["unknown"]]
+    unbounded: list[str]
+    warnings: list[str]
+    paths_enumerated: int
+    paths_unsat: int
+    paths_pruned: int
+    prefixes_refused: int
+    rate: Literal["bit", "packet"]
+    mac_limit: bool
+    solver: str
+    stopped: str
+    search_memory_mb: float
+    memory: Memory
+    seconds: float
+    trace: list[TracePoint]
+    slowest_paths: NotRequired[list[SlowPath]]
+    slowest_paths_requested: NotRequired[int]
+    slowest_paths_stopped: NotRequired[str | None]
+    #: Added when it is written (`nicsim.output.stamp`).
+    nicsim_version: NotRequired[str]
+    schema_version: NotRequired[int]
+
+
+class SweepPoint(TypedDict):
+    object: str
+    target: str
+    summary: Summary
+
+
+class SweepSummary(TypedDict):
+    """`nicsim xdp sweep`'s `summary.json`."""
+
+    model: Literal["xdp"]
+    targets: list[str]
+    objects: list[str]
+    rate: Literal["bit", "packet"]
+    points: list[SweepPoint]
+    nicsim_version: NotRequired[str]
+    schema_version: NotRequired[int]
+
+
+# What the core hands Python on the way (not written as such).
+
+
+class PathInfo(TypedDict):
+    """A path the search found satisfiable (Rust's `PathInfo`)."""
+
+    pps: float
+    bps: float
+    bottleneck: Bottleneck
+    min_packet_bytes: int
+    insns: list[int]
+    source_lines: list[str]
+    cost: Cost
+    cost_by_class: dict[str, ClassCost]
+    mac_pps: float
+    retval: NotRequired[int]
+    key: NotRequired[float]
+
+
+class SizeEntry(TypedDict):
+    """The size the model gives a map declared with `max_entries 0`."""
+
+    map: str
+    max_entries: int
+
+
+class LookupEntry(TypedDict):
+    """A map entry looked up on the path."""
+
+    map: str
+    key_hex: str
+    value_hex: str
+    present: bool
+
+
+#: Rust's `ExampleEntry` (untagged).
+ExampleEntry = SizeEntry | LookupEntry
+
+
+class Example(TypedDict):
+    packet_hex: str
+    retval: int
+    entries: list[ExampleEntry]
+
+
+class FoundPath(TypedDict):
+    path: PathInfo
+    example: Example
+
+
+class Outcome(TypedDict):
+    """`_core.XdpSearch.run`'s result (Rust's `nicsim_xdp::ssp::Outcome`)."""
+
+    status: Literal["ssp", "timeout", "exhausted", "unbounded"]
+    stopped: str
+    solver_ended: str | None
+    ssp: FoundPath | None
+    bound: float | None
+    trace: list[list[float]]
+    slowest: list[FoundPath]
+    slowest_stopped: str | None
+    enumerated: int
+    unsat: int
+    pruned: int
+    refused: int
+    search_bytes: int
+    analysis_bytes: int
+
+
+class RunReport(TypedDict):
+    """`_core.xdp_run`'s result (Rust's `RunReport`)."""
+
+    retval: int
+    trace: list[int]
+    packet_hex: str
+    insns: int
+    maps: dict[str, MapSummary]
+    maps_before: dict[str, MapSummary]
+
+
+class Measured(TypedDict):
+    name: str
+    ns: float
+    what: str
+
+
+class Calibration(TypedDict):
+    """`_core.xdp_calibrate`'s result (Rust's `Calibration`)."""
+
+    overhead_ns: float
+    classes: list[Measured]
