@@ -337,6 +337,13 @@ pub struct PanicCfg {
     pub buffer_cells: u32,
     /// Parser pipeline latency, in pipeline cycles.
     pub parser_latency_cycles: u32,
+    /// Cycles a compute engine's input port takes nothing after each packet (the RTL's input
+    /// state machine returns to idle after `tlast`).
+    pub engine_rx_gap_cycles: u32,
+    /// Cycles a compute engine's output port sends nothing after each packet (the RTL's
+    /// compute state machine and registered output-arbiter grant; 2 for its AES and SHA
+    /// engines).
+    pub engine_tx_gap_cycles: u32,
     /// Offload every chain starts with in the eval variant (ignored by the full variant).
     pub first_offload: Option<String>,
 }
@@ -356,6 +363,8 @@ impl Default for PanicCfg {
             cell_bytes: 1536,
             buffer_cells: 84,
             parser_latency_cycles: 4,
+            engine_rx_gap_cycles: 1,
+            engine_tx_gap_cycles: 1,
             first_offload: None,
         }
     }
@@ -924,6 +933,20 @@ impl nicsim_kernel::config::Validate for Config {
                 (
                     "panic.parser_latency_cycles",
                     c.parser_latency_cycles as u64,
+                    0,
+                    MAX_LATENCY_CYCLES,
+                    "cycles",
+                ),
+                (
+                    "panic.engine_rx_gap_cycles",
+                    c.engine_rx_gap_cycles as u64,
+                    0,
+                    MAX_LATENCY_CYCLES,
+                    "cycles",
+                ),
+                (
+                    "panic.engine_tx_gap_cycles",
+                    c.engine_tx_gap_cycles as u64,
                     0,
                     MAX_LATENCY_CYCLES,
                     "cycles",

@@ -956,3 +956,52 @@ fn qos_configuration_errors_name_their_key() {
     cfg.flows[0].priority = 8;
     assert_eq!(cfg.validate().unwrap_err().path, "flows[0].priority");
 }
+
+/// PANIC's full variant with engines that leave no gap between packets still hits the caps
+/// that do not come from the engines: two first-hop PIFOs, each popping one packet every two
+/// 125 MHz cycles (2 × 62.5 M packets/s × 64 B = 64 Gbit/s), and the descriptor beat ahead of
+/// two data beats on every link (128 B: 128 × 2/3 = 85.3 Gbit/s).
+#[test]
+fn panic_full_with_gapless_engines_hits_the_pifo_and_descriptor_caps() {
+    for (bytes, cap) in [(64, 64.0), (128, 128.0 * 2.0 / 3.0)] {
+        let mut cfg = paper_as(Arch::Panic, PanicVariant::Full);
+        cfg.panic.engine_rx_gap_cycles = 0;
+        cfg.panic.engine_tx_gap_cycles = 0;
+        cfg.traffic.size = SizeDist::Fixed { bytes };
+        cfg.traffic.rate_gbps = 128.0;
+        cfg.traffic.packets = 6000;
+        cfg.measure.window = [500, 5500];
+        cfg.flows.truncate(2);
+        cfg.flows[0].chain = vec!["crc".into()];
+        cfg.flows[1].chain = vec!["rss".into()];
+        let got = run(cfg)["throughput_gbps"].as_f64().unwrap();
+        eprintln!("PANIC full, gapless engines, {bytes} B: {got:.2} Gbit/s (cap {cap:.2})");
+        assert!(
+            (got - cap).abs() / cap < 0.02,
+            "{bytes} B: {got} Gbit/s, cap {cap}"
+        );
+    }
+}
+
+/// The engines' port gaps (the RTL's idle cycles after each packet) cost throughput: more gap,
+/// less peak, in both variants.
+#[test]
+fn panic_engine_port_gaps_lower_the_peak() {
+    for variant in [PanicVariant::Eval, PanicVariant::Full] {
+        let peak = |gap: u32| {
+            let mut cfg = paper_as(Arch::Panic, variant);
+            cfg.panic.engine_rx_gap_cycles = gap;
+            cfg.panic.engine_tx_gap_cycles = gap;
+            cfg.traffic.rate_gbps = 120.0;
+            cfg.traffic.packets = 6000;
+            cfg.measure.window = [500, 5500];
+            run(cfg)["throughput_gbps"].as_f64().unwrap()
+        };
+        let (none, rtl, wide) = (peak(0), peak(1), peak(3));
+        eprintln!("PANIC {variant:?} at 120 Gbit/s: gaps 0: {none:.2}, 1: {rtl:.2}, 3: {wide:.2}");
+        assert!(
+            none >= rtl && rtl > wide,
+            "{variant:?}: {none} {rtl} {wide}"
+        );
+    }
+}

@@ -97,6 +97,12 @@ impl Link {
         let beats = self.beats_for(bytes);
         self.send_beats(now, beats, src_tail)
     }
+    /// Keep the link busy `cycles` more after its last transfer: a gap the sender leaves
+    /// between two packets.
+    #[inline]
+    pub fn hold(&mut self, cycles: u64) {
+        self.busy_until += cycles * self.clock.period;
+    }
     /// Like [`Link::send`] for a transfer of a given number of beats (e.g. a descriptor beat
     /// ahead of the packet's data beats).
     pub fn send_beats(&mut self, now: Time, beats: u64, src_tail: Time) -> Transfer {

@@ -24,6 +24,9 @@ pub struct Arbiter {
     /// With priority classes: each class's [bypass, units'] FIFOs (index: class; class 0's
     /// are `bypass` and `units_out`); empty without.
     pub lanes: Vec<[FifoId; 2]>,
+    /// Cycles its link stays idle after each packet (a PANIC compute engine's output port;
+    /// 0 in FlexPipe).
+    pub gap_cycles: u64,
 }
 
 impl Arbiter {
@@ -77,7 +80,9 @@ impl Arbiter {
         }
         if self.link.is_free(now) {
             if let Some(f) = self.pick(now, w) {
-                send_front(now, w, f, &mut self.link, next);
+                if send_front(now, w, f, &mut self.link, next) && self.gap_cycles > 0 {
+                    self.link.hold(self.gap_cycles);
+                }
             }
         }
         w.cal.busy_until(port, self.link.busy_until());
@@ -115,6 +120,7 @@ impl Arbiter {
                 );
                 if send_front(now, w, f, &mut self.link, next) {
                     s.sent(class, f.bytes);
+                    self.link.hold(self.gap_cycles);
                 }
             }
         }

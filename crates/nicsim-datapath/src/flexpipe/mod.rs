@@ -97,7 +97,6 @@ pub fn build(
             clock: tb.clock(o.clock_mhz),
             delay_cycles: o.delay_cycles,
             out_bytes: p.unit_queue_bytes,
-            idle_cycles: 0,
         };
         let units = o.units(p);
         offloads.push(OffloadInfo {

@@ -93,6 +93,9 @@ pub struct Offload<S> {
     /// own, and the FIFO its Traffic Arbiter writes. In a [`super::Pipeline`] its neighbours
     /// feed it and take from it.
     io: Option<(FifoId, FifoId, Link)>,
+    /// On its own: cycles its input link takes nothing after each packet (a PANIC compute
+    /// engine's input port).
+    rx_gap_cycles: u64,
 }
 
 impl<S: Steer> Offload<S> {
@@ -132,9 +135,11 @@ impl<S: Steer> Offload<S> {
                 units_out: ufifo,
                 classes: None,
                 lanes: Vec::new(),
+                gap_cycles: 0,
             },
             ports: ALONE,
             io: None,
+            rx_gap_cycles: 0,
         }
     }
 
@@ -161,6 +166,15 @@ impl<S: Steer> Offload<S> {
     pub fn alone(mut self, inp: FifoId, out: FifoId) -> Offload<S> {
         self.io = Some((inp, out, self.arbiter.link.clone()));
         self.ports = ALONE;
+        self
+    }
+
+    /// On its own, with ports that leave gaps between packets (a PANIC compute engine): its
+    /// input link takes nothing for `rx_cycles` after each packet, its output link sends
+    /// nothing for `tx_cycles`.
+    pub fn with_port_gaps(mut self, rx_cycles: u64, tx_cycles: u64) -> Offload<S> {
+        self.rx_gap_cycles = rx_cycles;
+        self.arbiter.gap_cycles = tx_cycles;
         self
     }
 
@@ -300,7 +314,9 @@ impl<S: Steer> Offload<S> {
             .take()
             .expect("an Offload on its own has an input FIFO");
         if let Some(f) = Front::ready(w, inp, now) {
-            send_front(now, w, f, &mut link, &mut Next::Offload(self));
+            if send_front(now, w, f, &mut link, &mut Next::Offload(self)) {
+                link.hold(self.rx_gap_cycles);
+            }
         }
         w.cal.busy_until(self.ports.split, link.busy_until());
         let pick = move |w: &World, t: Time| Front::ready(w, inp, t);

@@ -48,7 +48,7 @@ impl RoundRobin {
         let (pkt, bytes) = units.pop_done(u);
         let tr = self.link.send(now, bytes, now);
         w.push(out, now, pkt, bytes, tr.head, tr.tail);
-        units.handed_over(u, now, tr.tail);
+        units.handed_over(u, now);
         self.next = if u + 1 == units.len() { 0 } else { u + 1 };
         Some((u, tr.tail))
     }

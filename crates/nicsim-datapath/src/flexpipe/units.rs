@@ -24,8 +24,6 @@ pub struct UnitSpec {
     pub delay_cycles: u32,
     /// Output buffer of every unit: finished packets wait there for the round robin.
     pub out_bytes: u32,
-    /// Pipeline cycles a unit idles after handing over a packet (PANIC's compute engine).
-    pub idle_cycles: u32,
 }
 
 /// An Offload's ports, numbered within the component it belongs to (in the order they act):
@@ -68,8 +66,6 @@ struct Unit {
     /// Finished packets waiting for the round robin.
     done: VecDeque<(PktId, u32)>,
     done_bytes: u64,
-    /// The unit may start its next packet from then on (PANIC's engine idles after a hand-over).
-    free_at: Time,
 }
 
 /// What a unit's event did with its packet in service.
@@ -113,7 +109,6 @@ impl Units {
                 cur: None,
                 done: VecDeque::new(),
                 done_bytes: 0,
-                free_at: Time::ZERO,
                 ahead: None,
             })
             .collect();
@@ -231,14 +226,10 @@ impl Units {
         unit.queued_bytes += bytes as u64;
         let idle = unit.cur.is_none() && unit.queue.is_empty();
         // Nothing can change when an idle unit starts this packet (its first edge once the
-        // first beat is there and its idle time is over) if its output buffer has room, and no
-        // hand-over of a finished packet can still move its idle time.
-        if idle
-            && unit.done_bytes + bytes as u64 <= self.spec.out_bytes as u64
-            && (self.spec.idle_cycles == 0 || unit.done.is_empty())
-        {
+        // first beat is there) if its output buffer has room.
+        if idle && unit.done_bytes + bytes as u64 <= self.spec.out_bytes as u64 {
             let clk = self.spec.clock;
-            let start = clk.edge_at_or_after(tr.head.max(unit.free_at));
+            let start = clk.edge_at_or_after(tr.head);
             let end = self.service_end(start, bytes, tr.tail);
             let unit = &mut self.units[u];
             unit.cur = Some((item, bytes, start, end));
@@ -254,8 +245,7 @@ impl Units {
                 enq: now,
             });
             if idle {
-                let t = tr.head.max(unit.free_at);
-                self.wake_unit(u, t);
+                self.wake_unit(u, tr.head);
                 self.wake_ports(ports.split, ports, w);
             }
         }
@@ -308,10 +298,7 @@ impl Units {
         if unit.done_bytes + front.bytes as u64 > self.spec.out_bytes as u64 {
             return Time::MAX; // output buffer full: wait for the round robin
         }
-        let start = self
-            .spec
-            .clock
-            .edge_at_or_after(front.head.max(unit.free_at));
+        let start = self.spec.clock.edge_at_or_after(front.head);
         if start > now {
             return start;
         }
@@ -391,20 +378,14 @@ impl Units {
         (pkt, bytes)
     }
 
-    /// Unit `u`'s finished packet has been handed over, its last beat leaving at `tail`
-    /// (pipeline edge `now`): its idle time starts, and it may go on if a packet waits in its
-    /// queue (one in service has its event at its end).
+    /// Unit `u`'s finished packet has been handed over (at pipeline edge `now`): its output
+    /// buffer has room again, and it may go on if a packet waits in its queue (one in service
+    /// has its event at its end).
     #[inline]
-    pub fn handed_over(&mut self, u: usize, now: Time, tail: Time) {
-        let unit = &mut self.units[u];
-        if self.spec.idle_cycles > 0 {
-            unit.free_at = unit
-                .free_at
-                .max(tail + self.pclk.cycles(self.spec.idle_cycles as u64));
-        }
+    pub fn handed_over(&mut self, u: usize, now: Time) {
+        let unit = &self.units[u];
         if unit.cur.is_none() && !unit.queue.is_empty() {
-            let t = unit.free_at.max(now);
-            self.wake_unit(u, t);
+            self.wake_unit(u, now);
         }
     }
 

@@ -12,7 +12,9 @@
 //! the pipeline clock (a transfer holds the sender's and the receiver's port for descriptor +
 //! data beats, round robin per receiving port, `panic.crossbar_latency_cycles`, an input buffer
 //! of `panic.crossbar_port_buffer_bytes` per port) → compute engines (the `Offload` component;
-//! an engine idles one cycle after handing a packet on; `panic.credits` per engine) → the next
+//! an engine's input port takes nothing for `panic.engine_rx_gap_cycles` after each packet and
+//! its output port sends nothing for `panic.engine_tx_gap_cycles`, as `compute_engine.v`'s state
+//! machines do; `panic.credits` per engine) → the next
 //! offload over the crossbar (push-based chaining) → the DMA engine.
 //!
 //! **`eval`** (default): the FlexPipe paper's evaluation variant (its §IV). The units of one
@@ -187,7 +189,6 @@ pub fn build(
             clock: tb.clock(o.clock_mhz),
             delay_cycles: o.delay_cycles,
             out_bytes: c.crossbar_port_buffer_bytes,
-            idle_cycles: 1,
         };
         let ufifo = world.add_fifo(format!("{name}.units_out"), p.arbiter_fifo_bytes);
         let detour = world.add_fifo(format!("{name}.detour"), p.arbiter_fifo_bytes);
@@ -206,7 +207,8 @@ pub fn build(
             [detour, ufifo],
             credits,
         )
-        .alone(port_in[port], port_out[port]);
+        .alone(port_in[port], port_out[port])
+        .with_port_gaps(c.engine_rx_gap_cycles as u64, c.engine_tx_gap_cycles as u64);
         comps.push(Box::new(engine));
     }
     // The full variant has one more PIFO, without credits, for packets whose chain is empty.
