@@ -144,6 +144,9 @@ pub struct Sink {
     /// to enter the datapath), count and bytes.
     classes: Vec<ClassStats>,
     flows: Vec<FlowStats>,
+    /// Each flow's class (its `priority`; PANIC may rewrite a packet's priority on a detour,
+    /// its class stays its flow's).
+    flow_class: Vec<u8>,
     /// The checks of delivered packets.
     pub verify: Verify,
     /// Delivered packets that went round the recirculation path at least once.
@@ -157,9 +160,14 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// A sink measuring over received-packet indices `window` [start, end), for `n_flows` flows
-    /// and `n_classes` priority classes (0 to `n_classes - 1`).
-    pub fn new(window: [u64; 2], n_flows: usize, n_classes: usize, tb: &Timebase) -> Sink {
+    /// A sink measuring over received-packet indices `window` [start, end), for flows whose
+    /// priority classes are `flow_class` (one per flow).
+    pub fn new(window: [u64; 2], flow_class: Vec<u8>, tb: &Timebase) -> Sink {
+        let n_classes = flow_class
+            .iter()
+            .map(|&c| c as usize + 1)
+            .max()
+            .unwrap_or(1);
         Sink {
             ticks_per_us: tb.ticks_per_us(),
             window,
@@ -173,7 +181,8 @@ impl Sink {
             window_bytes: 0,
             unmatched: LatStats::default(),
             classes: vec![ClassStats::default(); n_classes],
-            flows: vec![FlowStats::default(); n_flows],
+            flows: vec![FlowStats::default(); flow_class.len()],
+            flow_class,
             verify: Verify::default(),
             recirculated: 0,
             egress: None,
@@ -220,7 +229,8 @@ impl Sink {
             self.t_window_end = t_rx;
             let lat = t_rx - pkt.t_parse;
             let ns = (lat * 1000).div_ceil(self.ticks_per_us);
-            if let Some(c) = self.classes.get_mut(pkt.priority as usize) {
+            let class = self.class_of(pkt.flow);
+            if let Some(c) = self.classes.get_mut(class) {
                 let sojourn = t_rx - pkt.t_arrival;
                 c.sojourn
                     .record(sojourn, (sojourn * 1000).div_ceil(self.ticks_per_us));
@@ -265,6 +275,14 @@ impl Sink {
         all.summary(tb)
     }
 
+    /// The priority class of `flow`'s packets (0 for a packet of no configured flow).
+    #[inline]
+    pub fn class_of(&self, flow: u16) -> usize {
+        self.flow_class
+            .get(flow as usize)
+            .map_or(0, |&c| c as usize)
+    }
+
     /// Sojourn of every packet in the window: arrival (when the traffic offered it) to the
     /// sink. Unlike [`Sink::latency`] it grows without bound when the datapath cannot keep up.
     pub fn sojourn(&self, tb: &Timebase) -> LatSummary {
@@ -273,19 +291,23 @@ impl Sink {
         all.summary(tb)
     }
 
-    /// Each priority class's results over the window (index: class). `flow_class[f]` is flow
-    /// f's class (its latency is merged into that class's), `offered` and `dropped` each
-    /// class's packets offered and dropped by reason (whole run).
+    /// Each priority class's results over the window, for every class a flow has (a flow's
+    /// latency is merged into its class's); `offered` and `dropped` are each class's packets
+    /// offered and dropped by reason (whole run; index: class).
     pub fn per_class(
         &self,
         tb: &Timebase,
-        flow_class: &[u8],
         offered: &[u64],
         dropped: &[BTreeMap<&'static str, u64>],
     ) -> BTreeMap<String, ClassSummary> {
         let secs = self.window_seconds(tb);
         let mut m = BTreeMap::new();
+        let flow_class = &self.flow_class;
         for (c, cs) in self.classes.iter().enumerate() {
+            // The classes the flows use (priorities between them that no flow has are left out).
+            if !flow_class.iter().any(|&k| k as usize == c) {
+                continue;
+            }
             let mut latency = LatStats::default();
             for (fs, _) in self
                 .flows

@@ -102,7 +102,11 @@ impl Datapath {
             remaps: VecDeque::from(remaps),
             drops: BTreeMap::new(),
             classes: vec![Default::default(); n_classes],
-            sink: Sink::new(cfg.measure.window, cfg.flows.len(), n_classes, &tb),
+            sink: Sink::new(
+                cfg.measure.window,
+                cfg.flows.iter().map(|f| f.priority).collect(),
+                &tb,
+            ),
             funcs,
             offered: 0,
             unit_busy_ticks: vec![0; cfg.offloads.len()],
@@ -301,10 +305,9 @@ impl Datapath {
             latency_us: sink.latency(&tb),
             sojourn_us: sink.sojourn(&tb),
             classes: {
-                let flow_class: Vec<u8> = self.cfg.flows.iter().map(|f| f.priority).collect();
                 let offered: Vec<u64> = w.classes.iter().map(|c| c.0).collect();
                 let dropped: Vec<_> = w.classes.iter().map(|c| c.1.clone()).collect();
-                sink.per_class(&tb, &flow_class, &offered, &dropped)
+                sink.per_class(&tb, &offered, &dropped)
             },
             per_flow: sink.per_flow(&tb, &names, &offload_names),
             recirculation: Recirculation {

@@ -83,7 +83,7 @@ impl World {
     /// Drop a packet in flight, counting the reason.
     pub fn drop_pkt(&mut self, id: PktId, reason: &'static str) {
         if reason != "no_flow" {
-            let c = self.pkts[id].priority as usize;
+            let c = self.sink.class_of(self.pkts[id].flow);
             if let Some((_, d)) = self.classes.get_mut(c) {
                 *d.entry(reason).or_default() += 1;
             }

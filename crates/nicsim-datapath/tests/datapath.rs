@@ -1005,3 +1005,31 @@ fn panic_engine_port_gaps_lower_the_peak() {
         );
     }
 }
+
+/// The summary has one entry per priority a flow has, in every architecture, and the classes'
+/// packets add up to the run's.
+#[test]
+fn classes_are_the_flows_priorities_and_conserve_packets() {
+    for (arch, variant) in archs() {
+        let mut cfg = paper_as(arch, variant);
+        cfg.traffic.packets = 3000;
+        cfg.measure.window = [200, 2800];
+        cfg.flows[1].priority = 5;
+        let s = run(cfg);
+        let classes = s["classes"].as_object().unwrap();
+        assert_eq!(classes.keys().collect::<Vec<_>>(), ["0", "5"], "{arch:?}");
+        let sum = |k: &str| -> u64 { classes.values().map(|c| c[k].as_u64().unwrap()).sum() };
+        let p = &s["packets"];
+        assert_eq!(sum("offered"), p["offered"].as_u64().unwrap(), "{arch:?}");
+        assert_eq!(
+            sum("dropped_total"),
+            p["dropped_total"].as_u64().unwrap(),
+            "{arch:?}"
+        );
+        assert_eq!(
+            sum("delivered_in_window"),
+            s["latency_us"]["packets"].as_u64().unwrap(),
+            "{arch:?}"
+        );
+    }
+}
