@@ -176,6 +176,7 @@ bench: develop xdp-suite
 lint: $(VENV)/.deps
 	$(CARGO) clippy --workspace --release -- -D warnings
 	$(CARGO) fmt --all --check
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace -q
 	$(VENV)/bin/ruff check python tests benches
 
 # Fuzz the XDP analyzer (crates/nicsim-xdp/fuzz, docs/xdp.md "Fuzzing"): each target runs for

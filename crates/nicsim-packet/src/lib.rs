@@ -7,7 +7,7 @@
 //! length is checked once by `new_checked`, after which every accessor is infallible, and a
 //! `Repr` that is parsed from a view and emitted into a byte buffer. On top of these sit the
 //! one-shot [`parse`] used by datapaths and the [`FrameSpec`] builder used by traffic generators,
-//! and [`decode`], which takes a captured frame of any common link type through its
+//! and [`mod@decode`], which takes a captured frame of any common link type through its
 //! encapsulations and tunnels to its TCP/UDP segment, as tshark does.
 
 #![warn(missing_docs)]

@@ -6,7 +6,7 @@
 //! The system call is made directly (`libc::syscall(SYS_bpf, ...)`), with the `union bpf_attr`
 //! layouts of `include/uapi/linux/bpf.h` for the commands used: MAP_CREATE, MAP_LOOKUP_ELEM,
 //! MAP_UPDATE_ELEM, PROG_LOAD, PROG_TEST_RUN and MAP_FREEZE.
-//! Instructions come from the same loader as the analysis ([`crate::load`]), whose `LD_IMM64`
+//! Instructions come from the same loader as the analysis ([`crate::load()`]), whose `LD_IMM64`
 //! map references hold the map's index: here they get the map's real file descriptor.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

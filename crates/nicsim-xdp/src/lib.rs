@@ -1,7 +1,7 @@
 //! nicsim-xdp: the XDP throughput analyzer (seed 004: Krude et al., "Determination of Throughput
 //! Guarantees for Processor-based SmartNICs", CoNEXT 2021).
 //!
-//! Data flows one way: [`load`] (ELF object → instructions, maps, source lines) → [`cfg`]
+//! Data flows one way: [`mod@load`] (ELF object → instructions, maps, source lines) → [`mod@cfg`]
 //! (inlined, loop-free control-flow graph) → [`cost`] (per-edge cost vectors on a [`target`]
 //! model, minimum packet size per edge) → [`paths`] (naive bound, then paths from slowest to
 //! fastest, prefixes that their own constants refute left out: [`consts`]) → [`symex`] (each

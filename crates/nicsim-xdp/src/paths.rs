@@ -1169,7 +1169,7 @@ impl Merger {
     }
 
     /// Refute a prefix in the streams of MPS classes up to `max_class` bytes only (bit-rate
-    /// mode: what a length lemma rules out; see [`Refuted::max_class`]).
+    /// mode: what a length lemma rules out; see `Refuted::max_class`).
     pub fn refute_up_to(&mut self, t: &Target, prefix: &[u32], max_class: u32) {
         self.refuted.add_up_to(&self.skel, prefix, max_class);
         for i in 0..self.streams.len() {

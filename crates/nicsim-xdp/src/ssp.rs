@@ -285,7 +285,7 @@ fn len_at_most(len: &str, n: i64) -> String {
 }
 
 /// The largest size sought for a map declared with `max_entries 0` in an example (see
-/// [`model`]): one the kernel can create for `nicsim xdp validate`.
+/// `model`): one the kernel can create for `nicsim xdp validate`.
 pub const EXAMPLE_MAP_ENTRIES: u32 = 1024;
 
 impl Run<'_> {

@@ -5,7 +5,7 @@
 //! offset) to bytes, its initial contents symbolic, plus, for hash maps, an array saying which
 //! keys are present. The stack is tracked byte by byte per call frame while every access has a
 //! constant offset, with pointer spills kept as pointers; once a frame sees a load or store at a
-//! computed offset (`buf[i]`), its stack also becomes an array term (see [`Frame`]), so such
+//! computed offset (`buf[i]`), its stack also becomes an array term (see `Frame`), so such
 //! loads read exactly what was stored. Helper results the kernel defines exactly (map lookups,
 //! updates and deletes, `adjust_head`/`_tail`/`_meta`, `redirect`, `xdp_load_bytes`/
 //! `_store_bytes`, a ring buffer reservation's null check) are modelled; the others
