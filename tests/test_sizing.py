@@ -123,11 +123,22 @@ def test_a_capture_sizes_the_offloads_by_its_frame_sizes_or_as_a_replay(tmp_path
     (["--p99-us", "nan"], ["--p99-us"]),
     (["--loss", "2"], ["--loss"]),
     (["--timing", "bogus"], ["--timing"]),
-    (["--traffic", "/nonexistent/x.pcap"], ["/nonexistent/x.pcap"]),
+    (["--timing", "rate"], ["--timing", "--traffic"]),
+    (["--traffic", "/nonexistent/x.pcap"], ["--traffic", "/nonexistent/x.pcap"]),
     (["--workers", "0"], ["--workers"]),
     (["-p", "offloads[0].units=0"], ["offloads[0].units"]),
 ])
 def test_bad_options_are_one_line_errors_and_write_nothing(tmp_path: Path, args: list[str], needles: list[str]) -> None:
-    r = nicsim("offloads", "size", PAPER, "--out", tmp_path / "o", *SHORT, *args)
+    p99 = [] if "--p99-us" in args else ["--p99-us", "20"]
+    r = nicsim("offloads", "size", PAPER, "--out", tmp_path / "o", *SHORT, *p99, *args)
     assert_one_line_error(r, *needles)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_latency_target_is_required(tmp_path: Path) -> None:
+    """FlexPipe holds traffic back rather than dropping it: with a loss target alone, one unit
+    per offload would "meet" it at a fraction of the offered rate."""
+    r = nicsim("offloads", "size", PAPER, "--out", tmp_path / "o", *SHORT, "--loss", "0")
+    assert_one_line_error(r, "--p99-us")
+    assert not (tmp_path / "o").exists()
+

@@ -14,6 +14,11 @@ use nicsim_kernel::config::{
     check_range, check_timebase, err, Span, MAX_BUFFERED_BYTES, MAX_CLOCK_MHZ, MAX_FIFO_BYTES,
     MAX_LATENCY_CYCLES,
 };
+
+/// The largest Ethernet frame nicsim models, with its FCS (a 9,000-byte jumbo payload and
+/// headroom); generated sizes and captured frames above it are refused.
+pub const MAX_FRAME_BYTES: u32 = 9600;
+
 /// How the run loop advances (`mode = "skip" | "stepped"`).
 pub use nicsim_kernel::Mode;
 
@@ -1333,6 +1338,27 @@ impl Config {
         }
     }
 
+    /// Every buffer that must hold a whole packet, by key, with its size in bytes: the
+    /// pipeline's FIFOs and, for PANIC, a buffer cell and a crossbar port's buffer.
+    pub fn must_hold_packet(&self) -> Vec<(&'static str, u32)> {
+        let p = &self.pipeline;
+        let mut v = vec![
+            ("pipeline.arbiter_fifo_bytes", p.arbiter_fifo_bytes),
+            ("pipeline.stage_fifo_bytes", p.stage_fifo_bytes),
+            ("pipeline.unit_queue_bytes", p.unit_queue_bytes),
+            ("pipeline.recirc_fifo_bytes", p.recirc_fifo_bytes),
+            ("pipeline.ingress_fifo_bytes", p.ingress_fifo_bytes),
+        ];
+        if self.arch == Arch::Panic {
+            v.push(("panic.cell_bytes", self.panic.cell_bytes));
+            v.push((
+                "panic.crossbar_port_buffer_bytes",
+                self.panic.crossbar_port_buffer_bytes,
+            ));
+        }
+        v
+    }
+
     /// The largest packet the traffic can hold (bytes), for capacity checks.
     pub fn max_packet_bytes(&self) -> u32 {
         match &self.traffic.size {
@@ -1367,17 +1393,20 @@ fn check_sizes(key: &str, v: &[u32]) -> Result<(), ConfigError> {
     if v.is_empty() {
         return err(key, "needs at least one size");
     }
-    if let Some(s) = v.iter().find(|&&s| !(64..=9600).contains(&s)) {
-        return err(key, format!("packet size {s} outside 64..=9600 bytes"));
+    if let Some(s) = v.iter().find(|&&s| !(64..=MAX_FRAME_BYTES).contains(&s)) {
+        return err(
+            key,
+            format!("packet size {s} outside 64..={MAX_FRAME_BYTES} bytes"),
+        );
     }
     Ok(())
 }
 
 fn check_bounds(min: u32, max: u32) -> Result<(), ConfigError> {
-    if min < 64 || max > 9600 || min > max {
+    if min < 64 || max > MAX_FRAME_BYTES || min > max {
         return err(
             "traffic.size",
-            format!("bounds {min}..{max} must satisfy 64 <= min <= max <= 9600"),
+            format!("bounds {min}..{max} must satisfy 64 <= min <= max <= {MAX_FRAME_BYTES}"),
         );
     }
     Ok(())

@@ -309,6 +309,7 @@ impl Sink {
                 continue;
             }
             let mut latency = LatStats::default();
+            let mut delivered = 0;
             for (fs, _) in self
                 .flows
                 .iter()
@@ -316,12 +317,14 @@ impl Sink {
                 .filter(|(_, &k)| k as usize == c)
             {
                 fs.per_size.iter().for_each(|(_, l)| latency.merge(l));
+                delivered += fs.chains.iter().map(|(_, n)| n).sum::<u64>();
             }
             let dropped = dropped.get(c).cloned().unwrap_or_default();
             m.insert(
                 c.to_string(),
                 ClassSummary {
                     offered: offered.get(c).copied().unwrap_or(0),
+                    delivered,
                     delivered_in_window: cs.delivered,
                     throughput_gbps: if secs > 0.0 {
                         cs.bytes as f64 * 8.0 / secs / 1e9

@@ -89,6 +89,9 @@ pub struct FlowSummary {
 pub struct ClassSummary {
     /// Packets of the class the Pre-Processor classified (whole run).
     pub offered: u64,
+    /// Packets of the class delivered (whole run): with `dropped_total`, what is not still in
+    /// flight of `offered`.
+    pub delivered: u64,
     /// Packets delivered in the window.
     pub delivered_in_window: u64,
     /// Gbit/s over the window.

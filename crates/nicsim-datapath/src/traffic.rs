@@ -45,6 +45,25 @@ impl Sizes {
 struct Captured {
     ts_ns: u64,
     frame: Vec<u8>,
+    /// The frame's length on the wire (without FCS): the capture's original length, which a
+    /// snap length may have cut `frame` short of.
+    wire_len: u32,
+}
+
+impl Captured {
+    /// The frame as it was on the wire: the captured bytes, zeros where a snap length cut them.
+    fn wire_frame(&self) -> Vec<u8> {
+        let mut f = self.frame.clone();
+        if f.len() < self.wire_len as usize {
+            f.resize(self.wire_len as usize, 0);
+        }
+        f
+    }
+
+    /// Its size as the datapath sees it: the wire length with the FCS, at least 64 bytes.
+    fn size(&self) -> u32 {
+        (self.wire_len + 4).max(64)
+    }
 }
 
 /// Functional offloads in physical order, shared by the generator (prepare) and the units (process).
@@ -86,15 +105,52 @@ fn load_capture(path: &str) -> Result<Vec<Captured>, String> {
     let mut out = Vec::new();
     for rec in reader {
         let rec = rec.map_err(err)?;
+        // A snap length keeps only the first bytes; the size on the wire is the original
+        // length (which a capture may not state below what it kept).
+        let wire_len = rec.orig_len.max(rec.data.len() as u32);
         out.push(Captured {
             ts_ns: rec.ts_ns,
             frame: rec.data,
+            wire_len,
         });
     }
     if out.is_empty() {
         return Err(format!("{path}: the capture holds no packets"));
     }
     Ok(out)
+}
+
+/// The capture at `key` (`path`) against what the configuration's buffers hold: its largest
+/// frame must be at most 9,600 bytes and fit every FIFO that must hold a whole packet, as the
+/// configuration's check asks of generated sizes (the capture's sizes are known only now).
+fn check_capture_sizes(
+    cfg: &Config,
+    key: &str,
+    path: &str,
+    caps: &[Captured],
+) -> Result<(), String> {
+    let Some((i, c)) = caps
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, c)| (c.size(), std::cmp::Reverse(*i)))
+    else {
+        return Ok(());
+    };
+    let size = c.size();
+    if size > crate::config::MAX_FRAME_BYTES {
+        return Err(format!(
+            "{key}: {path}: packet {} is a {size}-byte frame, larger than the {} bytes nicsim models",
+            i + 1,
+            crate::config::MAX_FRAME_BYTES
+        ));
+    }
+    if let Some((fifo, bytes)) = cfg.must_hold_packet().into_iter().find(|&(_, b)| b < size) {
+        return Err(format!(
+            "{key}: {path}: packet {} is a {size}-byte frame, which {fifo} ({bytes} bytes) cannot hold",
+            i + 1
+        ));
+    }
+    Ok(())
 }
 
 fn header_key(spec: &FrameSpec) -> HeaderKey {
@@ -232,10 +288,8 @@ impl Source {
             }
             SizeDist::Capture { path } => {
                 let caps = load_capture(path)?;
-                let v: Vec<u32> = caps
-                    .iter()
-                    .map(|c| (c.frame.len() as u32 + 4).max(64))
-                    .collect();
+                check_capture_sizes(cfg, "traffic.size.path", path, &caps)?;
+                let v: Vec<u32> = caps.iter().map(Captured::size).collect();
                 let m = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
                 let n = v.len();
                 (
@@ -247,6 +301,7 @@ impl Source {
         let replay = match &t.replay {
             Some(r) => {
                 let caps = load_capture(&r.path)?;
+                check_capture_sizes(cfg, "traffic.replay.path", &r.path, &caps)?;
                 if r.timing == ReplayTiming::Original {
                     // 64-bit time must hold the capture's own timing with these clocks.
                     let n = caps.len().min(t.packets as usize);
@@ -258,6 +313,16 @@ impl Source {
                         .unwrap_or(0);
                     Timebase::for_span(&cfg.clocks_mhz(), span_ns as f64 / 1e3)
                         .map_err(|e| format!("traffic.replay.path: {}: {e}", r.path))?;
+                }
+                // The window is checked against the packets offered when they are generated
+                // (`Config::check`); a replay's count is known only now.
+                let n = caps.len().min(t.packets as usize) as u64;
+                if cfg.measure.window[1] > n {
+                    return Err(format!(
+                        "traffic.replay.path: {}: {n} packets to replay, fewer than the end of \
+                         measure.window ({}); measure fewer, e.g. measure.window = [0, {n}]",
+                        r.path, cfg.measure.window[1]
+                    ));
                 }
                 Some((caps, r.timing))
             }
@@ -324,9 +389,9 @@ impl Source {
         let (size, key, flow_hint, mut bytes) = match &self.replay {
             Some((caps, _)) => {
                 let c = &caps[id as usize];
-                let mut f = c.frame.clone();
+                let mut f = c.wire_frame();
                 let key = key_of_frame(&f);
-                let size = (f.len() as u32 + 4).max(64);
+                let size = c.size();
                 f.resize(size as usize - 4, 0);
                 nicsim_packet::fcs::append_fcs(&mut f);
                 (size, key, None, self.build_frames.then_some(f))

@@ -1027,6 +1027,11 @@ fn classes_are_the_flows_priorities_and_conserve_packets() {
             "{arch:?}"
         );
         assert_eq!(
+            sum("delivered"),
+            p["delivered"].as_u64().unwrap(),
+            "{arch:?}"
+        );
+        assert_eq!(
             sum("delivered_in_window"),
             s["latency_us"]["packets"].as_u64().unwrap(),
             "{arch:?}"

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.config import get_key, load_config, validate
-from nicsim.errors import Interrupted
+from nicsim.errors import ConfigError, InputError, Interrupted
 from nicsim.options import (
     Executor,
     ExecutorOpt,
@@ -156,20 +156,23 @@ class Timing(StrEnum):
 def offloads_size(
     config: ConfigArg,
     out: OutOpt,
-    p99_us: Annotated[float | None, typer.Option("--p99-us", metavar="US", callback=in_range(1e-9, 1e9),
+    p99_us: Annotated[float, typer.Option("--p99-us", metavar="US", callback=in_range(1e-9, 1e9),
                                                  help="Latency target in µs: the p99 of the measured packets' "
                                                       "sojourn, from arrival to the sink (the summary's `sojourn_us`; "
-                                                      "it includes any wait to enter the datapath).")] = None,
+                                                      "it includes any wait to enter the datapath). Required: "
+                                                      "FlexPipe holds traffic back rather than dropping it, so "
+                                                      "a loss target alone is met by too few units.",
+                                                 show_default=False)],
     loss: Annotated[float, typer.Option("--loss", metavar="SHARE", callback=in_range(0.0, 1.0),
                                         help="Loss target: the share of offered packets dropped (or stuck) "
                                              "at most, 0 to 1.")] = 0.0,
     traffic: Annotated[Path | None, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg,
                                                  help="A capture (pcap or pcapng) whose traffic to size for, "
                                                       "instead of the configuration's; see --timing.")] = None,
-    timing: Annotated[Timing, typer.Option("--timing", help="How --traffic is used: `sizes`, its frame sizes "
-                                           "under the configuration's flows, rate and arrivals; `rate`, the "
-                                           "capture replayed at traffic.rate_gbps; `original`, replayed at its "
-                                           "own timing.")] = Timing.sizes,
+    timing: Annotated[Timing | None, typer.Option("--timing", help="How --traffic is used: `sizes` (default), its "
+                                                  "frame sizes under the configuration's flows, rate and arrivals; "
+                                                  "`rate`, the capture replayed at traffic.rate_gbps; `original`, "
+                                                  "replayed at its own timing.", show_default=False)] = None,
     param: ParamOpt = None,
     executor: ExecutorOpt = Executor.local,
     workers: WorkersOpt = None,
@@ -192,13 +195,21 @@ def offloads_size(
 
     where = "ray" if ray_address else executor.value
     check_executor(where, workers)
-    cfg = with_traffic(load_config(config, param or []), traffic, timing.value)
-    validate(cfg)
+    if timing is not None and traffic is None:
+        raise InputError("--timing says how --traffic's capture is used; give --traffic CAPTURE too")
+    cfg = with_traffic(load_config(config, param or []), traffic, (timing or Timing.sizes).value)
     output = OutputDir(out, inputs=config_inputs(cfg), force=force, config=cfg)
-    output.check()  # before the runs, not after them
-    s = size_offloads(cfg, {"p99_us": p99_us, "loss": loss}, executor=where, workers=workers,
-                      ray_address=ray_address, progress=not ui.state.quiet and not ui.state.json,
-                      traffic=str(traffic) if traffic is not None else "the configuration's")
+    try:
+        validate(cfg)
+        output.check()  # before the runs, not after them
+        s = size_offloads(cfg, {"p99_us": p99_us, "loss": loss}, executor=where, workers=workers,
+                          ray_address=ray_address, progress=not ui.state.quiet and not ui.state.json,
+                          traffic=str(traffic) if traffic is not None else "the configuration's")
+    except ConfigError as e:
+        # The capture is --traffic's, not the configuration's (or --param's).
+        if traffic is not None and e.path.startswith(("traffic.size", "traffic.replay")):
+            raise ConfigError(e.msg, path="", file=f"--traffic {traffic}") from None
+        raise
     with output as o:
         o.summary(dict(s))
         o.csv("sizing.csv", sizing_rows(s))
@@ -211,6 +222,9 @@ def offloads_size(
         for c in ("offload", "Eq. 1\nunits", "alone\nunits", "joint\nunits", "saving\nunits"):
             t.add_column(c, justify="left" if c == "offload" else "right")
         for x in s["offloads"]:
+            if not x["used"]:
+                t.add_row(x["name"], str(x["eq1_units"]), "unused", str(x["units"] or "–"), "–")
+                continue
             t.add_row(x["name"], str(x["eq1_units"]),
                       "–" if x["alone_units"] is None else str(x["alone_units"]),
                       "–" if x["units"] is None else str(x["units"]),

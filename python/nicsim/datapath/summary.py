@@ -29,6 +29,7 @@ class ClassSummary(TypedDict):
     """One priority class (the flows' `priority`): `nicsim_datapath::summary::ClassSummary`."""
 
     offered: int
+    delivered: int
     delivered_in_window: int
     throughput_gbps: float
     latency_us: LatSummary

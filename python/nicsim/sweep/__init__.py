@@ -16,12 +16,13 @@ reproductions.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -138,6 +139,20 @@ def check_executor(executor: str, workers: int | None = None) -> None:
         raise InputError(f"--workers must be at least 1, got {workers}")
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (where signals can be set: the main thread)."""
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _ignore_sigint() -> None:
     # Ctrl-C is handled by the parent, which stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -203,7 +218,11 @@ class Pool:
             ctx = multiprocessing.get_context("spawn")
             self._local = ProcessPoolExecutor(max_workers=self.requested or os.cpu_count() or 1, mp_context=ctx,
                                               initializer=_ignore_sigint)
-        futures = [self._local.submit(fn, x) for x in items]
+        # Submitting starts workers. A worker started while SIGINT is ignored keeps ignoring it
+        # (Python leaves an inherited SIG_IGN alone), so a Ctrl-C that reaches the whole process
+        # group while one is starting cannot print its traceback; the parent handles Ctrl-C.
+        with _sigint_ignored():
+            futures = [self._local.submit(fn, x) for x in items]
         try:
             pending = set(futures)
             while pending:
