@@ -197,17 +197,19 @@ impl<S: Steer> Offload<S> {
     /// Its bypass FIFOs (the Traffic Splitter's output for packets not processed here): one,
     /// or one per class.
     pub(super) fn bypass(&self) -> Vec<FifoId> {
-        match self.splitter.lanes.is_empty() {
-            true => vec![self.splitter.bypass],
-            false => self.splitter.lanes.clone(),
+        if self.splitter.lanes.is_empty() {
+            vec![self.splitter.bypass]
+        } else {
+            self.splitter.lanes.clone()
         }
     }
 
     /// Its units' FIFOs (the round robin's output): one, or one per class.
     pub(super) fn units_out(&self) -> Vec<FifoId> {
-        match self.rr.lanes.is_empty() {
-            true => vec![self.rr.out],
-            false => self.rr.lanes.clone(),
+        if self.rr.lanes.is_empty() {
+            vec![self.rr.out]
+        } else {
+            self.rr.lanes.clone()
         }
     }
 
