@@ -633,6 +633,12 @@ impl Search {
             + self.merger.tables
             + prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
+            + self
+                .merger
+                .streams
+                .iter()
+                .map(|x| x.work_bytes())
+                .sum::<usize>()
             + self.merger.refuted.size() * 4
             + (self.conflict_size.len() + self.lemma_size.len()) * 64
             + self
