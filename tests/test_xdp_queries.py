@@ -16,12 +16,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_xdp_differential import OBJS, OPTIONS, REFUSED, _objects, _target
 
 from conftest import ROOT, assert_one_line_error, conforms
-from test_xdp_differential import OBJS, OPTIONS, REFUSED, _objects, _target
 
 #: Paths whose queries are read per program and target (the slowest first).
 PATHS = 40
