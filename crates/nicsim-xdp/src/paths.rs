@@ -920,7 +920,7 @@ impl Stream {
         None
     }
 
-    /// Bytes the work stack of [`Stream::ensure`] holds (as deep as the longest chain of kept
+    /// Bytes the work stack of `Stream::ensure` holds (as deep as the longest chain of kept
     /// nodes it has walked).
     pub fn work_bytes(&self) -> usize {
         self.tasks.capacity() * std::mem::size_of::<Task>()

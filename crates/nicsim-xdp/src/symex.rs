@@ -2020,7 +2020,7 @@ impl<'a> Sym<'a> {
 }
 
 /// Whether a map's keys are positions below its size, so that a query may compare a key with
-/// its size ([`Sym::array_size`]): arrays, arrays of maps, and the redirect maps indexed by
+/// its size (`Sym::array_size`): arrays, arrays of maps, and the redirect maps indexed by
 /// position (`devmap`, `cpumap`, `xskmap`; not `devmap_hash`). A map declared with
 /// `max_entries 0` among these gets the size term `msz<m>` in every query, whichever of its
 /// uses the path takes (xdp-bench's `cpumap` programs redirect through an unsized `cpu_map`).
