@@ -24,6 +24,9 @@ from conftest import ROOT, assert_one_line_error, conforms
 
 #: Paths whose queries are read per program and target (the slowest first).
 PATHS = 40
+#: The analysis's memory (MB): enough for every program the suite analyses, and little enough
+#: that those too large for it (`call_fanout`) are refused soon.
+MEMORY_MB = 256
 #: Programs without a query: those the analysis refuses, and `tail_unknown` (unbounded: a tail
 #: call into programs nobody declared, so no search runs).
 NO_QUERY = {*REFUSED, "tail_unknown"}
@@ -76,7 +79,7 @@ def _read_queries(name: str, section: str | None, text: str, tname: str) -> int 
     data = (OBJS / f"{name}.o").read_bytes()
     loop_bound = OPTIONS.get(name, {}).get("loop_bound")
     try:
-        search = _core.XdpSearch(data, text, tname, section, loop_bound, False, 1024, True, None, [], [])
+        search = _core.XdpSearch(data, text, tname, section, loop_bound, False, MEMORY_MB, True, None, [], [])
     except _core.InputError:
         return None
     naive = json.loads(search.naive())["naive"]["pps"] or 0.0
