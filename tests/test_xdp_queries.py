@@ -153,7 +153,7 @@ def test_a_solver_error_is_one_line_and_keeps_the_bound_so_far(tmp_path: Path) -
     o = OBJS / "parser.o"
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", BREAK_SOLVER, "2", "xdp", "analyze", str(o), "--rate", "packet",
-                        "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                        "--out", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     line = assert_one_line_error(r, str(o), "program parser", "undefined symbol 'nosuch'", "bound so far",
                                  str(out / "summary.json"))
     s = json.loads((out / "summary.json").read_text())
@@ -163,3 +163,19 @@ def test_a_solver_error_is_one_line_and_keeps_the_bound_so_far(tmp_path: Path) -
     assert s["paths_unsat"] == 1
     assert s["guarantee"]["pps"] > s["naive"]["pps"], "the bound the refuted path gave is kept"
     assert f"{s['guarantee']['pps'] / 1e6:,.3f} Mpps" in line
+
+
+def test_a_sweep_keeps_an_analysis_whose_solver_failed_and_warns(tmp_path: Path) -> None:
+    # The sweep's other analyses are not lost to one solver error: each keeps its bound so far,
+    # and a warning line names the object, the program and the path.
+    objs = [OBJS / "parser.o", OBJS / "calls.o"]
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", BREAK_SOLVER, "2", "xdp", "sweep", *map(str, objs), "--rate", "packet",
+                        "-j", "1", "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    warnings = " ".join(r.stderr.split()).split("warning: ")[1:]  # (the console wraps long lines)
+    s = json.loads((out / "summary.json").read_text())
+    assert len(warnings) == len(s["points"]) == 2, r.stderr
+    for p in s["points"]:
+        assert p["summary"]["stopped"] == "error" and p["summary"]["guarantee"]["status"] == "timeout"
+        assert any(w.startswith(p["object"]) and "the solver failed on path" in w for w in warnings), r.stderr
