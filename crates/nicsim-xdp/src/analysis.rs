@@ -126,12 +126,6 @@ pub const SPLIT_MAX_NODES: usize = 1 << 19;
 impl Analysis {
     /// Load `bytes` (an ELF object), build and cost its graph for `target`, within the memory budget.
     pub fn new(bytes: &[u8], target: Target, opts: &Options) -> Result<Analysis, XdpError> {
-        let budget = opts.memory_budget_bytes.unwrap_or(usize::MAX);
-        let memory_error = |what: String, need_bytes: usize| XdpError::Memory {
-            what,
-            need_mb: need_bytes.div_ceil(1 << 20),
-            budget_mb: budget >> 20,
-        };
         let mut program = load::load_full(
             bytes,
             opts.section.as_deref(),
@@ -139,6 +133,22 @@ impl Analysis {
             &opts.tail_calls,
         )?;
         program.resize(&opts.map_sizes).map_err(XdpError::MapSize)?;
+        Analysis::of_program(program, target, opts)
+    }
+
+    /// Build and cost the graph of a loaded program (`opts`' loop bound and memory budget; its
+    /// section, program, map sizes and tail calls are the loader's, already applied).
+    pub fn of_program(
+        program: Program,
+        target: Target,
+        opts: &Options,
+    ) -> Result<Analysis, XdpError> {
+        let budget = opts.memory_budget_bytes.unwrap_or(usize::MAX);
+        let memory_error = |what: String, need_bytes: usize| XdpError::Memory {
+            what,
+            need_mb: need_bytes.div_ceil(1 << 20),
+            budget_mb: budget >> 20,
+        };
         // The graph's size follows from the budget, unless the fixed limit is lower.
         let limits = Limits {
             loop_bound: opts.loop_bound,
@@ -633,6 +643,12 @@ impl Search {
             + self.merger.tables
             + prefixes * std::mem::size_of::<crate::paths::Entry>()
             + candidates * 16
+            + self
+                .merger
+                .streams
+                .iter()
+                .map(|x| x.work_bytes())
+                .sum::<usize>()
             + self.merger.refuted.size() * 4
             + (self.conflict_size.len() + self.lemma_size.len()) * 64
             + self
@@ -923,5 +939,80 @@ impl Search {
             retval: None,
             source_lines: self.a.path_lines(&self.a.search_dag, edges),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Programs as long as an input can make them (issue 32 §3): a slowest path of 100,000
+    //! instructions and a graph of 1,000,000 edges go through every stage — the graph, the
+    //! abstract values, the costs, the split by constants, the naive bound, the enumeration and
+    //! the query — on a test thread's 2 MB stack: nothing recurses as deep as they are long.
+    use super::*;
+    use crate::testasm::*;
+
+    /// After a 14-byte bounds check, `n` diamonds `if pkt[0] > 7 goto +2; r0 += 1; r0 += 1`,
+    /// then XDP_PASS. Every join is a kept node of the enumeration, a chain `n` long; on `nfp`
+    /// the slowest path (the byte at most 7) runs every add (a taken jump costs 6 cycles, not
+    /// taken and two adds 7): 3 n + 9 instructions.
+    fn diamonds(n: usize) -> Program {
+        let mut s = vec![
+            ldx(W, 2, 1, 0), // data
+            ldx(W, 3, 1, 4), // data_end
+            movr(4, 2),
+            add(4, 14),
+            i(0xbd, 4, 3, 2, 0), // if data + 14 <= data_end goto +2
+            mov(0, 1),
+            exit(),
+            ldx(B, 5, 2, 0),
+            mov(0, 0),
+        ];
+        for _ in 0..n {
+            s.extend([i(0x25, 5, 0, 2, 7), add(0, 1), add(0, 1)]); // if r5 > 7 goto +2
+        }
+        s.extend([mov(0, 2), exit()]);
+        prog(&s, Vec::new())
+    }
+
+    fn nfp() -> Target {
+        Target::builtin("nfp").unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_slowest_path_of_100000_instructions_is_analysed_on_a_small_stack() {
+        let a = Analysis::of_program(diamonds(34_000), nfp(), &Options::default()).unwrap();
+        let program = a.program.clone();
+        let mut s = Search::new(a, false);
+        let Next::Query(_, q) = s.next_query(None) else {
+            panic!("no query");
+        };
+        let path = s.current_path().unwrap();
+        assert_eq!(path.insns.len(), 3 * 34_000 + 9);
+        // The query is satisfiable (a first byte of at most 7 takes it), and the interpreter
+        // runs such a packet along the path.
+        assert_eq!(z3(&q.smt), "sat");
+        let mut pkt = vec![0u8; 60];
+        pkt[0] = 3;
+        let mut maps = crate::interp::MapState::new(&program);
+        let out = crate::interp::run(&program, &pkt, &mut maps, &Default::default()).unwrap();
+        assert_eq!(out.trace, path.insns);
+    }
+
+    #[test]
+    fn a_graph_of_1000000_edges_is_analysed_on_a_small_stack() {
+        // Within 512 MB, which leaves no room for the split by constants (it would find
+        // nothing to split, after building 2^19 nodes). The enumeration's first path, not its
+        // query (the test above builds one 100,000 instructions long).
+        let opts = Options {
+            memory_budget_bytes: Some(512 << 20),
+            ..Options::default()
+        };
+        let a = Analysis::of_program(diamonds(250_000), nfp(), &opts).unwrap();
+        assert!(a.dag.n_edges() >= 1_000_000, "{}", a.dag.n_edges());
+        let naive = a.summary().naive.pps.unwrap();
+        let mut m = paths::Merger::new(&a.search_dag, &a.target, false);
+        let f = m.next(&a.target).unwrap();
+        assert_eq!(f.rate.pps, naive, "the first path is the naive bound's");
+        assert!(m.edges(&f).len() >= 750_000);
     }
 }

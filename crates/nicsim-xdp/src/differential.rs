@@ -192,9 +192,7 @@ pub fn witness(p: &Program, maps: &MapState, packet: &[u8]) -> Witness {
             continue;
         };
         let ks = def.key_size.max(1) * 8;
-        if def.max_entries == 0
-            && (def.is_array() || def.map_type == crate::load::MAP_ARRAY_OF_MAPS)
-        {
+        if def.max_entries == 0 && crate::symex::sized_by_index(def) {
             // The size the case runs with, for the query's unknown size.
             if let Some(n) = maps.max_entries(m) {
                 w.asserts

@@ -612,6 +612,38 @@ pub struct Stream {
     prefixes: usize,
     candidates: usize,
     scratch: Vec<(u32, u32)>,
+    /// [`Stream::ensure`]'s work stack, kept for the next call.
+    tasks: Vec<Task>,
+}
+
+/// Where an [`Task::Ensure`] is: about to start, pushing its in-edges' first candidates (from
+/// slot `Init(s)`, see [`Stream::next_in_edge`]), about to add an entry (its last entry's
+/// successor pushed first), or taking the best candidate.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    Start,
+    Init(u32),
+    Loop,
+    Pop,
+}
+
+/// A frame of the enumeration's recursion, on [`Stream::ensure`]'s explicit stack: make entry
+/// `k` exist at `w`; or push `w`'s candidate through layered edge `le` for the first live
+/// prefix from `j` of its anchor (`asked`: the anchor's entry `j` was asked for, and the answer
+/// is the last `Ensure`'s).
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    Ensure {
+        w: u32,
+        k: u32,
+        at: At,
+    },
+    PushLive {
+        w: u32,
+        le: u32,
+        j: u32,
+        asked: bool,
+    },
 }
 
 impl Stream {
@@ -654,6 +686,7 @@ impl Stream {
             prefixes: 1,
             candidates: 0,
             scratch: Vec::new(),
+            tasks: Vec::new(),
         }
     }
 
@@ -689,104 +722,208 @@ impl Stream {
     }
 
     /// Make sure entry `k` exists at index `w`, if such a path exists.
+    ///
+    /// Jiménez and Marzal's recursive enumeration (REA), run on an explicit stack of
+    /// [`Task`]s: an entry at a kept node needs the next entry at its candidates' anchors, which
+    /// need the next at theirs, as far up as the chain of kept nodes above it goes. Recursion
+    /// went that deep on the thread's stack: 43,000 frames on XDP-Firewall's program overflowed
+    /// it (issue 32). The stack's tasks are the frames the recursion had, in the same order, so
+    /// the paths come out as they did; it is kept between calls (`tasks`) and counted in
+    /// [`Stream::work_bytes`].
     fn ensure(&mut self, sk: &Skeleton, r: &Refuted, w: u32, k: usize) -> bool {
-        let wi = w as usize;
-        if self.list[wi].len() > k {
+        if self.list[w as usize].len() > k {
             return true;
         }
+        let mut stack = std::mem::take(&mut self.tasks);
+        stack.clear();
+        stack.push(Task::Ensure {
+            w,
+            k: k as u32,
+            at: At::Start,
+        });
+        // The answer of the last `Ensure` that finished (what the recursive call returned).
+        let mut ret = false;
+        while let Some(t) = stack.pop() {
+            match t {
+                Task::Ensure { w, k, at } => {
+                    let wi = w as usize;
+                    match at {
+                        At::Start => {
+                            if self.list[wi].len() > k as usize {
+                                ret = true;
+                                continue;
+                            }
+                            let v = if w >= self.kept { w - self.kept } else { w };
+                            if v == 0 {
+                                ret = false;
+                                continue;
+                            }
+                            let at = if self.init[wi] {
+                                At::Loop
+                            } else {
+                                self.init[wi] = true;
+                                At::Init(0)
+                            };
+                            stack.push(Task::Ensure { w, k, at });
+                        }
+                        At::Init(from) => match self.next_in_edge(sk, w, from) {
+                            Some((slot, le)) => {
+                                stack.push(Task::Ensure {
+                                    w,
+                                    k,
+                                    at: At::Init(slot + 1),
+                                });
+                                stack.push(Task::PushLive {
+                                    w,
+                                    le,
+                                    j: 0,
+                                    asked: false,
+                                });
+                            }
+                            None => stack.push(Task::Ensure { w, k, at: At::Loop }),
+                        },
+                        At::Loop => {
+                            if self.list[wi].len() > k as usize {
+                                ret = true;
+                                continue;
+                            }
+                            stack.push(Task::Ensure { w, k, at: At::Pop });
+                            // The successor of the last path found, from the same in-edge.
+                            if let Some(&last) = self.list[wi].last() {
+                                stack.push(Task::PushLive {
+                                    w,
+                                    le: last.edge,
+                                    j: last.pidx + 1,
+                                    asked: false,
+                                });
+                            }
+                        }
+                        At::Pop => {
+                            // The best candidate whose prefix is still alive (it may have been
+                            // refuted since the candidate was pushed; then its successor takes
+                            // its place).
+                            let Some((_, _, Reverse(le), Reverse(j))) = self.cand[wi].pop() else {
+                                ret = false;
+                                continue;
+                            };
+                            self.candidates -= 1;
+                            let a = self.anchor(sk, le);
+                            let e = le >> 1;
+                            if !self.live(sk, r, a, j) || self.chain_hit(sk, r, e, a, j, 0) {
+                                self.dead_skipped += 1;
+                                stack.push(Task::Ensure { w, k, at: At::Pop });
+                                stack.push(Task::PushLive {
+                                    w,
+                                    le,
+                                    j: j + 1,
+                                    asked: false,
+                                });
+                                continue;
+                            }
+                            let p = self.list[a as usize][j as usize];
+                            let ei = e as usize;
+                            let mut cost = p.cost;
+                            for (x, y) in cost.iter_mut().zip(sk.ccost[ei]) {
+                                *x += y;
+                            }
+                            self.prefixes += 1;
+                            self.list[wi].push(Entry {
+                                cost,
+                                hash: p.hash.wrapping_mul(sk.cpow[ei]).wrapping_add(sk.cacc[ei]),
+                                edge: le,
+                                pidx: j,
+                                state: r.epoch(),
+                            });
+                            stack.push(Task::Ensure { w, k, at: At::Loop });
+                        }
+                    }
+                }
+                Task::PushLive { w, le, j, asked } => {
+                    // The candidate (le, j') at `w` for the first live prefix j' ≥ j of the
+                    // layered edge's anchor.
+                    let a = self.anchor(sk, le);
+                    if !asked {
+                        if self.list[a as usize].len() <= j as usize {
+                            stack.push(Task::PushLive {
+                                w,
+                                le,
+                                j,
+                                asked: true,
+                            });
+                            stack.push(Task::Ensure {
+                                w: a,
+                                k: j,
+                                at: At::Start,
+                            });
+                            continue;
+                        }
+                        ret = true;
+                    }
+                    if !ret {
+                        continue; // the anchor has no such prefix
+                    }
+                    let e = le >> 1;
+                    if self.live(sk, r, a, j) && !self.chain_hit(sk, r, e, a, j, 0) {
+                        let c = self.component;
+                        let p = &self.list[a as usize][j as usize];
+                        let key = p.cost[c] + sk.ccost[e as usize][c];
+                        let others: u64 = (0..NC)
+                            .filter(|&x| x != c)
+                            .map(|x| p.cost[x] + sk.ccost[e as usize][x])
+                            .sum();
+                        self.cand[w as usize].push((key, Reverse(others), Reverse(le), Reverse(j)));
+                        self.candidates += 1;
+                        continue;
+                    }
+                    self.dead_skipped += 1;
+                    stack.push(Task::PushLive {
+                        w,
+                        le,
+                        j: j + 1,
+                        asked: false,
+                    });
+                }
+            }
+        }
+        self.tasks = stack;
+        ret
+    }
+
+    /// The first in-edge of `w` from slot `from` on whose prefixes `w`'s list takes, as (slot,
+    /// layered edge): slot `2 i + l` is the kept node's in-edge `i` from layer `l` of its
+    /// anchor. Without layers every edge that needs at most the class is taken from layer 0; in
+    /// an exact class, layer 0 takes the edges that need less than the class, and layer 1 those
+    /// that need exactly the class from layer 0 and every one from layer 1.
+    fn next_in_edge(&self, sk: &Skeleton, w: u32, from: u32) -> Option<(u32, u32)> {
         let (v, layer) = if w >= self.kept {
             ((w - self.kept) as usize, 1)
         } else {
-            (wi, 0)
+            (w as usize, 0)
         };
-        if v == 0 {
-            return false;
-        }
-        if !self.init[wi] {
-            self.init[wi] = true;
-            for i in 0..sk.ins[v].len() {
-                let e = sk.ins[v][i];
-                let need = sk.cneed[e as usize];
-                if need > self.max_need {
-                    continue;
-                }
-                if !self.exact {
-                    self.push_live(sk, r, w, 2 * e, 0);
-                } else if layer == 0 {
-                    if need < self.max_need {
-                        self.push_live(sk, r, w, 2 * e, 0);
-                    }
-                } else {
-                    if need == self.max_need {
-                        self.push_live(sk, r, w, 2 * e, 0);
-                    }
-                    self.push_live(sk, r, w, 2 * e + 1, 0);
-                }
+        let ins = &sk.ins[v];
+        for slot in from..2 * ins.len() as u32 {
+            let (e, l) = (ins[(slot / 2) as usize], slot % 2);
+            let need = sk.cneed[e as usize];
+            if need > self.max_need {
+                continue;
+            }
+            let take = match (self.exact, layer, l) {
+                (false, _, l) => l == 0,
+                (true, 0, l) => l == 0 && need < self.max_need,
+                (true, _, 0) => need == self.max_need,
+                (true, _, _) => true,
+            };
+            if take {
+                return Some((slot, 2 * e + l));
             }
         }
-        while self.list[wi].len() <= k {
-            // The successor of the last path found, from the same in-edge.
-            if let Some(&last) = self.list[wi].last() {
-                self.push_live(sk, r, w, last.edge, last.pidx + 1);
-            }
-            // The best candidate whose prefix is still alive (it may have been refuted since
-            // the candidate was pushed; then its successor takes its place).
-            loop {
-                let Some((_, _, Reverse(le), Reverse(j))) = self.cand[wi].pop() else {
-                    return false;
-                };
-                self.candidates -= 1;
-                let a = self.anchor(sk, le);
-                let e = le >> 1;
-                if !self.live(sk, r, a, j) || self.chain_hit(sk, r, e, a, j, 0) {
-                    self.dead_skipped += 1;
-                    self.push_live(sk, r, w, le, j + 1);
-                    continue;
-                }
-                let p = self.list[a as usize][j as usize];
-                let ei = e as usize;
-                let mut cost = p.cost;
-                for (x, y) in cost.iter_mut().zip(sk.ccost[ei]) {
-                    *x += y;
-                }
-                self.prefixes += 1;
-                self.list[wi].push(Entry {
-                    cost,
-                    hash: p.hash.wrapping_mul(sk.cpow[ei]).wrapping_add(sk.cacc[ei]),
-                    edge: le,
-                    pidx: j,
-                    state: r.epoch(),
-                });
-                break;
-            }
-        }
-        true
+        None
     }
 
-    /// Push the candidate (le, j') at `w` for the first live prefix j' ≥ j of the layered edge's
-    /// anchor.
-    fn push_live(&mut self, sk: &Skeleton, r: &Refuted, w: u32, le: u32, mut j: u32) {
-        let a = self.anchor(sk, le);
-        let e = le >> 1;
-        loop {
-            if !self.ensure(sk, r, a, j as usize) {
-                return;
-            }
-            if self.live(sk, r, a, j) && !self.chain_hit(sk, r, e, a, j, 0) {
-                let c = self.component;
-                let p = &self.list[a as usize][j as usize];
-                let key = p.cost[c] + sk.ccost[e as usize][c];
-                let others: u64 = (0..NC)
-                    .filter(|&x| x != c)
-                    .map(|x| p.cost[x] + sk.ccost[e as usize][x])
-                    .sum();
-                self.cand[w as usize].push((key, Reverse(others), Reverse(le), Reverse(j)));
-                self.candidates += 1;
-                return;
-            }
-            self.dead_skipped += 1;
-            j += 1;
-        }
+    /// Bytes the work stack of `Stream::ensure` holds (as deep as the longest chain of kept
+    /// nodes it has walked).
+    pub fn work_bytes(&self) -> usize {
+        self.tasks.capacity() * std::mem::size_of::<Task>()
     }
 
     /// Whether entry `k` at `w` is live: no refuted prefix is a prefix of its path.
@@ -1464,6 +1601,79 @@ mod tests {
             }
             assert_eq!(n, all.len());
             assert_eq!((m.pulled, m.dropped), (all.len() as u64, 0), "seed {seed}");
+        }
+    }
+
+    /// A chain of `n` diamonds (u → v, u → w, v → w; then w is the next u): every join is a
+    /// kept node, so the kept nodes above the sink form a chain `n` long. The way through v
+    /// costs two cycles, the direct edge one and a half; every tenth u → v edge needs 64 bytes
+    /// (two MPS classes in bit-rate mode).
+    fn diamonds(n: usize) -> Dag {
+        let (mut first, mut to, mut cost, mut need) = (vec![0u32], vec![], vec![], vec![]);
+        for i in 0..n {
+            let (u, w) = (2 * i as u32, 2 * i as u32 + 2);
+            let direct = [1_500_000, 0];
+            to.extend([u + 1, w]);
+            cost.extend([[1_000_000, 0], direct]);
+            need.extend([if i % 10 == 0 { 64 } else { 0 }, 0]);
+            first.push(to.len() as u32);
+            to.push(w);
+            cost.push([1_000_000, 0]);
+            need.push(0);
+            first.push(to.len() as u32);
+        }
+        first.push(to.len() as u32); // the sink
+        let m = to.len();
+        Dag {
+            n: 2 * n + 1,
+            first,
+            to,
+            cost,
+            need,
+            pc: vec![0; m],
+            kind: vec![EdgeKind::Next; m],
+            topo: (0..2 * n as u32 + 1).collect(),
+        }
+    }
+
+    /// Issue 32 §3: the enumeration's recursion (REA's next path at a kept node asks for the
+    /// next at its anchors, up the chain of kept nodes) overflowed the stack on a real program,
+    /// 43,000 frames deep. On a graph of 1,050,000 edges whose kept nodes form a chain 350,000
+    /// long (and whose slowest path has 700,000 edges), the naive bound, the first paths in
+    /// order, a refutation deep down the chain and the paths after it all come out, on the 2 MB
+    /// stack of a test thread. (With the recursion this test dies of a stack overflow.)
+    #[test]
+    fn a_chain_of_350000_kept_nodes_enumerates_on_a_small_stack() {
+        let n = 350_000;
+        let dag = diamonds(n);
+        assert!(dag.n_edges() >= 1_000_000);
+        let t = target(false);
+        let naive = naive(&dag, &t);
+        for bit in [false, true] {
+            let mut m = Merger::new(&dag, &t, bit);
+            let first = m.next(&t).expect("a path");
+            let edges = m.edges(&first);
+            assert_eq!(first.cost, path_cost(&dag, &edges));
+            if !bit {
+                assert_eq!(edges.len(), 2 * n, "the slowest path goes through every v");
+                assert_eq!(
+                    first.rate.pps, naive.pps,
+                    "the first path is the naive bound's"
+                );
+            }
+            assert!(edges.len() >= 100_000);
+            // The second slowest differs from it in one diamond; refute the first path down to
+            // the middle of the chain: no path through that prefix comes out again.
+            let second = m.next(&t).expect("a second path");
+            assert!(second.key >= first.key);
+            let cut = &edges[..edges.len() / 2];
+            m.refute(&t, cut);
+            for _ in 0..3 {
+                let f = m.next(&t).expect("more paths");
+                let p = m.edges(&f);
+                assert!(!p.starts_with(cut), "a refuted prefix came out again");
+                assert_eq!(f.cost, path_cost(&dag, &p));
+            }
         }
     }
 }

@@ -62,11 +62,12 @@ impl ModelValue {
 /// Why a solver call gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SolverError {
-    /// The solver stopped: `reason` is `memory` (it ran out of its share of `--memory-mb`) or
-    /// `timeout` (it overran its time limit). The search ends with the bound so far;
-    /// `message` says what happened.
+    /// The solver stopped: `reason` is `memory` (it ran out of its share of `--memory-mb`),
+    /// `timeout` (it overran its time limit) or `error` (it failed on a query: refused its text,
+    /// or raised an error of its own). The search ends with the bound so far; `message` says
+    /// what happened.
     Stopped {
-        /// `memory` or `timeout`.
+        /// `memory`, `timeout` or `error`.
         reason: String,
         /// What happened.
         message: String,
@@ -197,7 +198,7 @@ pub fn run(
         let (status, stopped) = match r.search(s, slv, progress) {
             Ok((st, why)) => (st.to_string(), why.to_string()),
             Err(SolverError::Stopped { reason, message }) => {
-                solver_ended = Some(message);
+                solver_ended = Some(ended(s, &reason, message));
                 ("timeout".to_string(), reason)
             }
             Err(SolverError::Host(e)) => return Err(e),
@@ -205,7 +206,10 @@ pub fn run(
         if let Some(k) = o.paths.filter(|_| status == "ssp") {
             slowest_stopped = Some(match r.more_paths(s, slv, k) {
                 Ok(why) => why.to_string(),
-                Err(SolverError::Stopped { reason, .. }) => reason,
+                Err(SolverError::Stopped { reason, message }) => {
+                    solver_ended = Some(ended(s, &reason, message));
+                    reason
+                }
                 Err(SolverError::Host(e)) => return Err(e),
             });
         }
@@ -242,6 +246,18 @@ pub fn run(
         search_bytes: s.memory_bytes(),
         analysis_bytes: s.a.memory_bytes(),
     })
+}
+
+/// What the solver said when it stopped; when it failed (`reason` "error": it refused or could
+/// not read a query), with the path it failed on, by its rank in the search (1: the first path
+/// handed out, the slowest), so that a user can report it.
+fn ended(s: &Search, reason: &str, message: String) -> String {
+    if reason == "error" {
+        let what = message.strip_prefix("error: ").unwrap_or(&message);
+        format!("path {}: {what}", s.counts().0)
+    } else {
+        message
+    }
 }
 
 struct Run<'o> {

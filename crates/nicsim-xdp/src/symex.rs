@@ -360,8 +360,11 @@ impl<'a> Sym<'a> {
     /// An array map's number of entries as a term of its key's width: the declared one, or,
     /// for a map declared with `max_entries 0` (its loader sets the size), the unknown
     /// `msz<m>` (at least 1: the query's preamble asserts it), which the model gives.
+    /// Only maps that [`sized_by_index`] names are asked (the preamble declares `msz<m>` for
+    /// exactly those).
     fn array_size(&self, m: u32) -> String {
         let def = &self.p.maps[m as usize];
+        debug_assert!(sized_by_index(def), "map {} has no size term", def.name);
         let ks = def.key_size.max(1) * 8;
         if def.max_entries == 0 {
             format!("msz{m}")
@@ -2016,6 +2019,19 @@ impl<'a> Sym<'a> {
     }
 }
 
+/// Whether a map's keys are positions below its size, so that a query may compare a key with
+/// its size (`Sym::array_size`): arrays, arrays of maps, and the redirect maps indexed by
+/// position (`devmap`, `cpumap`, `xskmap`; not `devmap_hash`). A map declared with
+/// `max_entries 0` among these gets the size term `msz<m>` in every query, whichever of its
+/// uses the path takes (xdp-bench's `cpumap` programs redirect through an unsized `cpu_map`).
+pub fn sized_by_index(def: &crate::load::MapDef) -> bool {
+    def.is_array()
+        || matches!(
+            def.map_type,
+            crate::load::MAP_ARRAY_OF_MAPS | MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP
+        )
+}
+
 /// The SMT-LIB2 query for the path that executes `steps` (instruction index, how it leaves),
 /// in order; `min_len`..=`max_len` bounds the received packet.
 pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64) -> Query {
@@ -2058,9 +2074,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         let (ks, sort) = s.map_sort(m as u32);
         let _ = writeln!(s.out, "(declare-const m{m}_0 {sort})");
         let _ = writeln!(s.out, "(declare-const p{m}_0 (Array (_ BitVec {ks}) Bool))");
-        if def.max_entries == 0
-            && (def.is_array() || def.map_type == crate::load::MAP_ARRAY_OF_MAPS)
-        {
+        if def.max_entries == 0 && sized_by_index(def) {
             let _ = writeln!(s.out, "(declare-const msz{m} (_ BitVec {ks}))");
             let _ = writeln!(s.out, "(assert (bvuge msz{m} (_ bv1 {ks})))");
             s.sizes.push(MapSize {

@@ -226,7 +226,28 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                 if slowest:
                     _core.write_pcap(o.path / "paths.pcap", [bytes.fromhex(p["example_packet_hex"]) for p in slowest])
                 o.csv("paths.csv", [{k: p[k] for k in PATH_COLUMNS} for p in slowest], columns=PATH_COLUMNS)
+    if "error" in (stopped, out["slowest_stopped"]):
+        # The solver failed on a query (its text refused, an error of its own): the summary keeps
+        # the bound so far, and the user gets one line to report.
+        scale, unit = (1e9, "Gbit/s") if bit else (1e6, "Mpps")
+        bound = g[key_name]
+        where = f" ({Path(output.given) / 'summary.json'})" if output is not None else ""
+        raise SolverFailed(f"{obj}: program {summary['object']['program']}: the solver ({solver_name}) failed on "
+                           f"{out['solver_ended']}; the search stopped there with the bound so far"
+                           + (f", {bound / scale:,.3f} {unit}" if bound is not None else "") + where,
+                           cast("Summary", summary))
     return cast("Summary", summary)
+
+
+class SolverFailed(NicsimError):
+    """The solver failed on a path's query (refused its text, or raised an error of its own):
+    the message names the object, the program and the path (its rank in the search, slowest
+    first); `summary` is the analysis's summary, with the bound the search had reached
+    (`stopped` is `error`, `memory.solver_ended` what the solver said)."""
+
+    def __init__(self, msg: str, summary: Summary) -> None:
+        super().__init__(msg)
+        self.summary = summary
 
 
 #: The largest `--paths`: each path found costs a solver call and a model, and validation
@@ -305,6 +326,8 @@ def analyze_job(job: tuple[str, str, dict[str, Any]]) -> Summary | NicsimError:
     obj, target, opts = job
     try:
         return analyze(obj, target=target, **opts)
+    except SolverFailed as e:
+        return e.summary  # its bound is valid; the sweep warns of it (`stopped` is `error`)
     except NicsimError as e:
         return e
 

@@ -271,6 +271,10 @@ def xdp_sweep(
         console.print(t)
 
     ui.result(summary, show)
+    for p in summary["points"]:
+        if p["summary"]["stopped"] == "error":  # the solver failed: the bound so far stands
+            ui.warn(f"{p['object']} on {p['target']}: program {p['summary']['object']['program']}: the solver failed "
+                    f"on {p['summary']['memory']['solver_ended']}; its guarantee is the bound reached before")
     ui.wrote(out)
 
 

@@ -188,7 +188,8 @@ OVERRUN_S = 5.0
 
 class SolverStopped(Exception):
     """The solver process ended in a call: `reason` is `memory` (it ran out of its share of
-    `--memory-mb`) or `timeout` (it overran its time limit and was stopped)."""
+    `--memory-mb`), `timeout` (it overran its time limit and was stopped) or `error` (it failed
+    on the query, e.g. refused its text; the process is ended too)."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -233,9 +234,9 @@ class SolverProcess:
     The process starts at once and is waited for at the first call (it loads its solver while
     the core builds the analysis). Each call is one message and its answer (`done` needs no
     answer); an unsat check's core comes with its answer. When the process ends in a call, or
-    overruns a check's time limit by `OVERRUN_S` (then it is ended), the call raises
-    `SolverStopped`, and so do later ones. `peak_rss_bytes` is the most the process has had
-    resident, as it last reported it."""
+    overruns a check's time limit by `OVERRUN_S` (then it is ended), or the solver fails on the
+    query (then it is ended as well), the call raises `SolverStopped`, and so do later ones.
+    `peak_rss_bytes` is the most the process has had resident, as it last reported it."""
 
     def __init__(self, name: str, memory_bytes: int | None = None) -> None:
         from nicsim.errors import InputError
@@ -304,7 +305,9 @@ class SolverProcess:
         if kind == "memory":
             self._stop("memory", value)
         if kind == "error":
-            raise RuntimeError(f"solver {self.name}: {value}")
+            # The solver refused the query or failed on it: a bug of ours or of the solver's, not
+            # the user's; the search stops with the bound so far and says so.
+            self._stop("error", " ".join(str(value).split()))
         self._core = core or []
         return value
 
