@@ -496,12 +496,23 @@ fn insn_cost(
             // of two maps at a join, as a fallback map for a missing inner map: the verifier
             // knows each path's map): the worst of the program's maps, entry by entry.
             let worst;
-            let mut h = t.helper(short, map_type);
+            // A map of more than SMALL_MAP_ENTRIES entries costs as the target's `.large` entry
+            // where it has one (x86-jit: measured on tables of 2^20, each access a cache miss).
+            let large = |d: &crate::load::MapDef| {
+                t.helpers
+                    .get(&format!("{short}.{}.large", map_kind(d)))
+                    .filter(|_| is_large(d))
+            };
+            let mut h = match s.regs[1] {
+                Val::MapPtr(i) => large(&p.maps[i as usize]),
+                _ => None,
+            }
+            .or_else(|| t.helper(short, map_type));
             if h.is_none() && map_type.is_none() && is_map_helper(helper) {
                 let mut costs = p
                     .maps
                     .iter()
-                    .filter_map(|d| t.helper(short, Some(map_kind(d))))
+                    .filter_map(|d| large(d).or_else(|| t.helper(short, Some(map_kind(d)))))
                     .peekable();
                 if costs.peek().is_some() {
                     worst = costs.fold(crate::target::HelperCost::default(), |w, c| {
@@ -570,6 +581,12 @@ fn map_kind(d: &crate::load::MapDef) -> &'static str {
         crate::load::MAP_HASH_OF_MAPS => "hash",
         _ => d.type_name(),
     }
+}
+
+/// Whether map `d` is costed by a target's `.large` helper entries: more than
+/// [`crate::calibrate::SMALL_MAP_ENTRIES`] entries, or a size its loader sets (declared 0).
+fn is_large(d: &crate::load::MapDef) -> bool {
+    d.max_entries == 0 || d.max_entries > crate::calibrate::SMALL_MAP_ENTRIES
 }
 
 /// `bpf_map_lookup_elem`, `bpf_map_update_elem`, `bpf_map_delete_elem`: helpers whose r1 the
