@@ -552,6 +552,59 @@ fn benches() -> Vec<Bench> {
             )
         });
     }
+    // Loads and atomic adds on the value of a random entry of an array of 64-byte values (one
+    // cache line each), of 2^14 entries (1 MB: the level-2 cache holds it) and of 2^20 (64 MB:
+    // past the level-3 cache): a stream of distinct flows indexes counters and tables so
+    // (Count-Min's sketch). Each index depends on the previous value read (r9, a fetching add
+    // for the atomic), so the costs are latencies. The index (prandom, xor, mask, the key's
+    // store), the inlined array lookup and its NULL check are subtracted.
+    for (suffix, entries) in [("", 1u32 << 14), (".large", 1 << 20)] {
+        for (name, what, access) in [
+            (
+                "map_load.random",
+                "r9 = *(u64 *)(value of a random entry of an array of SIZE 64-byte values)",
+                r(0x79, 9, 0, 0, 0),
+            ),
+            (
+                "atomic.random",
+                "r9 = atomic fetch-add on the value of a random entry of an array of SIZE 64-byte values",
+                r(0xdb, 0, 9, 0, 0x01),
+            ),
+        ] {
+            let mut body = vec![call(7), r(0xac, 0, 9, 0, 0)]; // w0 ^= w9
+            body.push(r(0x54, 0, 0, 0, entries as i32 - 1)); // w0 &= entries - 1
+            body.push(r(0x63, 10, 0, -4, 0)); // *(u32 *)(fp-4) = w0
+            body.extend(ld_map(1, 0));
+            body.extend([mov64_reg(2, 10), add64_imm(2, -4), call(1)]);
+            body.push(r(0x15, 0, 0, 1, 0)); // if r0 == 0 goto +1
+            body.push(access);
+            v.push(Bench {
+                name: format!("{name}{suffix}").into(),
+                what: what
+                    .replace("SIZE", if suffix.is_empty() { "2^14" } else { "2^20" })
+                    .into(),
+                prologue: vec![mov64_imm(9, 0)],
+                ..helper(
+                    "",
+                    "",
+                    vec![MapDef {
+                        max_entries: entries,
+                        ..map("a", MAP_ARRAY, 4, 64)
+                    }],
+                    body,
+                    vec![
+                        ("get_prandom_u32", 1.0),
+                        ("alu", 2.0),
+                        ("stack", 1.0),
+                        ("ld_imm64", 1.0),
+                        ("alu64", 2.0),
+                        ("map_lookup_elem.array", 1.0),
+                        ("jmp_not_taken", 1.0),
+                    ],
+                )
+            });
+        }
+    }
     let mut h = helper(
         "map_lookup_elem.percpu_hash.hit",
         "bpf_map_lookup_elem(per-CPU hash, 64-byte key present)",
