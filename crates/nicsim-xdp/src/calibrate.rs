@@ -735,7 +735,11 @@ pub fn calibrate(
         let base = load(0)?;
         let full = load(n)?;
         // A table of 2^20 entries takes 100 ns and more per access: fewer repetitions suffice.
-        let repeat = if b.fill > SMALL_MAP_ENTRIES { 200 } else { 2000 };
+        let repeat = if b.fill > SMALL_MAP_ENTRIES {
+            200
+        } else {
+            2000
+        };
         let t0 = runs_ns(&base, repeat)?;
         let t0 = t0[t0.len() / 2];
         let t1 = runs_ns(&full, repeat)?;
