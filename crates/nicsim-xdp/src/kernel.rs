@@ -690,6 +690,8 @@ pub struct Rejection {
 
 /// The most entries [`verify`] gives a hash map.
 const VERIFY_HASH_ENTRIES: u32 = 1024;
+/// The most bytes of keys and values a map [`verify`] creates may hold.
+const VERIFY_MAX_MAP_BYTES: u64 = 256 << 20;
 
 /// The instruction the verifier's log stopped at: the last line of the form `N: (op) ...`.
 pub fn rejected_insn(full_log: &str) -> Option<usize> {
@@ -725,7 +727,25 @@ pub fn verify(program: &Program, targets: &[Program]) -> Result<Option<Rejection
         p
     };
     let targets: Vec<Program> = targets.iter().map(small).collect();
-    match Kernel::load_with_tails(&small(program), &targets) {
+    let program = small(program);
+    // An array keeps its size, which the object declares: one that would take more kernel
+    // memory than VERIFY_MAX_MAP_BYTES is not created for a check (the input's size does not
+    // justify it), and the program is then not checked.
+    for m in program
+        .maps
+        .iter()
+        .chain(targets.iter().flat_map(|t| t.maps.iter()))
+    {
+        let bytes = u64::from(m.max_entries) * (u64::from(m.key_size) + u64::from(m.value_size));
+        if bytes > VERIFY_MAX_MAP_BYTES {
+            return Err(KernelError::Input(format!(
+                "map '{}' would take {} MB of kernel memory to create; the verifier was not asked",
+                m.name,
+                bytes >> 20
+            )));
+        }
+    }
+    match Kernel::load_with_tails(&program, &targets) {
         Ok(_) => Ok(None),
         Err(KernelError::Verifier { log, full_log, .. }) => {
             let insn = rejected_insn(&full_log);
