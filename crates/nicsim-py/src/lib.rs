@@ -564,6 +564,32 @@ impl XdpKernel {
         .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
     }
 
+    /// One single run of each of `packets` (`(packet, action, packet afterwards)`), in order,
+    /// back to back on the map state the runs before leave, with nothing between them (the
+    /// stream of docs/xdp.md, "What a program sustains"). Returns each run's time (ns) and the
+    /// first run (0-based) whose action or packet afterwards differs from what it should give
+    /// (the runs stop there), or None.
+    #[allow(clippy::type_complexity)]
+    fn stream_times(
+        &self,
+        py: Python<'_>,
+        packets: Vec<(Vec<u8>, u32, Vec<u8>)>,
+    ) -> PyResult<(Vec<u32>, Option<u32>)> {
+        let k = &self.k;
+        py.detach(|| {
+            let mut times = Vec::with_capacity(packets.len());
+            for (i, (packet, retval, expect)) in packets.iter().enumerate() {
+                let r = k.run(packet, 1)?;
+                if r.retval != *retval || &r.packet != expect {
+                    return Ok((times, Some(i as u32)));
+                }
+                times.push(r.duration_ns);
+            }
+            Ok((times, None))
+        })
+        .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
+    }
+
     /// The kernel's time for `runs` single runs of each packet (ns, a list per packet).
     fn times(&self, py: Python<'_>, packets: Vec<Vec<u8>>, runs: u32) -> PyResult<Vec<Vec<u32>>> {
         let k = &self.k;
@@ -615,6 +641,40 @@ fn xdp_empty_times(py: Python<'_>, runs: u32) -> PyResult<Vec<u32>> {
     .map_err(|e: nicsim_xdp::kernel::KernelError| InputError::new_err(e.to_string()))
 }
 
+/// Ask the running kernel's verifier whether it loads the program (with the map sizes of
+/// `maps_json`, the summary's "maps", and the tail-call targets): None when it does, else JSON
+/// `{"reason", "insn", "line", "text"}` (`nicsim_xdp::kernel::Rejection`). A kernel that cannot
+/// be asked (no privileges, a kfunc the loader does not load) raises `nicsim.InputError`.
+#[pyfunction]
+#[pyo3(signature = (obj, section=None, maps_json="", program=None, tail_calls=Vec::new()))]
+fn xdp_verify(
+    py: Python<'_>,
+    obj: &[u8],
+    section: Option<&str>,
+    maps_json: &str,
+    program: Option<&str>,
+    tail_calls: Vec<(String, u32, String)>,
+) -> PyResult<Option<String>> {
+    let err = |e: String| InputError::new_err(e);
+    let tail = tail_specs(tail_calls);
+    let mut prog =
+        nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| err(e.to_string()))?;
+    nicsim_xdp::interp::MapState::size_from_json(&mut prog, maps_json)
+        .map_err(|e| err(e.to_string()))?;
+    let mut targets = Vec::new();
+    for t in &prog.tail_targets {
+        let mut tp = nicsim_xdp::load_full(obj, Some(&t.section), Some(&t.name), &tail)
+            .map_err(|e| err(format!("tail-call target {}: {e}", t.name)))?;
+        nicsim_xdp::interp::MapState::size_from_json(&mut tp, maps_json)
+            .map_err(|e| err(e.to_string()))?;
+        targets.push(tp);
+    }
+    let r = py
+        .detach(|| nicsim_xdp::kernel::verify(&prog, &targets))
+        .map_err(|e| err(e.to_string()))?;
+    Ok(r.map(|r| serde_json::to_string(&r).expect("a rejection serialises")))
+}
+
 /// Write `packets` (bytes each, timestamps 1 µs apart) to a pcap file.
 /// The TOML text of a target built into nicsim (`nicsim_xdp::target::BUILTIN`).
 #[pyfunction]
@@ -646,6 +706,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<XdpDifferential>()?;
     m.add_function(wrap_pyfunction!(xdp_calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_empty_times, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_verify, m)?)?;
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;

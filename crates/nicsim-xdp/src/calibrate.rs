@@ -5,11 +5,14 @@
 //! one (each instruction waits for the previous), so the costs are latencies: code with
 //! independent instructions runs faster than the model says, never slower.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::insn::Raw;
 use crate::kernel::{Kernel, KernelError};
-use crate::load::{MapDef, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_PERCPU_ARRAY};
+use crate::load::{
+    MapDef, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH,
+};
 
 /// A measured class: nanoseconds per instruction (or helper call) and what was run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -53,8 +56,8 @@ fn call(helper: i32) -> Raw {
 /// One micro-benchmark: a prologue, a body repeated, and the XDP_PASS epilogue (plus code
 /// after it, such as a subprogram the body calls).
 struct Bench {
-    name: &'static str,
-    what: &'static str,
+    name: Cow<'static, str>,
+    what: Cow<'static, str>,
     prologue: Vec<Raw>,
     body: Vec<Raw>,
     /// Instructions of the body that are set-up (their own cost is subtracted, in classes
@@ -67,6 +70,9 @@ struct Bench {
     entries: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// The body reads r8 = the value of map 0 at key 0 (looked up in the prologue).
     value: bool,
+    /// Map 0 holds keys 0..fill (a u32 in the first 4 bytes of the key, zero values) when the
+    /// program with the body is run.
+    fill: u32,
 }
 
 fn map(name: &str, map_type: u32, key_size: u32, value_size: u32) -> MapDef {
@@ -112,11 +118,16 @@ fn prologue(value: bool) -> (Vec<Raw>, Vec<usize>) {
     (p, exits)
 }
 
+/// Maps of at most this many entries are costed by the micro-benchmarks on tables of this size
+/// (their entries stay in the level-2 cache); larger ones by those on tables of 2^20 entries
+/// (the target's `.large` helper entries: every access a cache and TLB miss).
+pub const SMALL_MAP_ENTRIES: u32 = 1 << 12;
+
 fn benches() -> Vec<Bench> {
     let mut v = Vec::new();
-    let plain = |name, what, body: Vec<Raw>| Bench {
-        name,
-        what,
+    let plain = |name: &'static str, what: &'static str, body: Vec<Raw>| Bench {
+        name: name.into(),
+        what: what.into(),
         prologue: Vec::new(),
         body,
         setup: Vec::new(),
@@ -124,6 +135,7 @@ fn benches() -> Vec<Bench> {
         maps: Vec::new(),
         entries: Vec::new(),
         value: false,
+        fill: 0,
     };
     v.push(plain(
         "alu",
@@ -207,18 +219,22 @@ fn benches() -> Vec<Bench> {
         )
     });
     // Helpers. Keys and values at fp-72..fp-8 (zeroed by the prologue).
-    let helper =
-        |name, what, maps: Vec<MapDef>, body: Vec<Raw>, setup: Vec<(&'static str, f64)>| Bench {
-            name,
-            what,
-            prologue: Vec::new(),
-            body,
-            setup,
-            tail: Vec::new(),
-            maps,
-            entries: Vec::new(),
-            value: false,
-        };
+    let helper = |name: &'static str,
+                  what: &'static str,
+                  maps: Vec<MapDef>,
+                  body: Vec<Raw>,
+                  setup: Vec<(&'static str, f64)>| Bench {
+        name: name.into(),
+        what: what.into(),
+        prologue: Vec::new(),
+        body,
+        setup,
+        tail: Vec::new(),
+        maps,
+        entries: Vec::new(),
+        value: false,
+        fill: 0,
+    };
     let lookup = |m: i32| {
         let mut b = ld_map(1, m).to_vec();
         b.extend([mov64_reg(2, 10), add64_imm(2, -64), call(1)]);
@@ -409,6 +425,195 @@ fn benches() -> Vec<Bench> {
             )
         });
     }
+    // Map operations in the states a stream of packets meets (issue 29: docs/xdp.md, "What a
+    // program sustains"), each on a key from bpf_get_prandom_u32 written into the 64-byte key
+    // at fp-64 (the call and the store subtracted), in tables of 2^20 entries: a stream of
+    // distinct flows touches a bucket and an entry that are not in any cache (2^20 entries of
+    // 64-byte keys are 100 MB), which the same key repeated never shows; and in tables of 2^12
+    // (half a MB: the level-2 cache holds them), the cost of maps of at most
+    // SMALL_MAP_ENTRIES entries (`.large` in the target is for larger ones). Measured: a hash
+    // lookup that hits (the key masked to the half of the entries written before) and one that misses
+    // (the bucket walked); an LRU lookup that hits (it also marks the entry referenced); an LRU
+    // insert into a full table (every insert evicts: the steady state of a flow table under new
+    // flows); a hash insert of a new key followed by its delete (an insert cannot be repeated
+    // without filling the table; the pair is charged to each of the two, loose but never
+    // beaten). A per-CPU hash lookup that hits is measured in a table of one entry.
+    let random_key = |m: i32, mask: Option<i32>, tail: Vec<Raw>| {
+        let mut b = vec![call(7)]; // r0 = bpf_get_prandom_u32()
+        if let Some(mask) = mask {
+            b.push(r(0x54, 0, 0, 0, mask)); // w0 &= mask
+        }
+        b.push(r(0x63, 10, 0, -64, 0)); // *(u32 *)(fp-64) = w0
+        b.extend(ld_map(1, m));
+        b.extend(tail);
+        b
+    };
+    let key_args = vec![mov64_reg(2, 10), add64_imm(2, -64), call(1)];
+    let update_args = vec![
+        mov64_reg(2, 10),
+        add64_imm(2, -64),
+        mov64_reg(3, 10),
+        add64_imm(3, -72),
+        mov64_imm(4, 0),
+        call(2),
+    ];
+    let sized = |name: &str, t: u32, n: u32| MapDef {
+        max_entries: n,
+        ..map(name, t, 64, 8)
+    };
+    let random_setup = |masked: bool| {
+        let mut v = vec![
+            ("get_prandom_u32", 1.0),
+            ("stack", 1.0),
+            ("ld_imm64", 1.0),
+            ("alu64", 2.0),
+        ];
+        if masked {
+            v.push(("alu", 1.0));
+        }
+        v
+    };
+    for (suffix, size, size_name) in [("", SMALL_MAP_ENTRIES, "2^12"), (".large", 1 << 20, "2^20")]
+    {
+        let half = size / 2;
+        let sized_text =
+            |what: &str| -> Cow<'static, str> { what.replace("SIZE", size_name).into() };
+        for (name, what, mask) in [
+            (
+                "map_lookup_elem.hash.hit",
+                "bpf_map_lookup_elem(hash of SIZE entries holding half, a random 64-byte key present)",
+                Some(half as i32 - 1),
+            ),
+            (
+                "map_lookup_elem.hash.miss",
+                "bpf_map_lookup_elem(hash of SIZE entries holding half, a random 64-byte key absent)",
+                None,
+            ),
+        ] {
+            v.push(Bench {
+                fill: half,
+                name: format!("{name}{suffix}").into(),
+                what: sized_text(what),
+                ..helper(
+                    "",
+                    "",
+                    vec![sized("h", MAP_HASH, size)],
+                    random_key(0, mask, key_args.clone()),
+                    random_setup(mask.is_some()),
+                )
+            });
+        }
+        v.push(Bench {
+            fill: size,
+            name: format!("map_lookup_elem.lru_hash.hit{suffix}").into(),
+            what: sized_text(
+                "bpf_map_lookup_elem(LRU hash of SIZE entries, full, a random 64-byte key present)",
+            ),
+            ..helper(
+                "",
+                "",
+                vec![sized("l", MAP_LRU_HASH, size)],
+                random_key(0, Some(size as i32 - 1), key_args.clone()),
+                random_setup(true),
+            )
+        });
+        v.push(Bench {
+            fill: size,
+            name: format!("map_update_elem.lru_hash.new{suffix}").into(),
+            what: sized_text(
+                "bpf_map_update_elem(LRU hash of SIZE entries, full, a random 64-byte key, \
+                     BPF_ANY): an insert that evicts",
+            ),
+            ..helper(
+                "",
+                "",
+                vec![sized("l", MAP_LRU_HASH, size)],
+                random_key(0, None, update_args.clone()),
+                [random_setup(false), vec![("alu64", 3.0)]].concat(),
+            )
+        });
+        let mut delete = ld_map(1, 0).to_vec();
+        delete.extend([mov64_reg(2, 10), add64_imm(2, -64), call(3)]);
+        v.push(Bench {
+            fill: half,
+            name: format!("map_update_elem.hash.new{suffix}").into(),
+            what: sized_text("bpf_map_update_elem(hash of SIZE entries holding half, a random 64-byte key, \
+                     BPF_ANY), then bpf_map_delete_elem of it: an insert of a new key and its delete"),
+            ..helper(
+                "",
+                "",
+                vec![sized("h", MAP_HASH, size)],
+                random_key(0, None, [update_args.clone(), delete].concat()),
+                [
+                    random_setup(false),
+                    vec![("alu64", 3.0), ("ld_imm64", 1.0), ("alu64", 2.0)],
+                ]
+                .concat(),
+            )
+        });
+    }
+    // Loads and atomic adds on the value of a random entry of an array of 64-byte values (one
+    // cache line each), of 2^14 entries (1 MB: the level-2 cache holds it) and of 2^20 (64 MB:
+    // past the level-3 cache): a stream of distinct flows indexes counters and tables so
+    // (Count-Min's sketch). Each index depends on the previous value read (r9, a fetching add
+    // for the atomic), so the costs are latencies. The index (prandom, xor, mask, the key's
+    // store), the inlined array lookup and its NULL check are subtracted.
+    for (suffix, entries) in [("", 1u32 << 14), (".large", 1 << 20)] {
+        for (name, what, access) in [
+            (
+                "map_load.random",
+                "r9 = *(u64 *)(value of a random entry of an array of SIZE 64-byte values)",
+                r(0x79, 9, 0, 0, 0),
+            ),
+            (
+                "atomic.random",
+                "r9 = atomic fetch-add on the value of a random entry of an array of SIZE 64-byte values",
+                r(0xdb, 0, 9, 0, 0x01),
+            ),
+        ] {
+            let mut body = vec![call(7), r(0xac, 0, 9, 0, 0)]; // w0 ^= w9
+            body.push(r(0x54, 0, 0, 0, entries as i32 - 1)); // w0 &= entries - 1
+            body.push(r(0x63, 10, 0, -4, 0)); // *(u32 *)(fp-4) = w0
+            body.extend(ld_map(1, 0));
+            body.extend([mov64_reg(2, 10), add64_imm(2, -4), call(1)]);
+            body.push(r(0x15, 0, 0, 1, 0)); // if r0 == 0 goto +1
+            body.push(access);
+            v.push(Bench {
+                name: format!("{name}{suffix}").into(),
+                what: what
+                    .replace("SIZE", if suffix.is_empty() { "2^14" } else { "2^20" })
+                    .into(),
+                prologue: vec![mov64_imm(9, 0)],
+                ..helper(
+                    "",
+                    "",
+                    vec![MapDef {
+                        max_entries: entries,
+                        ..map("a", MAP_ARRAY, 4, 64)
+                    }],
+                    body,
+                    vec![
+                        ("get_prandom_u32", 1.0),
+                        ("alu", 2.0),
+                        ("stack", 1.0),
+                        ("ld_imm64", 1.0),
+                        ("alu64", 2.0),
+                        ("map_lookup_elem.array", 1.0),
+                        ("jmp_not_taken", 1.0),
+                    ],
+                )
+            });
+        }
+    }
+    let mut h = helper(
+        "map_lookup_elem.percpu_hash.hit",
+        "bpf_map_lookup_elem(per-CPU hash, 64-byte key present)",
+        vec![map("h", MAP_PERCPU_HASH, 64, 8)],
+        lookup(0),
+        setup_lookup.clone(),
+    );
+    h.entries = vec![(0, vec![0; 64], vec![0; 8])];
+    v.push(h);
     // bpf-to-bpf call of `r0 = 0; exit` (the call and the callee's exit; its mov subtracted).
     v.push(Bench {
         setup: vec![("alu64", 1.0)],
@@ -481,15 +686,18 @@ pub fn calibrate(
 ) -> Result<(Vec<Measured>, f64), KernelError> {
     let packet = vec![0u8; 64];
     let mut out: Vec<Measured> = Vec::new();
-    let per_run_ns = |k: &Kernel, repeat: u32| -> Result<f64, KernelError> {
-        // The median of several runs of `repeat` repetitions each.
+    // Several runs of `repeat` repetitions each, sorted: the program without the body is taken
+    // at their median, the program with it at their 90th percentile (issue 29: where the cost
+    // varies with the machine's other load, the slow side, so that the guarantee holds under
+    // the load users have).
+    let runs_ns = |k: &Kernel, repeat: u32| -> Result<Vec<f64>, KernelError> {
         let start = std::time::Instant::now();
         let mut t = Vec::new();
         while t.len() < 5 || (t.len() < 15 && start.elapsed() < budget) {
             t.push(k.run(&packet, repeat)?.duration_ns as f64);
         }
         t.sort_by(|a, b| a.total_cmp(b));
-        Ok(t[t.len() / 2])
+        Ok(t)
     };
     // The per-packet overhead: an empty program, timed as validation times packets.
     let empty = empty_program()?;
@@ -497,11 +705,12 @@ pub fn calibrate(
         .map(|_| empty.run(&packet, 1).map(|r| r.duration_ns as f64))
         .collect::<Result<_, _>>()?;
     singles.sort_by(|a, b| a.total_cmp(b));
-    // The upper quartile, not the median: single runs vary by tens of ns with the machine's
-    // other load, and a guarantee leans to the slow side.
-    let overhead = singles[singles.len() * 3 / 4];
+    // The 90th percentile, not the median: single runs vary by tens of ns with the machine's
+    // other load, and a guarantee must hold under it (issue 29: the upper quartile was beaten
+    // by a stream of packets on a loaded machine).
+    let overhead = singles[singles.len() * 9 / 10];
     for b in benches() {
-        progress(b.name);
+        progress(&b.name);
         let n = if b.setup.is_empty() && b.maps.is_empty() {
             2000
         } else {
@@ -514,13 +723,27 @@ pub fn calibrate(
             for (m, key, value) in &b.entries {
                 k.set_raw(*m, key, value)?;
             }
+            if n > 0 && b.fill > 0 {
+                let (mut key, value) = (vec![0u8; b.maps[0].key_size as usize], vec![0u8; 8]);
+                for i in 0..b.fill {
+                    key[..4].copy_from_slice(&i.to_le_bytes());
+                    k.set_raw(0, &key, &value)?;
+                }
+            }
             Ok(k)
         };
         let base = load(0)?;
         let full = load(n)?;
-        let repeat = 2000;
-        let t0 = per_run_ns(&base, repeat)?;
-        let t1 = per_run_ns(&full, repeat)?;
+        // A table of 2^20 entries takes 100 ns and more per access: fewer repetitions suffice.
+        let repeat = if b.fill > SMALL_MAP_ENTRIES {
+            200
+        } else {
+            2000
+        };
+        let t0 = runs_ns(&base, repeat)?;
+        let t0 = t0[t0.len() / 2];
+        let t1 = runs_ns(&full, repeat)?;
+        let t1 = t1[(t1.len() * 9 / 10).min(t1.len() - 1)];
         let mut ns = ((t1 - t0) / n as f64).max(0.0);
         for (class, count) in &b.setup {
             let c = out.iter().find(|m| m.name == *class).map_or(0.0, |m| m.ns);

@@ -335,6 +335,16 @@ fn insn_cost(
         memory: false,
     };
     let frozen = |v: Val| matches!(v, Val::MapVal(i, _) if p.maps[i as usize].frozen);
+    // A value of a large array (or a pointer we cannot place) is a cache miss where the target
+    // says so (x86-jit: `map_latency_large_cycles`, issue 29).
+    let large_value = |v: Val| match v {
+        Val::MapVal(i, _) => is_large_array(&p.maps[i as usize]),
+        _ => true,
+    };
+    let map_latency = |v: Val| match m.map_latency_large_cycles {
+        Some(l) if large_value(v) => l.max(m.map_latency_cycles),
+        _ => m.map_latency_cycles,
+    };
     // Constants wider than an operand encodes are loaded first (the NFP JIT's `immed`).
     let immed = c
         .operand_imm_max
@@ -385,10 +395,10 @@ fn insn_cost(
                 }
             }
             // Map values, and any pointer we cannot place, are DRAM.
-            _ => InsnCost {
+            v => InsnCost {
                 cycles: 0.0,
                 dram: dr,
-                wait_latency: m.map_latency_cycles,
+                wait_latency: map_latency(v),
                 memory: true,
             },
         },
@@ -403,7 +413,7 @@ fn insn_cost(
                     wait_latency: if packet {
                         m.packet_latency_cycles
                     } else {
-                        m.map_latency_cycles
+                        map_latency(v)
                     },
                     memory: true,
                 }
@@ -423,16 +433,22 @@ fn insn_cost(
         },
         Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
             Val::Fp(_) => plain(c.stack),
-            _ => InsnCost {
-                cycles: if fetch {
-                    0.0
-                } else {
-                    m.atomic_cycles.unwrap_or(m.issue_nowait_cycles)
-                },
-                dram: da,
-                wait_latency: if fetch { m.map_latency_cycles } else { 0.0 },
-                memory: true,
-            },
+            v => {
+                let atomic = m.atomic_cycles.unwrap_or(m.issue_nowait_cycles);
+                InsnCost {
+                    cycles: if fetch {
+                        0.0
+                    } else {
+                        match m.atomic_large_cycles {
+                            Some(a) if large_value(v) => a.max(atomic),
+                            _ => atomic,
+                        }
+                    },
+                    dram: da,
+                    wait_latency: if fetch { map_latency(v) } else { 0.0 },
+                    memory: true,
+                }
+            }
         },
         Insn::Call { helper } => {
             let name = helper_name(helper);
@@ -496,12 +512,23 @@ fn insn_cost(
             // of two maps at a join, as a fallback map for a missing inner map: the verifier
             // knows each path's map): the worst of the program's maps, entry by entry.
             let worst;
-            let mut h = t.helper(short, map_type);
+            // A map of more than SMALL_MAP_ENTRIES entries costs as the target's `.large` entry
+            // where it has one (x86-jit: measured on tables of 2^20, each access a cache miss).
+            let large = |d: &crate::load::MapDef| {
+                t.helpers
+                    .get(&format!("{short}.{}.large", map_kind(d)))
+                    .filter(|_| is_large(d))
+            };
+            let mut h = match s.regs[1] {
+                Val::MapPtr(i) => large(&p.maps[i as usize]),
+                _ => None,
+            }
+            .or_else(|| t.helper(short, map_type));
             if h.is_none() && map_type.is_none() && is_map_helper(helper) {
                 let mut costs = p
                     .maps
                     .iter()
-                    .filter_map(|d| t.helper(short, Some(map_kind(d))))
+                    .filter_map(|d| large(d).or_else(|| t.helper(short, Some(map_kind(d)))))
                     .peekable();
                 if costs.peek().is_some() {
                     worst = costs.fold(crate::target::HelperCost::default(), |w, c| {
@@ -570,6 +597,25 @@ fn map_kind(d: &crate::load::MapDef) -> &'static str {
         crate::load::MAP_HASH_OF_MAPS => "hash",
         _ => d.type_name(),
     }
+}
+
+/// Arrays with more value bytes than this are large: a random value is a cache miss (x86-jit:
+/// measured on 2^20 values of 64 bytes; smaller ones on 2^14, which the level-2 cache holds).
+pub const SMALL_ARRAY_BYTES: u64 = 1 << 20;
+
+/// Whether map `d` is an array (or per-CPU array, or global data) with more than
+/// [`SMALL_ARRAY_BYTES`] of values, or one sized by its loader (declared 0).
+fn is_large_array(d: &crate::load::MapDef) -> bool {
+    !d.frozen
+        && d.is_array()
+        && (d.max_entries == 0
+            || u64::from(d.max_entries) * u64::from(d.value_size) > SMALL_ARRAY_BYTES)
+}
+
+/// Whether map `d` is costed by a target's `.large` helper entries: more than
+/// [`crate::calibrate::SMALL_MAP_ENTRIES`] entries, or a size its loader sets (declared 0).
+fn is_large(d: &crate::load::MapDef) -> bool {
+    d.max_entries == 0 || d.max_entries > crate::calibrate::SMALL_MAP_ENTRIES
 }
 
 /// `bpf_map_lookup_elem`, `bpf_map_update_elem`, `bpf_map_delete_elem`: helpers whose r1 the

@@ -672,3 +672,105 @@ fn update(m: &KMap, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
             err,
         })
 }
+
+/// Why the running kernel's verifier refused a program: its reason (the log's last lines), the
+/// instruction it stopped at (the last `N: (..)` line of its log, as the program's instruction
+/// slots number it) and that instruction's source line when the object has BTF lines.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rejection {
+    /// The verifier's reason: the last lines of its log.
+    pub reason: String,
+    /// The instruction the verifier stopped at, if its log names one.
+    pub insn: Option<usize>,
+    /// Its source line (`file:line`), if known.
+    pub line: Option<String>,
+    /// The source line's text, if known.
+    pub text: Option<String>,
+}
+
+/// The most entries [`verify`] gives a hash map.
+const VERIFY_HASH_ENTRIES: u32 = 1024;
+/// The most bytes of keys and values a map [`verify`] creates may hold.
+const VERIFY_MAX_MAP_BYTES: u64 = 256 << 20;
+
+/// The instruction the verifier's log stopped at: the last line of the form `N: (op) ...`.
+pub fn rejected_insn(full_log: &str) -> Option<usize> {
+    full_log.lines().rev().find_map(|l| {
+        let (n, rest) = l.split_once(": (")?;
+        n.trim().parse::<usize>().ok().filter(|_| !rest.is_empty())
+    })
+}
+
+/// Whether the running kernel's verifier accepts `program` (with its tail-call targets, as
+/// [`Kernel::load_with_tails`] loads them): `Ok(None)` when it loads, `Ok(Some(why))` when the
+/// verifier refuses it, and `Err` when the kernel could not be asked (no privileges, a map it
+/// cannot create, a kfunc this loader does not load): the program was not checked.
+pub fn verify(program: &Program, targets: &[Program]) -> Result<Option<Rejection>, KernelError> {
+    // Hash maps are created with at most VERIFY_HASH_ENTRIES entries: the verifier does not read
+    // a hash map's size, and the kernel preallocates every entry (an LRU table of 2^20 flows is
+    // tens of MB). Arrays keep theirs: the verifier checks constant indices against it.
+    let small = |p: &Program| {
+        let mut p = p.clone();
+        for m in &mut p.maps {
+            if !m.is_array()
+                && !m.is_prog_array()
+                && !m.is_map_of_maps()
+                && m.max_entries > VERIFY_HASH_ENTRIES
+                && matches!(
+                    m.type_name(),
+                    "hash" | "lru_hash" | "percpu_hash" | "lru_percpu_hash"
+                )
+            {
+                m.max_entries = VERIFY_HASH_ENTRIES;
+            }
+        }
+        p
+    };
+    let targets: Vec<Program> = targets.iter().map(small).collect();
+    let program = small(program);
+    // An array keeps its size, which the object declares: one that would take more kernel
+    // memory than VERIFY_MAX_MAP_BYTES is not created for a check (the input's size does not
+    // justify it), and the program is then not checked.
+    for m in program
+        .maps
+        .iter()
+        .chain(targets.iter().flat_map(|t| t.maps.iter()))
+    {
+        let bytes = u64::from(m.max_entries) * (u64::from(m.key_size) + u64::from(m.value_size));
+        if bytes > VERIFY_MAX_MAP_BYTES {
+            return Err(KernelError::Input(format!(
+                "map '{}' would take {} MB of kernel memory to create; the verifier was not asked",
+                m.name,
+                bytes >> 20
+            )));
+        }
+    }
+    match Kernel::load_with_tails(&program, &targets) {
+        Ok(_) => Ok(None),
+        Err(KernelError::Verifier { log, full_log, .. }) => {
+            let insn = rejected_insn(&full_log);
+            let line = insn.and_then(|pc| program.line(pc));
+            Ok(Some(Rejection {
+                reason: log,
+                insn,
+                line: line.map(|l| l.short()),
+                text: line.map(|l| l.text.clone()),
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rejected_insn;
+
+    #[test]
+    fn the_rejected_instruction_is_the_logs_last_numbered_line() {
+        let log = "0: R1=ctx() R10=fp0\n0: (61) r2 = *(u32 *)(r1 +0)\n\
+                   12: (69) r1 = *(u16 *)(r2 +36)\ninvalid access to packet, off=36 size=2\n\
+                   processed 14 insns\n";
+        assert_eq!(rejected_insn(log), Some(12));
+        assert_eq!(rejected_insn("no numbers here\n"), None);
+    }
+}

@@ -154,6 +154,14 @@ pub struct Memory {
     /// An atomic add not waited for (default: `issue_nowait_cycles`, as a store).
     #[serde(default)]
     pub atomic_cycles: Option<f64>,
+    /// Latency of a load from a value of a large array (more than
+    /// [`crate::cost::SMALL_ARRAY_BYTES`] of values: a cache miss), if it differs
+    /// (default: `map_latency_cycles`).
+    #[serde(default)]
+    pub map_latency_large_cycles: Option<f64>,
+    /// An atomic add on a value of a large array (default: `atomic_cycles`).
+    #[serde(default)]
+    pub atomic_large_cycles: Option<f64>,
     /// Stores to the packet and to map values wait for their completion (as loads do, with
     /// the packet's or the map's latency) instead of costing `issue_nowait_cycles`: the NFP
     /// JIT issues every such write with a context swap.
@@ -307,6 +315,14 @@ impl Validate for Target {
             (
                 "memory.atomic_cycles".into(),
                 m.atomic_cycles.unwrap_or(0.0),
+            ),
+            (
+                "memory.map_latency_large_cycles".into(),
+                m.map_latency_large_cycles.unwrap_or(0.0),
+            ),
+            (
+                "memory.atomic_large_cycles".into(),
+                m.atomic_large_cycles.unwrap_or(0.0),
             ),
         ];
         if let Some(d) = &t.dram {

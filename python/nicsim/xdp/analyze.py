@@ -206,6 +206,14 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     }
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest(),
                              tail_calls=[list(t) for t in tail_calls or []])
+    summary["verifier"] = verifier_check(data, section, program, summary["maps"], tail_calls)
+    if summary["verifier"].get("loads") is False:
+        v = summary["verifier"]
+        where = f" at {v['line']} ({v['text']})" if v.get("line") else (
+            f" at instruction {v['insn']}" if v.get("insn") is not None else "")
+        summary.setdefault("warnings", []).append(
+            f"the kernel would reject this program: its verifier refuses it{where}: {v['reason']}; "
+            "the guarantee is for code the kernel will not run")
     summary["seconds"] = elapsed()
     summary["trace"] = [entry(t, b) for t, b in out["trace"]]
     if paths is not None:
@@ -248,6 +256,24 @@ class SolverFailed(NicsimError):
     def __init__(self, msg: str, summary: Summary) -> None:
         super().__init__(msg)
         self.summary = summary
+
+
+def verifier_check(data: bytes, section: str | None, program: str | None, maps: dict[str, Any],
+                   tail_calls: Sequence[tuple[str, int, str]] | None) -> dict[str, Any]:
+    """What the running kernel's verifier says of the program (issue 29: a guarantee for a
+    program the kernel refuses promises nothing): `{"checked": True, "loads": True}`, `{"checked":
+    True, "loads": False, "reason", "insn", "line", "text"}` (the instruction the verifier stopped
+    at and its source line), or `{"checked": False, "why"}` when the kernel cannot be asked (no
+    privileges for bpf(2), a kfunc nicsim's loader does not load)."""
+    from nicsim import _core
+
+    try:
+        r = _core.xdp_verify(data, section, json.dumps(maps or {}), program, list(tail_calls or []))
+    except _core.InputError as e:
+        return {"checked": False, "why": " ".join(str(e.args[0] if e.args else e).split())}
+    if r is None:
+        return {"checked": True, "loads": True}
+    return {"checked": True, "loads": False, **json.loads(r)}
 
 
 #: The largest `--paths`: each path found costs a solver call and a model, and validation
@@ -310,13 +336,34 @@ def _plot(o: OutputDir, s: dict[str, Any], key: str) -> None:
 XDP_ACTIONS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}
 
 
+#: Map types indexed by a u32 below max_entries: a key at or past it is no entry (a lookup gives
+#: NULL, an update -E2BIG), so an example never lists one (the kernel would refuse to write it).
+INDEXED_MAP_TYPES = ("array", "percpu_array", "prog_array", "perf_event_array", "array_of_maps", "devmap",
+                     "cpumap", "xskmap", "cgroup_array")
+
+
 def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The model's looked-up entries merged into the summary's `maps`, within each map's bounds:
+    a sized map of size 0 takes the model's size first, then an array index at or past
+    `max_entries` is left out (the model's lookup of it found nothing) and a value is cut or
+    zero-padded to `value_size` (issue 29: an example the kernel cannot hold measures nothing)."""
     for e in entries:
         m = maps.get(e["map"])
         if m is not None and "max_entries" in e:
             m["max_entries"] = e["max_entries"]  # the model's size of a map declared with 0
-        elif m is not None and e["present"]:
-            m["entries"].setdefault(e["key_hex"], e["value_hex"])
+    for e in entries:
+        m = maps.get(e["map"])
+        if m is None or "max_entries" in e or not e["present"]:
+            continue
+        key = bytes.fromhex(e["key_hex"])
+        if m.get("type") in INDEXED_MAP_TYPES and m.get("max_entries", 0) > 0 \
+                and int.from_bytes(key[:4].ljust(4, b"\0"), "little") >= m["max_entries"]:
+            continue
+        size = m.get("value_size")
+        value = e["value_hex"]
+        if isinstance(size, int) and size >= 0:
+            value = value[:2 * size].ljust(2 * size, "0")
+        m["entries"].setdefault(e["key_hex"], value)
     return maps
 
 

@@ -186,6 +186,10 @@ def xdp_analyze(
         t.add_row("naive bound", f"{n[key] / scale:,.3f} {unit}")
         why = "" if s["stopped"] in ("ssp", g["status"]) else f", {s['stopped']}"
         t.add_row("guarantee", f"{g[key] / scale:,.3f} {unit}  ({g['status']}{why})")
+        v = s.get("verifier") or {}
+        if v.get("loads") is False:
+            t.add_row(Text("REJECTED", style="red"), Text("the kernel would reject this program"
+                                                          + (f" ({v['line']})" if v.get("line") else ""), style="red"))
         if n[key] > 0:
             t.add_row("improvement", f"{(g[key] / n[key] - 1) * 100:+.1f} %")
         t.add_row("bottleneck", g["bottleneck"])
@@ -427,12 +431,17 @@ def show_paths(console: Console, study: dict, title: str) -> None:
     named = any("program" in p for p in study["rows"])
     if named:
         t.add_column("program")
-    for c in ("rank", "estimate ns", "measured ns", "error", "bottleneck", "action", "bytes", "fresh", "status"):
+    for c in ("rank", "estimate ns", "measured ns", "fresh ns", "stream ns", "error", "bottleneck", "action", "bytes",
+              "fresh", "status"):
         t.add_column(c, justify="left" if c in ("bottleneck", "action", "status", "fresh") else "right")
     for p in study["rows"]:
         fresh = "+".join(w for w, k in (("packet", "writes_packet"), ("maps", "writes_maps")) if p.get(k)) or "-"
         measured = "" if p["measured_ns"] is None else f"{p['measured_ns']:.1f}"
+        def ns(k: str, p: dict = p) -> str:
+            return "" if p.get(k) is None else f"{p[k]:.1f}"
+        stream = ns("stream_ns") + (f" ({p['stream_packets']})" if p.get("stream_ns") is not None else "")
         t.add_row(*([p["program"]] if named else []), str(p["rank"]), f"{p['estimate_ns']:.1f}", measured,
+                  ns("fresh_ns"), stream,
                   "" if p["error_pct"] is None else f"{p['error_pct']:+.1f} %", p["bottleneck"], p["xdp_action"],
                   str(p["packet_bytes"]), fresh, p["status"] if p["status"] == "ok" else Text(p["status"], style="red"))
     console.print(t)
@@ -446,4 +455,5 @@ def show_paths(console: Console, study: dict, title: str) -> None:
         return
     console.print(f"error over {e['paths']} paths: median {e['median_pct']:+.1f} %, at most {e['max_over_pct']:.1f} % "
                   f"over, {e['max_under_pct']:.1f} % under; within ±5 %: {e['within_5_pct']:.0%}, ±10 %: "
-                  f"{e['within_10_pct']:.0%}" + (f"; {e['mismatched']} mismatched" if e["mismatched"] else ""))
+                  f"{e['within_10_pct']:.0%}" + (f"; {e['mismatched']} mismatched" if e["mismatched"] else "")
+                  + (f"; {e['beaten']} BEATEN" if e.get("beaten") else ""))

@@ -74,6 +74,8 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
             helper, _, map_type = key.partition(".")
             if key in PARTS:
                 map_type = PARTS[key]
+            elif map_type.endswith(".large"):  # x86-jit: maps of more than 4,096 entries
+                map_type = f"{map_type.removesuffix('.large')} (over 4,096 entries)"
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
             row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}

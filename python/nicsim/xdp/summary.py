@@ -132,6 +132,18 @@ class SlowPath(TypedDict):
     maps: dict[str, MapSummary]
 
 
+class Verifier(TypedDict):
+    """What the running kernel's verifier says of the program (`nicsim.xdp.analyze.verifier_check`)."""
+
+    checked: bool
+    loads: NotRequired[bool]
+    why: NotRequired[str]
+    reason: NotRequired[str]
+    insn: NotRequired[int | None]
+    line: NotRequired[str | None]
+    text: NotRequired[str | None]
+
+
 class Summary(TypedDict):
     """`nicsim xdp analyze`'s `summary.json`: Rust's `Summary` and what the search adds."""
 
@@ -160,6 +172,7 @@ class Summary(TypedDict):
     memory: Memory
     seconds: float
     trace: list[TracePoint]
+    verifier: Verifier
     slowest_paths: NotRequired[list[SlowPath]]
     slowest_paths_requested: NotRequired[int]
     slowest_paths_stopped: NotRequired[str | None]

@@ -59,6 +59,18 @@ ETHERNET_HEADER_BYTES = 14
 MAX_TEST_RUN_BYTES = 4096 - 256 - 320
 
 
+#: How much slower than its estimate a packet or path may measure before validation calls the
+#: guarantee beaten (docs/xdp.md, "Checking an analysis": the noise a measurement keeps after
+#: its retiming and percentile cut on this kind of machine).
+TOLERANCE = 0.05
+
+
+#: Distinct packets per path in the stream measure, and the fewest it needs to report a time.
+STREAM_PACKETS = 64
+MIN_STREAM = 8
+#: Bytes of the example a stream's variants may change: the headers, where flows are told apart.
+STREAM_HEADER_BYTES = 64
+
 #: The largest analysis summary read (the suite's are under 1 MB).
 MAX_SUMMARY_BYTES = 64 << 20
 
@@ -184,7 +196,7 @@ def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str,
 
 
 def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
-             *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float = 0.05,
+             *, packets: int = 1000, runs: int = 15, seed: int = 1, tolerance: float | None = None,
              timeout_s: float = 60.0, progress: Callable[[str], None] | None = None,
              force: bool = False, section: str | None = None, program: str | None = None,
              paths: int | None = None, path_runs: int = 201) -> dict[str, Any]:
@@ -199,6 +211,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     from nicsim import _core
     from nicsim.xdp.analyze import MAX_PATHS, analyze, read_object
     from nicsim.xdp.calibrate import default_path
+
+    tolerance = TOLERANCE if tolerance is None else tolerance
 
     if paths is not None:
         if isinstance(paths, bool) or not isinstance(paths, int) or not 1 <= paths <= MAX_PATHS:
@@ -275,7 +289,28 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         study = g if paths is not None else None
     pkts = packets_to_time(example, packets, seed)
     say(f"timing {len(pkts)} packets")
-    times = k.times([p for _, p in pkts], runs)
+    # The example is timed from the state that makes it take its path, every run: the map
+    # entries its interpreter run changed are written back before each (a flow the first run
+    # pinned would otherwise make every later run take a faster path); the other packets run
+    # on the state the packets before them leave, as a stream of packets would.
+    fresh: tuple[list[tuple[str, bytes, bytes | None]], int, bytes] | None = None
+    if example is not None and checks.get("example follows the reported path in the interpreter") \
+            and checks.get("kernel returns the reported action"):
+        restore, _ = _changed_entries(r["maps_before"], r["maps"])
+        fresh = (restore, r["retval"], bytes.fromhex(r["packet_hex"]))
+    diverged: list[int] = []
+
+    def time_packets(idx: list[int]) -> list[list[int]]:
+        out = k.times([pkts[i][1] for i in idx], runs)
+        for j, i in enumerate(idx):
+            if pkts[i][0] == "example" and fresh is not None:
+                t, bad = k.fresh_times(pkts[i][1], runs, fresh[0], fresh[1], fresh[2])
+                if bad is not None:
+                    diverged.append(bad)
+                out[j] = t or out[j]
+        return out
+
+    times = time_packets(list(range(len(pkts))))
     rows = [{"kind": kind, "bytes": len(p), "ns": statistics.median(t)} for (kind, p), t in zip(pkts, times, strict=True)]
     slowest = max(rows, key=lambda x: x["ns"])
     timing: dict[str, Any] = {"packets": len(rows), "runs_per_packet": runs, "seed": seed,
@@ -284,6 +319,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                                             for kind in ("example", "random", "mutated") if any(x["kind"] == kind for x in rows)}}
     if example is not None:
         timing["example_ns"] = rows[0]["ns"]
+        timing["example_fresh_state"] = fresh is not None
     if guarantee is not None:
         g_ns = 1e9 / guarantee["pps"]
         limit = g_ns * (1 + tolerance)
@@ -293,7 +329,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
             again = [i for i, x in enumerate(rows) if x["ns"] > limit]
             if not again:
                 break
-            for i, t in zip(again, k.times([pkts[i][1] for i in again], runs), strict=True):
+            for i, t in zip(again, time_packets(again), strict=True):
                 rows[i]["ns"] = min(rows[i]["ns"], statistics.median(t))
                 rows[i]["retimed"] = True
         slowest = max(rows, key=lambda x: x["ns"])
@@ -303,6 +339,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         timing.update(guarantee_ns=g_ns, guarantee_status=guarantee["status"], tolerance=tolerance,
                       slower_than_guarantee=len(over), slowest_vs_guarantee=slowest["ns"] / g_ns)
         checks[f"no packet slower than the x86-jit guarantee by more than {tolerance:.0%}"] = not over
+        timing["example_diverged"] = bool(diverged)
     else:
         timing["guarantee_ns"] = None
         timing["note"] = f"x86-jit is not calibrated ({default_path()} is missing): run `nicsim xdp calibrate`"
@@ -311,12 +348,14 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if study is not None:
         found = (study.get("slowest_paths") or [])[:paths]
         prows = measure_paths(data, section, program, found, path_runs,
-                              progress=lambda i: say(f"path {i + 1} of {len(found)}"), tail_calls=tail_calls)
+                              progress=lambda i: say(f"path {i + 1} of {len(found)}"), tail_calls=tail_calls,
+                              tolerance=tolerance)
         report["paths"] = {"requested": paths, "found": len(found), "stopped": study.get("slowest_paths_stopped"),
                            "runs_per_path": path_runs, "method": PATHS_METHOD, "errors": error_distribution(prows),
                            "overhead": measure_overhead(path_runs), "rows": prows}
         checks["each path's example takes its path in the interpreter and the kernel"] = all(
-            r["status"] == "ok" for r in prows)
+            r["status"] == "ok" or is_beaten(r) for r in prows)
+        checks[f"no path measured more than {tolerance:.0%} over its estimate"] = not any(is_beaten(r) for r in prows)
     report["checks"] = checks
     report["ok"] = all(checks.values())
     with output as o:
@@ -342,25 +381,32 @@ def _has_paths(s: dict[str, Any], k: int) -> bool:
     return len(found) >= k or s.get("slowest_paths_stopped") == "exhausted"
 
 
-PATHS_METHOD = ("each path's example packet, with the map entries its model gives, is run `runs` times by "
-                "BPF_PROG_TEST_RUN with repeat=1 (the kernel copies the packet in for every run, and map "
-                "entries the path changed are written back before the next), as the x86-jit calibration times "
-                "its overhead; the path's time is the mean of the runs no slower than their 90th percentile "
-                "(the clock is quantised; slower runs were interrupted). error_pct = estimated rate / "
+PATHS_METHOD = ("each path is measured two ways, and its time is the slower (fresh_ns, stream_ns): (1) its example "
+                "packet, with the map entries its model gives, is run `runs` times by BPF_PROG_TEST_RUN with "
+                "repeat=1 (the kernel copies the packet in for every run, and map entries the path changed are "
+                "written back before the next), as the x86-jit calibration times its overhead; (2) a stream of up "
+                "to 64 distinct packets that each take the path from the state the ones before leave (the "
+                "example with header bytes changed, kept when the interpreter follows the path), one run each, "
+                "back to back, on one map state; each figure is the mean of the runs no slower than their 90th "
+                "percentile (the clock is quantised; slower runs were interrupted). error_pct = estimated rate / "
                 "measured rate - 1: positive is over (the estimate promises more than the kernel does), "
-                "negative under.")
+                "negative under; more than the tolerance over is a beaten guarantee.")
 PATHS_COLUMNS = ["rank", "estimate_ns", "measured_ns", "median_ns", "estimate_mpps", "measured_mpps", "error_pct", "bottleneck",
-                 "xdp_action", "packet_bytes", "writes_packet", "writes_maps", "runs", "status"]
+                 "xdp_action", "packet_bytes", "writes_packet", "writes_maps", "runs", "fresh_ns", "stream_ns",
+                 "stream_packets", "status"]
 #: The shares of paths within these errors (±%) in the summary.
 WITHIN_PCT = (1, 5, 10, 20)
 
 
 def measure_paths(data: bytes, section: str | None, program: str | None, found: list[dict[str, Any]], runs: int,
                   progress: Callable[[int], None] | None = None,
-                  tail_calls: list[tuple[str, int, str]] | None = None) -> list[dict[str, Any]]:
+                  tail_calls: list[tuple[str, int, str]] | None = None,
+                  tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     """Measure each path of `found` (an analysis's `slowest_paths`) in the kernel: a row per path
-    with its estimate, the median of `runs` fresh single runs, the error, and `status` — `ok`, or
-    why no error is given (the interpreter or the kernel does not take the path)."""
+    with its estimate, the median of `runs` fresh single runs, the error, and `status` — `ok`;
+    `beaten ...` when the path measured more than `tolerance` over its estimate (its guarantee is
+    broken: the row has its figures, and the validation fails); or why no error is given (the
+    interpreter or the kernel does not take the path)."""
     from nicsim import _core
 
     if program is not None and section is not None and "/" not in program:
@@ -370,24 +416,29 @@ def measure_paths(data: bytes, section: str | None, program: str | None, found: 
         if progress:
             progress(i)
         try:
-            rows.append(_measure_path(_core, data, section, program, p, runs, tail_calls or []))
+            row = _measure_path(_core, data, section, program, p, runs, tail_calls or [])
+            if row["status"] == "ok" and row["error_pct"] is not None and row["error_pct"] > tolerance * 100:
+                row["status"] = beaten_status(row["error_pct"], tolerance)
+            rows.append(row)
         except InputError as e:  # the interpreter faults, the kernel refuses a map entry: no figure
             rows.append({"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
                          "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
                          "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"],
                          "packet_bytes": len(p["example_packet_hex"]) // 2, "writes_packet": None,
-                         "writes_maps": None, "runs": 0, "status": str(e)})
+                         "writes_maps": None, "runs": 0, "fresh_ns": None, "stream_ns": None,
+                         "stream_packets": 0, "status": str(e)})
     return rows
 
 
 def _measure_path(_core: Any, data: bytes, section: str | None, program: str | None, p: dict[str, Any],
-                  runs: int, tail_calls: list[tuple[str, int, str]]) -> dict[str, Any]:
+                  runs: int, tail_calls: list[tuple[str, int, str]], stream: int = STREAM_PACKETS) -> dict[str, Any]:
     pkt = bytes.fromhex(p["example_packet_hex"])
     maps_json = json.dumps(p["maps"])
     row: dict[str, Any] = {"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
                            "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
                            "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"], "packet_bytes": len(pkt),
-                           "writes_packet": None, "writes_maps": None, "runs": 0, "status": "ok"}
+                           "writes_packet": None, "writes_maps": None, "runs": 0, "fresh_ns": None, "stream_ns": None,
+                           "stream_packets": 0, "status": "ok"}
     with core_errors(None, about=f"path {p['rank']}"):
         r = json.loads(_core.xdp_run(data, section, pkt, maps_json, 10_000_000, program, tail_calls))
     if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
@@ -417,16 +468,88 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
     if diverged is not None:
         row["status"] = f"kernel takes another path on timed run {diverged + 1} (action or packet differs)"
         return row
-    ns = run_time(times)
-    row.update(measured_ns=ns, measured_mpps=1e3 / ns if ns > 0 else None, runs=len(times),
-               median_ns=statistics.median(times), error_pct=(ns / p["ns"] - 1) * 100 if ns > 0 else None)
+    fresh_ns = run_time(times)
+    row.update(fresh_ns=fresh_ns, median_ns=statistics.median(times), runs=len(times))
+    # The stream (docs/xdp.md, "What a program sustains"): distinct packets that each take the
+    # path from the state the ones before them leave, back to back.
+    variants = stream_variants(_core, data, section, program, p, stream, tail_calls)
+    row["stream_packets"] = len(variants)
+    stream_ns = None
+    if len(variants) >= MIN_STREAM:
+        with core_errors(None, about=f"path {p['rank']}"):
+            ks = _core.XdpKernel(data, section, maps_json, program, tail_calls)
+            st, bad = ks.stream_times(variants)
+        if bad is not None:
+            row["status"] = (f"kernel takes another path on packet {bad + 1} of the stream (action or packet "
+                             "differs from the interpreter's)")
+            return row
+        stream_ns = run_time(st)
+        row["stream_median_ns"] = statistics.median(st)
+    row["stream_ns"] = stream_ns
+    # The path's time is the slower of the two measures: the guarantee must hold under both.
+    ns = max(fresh_ns, stream_ns or 0.0)
+    row.update(measured_ns=ns, measured_mpps=1e3 / ns if ns > 0 else None,
+               error_pct=(ns / p["ns"] - 1) * 100 if ns > 0 else None)
     if ns <= 0:
         row["status"] = "the kernel measured 0 ns"
     return row
 
 
+
+def stream_variants(_core: Any, data: bytes, section: str | None, program: str | None, p: dict[str, Any], n: int,
+                    tail_calls: list[tuple[str, int, str]], seed: int = 1) -> list[tuple[bytes, int, bytes]]:
+    """Up to `n` distinct packets that take path `p` one after the other: the example first, then
+    the example with 1-3 of its first 64 bytes changed (positions whose change kept the path before
+    are chosen more often), each kept only if the interpreter, run
+    from the maps the packets kept before it leave (the example's map entries to start with),
+    takes exactly the path (a new flow's insert path keeps packets of new flows; a packet of a
+    flow already inserted takes another path and is dropped). Returns (packet, action, packet
+    afterwards) for each, in order. At most 48 tries per packet sought."""
+    rng = random.Random(seed)
+    example = bytes.fromhex(p["example_packet_hex"])
+    state = p["maps"]
+    out: list[tuple[bytes, int, bytes]] = []
+    seen: set[bytes] = set()
+    tries = 0
+    # Positions whose change kept the path are tried more often (a flow's addresses and ports).
+    weight = [1.0] * min(len(example), STREAM_HEADER_BYTES)
+    while len(out) < n and tries < 48 * n:
+        tries += 1
+        cand = bytearray(example)
+        changed: list[int] = []
+        if out:
+            changed = rng.choices(range(len(weight)), weights=weight, k=rng.randint(1, 3))
+            for i in changed:
+                cand[i] = rng.randrange(256)
+        c = bytes(cand)
+        if c in seen:
+            continue
+        seen.add(c)
+        with core_errors(None, about=f"path {p['rank']}"):
+            r = json.loads(_core.xdp_run(data, section, c, json.dumps(state), 10_000_000, program, tail_calls))
+        if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
+            if not out:
+                return []  # the example itself does not take the path: no stream
+            continue
+        out.append((c, r["retval"], bytes.fromhex(r["packet_hex"])))
+        state = r["maps"]
+        for i in changed:
+            weight[i] += 4.0
+    return out
+
+
+def beaten_status(error_pct: float, tolerance: float) -> str:
+    """A path's or packet's status when it measured more than `tolerance` over its estimate."""
+    return f"BEATEN: measured {error_pct:+.1f} % over its estimate (tolerance {tolerance:.0%})"
+
+
+def is_beaten(row: dict[str, Any]) -> bool:
+    """Whether a path row of [`measure_paths`] beat its estimate."""
+    return str(row.get("status", "")).startswith("BEATEN")
+
+
 def measure_overhead(runs: int) -> dict[str, Any]:
-    """The x86-jit target's per-packet overhead (`cores.overhead_cycles`, ns: the upper quartile of
+    """The x86-jit target's per-packet overhead (`cores.overhead_cycles`, ns: the 90th percentile of
     the empty program's single runs when it was calibrated) beside the same empty program measured
     now as the study measures paths ([`run_time`]): most of a short path's time is this overhead,
     so its error is mostly theirs. Reported, never used to change an estimate."""
@@ -478,8 +601,10 @@ def _changed_entries(before: dict[str, Any], after: dict[str, Any]) \
 def error_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The errors of the paths measured on their own path, as the paper reports them (§6.1): the
     largest over- and under-estimate, the median, and the shares within ±X %."""
-    errs = sorted(r["error_pct"] for r in rows if r["status"] == "ok" and r["error_pct"] is not None)
-    out: dict[str, Any] = {"paths": len(errs), "mismatched": sum(1 for r in rows if r["status"] != "ok")}
+    measured = [r for r in rows if (r["status"] == "ok" or is_beaten(r)) and r["error_pct"] is not None]
+    errs = sorted(r["error_pct"] for r in measured)
+    out: dict[str, Any] = {"paths": len(errs), "mismatched": len(rows) - len(measured),
+                           "beaten": sum(1 for r in rows if is_beaten(r))}
     if not errs:
         return out | {"min_pct": None, "median_pct": None, "max_pct": None}
     out.update(min_pct=errs[0], median_pct=statistics.median(errs), max_pct=errs[-1],
@@ -498,8 +623,8 @@ def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) 
 
     plt = pyplot()
     fig, (ax, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
-    ok = [r for r in rows if r["status"] == "ok"]
-    bad = [r for r in rows if r["status"] != "ok"]
+    ok = [r for r in rows if r["status"] == "ok" or is_beaten(r)]
+    bad = [r for r in rows if not (r["status"] == "ok" or is_beaten(r))]
     xs = range(len(rows))
     if len(rows) > 16 and any("program" in r for r in rows):
         # Many paths of several programs: a tick at each program's first path.
@@ -511,17 +636,17 @@ def plot_paths(o: OutputDir, rows: list[dict[str, Any]], title: str, name: str) 
     rot = 90 if len(labels) > 12 or any("program" in r for r in rows) else 0
     ax.scatter(list(xs), [r["estimate_ns"] for r in rows], marker="_", s=160, color="black", label="estimate",
                zorder=3)
-    ax.scatter([i for i, r in enumerate(rows) if r["status"] == "ok"], [r["measured_ns"] for r in ok],
+    ax.scatter([i for i, r in enumerate(rows) if r in ok], [r["measured_ns"] for r in ok],
                color="tab:blue", s=18, label="measured", zorder=2)
     if bad:
-        ax.scatter([i for i, r in enumerate(rows) if r["status"] != "ok"], [r["estimate_ns"] for r in bad],
+        ax.scatter([i for i, r in enumerate(rows) if r in bad], [r["estimate_ns"] for r in bad],
                    marker="x", color="tab:red", s=40, label="path mismatch", zorder=4)
     ax.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
     ax.set(xlabel="path (rank, slowest first)", ylabel="ns per packet", title=title, ylim=(0, None))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     errs = [r["error_pct"] for r in ok]
-    ax2.bar([i for i, r in enumerate(rows) if r["status"] == "ok"], errs,
+    ax2.bar([i for i, r in enumerate(rows) if r in ok], errs,
             color=["tab:red" if e > 0 else "tab:green" for e in errs])
     ax2.axhline(0, color="black", lw=0.8)
     ax2.set_xticks(ticks, labels, rotation=rot, fontsize=7, ha="center")
