@@ -74,6 +74,11 @@ pub struct Limits {
 /// while the connection goes on (docs/flowmem.md, "Holes are bounded").
 pub const DEFAULT_MAX_HOLE_BYTES: u64 = 64 << 20;
 
+/// The largest [`Limits::max_hole_bytes`] accepted, 4 GiB (the TCP sequence space): a stream
+/// laid out contiguously (a stream file, the copy baseline's buffer, `to_bytes()`) is at most
+/// its payload plus this, and the copy baseline allocates it.
+pub const MAX_HOLE_BYTES: u64 = 4 << 30;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
