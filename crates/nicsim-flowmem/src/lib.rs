@@ -17,6 +17,7 @@ pub mod names;
 mod reassembly;
 pub mod synth;
 mod view;
+pub mod write;
 
 pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
@@ -90,6 +91,14 @@ pub enum FlowError {
     Search {
         /// Stream offset.
         offset: u64,
+        /// Why.
+        reason: String,
+    },
+    /// An output file could not be written ([`write`]).
+    #[error("{path}: cannot write it: {reason}")]
+    Write {
+        /// The file.
+        path: String,
         /// Why.
         reason: String,
     },

@@ -94,7 +94,8 @@ def flow_reassemble(
     """Reassemble every TCP flow of CAPTURE.
 
     Writes OUT/flows.json and directions.csv (one entry per flow direction), one raw byte file
-    per direction (holes zero-filled, at most --max-hole-bytes of them per direction),
+    per direction that has a stream byte (holes zero-filled, at most --max-hole-bytes of them per
+    direction; a direction without one, as a SYN flood's, has file null and no file),
     OUT/summary.json (every packet accounted for) and
     stream_sizes.png/.svg (the distribution of the directions' stream sizes).
     """
