@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
