@@ -94,7 +94,7 @@ pub enum FlowError {
         /// Why.
         reason: String,
     },
-    /// An output file could not be written ([`write`]).
+    /// An output file could not be written ([`mod@write`]).
     #[error("{path}: cannot write it: {reason}")]
     Write {
         /// The file.

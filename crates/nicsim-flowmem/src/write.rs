@@ -151,7 +151,7 @@ pub fn write_stream(
     marker: HoleMarker,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
     let zeros = |out: &mut dyn Write, mut n: u64| -> std::io::Result<()> {
         while n > 0 {
             let k = n.min(ZEROS.len() as u64);
