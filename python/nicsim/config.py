@@ -154,13 +154,18 @@ def read_input_file(path: str | os.PathLike[str], what: str, max_bytes: int) -> 
         raise InputError(f"{path}: " + (f"no such {what} file" if not os.path.lexists(p) else
                                         f"not a regular file (the {what} must be a file, not a pipe, "
                                         "device or folder)"))
+    too_large = InputError(f"{path}: larger than {max_bytes >> 20} MiB: not a {what}")
     try:
         with p.open("rb") as f:
+            # The size first, so that a file too large is refused before any of it is read; then
+            # at most one byte past the limit, should the file grow meanwhile.
+            if os.fstat(f.fileno()).st_size > max_bytes:
+                raise too_large
             raw = f.read(max_bytes + 1)
     except OSError as e:
         raise InputError(f"{path}: cannot read the {what}: {e.strerror}") from None
     if len(raw) > max_bytes:
-        raise InputError(f"{path}: larger than {max_bytes >> 20} MiB: not a {what}")
+        raise too_large
     return raw
 
 

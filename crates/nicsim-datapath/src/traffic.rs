@@ -60,9 +60,16 @@ impl Captured {
         f
     }
 
-    /// Its size as the datapath sees it: the wire length with the FCS, at least 64 bytes.
-    fn size(&self) -> u32 {
-        (self.wire_len + 4).max(64)
+    /// Its size as the datapath sees it: the wire length with the FCS, at least 64 bytes (in
+    /// 64 bits: a capture may state an original length up to 2^32 − 1).
+    fn size(&self) -> u64 {
+        (u64::from(self.wire_len) + 4).max(64)
+    }
+
+    /// [`Captured::size`] of a capture that [`check_capture_sizes`] accepted (at most
+    /// `MAX_FRAME_BYTES`, so it fits).
+    fn checked_size(&self) -> u32 {
+        u32::try_from(self.size()).unwrap_or(u32::MAX)
     }
 }
 
@@ -137,14 +144,20 @@ fn check_capture_sizes(
         return Ok(());
     };
     let size = c.size();
-    if size > crate::config::MAX_FRAME_BYTES {
+    if size > u64::from(crate::config::MAX_FRAME_BYTES) {
         return Err(format!(
-            "{key}: {path}: packet {} is a {size}-byte frame, larger than the {} bytes nicsim models",
+            "{key}: {path}: packet {} is a {size}-byte frame (original length {} bytes), larger \
+             than the {} bytes nicsim models",
             i + 1,
+            c.wire_len,
             crate::config::MAX_FRAME_BYTES
         ));
     }
-    if let Some((fifo, bytes)) = cfg.must_hold_packet().into_iter().find(|&(_, b)| b < size) {
+    if let Some((fifo, bytes)) = cfg
+        .must_hold_packet()
+        .into_iter()
+        .find(|&(_, b)| u64::from(b) < size)
+    {
         return Err(format!(
             "{key}: {path}: packet {} is a {size}-byte frame, which {fifo} ({bytes} bytes) cannot hold",
             i + 1
@@ -289,7 +302,7 @@ impl Source {
             SizeDist::Capture { path } => {
                 let caps = load_capture(path)?;
                 check_capture_sizes(cfg, "traffic.size.path", path, &caps)?;
-                let v: Vec<u32> = caps.iter().map(Captured::size).collect();
+                let v: Vec<u32> = caps.iter().map(Captured::checked_size).collect();
                 let m = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
                 let n = v.len();
                 (
@@ -391,7 +404,7 @@ impl Source {
                 let c = &caps[id as usize];
                 let mut f = c.wire_frame();
                 let key = key_of_frame(&f);
-                let size = c.size();
+                let size = c.checked_size();
                 f.resize(size as usize - 4, 0);
                 nicsim_packet::fcs::append_fcs(&mut f);
                 (size, key, None, self.build_frames.then_some(f))

@@ -17,11 +17,12 @@ pub mod names;
 mod reassembly;
 pub mod synth;
 mod view;
+pub mod write;
 
 pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
     ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
-    Reassembly, Segment, UnackedPolicy, DEFAULT_MAX_HOLE_BYTES,
+    Reassembly, Segment, UnackedPolicy, DEFAULT_MAX_HOLE_BYTES, MAX_HOLE_BYTES,
 };
 pub use view::{regex_limits, Chunk, FlowView, StreamRegex};
 
@@ -92,6 +93,28 @@ pub enum FlowError {
         offset: u64,
         /// Why.
         reason: String,
+    },
+    /// An output file could not be written ([`mod@write`]).
+    #[error("{path}: cannot write it: {reason}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A limit given outside its range ([`names`]).
+    #[error("{option} {value}: expected {lo}..={hi}{why}")]
+    Limit {
+        /// The option (`max_hole_bytes`, ...).
+        option: &'static str,
+        /// The value given.
+        value: u64,
+        /// Its smallest value.
+        lo: u64,
+        /// Its largest value.
+        hi: u64,
+        /// What the bound is for (", ..." or empty).
+        why: &'static str,
     },
     /// A read beyond the end of the stream.
     #[error("read of {len_bytes} bytes at offset {offset} is beyond the stream's {stream_len_bytes} bytes")]

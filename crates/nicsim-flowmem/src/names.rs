@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use crate::bench::HostWorkload;
 use crate::model::{MemConfig, Retrieval, Workload};
+use crate::reassembly::MAX_HOLE_BYTES;
 use crate::{Config, FlowError, Limits, OverlapPolicy, StreamRegex, UnackedPolicy};
 
 /// `value` as one of `choices`' values, or [`FlowError::Choice`] naming `what` and the names.
@@ -111,6 +112,15 @@ impl Config {
         max_hole_bytes: Option<u64>,
     ) -> Result<Config, FlowError> {
         let defaults = Limits::default();
+        if let Some(v) = max_hole_bytes.filter(|&v| v > MAX_HOLE_BYTES) {
+            return Err(FlowError::Limit {
+                option: "max_hole_bytes",
+                value: v,
+                lo: 0,
+                hi: MAX_HOLE_BYTES,
+                why: " (4 GiB: what a stream laid out contiguously may add to its payload)",
+            });
+        }
         Ok(Config {
             overlap: overlap.parse()?,
             unacked: unacked.parse()?,
@@ -295,6 +305,20 @@ mod tests {
             check_name("colour", "red").unwrap_err().to_string(),
             r#"option "colour": expected "overlap", "unacked", "hole_marker", "retrieval" or "workload""#
         );
+    }
+
+    #[test]
+    fn a_hole_bound_past_4_gib_is_refused_with_its_range() {
+        let ok = Config::from_names("first", "keep", None, None, None, Some(MAX_HOLE_BYTES));
+        assert_eq!(ok.unwrap().limits.max_hole_bytes, MAX_HOLE_BYTES);
+        for v in [MAX_HOLE_BYTES + 1, 1 << 40, u64::MAX] {
+            let e = Config::from_names("first", "keep", None, None, None, Some(v)).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.starts_with(&format!("max_hole_bytes {v}: expected 0..=4294967296")),
+                "{text}"
+            );
+        }
     }
 
     #[test]

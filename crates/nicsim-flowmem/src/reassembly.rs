@@ -74,6 +74,11 @@ pub struct Limits {
 /// while the connection goes on (docs/flowmem.md, "Holes are bounded").
 pub const DEFAULT_MAX_HOLE_BYTES: u64 = 64 << 20;
 
+/// The largest [`Limits::max_hole_bytes`] accepted, 4 GiB (the TCP sequence space): a stream
+/// laid out contiguously (a stream file, the copy baseline's buffer, `to_bytes()`) is at most
+/// its payload plus this, and the copy baseline allocates it.
+pub const MAX_HOLE_BYTES: u64 = 4 << 30;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -559,6 +564,9 @@ impl DirState {
     }
 }
 
+/// A flow while it is reassembled. Its directions' states are held in place, not boxed: a
+/// `FlowState` is then at least as large as the [`Flow`] it becomes, so that
+/// [`Reassembler::finish`] turns the flows into `Flow`s in the same allocation.
 struct FlowState {
     tuple: FiveTuple,
     tunnel: Option<Tunnel>,
@@ -579,7 +587,8 @@ enum Outcome {
 pub struct Reassembler {
     config: Config,
     arena: Arena,
-    /// Flow index and direction (`2 * flow + dir`) of each sender's 5-tuple.
+    /// Flow index of each connection, by its endpoints in a fixed order (one entry per flow: the
+    /// direction is whether a packet's sender is the flow's `tuple.src`).
     index: HashMap<FlowKey, usize, FoldState>,
     flows: Vec<FlowState>,
     counts: PacketCounts,
@@ -689,7 +698,11 @@ impl Reassembler {
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
-            Some(&found) => (found / 2, found % 2),
+            Some(&found) => {
+                let first = &self.flows[found].tuple;
+                let from_first = (first.src, first.sport) == (tuple.src, tuple.sport);
+                (found, usize::from(!from_first))
+            }
             None => {
                 if self.flows.len() >= self.config.limits.max_flows {
                     return Bucket::OverFlowLimit;
@@ -700,9 +713,7 @@ impl Reassembler {
                     tunnel,
                     dirs: [None, None],
                 });
-                self.index.insert(key, 2 * idx);
-                let reverse = FlowKey::new(tuple.dst, tuple.dport, tuple.src, tuple.sport);
-                self.index.insert(reverse, 2 * idx + 1);
+                self.index.insert(key, idx);
                 (idx, 0)
             }
         };
@@ -772,6 +783,9 @@ impl Reassembler {
     /// Closes every flow: fixes stream starts, builds the translation tables and hole lists.
     pub fn finish(self) -> Reassembly {
         let unacked = self.config.unacked;
+        // The flow table's index is not needed to close the flows: freed before the finished
+        // flows are allocated, which is the peak of a capture of many flows.
+        drop(self.index);
         let flows = self
             .flows
             .into_iter()
@@ -813,8 +827,8 @@ impl Reassembler {
     }
 }
 
-/// A sender's 5-tuple packed for hashing (TCP only): addresses as 128-bit numbers (IPv4 in
-/// the low bits), ports and the address family in one word.
+/// A connection's endpoints packed for hashing (TCP only): addresses as 128-bit numbers (IPv4
+/// in the low bits), the lower endpoint first; ports and the address family in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FlowKey {
     src: u128,
@@ -823,17 +837,19 @@ struct FlowKey {
 }
 
 impl FlowKey {
+    /// The key of the connection between the two endpoints, whichever sends: the lower
+    /// endpoint (address, then port) first.
     fn new(src: IpAddr, sport: u16, dst: IpAddr, dport: u16) -> Self {
         let bits = |a: IpAddr| match a {
             IpAddr::V4(a) => u128::from(u32::from(a)),
             IpAddr::V6(a) => u128::from(a),
         };
+        let (a, b) = ((bits(src), sport), (bits(dst), dport));
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         FlowKey {
-            src: bits(src),
-            dst: bits(dst),
-            ports_family: u64::from(sport) << 32
-                | u64::from(dport) << 16
-                | u64::from(src.is_ipv6()),
+            src: lo.0,
+            dst: hi.0,
+            ports_family: u64::from(lo.1) << 32 | u64::from(hi.1) << 16 | u64::from(src.is_ipv6()),
         }
     }
 }

@@ -163,43 +163,79 @@ impl FlowCapture {
 
     /// One dict per flow direction, in flow order (direction 0 first).
     fn directions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let mut out = Vec::new();
-        for (i, flow) in self.inner.flows.iter().enumerate() {
-            for (d, dir) in flow.dirs.iter().enumerate() {
-                let row = PyDict::new(py);
-                row.set_item("flow", i)?;
-                row.set_item("direction", d)?;
-                row.set_item("src", dir.src.to_string())?;
-                row.set_item("dst", dir.dst.to_string())?;
-                row.set_item("sport", dir.sport)?;
-                row.set_item("dport", dir.dport)?;
-                row.set_item("proto", "tcp")?;
-                // A tunnelled flow: the outermost tunnel's kind and endpoints.
-                let t = flow.tunnel;
-                row.set_item("tunnel", t.map(|t| t.kind.name()))?;
-                row.set_item("tunnel_src", t.map(|t| t.src.to_string()))?;
-                row.set_item("tunnel_dst", t.map(|t| t.dst.to_string()))?;
-                row.set_item("bytes", dir.len_bytes)?;
-                let holes: Vec<(u64, u64)> =
-                    dir.holes.iter().map(|h| (h.offset, h.len_bytes)).collect();
-                row.set_item("holes", holes)?;
-                row.set_item("segments", dir.segments.len())?;
-                row.set_item("packets", dir.packets)?;
-                row.set_item("syn", dir.syn)?;
-                row.set_item("fin", dir.fin)?;
-                row.set_item("rst", dir.rst)?;
-                row.set_item("cut", dir.cut)?;
-                row.set_item("start_seq", dir.start_seq)?;
-                row.set_item("payload_bytes", dir.bytes.payload_bytes)?;
-                row.set_item("new_bytes", dir.bytes.new_bytes)?;
-                row.set_item("duplicate_bytes", dir.bytes.duplicate_bytes)?;
-                row.set_item("conflict_bytes", dir.bytes.conflict_bytes)?;
-                row.set_item("before_start_bytes", dir.bytes.before_start_bytes)?;
-                row.set_item("unacked_bytes", dir.bytes.unacked_bytes)?;
-                out.push(row);
-            }
-        }
-        Ok(out)
+        (0..2 * self.inner.flows.len())
+            .map(|i| self.direction(py, i))
+            .collect()
+    }
+
+    /// The dict of flow direction `i` of [`FlowCapture::directions`] (flow `i / 2`, direction
+    /// `i % 2`), so that a caller can go through them one at a time.
+    fn direction<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyDict>> {
+        let flows = self.inner.flows.len();
+        let Some(flow) = self.inner.flows.get(i / 2) else {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "direction {i}: the capture has {flows} flows, {} directions",
+                2 * flows
+            )));
+        };
+        let d = i % 2;
+        let dir = &flow.dirs[d];
+        let row = PyDict::new(py);
+        row.set_item("flow", i / 2)?;
+        row.set_item("direction", d)?;
+        row.set_item("src", dir.src.to_string())?;
+        row.set_item("dst", dir.dst.to_string())?;
+        row.set_item("sport", dir.sport)?;
+        row.set_item("dport", dir.dport)?;
+        row.set_item("proto", "tcp")?;
+        // A tunnelled flow: the outermost tunnel's kind and endpoints.
+        let t = flow.tunnel;
+        row.set_item("tunnel", t.map(|t| t.kind.name()))?;
+        row.set_item("tunnel_src", t.map(|t| t.src.to_string()))?;
+        row.set_item("tunnel_dst", t.map(|t| t.dst.to_string()))?;
+        row.set_item("bytes", dir.len_bytes)?;
+        let holes: Vec<(u64, u64)> = dir.holes.iter().map(|h| (h.offset, h.len_bytes)).collect();
+        row.set_item("holes", holes)?;
+        row.set_item("segments", dir.segments.len())?;
+        row.set_item("packets", dir.packets)?;
+        row.set_item("syn", dir.syn)?;
+        row.set_item("fin", dir.fin)?;
+        row.set_item("rst", dir.rst)?;
+        row.set_item("cut", dir.cut)?;
+        row.set_item("start_seq", dir.start_seq)?;
+        row.set_item("payload_bytes", dir.bytes.payload_bytes)?;
+        row.set_item("new_bytes", dir.bytes.new_bytes)?;
+        row.set_item("duplicate_bytes", dir.bytes.duplicate_bytes)?;
+        row.set_item("conflict_bytes", dir.bytes.conflict_bytes)?;
+        row.set_item("before_start_bytes", dir.bytes.before_start_bytes)?;
+        row.set_item("unacked_bytes", dir.bytes.unacked_bytes)?;
+        Ok(row)
+    }
+
+    /// Write `flows.json`, `directions.csv` and a stream file per direction with a stream byte
+    /// into `folder` (`nicsim_flowmem::write`), holes shown as `hole_marker` says ("zero" or
+    /// "tshark"). Returns the totals for the summary, and `sizes`: every direction's stream
+    /// length as little-endian u64s.
+    fn write_directions<'py>(
+        &self,
+        py: Python<'py>,
+        folder: PathBuf,
+        hole_marker: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let marker: names::HoleMarker = hole_marker.parse().map_err(input_error)?;
+        let w = py
+            .detach(|| nicsim_flowmem::write::write_directions(&self.inner, &folder, marker))
+            .map_err(input_error)?;
+        let d = PyDict::new(py);
+        d.set_item("directions", w.directions)?;
+        d.set_item("files", w.files)?;
+        d.set_item("stream_bytes", w.stream_bytes)?;
+        d.set_item("hole_bytes", w.hole_bytes)?;
+        d.set_item("unacked_bytes", w.unacked_bytes)?;
+        d.set_item("cut_directions", w.cut_directions)?;
+        let sizes: Vec<u8> = w.sizes.iter().flat_map(|s| s.to_le_bytes()).collect();
+        d.set_item("sizes", PyBytes::new(py, &sizes))?;
+        Ok(d)
     }
 
     /// A view of flow `flow`, direction `direction` (0 or 1).

@@ -98,6 +98,15 @@ pub const QUERY_COPIES: usize = 6;
 /// whose query could not fit even so is not turned into one.
 pub const QUERY_MIN_BYTES_PER_STEP: usize = 32;
 
+/// Bytes one byte of a map's key or value takes in a query being built (its term's text, about
+/// 40 bytes, and the string holding it).
+pub const MAP_BYTE_TERM_BYTES: usize = 96;
+
+/// Bytes the terms of one lookup of map `m` take ([`MAP_BYTE_TERM_BYTES`] per key and value byte).
+fn map_term_bytes(m: &load::MapDef) -> usize {
+    (m.key_size as usize + m.value_size as usize).saturating_mul(MAP_BYTE_TERM_BYTES)
+}
+
 /// A loaded, unrolled and costed program.
 pub struct Analysis {
     /// The loaded program.
@@ -149,6 +158,21 @@ impl Analysis {
             need_mb: need_bytes.div_ceil(1 << 20),
             budget_mb: budget >> 20,
         };
+        // A lookup's key and value are a term per byte in the search's queries: a map whose
+        // key and value cannot be held once within the budget is refused before they are.
+        if let Some(m) = program.maps.iter().max_by_key(|m| map_term_bytes(m)) {
+            let need = map_term_bytes(m);
+            if need > budget {
+                return Err(memory_error(
+                    format!(
+                        "map '{}': its key_size {} and value_size {} (a term per byte, about \
+                         {MAP_BYTE_TERM_BYTES} bytes each, in every query that looks it up)",
+                        m.name, m.key_size, m.value_size
+                    ),
+                    need,
+                ));
+            }
+        }
         // The graph's size follows from the budget, unless the fixed limit is lower.
         let limits = Limits {
             loop_bound: opts.loop_bound,

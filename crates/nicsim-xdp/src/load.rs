@@ -42,6 +42,8 @@ pub const MAP_PERCPU_HASH: u32 = 5;
 pub const MAP_PERCPU_ARRAY: u32 = 6;
 /// `BPF_MAP_TYPE_LRU_HASH`.
 pub const MAP_LRU_HASH: u32 = 9;
+/// `BPF_MAP_TYPE_LRU_PERCPU_HASH`.
+const MAP_LRU_PERCPU_HASH: u32 = 10;
 /// Longest-prefix-match trie: keys are `{u32 prefixlen; u8 data[]}`.
 pub const MAP_LPM_TRIE: u32 = 11;
 /// `BPF_MAP_TYPE_DEVMAP`: the devices `bpf_redirect_map` sends to.
@@ -134,6 +136,59 @@ impl MapDef {
     /// A program array (tail-call targets).
     pub fn is_prog_array(&self) -> bool {
         self.map_type == MAP_PROG_ARRAY
+    }
+}
+
+/// The kernel's `KMALLOC_MAX_SIZE` (x86-64, 4 KiB pages: `1 << (MAX_PAGE_ORDER + PAGE_SHIFT)`,
+/// 4 MiB), which bounds a map's key and value (kernel/bpf/arraymap.c, hashtab.c: larger is
+/// `E2BIG`).
+pub const KMALLOC_MAX_SIZE: u64 = 4 << 20;
+/// `sizeof(struct htab_elem)` (kernel/bpf/hashtab.c) on x86-64.
+const HTAB_ELEM_BYTES: u64 = 48;
+/// An LPM trie's key: a 4-byte prefix length and at most 256 bytes of data
+/// (kernel/bpf/lpm_trie.c, `LPM_KEY_SIZE_MAX`).
+const LPM_KEY_SIZE_MAX: u64 = 4 + 256;
+
+/// A map's key and value sizes against the kernel's own limits for its type, checked when the
+/// object is loaded, before anything is sized by them: the kernel refuses the map (`E2BIG`) and
+/// so does the loader, with an error naming the map and the field.
+fn check_map_sizes(m: &MapDef) -> Result<(), LoadError> {
+    let (key, value) = (u64::from(m.key_size), u64::from(m.value_size));
+    let err = |field: &str, v: u64, limit: String| {
+        Err(LoadError::Parse(format!(
+            "map '{}' ({}): {field} {v} is more than the kernel accepts ({limit})",
+            m.name,
+            m.type_name()
+        )))
+    };
+    for (field, v) in [("key_size", key), ("value_size", value)] {
+        if v > KMALLOC_MAX_SIZE {
+            return err(
+                field,
+                v,
+                format!("at most {KMALLOC_MAX_SIZE} bytes, KMALLOC_MAX_SIZE"),
+            );
+        }
+    }
+    match m.map_type {
+        MAP_HASH | MAP_PERCPU_HASH | MAP_LRU_HASH | MAP_LRU_PERCPU_HASH | MAP_HASH_OF_MAPS
+            if key + value >= KMALLOC_MAX_SIZE - HTAB_ELEM_BYTES =>
+        {
+            err(
+                "key_size + value_size",
+                key + value,
+                format!(
+                    "below {} bytes: KMALLOC_MAX_SIZE less a hash element's header",
+                    KMALLOC_MAX_SIZE - HTAB_ELEM_BYTES
+                ),
+            )
+        }
+        MAP_LPM_TRIE if key > LPM_KEY_SIZE_MAX => err(
+            "key_size",
+            key,
+            format!("an LPM trie's key is at most {LPM_KEY_SIZE_MAX} bytes"),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -1554,6 +1609,12 @@ fn load_inner(
             "two maps are named '{}'",
             w[0].0.name
         )));
+    }
+    for (m, _) in &maps {
+        check_map_sizes(m)?;
+        if let Some(inner) = &m.inner {
+            check_map_sizes(inner)?;
+        }
     }
     let map_index = |at: &MapAt| maps.iter().position(|m| &m.1 == at);
     let (prog_arrays, targets) = prog_arrays(&elf, &cands, &maps, tail)?;

@@ -577,3 +577,114 @@ fn declared_prog_array_slots_are_its_targets() {
         assert!(e.contains(needle), "{e}");
     }
 }
+
+/// `bytes` with the size of the BTF struct named `name` set to `size` (what a BTF map whose key
+/// or value is that struct then declares).
+fn btf_struct_resized(bytes: &[u8], name: &str, size: u32) -> Vec<u8> {
+    let file = object::File::parse(bytes).unwrap();
+    let (at, _) = file.section_by_name(".BTF").unwrap().file_range().unwrap();
+    let at = at as usize;
+    let mut b = bytes.to_vec();
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let hdr_len = u32_at(&b, at + 4) as usize;
+    let (type_off, type_len) = (u32_at(&b, at + 8) as usize, u32_at(&b, at + 12) as usize);
+    let str_off = u32_at(&b, at + 16) as usize;
+    let strings = at + hdr_len + str_off;
+    let mut t = at + hdr_len + type_off;
+    let end = t + type_len;
+    while t < end {
+        let (name_off, info) = (u32_at(&b, t) as usize, u32_at(&b, t + 4));
+        let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
+        let s = &b[strings + name_off..];
+        let type_name = std::str::from_utf8(&s[..s.iter().position(|&c| c == 0).unwrap()]).unwrap();
+        if kind == 4 && type_name == name {
+            b[t + 8..t + 12].copy_from_slice(&size.to_le_bytes());
+            return b;
+        }
+        t += 12
+            + match kind {
+                1 | 14 | 17 => 4,
+                3 => 12,
+                4 | 5 | 15 | 19 => 12 * vlen,
+                6 | 13 => 8 * vlen,
+                _ => 0,
+            };
+    }
+    panic!("no BTF struct {name}");
+}
+
+/// `bytes` (ld_text_legacy.o) with field `field` (0 type, 1 key size, 2 value size, 3 max
+/// entries) of the first legacy map definition set to `value`.
+fn legacy_map_field(bytes: &[u8], field: usize, value: u32) -> Vec<u8> {
+    let file = object::File::parse(bytes).unwrap();
+    let (at, _) = file.section_by_name("maps").unwrap().file_range().unwrap();
+    let mut b = bytes.to_vec();
+    let i = at as usize + 4 * field;
+    b[i..i + 4].copy_from_slice(&value.to_le_bytes());
+    b
+}
+
+/// Key and value sizes beyond what the kernel accepts for the map's type (KMALLOC_MAX_SIZE,
+/// hashtab's key + value bound) are refused when the object is loaded, with the map and the
+/// field, before anything is sized by them: a value_size of 2^31 used to abort in the
+/// allocator (48 GiB of query terms) and a key_size of 16 MiB to grow to 3.3 GB.
+#[test]
+fn map_sizes_past_the_kernels_limits_are_refused_at_load() {
+    let legacy = obj("ld_text_legacy");
+    let cases = [
+        (
+            legacy_map_field(&legacy, 2, 1 << 31),
+            "map 'hits' (array): value_size 2147483648 is more than the kernel accepts (at most 4194304",
+        ),
+        (
+            legacy_map_field(&legacy, 1, 16 << 20),
+            "map 'hits' (array): key_size 16777216 is more than the kernel accepts",
+        ),
+        (
+            btf_struct_resized(&obj("ipip_encap"), "tunnel", 1 << 31),
+            "value_size 2147483648 is more than the kernel accepts",
+        ),
+        (
+            btf_struct_resized(&obj("ipip_encap"), "tunnel_key", 16 << 20),
+            "key_size 16777216 is more than the kernel accepts",
+        ),
+        (
+            // A hash map's key and value together (hashtab.c: below KMALLOC_MAX_SIZE less an
+            // element's header).
+            btf_struct_resized(&obj("ipip_encap"), "tunnel", (4 << 20) - 40),
+            "key_size + value_size 4194272 is more than the kernel accepts (below 4194256 bytes",
+        ),
+    ];
+    for (bytes, want) in cases {
+        let e = load_err(&bytes, None, None);
+        assert!(e.contains(want), "{e}");
+        let e = analyse(&bytes, None, None).err().unwrap();
+        assert!(e.contains(want), "{e}");
+    }
+}
+
+/// A map the kernel accepts but whose key and value cannot be held in the search's queries
+/// within --memory-mb's share is refused before the analysis takes that memory.
+#[test]
+fn a_map_value_too_large_for_the_memory_budget_is_refused_before_the_search() {
+    let bytes = legacy_map_field(&obj("ld_text_legacy"), 2, 4 << 20);
+    let small = Options {
+        memory_budget_bytes: Some(32 << 20),
+        ..Options::default()
+    };
+    let e = Analysis::new(&bytes, nfp(), &small)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("map 'hits': its key_size 4 and value_size 4194304")
+            && e.contains("more than the 32 MB that --memory-mb leaves"),
+        "{e}"
+    );
+    // Within the budget the same object is analysed.
+    let large = Options {
+        memory_budget_bytes: Some(1 << 30),
+        ..Options::default()
+    };
+    Analysis::new(&bytes, nfp(), &large).unwrap();
+}

@@ -226,17 +226,32 @@ def fifo_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             for name, f in sorted(summary.get("fifos", {}).items())]
 
 
+#: Most FIFOs and flows `plot_run` draws (the fullest FIFOs, the flows with the most packets), so
+#: that the picture's size and the time to draw it do not grow with a configuration's (PANIC's full
+#: variant has four FIFOs per unit, 16,384 units at most; a configuration up to 65,535 flows); the
+#: tables hold them all.
+MAX_PLOTTED_FIFOS = 48
+MAX_PLOTTED_FLOWS = 12
+
+
 def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
     """run.png: latency per flow against packet size (mean, with min to p99), and each FIFO's
-    mean and peak occupancy as a share of its capacity."""
+    mean and peak occupancy as a share of its capacity (at most MAX_PLOTTED_FLOWS flows, those
+    with the most packets, and MAX_PLOTTED_FIFOS FIFOs, the fullest at their peak)."""
     from nicsim.output import pyplot
 
     plt = pyplot()
 
     rows = per_flow_rows(summary)
-    fifos = [f for f in fifo_rows(summary) if f["capacity_bytes"]]
+    all_fifos = [f for f in fifo_rows(summary) if f["capacity_bytes"]]
+    fuller = sorted(range(len(all_fifos)), key=lambda i: -all_fifos[i]["max_bytes"] / all_fifos[i]["capacity_bytes"])
+    fifos = [all_fifos[i] for i in sorted(fuller[:MAX_PLOTTED_FIFOS])]
+    packets: dict[str, int] = {}
+    for r in rows:
+        packets[r["flow"]] = packets.get(r["flow"], 0) + (r["packets"] or 0)
+    flows = sorted(packets, key=lambda f: -packets[f])[:MAX_PLOTTED_FLOWS]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, max(4.0, 0.22 * len(fifos) + 1.5)))
-    for flow in dict.fromkeys(r["flow"] for r in rows):
+    for flow in [f for f in packets if f in set(flows)]:
         rs = [r for r in rows if r["flow"] == flow and r["packets"]]
         if not rs:
             continue
@@ -262,6 +277,11 @@ def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
     ax2.set_xlabel("occupancy (share of the FIFO's capacity)")
     ax2.legend(fontsize=8)
     ax2.grid(alpha=0.3, axis="x")
+    if len(fifos) < len(all_fifos):
+        ax2.set_title(f"the {len(fifos)} fullest of {len(all_fifos):,} FIFOs (all in fifos.csv)", fontsize=9)
+    if len(flows) < len(packets):
+        ax.text(0.01, 0.01, f"the {len(flows)} flows with the most packets of {len(packets):,} (all in per_flow.csv)",
+                transform=ax.transAxes, fontsize=8)
     fig.tight_layout()
     o.figure("run", fig)
 

@@ -41,12 +41,24 @@ Workload = choices("workload", "Workload")
 RetrievalOpt = choices("retrieval", "RetrievalOpt")
 
 
+#: The largest `--max-hole-bytes`, 4 GiB (the core's `MAX_HOLE_BYTES`): a stream laid out contiguously
+#: (a stream file, the copy baseline's buffer) is at most its payload plus this.
+MAX_HOLE_BYTES = 4 << 30
+
+
+def _hole_bytes(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= MAX_HOLE_BYTES:
+        raise typer.BadParameter(f"{value:,} is not in 0..{MAX_HOLE_BYTES:,} (4 GiB: what a stream laid out "
+                                 "contiguously may add to its payload)")
+    return value
+
+
 #: `--max-hole-bytes`, shared by the commands that reassemble a capture.
 MaxHoleOpt = Annotated[int | None, typer.Option(
-    "--max-hole-bytes", metavar="BYTES", callback=in_range(0, U64_MAX),
+    "--max-hole-bytes", metavar="BYTES", callback=_hole_bytes,
     help="Most bytes missing from the capture (holes) per flow direction, all its holes together; a segment "
     "that would leave more is dropped (counted hole_too_large) and cuts the direction there. Bounds what a "
-    "stream laid out contiguously adds to its payload. [default: 64 MiB]", show_default=False)]
+    "stream laid out contiguously adds to its payload; at most 4 GiB. [default: 64 MiB]", show_default=False)]
 
 
 @flowmem_app.command("reassemble")
@@ -82,7 +94,8 @@ def flow_reassemble(
     """Reassemble every TCP flow of CAPTURE.
 
     Writes OUT/flows.json and directions.csv (one entry per flow direction), one raw byte file
-    per direction (holes zero-filled, at most --max-hole-bytes of them per direction),
+    per direction that has a stream byte (holes zero-filled, at most --max-hole-bytes of them per
+    direction; a direction without one, as a SYN flood's, has file null and no file),
     OUT/summary.json (every packet accounted for) and
     stream_sizes.png/.svg (the distribution of the directions' stream sizes).
     """

@@ -2,7 +2,8 @@
 
 OUT/flows.json has one entry per flow direction (src, dst, sport, dport, proto, bytes, holes,
 file, ...), and directions.csv the same without the holes; OUT/<file> holds that direction's
-stream, with holes zero-filled so that file offsets are stream offsets (`holes` lists them as
+stream (only a direction with at least one stream byte has a file: `file` is null for the others,
+so that a SYN flood writes no file per flow), with holes zero-filled so that file offsets are stream offsets (`holes` lists them as
 [offset, length]). The zero fill is bounded: a direction's holes add up to at most
 `max_hole_bytes` (64 MiB by default), so a file is at most its payload plus that; packets past
 the bound are dropped, counted as `hole_too_large`, and the direction is marked `cut`.
@@ -229,52 +230,57 @@ def reassemble(
         cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes,
                            unacked)
     require_tcp(cap, capture)
-    directions = cap.directions()
     counts = cap.counts()
-    entries = []
     with output as o:
-        for d in directions:
-            name = f"flow{d['flow']:05d}.{d['direction']}.bin"
-            view = cap.view(d["flow"], d["direction"])
-            o.file(name).write_bytes(view.to_bytes() if hole_marker == "zero" else tshark_bytes(view))
-            entries.append({**d, "holes": [list(h) for h in d["holes"]], "file": name})
+        # flows.json, directions.csv and the stream files, one direction at a time, by the core
+        # (nicsim_flowmem::write): memory does not grow with the flows beyond the core's tables.
+        assert o.path is not None
+        with core_errors(None):
+            w = cap.write_directions(os.fspath(o.path), hole_marker)
         summary: ReassembleSummary = {  # nicsim_version, schema_version: added by o.summary
             "capture": capture_name(capture),
             "overlap": overlap,
             "unacked": unacked,
             "hole_marker": hole_marker,
-            "unacked_bytes": sum(e["unacked_bytes"] for e in entries),
+            "unacked_bytes": w["unacked_bytes"],
             "packets": counts,
             "packets_conserved": sum(v for k, v in counts.items() if k != "read") == counts["read"],
             "flows": len(cap),
-            "directions": len(entries),
-            "stream_bytes": sum(e["bytes"] for e in entries),
-            "hole_bytes": sum(h[1] for e in entries for h in e["holes"]),
+            "directions": w["directions"],
+            "direction_files": w["files"],
+            "stream_bytes": w["stream_bytes"],
+            "hole_bytes": w["hole_bytes"],
             "arena_bytes": cap.arena_bytes,
             "max_hole_bytes": cap.limits["max_hole_bytes"],
-            "cut_directions": sum(1 for e in entries if e["cut"]),
+            "cut_directions": w["cut_directions"],
         }
-        o.json("flows.json", entries)
-        o.csv("directions.csv", [{k: v for k, v in e.items() if k != "holes"} | {"holes": len(e["holes"])}
-                                 for e in entries])
         o.summary(summary)
-        _plot_sizes(o, [e["bytes"] for e in entries], capture_name(capture))
+        _plot_sizes(o, w["sizes"], capture_name(capture))
     return summary
 
 
-def _plot_sizes(o: OutputDir, sizes: list[int], capture: str) -> None:
-    """stream_sizes.png: the directions' stream sizes, as a histogram (log bins) and a CDF."""
+#: Most points of stream_sizes' CDF.
+CDF_POINTS = 2000
+
+
+def _plot_sizes(o: OutputDir, sizes: bytes, capture: str) -> None:
+    """stream_sizes.png: the directions' stream sizes (`sizes`: little-endian u64s), as a
+    histogram (log bins) and a CDF."""
     from nicsim.output import pyplot
 
     plt = pyplot()
     import numpy as np
 
-    xs = np.sort(np.maximum(np.array(sizes, dtype=float), 1.0))
+    xs = np.sort(np.maximum(np.frombuffer(sizes, dtype="<u8").astype(float), 1.0))
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     if len(xs):
         bins = np.logspace(0, np.log10(xs[-1]) + 0.01, 30)
-        ax.hist(xs, bins=bins, color="tab:blue")
-        ax2.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post")
+        counts, _ = np.histogram(xs, bins=bins)
+        ax.stairs(counts, bins, fill=True, color="tab:blue")
+        # The CDF at most CDF_POINTS steps (each direction's own would make the picture, and the
+        # memory it takes to draw, grow with the flows: a million directions took 400 MB).
+        at = np.unique(np.linspace(0, len(xs) - 1, min(len(xs), CDF_POINTS)).astype(np.int64))
+        ax2.step(xs[at], (at + 1) / len(xs), where="post")
     for a in (ax, ax2):
         a.set_xscale("log")
         a.set_xlabel("stream size (bytes, holes included)")

@@ -144,6 +144,7 @@ class ReassembleSummary(TypedDict):
     packets_conserved: bool
     flows: int
     directions: int
+    direction_files: int
     stream_bytes: int
     hole_bytes: int
     arena_bytes: int
