@@ -90,8 +90,10 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # functions that never ran, so that those are compiled as without PGO) steer the release build:
 # about 10 % faster datapath runs. Redone when a Rust source changes. PGO=0 skips it; so does a
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
-# had, with a warning.
-PGO ?= 1
+# had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
+# alone build without it, one release build that the extension, the wheel and cargo's tests share
+# (BENCHMARKS.md "make test"); `make test PGO=1` tests the profile-guided build.
+PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test wheel lint,$(MAKECMDGOALS)),1,0),1)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
 # slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable
@@ -165,10 +167,13 @@ wheel: develop
 	@rm -rf $(WHEEL_DIR)
 	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin build --release -q -o $(WHEEL_DIR)
 
+# pytest runs on as many workers as the machine has cores (pytest-xdist); a module whose tests
+# share an expensive fixture, a Ray head or a venv is kept on one worker (`xdist_group`).
+PYTEST_WORKERS ?= auto
 test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --release --workspace --exclude nicsim-py
-	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q tests
+	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
 
 bench: develop xdp-suite
 	$(PY) benches/run.py
