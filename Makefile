@@ -54,7 +54,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
+.PHONY: demo test test-exec test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
 # analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
@@ -93,7 +93,7 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
 # alone build without it, one release build that the extension, the wheel and cargo's tests share
 # (BENCHMARKS.md "make test"); `make test PGO=1` tests the profile-guided build.
-PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test wheel lint,$(MAKECMDGOALS)),1,0),1)
+PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test test-exec wheel lint,$(MAKECMDGOALS)),1,0),1)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
 # slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable
@@ -174,6 +174,12 @@ test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --release --workspace --exclude nicsim-py
 	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
+
+# The same pytest suite with every command in a real `python -m nicsim` process instead of a fork
+# of the tests' fork server (tests/forkserver.py): slower, and a check that the two agree.
+test-exec: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
+	NICSIM_TEST_EXEC=1 NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
+	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup tests
 
 bench: develop xdp-suite
 	$(PY) benches/run.py

@@ -6,12 +6,13 @@ import contextlib
 import fcntl
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from forkserver import run_nicsim
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT / "configs" / "flexpipe_paper.toml"
@@ -20,10 +21,11 @@ SMALL = ["--param", "traffic.packets=2000", "--param", "measure.window=[100,1900
 
 
 def nicsim(*args: str | os.PathLike[str], cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `python -m nicsim ARGS` (the installed package) and capture its output."""
+    """Run `python -m nicsim ARGS` (the installed package) in a process of its own and capture its
+    output (forked from the tests' fork server: tests/forkserver.py)."""
     env = {**os.environ, "COLUMNS": "120", "RAY_USAGE_STATS_ENABLED": "0"}
-    return subprocess.run([sys.executable, "-m", "nicsim", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    r = run_nicsim([os.fspath(a) for a in args], env=env, cwd=cwd, timeout=timeout)
+    return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode(), r.stderr.decode())
 
 
 #: Keys whose values are wall-clock times (and rates measured with them: `flowmem bench` times the
