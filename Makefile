@@ -54,7 +54,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
+.PHONY: demo test test-exec system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
 # analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
@@ -90,8 +90,10 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # functions that never ran, so that those are compiled as without PGO) steer the release build:
 # about 10 % faster datapath runs. Redone when a Rust source changes. PGO=0 skips it; so does a
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
-# had, with a warning.
-PGO ?= 1
+# had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
+# alone build without it, one release build that the extension, the wheel and cargo's tests share
+# (BENCHMARKS.md "make test"); `make test PGO=1` tests the profile-guided build.
+PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test test-exec wheel lint,$(MAKECMDGOALS)),1,0),1)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
 # slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable
@@ -130,6 +132,22 @@ develop: $(VENV)/.deps $(if $(filter 1,$(PGO)),$(PROFDATA))
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
 
+# Every Debian package that `make test` needs, as COMMAND-or-FILE:PACKAGE: when some are missing
+# and we are root, one `apt-get update` and one `apt-get install` fetch them all (`make test` runs
+# this beside the Rust build). The targets below still check their own with `need`, which names
+# the package to install when we are not root.
+SYSTEM_TOOLS := clang:clang llc:llvm /usr/include/bpf/bpf_helpers.h:libbpf-dev tshark:tshark tcpdump:tcpdump \
+  /usr/share/gocode/src/github.com/google/gopacket/pcap/test_ethernet.pcap:golang-github-google-gopacket-dev \
+  /usr/share/doc/python3-dpkt/examples/data/http.pcap:python3-dpkt
+system-tools:
+	@missing=""; for t in $(SYSTEM_TOOLS); do what=$${t%%:*}; \
+	  case $$what in /*) test -e $$what ;; *) command -v $$what >/dev/null 2>&1 ;; esac || missing="$$missing $${t#*:}"; \
+	done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "nicsim: installing$$missing (apt-get)" >&2; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
 # clang with the BPF target and libbpf's headers build the XDP suite; llc builds the test
 # programs that are built as the XDP paper's objects were (clang -emit-llvm | llc).
 xdp-tools:
@@ -165,10 +183,22 @@ wheel: develop
 	@rm -rf $(WHEEL_DIR)
 	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin build --release -q -o $(WHEEL_DIR)
 
-test: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
+# pytest runs on as many workers as the machine has cores (pytest-xdist); a module whose tests
+# share an expensive fixture, a Ray head or a venv is kept on one worker (`xdist_group`).
+PYTEST_WORKERS ?= auto
+# The Rust build and the system packages' download go side by side (a sub-make with -j2).
+test:
+	$(MAKE) -j2 develop system-tools PGO=$(PGO)
+	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO)
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --release --workspace --exclude nicsim-py
-	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q tests
+	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
+
+# The same pytest suite with every command in a real `python -m nicsim` process instead of a fork
+# of the tests' fork server (tests/forkserver.py): slower, and a check that the two agree.
+test-exec: develop $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel
+	NICSIM_TEST_EXEC=1 NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
+	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup tests
 
 bench: develop xdp-suite
 	$(PY) benches/run.py

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from forkserver import run_nicsim
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT / "configs" / "flexpipe_paper.toml"
@@ -18,10 +21,11 @@ SMALL = ["--param", "traffic.packets=2000", "--param", "measure.window=[100,1900
 
 
 def nicsim(*args: str | os.PathLike[str], cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `python -m nicsim ARGS` (the installed package) and capture its output."""
+    """Run `python -m nicsim ARGS` (the installed package) in a process of its own and capture its
+    output (forked from the tests' fork server: tests/forkserver.py)."""
     env = {**os.environ, "COLUMNS": "120", "RAY_USAGE_STATS_ENABLED": "0"}
-    return subprocess.run([sys.executable, "-m", "nicsim", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    r = run_nicsim([os.fspath(a) for a in args], env=env, cwd=cwd, timeout=timeout)
+    return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode(), r.stderr.decode())
 
 
 #: Keys whose values are wall-clock times (and rates measured with them: `flowmem bench` times the
@@ -69,20 +73,43 @@ def paper() -> Path:
     return PAPER
 
 
-# The x86-jit target, calibrated once per session on this machine (`nicsim xdp calibrate`) into
-# a file of the test's own, named by $NICSIM_X86_JIT while the session runs.
+# The x86-jit target, calibrated once per test run on this machine (`nicsim xdp calibrate`) into
+# a file of the run's own, named by $NICSIM_X86_JIT while the session runs. Under pytest-xdist
+# every worker is a session of its own: the first to need the target calibrates it, under a lock
+# in the run's shared temporary folder, and the others read the same file.
 @pytest.fixture(scope="session")
 def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("x86") / "x86-jit.toml"
+    shared = run_temp(tmp_path_factory)
+    path = shared / "x86-jit.toml"
     old = os.environ.get("NICSIM_X86_JIT")
     os.environ["NICSIM_X86_JIT"] = str(path)
-    r = nicsim("xdp", "calibrate")
-    assert r.returncode == 0, r.stderr
+    with _locked(shared / "x86-jit.lock"):
+        if not path.is_file():
+            r = nicsim("xdp", "calibrate")
+            assert r.returncode == 0, r.stderr
     yield path
     if old is None:
         del os.environ["NICSIM_X86_JIT"]
     else:
         os.environ["NICSIM_X86_JIT"] = old
+
+
+def run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder that every process of this test run shares: pytest's own without
+    pytest-xdist, the parent of the workers' folders with it."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` between the processes of one test run (pytest-xdist workers)."""
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def conforms(value: object, tp: object, path: str = "summary") -> list[str]:

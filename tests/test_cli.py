@@ -216,6 +216,7 @@ def test_sweep_local(tmp_path: Path) -> None:
     assert (out / "sweep.png").stat().st_size > 0 and (out / "sweep.svg").stat().st_size > 0
 
 
+@pytest.mark.xdist_group("ray")  # not beside tests/test_ray.py, whose `ray stop --force` ends every Ray process
 def test_sweep_ray_matches_local(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed")
     local = _sweep(tmp_path, "local", "local")

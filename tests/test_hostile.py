@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import random
-import resource
 import struct
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PAPER, ROOT, assert_one_line_error
+from forkserver import run_nicsim
 
 OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 ROUTER = ROOT / "configs" / "router"
@@ -40,17 +40,12 @@ HUGE_INT = "99999999999999999999999"
 # Running the CLI and checking the standard.
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def cli(*args: str | os.PathLike[str], cwd: Path | None = None, timeout: float = 60,
         stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m nicsim ARGS` as conftest.nicsim runs it, under the memory limit, with `stdin`
     (default: nothing)."""
     env = {**os.environ, "COLUMNS": "120", "RAY_USAGE_STATS_ENABLED": "0"}
-    r = subprocess.run([sys.executable, "-m", "nicsim", *map(str, args)], input=stdin or b"",
-                       capture_output=True, cwd=cwd, env=env, timeout=timeout, preexec_fn=_limit_memory)
+    r = run_nicsim([str(a) for a in args], stdin=stdin, cwd=cwd, env=env, timeout=timeout, rlimit_as=MEMORY_LIMIT)
     return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode("utf-8", "replace"),
                                        r.stderr.decode("utf-8", "replace"))
 

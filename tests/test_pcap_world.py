@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# pytest-xdist: one worker runs this module (the module's reassembly of every capture is shared by its tests).
+pytestmark = pytest.mark.xdist_group("pcap-world")
+
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT.parent / "shared" / "pcap-world"
 

@@ -13,6 +13,9 @@ import pytest
 
 from conftest import PAPER, assert_one_line_error, nicsim
 
+# pytest-xdist: one worker runs this module (the module's reproduction is shared by its tests).
+pytestmark = pytest.mark.xdist_group("qos")
+
 
 @pytest.fixture(scope="module")
 def qos(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:

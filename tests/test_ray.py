@@ -18,6 +18,9 @@ import pytest
 
 from conftest import PAPER, ROOT, assert_one_line_error, nicsim
 
+# pytest-xdist: one worker runs this module (a Ray head of its own, and `ray stop --force` ends every Ray process of the machine).
+pytestmark = pytest.mark.xdist_group("ray")
+
 SWEEP = ["-p", "traffic.rate_gbps=64,96,128", "-p", "traffic.packets=1000", "-p", "measure.window=[10,990]"]
 ROUTER_SWEEP = ["-p", "traffic[0].rate_mbps=200,400", "-p", "run.duration_us=800", "-p", "run.warmup_us=200"]
 

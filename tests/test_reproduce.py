@@ -15,6 +15,9 @@ from nicsim.reproduce import flexpipe
 
 from conftest import stable
 
+# pytest-xdist: one worker runs this module (the module's reproduction is shared by its tests).
+pytestmark = pytest.mark.xdist_group("reproduce")
+
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from conftest import PAPER, ROOT, SMALL, assert_one_line_error, nicsim
+from forkserver import run_nicsim
 
 ROUTER = ROOT / "configs" / "router"
 ROUTER_SHORT = ["--param", "run.duration_us=800", "--param", "run.warmup_us=200"]
@@ -29,8 +29,8 @@ def _obj(name: str) -> Path:
 
 def _run(*args: object, stdin: bytes | None = None, cwd: Path | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "nicsim", *map(str, args)], input=stdin, capture_output=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "120", **(env or {})}, timeout=600)
+    return run_nicsim([str(a) for a in args], stdin=stdin, cwd=cwd, env={**os.environ, "COLUMNS": "120", **(env or {})},
+                      timeout=600)
 
 
 # Every command that produces results, with what it writes besides summary.json.

@@ -13,6 +13,9 @@ import pytest
 
 from conftest import PAPER, assert_one_line_error, conforms, nicsim
 
+# pytest-xdist: one worker runs this module (the module's sizing search is shared by its tests).
+pytestmark = pytest.mark.xdist_group("sizing")
+
 #: The paper's configuration, shorter: 3,000 packets measured from the 200th to the 2,800th.
 SHORT = ["-p", "traffic.packets=3000", "-p", "measure.window=[200,2800]"]
 

@@ -18,6 +18,9 @@ import pytest
 
 from conftest import ROOT
 
+# pytest-xdist: one worker runs this module (the module's scratch venv is shared by its tests).
+pytestmark = pytest.mark.xdist_group("wheel")
+
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:

@@ -16,13 +16,18 @@ The simulation core is Rust (`nicsim._core`); this package is the user-facing si
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-try:
-    __version__ = version("nicsim")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """The installed package's version (importlib.metadata, which takes a tenth of a second to
+    import: read when first asked for, not at start-up)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nicsim")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "0+unknown"
 
 #: The public names, imported from their modules when first used (so that `nicsim` on the
 #: command line starts without loading what its command does not need).
@@ -37,6 +42,9 @@ _PUBLIC = {
 def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         return getattr(import_module(_PUBLIC[name]), name)
+    if name == "__version__":
+        globals()["__version__"] = v = _version()
+        return v
     raise AttributeError(f"module 'nicsim' has no attribute {name!r}")
 
 

@@ -12,19 +12,16 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator, MutableMapping
+from importlib import import_module
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from nicsim import ui
-from nicsim.datapath.cli import offloads_app, run_cmd
 from nicsim.errors import NicsimError
-from nicsim.flowmem.cli import flowmem_app
 from nicsim.options import QuietOpt, VerboseOpt
-from nicsim.reproduce.cli import reproduce_app
-from nicsim.router.cli import router_app
-from nicsim.sweep.cli import sweep_cmd
-from nicsim.xdp.cli import xdp_app
 
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click.exceptions import ClickException
@@ -54,26 +51,87 @@ def _conventional_help() -> None:
 
 _conventional_help()
 
+#: How help texts are formatted.
+MARKUP = "markdown"
+
+#: The subcommands, in the order `--help` lists them: name -> (module, attribute, hidden). A
+#: subcommand's module (and what it imports: the models, numpy, the solver) is imported only when
+#: that subcommand runs or `--help` lists them all, so that `nicsim run` does not pay for `nicsim
+#: xdp`'s imports (docs/architecture.md "Start-up").
+SUBCOMMANDS: dict[str, tuple[str, str, bool]] = {
+    "run": ("nicsim.datapath.cli", "run_cmd", False),
+    "sweep": ("nicsim.sweep.cli", "sweep_cmd", False),
+    "offloads": ("nicsim.datapath.cli", "offloads_app", False),
+    "reproduce": ("nicsim.reproduce.cli", "reproduce_app", False),
+    "xdp": ("nicsim.xdp.cli", "xdp_app", False),
+    "flowmem": ("nicsim.flowmem.cli", "flowmem_app", False),
+    # The group's former name: `nicsim flow ...` still runs the same commands, unlisted in --help.
+    "flow": ("nicsim.flowmem.cli", "flowmem_app", True),
+    "router": ("nicsim.router.cli", "router_app", False),
+}
+
+
+def _load(name: str) -> Any:
+    """Subcommand `name` as a click command, from its module's typer app or command function."""
+    module, attr, hidden = SUBCOMMANDS[name]
+    obj = getattr(import_module(module), attr)
+    # Converted as `app.add_typer`/`app.command` would, under a root with the same settings (the
+    # subcommands inherit its markup mode).
+    root = typer.Typer(rich_markup_mode=MARKUP)
+    if isinstance(obj, typer.Typer):
+        root.add_typer(obj, name=name, hidden=hidden)
+    else:
+        root.command(name, hidden=hidden)(obj)
+    root.command("_")(lambda: None)  # a second command, so that typer builds a group of them
+    return typer.main.get_group(root).commands[name]
+
+
+class _Subcommands(MutableMapping[str, Any]):
+    """The root group's commands, each built from its module when first looked up."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in SUBCOMMANDS:
+                raise KeyError(name)
+            self._built[name] = _load(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._built[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("nicsim's subcommands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SUBCOMMANDS)
+
+    def __len__(self) -> int:
+        return len(SUBCOMMANDS)
+
+
+class _LazyGroup(TyperGroup):
+    """typer's group, with its subcommands imported when they are needed (`_Subcommands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Subcommands()
+
+
 app = typer.Typer(
     name="nicsim",
+    cls=_LazyGroup,
     help="SmartNIC design and analysis toolkit: simulate datapaths (FlexPipe, PANIC, StaticPipe) and "
     "size their offloads, guarantee the rate of XDP programs, measure and model what flow reassembly "
     "costs in memory, simulate a PC router with FPGA NICs, sweep parameters and reproduce the seed "
     "papers' results.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode=MARKUP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("run")(run_cmd)
-app.command("sweep")(sweep_cmd)
-app.add_typer(offloads_app, name="offloads")
-app.add_typer(reproduce_app, name="reproduce")
-app.add_typer(xdp_app, name="xdp")
-app.add_typer(flowmem_app, name="flowmem")
-# The group's former name: `nicsim flow ...` still runs the same commands, unlisted in --help.
-app.add_typer(flowmem_app, name="flow", hidden=True)
-app.add_typer(router_app, name="router")
 
 
 def _version(value: bool) -> None:
