@@ -21,10 +21,11 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
+use nicsim_packet::capture::{CaptureReader, CaptureSlice, Leniency, Record, RecordRef};
+use nicsim_packet::defrag::{DefragCounts, Defragmenter, Pushed};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{decode, linktype, FiveTuple, TcpInfo, Tunnel};
+use nicsim_packet::{decode, decode_datagram, linktype, FiveTuple, TcpInfo, Tunnel, TunnelStack};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -68,6 +69,8 @@ pub struct Limits {
     /// Hole bytes per flow direction, all its holes together (the head after a SYN, the gaps,
     /// the tail before a FIN). A stream is at most its payload plus this many bytes long.
     pub max_hole_bytes: u64,
+    /// What IP defragmentation holds (docs/flowmem.md, "IP fragments").
+    pub defrag: nicsim_packet::defrag::Limits,
 }
 
 /// The default [`Limits::max_hole_bytes`], 64 MiB: what a capture can miss of one direction
@@ -81,6 +84,7 @@ impl Default for Limits {
             max_arena_bytes: 4 << 30,
             max_segments_per_direction: 1 << 20,
             max_hole_bytes: DEFAULT_MAX_HOLE_BYTES,
+            defrag: nicsim_packet::defrag::Limits::default(),
         }
     }
 }
@@ -114,7 +118,8 @@ pub struct PacketCounts {
     pub non_ip: u64,
     /// IP packets that are not TCP.
     pub non_tcp: u64,
-    /// TCP in fragmented IP datagrams (not reassembled).
+    /// IP fragments held for their datagram (the datagram's segment is counted with the
+    /// fragment that completed it), or never completed, or cut by the capture.
     pub ip_fragment: u64,
     /// Records of a link type the packet library does not parse.
     pub unsupported_link: u64,
@@ -253,9 +258,11 @@ pub struct Direction {
 pub struct Flow {
     /// The 5-tuple of direction 0 (of the innermost IP packet, for a tunnelled flow).
     pub tuple: FiveTuple,
-    /// The outermost tunnel (GRE, VXLAN, IP in IP) of the flow's first packet, if it came
+    /// The outermost tunnel (GRE, VXLAN, GTP-U, ...) of the flow's first packet, if it came
     /// through one.
     pub tunnel: Option<Tunnel>,
+    /// Every tunnel the flow's first packet came through, outermost first.
+    pub tunnels: TunnelStack,
     /// Both directions (0: as `tuple`, 1: reversed).
     pub dirs: [Direction; 2],
 }
@@ -269,6 +276,11 @@ pub struct Reassembly {
     pub flows: Vec<Flow>,
     /// Packet outcomes.
     pub counts: PacketCounts,
+    /// IP defragmentation: fragments seen, datagrams put together, fragments left over.
+    pub defrag: DefragCounts,
+    /// What the capture reader skipped (malformed pcapng options) or cut (records longer than
+    /// their block) without refusing the capture.
+    pub leniency: Leniency,
     /// The link types of the packets counted `unsupported_link`.
     pub unsupported_links: BTreeSet<u32>,
     /// The settings used.
@@ -282,10 +294,13 @@ impl Reassembly {
     /// nothing.
     pub fn from_capture(path: &Path, config: Config) -> Result<Self, FlowError> {
         let mut reassembler = Reassembler::new(config);
-        for record in CaptureReader::open(path)? {
+        let mut reader = CaptureReader::open(path)?;
+        while let Some(record) = reader.next_record() {
             reassembler.push(&record?);
         }
-        Ok(reassembler.finish())
+        let mut out = reassembler.finish();
+        out.leniency = reader.leniency();
+        Ok(out)
     }
 
     /// Reassembles every TCP flow of a pcap or pcapng capture held in memory, without copying:
@@ -298,13 +313,16 @@ impl Reassembly {
             arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
             ..Reassembler::new(config)
         };
-        for record in CaptureSlice::new((*capture).as_ref())? {
+        let mut slice = CaptureSlice::new((*capture).as_ref())?;
+        while let Some(record) = slice.next_record() {
             let record = record?;
             let cut = record.cut_len() > 0;
             let addr = record.data_offset as u64;
             reassembler.push_frame_at(record.linktype, record.data, cut, Some(addr));
         }
-        Ok(reassembler.finish())
+        let mut out = reassembler.finish();
+        out.leniency = slice.leniency();
+        Ok(out)
     }
 
     /// A zero-copy view of one flow direction (`dir` 0 or 1).
@@ -562,6 +580,7 @@ impl DirState {
 struct FlowState {
     tuple: FiveTuple,
     tunnel: Option<Tunnel>,
+    tunnels: TunnelStack,
     dirs: [Option<DirState>; 2],
 }
 
@@ -584,6 +603,7 @@ pub struct Reassembler {
     flows: Vec<FlowState>,
     counts: PacketCounts,
     unsupported_links: BTreeSet<u32>,
+    defrag: Defragmenter,
 }
 
 impl Reassembler {
@@ -596,6 +616,7 @@ impl Reassembler {
             flows: Vec::new(),
             counts: PacketCounts::default(),
             unsupported_links: BTreeSet::new(),
+            defrag: Defragmenter::new(config.limits.defrag),
         }
     }
 
@@ -650,22 +671,40 @@ impl Reassembler {
             }
             return Bucket::UnsupportedLink;
         }
-        let seg = match decode(lt, frame) {
+        let mut seg = match decode(lt, frame) {
             Ok(Some(seg)) => seg,
             Ok(None) => return Bucket::NonIp,
             Err(_) if cut => return Bucket::SnaplenCut,
             Err(_) => return Bucket::Malformed,
         };
+        // A fragment is held until its datagram is complete; the fragment that completes it
+        // carries the datagram on (into its tunnels, or to its segment), whose payload is
+        // appended to the arena (it does not lie in one piece in the capture). A datagram can
+        // hold fragments of an inner one: each round walks deeper into the frame's layers,
+        // which `MAX_LAYERS` bounds.
+        let mut datagram: Option<Vec<u8>> = None;
+        while seg.frag.is_some() {
+            let bytes = datagram.as_deref().unwrap_or(frame);
+            let Pushed::Complete(whole) = self.defrag.push(bytes, &seg) else {
+                return Bucket::IpFragment;
+            };
+            seg = match decode_datagram(&whole, &seg) {
+                Ok(Some(inner)) => inner,
+                Ok(None) => return Bucket::NonIp,
+                Err(_) => return Bucket::Malformed,
+            };
+            datagram = Some(whole);
+        }
         if seg.ip.proto != protocol::TCP {
             return Bucket::NonTcp;
         }
-        let (Some(l4), Some(tcp), false) = (seg.l4, seg.l4.and_then(|l4| l4.tcp), seg.fragment)
-        else {
+        let (Some(l4), Some(tcp)) = (seg.l4, seg.l4.and_then(|l4| l4.tcp)) else {
             return Bucket::IpFragment;
         };
         // The payload is what the frame holds of the IP packet (Ethernet padding and FCS are
         // not payload); what its length claims beyond is missing (a cut or short record).
-        let payload = &frame[seg.payload.clone()];
+        let bytes = datagram.as_deref().unwrap_or(frame);
+        let payload = &bytes[seg.payload.clone()];
         let tuple = FiveTuple {
             src: seg.ip.src,
             dst: seg.ip.dst,
@@ -673,8 +712,12 @@ impl Reassembler {
             dport: l4.dport,
             proto: seg.ip.proto,
         };
-        let payload_addr = frame_addr.map(|a| a + seg.payload.start as u64);
-        self.segment(tuple, tcp, payload, payload_addr, seg.missing, seg.tunnel)
+        let payload_addr = match datagram {
+            Some(_) => None,
+            None => frame_addr.map(|a| a + seg.payload.start as u64),
+        };
+        let (missing, tunnel, tunnels) = (seg.missing, seg.tunnel, seg.tunnels);
+        self.segment(tuple, tcp, payload, payload_addr, missing, tunnel, tunnels)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -686,6 +729,7 @@ impl Reassembler {
         payload_addr: Option<u64>,
         missing: usize,
         tunnel: Option<Tunnel>,
+        tunnels: TunnelStack,
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
@@ -698,6 +742,7 @@ impl Reassembler {
                 self.flows.push(FlowState {
                     tuple,
                     tunnel,
+                    tunnels,
                     dirs: [None, None],
                 });
                 self.index.insert(key, 2 * idx);
@@ -796,6 +841,7 @@ impl Reassembler {
                 Flow {
                     tuple: flow.tuple,
                     tunnel: flow.tunnel,
+                    tunnels: flow.tunnels,
                     dirs: [
                         finish_direction(d0, flow.tuple, a0, after_hole),
                         finish_direction(d1, reversed, a1, after_hole),
@@ -807,6 +853,8 @@ impl Reassembler {
             arena: self.arena,
             flows,
             counts: self.counts,
+            defrag: self.defrag.counts(),
+            leniency: Leniency::default(),
             unsupported_links: self.unsupported_links,
             config: self.config,
         }
@@ -968,7 +1016,7 @@ fn insert(
     // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
     let before_end = state.table.range(..end).next_back().map(|(&k, &e)| (k, e));
     if before_end.is_none_or(|(k, e)| k + e.len as i64 <= start) {
-        let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+        let base = payload_addr.unwrap_or_else(|| arena.next_addr());
         let coalesce = before_end
             .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
             .map(|(k, _)| k);
@@ -1028,7 +1076,7 @@ fn insert(
         pieces.push((cursor, end));
     }
     let new_bytes: i64 = pieces.iter().map(|(s, e)| e - s).sum();
-    let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+    let base = payload_addr.unwrap_or_else(|| arena.next_addr());
     // An entry ending at `start` whose bytes end where this payload will be written grows.
     let coalesce = state
         .table
