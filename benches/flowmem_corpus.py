@@ -8,7 +8,8 @@ each direction's bytes, with every "[N bytes missing in capture file]" marker re
 bytes (tshark's NUL after it stays), are hashed with SHA-256: the comparison of
 tests/test_pcap_world.py, whose `tshark_zero_filled_sha256` is made the same way. nicsim's side is
 `open_capture(capture, unacked=...)`, each direction with captured data as `to_bytes()` (holes
-zero-filled), keyed `src:sport->dst:dport` (IPv6 in brackets) as tshark names its nodes.
+zero-filled; with `--tshark-compatible`, unacked="tshark" and tshark's markers, compared with
+tshark's output as printed), keyed `src:sport->dst:dport` (IPv6 in brackets) as tshark names its nodes.
 
 It reports the captures tshark follows (at least one stream with data), how many of them nicsim
 refuses (an error, or no TCP flow), and how many of tshark's directions are identical. tshark's
@@ -97,14 +98,16 @@ def tshark_reference(capture: Path, max_streams: int) -> dict:
                     key = f"{_endpoint(*a)}->{_endpoint(*b)}"
                     raw.setdefault(key, bytearray()).extend(data)
     directions = {k: hashlib.sha256(_zero_filled(bytes(v))).hexdigest() for k, v in raw.items()}
-    return {"followed": bool(directions), "directions": directions, "streams": len(streams),
-            "streams_left_out": left_out}
+    as_printed = {k: hashlib.sha256(bytes(v)).hexdigest() for k, v in raw.items()}
+    return {"followed": bool(directions), "directions": directions, "tshark_sha256": as_printed,
+            "streams": len(streams), "streams_left_out": left_out}
 
 
-def nicsim_directions(capture: Path, unacked: str) -> dict[str, str] | str:
-    """nicsim's directions with captured data, or the one-line error that refused the capture."""
+def nicsim_directions(capture: Path, unacked: str, markers: bool = False) -> dict[str, str] | str:
+    """nicsim's directions with captured data, or the one-line error that refused the capture;
+    `markers`: each written as `--hole-marker tshark` writes it (tshark's own text)."""
     from nicsim.errors import InputError
-    from nicsim.flowmem.reassemble import open_capture
+    from nicsim.flowmem.reassemble import open_capture, tshark_bytes
 
     try:
         cap = open_capture(capture, unacked=unacked)
@@ -119,7 +122,8 @@ def nicsim_directions(capture: Path, unacked: str) -> dict[str, str] | str:
         if d["payload_bytes"] == 0:
             continue
         key = f"{_endpoint(d['src'], d['sport'])}->{_endpoint(d['dst'], d['dport'])}"
-        out[key] = hashlib.sha256(cap.view(d["flow"], d["direction"]).to_bytes()).hexdigest()
+        view = cap.view(d["flow"], d["direction"])
+        out[key] = hashlib.sha256(tshark_bytes(view) if markers else view.to_bytes()).hexdigest()
     return out
 
 
@@ -128,6 +132,9 @@ def main() -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--unacked", default="keep", choices=["keep", "tshark", "drop"])
     ap.add_argument("--max-streams", type=int, default=40)
+    ap.add_argument("--tshark-compatible", action="store_true",
+                    help="compare `--tshark-compatible` files (unacked=tshark, tshark's hole markers) with tshark's "
+                         "output as printed (tests/test_pcap_world.py's third comparison)")
     ap.add_argument("--json", type=Path, help="write per-capture results here")
     ap.add_argument("--list", action="store_true", help="print each refused capture and differing direction")
     args = ap.parse_args()
@@ -150,7 +157,11 @@ def main() -> int:
             continue
         followed += 1
         left_out += ref.get("streams_left_out", 0)
-        got = nicsim_directions(cap, args.unacked)
+        if args.tshark_compatible and "tshark_sha256" not in ref:
+            ref_file.unlink()
+            raise SystemExit(f"{ref_file}: made before --tshark-compatible existed; run again to remake it")
+        want = ref["tshark_sha256"] if args.tshark_compatible else ref["directions"]
+        got = nicsim_directions(cap, "tshark" if args.tshark_compatible else args.unacked, args.tshark_compatible)
         entry: dict = {"directions": len(ref["directions"])}
         total += len(ref["directions"])
         if isinstance(got, str):
@@ -159,7 +170,7 @@ def main() -> int:
             if args.list:
                 print(f"REFUSED {cap.name}: {got}")
         else:
-            differ = sorted(k for k, v in ref["directions"].items() if got.get(k) != v)
+            differ = sorted(k for k, v in want.items() if got.get(k) != v)
             identical += len(ref["directions"]) - len(differ)
             entry["differ"] = differ
             if args.list:
@@ -168,7 +179,9 @@ def main() -> int:
         report[cap.name] = entry
     share = identical / total if total else 0.0
     print(f"{len(captures)} captures, {followed} followed by tshark; {refused} refused by nicsim; "
-          f"{identical} of {total} directions identical ({100 * share:.1f} %), unacked={args.unacked}"
+          f"{identical} of {total} directions identical ({100 * share:.1f} %), "
+          + ("--tshark-compatible against tshark's output as printed" if args.tshark_compatible
+             else f"unacked={args.unacked}, tshark's markers as zeros")
           + (f"; {left_out} streams beyond --max-streams left out" if left_out else ""))
     if args.json:
         args.json.write_text(json.dumps({"captures": len(captures), "followed": followed, "refused": refused,

@@ -70,6 +70,10 @@ pub mod linktype {
     pub const IPOIB: u32 = 242;
     /// Linux cooked capture v2 (20-byte header, protocol at offset 0).
     pub const LINUX_SLL2: u32 = 276;
+    /// ARCNET (BSD): source, destination, then a protocol id.
+    pub const ARCNET_BSD: u32 = 7;
+    /// ARCNET (Linux): source, destination, a 2-byte offset, then a protocol id.
+    pub const ARCNET_LINUX: u32 = 129;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -95,6 +99,8 @@ pub mod linktype {
                 | NFLOG
                 | IPOIB
                 | LINUX_SLL2
+                | ARCNET_BSD
+                | ARCNET_LINUX
         )
     }
 
@@ -120,6 +126,8 @@ pub mod linktype {
             NFLOG => "NFLOG",
             IPOIB => "IPOIB",
             LINUX_SLL2 => "LINUX_SLL2",
+            ARCNET_BSD => "ARCNET",
+            ARCNET_LINUX => "ARCNET_LINUX",
             6 => "IEEE802",
             10 => "FDDI",
             107 => "FRELAY",
@@ -465,6 +473,31 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
             (len, by_family(u32::from(frame[1])))
         }
         lt::NFLOG => return nflog(frame),
+        lt::ARCNET_BSD | lt::ARCNET_LINUX => {
+            // The protocol id, then (RFC 1201: IP 212, IPv6 196) a split flag and a sequence
+            // number, 4 more bytes for an exception packet (split flag 0xff), or (RFC 1051:
+            // IP 240) nothing.
+            let id_at = if kind == lt::ARCNET_BSD { 2 } else { 4 };
+            need(frame, Layer::Link, 0, id_at + 1)?;
+            match frame[id_at] {
+                240 => (id_at + 1, Next::Ether(ethertype::IPV4)),
+                212 | 196 => {
+                    need(frame, Layer::Link, 0, id_at + 4)?;
+                    let at = if frame[id_at + 1] == 0xff {
+                        id_at + 8
+                    } else {
+                        id_at + 4
+                    };
+                    let ether = if frame[id_at] == 212 {
+                        ethertype::IPV4
+                    } else {
+                        ethertype::IPV6
+                    };
+                    (at, Next::Ether(ether))
+                }
+                _ => (id_at + 1, Next::Other),
+            }
+        }
         lt::IEEE802_11 => (0, Next::Wifi),
         lt::IEEE802_11_RADIOTAP => {
             need(frame, Layer::Link, 0, 8)?;
@@ -771,12 +804,22 @@ impl Walk<'_> {
         }
         let frag = be16(frame, at + 6);
         let (more, offset) = (frag & 0x2000 != 0, frag & 0x1fff);
+        // Authentication headers (RFC 4302) between IPv4 and what it carries: walked past.
+        let (mut hl, mut proto) = (hl, frame[at + 9]);
+        while proto == protocol::AH && !more && offset == 0 {
+            need(frame, Layer::Ipv4, at + hl, 2)?;
+            let len = (usize::from(frame[at + hl + 1]) + 2) * 4;
+            need(frame, Layer::Ipv4, at + hl, len)?;
+            proto = frame[at + hl];
+            hl += len;
+            self.layers += 1;
+        }
         let src: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 12)).into();
         let dst: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 16)).into();
         let info = IpInfo {
             src,
             dst,
-            proto: frame[at + 9],
+            proto,
             tos: frame[at + 1],
             ttl: frame[at + 8],
             total_len: claimed,
@@ -892,7 +935,9 @@ impl Walk<'_> {
             frag,
             layers: self.layers,
         };
-        if !upper_present || (fragment && !first_fragment_with_header(frame, at, &info)) {
+        // A fragment's transport header is read once its datagram is put together (the first
+        // fragment may hold only part of it).
+        if !upper_present || fragment {
             return Ok(Step::Done(seg));
         }
         match info.proto {
@@ -1129,14 +1174,6 @@ fn l2tpv3(frame: &[u8], at: usize, end: usize, udp: bool) -> Option<(usize, Next
         ethertype::IPV4 | ethertype::IPV6 | ethertype::VLAN | ethertype::QINQ | ethertype::MPLS
     )
     .then_some((inner, Next::Ethernet, TunnelKind::L2tp))
-}
-
-/// A fragment whose transport header is in it (the first): only then are ports read.
-fn first_fragment_with_header(frame: &[u8], at: usize, info: &IpInfo) -> bool {
-    match info.src {
-        IpAddr::V4(_) => be16(frame, at + 6) & 0x1fff == 0,
-        IpAddr::V6(_) => true, // `upper_present` already says whether the header is here
-    }
 }
 
 enum Step {

@@ -239,13 +239,15 @@ impl Reader {
                 let data = &body[20..20 + data_len];
                 let iface = self.interface(iface_id, at)?;
                 let units = u64::from(ts_hi) << 32 | u64::from(ts_lo);
-                let ts_ns = ts_ns(units, &iface).ok_or_else(|| {
-                    invalid(
-                        what,
+                // A time that 64 bits of nanoseconds since 1970 cannot hold is taken as the
+                // nearest one that fits: tshark shows such a packet anyway.
+                let ts_ns = ts_ns(units, &iface).unwrap_or_else(|nearest| {
+                    self.warn(
                         at,
-                        "timestamp out of range for its interface resolution",
-                    )
-                })?;
+                        "timestamp out of range: taken as the nearest one".to_string(),
+                    );
+                    nearest
+                });
                 if kind == ENHANCED_PACKET {
                     let opts = 28 + (data_len + 3) / 4 * 4;
                     if opts < block.len() - 4 {
@@ -299,7 +301,7 @@ impl Reader {
             return Err(invalid(
                 "pcapng packet block",
                 at,
-                "timestamp out of range for its interface resolution",
+                "its interface's timestamp resolution (if_tsresol) is finer than 10^-19 s or 2^-64 s",
             ));
         }
         Ok(iface)
@@ -347,11 +349,13 @@ impl Reader {
     }
 }
 
-/// Nanoseconds since the epoch of a timestamp of `units` in the interface's resolution.
-fn ts_ns(units: u64, iface: &Interface) -> Option<u64> {
-    let ns = u128::from(units).checked_mul(1_000_000_000)? / u128::from(iface.units_per_second);
-    let ns = i128::try_from(ns).ok()? + i128::from(iface.offset_s) * 1_000_000_000;
-    u64::try_from(ns).ok()
+/// Nanoseconds since the epoch of a timestamp of `units` in the interface's resolution; `Err`
+/// with the nearest value when 64 bits cannot hold it.
+fn ts_ns(units: u64, iface: &Interface) -> Result<u64, u64> {
+    // At most 2^64 * 10^9 / 1 and 2^63 * 10^9: both fit i128.
+    let ns = i128::from(units) * 1_000_000_000 / i128::from(iface.units_per_second.max(1))
+        + i128::from(iface.offset_s) * 1_000_000_000;
+    u64::try_from(ns).map_err(|_| if ns < 0 { 0 } else { u64::MAX })
 }
 
 #[cfg(test)]
@@ -370,10 +374,11 @@ mod tests {
 
     #[test]
     fn timestamp_resolutions() {
-        assert_eq!(ts_ns(7, &iface(1_000_000, 0)), Some(7_000));
-        assert_eq!(ts_ns(7, &iface(1_000_000_000, 0)), Some(7));
-        assert_eq!(ts_ns(2048, &iface(1024, 0)), Some(2_000_000_000));
-        assert_eq!(ts_ns(3_000_000, &iface(1_000_000, -2)), Some(1_000_000_000));
-        assert_eq!(ts_ns(1, &iface(1_000_000, -2)), None);
+        assert_eq!(ts_ns(7, &iface(1_000_000, 0)), Ok(7_000));
+        assert_eq!(ts_ns(7, &iface(1_000_000_000, 0)), Ok(7));
+        assert_eq!(ts_ns(2048, &iface(1024, 0)), Ok(2_000_000_000));
+        assert_eq!(ts_ns(3_000_000, &iface(1_000_000, -2)), Ok(1_000_000_000));
+        assert_eq!(ts_ns(1, &iface(1_000_000, -2)), Err(0));
+        assert_eq!(ts_ns(u64::MAX, &iface(1_000_000, 0)), Err(u64::MAX));
     }
 }
