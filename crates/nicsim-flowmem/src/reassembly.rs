@@ -53,7 +53,8 @@ pub enum UnackedPolicy {
     /// data follows.
     Drop,
     /// As tshark's `follow,tcp` shows a stream: data after the first hole only as far as the
-    /// peer acknowledged it (and no hole at the end); data before the first hole all.
+    /// peer acknowledged it (nothing, when the capture holds no acknowledgement from the peer:
+    /// a capture of one direction), and no hole at the end; data before the first hole all.
     Tshark,
 }
 
@@ -1255,10 +1256,17 @@ fn finish_direction(
     };
     direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
     // Where the peer's acknowledgements end, as a sequence offset (no limit: i64::MAX).
-    let mut limit = acked.map_or(i64::MAX, |a| {
-        state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
-    });
-    if after_hole && acked.is_some() {
+    // tshark's way (`after_hole`) without a single acknowledgement from the peer (a capture of
+    // one direction): nothing past the first hole.
+    let limited = acked.is_some() || after_hole;
+    let mut limit = match acked {
+        Some(a) => {
+            state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
+        }
+        None if after_hole => i64::MIN,
+        None => i64::MAX,
+    };
+    if after_hole {
         // Data up to the first hole stays, whatever was acknowledged.
         let mut end = start;
         for (&k, e) in state.table.range(..) {
@@ -1308,7 +1316,7 @@ fn finish_direction(
         .fin_off
         .map_or(0, |f| (f - start).max(0) as u64)
         .max(state.extent.map_or(0, |x| (x.hi - start).max(0) as u64));
-    if fin_end > cursor && acked.is_none() {
+    if fin_end > cursor && !limited {
         direction.holes.push(Hole {
             offset: cursor,
             len_bytes: fin_end - cursor,
@@ -1317,7 +1325,7 @@ fn finish_direction(
     }
     direction.len_bytes = cursor;
     debug_assert!(
-        acked.is_some()
+        limited
             || direction.holes.iter().map(|h| h.len_bytes).sum::<u64>()
                 == state.extent.map_or(0, |x| x.hole_bytes),
         "{direction:?} {:?}",
