@@ -1245,7 +1245,12 @@ fn finish_direction(
     direction.rst = state.rst;
     direction.packets = state.packets;
     direction.bytes = state.bytes;
-    let lowest = state.table.keys().next().copied();
+    let mut lowest = state.table.keys().next().copied();
+    if after_hole && state.syn_off.is_none() && lowest.is_some() {
+        // tshark anchors a direction without a SYN at its first packet (offset 0), data or
+        // not (a keep-alive's sequence number is one below the data's).
+        lowest = Some(0);
+    }
     let Some(start) = state
         .syn_off
         .map(|s| s + 1)
@@ -1267,15 +1272,33 @@ fn finish_direction(
         None => i64::MAX,
     };
     if after_hole {
-        // Data up to the first hole stays, whatever was acknowledged.
-        let mut end = start;
+        // tshark writes data up to the first hole, and each run of data after a hole once the
+        // peer acknowledged up to the run's start (the hole was received), the run whole.
+        let acked_off = acked.map(|_| limit);
+        let mut shown = start;
+        let mut run: Option<(i64, i64)> = None;
+        let mut runs = Vec::new();
         for (&k, e) in state.table.range(..) {
-            if k > end {
+            let (a, b) = (k.max(start), k + e.len as i64);
+            if b <= start {
+                continue;
+            }
+            match &mut run {
+                Some(r) if a <= r.1 => r.1 = r.1.max(b),
+                _ => {
+                    runs.extend(run.take());
+                    run = Some((a, b));
+                }
+            }
+        }
+        runs.extend(run);
+        for (a, b) in runs {
+            if a > shown && !acked_off.is_some_and(|ack| ack >= a) {
                 break;
             }
-            end = end.max(k + e.len as i64);
+            shown = b;
         }
-        limit = limit.max(end);
+        limit = shown;
     }
     let mut cursor = 0_u64;
     for (&k, e) in &state.table {
