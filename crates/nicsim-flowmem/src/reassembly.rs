@@ -1293,7 +1293,7 @@ fn finish_direction(
         }
         runs.extend(run);
         for (a, b) in runs {
-            if a > shown && !acked_off.is_some_and(|ack| ack >= a) {
+            if a > shown && acked_off.is_none_or(|ack| ack < a) {
                 break;
             }
             shown = b;

@@ -223,6 +223,13 @@ fn ethernet_capture(frames: &[Vec<u8>]) -> Vec<u8> {
     ng.out
 }
 
+/// A fragmentation case: its name, the pieces (offset, length), the piece whose bytes conflict.
+type FragCase = (&'static str, Vec<(usize, usize)>, Option<usize>);
+/// A tunnel: wraps an inner IP packet into an outer one.
+type Wrap = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+/// One stream tshark followed: node 0, node 1, the bytes each sent.
+type Followed = ((IpAddr, u16), (IpAddr, u16), Vec<u8>, Vec<u8>);
+
 /// Every category's capture, with the connection it holds.
 fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
     // Each case's connection has its own client port, so that all cases can share one file.
@@ -245,7 +252,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
     // Fragments: the request (packet 2) split; then whole packets around it.
     let body4 = p4[2].len() - 20;
     let body6 = p6[2].len() - 40;
-    let frag_cases: Vec<(&str, Vec<(usize, usize)>, Option<usize>)> = vec![
+    let frag_cases: Vec<FragCase> = vec![
         ("in_order", vec![(0, 48), (48, 48), (96, body4 - 96)], None),
         (
             "out_of_order",
@@ -305,7 +312,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
         v.extend(eth(ethertype_of(ip), ip));
         outer(17, &udp(4789, &v))
     };
-    let tunnels: Vec<(&str, Box<dyn Fn(&[u8]) -> Vec<u8>>)> = vec![
+    let tunnels: Vec<(&str, Wrap)> = vec![
         ("gtpu", Box::new(gtp)),
         ("vxlan", Box::new(vxlan)),
         (
@@ -566,7 +573,7 @@ fn tempfile(bytes: &[u8]) -> std::path::PathBuf {
 
 /// tshark's `follow,tcp,raw` of every stream of `capture`: (node 0, node 1, node 0's bytes,
 /// node 1's bytes), one tshark run for all.
-fn tshark(capture: &Path, streams: usize) -> Vec<((IpAddr, u16), (IpAddr, u16), Vec<u8>, Vec<u8>)> {
+fn tshark(capture: &Path, streams: usize) -> Vec<Followed> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-n").arg("-r").arg(capture).arg("-q");
     for s in 0..streams {

@@ -10,7 +10,7 @@
 //! share the framing and decoding code, so they accept and reject the same inputs with the same
 //! messages.
 //! pcapng blocks are decoded by [`crate::pcapng`], leniently as tshark reads them: a malformed
-//! option, comment or name is skipped with a warning ([`CaptureSlice::warnings`]), a packet
+//! option, comment or name is skipped with a warning ([`CaptureSlice::leniency`]), a packet
 //! block whose captured length exceeds its block is cut to it and counted.
 //! [`CaptureWriter`] writes pcap (nanosecond magic) or pcapng (SHB, IDB with `if_tsresol` 9,
 //! EPBs), always with the Ethernet link type.

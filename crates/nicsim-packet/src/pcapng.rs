@@ -249,7 +249,7 @@ impl Reader {
                     nearest
                 });
                 if kind == ENHANCED_PACKET {
-                    let opts = 28 + (data_len + 3) / 4 * 4;
+                    let opts = 28 + data_len.div_ceil(4) * 4;
                     if opts < block.len() - 4 {
                         self.options(block, opts, at, |_, _, _| {});
                     }
@@ -341,7 +341,7 @@ impl Reader {
             } else {
                 each(code, value, &mut warnings);
             }
-            k += 4 + (len + 3) / 4 * 4;
+            k += 4 + len.div_ceil(4) * 4;
         }
         for w in warnings {
             self.warn(at, w);
