@@ -496,6 +496,31 @@ def test_tshark_compatible_runs_and_anchor(tmp_path: Path) -> None:
         assert (out / d["file"]).read_bytes() == want, name
 
 
+def test_compressed_captures_are_read_as_tshark_reads_them(tmp_path: Path) -> None:
+    # gzip (tshark reads it itself) and xz: decompressed to a temporary file, the same flows;
+    # a corrupt stream is one line and exit 2.
+    import gzip
+    import lzma
+
+    from nicsim import _core
+
+    frames = [_frame(100, SYN, b""), _frame(101, ACK, b"hello"), _frame(106, ACK, b" world")]
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(str(cap), frames)
+    (tmp_path / "c.pcap.gz").write_bytes(gzip.compress(cap.read_bytes()))
+    (tmp_path / "c.pcap.xz").write_bytes(lzma.compress(cap.read_bytes()))
+    flows = {}
+    for name in ("c.pcap", "c.pcap.gz", "c.pcap.xz"):
+        out = tmp_path / f"out-{name}"
+        assert nicsim("flowmem", "reassemble", tmp_path / name, "--out", out).returncode == 0
+        d = json.loads((out / "flows.json").read_text())[0]
+        flows[name] = (out / d["file"]).read_bytes()
+    assert set(flows.values()) == {b"hello world"}
+    (tmp_path / "bad.pcap.gz").write_bytes(gzip.compress(cap.read_bytes())[:10] + b"\xff" * 40)
+    r = nicsim("flowmem", "reassemble", tmp_path / "bad.pcap.gz", "--out", tmp_path / "bad")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.pcap.gz" in r.stderr, r.stderr
+
+
 # The package's former name, `nicsim.flow`: a shim over `nicsim.flowmem` that warns.
 
 

@@ -148,11 +148,13 @@ impl Reader {
                     format!("major version {major} is not 1"),
                 ));
             }
+            self.check_trailer(block, at)?;
             self.interfaces.clear();
             self.options(block, 24, at, |_, _, _| {});
             return Ok(None);
         }
         let kind = self.u32(block, 0);
+        self.check_trailer(block, at)?;
         let body = &block[8..block.len() - 4];
         match kind {
             INTERFACE_DESCRIPTION => {
@@ -287,6 +289,22 @@ impl Reader {
             }
             _ => Ok(None),
         }
+    }
+
+    /// A block ends with its length again (tshark refuses a file where it does not).
+    fn check_trailer(&self, block: &[u8], at: u64) -> Result<(), CaptureError> {
+        let trailer = self.u32(block, block.len() - 4);
+        if trailer as usize != block.len() {
+            return Err(invalid(
+                "pcapng block",
+                at,
+                format!(
+                    "its trailing length {trailer} differs from its length {}",
+                    block.len()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn interface(&self, id: u32, at: u64) -> Result<Interface, CaptureError> {
