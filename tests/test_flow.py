@@ -466,6 +466,61 @@ def test_tshark_compatible_files(tmp_path: Path) -> None:
     assert files["override"] == b"abc\0\0\0ghi"
 
 
+def test_tshark_compatible_runs_and_anchor(tmp_path: Path) -> None:
+    # As tshark's follow (issue 33): a run after a hole is written whole once the peer
+    # acknowledged up to its start; without a SYN a direction starts at its first packet, a
+    # keep-alive one below the data included (a leading hole); one direction alone shows no
+    # data past its first hole.
+    from nicsim import _core
+
+    def frame(seq: int, flags: int, payload: bytes, ack: int = 0, reverse: bool = False) -> bytes:
+        f = _frame(seq, flags, payload, reverse)
+        return f[:14 + 28] + struct.pack("!I", ack) + f[14 + 32:]
+
+    cases = {
+        # ACK 108 lies inside "ghi": the run is shown whole.
+        "run": ([_frame(100, SYN, b""), frame(101, ACK, b"abc"), frame(107, ACK, b"ghi"),
+                 frame(1, ACK, b"", ack=108, reverse=True)], b"abc[3 bytes missing in capture file]\0ghi"),
+        # A keep-alive (seq 100, no data) before the data at 101, no SYN.
+        "keepalive": ([frame(100, ACK, b""), frame(101, ACK, b"abc"), frame(1, ACK, b"", ack=104, reverse=True)],
+                      b"[1 bytes missing in capture file]\0abc"),
+        # No packet of the peer: nothing past the first hole.
+        "one_way": ([_frame(100, SYN, b""), frame(101, ACK, b"abc"), frame(107, ACK, b"ghi")], b"abc"),
+    }
+    for name, (frames, want) in cases.items():
+        cap = tmp_path / f"{name}.pcap"
+        _core.write_pcap(str(cap), frames)
+        out = tmp_path / name
+        assert nicsim("flowmem", "reassemble", cap, "--tshark-compatible", "--out", out).returncode == 0
+        d = json.loads((out / "flows.json").read_text())[0]
+        assert (out / d["file"]).read_bytes() == want, name
+
+
+def test_compressed_captures_are_read_as_tshark_reads_them(tmp_path: Path) -> None:
+    # gzip (tshark reads it itself) and xz: decompressed to a temporary file, the same flows;
+    # a corrupt stream is one line and exit 2.
+    import gzip
+    import lzma
+
+    from nicsim import _core
+
+    frames = [_frame(100, SYN, b""), _frame(101, ACK, b"hello"), _frame(106, ACK, b" world")]
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(str(cap), frames)
+    (tmp_path / "c.pcap.gz").write_bytes(gzip.compress(cap.read_bytes()))
+    (tmp_path / "c.pcap.xz").write_bytes(lzma.compress(cap.read_bytes()))
+    flows = {}
+    for name in ("c.pcap", "c.pcap.gz", "c.pcap.xz"):
+        out = tmp_path / f"out-{name}"
+        assert nicsim("flowmem", "reassemble", tmp_path / name, "--out", out).returncode == 0
+        d = json.loads((out / "flows.json").read_text())[0]
+        flows[name] = (out / d["file"]).read_bytes()
+    assert set(flows.values()) == {b"hello world"}
+    (tmp_path / "bad.pcap.gz").write_bytes(gzip.compress(cap.read_bytes())[:10] + b"\xff" * 40)
+    r = nicsim("flowmem", "reassemble", tmp_path / "bad.pcap.gz", "--out", tmp_path / "bad")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.pcap.gz" in r.stderr, r.stderr
+
+
 # The package's former name, `nicsim.flow`: a shim over `nicsim.flowmem` that warns.
 
 

@@ -6,6 +6,11 @@
 //! the received frames): a payload's address is its byte offset in the capture, and nothing is
 //! copied. Either way nothing is ever moved or rewritten; flow translation tables point into it
 //! by address. Stored payload bytes are bounded by a limit so a capture cannot exhaust memory.
+//!
+//! A payload that does not lie in one piece in the capture (a TCP segment of an IP datagram
+//! put together from fragments) is appended to a capture-backed arena too: it goes to a side
+//! buffer whose addresses follow the capture's (from the capture's length plus one: the gap keeps
+//! a table entry from running from the capture into the side buffer).
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,6 +29,8 @@ enum Backing {
 #[derive(Clone)]
 pub struct Arena {
     backing: Backing,
+    /// Payloads appended to a capture-backed arena, at addresses from the capture's length on.
+    side: Vec<u8>,
     limit_bytes: u64,
     used_bytes: u64,
 }
@@ -50,6 +57,7 @@ impl Arena {
     pub fn new(limit_bytes: u64) -> Self {
         Arena {
             backing: Backing::Appended(Vec::new()),
+            side: Vec::new(),
             limit_bytes,
             used_bytes: 0,
         }
@@ -60,6 +68,7 @@ impl Arena {
     pub fn over_capture(capture: SharedBytes, limit_bytes: u64) -> Self {
         Arena {
             backing: Backing::Capture(capture),
+            side: Vec::new(),
             limit_bytes,
             used_bytes: 0,
         }
@@ -70,17 +79,17 @@ impl Arena {
         matches!(self.backing, Backing::Capture(_))
     }
 
-    /// Appends `payload` and returns its address, or `None` when it would exceed the limit
-    /// (or the arena is capture-backed: nothing can be written into a capture).
+    /// Appends `payload` and returns its address, or `None` when it would exceed the limit.
+    /// In a capture-backed arena it goes to the side buffer (after the capture's addresses).
     pub fn append(&mut self, payload: &[u8]) -> Option<u64> {
         if !self.fits(payload.len()) {
             return None;
         }
-        let Backing::Appended(bytes) = &mut self.backing else {
-            return None;
-        };
-        let addr = bytes.len() as u64;
-        bytes.extend_from_slice(payload);
+        let addr = self.next_addr();
+        match &mut self.backing {
+            Backing::Appended(bytes) => bytes.extend_from_slice(payload),
+            Backing::Capture(_) => self.side.extend_from_slice(payload),
+        }
         self.used_bytes += payload.len() as u64;
         Some(addr)
     }
@@ -109,9 +118,15 @@ impl Arena {
     /// or `reference`).
     #[inline]
     pub fn get(&self, addr: u64, len_bytes: usize) -> &[u8] {
-        let bytes: &[u8] = match &self.backing {
-            Backing::Appended(bytes) => bytes,
-            Backing::Capture(capture) => (**capture).as_ref(),
+        let (bytes, addr): (&[u8], u64) = match &self.backing {
+            Backing::Appended(bytes) => (bytes, addr),
+            Backing::Capture(capture) => {
+                let capture: &[u8] = (**capture).as_ref();
+                match addr.checked_sub(capture.len() as u64 + 1) {
+                    Some(side) => (&self.side, side),
+                    None => (capture, addr),
+                }
+            }
         };
         let start = usize::try_from(addr).unwrap_or(usize::MAX);
         bytes
@@ -124,11 +139,31 @@ impl Arena {
         self.used_bytes
     }
 
-    /// Bytes of memory the arena holds: the appended bytes, or the whole capture buffer.
+    /// Bytes of memory the arena holds: the appended bytes, or the whole capture buffer and
+    /// the side buffer.
     pub fn memory_bytes(&self) -> u64 {
         match &self.backing {
             Backing::Appended(bytes) => bytes.len() as u64,
-            Backing::Capture(capture) => (**capture).as_ref().len() as u64,
+            Backing::Capture(capture) => (**capture).as_ref().len() as u64 + self.side.len() as u64,
+        }
+    }
+
+    /// The address [`Arena::append`] gives the next payload.
+    pub fn next_addr(&self) -> u64 {
+        match &self.backing {
+            Backing::Appended(bytes) => bytes.len() as u64,
+            Backing::Capture(capture) => {
+                (**capture).as_ref().len() as u64 + 1 + self.side.len() as u64
+            }
+        }
+    }
+
+    /// Whether `addr` lies in the capture buffer of a capture-backed arena (not in its side
+    /// buffer, nor in an appended arena).
+    pub fn in_capture(&self, addr: u64) -> bool {
+        match &self.backing {
+            Backing::Appended(_) => false,
+            Backing::Capture(capture) => addr < (**capture).as_ref().len() as u64,
         }
     }
 

@@ -130,6 +130,7 @@ impl Config {
                 max_segments_per_direction: max_segments_per_direction
                     .unwrap_or(defaults.max_segments_per_direction),
                 max_hole_bytes: max_hole_bytes.unwrap_or(defaults.max_hole_bytes),
+                defrag: defaults.defrag,
             },
         })
     }

@@ -21,10 +21,11 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record, RecordRef};
+use nicsim_packet::capture::{CaptureReader, CaptureSlice, Leniency, Record, RecordRef};
+use nicsim_packet::defrag::{DefragCounts, Defragmenter, Pushed};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{decode, linktype, FiveTuple, TcpInfo, Tunnel};
+use nicsim_packet::{decode, decode_datagram, linktype, FiveTuple, TcpInfo, Tunnel, TunnelStack};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -52,7 +53,8 @@ pub enum UnackedPolicy {
     /// data follows.
     Drop,
     /// As tshark's `follow,tcp` shows a stream: data after the first hole only as far as the
-    /// peer acknowledged it (and no hole at the end); data before the first hole all.
+    /// peer acknowledged it (nothing, when the capture holds no acknowledgement from the peer:
+    /// a capture of one direction), and no hole at the end; data before the first hole all.
     Tshark,
 }
 
@@ -68,6 +70,8 @@ pub struct Limits {
     /// Hole bytes per flow direction, all its holes together (the head after a SYN, the gaps,
     /// the tail before a FIN). A stream is at most its payload plus this many bytes long.
     pub max_hole_bytes: u64,
+    /// What IP defragmentation holds (docs/flowmem.md, "IP fragments").
+    pub defrag: nicsim_packet::defrag::Limits,
 }
 
 /// The default [`Limits::max_hole_bytes`], 64 MiB: what a capture can miss of one direction
@@ -86,6 +90,7 @@ impl Default for Limits {
             max_arena_bytes: 4 << 30,
             max_segments_per_direction: 1 << 20,
             max_hole_bytes: DEFAULT_MAX_HOLE_BYTES,
+            defrag: nicsim_packet::defrag::Limits::default(),
         }
     }
 }
@@ -119,7 +124,8 @@ pub struct PacketCounts {
     pub non_ip: u64,
     /// IP packets that are not TCP.
     pub non_tcp: u64,
-    /// TCP in fragmented IP datagrams (not reassembled).
+    /// IP fragments held for their datagram (the datagram's segment is counted with the
+    /// fragment that completed it), or never completed, or cut by the capture.
     pub ip_fragment: u64,
     /// Records of a link type the packet library does not parse.
     pub unsupported_link: u64,
@@ -258,9 +264,11 @@ pub struct Direction {
 pub struct Flow {
     /// The 5-tuple of direction 0 (of the innermost IP packet, for a tunnelled flow).
     pub tuple: FiveTuple,
-    /// The outermost tunnel (GRE, VXLAN, IP in IP) of the flow's first packet, if it came
+    /// The outermost tunnel (GRE, VXLAN, GTP-U, ...) of the flow's first packet, if it came
     /// through one.
     pub tunnel: Option<Tunnel>,
+    /// Every tunnel the flow's first packet came through, outermost first.
+    pub tunnels: TunnelStack,
     /// Both directions (0: as `tuple`, 1: reversed).
     pub dirs: [Direction; 2],
 }
@@ -274,6 +282,11 @@ pub struct Reassembly {
     pub flows: Vec<Flow>,
     /// Packet outcomes.
     pub counts: PacketCounts,
+    /// IP defragmentation: fragments seen, datagrams put together, fragments left over.
+    pub defrag: DefragCounts,
+    /// What the capture reader skipped (malformed pcapng options) or cut (records longer than
+    /// their block) without refusing the capture.
+    pub leniency: Leniency,
     /// The link types of the packets counted `unsupported_link`.
     pub unsupported_links: BTreeSet<u32>,
     /// The settings used.
@@ -287,10 +300,13 @@ impl Reassembly {
     /// nothing.
     pub fn from_capture(path: &Path, config: Config) -> Result<Self, FlowError> {
         let mut reassembler = Reassembler::new(config);
-        for record in CaptureReader::open(path)? {
+        let mut reader = CaptureReader::open(path)?;
+        while let Some(record) = reader.next_record() {
             reassembler.push(&record?);
         }
-        Ok(reassembler.finish())
+        let mut out = reassembler.finish();
+        out.leniency = reader.leniency();
+        Ok(out)
     }
 
     /// Reassembles every TCP flow of a pcap or pcapng capture held in memory, without copying:
@@ -303,13 +319,16 @@ impl Reassembly {
             arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
             ..Reassembler::new(config)
         };
-        for record in CaptureSlice::new((*capture).as_ref())? {
+        let mut slice = CaptureSlice::new((*capture).as_ref())?;
+        while let Some(record) = slice.next_record() {
             let record = record?;
             let cut = record.cut_len() > 0;
             let addr = record.data_offset as u64;
             reassembler.push_frame_at(record.linktype, record.data, cut, Some(addr));
         }
-        Ok(reassembler.finish())
+        let mut out = reassembler.finish();
+        out.leniency = slice.leniency();
+        Ok(out)
     }
 
     /// A zero-copy view of one flow direction (`dir` 0 or 1).
@@ -570,6 +589,7 @@ impl DirState {
 struct FlowState {
     tuple: FiveTuple,
     tunnel: Option<Tunnel>,
+    tunnels: TunnelStack,
     dirs: [Option<DirState>; 2],
 }
 
@@ -593,6 +613,7 @@ pub struct Reassembler {
     flows: Vec<FlowState>,
     counts: PacketCounts,
     unsupported_links: BTreeSet<u32>,
+    defrag: Defragmenter,
 }
 
 impl Reassembler {
@@ -605,6 +626,7 @@ impl Reassembler {
             flows: Vec::new(),
             counts: PacketCounts::default(),
             unsupported_links: BTreeSet::new(),
+            defrag: Defragmenter::new(config.limits.defrag),
         }
     }
 
@@ -659,22 +681,40 @@ impl Reassembler {
             }
             return Bucket::UnsupportedLink;
         }
-        let seg = match decode(lt, frame) {
+        let mut seg = match decode(lt, frame) {
             Ok(Some(seg)) => seg,
             Ok(None) => return Bucket::NonIp,
             Err(_) if cut => return Bucket::SnaplenCut,
             Err(_) => return Bucket::Malformed,
         };
+        // A fragment is held until its datagram is complete; the fragment that completes it
+        // carries the datagram on (into its tunnels, or to its segment), whose payload is
+        // appended to the arena (it does not lie in one piece in the capture). A datagram can
+        // hold fragments of an inner one: each round walks deeper into the frame's layers,
+        // which `MAX_LAYERS` bounds.
+        let mut datagram: Option<Vec<u8>> = None;
+        while seg.frag.is_some() {
+            let bytes = datagram.as_deref().unwrap_or(frame);
+            let Pushed::Complete(whole) = self.defrag.push(bytes, &seg) else {
+                return Bucket::IpFragment;
+            };
+            seg = match decode_datagram(&whole, &seg) {
+                Ok(Some(inner)) => inner,
+                Ok(None) => return Bucket::NonIp,
+                Err(_) => return Bucket::Malformed,
+            };
+            datagram = Some(whole);
+        }
         if seg.ip.proto != protocol::TCP {
             return Bucket::NonTcp;
         }
-        let (Some(l4), Some(tcp), false) = (seg.l4, seg.l4.and_then(|l4| l4.tcp), seg.fragment)
-        else {
+        let (Some(l4), Some(tcp)) = (seg.l4, seg.l4.and_then(|l4| l4.tcp)) else {
             return Bucket::IpFragment;
         };
         // The payload is what the frame holds of the IP packet (Ethernet padding and FCS are
         // not payload); what its length claims beyond is missing (a cut or short record).
-        let payload = &frame[seg.payload.clone()];
+        let bytes = datagram.as_deref().unwrap_or(frame);
+        let payload = &bytes[seg.payload.clone()];
         let tuple = FiveTuple {
             src: seg.ip.src,
             dst: seg.ip.dst,
@@ -682,8 +722,12 @@ impl Reassembler {
             dport: l4.dport,
             proto: seg.ip.proto,
         };
-        let payload_addr = frame_addr.map(|a| a + seg.payload.start as u64);
-        self.segment(tuple, tcp, payload, payload_addr, seg.missing, seg.tunnel)
+        let payload_addr = match datagram {
+            Some(_) => None,
+            None => frame_addr.map(|a| a + seg.payload.start as u64),
+        };
+        let (missing, tunnel, tunnels) = (seg.missing, seg.tunnel, seg.tunnels);
+        self.segment(tuple, tcp, payload, payload_addr, missing, tunnel, tunnels)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -695,6 +739,7 @@ impl Reassembler {
         payload_addr: Option<u64>,
         missing: usize,
         tunnel: Option<Tunnel>,
+        tunnels: TunnelStack,
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
         let (flow_idx, dir) = match self.index.get(&key) {
@@ -711,6 +756,7 @@ impl Reassembler {
                 self.flows.push(FlowState {
                     tuple,
                     tunnel,
+                    tunnels,
                     dirs: [None, None],
                 });
                 self.index.insert(key, idx);
@@ -810,6 +856,7 @@ impl Reassembler {
                 Flow {
                     tuple: flow.tuple,
                     tunnel: flow.tunnel,
+                    tunnels: flow.tunnels,
                     dirs: [
                         finish_direction(d0, flow.tuple, a0, after_hole),
                         finish_direction(d1, reversed, a1, after_hole),
@@ -821,6 +868,8 @@ impl Reassembler {
             arena: self.arena,
             flows,
             counts: self.counts,
+            defrag: self.defrag.counts(),
+            leniency: Leniency::default(),
             unsupported_links: self.unsupported_links,
             config: self.config,
         }
@@ -984,7 +1033,7 @@ fn insert(
     // The entry before `end`, when it ends by `start`, proves it (entries are disjoint).
     let before_end = state.table.range(..end).next_back().map(|(&k, &e)| (k, e));
     if before_end.is_none_or(|(k, e)| k + e.len as i64 <= start) {
-        let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+        let base = payload_addr.unwrap_or_else(|| arena.next_addr());
         let coalesce = before_end
             .filter(|(k, e)| k + e.len as i64 == start && e.addr + e.len == base)
             .map(|(k, _)| k);
@@ -1044,7 +1093,7 @@ fn insert(
         pieces.push((cursor, end));
     }
     let new_bytes: i64 = pieces.iter().map(|(s, e)| e - s).sum();
-    let base = payload_addr.unwrap_or_else(|| arena.memory_bytes());
+    let base = payload_addr.unwrap_or_else(|| arena.next_addr());
     // An entry ending at `start` whose bytes end where this payload will be written grows.
     let coalesce = state
         .table
@@ -1212,7 +1261,12 @@ fn finish_direction(
     direction.rst = state.rst;
     direction.packets = state.packets;
     direction.bytes = state.bytes;
-    let lowest = state.table.keys().next().copied();
+    let mut lowest = state.table.keys().next().copied();
+    if after_hole && state.syn_off.is_none() && lowest.is_some() {
+        // tshark anchors a direction without a SYN at its first packet (offset 0), data or
+        // not (a keep-alive's sequence number is one below the data's).
+        lowest = Some(0);
+    }
     let Some(start) = state
         .syn_off
         .map(|s| s + 1)
@@ -1223,19 +1277,44 @@ fn finish_direction(
     };
     direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
     // Where the peer's acknowledgements end, as a sequence offset (no limit: i64::MAX).
-    let mut limit = acked.map_or(i64::MAX, |a| {
-        state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
-    });
-    if after_hole && acked.is_some() {
-        // Data up to the first hole stays, whatever was acknowledged.
-        let mut end = start;
+    // tshark's way (`after_hole`) without a single acknowledgement from the peer (a capture of
+    // one direction): nothing past the first hole.
+    let limited = acked.is_some() || after_hole;
+    let mut limit = match acked {
+        Some(a) => {
+            state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
+        }
+        None if after_hole => i64::MIN,
+        None => i64::MAX,
+    };
+    if after_hole {
+        // tshark writes data up to the first hole, and each run of data after a hole once the
+        // peer acknowledged up to the run's start (the hole was received), the run whole.
+        let acked_off = acked.map(|_| limit);
+        let mut shown = start;
+        let mut run: Option<(i64, i64)> = None;
+        let mut runs = Vec::new();
         for (&k, e) in state.table.range(..) {
-            if k > end {
+            let (a, b) = (k.max(start), k + e.len as i64);
+            if b <= start {
+                continue;
+            }
+            match &mut run {
+                Some(r) if a <= r.1 => r.1 = r.1.max(b),
+                _ => {
+                    runs.extend(run.take());
+                    run = Some((a, b));
+                }
+            }
+        }
+        runs.extend(run);
+        for (a, b) in runs {
+            if a > shown && acked_off.is_none_or(|ack| ack < a) {
                 break;
             }
-            end = end.max(k + e.len as i64);
+            shown = b;
         }
-        limit = limit.max(end);
+        limit = shown;
     }
     let mut cursor = 0_u64;
     for (&k, e) in &state.table {
@@ -1276,7 +1355,7 @@ fn finish_direction(
         .fin_off
         .map_or(0, |f| (f - start).max(0) as u64)
         .max(state.extent.map_or(0, |x| (x.hi - start).max(0) as u64));
-    if fin_end > cursor && acked.is_none() {
+    if fin_end > cursor && !limited {
         direction.holes.push(Hole {
             offset: cursor,
             len_bytes: fin_end - cursor,
@@ -1285,7 +1364,7 @@ fn finish_direction(
     }
     direction.len_bytes = cursor;
     debug_assert!(
-        acked.is_some()
+        limited
             || direction.holes.iter().map(|h| h.len_bytes).sum::<u64>()
                 == state.extent.map_or(0, |x| x.hole_bytes),
         "{direction:?} {:?}",

@@ -4,6 +4,7 @@
 //! memory does not grow with the flows (a SYN flood of a million flows writes no stream file
 //! and holds no per-flow text). The formats are docs/summary-schema.md's.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -31,6 +32,8 @@ pub struct Written {
     pub cut_directions: u64,
     /// Every direction's stream length, in order (for the size plot: 8 bytes per direction).
     pub sizes: Vec<u64>,
+    /// Tunnelled flows per tunnel stack ("gtp-u", "gre/erspan", ...).
+    pub tunnelled_flows: BTreeMap<String, u64>,
 }
 
 /// The stream file of flow `flow`, direction `dir`.
@@ -66,13 +69,15 @@ struct Entry<'a> {
     tunnel: Option<&'static str>,
     tunnel_dst: Option<String>,
     tunnel_src: Option<String>,
+    /// Every tunnel, outermost first ("gtp-u/gre"; "" without one).
+    tunnels: String,
     unacked_bytes: u64,
 }
 
 /// The columns of `directions.csv`: the entry's keys in the order the summary schema lists
 /// them, `holes` (their number) last.
 const CSV_COLUMNS: &str = "flow,direction,src,dst,sport,dport,proto,tunnel,tunnel_src,\
-tunnel_dst,bytes,segments,packets,syn,fin,rst,cut,start_seq,payload_bytes,new_bytes,\
+tunnel_dst,tunnels,bytes,segments,packets,syn,fin,rst,cut,start_seq,payload_bytes,new_bytes,\
 duplicate_bytes,conflict_bytes,before_start_bytes,unacked_bytes,file,holes";
 
 fn entry<'a>(i: usize, flow: &Flow, d: usize, dir: &Direction, file: Option<&'a str>) -> Entry<'a> {
@@ -103,6 +108,7 @@ fn entry<'a>(i: usize, flow: &Flow, d: usize, dir: &Direction, file: Option<&'a 
         tunnel: t.map(|t| t.kind.name()),
         tunnel_dst: t.map(|t| t.dst.to_string()),
         tunnel_src: t.map(|t| t.src.to_string()),
+        tunnels: flow.tunnels.names(),
         unacked_bytes: dir.bytes.unacked_bytes,
     }
 }
@@ -113,7 +119,7 @@ fn csv_row(e: &Entry<'_>) -> String {
     let b = |v: bool| if v { "True" } else { "False" };
     let o = |v: Option<String>| v.unwrap_or_default();
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
         e.flow,
         e.direction,
         e.src,
@@ -124,6 +130,7 @@ fn csv_row(e: &Entry<'_>) -> String {
         e.tunnel.unwrap_or_default(),
         o(e.tunnel_src.clone()),
         o(e.tunnel_dst.clone()),
+        e.tunnels,
         e.bytes,
         e.segments,
         e.packets,
@@ -237,6 +244,9 @@ pub fn write_directions(
                     w.files += 1;
                 }
                 let e = entry(i, flow, d, dir, name.as_deref());
+                if d == 0 && !e.tunnels.is_empty() {
+                    *w.tunnelled_flows.entry(e.tunnels.clone()).or_default() += 1;
+                }
                 if let Err(e) = csv.write_all(csv_row(&e).as_bytes()) {
                     failed = Some(io(&csv_path)(e));
                     break 'flows;

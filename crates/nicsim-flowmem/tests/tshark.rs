@@ -10,9 +10,9 @@
 //! the capture). On conflicting overlaps tshark keeps whichever bytes reach the in-order point
 //! first: the same as first-wins when the conflicting copy arrives after the original was in
 //! order (`conflict_in_order`); for two conflicting out-of-order copies the two can differ, and
-//! such a stream would fail here rather than be excused. Streams in GRE, VXLAN and IP in IP are
-//! compared (nicsim-packet's `decode` reaches the inner segment); those carried in tunnels it does
-//! not decapsulate (L2TP, GTP, Teredo) are listed as not compared.
+//! such a stream would fail here rather than be excused. Streams in tunnels are compared
+//! (nicsim-packet's `decode` reaches the inner segment of every tunnel tshark decodes by default);
+//! one nicsim does not find but tshark does inside a tunnel is listed as not compared.
 //! Skips with a message when tshark or the captures are absent (`make test-tools` installs them).
 
 mod common;
@@ -247,7 +247,9 @@ fn check_capture(capture: &Path) -> (usize, Vec<String>, Vec<String>) {
             );
             let Some(&(f, d)) = by_tuple.get(&(src.0, src.1, dst.0, dst.1)) else {
                 match tunnel(capture, stream) {
-                    Some(how) => report.push(format!("{name}: not compared, tunneled in {how} (nicsim decapsulates GRE, VXLAN and IP in IP only)")),
+                    Some(how) => report.push(format!(
+                        "{name}: not compared, tunneled in {how} (docs/flowmem.md, Tunnels)"
+                    )),
                     None => failures.push(format!("{name}: no such flow in nicsim")),
                 }
                 continue;

@@ -9,6 +9,9 @@
 //! [`RecordRef`]s borrow the packet bytes and give their offset in the buffer. Both readers
 //! share the framing and decoding code, so they accept and reject the same inputs with the same
 //! messages.
+//! pcapng blocks are decoded by [`crate::pcapng`], leniently as tshark reads them: a malformed
+//! option, comment or name is skipped with a warning ([`CaptureSlice::leniency`]), a packet
+//! block whose captured length exceeds its block is cut to it and counted.
 //! [`CaptureWriter`] writes pcap (nanosecond magic) or pcapng (SHB, IDB with `if_tsresol` 9,
 //! EPBs), always with the Ethernet link type.
 
@@ -18,15 +21,13 @@ use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use byteorder_slice::{BigEndian, LittleEndian};
-
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
-use pcap_file::pcapng::blocks::{ENHANCED_PACKET_BLOCK, SECTION_HEADER_BLOCK, SIMPLE_PACKET_BLOCK};
-use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
+use pcap_file::pcapng::blocks::SECTION_HEADER_BLOCK;
+use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
 /// Largest record or block accepted when reading (a bound on memory use for corrupt files).
@@ -308,7 +309,32 @@ fn read_u32(buf: &[u8], at: usize, endianness: Endianness) -> u32 {
 
 enum Decoder {
     Pcap(PcapParser),
-    PcapNg(PcapNgParser),
+    PcapNg(crate::pcapng::Reader),
+}
+
+/// What a reader skipped or cut without refusing the capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leniency {
+    /// The first warnings ([`crate::pcapng::MAX_WARNINGS_KEPT`]), one line each, naming the
+    /// file offset.
+    pub warnings: Vec<String>,
+    /// Warnings in all.
+    pub warning_count: u64,
+    /// Packet records whose captured length exceeded what their block holds, cut to it.
+    pub records_cut: u64,
+}
+
+impl Decoder {
+    fn leniency(&self) -> Leniency {
+        match self {
+            Decoder::Pcap(_) => Leniency::default(),
+            Decoder::PcapNg(r) => Leniency {
+                warnings: r.warnings.clone(),
+                warning_count: r.warning_count,
+                records_cut: r.records_cut,
+            },
+        }
+    }
 }
 
 /// Streams records from a pcap or pcapng file, holding one record in memory at a time.
@@ -364,9 +390,7 @@ impl CaptureReader {
             }
             SECTION_HEADER_BLOCK => {
                 source.pcapng_block(Endianness::Big)?;
-                let (_, parser) = PcapNgParser::new(&source.buf)
-                    .map_err(|e| invalid("pcapng section header", 0, e))?;
-                Decoder::PcapNg(parser)
+                Decoder::PcapNg(crate::pcapng::Reader::new(&source.buf, 0)?)
             }
             magic => return Err(CaptureError::BadMagic { magic }),
         };
@@ -383,6 +407,11 @@ impl CaptureReader {
             Decoder::Pcap(_) => CaptureFormat::Pcap,
             Decoder::PcapNg(_) => CaptureFormat::PcapNg,
         }
+    }
+
+    /// What was skipped or cut so far without refusing the capture (pcapng only).
+    pub fn leniency(&self) -> Leniency {
+        self.decoder.leniency()
     }
 
     /// The next record, `None` at end of file or after an error.
@@ -442,9 +471,8 @@ impl<'a> CaptureSlice<'a> {
                 let head = slice_header(bytes, 0, 12, "pcapng block header")?.unwrap_or_default();
                 let len = pcapng_block_len(head, Endianness::Big, 0)?;
                 let block = slice_record(bytes, 0, len.into(), "pcapng block", 0)?;
-                let (_, parser) =
-                    PcapNgParser::new(block).map_err(|e| invalid("pcapng section header", 0, e))?;
-                (Decoder::PcapNg(parser), block.len())
+                let reader = crate::pcapng::Reader::new(block, 0)?;
+                (Decoder::PcapNg(reader), block.len())
             }
             magic => return Err(CaptureError::BadMagic { magic }),
         };
@@ -462,6 +490,11 @@ impl<'a> CaptureSlice<'a> {
             Decoder::Pcap(_) => CaptureFormat::Pcap,
             Decoder::PcapNg(_) => CaptureFormat::PcapNg,
         }
+    }
+
+    /// What was skipped or cut so far without refusing the capture (pcapng only).
+    pub fn leniency(&self) -> Leniency {
+        self.decoder.leniency()
     }
 
     /// The next record, `None` at the end of the buffer or after an error.
@@ -497,7 +530,7 @@ impl<'a> CaptureSlice<'a> {
                     let Some(head) = slice_header(bytes, at, 12, "pcapng block header")? else {
                         return Ok(None);
                     };
-                    let len = pcapng_block_len(head, parser.section().endianness, at as u64)?;
+                    let len = pcapng_block_len(head, section_endianness(parser), at as u64)?;
                     let block = slice_record(bytes, at, len.into(), "pcapng block", 0)?;
                     self.offset += block.len();
                     prefetch(bytes.get(self.offset..).unwrap_or_default());
@@ -618,14 +651,22 @@ fn borrowed<'a>(
     }
 }
 
+fn section_endianness(reader: &crate::pcapng::Reader) -> Endianness {
+    if reader.big_endian() {
+        Endianness::Big
+    } else {
+        Endianness::Little
+    }
+}
+
 fn next_pcapng(
     source: &mut Source,
-    parser: &mut PcapNgParser,
+    parser: &mut crate::pcapng::Reader,
 ) -> Result<Option<Record>, CaptureError> {
     loop {
         // The first block was read (and parsed) when the reader was created.
         source.buf.clear();
-        let Some(at) = source.pcapng_block(parser.section().endianness)? else {
+        let Some(at) = source.pcapng_block(section_endianness(parser))? else {
             return Ok(None);
         };
         if let Some(r) = decode_pcapng(parser, &source.buf, at)? {
@@ -637,68 +678,21 @@ fn next_pcapng(
 /// Decodes one complete pcapng block found at file offset `at`: section headers and interface
 /// descriptions update `parser`; packet blocks give a record, other blocks `None`.
 fn decode_pcapng<'a>(
-    parser: &mut PcapNgParser,
+    parser: &mut crate::pcapng::Reader,
     block: &'a [u8],
     at: u64,
 ) -> Result<Option<RecordRef<'a>>, CaptureError> {
-    // Only section headers and interface descriptions are decoded by `next_raw_block`.
-    let (_, raw) = parser
-        .next_raw_block(block)
-        .map_err(|e| invalid("pcapng block", at, e))?;
-    if raw.type_ != ENHANCED_PACKET_BLOCK && raw.type_ != SIMPLE_PACKET_BLOCK {
+    let Some(packet) = parser.block(block, at)? else {
         return Ok(None);
-    }
-    let block = match parser.section().endianness {
-        Endianness::Big => raw.try_into_block::<BigEndian>(),
-        Endianness::Little => raw.try_into_block::<LittleEndian>(),
-    }
-    .map_err(|e| invalid("pcapng packet block", at, e))?;
-    let (interface_id, units, orig_len, data, simple) = match block {
-        Block::EnhancedPacket(epb) => (
-            epb.interface_id,
-            epb.timestamp.as_nanos(),
-            epb.original_len,
-            epb.data,
-            false,
-        ),
-        Block::SimplePacket(spb) => (0, 0, spb.original_len, spb.data, true),
-        _ => return Ok(None),
     };
-    let interface = parser
-        .interfaces()
-        .get(interface_id as usize)
-        .ok_or_else(|| {
-            invalid(
-                "pcapng packet block",
-                at,
-                format!("undeclared interface {interface_id}"),
-            )
-        })?;
-    let mut data = borrowed(data, "pcapng packet block", at)?;
-    if simple {
-        // Simple packet blocks hold min(original length, snap length) bytes plus padding.
-        let snaplen = if interface.snaplen == 0 {
-            u32::MAX
-        } else {
-            interface.snaplen
-        };
-        data = &data[..data.len().min(orig_len.min(snaplen) as usize)];
-    }
-    let incl_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    check_lengths("pcapng packet block", at, incl_len, orig_len)?;
-    let ts_ns = pcapng_ts_ns(units, interface).ok_or_else(|| {
-        invalid(
-            "pcapng packet block",
-            at,
-            "timestamp out of range for its interface resolution",
-        )
-    })?;
+    let incl_len = u32::try_from(packet.data.len()).unwrap_or(u32::MAX);
+    check_lengths("pcapng packet block", at, incl_len, packet.orig_len)?;
     Ok(Some(RecordRef {
-        ts_ns,
-        data,
+        ts_ns: packet.ts_ns,
+        data: packet.data,
         data_offset: 0,
-        orig_len,
-        linktype: interface.linktype.into(),
+        orig_len: packet.orig_len,
+        linktype: packet.linktype,
     }))
 }
 
@@ -716,29 +710,6 @@ fn check_lengths(
         ));
     }
     Ok(())
-}
-
-/// Converts a pcapng timestamp in interface units to nanoseconds, honouring the interface's
-/// `if_tsresol` (default: microseconds) and `if_tsoffset` (seconds).
-fn pcapng_ts_ns(units: u128, interface: &InterfaceDescriptionBlock) -> Option<u64> {
-    let mut per_second = 1_000_000_u128;
-    let mut offset_s = 0_i128;
-    for option in &interface.options {
-        match option {
-            InterfaceDescriptionOption::IfTsResol(r) if r & 0x80 == 0 => {
-                per_second = 10_u128.checked_pow((*r).into())?
-            }
-            InterfaceDescriptionOption::IfTsResol(r) => {
-                per_second = 1_u128.checked_shl((r & 0x7f).into())?
-            }
-            // The field is signed; pcap-file exposes it as unsigned.
-            InterfaceDescriptionOption::IfTsOffset(s) => offset_s = (*s as i64).into(),
-            _ => {}
-        }
-    }
-    let ns = i128::try_from(units.checked_mul(1_000_000_000)? / per_second).ok()?
-        + offset_s * 1_000_000_000;
-    u64::try_from(ns).ok()
 }
 
 enum Sink {
@@ -849,41 +820,5 @@ fn write_error(path: &str, error: PcapError) -> CaptureError {
             path: path.to_string(),
             reason: other.to_string(),
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pcapng_timestamp_resolutions() {
-        let idb = |options| InterfaceDescriptionBlock {
-            linktype: DataLink::ETHERNET,
-            snaplen: 0,
-            options,
-        };
-        assert_eq!(pcapng_ts_ns(7, &idb(vec![])), Some(7_000));
-        assert_eq!(
-            pcapng_ts_ns(7, &idb(vec![InterfaceDescriptionOption::IfTsResol(9)])),
-            Some(7)
-        );
-        assert_eq!(
-            pcapng_ts_ns(
-                2048,
-                &idb(vec![InterfaceDescriptionOption::IfTsResol(0x80 | 10)])
-            ),
-            Some(2_000_000_000)
-        );
-        let offset = InterfaceDescriptionOption::IfTsOffset(-2_i64 as u64);
-        assert_eq!(
-            pcapng_ts_ns(3_000_000, &idb(vec![offset.clone()])),
-            Some(1_000_000_000)
-        );
-        assert_eq!(pcapng_ts_ns(1, &idb(vec![offset])), None);
-        assert_eq!(
-            pcapng_ts_ns(1, &idb(vec![InterfaceDescriptionOption::IfTsResol(127)])),
-            None
-        );
     }
 }

@@ -70,6 +70,10 @@ pub mod linktype {
     pub const IPOIB: u32 = 242;
     /// Linux cooked capture v2 (20-byte header, protocol at offset 0).
     pub const LINUX_SLL2: u32 = 276;
+    /// ARCNET (BSD): source, destination, then a protocol id.
+    pub const ARCNET_BSD: u32 = 7;
+    /// ARCNET (Linux): source, destination, a 2-byte offset, then a protocol id.
+    pub const ARCNET_LINUX: u32 = 129;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -95,6 +99,8 @@ pub mod linktype {
                 | NFLOG
                 | IPOIB
                 | LINUX_SLL2
+                | ARCNET_BSD
+                | ARCNET_LINUX
         )
     }
 
@@ -120,6 +126,8 @@ pub mod linktype {
             NFLOG => "NFLOG",
             IPOIB => "IPOIB",
             LINUX_SLL2 => "LINUX_SLL2",
+            ARCNET_BSD => "ARCNET",
+            ARCNET_LINUX => "ARCNET_LINUX",
             6 => "IEEE802",
             10 => "FDDI",
             107 => "FRELAY",
@@ -150,24 +158,66 @@ mod ethertype {
     pub const TEB: u16 = 0x6558;
     /// PPP inside enhanced GRE (PPTP).
     pub const PPP: u16 = 0x880b;
+    /// ERSPAN types I and II (in GRE).
+    pub const ERSPAN_2: u16 = 0x88be;
+    /// ERSPAN type III (in GRE).
+    pub const ERSPAN_3: u16 = 0x22eb;
+}
+
+/// UDP ports on which tshark 4.0 decodes a tunnel by default (its `udp.port` dissector table,
+/// `tshark -G decodes`), and which [`decode`] walks into.
+pub mod udp_port {
+    /// GTP-U, GTP version 1 user plane (3GPP TS 29.281).
+    pub const GTP_U: u16 = 2152;
+    /// L2TP (RFC 2661 version 2; RFC 3931 version 3 over UDP).
+    pub const L2TP: u16 = 1701;
+    /// GENEVE (RFC 8926).
+    pub const GENEVE: u16 = 6081;
+    /// VXLAN (RFC 7348).
+    pub const VXLAN: u16 = 4789;
+    /// VXLAN with the Generic Protocol Extension (draft-ietf-nvo3-vxlan-gpe).
+    pub const VXLAN_GPE: u16 = 4790;
+    /// Teredo (RFC 4380).
+    pub const TEREDO: u16 = 3544;
+    /// GRE over UDP (RFC 8086).
+    pub const GRE: u16 = 4754;
+    /// MPLS over UDP (RFC 7510).
+    pub const MPLS: u16 = 6635;
 }
 
 /// The UDP port of VXLAN (RFC 7348).
-pub const VXLAN_PORT: u16 = 4789;
+pub const VXLAN_PORT: u16 = udp_port::VXLAN;
 
 /// Encapsulations and tunnels walked at most in one frame (tags, labels, headers): more is
-/// malformed (a frame of 65,535 bytes could otherwise hold 16,000 tags).
+/// malformed (a frame of 65,535 bytes could otherwise hold 16,000 tags). An IP datagram
+/// reassembled from fragments continues the count of the frame that completed it.
 pub const MAX_LAYERS: usize = 64;
 
 /// How a segment was tunnelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TunnelKind {
-    /// GRE (RFC 2784), or PPTP's enhanced GRE.
+    /// GRE (RFC 2784), or PPTP's enhanced GRE (also GRE over UDP, RFC 8086).
     Gre,
     /// VXLAN (RFC 7348).
     Vxlan,
     /// IPv4 or IPv6 directly in IP.
     IpInIp,
+    /// GTP-U version 1 (UDP 2152).
+    GtpU,
+    /// GENEVE (UDP 6081).
+    Geneve,
+    /// VXLAN-GPE (UDP 4790).
+    VxlanGpe,
+    /// Teredo (IPv6 in UDP 3544).
+    Teredo,
+    /// L2TP version 2 data (PPP), or version 3 (over UDP 1701 or IP protocol 115).
+    L2tp,
+    /// ERSPAN type I, II or III (in GRE).
+    Erspan,
+    /// EtherIP (IP protocol 97, RFC 3378).
+    EtherIp,
+    /// MPLS over UDP (6635) or in IP (protocol 137).
+    Mpls,
 }
 
 impl TunnelKind {
@@ -177,6 +227,14 @@ impl TunnelKind {
             TunnelKind::Gre => "gre",
             TunnelKind::Vxlan => "vxlan",
             TunnelKind::IpInIp => "ip-in-ip",
+            TunnelKind::GtpU => "gtp-u",
+            TunnelKind::Geneve => "geneve",
+            TunnelKind::VxlanGpe => "vxlan-gpe",
+            TunnelKind::Teredo => "teredo",
+            TunnelKind::L2tp => "l2tp",
+            TunnelKind::Erspan => "erspan",
+            TunnelKind::EtherIp => "etherip",
+            TunnelKind::Mpls => "mpls-in-ip",
         }
     }
 }
@@ -190,6 +248,64 @@ pub struct Tunnel {
     pub src: IpAddr,
     /// The outer IP destination.
     pub dst: IpAddr,
+}
+
+/// Tunnels a stack records (outermost first); a deeper stack counts the rest in `depth`.
+pub const MAX_TUNNELS_RECORDED: usize = 8;
+
+/// Every tunnel a segment came through, outermost first: the first
+/// [`MAX_TUNNELS_RECORDED`] kinds, and how many there were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TunnelStack {
+    kinds: [Option<TunnelKind>; MAX_TUNNELS_RECORDED],
+    depth: u16,
+}
+
+impl TunnelStack {
+    fn push(&mut self, kind: TunnelKind) {
+        if let Some(slot) = self.kinds.get_mut(usize::from(self.depth)) {
+            *slot = Some(kind);
+        }
+        self.depth = self.depth.saturating_add(1);
+    }
+
+    /// How many tunnels the segment came through.
+    pub fn depth(&self) -> usize {
+        usize::from(self.depth)
+    }
+
+    /// The recorded kinds, outermost first.
+    pub fn kinds(&self) -> impl Iterator<Item = TunnelKind> + '_ {
+        self.kinds.iter().map_while(|k| *k)
+    }
+
+    /// The stack as text, outermost first (`"gtp-u/gre"`; `""` without a tunnel), with `/...`
+    /// when it was deeper than it records.
+    pub fn names(&self) -> String {
+        let mut out: Vec<&str> = self.kinds().map(TunnelKind::name).collect();
+        if self.depth() > MAX_TUNNELS_RECORDED {
+            out.push("...");
+        }
+        out.join("/")
+    }
+}
+
+/// An IP fragment: what [`crate::defrag`] needs to put its datagram together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fragment {
+    /// The datagram's identification (IPv4's 16 bits, IPv6's 32).
+    pub ident: u32,
+    /// Where this fragment's bytes go in the datagram's payload.
+    pub offset_bytes: usize,
+    /// More fragments follow.
+    pub more: bool,
+    /// The protocol of the datagram's payload (IPv4's protocol, the IPv6 fragment header's
+    /// next header).
+    pub protocol: u8,
+    /// The fragment's bytes in the frame.
+    pub data: Range<usize>,
+    /// The frame holds all of them (a cut fragment is not reassembled, as tshark does not).
+    pub complete: bool,
 }
 
 /// The innermost IP packet's segment.
@@ -208,8 +324,14 @@ pub struct Segment {
     pub missing: usize,
     /// The outermost tunnel the packet came through.
     pub tunnel: Option<Tunnel>,
+    /// Every tunnel it came through, outermost first.
+    pub tunnels: TunnelStack,
     /// VLAN id of the innermost 802.1Q tag.
     pub vlan: Option<u16>,
+    /// The fragment's details when `fragment` is set (IPv4 or IPv6).
+    pub frag: Option<Fragment>,
+    /// Encapsulations walked to reach this packet (the count [`MAX_LAYERS`] bounds).
+    pub layers: usize,
 }
 
 /// What comes next at an offset of the frame.
@@ -240,9 +362,25 @@ pub fn decode(linktype: u32, frame: &[u8]) -> Result<Option<Segment>, ParseError
         end,
         vlan: None,
         tunnel: None,
+        tunnels: TunnelStack::default(),
         layers: 0,
     }
     .walk(at, next)
+}
+
+/// Decode an IP datagram reassembled from fragments ([`crate::defrag`]) that `outer`, its
+/// last fragment, came in: the walk goes on inside it (into tunnels, or to its segment) with
+/// `outer`'s tunnels, VLAN and layer count.
+pub fn decode_datagram(datagram: &[u8], outer: &Segment) -> Result<Option<Segment>, ParseError> {
+    Walk {
+        frame: datagram,
+        end: usize::MAX,
+        vlan: outer.vlan,
+        tunnel: outer.tunnel,
+        tunnels: outer.tunnels,
+        layers: outer.layers,
+    }
+    .walk(0, Next::Ip)
 }
 
 fn short(layer: Layer, at: usize, needed: usize, frame: &[u8]) -> ParseError {
@@ -335,6 +473,31 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
             (len, by_family(u32::from(frame[1])))
         }
         lt::NFLOG => return nflog(frame),
+        lt::ARCNET_BSD | lt::ARCNET_LINUX => {
+            // The protocol id, then (RFC 1201: IP 212, IPv6 196) a split flag and a sequence
+            // number, 4 more bytes for an exception packet (split flag 0xff), or (RFC 1051:
+            // IP 240) nothing.
+            let id_at = if kind == lt::ARCNET_BSD { 2 } else { 4 };
+            need(frame, Layer::Link, 0, id_at + 1)?;
+            match frame[id_at] {
+                240 => (id_at + 1, Next::Ether(ethertype::IPV4)),
+                212 | 196 => {
+                    need(frame, Layer::Link, 0, id_at + 4)?;
+                    let at = if frame[id_at + 1] == 0xff {
+                        id_at + 8
+                    } else {
+                        id_at + 4
+                    };
+                    let ether = if frame[id_at] == 212 {
+                        ethertype::IPV4
+                    } else {
+                        ethertype::IPV6
+                    };
+                    (at, Next::Ether(ether))
+                }
+                _ => (id_at + 1, Next::Other),
+            }
+        }
         lt::IEEE802_11 => (0, Next::Wifi),
         lt::IEEE802_11_RADIOTAP => {
             need(frame, Layer::Link, 0, 8)?;
@@ -478,6 +641,7 @@ struct Walk<'a> {
     end: usize,
     vlan: Option<u16>,
     tunnel: Option<Tunnel>,
+    tunnels: TunnelStack,
     layers: usize,
 }
 
@@ -640,17 +804,35 @@ impl Walk<'_> {
         }
         let frag = be16(frame, at + 6);
         let (more, offset) = (frag & 0x2000 != 0, frag & 0x1fff);
+        // Authentication headers (RFC 4302) between IPv4 and what it carries: walked past.
+        let (mut hl, mut proto) = (hl, frame[at + 9]);
+        while proto == protocol::AH && !more && offset == 0 {
+            need(frame, Layer::Ipv4, at + hl, 2)?;
+            let len = (usize::from(frame[at + hl + 1]) + 2) * 4;
+            need(frame, Layer::Ipv4, at + hl, len)?;
+            proto = frame[at + hl];
+            hl += len;
+            self.layers += 1;
+        }
         let src: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 12)).into();
         let dst: IpAddr = std::net::Ipv4Addr::from(be32(frame, at + 16)).into();
         let info = IpInfo {
             src,
             dst,
-            proto: frame[at + 9],
+            proto,
             tos: frame[at + 1],
             ttl: frame[at + 8],
             total_len: claimed,
         };
-        self.upper(at, hl, claimed, info, more || offset != 0, offset == 0)
+        let frag = (more || offset != 0).then(|| Fragment {
+            ident: u32::from(be16(frame, at + 4)),
+            offset_bytes: usize::from(offset) * 8,
+            more,
+            protocol: info.proto,
+            data: at + hl..at + hl,
+            complete: false,
+        });
+        self.upper(at, hl, claimed, info, frag, offset == 0)
     }
 
     /// An IPv6 packet at `at`.
@@ -694,20 +876,28 @@ impl Walk<'_> {
             ttl: frame[at + 7],
             total_len: claimed,
         };
-        let fragment = upper.fragment.is_some();
+        let frag = upper.fragment.map(|f| Fragment {
+            ident: f.ident,
+            offset_bytes: usize::from(f.offset),
+            more: f.more,
+            protocol: f.next_header,
+            data: at + f.data_offset..at + f.data_offset,
+            complete: false,
+        });
         let present_upper = upper.header_present();
-        self.upper(at, upper.offset, claimed, info, fragment, present_upper)
+        self.upper(at, upper.offset, claimed, info, frag, present_upper)
     }
 
     /// The IP packet at `at` (headers `hl` bytes, `claimed` bytes in all): a tunnel to walk
-    /// into, or the segment.
+    /// into, or the segment. `frag`: the packet is a fragment (its `data` starts where the
+    /// fragment's bytes do).
     fn upper(
         &mut self,
         at: usize,
         hl: usize,
         claimed: usize,
         info: IpInfo,
-        fragment: bool,
+        mut frag: Option<Fragment>,
         upper_present: bool,
     ) -> Result<Step, ParseError> {
         let frame = self.frame;
@@ -715,37 +905,24 @@ impl Walk<'_> {
         let claimed_end = (at + claimed).min(self.end);
         let present_end = claimed_end.min(frame.len());
         let l4 = at + hl;
-        let tunnel = |kind| Tunnel {
-            kind,
-            src: info.src,
-            dst: info.dst,
-        };
-        if !fragment && l4 <= present_end {
-            let inner = match info.proto {
-                protocol::IPV4_IN_IP => {
-                    Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp))
-                }
-                protocol::IPV6_IN_IP => {
-                    Some((l4, Next::Ether(ethertype::IPV6), TunnelKind::IpInIp))
-                }
-                protocol::GRE => gre(frame, l4)?.map(|(a, n)| (a, n, TunnelKind::Gre)),
-                protocol::UDP if frame.len() >= l4 + 16 && be16(frame, l4 + 2) == VXLAN_PORT => {
-                    // VXLAN: the UDP header, the 8-byte VXLAN header (flags with I set), an
-                    // Ethernet frame.
-                    (frame[l4 + 8] & 0x08 != 0).then_some((
-                        l4 + 16,
-                        Next::Ethernet,
-                        TunnelKind::Vxlan,
-                    ))
-                }
-                _ => None,
-            };
-            if let Some((inner_at, next, kind)) = inner {
-                self.tunnel.get_or_insert(tunnel(kind));
+        if frag.is_none() && l4 <= present_end {
+            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end)? {
+                self.tunnel.get_or_insert(Tunnel {
+                    kind,
+                    src: info.src,
+                    dst: info.dst,
+                });
+                self.tunnels.push(kind);
                 self.end = claimed_end;
                 return Ok(Step::Inner(inner_at, next));
             }
         }
+        if let Some(f) = &mut frag {
+            let start = f.data.start.min(present_end);
+            f.data = start..present_end;
+            f.complete = present_end == claimed_end;
+        }
+        let fragment = frag.is_some();
         let mut seg = Segment {
             ip: info,
             l4: None,
@@ -753,9 +930,14 @@ impl Walk<'_> {
             payload: l4.min(present_end)..present_end,
             missing: claimed_end - present_end,
             tunnel: self.tunnel,
+            tunnels: self.tunnels,
             vlan: self.vlan,
+            frag,
+            layers: self.layers,
         };
-        if !upper_present || (fragment && !first_fragment_with_header(frame, at, &info)) {
+        // A fragment's transport header is read once its datagram is put together (the first
+        // fragment may hold only part of it).
+        if !upper_present || fragment {
             return Ok(Step::Done(seg));
         }
         match info.proto {
@@ -792,12 +974,206 @@ impl Walk<'_> {
     }
 }
 
-/// A fragment whose transport header is in it (the first): only then are ports read.
-fn first_fragment_with_header(frame: &[u8], at: usize, info: &IpInfo) -> bool {
-    match info.src {
-        IpAddr::V4(_) => be16(frame, at + 6) & 0x1fff == 0,
-        IpAddr::V6(_) => true, // `upper_present` already says whether the header is here
+/// IP protocols that carry a tunnel tshark 4.0 decodes by default (`ip.proto` table).
+mod ip_proto {
+    pub const ETHERIP: u8 = 97;
+    pub const L2TP: u8 = 115;
+    pub const MPLS_IN_IP: u8 = 137;
+}
+
+/// The tunnel an IP packet's payload at `l4` (ending at `end`) is, when it is one tshark
+/// decodes by default: where the inner packet starts, what it is, and the tunnel's kind.
+fn inner(
+    frame: &[u8],
+    proto: u8,
+    l4: usize,
+    end: usize,
+) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+    Ok(match proto {
+        protocol::IPV4_IN_IP => Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp)),
+        protocol::IPV6_IN_IP => Some((l4, Next::Ether(ethertype::IPV6), TunnelKind::IpInIp)),
+        protocol::GRE => gre(frame, l4)?,
+        ip_proto::ETHERIP => {
+            // A 2-byte header whose version nibble is 3, then an Ethernet frame.
+            (end >= l4 + 2 && frame[l4] >> 4 == 3).then_some((
+                l4 + 2,
+                Next::Ethernet,
+                TunnelKind::EtherIp,
+            ))
+        }
+        ip_proto::MPLS_IN_IP => Some((l4, Next::Ether(ethertype::MPLS), TunnelKind::Mpls)),
+        ip_proto::L2TP => l2tpv3(frame, l4, end, false),
+        protocol::UDP if end >= l4 + 8 => {
+            let (sport, dport) = (be16(frame, l4), be16(frame, l4 + 2));
+            // tshark tries the lower port's dissector first.
+            let (lo, hi) = (sport.min(dport), sport.max(dport));
+            match udp_tunnel(frame, lo, l4 + 8, end)? {
+                Some(t) => Some(t),
+                None if hi != lo => udp_tunnel(frame, hi, l4 + 8, end)?,
+                None => None,
+            }
+        }
+        _ => None,
+    })
+}
+
+/// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is.
+fn udp_tunnel(
+    frame: &[u8],
+    port: u16,
+    at: usize,
+    end: usize,
+) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+    let has = |n: usize| end >= at.saturating_add(n);
+    Ok(match port {
+        udp_port::VXLAN if has(8) => {
+            // The 8-byte VXLAN header (flags with I set), an Ethernet frame.
+            (frame[at] & 0x08 != 0).then_some((at + 8, Next::Ethernet, TunnelKind::Vxlan))
+        }
+        udp_port::VXLAN_GPE if has(8) => {
+            let next = match frame[at + 3] {
+                1 => Next::Ether(ethertype::IPV4),
+                2 => Next::Ether(ethertype::IPV6),
+                3 => Next::Ethernet,
+                5 => Next::Ether(ethertype::MPLS),
+                _ => Next::Other,
+            };
+            Some((at + 8, next, TunnelKind::VxlanGpe))
+        }
+        udp_port::GENEVE if has(8) => {
+            // Version and option length (4-byte words), flags, protocol type, VNI.
+            if frame[at] >> 6 != 0 {
+                return Ok(None);
+            }
+            let len = 8 + usize::from(frame[at] & 0x3f) * 4;
+            need(frame, Layer::Link, at, len)?;
+            Some((
+                at + len,
+                Next::Ether(be16(frame, at + 2)),
+                TunnelKind::Geneve,
+            ))
+        }
+        udp_port::GTP_U if has(8) => gtp_u(frame, at, end)?,
+        udp_port::TEREDO => teredo(frame, at, end),
+        udp_port::L2TP if has(2) => match be16(frame, at) & 0x000f {
+            2 => l2tpv2(frame, at, end)?,
+            3 => l2tpv3(frame, at, end, true),
+            _ => None,
+        },
+        udp_port::GRE => gre(frame, at)?,
+        udp_port::MPLS => Some((at, Next::Ether(ethertype::MPLS), TunnelKind::Mpls)),
+        _ => None,
+    })
+}
+
+/// A GTP-U header at `at` (3GPP TS 29.281): version 1, G-PDU (message type 255), perhaps
+/// with the sequence number, N-PDU number and a chain of extension headers; then the user's
+/// IPv4 or IPv6 packet (by its version nibble, as tshark's "TPDU heuristic" takes it).
+fn gtp_u(
+    frame: &[u8],
+    at: usize,
+    end: usize,
+) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+    let flags = frame[at];
+    if flags >> 5 != 1 || flags & 0x10 == 0 || frame[at + 1] != 0xff {
+        return Ok(None); // not version 1 GTP (PT set), or not a G-PDU (echo, end marker, ...)
     }
+    let mut inner = at + 8;
+    if flags & 0x07 != 0 {
+        // E, S or PN: the sequence number, N-PDU number and next extension type are present.
+        need(frame, Layer::Link, at, 12)?;
+        inner = at + 12;
+        let mut next_type = frame[at + 11];
+        // Each extension header: its length in 4-byte words, its content, the next type.
+        while next_type != 0 {
+            need(frame, Layer::Link, inner, 1)?;
+            let len = usize::from(frame[inner]) * 4;
+            if len == 0 {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    inner,
+                    "GTP-U extension header of length 0",
+                ));
+            }
+            need(frame, Layer::Link, inner, len)?;
+            next_type = frame[inner + len - 1];
+            inner += len;
+        }
+    }
+    if inner >= end {
+        return Ok(None);
+    }
+    Ok(Some((inner, Next::Ip, TunnelKind::GtpU)))
+}
+
+/// A Teredo packet at `at` (RFC 4380): an optional authentication header (0x0001) and origin
+/// indication (0x0000), then IPv6.
+fn teredo(frame: &[u8], mut at: usize, end: usize) -> Option<(usize, Next, TunnelKind)> {
+    if end >= at + 4 && frame[at..at + 2] == [0, 1] {
+        // Authentication: client id and authentication value lengths, an 8-byte nonce and a
+        // confirmation byte.
+        at += 4 + usize::from(frame[at + 2]) + usize::from(frame[at + 3]) + 9;
+    }
+    if end >= at + 8 && frame.get(at..at + 2) == Some(&[0, 0]) {
+        at += 8; // origin indication
+    }
+    (end >= at + 40 && frame[at] >> 4 == 6).then_some((
+        at,
+        Next::Ether(ethertype::IPV6),
+        TunnelKind::Teredo,
+    ))
+}
+
+/// An L2TP version 2 header at `at` (RFC 2661): data messages (T clear) carry PPP.
+fn l2tpv2(
+    frame: &[u8],
+    at: usize,
+    end: usize,
+) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+    let flags = be16(frame, at);
+    if flags & 0x8000 != 0 {
+        return Ok(None); // a control message
+    }
+    let mut len = 2 + 4; // flags, tunnel and session ids
+    if flags & 0x4000 != 0 {
+        len += 2; // length
+    }
+    if flags & 0x0800 != 0 {
+        len += 4; // Ns, Nr
+    }
+    if flags & 0x0200 != 0 {
+        // Offset size, then that many bytes of padding.
+        need(frame, Layer::Link, at, len + 2)?;
+        len += 2 + usize::from(be16(frame, at + len));
+    }
+    need(frame, Layer::Link, at, len)?;
+    let mut inner = at + len;
+    if frame.get(inner..inner + 2) == Some(&[0xff, 0x03]) {
+        inner += 2; // PPP's HDLC address and control
+    }
+    Ok((inner < end).then_some((inner, Next::Ppp, TunnelKind::L2tp)))
+}
+
+/// L2TP version 3 data (RFC 3931) at `at`, over UDP (`udp`: flags and version, 2 reserved
+/// bytes, then the session) or directly in IP: a session id (0 is a control message), then
+/// an Ethernet pseudowire (RFC 4719) without cookie or L2-specific sublayer, when an Ethernet
+/// header carrying IP (or a VLAN tag, or MPLS) follows. tshark decodes the payload only when the
+/// capture holds the control connection that set the session's pseudowire type (its "detect"
+/// settings); nicsim does not follow the control connection, and takes this, the common case.
+fn l2tpv3(frame: &[u8], at: usize, end: usize, udp: bool) -> Option<(usize, Next, TunnelKind)> {
+    let session = if udp { at + 4 } else { at };
+    if udp && frame.get(at).is_some_and(|f| f & 0x80 != 0) {
+        return None; // a control message
+    }
+    let inner = session + 4;
+    if end < inner + 14 || be32(frame, session) == 0 {
+        return None;
+    }
+    matches!(
+        be16(frame, inner + 12),
+        ethertype::IPV4 | ethertype::IPV6 | ethertype::VLAN | ethertype::QINQ | ethertype::MPLS
+    )
+    .then_some((inner, Next::Ethernet, TunnelKind::L2tp))
 }
 
 enum Step {
@@ -807,7 +1183,7 @@ enum Step {
 
 /// A GRE header at `at` (RFC 2784/2890, and PPTP's enhanced GRE, version 1): where its payload
 /// starts and what it is; None for a version this walk does not know.
-fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next)>, ParseError> {
+fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
     need(frame, Layer::Link, at, 4)?;
     let flags = be16(frame, at);
     let proto = be16(frame, at + 2);
@@ -835,7 +1211,24 @@ fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next)>, ParseError> {
         _ => return Ok(None),
     }
     need(frame, Layer::Link, at, len)?;
-    Ok(Some((at + len, Next::Ether(proto))))
+    let inner = at + len;
+    Ok(Some(match proto {
+        // ERSPAN type II (a sequence number in GRE; an 8-byte header of version 1) or type I
+        // (no sequence number, no header), then the mirrored Ethernet frame.
+        ethertype::ERSPAN_2 if flags & 0x1000 != 0 => {
+            need(frame, Layer::Link, inner, 8)?;
+            (inner + 8, Next::Ethernet, TunnelKind::Erspan)
+        }
+        ethertype::ERSPAN_2 => (inner, Next::Ethernet, TunnelKind::Erspan),
+        ethertype::ERSPAN_3 => {
+            // A 12-byte header; its O flag (the last bit) adds an 8-byte platform subheader.
+            need(frame, Layer::Link, inner, 12)?;
+            let len = if frame[inner + 11] & 1 != 0 { 20 } else { 12 };
+            need(frame, Layer::Link, inner, len)?;
+            (inner + len, Next::Ethernet, TunnelKind::Erspan)
+        }
+        _ => (inner, Next::Ether(proto), TunnelKind::Gre),
+    }))
 }
 
 /// The length a Hop-by-Hop Jumbo Payload option gives an IPv6 packet at `at` with payload

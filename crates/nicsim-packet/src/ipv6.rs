@@ -28,6 +28,11 @@ pub struct Fragment {
     pub more: bool,
     /// Identification.
     pub ident: u32,
+    /// The fragment header's next header: the protocol of the fragmentable part.
+    pub next_header: u8,
+    /// Offset from the IPv6 header's start of the fragmentable part (right after the fragment
+    /// header): the bytes this fragment carries start there.
+    pub data_offset: usize,
 }
 
 /// Where the extension-header chain ends.
@@ -168,6 +173,8 @@ pub fn upper_layer_in(next_header: u8, payload: &[u8]) -> Result<UpperLayer, Par
                 offset: field & 0xfff8,
                 more: field & 1 != 0,
                 ident: be32(payload, at + 4),
+                next_header: byte(payload, at),
+                data_offset: HEADER_LEN + at + 8,
             });
         }
         upper.protocol = byte(payload, at);
@@ -307,6 +314,8 @@ mod tests {
             offset: 0,
             more: true,
             ident: 9,
+            next_header: protocol::UDP,
+            data_offset: HEADER_LEN + 52,
         });
         assert_eq!(
             upper,

@@ -17,6 +17,7 @@ use std::net::IpAddr;
 mod builder;
 pub mod capture;
 pub mod decode;
+pub mod defrag;
 mod error;
 pub mod ethernet;
 pub mod fcs;
@@ -24,11 +25,14 @@ pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
 mod parse;
+pub mod pcapng;
 pub mod tcp;
 pub mod udp;
 
 pub use builder::{FrameSpec, L4Proto};
-pub use decode::{decode, linktype, Segment, Tunnel, TunnelKind};
+pub use decode::{
+    decode, decode_datagram, linktype, Fragment, Segment, Tunnel, TunnelKind, TunnelStack,
+};
 pub use error::{BuildError, Layer, ParseError};
 pub use parse::{fix_checksums, parse, IpInfo, L4Info, Parsed, TcpInfo};
 

@@ -150,6 +150,31 @@ impl FlowCapture {
         Ok(d)
     }
 
+    /// IP defragmentation: `fragments` seen, `datagrams` put together from
+    /// `fragments_reassembled`, `overlap_bytes` (of which `conflict_bytes` differed), fragments
+    /// `cut` by the capture, `evicted` by a bound, and `pending` (never completed).
+    fn defrag<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.inner.defrag;
+        let d = PyDict::new(py);
+        d.set_item("fragments", c.fragments)?;
+        d.set_item("datagrams", c.datagrams)?;
+        d.set_item("fragments_reassembled", c.fragments_reassembled)?;
+        d.set_item("overlap_bytes", c.overlap_bytes)?;
+        d.set_item("conflict_bytes", c.conflict_bytes)?;
+        d.set_item("cut", c.cut)?;
+        d.set_item("evicted", c.evicted)?;
+        d.set_item("pending", c.pending)?;
+        Ok(d)
+    }
+
+    /// What the capture reader skipped or cut without refusing the capture:
+    /// (`warnings`: the first lines, `warning_count`, `records_cut`).
+    #[getter]
+    fn leniency(&self) -> (Vec<String>, u64, u64) {
+        let l = &self.inner.leniency;
+        (l.warnings.clone(), l.warning_count, l.records_cut)
+    }
+
     /// Arena bytes used.
     #[getter]
     fn arena_bytes(&self) -> u64 {
@@ -193,6 +218,8 @@ impl FlowCapture {
         row.set_item("tunnel", t.map(|t| t.kind.name()))?;
         row.set_item("tunnel_src", t.map(|t| t.src.to_string()))?;
         row.set_item("tunnel_dst", t.map(|t| t.dst.to_string()))?;
+        // Every tunnel, outermost first ("gtp-u/gre"; "" without one).
+        row.set_item("tunnels", flow.tunnels.names())?;
         row.set_item("bytes", dir.len_bytes)?;
         let holes: Vec<(u64, u64)> = dir.holes.iter().map(|h| (h.offset, h.len_bytes)).collect();
         row.set_item("holes", holes)?;
@@ -233,6 +260,7 @@ impl FlowCapture {
         d.set_item("hole_bytes", w.hole_bytes)?;
         d.set_item("unacked_bytes", w.unacked_bytes)?;
         d.set_item("cut_directions", w.cut_directions)?;
+        d.set_item("tunnelled_flows", w.tunnelled_flows)?;
         let sizes: Vec<u8> = w.sizes.iter().flat_map(|s| s.to_le_bytes()).collect();
         d.set_item("sizes", PyBytes::new(py, &sizes))?;
         Ok(d)
@@ -303,9 +331,11 @@ impl FlowView {
     }
 
     /// The contiguous chunks as (offset, memoryview): read-only views of the capture's bytes,
-    /// in stream order; nothing is copied.
+    /// in stream order; nothing is copied (but for payloads of IP datagrams put together from
+    /// fragments, which lie in the arena's side buffer: those are copied into `bytes`).
     fn chunks<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyAny>)>> {
         let whole = PyMemoryView::from(self.capture.get().data.bind(py).as_any())?;
+        let arena = &self.capture.get().inner.arena;
         let segments: Vec<(u64, u64, u64)> = self.with(|v| {
             v.segments()
                 .iter()
@@ -315,6 +345,10 @@ impl FlowView {
         segments
             .into_iter()
             .map(|(offset, addr, len)| {
+                if !arena.in_capture(addr) {
+                    let bytes = arena.get(addr, len as usize);
+                    return Ok((offset, PyBytes::new(py, bytes).into_any()));
+                }
                 let (start, end) = (addr as isize, (addr + len) as isize);
                 Ok((offset, whole.get_item(PySlice::new(py, start, end, 1))?))
             })

@@ -117,10 +117,25 @@ def capture_name(capture: str | os.PathLike[str]) -> str:
     return "<stdin>" if os.fspath(capture) == "-" else str(capture)
 
 
+#: Compressed captures, read through as tshark reads them: gzip (wiretap's own) and xz.
+GZIP_MAGIC = bytes.fromhex("1f8b")
+XZ_MAGIC = bytes.fromhex("fd377a585a00")
+
+
+def _compression(head: bytes) -> str | None:
+    if head[:2] == GZIP_MAGIC:
+        return "gzip"
+    if head[:6] == XZ_MAGIC:
+        return "xz"
+    return None
+
+
 @contextlib.contextmanager
 def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
-    """A path to the capture's bytes: the file itself, or (standard input, a pipe) a temporary
-    copy that is removed afterwards."""
+    """A path to the capture's bytes: the file itself, or (standard input, a pipe, a gzip- or
+    xz-compressed file) a temporary copy, decompressed, that is removed afterwards. The copy
+    is on disk, never in memory, so a small compressed file that expands a thousandfold costs
+    disk, as tshark's reading it costs time."""
     name = capture_name(capture)
     if name == "<stdin>":
         stream: BinaryIO = sys.stdin.buffer
@@ -128,33 +143,88 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
     else:
         path = Path(capture)
         if path.is_file():
-            yield path
-            return
-        if not os.path.lexists(path):
+            try:
+                with path.open("rb") as f:
+                    compressed = _compression(f.read(6))
+            except OSError as e:
+                raise InputError(f"{path}: cannot read the capture: {e.strerror}") from None
+            if compressed is None:
+                yield path
+                return
+        elif not os.path.lexists(path):
             raise InputError(f"{path}: no such capture file")
-        if path.is_dir():
+        elif path.is_dir():
             raise InputError(f"{path}: is a folder, not a capture file")
         try:
-            stream = path.open("rb")  # a pipe or a device: read it as a stream
+            stream = path.open("rb")  # a pipe, a device or a compressed file: read it as a stream
         except OSError as e:
             raise InputError(f"{path}: cannot read the capture: {e.strerror}") from None
         close = True
     try:
-        head = stream.read(4)
-        if head not in CAPTURE_MAGICS:
-            what = "empty" if not head else f"starts with {head.hex()}"
-            raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
-        head += stream.read((24 if head != PCAPNG_MAGIC else 12) - 4)
-        if not _plausible_header(head):
-            raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
-        with tempfile.NamedTemporaryFile(prefix="nicsim-capture-", suffix=".pcap") as tmp:
-            tmp.write(head)
-            shutil.copyfileobj(stream, tmp, 1 << 20)
-            tmp.flush()
-            yield Path(tmp.name)
+        with _decompressed(stream, name) as plain:
+            head = _read_head(plain, name, 4)
+            if head not in CAPTURE_MAGICS:
+                what = "empty" if not head else f"starts with {head.hex()}"
+                raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
+            head += _read_head(plain, name, (24 if head != PCAPNG_MAGIC else 12) - 4)
+            if not _plausible_header(head):
+                raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
+            with tempfile.NamedTemporaryFile(prefix="nicsim-capture-", suffix=".pcap") as tmp:
+                tmp.write(head)
+                _copy(plain, tmp, name)
+                tmp.flush()
+                yield Path(tmp.name)
     finally:
         if close:
             stream.close()
+
+
+@contextlib.contextmanager
+def _decompressed(stream: BinaryIO, name: str) -> Iterator[BinaryIO]:
+    """`stream`, decompressed when it starts with a gzip or xz magic number."""
+    import gzip
+    import io
+    import lzma
+
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    kind = _compression(buffered.peek(6)[:6])
+    if kind is None:
+        yield buffered
+    elif kind == "gzip":
+        with gzip.GzipFile(fileobj=buffered, mode="rb") as g:
+            yield g  # type: ignore[misc]
+    else:
+        with lzma.LZMAFile(buffered, mode="rb") as x:
+            yield x  # type: ignore[misc]
+
+
+def _corrupt() -> tuple[type[BaseException], ...]:
+    """What a corrupt gzip or xz stream raises."""
+    import gzip
+    import lzma
+    import zlib
+
+    return (gzip.BadGzipFile, lzma.LZMAError, zlib.error)
+
+
+def _read_head(stream: BinaryIO, name: str, n: int) -> bytes:
+    try:
+        return stream.read(n)
+    except EOFError:
+        return b""
+    except _corrupt() as e:
+        raise InputError(f"{name}: cannot decompress the capture: {e}") from None
+
+
+def _copy(src: BinaryIO, dst: Any, name: str) -> None:
+    try:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    except EOFError:
+        # A compressed stream cut short: what it held stays, as tshark reads a cut capture up
+        # to the cut (the reassembler then names the truncated record).
+        pass
+    except _corrupt() as e:
+        raise InputError(f"{name}: cannot decompress the capture: {e}") from None
 
 
 def open_capture(
@@ -230,6 +300,11 @@ def reassemble(
         cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes,
                            unacked)
     require_tcp(cap, capture)
+    warnings, count, _ = cap.leniency
+    for w in warnings:
+        ui.warn(f"{capture_name(capture)}: {w}")
+    if count > len(warnings):
+        ui.warn(f"{capture_name(capture)}: {count - len(warnings):,} more warnings like these")
     counts = cap.counts()
     with output as o:
         # flows.json, directions.csv and the stream files, one direction at a time, by the core
@@ -253,6 +328,10 @@ def reassemble(
             "arena_bytes": cap.arena_bytes,
             "max_hole_bytes": cap.limits["max_hole_bytes"],
             "cut_directions": w["cut_directions"],
+            "defrag": cap.defrag(),
+            "capture_warnings": cap.leniency[1],
+            "records_cut": cap.leniency[2],
+            "tunnelled_flows": w["tunnelled_flows"],
         }
         o.summary(summary)
         _plot_sizes(o, w["sizes"], capture_name(capture))

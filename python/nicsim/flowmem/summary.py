@@ -11,7 +11,7 @@ Python (`nicsim.flowmem.reassemble`, `nicsim.flowmem.memory`). Option values (`o
 from typing import NotRequired, TypedDict
 
 __all__ = [
-    "BenchCapture", "BenchSeveral", "BenchSide", "BenchSummary", "CacheStats", "ComparisonSummary",
+    "BenchCapture", "BenchSeveral", "BenchSide", "BenchSummary", "CacheStats", "ComparisonSummary", "DefragCounts",
     "DesignSummary", "HostBench", "HostSide", "PacketCounts", "ReassembleSummary", "SizesSummary",
     "SynthReport", "Traffic",
 ]
@@ -132,6 +132,19 @@ class SynthReport(TypedDict):
 # The summaries built in Python.
 
 
+class DefragCounts(TypedDict):
+    """`nicsim_packet::defrag::DefragCounts` (`FlowCapture.defrag()`): IP defragmentation."""
+
+    fragments: int
+    datagrams: int
+    fragments_reassembled: int
+    overlap_bytes: int
+    conflict_bytes: int
+    cut: int
+    evicted: int
+    pending: int
+
+
 class ReassembleSummary(TypedDict):
     """`nicsim flowmem reassemble`'s summary.json (`nicsim.flowmem.reassemble.reassemble`)."""
 
@@ -150,6 +163,10 @@ class ReassembleSummary(TypedDict):
     arena_bytes: int
     max_hole_bytes: int
     cut_directions: int
+    defrag: DefragCounts
+    capture_warnings: int
+    records_cut: int
+    tunnelled_flows: dict[str, int]
     # Added when written (`OutputDir.summary`).
     nicsim_version: str
     schema_version: int
