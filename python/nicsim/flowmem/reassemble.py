@@ -31,7 +31,7 @@ from nicsim.config import core_errors
 from nicsim.errors import InputError
 from nicsim.flowmem import names
 from nicsim.flowmem.summary import ReassembleSummary
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 
 # The names each option takes: the core's (nicsim.flowmem.names).
 OVERLAP_POLICIES = names.NAMES["overlap"]
@@ -258,7 +258,8 @@ def reassemble(
         o.csv("directions.csv", [{k: v for k, v in e.items() if k != "holes"} | {"holes": len(e["holes"])}
                                  for e in entries])
         o.summary(summary)
-        _plot_sizes(o, [e["bytes"] for e in entries], capture_name(capture))
+        with o.optional(*figures("stream_sizes")):
+            _plot_sizes(o, [e["bytes"] for e in entries], capture_name(capture))
     return summary
 
 

@@ -30,7 +30,7 @@ from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.flowmem.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
 from nicsim.flowmem.reassemble import open_capture
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 
 TARGET = "u250-microblaze"
@@ -235,7 +235,8 @@ def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False,
     with output as o:
         o.summary(s)
         o.csv("comparison.csv", rows)
-        plot(s, o)
+        with o.optional(*figures("micro_benchmark", "dram_and_throughput")):
+            plot(s, o)
     if ui.shows_tables():
         print_comparison(rows, console)
     return s
