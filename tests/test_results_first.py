@@ -93,7 +93,7 @@ def test_run(tmp_path: Path) -> None:
 
 def test_sweep(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    r = failing_plots(tmp_path, "sweep", PAPER, "--out", out, "-q", *TINY, "-p", "offered_gbps=40,60", "--workers", "1")
+    r = failing_plots(tmp_path, "sweep", PAPER, "--out", out, "-q", *TINY, "-p", "seed=1,2", "--workers", "1")
     assert len(results_kept(r, out, "sweep")["points"]) == 2
     assert (out / "sweep.csv").is_file() and (out / "sweep.parquet").is_file()
 
@@ -146,6 +146,9 @@ def test_xdp_analyze_and_sweep(tmp_path: Path) -> None:
 @pytest.fixture
 def failing_pyplot(monkeypatch: pytest.MonkeyPatch) -> None:
     import nicsim.output
+    from nicsim import ui
+
+    monkeypatch.setattr(ui, "shows_tables", lambda: False)
 
     def fail() -> Any:
         raise RuntimeError("injected plot failure")

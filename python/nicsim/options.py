@@ -101,6 +101,6 @@ def ray_address_arg(value: str) -> str:
 
 
 RayAddressOpt = Annotated[str | None, typer.Option(
-    "--ray-address", metavar="ADDR", parser=ray_address_arg, help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, "
-                                          "or `auto`; default: $RAY_ADDRESS, else a local Ray). Implies "
-                                          "`--executor ray`.")]
+    "--ray-address", metavar="ADDR", parser=ray_address_arg,
+    help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, or `auto`; default: $RAY_ADDRESS, "
+         "else a local Ray). Implies `--executor ray`.")]

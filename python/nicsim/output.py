@@ -518,11 +518,11 @@ class OutputDir:
             _close_figures()
             assert self.path is not None
             missing = [f for f in files if not (self.path / f).exists()] or list(files)
-            shown = ", ".join(str(Path(self.given) / f) for f in missing) or str(self.given)
             why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
             from nicsim import ui
 
-            ui.warn(f"{shown}: not written ({why}); the results are kept")
+            ui.warn(f"{self.given}/: {', '.join(missing) or 'a secondary output'} not written ({why}); the "
+                    "results are kept")
 
 
 def missing_parents(path: str | os.PathLike[str]) -> list[Path]:
