@@ -19,6 +19,7 @@ tuned to the talk's figures: the constants and their sources are in docs/flowmem
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -224,7 +225,8 @@ def print_comparison(rows: list[dict[str, Any]], console: Console) -> None:
 def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False,
          capture: Path | None = None) -> dict[str, Any]:
     console = report_console()
-    if capture is not None and not Path(capture).is_file():
+    # A file, `-` (standard input) or a pipe (read once, as a stream).
+    if capture is not None and str(capture) != "-" and (Path(capture).is_dir() or not os.path.lexists(capture)):
         why = "is a folder (give a capture file)" if Path(capture).is_dir() else "no such capture file"
         raise InputError(f"{capture}: {why}")
     output = OutputDir(out, inputs=[capture], force=force)
