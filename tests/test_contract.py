@@ -243,8 +243,12 @@ def test_sweep_worker_killed_keeps_finished_points(tmp_path: Path) -> None:
 
 def test_worker_killed_in_offloads_size(tmp_path: Path) -> None:
     """`offloads size`: a dead worker stops the search; the points that ran are kept."""
+    # The first point a pool's worker runs (a round of one point runs in the command's own
+    # process: the baseline), once.
+    once = tmp_path / "killed"
     hook = KILL_HOOK.replace('config.get("seed") == int(os.environ["NICSIM_TEST_KILL_SEED"])',
-                             'config["offloads"][1]["units"] == 1')
+                             f'nicsim.sweep._started is not None and not os.path.exists({str(once)!r}) '
+                             f'and not open({str(once)!r}, "w").close()')
     out = tmp_path / "o"
     p = start("offloads", "size", PAPER, "--out", out, "-q", "--workers", "2", "--p99-us", "1000",
               "-p", "traffic.packets=400", "-p", "measure.window=[20,380]", extra_env=_hooked(tmp_path, hook))
@@ -290,12 +294,16 @@ def test_xdp_sweep_worker_killed(tmp_path: Path) -> None:
         pytest.skip(f"{obj} is missing: run `make xdp-suite`")
     hook = '''
 import os, signal
-import nicsim.xdp.analyze as a
+import importlib
+a = importlib.import_module("nicsim.xdp.analyze")
 
 _job = a.analyze_job
 
 def analyze_job(job):
-    if job[1].endswith("kill.toml"):
+    import nicsim.sweep
+    if job[1].endswith("kill.toml") and nicsim.sweep._started is not None:
+        import time
+        time.sleep(5)  # the other analysis (a second or so) finishes first
         os.kill(os.getpid(), signal.SIGKILL)
     return _job(job)
 
@@ -305,7 +313,7 @@ analyze_job.__module__, analyze_job.__qualname__ = "nicsim.xdp.analyze", "analyz
     kill = tmp_path / "kill.toml"
     kill.write_text(NFP.read_text())
     out = tmp_path / "o"
-    p = start("xdp", "sweep", obj, "--target", "nfp", "--target", kill, "--out", out, "-q", "--timeout", "5",
+    p = start("xdp", "sweep", obj, "--target", f"nfp,{kill}", "--out", out, "-q", "--timeout", "5",
               "--workers", "2", extra_env=_hooked(tmp_path, hook))
     _, err = p.communicate(timeout=120)
     line = assert_one_line_error(subprocess.CompletedProcess([], p.returncode, "", err),

@@ -511,9 +511,14 @@ class OutputDir:
     def optional(self, *files: str) -> Iterator[None]:
         """A secondary output (`files`: what it writes, e.g. a figure's PNG and SVG), written
         after the results: an error inside the block (not Ctrl-C or SIGTERM) is a one-line
-        warning naming the files it did not write, and the folder keeps everything else."""
+        warning naming the files it did not write, and the folder keeps everything else.
+        Python warnings inside (matplotlib's about an empty legend) are not shown."""
+        import warnings
+
         try:
-            yield
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
         except Exception as e:  # any failure of a picture: the results stand
             _close_figures()
             assert self.path is not None

@@ -225,8 +225,8 @@ def offloads_size(
             with output as o:
                 o.summary(e.partial)
                 o.csv("points.csv", point_rows(e.partial))  # type: ignore[arg-type]
-            raise InputError(f"{e}; the search stopped, and the {len(e.partial['points']):,} points that ran are "
-                             f"kept in {out}/summary.json") from None
+            raise InputError(f"{e}; the search stopped, and the points that ran ({len(e.partial['points']):,}) "
+                             f"are kept in {out}/summary.json") from None
     with output as o:
         o.summary(dict(s))
         o.csv("sizing.csv", sizing_rows(s))

@@ -199,6 +199,27 @@ def _quiet_resource_tracker() -> None:
     tracker._nicsim_quiet = True
 
 
+def _quiet_cancelled_futures() -> None:
+    """Python 3.11's process pool, when its workers are stopped while futures were cancelled
+    (Ctrl-C or SIGTERM during a sweep), sets an exception on those futures in its manager
+    thread, which raises InvalidStateError and prints its traceback (Python 3.12 ignores it:
+    CPython gh-94777). Ignored here the same way."""
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    if getattr(threading.excepthook, "_nicsim", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if args.exc_type is InvalidStateError and type(args.thread).__name__ == "_ExecutorManagerThread":
+            return
+        previous(args)
+
+    hook._nicsim = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
 #: In a local pool's worker: where it says which point it starts (its pid and the point's
 #: index), so that the parent can name the point of a worker that dies.
 _started: Any = None
@@ -279,6 +300,7 @@ class Pool:
     def _run_local(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
         if self._local is None:
             _quiet_resource_tracker()
+            _quiet_cancelled_futures()
             ctx = multiprocessing.get_context("spawn")
             self._started = ctx.SimpleQueue()
             self._local = ProcessPoolExecutor(max_workers=self.requested or os.cpu_count() or 1, mp_context=ctx,
@@ -307,11 +329,13 @@ class Pool:
         (from what the workers said they started, and which of them died by a signal other
         than the pool's own SIGTERM to the others), with the results that finished."""
         assert self._local is not None
+        procs = dict(getattr(self._local, "_processes", None) or {})
+        self._local.shutdown(wait=True)  # the pool has ended its workers: their exit codes are known
+        self._local = None  # broken: the next batch starts a new pool
         running: dict[int, int] = {}
         while not self._started.empty():
             pid, index = self._started.get()
             running[pid] = index
-        procs = dict(getattr(self._local, "_processes", None) or {})
         dead = [(pid, p.exitcode) for pid, p in procs.items() if p.exitcode not in (None, 0, -signal.SIGTERM)]
         results = [None if f.exception() is not None else f.result() for f in futures]
         unfinished = [i for i, f in enumerate(futures) if isinstance(f.exception(), BrokenProcessPool)]
@@ -319,8 +343,6 @@ class Pool:
         code = next((c for pid, c in dead if running.get(pid) == point), None)
         how = ("was killed (out of memory?)" if code in (None, -signal.SIGKILL)
                else f"died ({signal.Signals(-code).name})" if code < 0 else f"exited with code {code}")
-        self._local.shutdown(wait=True)
-        self._local = None  # broken: the next batch starts a new pool
         raise WorkerKilled(point + 1, results, how)
 
     def _run_ray(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
