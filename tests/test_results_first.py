@@ -102,10 +102,10 @@ def test_router_run_and_sweep(tmp_path: Path) -> None:
     out = tmp_path / "r"
     s = results_kept(failing_plots(tmp_path, "router", "run", ROUTER / "setup_d.toml", "--out", out, "-q", *SHORT),
                      out, "router")
-    assert s["forwarded"] if "forwarded" in s else s
+    assert s["packets"]["conserved"]
     out = tmp_path / "rs"
     r = failing_plots(tmp_path, "sweep", ROUTER / "setup_d.toml", "--out", out, "-q", *SHORT,
-                      "-p", "run.seed=1,2", "--workers", "1")
+                      "-p", "seed=1,2", "--workers", "1")
     assert len(results_kept(r, out, "sweep")["points"]) == 2
 
 

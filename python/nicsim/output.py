@@ -323,10 +323,14 @@ class OutputDir:
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent))
         except OSError as e:
             raise InputError(f"{self.given}: cannot create the output folder: {e.strerror}") from None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.path, 0o777 & ~umask)
-        self._write_marker()
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.path, 0o777 & ~umask)
+            self._write_marker()
+        except OSError as e:  # a full disk: nothing is left behind, and the error names --out
+            self._discard()
+            raise InputError(f"{self.given}: cannot write the output folder: {e.strerror}") from None
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:

@@ -111,8 +111,13 @@ impl FlowCapture {
             )));
         }
         let shared = std::sync::Arc::new(PyBufferBytes { buffer });
+        // Ctrl-C and SIGTERM are looked for between slices of records (a few milliseconds).
         let inner = py
-            .detach(|| Reassembly::from_capture_bytes(shared, config))
+            .detach(|| {
+                Reassembly::from_capture_bytes_until(shared, config, || {
+                    Python::attach(|py| py.check_signals())
+                })
+            })?
             .map_err(|e| input_error(format!("{}: {e}", path.display())))?;
         Ok(FlowCapture {
             inner,
@@ -169,6 +174,9 @@ impl FlowCapture {
     fn directions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let mut out = Vec::new();
         for (i, flow) in self.inner.flows.iter().enumerate() {
+            if i % 4096 == 0 {
+                py.check_signals()?; // 131,070 directions take seconds: Ctrl-C and SIGTERM end them
+            }
             for (d, dir) in flow.dirs.iter().enumerate() {
                 let row = PyDict::new(py);
                 row.set_item("flow", i)?;

@@ -46,7 +46,9 @@ impl Datapath {
     #[new]
     #[pyo3(signature = (config_json, egress_pcap=None, log_packets=false))]
     fn new(config_json: &str, egress_pcap: Option<PathBuf>, log_packets: bool) -> PyResult<Self> {
-        let cfg = parse_config(config_json)?;
+        let mut cfg = parse_config(config_json)?;
+        // An egress capture needs frames: without this, a timing run wrote an empty capture.
+        cfg.measure.egress_pcap |= egress_pcap.is_some();
         let mut model = Model::new(cfg).map_err(InputError::new_err)?;
         if log_packets {
             model.log_packets();

@@ -30,7 +30,8 @@ PER_FLOW_COLUMNS = ("flow", "size_bytes", "packets", "mean_us", "min_us", "p50_u
 class Datapath:
     """One datapath simulation (FlexPipe, PANIC or StaticPipe, per `config["arch"]`).
 
-    `egress_pcap`: write every delivered packet there (frames exist when `functional = true`).
+    `egress_pcap`: write every delivered packet there (as `measure.egress_pcap = true`: the
+    generator then builds frames even for a timing run).
     """
 
     def __init__(self, config: Mapping[str, Any], egress_pcap: str | os.PathLike[str] | None = None,
