@@ -399,6 +399,13 @@ def test_vlan_over_4095_is_refused(key: str, vlan: int, tmp_path: Path) -> None:
     assert_one_line_error(r, key, "4095")
 
 
+def test_mixed_address_families_are_refused(tmp_path: Path) -> None:
+    """Found by the property tests: an IPv6 `src` with the default IPv4 `dst` was accepted, and
+    its frames (which no IP header can carry) were missing from the egress capture."""
+    r = nicsim("run", PAPER, "--out", tmp_path / "o", *TINY, "-p", 'flows[0].src="2001:db8::1"')
+    assert_one_line_error(r, "flows[0].dst", "IPv4", "IPv6")
+
+
 def test_vlan_4095_frames_are_all_in_the_egress_pcap(tmp_path: Path) -> None:
     out = tmp_path / "o"
     r = nicsim("run", PAPER, "--out", out, *TINY, "-p", "flows[0].vlan=4095", "--egress-pcap", "-q")

@@ -844,9 +844,23 @@ impl nicsim_kernel::config::Validate for Config {
                     msg: format!("'{a}' is not an IP address"),
                 })
             });
+            let (src, dst) = (src?, dst?);
+            if src.is_ipv4() != dst.is_ipv4() {
+                // No IP header carries both: the frames could not be built.
+                return err(
+                    format!("{path}.dst"),
+                    format!(
+                        "'{}' is {} while src '{}' is {}: a flow's addresses are of one family",
+                        f.dst,
+                        if dst.is_ipv4() { "IPv4" } else { "IPv6" },
+                        f.src,
+                        if src.is_ipv4() { "IPv4" } else { "IPv6" }
+                    ),
+                );
+            }
             let header = HeaderKey {
-                src: src?,
-                dst: dst?,
+                src,
+                dst,
                 sport: f.sport,
                 dport: f.dport,
                 proto,
