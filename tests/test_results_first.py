@@ -225,6 +225,47 @@ def test_run_plot_with_p99_below_mean(tmp_path: Path) -> None:
     assert (tmp_path / "o" / "run.png").stat().st_size > 0
 
 
+LOW_RATE = """
+seed = 1
+arch = "flexpipe"
+[pipeline]
+width_bits = 512
+clock_mhz = 250
+[[offloads]]
+name = "firewall"
+width_bits = 8
+clock_mhz = 150
+delay_cycles = 21
+units = 1
+[traffic]
+packets = 2000
+rate_gbps = 0.008
+arrivals = "poisson"
+size = { dist = "uniform_set", values = [64, 1500, 4000] }
+[[flows]]
+name = "f"
+chain = ["firewall"]
+[measure]
+window = [10, 1990]
+"""
+
+
+def test_low_rate_run_keeps_its_results_and_plot(tmp_path: Path) -> None:
+    """The issue's run (one 8-bit unit, Poisson arrivals, 64/1500/4000 B at 0.008 Gbit/s), shorter:
+    its 1500 and 4000 B packets' p99 is below their mean, and it lost summary.json to a traceback."""
+    from conftest import nicsim
+
+    cfg = tmp_path / "low.toml"
+    cfg.write_text(LOW_RATE)
+    out = tmp_path / "o"
+    r = nicsim("run", cfg, "--out", out, "-q")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    rows = s["per_flow"]["f"]["per_size"]
+    assert any(st["p99"] < st["mean"] for st in rows.values()), rows
+    assert (out / "run.png").stat().st_size > 0
+
+
 @pytest.mark.parametrize("mtu", [0, 59, 67, 65536])
 def test_xdp_target_mtu_out_of_range(tmp_path: Path, mtu: int) -> None:
     """A target's MTU outside Linux's range for an Ethernet device (68..=65535) is refused at
