@@ -145,6 +145,9 @@ def test_valid_datapath_configs_run_and_conserve(cfg: dict[str, Any], tmp_path_f
 @props(30)
 @given(cfg=datapath_configs(), bad=st.sampled_from([
     ("flows[0].vlan", st.integers(4096, 65535)),
+    ("flows[0].sport", st.integers(65536, 2**40)),
+    ("flows[0].dport", st.integers(-(2**40), -1)),
+    ("flows[0].tos", st.integers(256, 65535)),
     ("flows[0].weight", st.sampled_from([-1.0, math.inf, math.nan])),
     ("traffic.packets", st.just(0)),
     ("measure.window", st.just([5, 5])),
