@@ -1,8 +1,8 @@
 //! Python bindings of nicsim-flowmem: `FlowCapture` (a reassembled capture) and `FlowView`
 //! (one flow direction read in place). Bad input raises `nicsim.InputError` with one line.
 
-use std::sync::Mutex;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// Frames `flow_synth` writes between two looks for a signal (Ctrl-C, SIGTERM).
 const SIGNAL_CHECK_FRAMES: u64 = 4096;

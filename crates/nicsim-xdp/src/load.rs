@@ -732,7 +732,8 @@ fn check_btf_ext_names(elf: &Elf<'_>) -> Result<(), LoadError> {
     ) else {
         return Ok(());
     };
-    let (Ok(btf), Ok(data), Some((ext_start, _))) = (btf.data(), ext.data(), ext.file_range()) else {
+    let (Ok(btf), Ok(data), Some((ext_start, _))) = (btf.data(), ext.data(), ext.file_range())
+    else {
         return Ok(());
     };
     let strings = (|| {

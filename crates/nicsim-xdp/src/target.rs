@@ -284,7 +284,9 @@ impl Validate for Target {
         if !(MIN_MTU_BYTES..=MAX_MTU_BYTES).contains(&t.limits.mtu_bytes) {
             return err(
                 "limits.mtu_bytes",
-                format!("must be {MIN_MTU_BYTES}..={MAX_MTU_BYTES} bytes (an Ethernet device's MTU)"),
+                format!(
+                    "must be {MIN_MTU_BYTES}..={MAX_MTU_BYTES} bytes (an Ethernet device's MTU)"
+                ),
             );
         }
         if t.limits.min_packet_bytes as u64 > t.limits.mtu_bytes as u64 + 14 {
