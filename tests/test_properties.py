@@ -119,7 +119,7 @@ def pcap_records(path: Path) -> int:
     return n
 
 
-@props(40)
+@props(80)
 @given(cfg=datapath_configs())
 def test_valid_datapath_configs_run_and_conserve(cfg: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
     from nicsim.config import Config, validate
@@ -199,7 +199,7 @@ def router_configs(draw: Any) -> dict[str, Any]:
     return cfg
 
 
-@props(25)
+@props(50)
 @given(cfg=router_configs())
 def test_valid_router_configs_run_and_conserve(cfg: dict[str, Any]) -> None:
     from nicsim.config import Config
@@ -389,7 +389,7 @@ def captures(draw: Any) -> bytes:
     return out
 
 
-@props(60)
+@props(100)
 @given(cap=captures())
 def test_captures_reassemble_and_conserve(cap: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     from nicsim.errors import NicsimError
