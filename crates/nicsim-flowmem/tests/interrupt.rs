@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use nicsim_flowmem::{Config, Reassembly, RECORDS_PER_SLICE};
+use nicsim_flowmem::{Config, Reassembly, SharedBytes, RECORDS_PER_SLICE};
 
 /// One SYN per flow, `n` flows: `n` records.
 fn flood(n: u32) -> Vec<u8> {
@@ -25,7 +25,7 @@ fn flood(n: u32) -> Vec<u8> {
 #[test]
 fn an_error_between_slices_stops_the_reassembly() {
     let n = 3 * RECORDS_PER_SLICE as u32 + 5;
-    let capture = Arc::new(flood(n));
+    let capture: SharedBytes = Arc::new(flood(n));
     let mut calls = 0;
     let r = Reassembly::from_capture_bytes_until(Arc::clone(&capture), Config::default(), || {
         calls += 1;
