@@ -1,7 +1,7 @@
 # nicsim build plumbing. Two commands do everything from a fresh clone:
 #   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
-# Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config (not part of make test). Rust is built
+# Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config, make fuzz-props (not part of make test). Rust is built
 # in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
 # below); `cargo test --release` reuses that profile, its flags and target directory.
 
@@ -54,7 +54,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-exec system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config wheel
+.PHONY: demo test test-exec system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
 # analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
@@ -292,3 +292,10 @@ fuzz-config: fuzz-tools
 	    -max_total_time=$(FUZZ_CONFIG_SECONDS) -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=65536 \
 	    -print_final_stats=1 || exit 1; \
 	done
+
+# The property-based tests (tests/test_properties.py, Hypothesis) in their long mode:
+# FUZZ_PROPS_EXAMPLES generated datapath and router configurations, XDP and flow-memory targets
+# and captures per test (`make test` runs a few dozen of each). Not part of `make test`.
+FUZZ_PROPS_EXAMPLES ?= 1000
+fuzz-props: develop xdp-suite
+	NICSIM_PROPERTY_EXAMPLES=$(FUZZ_PROPS_EXAMPLES) $(VENV)/bin/pytest -q tests/test_properties.py

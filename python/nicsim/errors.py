@@ -42,3 +42,26 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, summary: dict[str, Any]) -> None:
         super().__init__()
         self.summary = summary
+
+
+class WorkerKilled(NicsimError):
+    """A pool worker died while it ran a point (the kernel's out-of-memory killer, `kill -9`).
+    `point` is the point's number (1-based, in input order); `results` holds every point's
+    result in input order, None for those that did not finish, so that a command can keep the
+    points that finished."""
+
+    def __init__(self, point: int, results: list[Any], how: str = "was killed (out of memory?)") -> None:
+        super().__init__(f"worker for point {point} {how}")
+        self.point = point
+        self.results = results
+        #: What the command had done when the worker died, as its summary (set by the command).
+        self.partial: dict[str, Any] | None = None
+
+    def finished(self) -> int:
+        """How many points finished."""
+        return sum(r is not None for r in self.results)
+
+    def kept(self, out: object) -> InputError:
+        """The one-line error once the finished points are written to `out`."""
+        return InputError(f"{self}; the {self.finished():,} of {len(self.results):,} points that finished are kept "
+                          f"in {out}/summary.json")

@@ -92,7 +92,15 @@ ExecutorOpt = Annotated[Executor, typer.Option("--executor", "-x",
                                                     "(needs the `nicsim[ray]` extra; see --ray-address).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                                 help="Parallel runs (default: one per CPU).", show_default=False)]
+def ray_address_arg(value: str) -> str:
+    """`--ray-address`: an empty address is refused (it would silently mean a local run)."""
+    if not value.strip():
+        raise typer.BadParameter("an empty address (give HOST:PORT, ray://HOST:10001 or auto; leave the option out "
+                                 "for a local run)")
+    return value
+
+
 RayAddressOpt = Annotated[str | None, typer.Option(
-    "--ray-address", metavar="ADDR", help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, "
-                                          "or `auto`; default: $RAY_ADDRESS, else a local Ray). Implies "
-                                          "`--executor ray`.")]
+    "--ray-address", metavar="ADDR", parser=ray_address_arg,
+    help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, or `auto`; default: $RAY_ADDRESS, "
+         "else a local Ray). Implies `--executor ray`.")]

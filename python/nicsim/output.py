@@ -5,7 +5,10 @@ temporary folder next to the target (`.NAME.tmp-PID-XXXX`) and renames it into p
 block ends without an error; an error, Ctrl-C or SIGTERM inside the block removes the temporary
 folder and leaves the target as it was.
 
-A command deletes or replaces only what it wrote itself. Every output folder holds a marker,
+A command deletes or replaces only what it wrote itself, and never what is not a regular file
+or a folder nicsim wrote, `--force` or not: a device (`/dev/full`), a FIFO, a socket, or a
+symbolic link to one is refused, as is a folder that holds one ([`check_output_file`] for the
+commands that write one file: `flowmem synth`, `xdp calibrate`). Every output folder holds a marker,
 `.nicsim-output` (JSON: the nicsim version, the command line and the files nicsim wrote there),
 and an existing `--out` folder is replaced only when it is empty, or holds that marker and no
 file that the marker does not list. Any other folder is refused ([`OutputRefused`], exit 2)
@@ -26,6 +29,11 @@ configuration's hash, the host and the time. `summary.json` ([`OutputDir.summary
 
 Helpers write JSON (sorted keys, indent 2), CSV tables, Parquet tables and matplotlib figures
 (PNG and SVG).
+
+Results first, pictures second: a command writes summary.json and its tables, then its figures
+and other secondary outputs inside [`OutputDir.optional`], where a failure (a plot matplotlib
+refuses, a full disk while drawing) is a one-line warning naming the files not written; the
+results are kept and the exit code is unchanged.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +139,50 @@ def _read_marker(folder: Path) -> dict[str, Any] | None:
     return m
 
 
+def file_kind(mode: int) -> str:
+    """What a file is, for a message: "a folder", "a character device", ..."""
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def check_output_file(path: str | os.PathLike[str]) -> None:
+    """Raise [`OutputRefused`] unless the one file a command writes may be replaced: it is
+    absent, or a regular file (`--force` decides beyond that). A device, FIFO, socket or
+    folder is never replaced, nor a symbolic link (it would be replaced, not what it names)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputRefused(f"{path}: cannot see it ({e.strerror}); give another file name") from None
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = file_kind(st.st_mode)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            kind += f" to {file_kind(os.stat(path).st_mode)}"
+        except OSError:
+            kind += " to nothing"
+    raise OutputRefused(f"{path}: is {kind}; nicsim replaces only regular files, even with --force "
+                        "(give another file name)")
+
+
+def _special_under(folder: Path) -> str | None:
+    """The first device, FIFO or socket under `folder` (relative path and kind), or None:
+    replacing the folder would remove it."""
+    for root, _dirs, files in os.walk(folder, onerror=_raise):
+        for name in files:
+            mode = os.lstat(os.path.join(root, name)).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                return f"{os.path.relpath(os.path.join(root, name), folder)} ({file_kind(mode)})"
+    return None
+
+
 def _raise(e: OSError) -> None:
     raise e
 
@@ -210,7 +263,14 @@ class OutputDir:
             self._check_creatable()
             return
         if not t.is_dir():
-            raise self._refuse("exists and is not a folder; give another --out")
+            try:
+                kind = file_kind(os.stat(t).st_mode)
+            except OSError:
+                kind = "a regular file"
+            if kind == "a regular file":
+                raise self._refuse("exists and is not a folder; give another --out")
+            raise self._refuse(f"exists and is {kind}, not a folder; nicsim never replaces it, even with --force "
+                               "(give another --out)")
         if os.path.ismount(t):
             raise self._refuse("is a mount point; nicsim cannot replace it (give a folder inside it)")
         marker = _read_marker(t)
@@ -223,6 +283,7 @@ class OutputDir:
                     if len(foreign) > 3 and not self.force:
                         break
             git = _holds_git(t)
+            special = _special_under(t)
         except OSError as e:
             raise self._refuse(f"cannot see all of it ({e.filename or t}: {e.strerror}), so nicsim does not "
                                "replace it; give another --out") from None
@@ -232,6 +293,9 @@ class OutputDir:
             raise self._refuse(f"{what} ({shown}); give another --out, or --force to replace it")
         if git is not None:
             raise self._refuse(f"holds a git repository ({git}); nicsim never replaces it, even with --force")
+        if special is not None:
+            raise self._refuse(f"holds {special}, which is not a regular file; nicsim never replaces it, even "
+                               "with --force (give another --out)")
 
     def _check_creatable(self) -> None:
         """The folder can be made: its nearest existing ancestor is a folder where a folder can
@@ -259,10 +323,14 @@ class OutputDir:
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent))
         except OSError as e:
             raise InputError(f"{self.given}: cannot create the output folder: {e.strerror}") from None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.path, 0o777 & ~umask)
-        self._write_marker()
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.path, 0o777 & ~umask)
+            self._write_marker()
+        except OSError as e:  # a full disk: nothing is left behind, and the error names --out
+            self._discard()
+            raise InputError(f"{self.given}: cannot write the output folder: {e.strerror}") from None
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -425,16 +493,45 @@ class OutputDir:
         return p
 
     def figure(self, stem: str, fig: Any, dpi: int = 150) -> tuple[Path, Path]:
-        """Save a matplotlib figure as STEM.png and STEM.svg (reproducible bytes) and close it."""
+        """Save a matplotlib figure as STEM.png and STEM.svg (reproducible bytes) and close it;
+        both or neither (a failure removes what it wrote of them)."""
         import matplotlib
         import matplotlib.pyplot as plt
 
         png, svg = self.file(stem + ".png"), self.file(stem + ".svg")
-        fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
-        with matplotlib.rc_context({"svg.hashsalt": "nicsim"}):
-            fig.savefig(svg, bbox_inches="tight", metadata={"Date": None, "Creator": None})
-        plt.close(fig)
+        try:
+            fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+            with matplotlib.rc_context({"svg.hashsalt": "nicsim"}):
+                fig.savefig(svg, bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        except BaseException:
+            png.unlink(missing_ok=True)
+            svg.unlink(missing_ok=True)
+            raise
+        finally:
+            plt.close(fig)
         return png, svg
+
+    @contextmanager
+    def optional(self, *files: str) -> Iterator[None]:
+        """A secondary output (`files`: what it writes, e.g. a figure's PNG and SVG), written
+        after the results: an error inside the block (not Ctrl-C or SIGTERM) is a one-line
+        warning naming the files it did not write, and the folder keeps everything else.
+        Python warnings inside (matplotlib's about an empty legend) are not shown."""
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        except Exception as e:  # any failure of a picture: the results stand
+            _close_figures()
+            assert self.path is not None
+            missing = [f for f in files if not (self.path / f).exists()] or list(files)
+            why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+            from nicsim import ui
+
+            ui.warn(f"{self.given}/: {', '.join(missing) or 'a secondary output'} not written ({why}); the "
+                    "results are kept")
 
 
 def missing_parents(path: str | os.PathLike[str]) -> list[Path]:
@@ -475,6 +572,17 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def figures(*stems: str) -> tuple[str, ...]:
+    """The files [`OutputDir.figure`] writes for these stems (for [`OutputDir.optional`])."""
+    return tuple(f"{s}.{ext}" for s in stems for ext in ("png", "svg"))
+
+
+def _close_figures() -> None:
+    """Close the figures a failed plot left open (only if matplotlib is in use)."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
 
 
 def stamp(summary: dict[str, Any]) -> dict[str, Any]:

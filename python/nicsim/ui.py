@@ -92,7 +92,7 @@ def note(text: str) -> None:
 
 def warn(text: str, label: str = "warning:") -> None:
     """A warning (or another `label`): printed even with --quiet."""
-    err_console.print(Text.assemble((label, "yellow"), " ", text), highlight=False)
+    err_console.print(Text.assemble((label, "yellow"), " ", text), highlight=False, soft_wrap=True)  # one line
 
 
 def wrote(out: str | os.PathLike[str], files: Iterable[str] | None = None) -> None:

@@ -502,6 +502,9 @@ fn d_packets() -> u64 {
     11000
 }
 
+/// The largest VLAN id (12 bits, IEEE 802.1Q).
+pub const MAX_VLAN_ID: u16 = 4095;
+
 /// A port or a port range: `80` or `"1000-2000"`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -818,6 +821,18 @@ impl nicsim_kernel::config::Validate for Config {
             if !(f.weight.is_finite() && f.weight >= 0.0) {
                 return err(format!("{path}.weight"), "must be a non-negative number");
             }
+            // An 802.1Q VLAN id is 12 bits (0..=4095).
+            for (key, vlan) in [
+                ("vlan", f.vlan),
+                ("match.vlan", f.match_.as_ref().and_then(|m| m.vlan)),
+            ] {
+                if let Some(v) = vlan.filter(|v| *v > MAX_VLAN_ID) {
+                    return err(
+                        format!("{path}.{key}"),
+                        format!("VLAN id {v} is not 0..={MAX_VLAN_ID} (12 bits, IEEE 802.1Q)"),
+                    );
+                }
+            }
             chains.push(self.check_chain(&format!("{path}.chain"), &f.chain)?);
             let proto = crate::traffic::parse_proto(&f.proto).map_err(|m| ConfigError {
                 path: format!("{path}.proto"),
@@ -829,9 +844,23 @@ impl nicsim_kernel::config::Validate for Config {
                     msg: format!("'{a}' is not an IP address"),
                 })
             });
+            let (src, dst) = (src?, dst?);
+            if src.is_ipv4() != dst.is_ipv4() {
+                // No IP header carries both: the frames could not be built.
+                return err(
+                    format!("{path}.dst"),
+                    format!(
+                        "'{}' is {} while src '{}' is {}: a flow's addresses are of one family",
+                        f.dst,
+                        if dst.is_ipv4() { "IPv4" } else { "IPv6" },
+                        f.src,
+                        if src.is_ipv4() { "IPv4" } else { "IPv6" }
+                    ),
+                );
+            }
             let header = HeaderKey {
-                src: src?,
-                dst: dst?,
+                src,
+                dst,
                 sport: f.sport,
                 dport: f.dport,
                 proto,

@@ -22,7 +22,7 @@ pub mod write;
 pub use arena::{Arena, SharedBytes};
 pub use reassembly::{
     ByteCounts, Config, Direction, Flow, Hole, Limits, OverlapPolicy, PacketCounts, Reassembler,
-    Reassembly, Segment, UnackedPolicy, DEFAULT_MAX_HOLE_BYTES, MAX_HOLE_BYTES,
+    Reassembly, Segment, UnackedPolicy, DEFAULT_MAX_HOLE_BYTES, MAX_HOLE_BYTES, RECORDS_PER_SLICE,
 };
 pub use view::{regex_limits, Chunk, FlowView, StreamRegex};
 

@@ -16,11 +16,13 @@
 //! from there on is kept.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::convert::Infallible;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use nicsim_kernel::{run_in_slices, RunTo};
 use nicsim_packet::capture::{CaptureReader, CaptureSlice, Leniency, Record, RecordRef};
 use nicsim_packet::defrag::{DefragCounts, Defragmenter, Pushed};
 use nicsim_packet::ip::protocol;
@@ -315,20 +317,44 @@ impl Reassembly {
     /// `capture` is shared, not copied: an `Arc<Vec<u8>>`, or any buffer its owner keeps
     /// unchanged (the Python bindings pass the `bytes` object they read the file into).
     pub fn from_capture_bytes(capture: SharedBytes, config: Config) -> Result<Self, FlowError> {
-        let mut reassembler = Reassembler {
+        match Self::from_capture_bytes_until(capture, config, || Ok::<(), Infallible>(())) {
+            Ok(r) => r,
+            Err(never) => match never {},
+        }
+    }
+
+    /// As [`Reassembly::from_capture_bytes`], calling `between` every
+    /// [`RECORDS_PER_SLICE`] records (with [`nicsim_kernel::run_in_slices`], as the models
+    /// run): an error from it (Ctrl-C, SIGTERM) stops the reassembly at once and is returned
+    /// as the outer error.
+    pub fn from_capture_bytes_until<E>(
+        capture: SharedBytes,
+        config: Config,
+        between: impl FnMut() -> Result<(), E>,
+    ) -> Result<Result<Self, FlowError>, E> {
+        let reassembler = Reassembler {
             arena: Arena::over_capture(Arc::clone(&capture), config.limits.max_arena_bytes),
             ..Reassembler::new(config)
         };
-        let mut slice = CaptureSlice::new((*capture).as_ref())?;
-        while let Some(record) = slice.next_record() {
-            let record = record?;
-            let cut = record.cut_len() > 0;
-            let addr = record.data_offset as u64;
-            reassembler.push_frame_at(record.linktype, record.data, cut, Some(addr));
-        }
-        let mut out = reassembler.finish();
-        out.leniency = slice.leniency();
-        Ok(out)
+        let records = match CaptureSlice::new((*capture).as_ref()) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        let mut feed = Feed {
+            reassembler,
+            records,
+            fed: 0,
+            error: None,
+        };
+        run_in_slices(&mut feed, None, RECORDS_PER_SLICE as f64, between)?;
+        Ok(match feed.error {
+            Some(e) => Err(e),
+            None => {
+                let mut out = feed.reassembler.finish();
+                out.leniency = feed.records.leniency();
+                Ok(out)
+            }
+        })
     }
 
     /// A zero-copy view of one flow direction (`dir` 0 or 1).
@@ -344,6 +370,45 @@ impl Reassembly {
             direction: dir,
             flows: self.flows.len(),
         })
+    }
+}
+
+/// Records of a capture between two looks for an interrupt
+/// ([`Reassembly::from_capture_bytes_until`]): a few milliseconds of reassembly.
+pub const RECORDS_PER_SLICE: u64 = 1 << 15;
+
+/// A capture's records fed to a reassembler, as a model whose time is the number of records
+/// fed, so that [`run_in_slices`] runs it in slices.
+struct Feed<'a> {
+    reassembler: Reassembler,
+    records: CaptureSlice<'a>,
+    fed: u64,
+    error: Option<FlowError>,
+}
+
+impl RunTo for Feed<'_> {
+    fn now_us(&self) -> f64 {
+        self.fed as f64
+    }
+
+    fn run_to(&mut self, until: Option<f64>) -> bool {
+        while until.is_none_or(|u| (self.fed as f64) < u) {
+            match self.records.next_record() {
+                None => return true,
+                Some(Err(e)) => {
+                    self.error = Some(e.into());
+                    return true;
+                }
+                Some(Ok(record)) => {
+                    let cut = record.cut_len() > 0;
+                    let addr = record.data_offset as u64;
+                    self.reassembler
+                        .push_frame_at(record.linktype, record.data, cut, Some(addr));
+                    self.fed += 1;
+                }
+            }
+        }
+        false
     }
 }
 

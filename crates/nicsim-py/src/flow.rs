@@ -2,14 +2,18 @@
 //! (one flow direction read in place). Bad input raises `nicsim.InputError` with one line.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Frames `flow_synth` writes between two looks for a signal (Ctrl-C, SIGTERM).
+const SIGNAL_CHECK_FRAMES: u64 = 4096;
 
 use nicsim_flowmem::baseline::Contiguous;
 use nicsim_flowmem::bench::{host_bench, speed_bench_file};
 use nicsim_flowmem::model::{Comparison, MemConfig, MemModel, Workload};
 use nicsim_flowmem::names;
-use nicsim_flowmem::synth::{synthesize, SynthConfig};
+use nicsim_flowmem::synth::{generate, SynthConfig};
 use nicsim_flowmem::{Config, Reassembly, StreamRegex};
-use nicsim_packet::capture::CaptureFormat;
+use nicsim_packet::capture::{CaptureError, CaptureFormat, CaptureWriter};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView, PySlice};
@@ -107,8 +111,13 @@ impl FlowCapture {
             )));
         }
         let shared = std::sync::Arc::new(PyBufferBytes { buffer });
+        // Ctrl-C and SIGTERM are looked for between slices of records (a few milliseconds).
         let inner = py
-            .detach(|| Reassembly::from_capture_bytes(shared, config))
+            .detach(|| {
+                Reassembly::from_capture_bytes_until(shared, config, || {
+                    Python::attach(|py| py.check_signals())
+                })
+            })?
             .map_err(|e| input_error(format!("{}: {e}", path.display())))?;
         Ok(FlowCapture {
             inner,
@@ -189,7 +198,12 @@ impl FlowCapture {
     /// One dict per flow direction, in flow order (direction 0 first).
     fn directions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         (0..2 * self.inner.flows.len())
-            .map(|i| self.direction(py, i))
+            .map(|i| {
+                if i % 8192 == 0 {
+                    py.check_signals()?; // 131,070 directions take seconds: Ctrl-C and SIGTERM end them
+                }
+                self.direction(py, i)
+            })
             .collect()
     }
 
@@ -516,21 +530,42 @@ fn flow_synth(
     } else {
         CaptureFormat::Pcap
     };
-    let mut err = None;
+    // A Python error (Ctrl-C, SIGTERM, or the progress callback's) stops the generation at
+    // once: the sink refuses the next frame. Signals are looked at every few thousand frames
+    // (a few milliseconds), not only at the progress reports.
+    let err: Mutex<Option<PyErr>> = Mutex::new(None);
     let mut report = |n: u64| {
         if let Some(cb) = &progress {
             Python::attach(|py| {
-                if let Err(e) = cb
-                    .call1(py, (n,))
-                    .and_then(|_| py.check_signals().map(|_| py.None()))
-                {
-                    err.get_or_insert(e);
+                if let Err(e) = cb.call1(py, (n,)) {
+                    err.lock().expect("not poisoned").get_or_insert(e);
                 }
             });
         }
     };
-    let rep = py.detach(|| synthesize(&config, &path, format, &mut report));
-    if let Some(e) = err {
+    let mut frames = 0u64;
+    let rep = py.detach(|| -> Result<_, CaptureError> {
+        let mut w = CaptureWriter::create(&path, format, 65_535)?;
+        let mut sink = |ts: u64, frame: &[u8]| {
+            frames += 1;
+            if frames.is_multiple_of(SIGNAL_CHECK_FRAMES) {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    err.lock().expect("not poisoned").get_or_insert(e);
+                }
+            }
+            if err.lock().expect("not poisoned").is_some() {
+                return Err(CaptureError::Io {
+                    context: "stopped".into(),
+                    source: std::io::ErrorKind::Interrupted.into(),
+                });
+            }
+            w.write(ts, frame)
+        };
+        let rep = generate(&config, &mut sink, &mut report)?;
+        w.finish()?;
+        Ok(rep)
+    });
+    if let Some(e) = err.into_inner().expect("not poisoned") {
         return Err(e);
     }
     let rep = rep.map_err(input_error)?;

@@ -46,7 +46,9 @@ impl Datapath {
     #[new]
     #[pyo3(signature = (config_json, egress_pcap=None, log_packets=false))]
     fn new(config_json: &str, egress_pcap: Option<PathBuf>, log_packets: bool) -> PyResult<Self> {
-        let cfg = parse_config(config_json)?;
+        let mut cfg = parse_config(config_json)?;
+        // An egress capture needs frames: without this, a timing run wrote an empty capture.
+        cfg.measure.egress_pcap |= egress_pcap.is_some();
         let mut model = Model::new(cfg).map_err(InputError::new_err)?;
         if log_packets {
             model.log_packets();
@@ -683,6 +685,15 @@ fn xdp_builtin_target(name: &str) -> PyResult<&'static str> {
         .ok_or_else(|| InputError::new_err(format!("no built-in target '{name}'")))
 }
 
+/// Check a target (`nicsim_xdp::Target::from_toml`, the one check every use of a target
+/// goes through): a ConfigError naming the key, or nothing.
+#[pyfunction]
+fn xdp_check_target(target_toml: &str, target_file: &str) -> PyResult<()> {
+    nicsim_xdp::Target::from_toml(target_toml, target_file)
+        .map(|_| ())
+        .map_err(|e| ConfigError::new_err((e.path, e.msg)))
+}
+
 /// Write frames to a pcap file (`nicsim_packet::capture::write_pcap_file`).
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
@@ -712,6 +723,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_run, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_check_target, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())

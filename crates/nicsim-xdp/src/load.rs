@@ -776,6 +776,71 @@ fn btf_ext_lines(ext: &[u8], strings: &[u8]) -> HashMap<String, Vec<LineRec>> {
     out
 }
 
+/// Every section record of `.BTF.ext`'s function and line information names its section by
+/// an offset into `.BTF`'s strings, which aya-obj unwraps (a bit-flipped object made it panic
+/// with "called `Option::unwrap()` on a `None` value"): checked first, the error naming the
+/// record's file offset. A block that cannot be walked is left to aya-obj's own checks.
+fn check_btf_ext_names(elf: &Elf<'_>) -> Result<(), LoadError> {
+    let (Some(btf), Some(ext)) = (
+        elf.file.section_by_name(".BTF"),
+        elf.file.section_by_name(".BTF.ext"),
+    ) else {
+        return Ok(());
+    };
+    let (Ok(btf), Ok(data), Some((ext_start, _))) = (btf.data(), ext.data(), ext.file_range())
+    else {
+        return Ok(());
+    };
+    let strings = (|| {
+        let hdr = u32_le(btf, 4)? as usize;
+        let (off, len) = (u32_le(btf, 16)? as usize, u32_le(btf, 20)? as usize);
+        let start = hdr.checked_add(off)?;
+        btf.get(start..start.checked_add(len)?)
+    })()
+    .unwrap_or_default();
+    let Some(hdr) = u32_le(data, 4) else {
+        return Ok(());
+    };
+    // func_info (offset and length at 8 and 12 of the header), line_info (16 and 20).
+    for (what, at) in [("function", 8), ("line", 16)] {
+        let block = (|| {
+            let (off, len) = (u32_le(data, at)? as usize, u32_le(data, at + 4)? as usize);
+            let start = (hdr as usize).checked_add(off)?;
+            Some((start, data.get(start..start.checked_add(len)?)?))
+        })();
+        let Some((start, block)) = block else {
+            continue;
+        };
+        let Some(rec) = u32_le(block, 0) else {
+            continue;
+        };
+        let mut at = 4usize;
+        while at + 8 <= block.len() {
+            let name = u32_le(block, at).unwrap_or(0);
+            let named = strings
+                .get(name as usize..)
+                .is_some_and(|tail| tail.contains(&0));
+            if !named {
+                return Err(LoadError::Parse(format!(
+                    ".BTF.ext at offset {}: the {what} information names its section by string \
+                     {name}, which is not in .BTF's {} bytes of strings",
+                    ext_start as usize + start + at,
+                    strings.len()
+                )));
+            }
+            let n = u32_le(block, at + 4).unwrap_or(0) as usize;
+            match n
+                .checked_mul(rec as usize)
+                .and_then(|b| b.checked_add(at + 8))
+            {
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The largest section without file bytes (`.bss`) loaded. The kernel refuses a map value
 /// larger than KMALLOC_MAX_SIZE (4 MiB with 4 kB pages on x86-64; 32 MiB at most on other
 /// configurations), and a `.bss` is one map value.
@@ -1559,6 +1624,7 @@ fn load_inner(
             }
         }
     }
+    check_btf_ext_names(&elf)?;
     let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
 
     let mut maps: Vec<(MapDef, MapAt)> = Vec::new();

@@ -39,6 +39,11 @@ pub struct Target {
     pub calibration: Option<toml::Table>,
 }
 
+/// The smallest MTU a target may have (bytes; Linux's `ETH_MIN_MTU`, the IPv4 minimum).
+pub const MIN_MTU_BYTES: u32 = 68;
+/// The largest MTU a target may have (bytes; Linux's `ETH_MAX_MTU`).
+pub const MAX_MTU_BYTES: u32 = 65_535;
+
 /// Limits that hold whatever the program.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -281,6 +286,22 @@ impl Validate for Target {
         }
         if let Some((key, _)) = positives.iter().find(|(_, x)| !positive(*x)) {
             return err(*key, "must be a positive number");
+        }
+        // Linux's range for an Ethernet device's MTU (ETH_MIN_MTU, ETH_MAX_MTU): the IPv4
+        // minimum of 68 bytes (RFC 791) up to what a 16-bit IP length can carry.
+        if !(MIN_MTU_BYTES..=MAX_MTU_BYTES).contains(&t.limits.mtu_bytes) {
+            return err(
+                "limits.mtu_bytes",
+                format!(
+                    "must be {MIN_MTU_BYTES}..={MAX_MTU_BYTES} bytes (an Ethernet device's MTU)"
+                ),
+            );
+        }
+        if t.limits.min_packet_bytes as u64 > t.limits.mtu_bytes as u64 + 14 {
+            return err(
+                "limits.min_packet_bytes",
+                "must be at most limits.mtu_bytes + 14 (the largest packet)",
+            );
         }
         // The MAC's packet rate may be infinite (`inf`: no MAC, as the calibrated x86-jit target
         // has it; checked positive above). Every other rate and cost a finite number (costs not

@@ -19,7 +19,7 @@ from typing import Any, cast
 from nicsim.config import PATH_KEYS, Config, core_errors, get_key, to_json
 from nicsim.datapath.summary import Summary
 from nicsim.errors import ConfigError, InputError, Interrupted
-from nicsim.output import OutputDir, stamp
+from nicsim.output import OutputDir, figures, stamp
 
 #: Called between slices with (simulated µs, summary so far).
 Progress = Callable[[float, "dict[str, Any] | None"], None]
@@ -30,7 +30,8 @@ PER_FLOW_COLUMNS = ("flow", "size_bytes", "packets", "mean_us", "min_us", "p50_u
 class Datapath:
     """One datapath simulation (FlexPipe, PANIC or StaticPipe, per `config["arch"]`).
 
-    `egress_pcap`: write every delivered packet there (frames exist when `functional = true`).
+    `egress_pcap`: write every delivered packet there (as `measure.egress_pcap = true`: the
+    generator then builds frames even for a timing run).
     """
 
     def __init__(self, config: Mapping[str, Any], egress_pcap: str | os.PathLike[str] | None = None,
@@ -144,11 +145,17 @@ def simulate(
 
 
 class _PacketParquet:
-    """packets.parquet, written a row group per slice of the run."""
+    """packets.parquet, written in row groups of `ROWS_PER_GROUP` rows: the same bytes for the
+    same run, however the run was cut into slices of wall-clock time."""
+
+    #: Rows of one row group (a bounded buffer: about 5 MB of columns).
+    ROWS_PER_GROUP = 1 << 16
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.writer: Any = None
+        self.pending: list[Any] = []
+        self.rows = 0
 
     def __call__(self, cols: dict[str, Any]) -> None:
         import pyarrow as pa
@@ -158,10 +165,25 @@ class _PacketParquet:
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, table.schema)
         if table.num_rows:
-            self.writer.write_table(table)
+            self.pending.append(table)
+            self.rows += table.num_rows
+        while self.rows >= self.ROWS_PER_GROUP:
+            self._write(self.ROWS_PER_GROUP)
+
+    def _write(self, n: int) -> None:
+        """Write the first `n` pending rows as one row group."""
+        import pyarrow as pa
+
+        table = pa.concat_tables(self.pending)
+        self.writer.write_table(table.slice(0, n).combine_chunks(), row_group_size=n)
+        rest = table.slice(n)
+        self.pending = [rest] if rest.num_rows else []
+        self.rows -= n
 
     def close(self) -> None:
         if self.writer is not None:
+            if self.rows:
+                self._write(self.rows)
             self.writer.close()
 
 
@@ -213,7 +235,8 @@ def write_run(o: OutputDir, config: Mapping[str, Any], summary: dict[str, Any]) 
     o.csv("per_flow.csv", per_flow_rows(summary), columns=PER_FLOW_COLUMNS)
     o.csv("fifos.csv", fifo_rows(summary), columns=FIFO_COLUMNS)
     o.json("config.json", config)
-    plot_run(o, summary)
+    with o.optional(*figures("run")):
+        plot_run(o, summary)
 
 
 FIFO_COLUMNS = ("fifo", "capacity_bytes", "mean_bytes", "max_bytes", "mean_packets", "max_packets", "arrivals",
@@ -256,9 +279,10 @@ def plot_run(o: OutputDir, summary: Mapping[str, Any]) -> None:
         if not rs:
             continue
         xs = [r["size_bytes"] for r in rs]
-        mean = [r["mean_us"] for r in rs]
-        err = [[m - r["min_us"] for m, r in zip(mean, rs)], [r["p99_us"] - m for m, r in zip(mean, rs)]]
-        ax.errorbar(xs, mean, yerr=err, marker="o", capsize=3, label=flow)
+        # The range min..p99 as a line of its own: p99 may lie below the mean (a few slow
+        # packets among many fast ones), which an error bar around the mean cannot show.
+        (line,) = ax.plot(xs, [r["mean_us"] for r in rs], marker="o", label=flow)
+        ax.vlines(xs, [r["min_us"] for r in rs], [r["p99_us"] for r in rs], color=line.get_color(), alpha=0.6)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("packet size (bytes)")
     ax.set_ylabel("latency (µs): mean, min to p99")

@@ -3,6 +3,7 @@ sized by simulation for a traffic and targets)."""
 
 from __future__ import annotations
 
+import contextlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.config import get_key, load_config, validate
-from nicsim.errors import ConfigError, InputError, Interrupted
+from nicsim.errors import ConfigError, InputError, Interrupted, WorkerKilled
 from nicsim.options import (
     Executor,
     ExecutorOpt,
@@ -190,31 +191,48 @@ def offloads_size(
     """
     from nicsim.datapath import config_inputs
     from nicsim.datapath.sizing import plot_sizing, point_rows, size_offloads, sizing_rows, with_traffic
-    from nicsim.output import OutputDir
+    from nicsim.flowmem.reassemble import capture_file
+    from nicsim.output import OutputDir, figures
     from nicsim.sweep import check_executor
 
     where = "ray" if ray_address else executor.value
     check_executor(where, workers)
     if timing is not None and traffic is None:
         raise InputError("--timing says how --traffic's capture is used; give --traffic CAPTURE too")
-    cfg = with_traffic(load_config(config, param or []), traffic, (timing or Timing.sizes).value)
-    output = OutputDir(out, inputs=config_inputs(cfg), force=force, config=cfg)
-    try:
-        validate(cfg)
-        output.check()  # before the runs, not after them
-        s = size_offloads(cfg, {"p99_us": p99_us, "loss": loss}, executor=where, workers=workers,
-                          ray_address=ray_address, progress=not ui.state.quiet and not ui.state.json,
-                          traffic=str(traffic) if traffic is not None else "the configuration's")
-    except ConfigError as e:
-        # The capture is --traffic's, not the configuration's (or --param's).
-        if traffic is not None and e.path.startswith(("traffic.size", "traffic.replay")):
-            raise ConfigError(e.msg, path="", file=f"--traffic {traffic}") from None
-        raise
+    # `-` or a pipe: every run reads the capture, so it is read once into a temporary file.
+    with capture_file(traffic) if traffic is not None else contextlib.nullcontext(None) as capture:
+        cfg = with_traffic(load_config(config, param or []), capture, (timing or Timing.sizes).value)
+        output = OutputDir(out, inputs=[*config_inputs(cfg), traffic], force=force, config=cfg)
+        try:
+            validate(cfg)
+            output.check()  # before the runs, not after them
+            s = size_offloads(cfg, {"p99_us": p99_us, "loss": loss}, executor=where, workers=workers,
+                              ray_address=ray_address, progress=not ui.state.quiet and not ui.state.json,
+                              traffic=str(traffic) if traffic is not None else "the configuration's")
+        except ConfigError as e:
+            # The capture is --traffic's, not the configuration's (or --param's).
+            if traffic is not None and e.path.startswith(("traffic.size", "traffic.replay")):
+                raise ConfigError(e.msg.replace(str(capture), str(traffic)), path="",
+                                  file=f"--traffic {traffic}") from None
+            raise
+        except InputError as e:
+            if capture is None or capture == traffic:
+                raise
+            raise InputError(str(e).replace(str(capture), str(traffic))) from None
+        except WorkerKilled as e:  # the search cannot go on: keep the points that ran
+            if e.partial is None:
+                raise
+            with output as o:
+                o.summary(e.partial)
+                o.csv("points.csv", point_rows(e.partial))  # type: ignore[arg-type]
+            raise InputError(f"{e}; the search stopped, and the points that ran ({len(e.partial['points']):,}) "
+                             f"are kept in {out}/summary.json") from None
     with output as o:
         o.summary(dict(s))
         o.csv("sizing.csv", sizing_rows(s))
         o.csv("points.csv", point_rows(s))
-        plot_sizing(o, s)
+        with o.optional(*figures("p99_vs_units")):
+            plot_sizing(o, s)
 
     def show(console: Console) -> None:
         goal = (f"p99 ≤ {p99_us:g} µs, " if p99_us is not None else "") + f"loss ≤ {loss:g}"

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
 from nicsim.config import Config, get_key, offload_units, with_overrides
-from nicsim.errors import InputError
+from nicsim.errors import InputError, WorkerKilled
 from nicsim.output import stamp
 
 #: How the capture of `--traffic` is used: its frame sizes under the configuration's flows,
@@ -165,7 +165,7 @@ def size_offloads(
 ) -> SizingSummary:
     """The fewest units per offload that meet `targets` on `config`'s traffic (see the module
     comment for the three phases). `config` must be a valid datapath configuration."""
-    from nicsim.sweep import Pool, run_many
+    from nicsim.sweep import Pool, run_many, unfinished
 
     if targets["p99_us"] is None:
         # FlexPipe holds the traffic back rather than dropping it: without a latency bound, one
@@ -191,9 +191,16 @@ def size_offloads(
         rounds += 1
         configs = [with_overrides(config, {f"offloads[{index[n]}].units": c for n, c in units.items()})
                    for _, _, units in batch]
-        summaries = run_many(configs, progress=progress, description=f"sizing, round {rounds}", pool=pool)
+        killed: WorkerKilled | None = None
+        try:
+            summaries = run_many(configs, progress=progress, description=f"sizing, round {rounds}", pool=pool)
+        except WorkerKilled as e:
+            summaries = e.results
+            killed = e
         out = []
         for (phase, offload, units), s in zip(batch, summaries, strict=True):
+            if s is None:  # a worker died in this round: the points that finished are kept
+                continue
             p99, loss, gbps, met = _measure(s, targets)
             dropped = {k: v for k, v in s["packets"]["dropped"].items() if v}
             if s["packets"]["in_flight"]:
@@ -201,6 +208,12 @@ def size_offloads(
             out.append(Point(phase=phase, offload=offload, units=dict(units), p99_us=p99, loss=loss,
                              dropped=dropped, throughput_gbps=gbps, met=met))
         points.extend(out)
+        if killed is not None:
+            # What ran, for the command to write before it reports the dead worker.
+            killed.partial = stamp({"config": getattr(config, "source", None), "arch": str(config.get("arch", "flexpipe")),
+                                    "traffic": traffic, "targets": targets, "runs": len(points), "rounds": rounds,
+                                    "points": points, "unfinished": unfinished(killed)})
+            raise killed
         return out
 
     with Pool(executor, workers, ray_address) as pool:

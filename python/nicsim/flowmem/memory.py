@@ -37,7 +37,7 @@ from nicsim.flowmem.summary import (
     Steps,
     SynthReport,
 )
-from nicsim.output import OutputDir, missing_parents, remove_empty
+from nicsim.output import OutputDir, check_output_file, figures, missing_parents, remove_empty
 
 #: The workloads' names: the core's (nicsim.flowmem.names).
 WORKLOADS = names.NAMES["workload"]
@@ -67,7 +67,8 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
           reorder: float = 0.01, duplicate: float = 0.005, pcapng: bool = False,
           progress: Any = None, force: bool = False, **extra: Any) -> SynthReport:
     """Write a synthetic capture to `out` (atomically); returns what it holds. An existing
-    file is replaced only with `force` (nicsim cannot tell a capture it wrote from a user's)."""
+    file is replaced only with `force` (nicsim cannot tell a capture it wrote from a user's), and
+    only a regular file (never a device, FIFO, socket or symbolic link)."""
     from nicsim import _core
 
     if os.fspath(out) == "":
@@ -75,6 +76,7 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
     path = Path(os.path.normpath(out))  # `x/..` is the folder it names
     if path.is_dir():
         raise InputError(f"{path}: is a folder (give a capture file name)")
+    check_output_file(path)
     if os.path.lexists(path) and not force:
         raise InputError(f"{path}: exists; give another file name, or --force to replace it")
     config = {"flows": flows, "seed": seed, "loss": loss, "reorder": reorder, "duplicate": duplicate, **extra}
@@ -85,6 +87,7 @@ def synth(out: str | os.PathLike[str], *, flows: int = 1000, seed: int = 1, loss
         path.parent.mkdir(parents=True, exist_ok=True)
         with core_errors(None):
             report: SynthReport = json.loads(_core.flow_synth(os.fspath(tmp), json.dumps(config), pcapng, progress))
+        check_output_file(path)  # again: it may have changed while the capture was made
         tmp.replace(path)
         done = True
     except OSError as e:
@@ -152,7 +155,8 @@ def bench(capture: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
             o.csv("designs.csv", [{"capture": one["capture"], "design": side,
                                    **{k: v for k, v in one[side].items() if k != "model"}}
                                   for one in summary.get("captures", [summary]) for side in ("copy", "flow")])
-            _plot_bench(o, summary)
+            with o.optional(*figures("bench")):
+                _plot_bench(o, summary)
     return summary
 
 
@@ -289,7 +293,8 @@ def sizes(capture: str | os.PathLike[str], out: str | os.PathLike[str], *, force
     with output as o:
         o.summary(summary)
         o.csv("flows.csv", [{"rank": i, **f} for i, f in enumerate(flows)])
-        _plot_cdf(size, le_10kb, o)
+        with o.optional(*figures("flow_size_cdf")):
+            _plot_cdf(size, le_10kb, o)
     return summary
 
 

@@ -32,7 +32,7 @@ from nicsim.config import core_errors
 from nicsim.errors import InputError
 from nicsim.flowmem import names
 from nicsim.flowmem.summary import ReassembleSummary
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 
 # The names each option takes: the core's (nicsim.flowmem.names).
 OVERLAP_POLICIES = names.NAMES["overlap"]
@@ -334,7 +334,8 @@ def reassemble(
             "tunnelled_flows": w["tunnelled_flows"],
         }
         o.summary(summary)
-        _plot_sizes(o, w["sizes"], capture_name(capture))
+        with o.optional(*figures("stream_sizes")):
+            _plot_sizes(o, w["sizes"], capture_name(capture))
     return summary
 
 

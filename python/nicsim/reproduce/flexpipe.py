@@ -17,7 +17,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.config import load_config, offload_units
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 from nicsim.sweep import run_many
 
@@ -257,7 +257,8 @@ def main(out: Path, quick: bool = False, executor: str = "local", workers: int |
     with output as o:
         o.summary(summary)
         o.csv("comparison.csv", rows)
-        plot(summary, o)
+        with o.optional(*figures("fig3_throughput", "fig4_latency", "fig5_recirculation", "overview")):
+            plot(summary, o)
     if ui.shows_tables():
         print_comparison(rows, console)
     return summary

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.config import load_config, with_overrides
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 
 #: The offered rates, Gbit/s: 40 is the unloaded reference.
@@ -109,7 +109,8 @@ def main(out: Any, paper_config: Any, quick: bool = False, executor: str = "loca
     with output as o:
         o.summary(summary)
         o.csv("qos.csv", table, columns=COLUMNS)
-        plot(table, o)
+        with o.optional(*figures("qos_latency")):
+            plot(table, o)
     if ui.shows_tables():
         t = Table(title="Priority classes: p99 sojourn (µs) per class, against the unloaded value")
         for c in ("variant", "class", *(f"{r} Gbit/s" for r in sorted({r['offered_gbps'] for r in table}))):

@@ -19,6 +19,7 @@ tuned to the talk's figures: the constants and their sources are in docs/flowmem
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.flowmem.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
 from nicsim.flowmem.reassemble import open_capture
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 
 TARGET = "u250-microblaze"
@@ -224,7 +225,8 @@ def print_comparison(rows: list[dict[str, Any]], console: Console) -> None:
 def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False,
          capture: Path | None = None) -> dict[str, Any]:
     console = report_console()
-    if capture is not None and not Path(capture).is_file():
+    # A file, `-` (standard input) or a pipe (read once, as a stream).
+    if capture is not None and str(capture) != "-" and (Path(capture).is_dir() or not os.path.lexists(capture)):
         why = "is a folder (give a capture file)" if Path(capture).is_dir() else "no such capture file"
         raise InputError(f"{capture}: {why}")
     output = OutputDir(out, inputs=[capture], force=force)
@@ -235,7 +237,8 @@ def main(out: Path, flows: int = 2000, seed: int = 1, force: bool = False,
     with output as o:
         o.summary(s)
         o.csv("comparison.csv", rows)
-        plot(s, o)
+        with o.optional(*figures("micro_benchmark", "dram_and_throughput")):
+            plot(s, o)
     if ui.shows_tables():
         print_comparison(rows, console)
     return s

@@ -33,7 +33,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.errors import InputError
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 from nicsim.router import derive, load
 from nicsim.sweep import run_many
@@ -449,7 +449,8 @@ def main(out: Path, quick: bool = False, beyond: bool = True, executor: str = "l
     with output as o:
         o.summary(s)
         o.csv("comparison.csv", s["comparison"])
-        plot(s, o)
+        with o.optional(*figures("setups", "fig4_saturation", "fig5_qos", "fig6_qos", "beyond_nics")):
+            plot(s, o)
     if ui.shows_tables():
         print_comparison(s, console)
     return s

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from nicsim import ui
 from nicsim.errors import InputError
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 from nicsim.xdp.suite import FIG7, FIG8_STAGES, SUITE, object_path
 
@@ -304,7 +304,8 @@ def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_time
             from nicsim.xdp.validate import PATHS_COLUMNS
 
             o.csv("accuracy.csv", summary["accuracy"]["rows"], columns=["program", *PATHS_COLUMNS])
-        plot(summary, o)
+        with o.optional(*figures("fig7_bound_vs_time", "fig8_count_min")):
+            plot(summary, o)
     if ui.shows_tables():
         print_summary(summary, console)
     return summary

@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nicsim.errors import InputError
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 
 TABLE_CSV = Path(__file__).resolve().parents[1] / "xdp" / "paper_table2.csv"
@@ -57,6 +57,13 @@ def objects(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder (--paper-objects takes the artifacts' data-paper/programs/)")
     objs = [p for p in folder.iterdir() if p.name.endswith(".bpf.o") and p.is_file()]
+    for p in objs:  # a name that is not UTF-8 cannot go into the summary or the tables
+        try:
+            p.name.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = os.fsencode(p.name)
+            raise InputError(f"{folder}: the object name {raw[:80]!r} is not UTF-8; rename it (nicsim takes UTF-8 "
+                             "file names)") from None
     if not objs:
         raise InputError(f"{folder}: no .bpf.o objects in the folder (--paper-objects takes the artifacts' "
                          "data-paper/programs/)")
@@ -109,7 +116,8 @@ def bands(table: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(folder: Path, out: OutputDir | None = None, quick: bool = False, timeout_s: float = 60.0,
         explosion_timeout_s: float = 60.0, workers: int | None = None, executor: str = "local") -> dict[str, Any]:
-    from nicsim.sweep import run_tasks
+    from nicsim.errors import WorkerKilled
+    from nicsim.sweep import run_tasks, unfinished
     from nicsim.xdp.analyze import analyze_job
 
     objs = objects(folder)
@@ -122,12 +130,18 @@ def run(folder: Path, out: OutputDir | None = None, quick: bool = False, timeout
                                    "timeout_s": explosion_timeout_s if "path-explosion" in o.name else timeout_s})
             for o in objs]
     jobs += [(os.fspath(cm[n]), "nfp", {"rate": "packet", "mac_limit": True, "timeout_s": timeout_s}) for n in stages]
-    results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing")
-    table = [row(o, s, papers.get(o.name)) for o, s in zip(objs, results[:len(objs)], strict=True)]
+    killed = None
+    try:
+        results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing")
+    except WorkerKilled as e:  # keep the analyses that finished (main raises it once they are written)
+        killed, results = e, e.results
+    table = [row(o, s, papers.get(o.name)) for o, s in zip(objs, results[:len(objs)], strict=True) if s is not None]
     count_min = [{"stages": n, "object": cm[n].name, "mpps": round(s["guarantee"]["pps"] / 1e6, 3),
                   "naive_mpps": round(s["naive"]["pps"] / 1e6, 3), "bottleneck": s["guarantee"]["bottleneck"],
-                  "status": s["guarantee"]["status"]} for n, s in zip(stages, results[len(objs):], strict=True)]
-    return {"table": table, "count_min": count_min, "bands": bands(table),
+                  "status": s["guarantee"]["status"]} for n, s in zip(stages, results[len(objs):], strict=True)
+                 if s is not None]
+    return {**({"unfinished": unfinished(killed), "_killed": killed} if killed else {}),
+            "table": table, "count_min": count_min, "bands": bands(table),
             "settings": {"folder": os.fspath(folder), "target": "nfp",
                          "rate": "bit (table), packet (Fig. 8)", "mac_limit": "off (table), on (Fig. 8)",
                          "timeout_s": timeout_s, "path_explosion_timeout_s": explosion_timeout_s, "quick": quick,
@@ -203,11 +217,15 @@ def main(out: Path, folder: Path, quick: bool = False, timeout_s: float = 60.0, 
     output.check()
     summary = run(folder, quick=quick, timeout_s=timeout_s, explosion_timeout_s=5.0 if quick else 60.0,
                   workers=workers, executor=executor)
+    killed = summary.pop("_killed", None)
     with output as o:
         o.summary(summary)
         o.csv("paper_objects.csv", summary["table"])
         o.csv("count_min.csv", summary["count_min"])
-        plot(summary, o)
+        with o.optional(*figures("paper_objects")):
+            plot(summary, o)
+    if killed is not None:
+        raise killed.kept(out)
     if ui.shows_tables():
         print_summary(summary, console)
     return summary

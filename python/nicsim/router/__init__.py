@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from nicsim.config import Config, Override, core_errors, load_config, to_json, with_overrides
-from nicsim.output import OutputDir, stamp
+from nicsim.output import OutputDir, figures, stamp
 from nicsim.router.summary import Summary
 
 CLASSES = ("high", "low")
@@ -111,7 +111,8 @@ def run(config: Mapping[str, Any], out: str | os.PathLike[str], *, force: bool =
         o.csv("drops.csv", [{"place": k, "packets": v} for k, v in summary["drops_by_place"].items()],
               columns=["place", "packets"])
         o.json("config.json", dict(config))
-        plot_run(o, summary)
+        with o.optional(*figures("router")):
+            plot_run(o, summary)
     return summary
 
 

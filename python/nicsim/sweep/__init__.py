@@ -24,11 +24,12 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from nicsim import ui
 from nicsim.config import Config, blame_overrides, override_keys, validate, with_overrides
-from nicsim.errors import ConfigError, InputError, NicsimError
+from nicsim.errors import ConfigError, InputError, NicsimError, WorkerKilled
 
 EXECUTORS = ("local", "ray")
 #: The most points a sweep runs (each a simulation; 100,000 datapath runs take hours).
@@ -91,8 +92,12 @@ def sweep(
     keys = list(params)
     points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(params[k] for k in keys))]
     configs = [with_overrides(config, p) for p in points]
-    summaries = run_many(configs, executor=executor, workers=workers, progress=progress, description="sweep",
-                         ray_address=ray_address)
+    try:
+        summaries = run_many(configs, executor=executor, workers=workers, progress=progress, description="sweep",
+                             ray_address=ray_address)
+    except WorkerKilled as e:  # the points that finished, as this function returns them (None: not run)
+        e.results = [None if s is None else {"params": p, "summary": s} for p, s in zip(points, e.results, strict=True)]
+        raise
     return [{"params": p, "summary": s} for p, s in zip(points, summaries, strict=True)]
 
 
@@ -131,6 +136,12 @@ def run_tasks(
         return pool.run(fn, items, progress=progress, description=description)
 
 
+def unfinished(killed: WorkerKilled) -> list[dict[str, Any]]:
+    """A summary's `unfinished`: the points (1-based) that a dead worker left without a result."""
+    return [{"point": i + 1, "why": str(killed) if i + 1 == killed.point else "not run: the pool stopped"}
+            for i, r in enumerate(killed.results) if r is None]
+
+
 def check_executor(executor: str, workers: int | None = None) -> None:
     """`--executor` and `--workers`, checked before any work starts."""
     if executor not in EXECUTORS:
@@ -153,9 +164,78 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, old)
 
 
-def _ignore_sigint() -> None:
+def _quiet_resource_tracker() -> None:
+    """multiprocessing's resource tracker (the process that frees the pool's semaphores if we
+    die) started, and restarted if it was killed, with its standard error on /dev/null: a
+    restarted tracker prints a KeyError traceback for every semaphore the dead one knew, and
+    Python warns that it restarted it. Neither is the user's business."""
+    import types
+    import warnings
+    from multiprocessing import resource_tracker
+
+    tracker = resource_tracker._resource_tracker
+    if getattr(tracker, "_nicsim_quiet", False):
+        return
+    start = type(tracker).ensure_running
+
+    def ensure_running(self: Any) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="resource_tracker: process died")
+            try:
+                saved = os.dup(2)
+            except OSError:
+                start(self)
+                return
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 2)
+                os.close(null)
+                start(self)
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+
+    tracker.ensure_running = types.MethodType(ensure_running, tracker)
+    tracker._nicsim_quiet = True
+
+
+def _quiet_cancelled_futures() -> None:
+    """Python 3.11's process pool, when its workers are stopped while futures were cancelled
+    (Ctrl-C or SIGTERM during a sweep), sets an exception on those futures in its manager
+    thread, which raises InvalidStateError and prints its traceback (Python 3.12 ignores it:
+    CPython gh-94777). Ignored here the same way."""
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    if getattr(threading.excepthook, "_nicsim", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if args.exc_type is InvalidStateError and type(args.thread).__name__ == "_ExecutorManagerThread":
+            return
+        previous(args)
+
+    hook._nicsim = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+#: In a local pool's worker: where it says which point it starts (its pid and the point's
+#: index), so that the parent can name the point of a worker that dies.
+_started: Any = None
+
+
+def _init_worker(started: Any) -> None:
+    global _started
     # Ctrl-C is handled by the parent, which stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _started = started
+
+
+def _run_point(fn: Callable[[Any], Any], index: int, item: Any) -> Any:
+    """`fn(item)` in a worker, having said that this worker runs point `index`."""
+    _started.put((os.getpid(), index))
+    return fn(item)
 
 
 class Pool:
@@ -167,10 +247,14 @@ class Pool:
 
     def __init__(self, executor: str = "local", workers: int | None = None, ray_address: str | None = None) -> None:
         check_executor(executor, workers)
+        if ray_address is not None and not ray_address.strip():
+            raise InputError("--ray-address: an empty address (give HOST:PORT, ray://HOST:10001 or auto; leave it "
+                             "out for a local run)")
         self.executor = executor
         self.requested = workers
         self.address = ray_address
         self._local: ProcessPoolExecutor | None = None
+        self._started: Any = None
         self._ray_started = False
 
     def __enter__(self) -> Pool:
@@ -215,14 +299,17 @@ class Pool:
 
     def _run_local(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
         if self._local is None:
+            _quiet_resource_tracker()
+            _quiet_cancelled_futures()
             ctx = multiprocessing.get_context("spawn")
+            self._started = ctx.SimpleQueue()
             self._local = ProcessPoolExecutor(max_workers=self.requested or os.cpu_count() or 1, mp_context=ctx,
-                                              initializer=_ignore_sigint)
+                                              initializer=_init_worker, initargs=(self._started,))
         # Submitting starts workers. A worker started while SIGINT is ignored keeps ignoring it
         # (Python leaves an inherited SIG_IGN alone), so a Ctrl-C that reaches the whole process
         # group while one is starting cannot print its traceback; the parent handles Ctrl-C.
         with _sigint_ignored():
-            futures = [self._local.submit(fn, x) for x in items]
+            futures = [self._local.submit(_run_point, fn, i, x) for i, x in enumerate(items)]
         try:
             pending = set(futures)
             while pending:
@@ -233,7 +320,30 @@ class Pool:
             for f in futures:
                 f.cancel()
             raise
+        if any(isinstance(f.exception(), BrokenProcessPool) for f in futures):
+            self._worker_died(futures)
         return [f.result() for f in futures]
+
+    def _worker_died(self, futures: Sequence[Any]) -> None:
+        """A worker died (`BrokenProcessPool`): raise [`WorkerKilled`] naming the point it ran
+        (from what the workers said they started, and which of them died by a signal other
+        than the pool's own SIGTERM to the others), with the results that finished."""
+        assert self._local is not None
+        procs = dict(getattr(self._local, "_processes", None) or {})
+        self._local.shutdown(wait=True)  # the pool has ended its workers: their exit codes are known
+        self._local = None  # broken: the next batch starts a new pool
+        running: dict[int, int] = {}
+        while not self._started.empty():
+            pid, index = self._started.get()
+            running[pid] = index
+        dead = [(pid, p.exitcode) for pid, p in procs.items() if p.exitcode not in (None, 0, -signal.SIGTERM)]
+        results = [None if f.exception() is not None else f.result() for f in futures]
+        unfinished = [i for i, f in enumerate(futures) if isinstance(f.exception(), BrokenProcessPool)]
+        point = next((running[pid] for pid, _ in dead if pid in running), unfinished[0])
+        code = next((c for pid, c in dead if running.get(pid) == point), None)
+        how = ("was killed (out of memory?)" if code in (None, -signal.SIGKILL)
+               else f"died ({signal.Signals(-code).name})" if code < 0 else f"exited with code {code}")
+        raise WorkerKilled(point + 1, results, how)
 
     def _run_ray(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
         try:
@@ -393,7 +503,7 @@ def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequenc
     sweep.csv and sweep.parquet (a row per point) and sweep.png/.svg. Returns the summary, the
     rows and the columns to show (key, header): the varied parameters and the metrics."""
     from nicsim.datapath import config_inputs
-    from nicsim.output import OutputDir
+    from nicsim.output import OutputDir, figures
 
     cfg = load_any(config)
     model = model_of(cfg)
@@ -408,16 +518,25 @@ def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequenc
     with blame_overrides(cfg.source, override_keys(params)):
         for c in configs:  # every point valid before any runs
             check_config(c)
-    points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
+    killed = None
+    try:
+        points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
+    except WorkerKilled as e:  # keep the points that finished
+        killed, points = e, [p for p in e.results if p is not None]
     rows = [{**pt["params"], **metrics(model, pt["summary"])} for pt in points]
     varied = [k for k, v in params.items() if len(v) > 1]
     summary = {"model": model, "config": str(config), "params": {k: list(v) for k, v in params.items()},
                "points": points}
+    if killed is not None:
+        summary["unfinished"] = unfinished(killed)
     with output as o:
         o.csv("sweep.csv", rows)
         o.parquet("sweep.parquet", rows)
         o.summary(summary)
-        plot_sweep(o, model, varied, rows)
+        with o.optional(*figures("sweep")):
+            plot_sweep(o, model, varied, rows)
+    if killed is not None:
+        raise killed.kept(out)
     shown = [(k, k) for k in varied] + METRICS[model]
     return summary, rows, shown
 

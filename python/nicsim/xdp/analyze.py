@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
-from nicsim.output import OutputDir
+from nicsim.output import OutputDir, figures
 from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary
 
 #: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
@@ -49,7 +49,17 @@ def target_file(target: str) -> Path | None:
 
 def load_target(target: str | os.PathLike[str]) -> tuple[str, str]:
     """The TOML text of a target (a built-in name, `x86-jit`, or a file) and the name to use in
-    errors."""
+    errors, checked (the core's one check of a target: every command that takes one, `analyze`,
+    `sweep`, `helpers`, refuses the same targets)."""
+    from nicsim import _core
+
+    text, where = _target_text(target)
+    with core_errors(where):
+        _core.xdp_check_target(text, where)
+    return text, where
+
+
+def _target_text(target: str | os.PathLike[str]) -> tuple[str, str]:
     name = str(target)
     if name == "x86-jit":
         from nicsim.xdp.calibrate import default_path
@@ -229,11 +239,12 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             o.csv("trace.csv", summary["trace"], columns=["seconds", "bps", "pps"])
             o.csv("path_cost.csv", [{"class": c, **v} for c, v in summary["path"]["cost_by_class"].items()],
                   columns=["class", "insns", "cores", "dram"])
-            _plot(o, summary, key)
             if paths is not None:
                 if slowest:
                     _core.write_pcap(o.path / "paths.pcap", [bytes.fromhex(p["example_packet_hex"]) for p in slowest])
                 o.csv("paths.csv", [{k: p[k] for k in PATH_COLUMNS} for p in slowest], columns=PATH_COLUMNS)
+            with o.optional(*figures("analysis")):
+                _plot(o, summary, key)
     if "error" in (stopped, out["slowest_stopped"]):
         # The solver failed on a query (its text refused, an error of its own): the summary keeps
         # the bound so far, and the user gets one line to report.
@@ -389,7 +400,8 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
     """Analyse every object on every target (`opts` as [`analyze`] takes them) on the sweep
     pool, and write OUT/summary.json (`points`: object, target and each analysis's summary),
     sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees)."""
-    from nicsim.sweep import run_tasks
+    from nicsim.errors import WorkerKilled
+    from nicsim.sweep import run_tasks, unfinished
 
     for t in targets:  # a bad target or a missing object fails before anything runs
         load_target(t)
@@ -401,9 +413,14 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
     output = OutputDir(out, inputs=[*objs, *(target_file(t) for t in targets)], force=force)
     output.check()
     jobs = [(os.fspath(obj), t, opts) for obj in objs for t in targets]
-    results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
-                        ray_address=ray_address)
-    points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)]
+    killed = None
+    try:
+        results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
+                            ray_address=ray_address)
+    except WorkerKilled as e:  # keep the analyses that finished
+        killed, results = e, e.results
+    points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)
+              if s is not None]
     def per(x: float | None, scale: float) -> float | None:
         return None if x is None else x / scale  # null: an unbounded answer
 
@@ -418,11 +435,16 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
             for p in points]
     summary: SweepSummary = {"model": "xdp", "targets": list(targets), "objects": [os.fspath(o) for o in objs],
                              "rate": opts.get("rate", "bit"), "points": points}
+    if killed is not None:
+        summary["unfinished"] = unfinished(killed)
     with output as o:
         o.csv("sweep.csv", rows, columns=SWEEP_COLUMNS)
         o.parquet("sweep.parquet", rows, columns=SWEEP_COLUMNS)
         o.summary(summary)
-        _plot_sweep(o, rows, summary["rate"])
+        with o.optional(*figures("sweep")):
+            _plot_sweep(o, rows, summary["rate"])
+    if killed is not None:
+        raise killed.kept(out)
     return summary, rows
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nicsim.errors import InputError
-from nicsim.output import missing_parents
+from nicsim.output import check_output_file, missing_parents
 from nicsim.xdp.summary import Calibration
 
 
@@ -227,6 +227,7 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
     path = Path(out) if out is not None else default_path()
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a target file name")
+    check_output_file(path)
     if os.path.lexists(path) and not force:
         try:
             with path.open("rb") as f:
@@ -252,6 +253,7 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             tmp.write_text(text)
+            check_output_file(path)  # again, after the measurements
             tmp.replace(path)
         finally:
             tmp.unlink(missing_ok=True)

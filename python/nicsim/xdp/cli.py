@@ -24,6 +24,7 @@ from nicsim.options import (
     VerboseOpt,
     in_range,
     path_arg,
+    ray_address_arg,
 )
 from nicsim.output import check_out_arg
 from nicsim.xdp.analyze import MAX_PATHS
@@ -240,7 +241,8 @@ def xdp_sweep(
     workers: Annotated[int | None, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                                 help="Analyses at once (default: one per CPU).",
                                                 show_default=False)] = None,
-    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", help="Run on this Ray "
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", parser=ray_address_arg,
+                                                    help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,

@@ -187,6 +187,13 @@ class SweepPoint(TypedDict):
     summary: Summary
 
 
+class Unfinished(TypedDict):
+    """A point of a sweep that has no result: a worker died (`nicsim.sweep.unfinished`)."""
+
+    point: int
+    why: str
+
+
 class SweepSummary(TypedDict):
     """`nicsim xdp sweep`'s `summary.json`."""
 
@@ -195,6 +202,8 @@ class SweepSummary(TypedDict):
     objects: list[str]
     rate: Literal["bit", "packet"]
     points: list[SweepPoint]
+    #: Only when a worker died: the points it left without a result.
+    unfinished: NotRequired[list[Unfinished]]
     nicsim_version: NotRequired[str]
     schema_version: NotRequired[int]
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from nicsim.config import core_errors, read_input_file
 from nicsim.errors import InputError
-from nicsim.output import MARKER, OutputDir
+from nicsim.output import MARKER, OutputDir, figures
 
 
 def _base_packet() -> bytes:
@@ -366,10 +366,13 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                     (o.path / f.name).write_bytes(f.read_bytes())
         o.json("validation.json", report)
         o.csv("timing.csv", rows, columns=["kind", "bytes", "ns", "retimed"])
-        _plot(o, rows, timing, obj.name)
         if study is not None:
             o.csv("accuracy.csv", prows, columns=PATHS_COLUMNS)
-            plot_paths(o, prows, f"{obj.name} on x86-jit", "accuracy")
+        with o.optional(*figures("validation")):
+            _plot(o, rows, timing, obj.name)
+        if study is not None:
+            with o.optional(*figures("accuracy")):
+                plot_paths(o, prows, f"{obj.name} on x86-jit", "accuracy")
     return report
 
 
