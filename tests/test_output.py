@@ -293,18 +293,16 @@ def test_force_never_replaces_a_git_folder(scratch: Path) -> None:
     assert (bare / "HEAD").is_file() and (repo / ".git" / "HEAD").is_file()
 
 
-def test_a_folder_that_cannot_be_seen_whole_is_kept(scratch: Path) -> None:
+def test_a_folder_that_cannot_be_seen_whole_is_kept(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file nicsim cannot list (a path longer than the system takes) is not taken as absent."""
     out = scratch / "o"
     assert nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch).returncode == 0
-    os.chdir(out)
-    try:
-        for _ in range(20):
-            os.makedirs("d" * 250, exist_ok=True)
-            os.chdir("d" * 250)
-        Path("precious.txt").write_text("mine")
-    finally:
-        os.chdir(scratch)
+    monkeypatch.chdir(out)  # the test process's own folder is given back afterwards
+    for _ in range(20):
+        os.makedirs("d" * 250, exist_ok=True)
+        os.chdir("d" * 250)
+    Path("precious.txt").write_text("mine")
+    os.chdir(scratch)
     r = nicsim("run", "cfg.toml", *TINY, "--out", out, cwd=scratch)
     assert_one_line_error(r, "cannot see all of it")
     assert out.exists()

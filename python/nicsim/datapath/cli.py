@@ -4,6 +4,7 @@ sized by simulation for a traffic and targets)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -153,6 +154,23 @@ class Timing(StrEnum):
     original = "original"
 
 
+@contextlib.contextmanager
+def _traffic_capture(traffic: Path | None) -> Iterator[Path | None]:
+    """--traffic's capture as a file (`capture_file`: standard input, a pipe or a compressed
+    capture is copied to a temporary file), its errors naming --traffic."""
+    from nicsim.flowmem.reassemble import capture_file
+
+    with contextlib.ExitStack() as stack:
+        if traffic is None:
+            yield None
+            return
+        try:
+            path = stack.enter_context(capture_file(traffic))
+        except InputError as e:
+            raise InputError(f"--traffic: {e}") from None
+        yield path
+
+
 @offloads_app.command("size")
 def offloads_size(
     config: ConfigArg,
@@ -191,7 +209,6 @@ def offloads_size(
     """
     from nicsim.datapath import config_inputs
     from nicsim.datapath.sizing import plot_sizing, point_rows, size_offloads, sizing_rows, with_traffic
-    from nicsim.flowmem.reassemble import capture_file
     from nicsim.output import OutputDir, figures
     from nicsim.sweep import check_executor
 
@@ -200,7 +217,7 @@ def offloads_size(
     if timing is not None and traffic is None:
         raise InputError("--timing says how --traffic's capture is used; give --traffic CAPTURE too")
     # `-` or a pipe: every run reads the capture, so it is read once into a temporary file.
-    with capture_file(traffic) if traffic is not None else contextlib.nullcontext(None) as capture:
+    with _traffic_capture(traffic) as capture:
         cfg = with_traffic(load_config(config, param or []), capture, (timing or Timing.sizes).value)
         output = OutputDir(out, inputs=[*config_inputs(cfg), traffic], force=force, config=cfg)
         try:
