@@ -3,7 +3,8 @@
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
 # Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config, make fuzz-props (not part of make test). Rust is built
 # in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
-# below); `cargo test --release` reuses that profile, its flags and target directory.
+# below); `make test`'s `cargo test` builds with the profile test-release (Cargo.toml: release
+# without link-time optimisation, whose pass per test binary took minutes).
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -91,8 +92,8 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # about 10 % faster datapath runs. Redone when a Rust source changes. PGO=0 skips it; so does a
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
 # had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
-# alone build without it, one release build that the extension, the wheel and cargo's tests share
-# (BENCHMARKS.md "make test"); `make test PGO=1` tests the profile-guided build.
+# alone build without it, one release build that the extension and the wheel share (BENCHMARKS.md
+# "make test"); `make test PGO=1` tests the profile-guided build.
 PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test test-exec wheel lint,$(MAKECMDGOALS)),1,0),1)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
@@ -190,8 +191,8 @@ PYTEST_WORKERS ?= auto
 test:
 	$(MAKE) -j2 develop system-tools PGO=$(PGO)
 	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO)
-	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  $(CARGO) test --release --workspace --exclude nicsim-py
+	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(CPU_RUSTFLAGS)" \
+	  $(CARGO) test --profile test-release --workspace --exclude nicsim-py
 	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
 
 # The same pytest suite with every command in a real `python -m nicsim` process instead of a fork

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
     """A Ray head on 127.0.0.1 (2 CPUs, token authentication with a token of its own), stopped
     afterwards. Yields its address and the environment a client needs."""
     pytest.importorskip("ray", reason="the ray extra is not installed")
@@ -43,7 +44,9 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env.pop("RAY_ADDRESS", None)
-    temp = tmp_path_factory.mktemp("ray")
+    # Ray's socket paths must be short (AF_UNIX: 107 bytes); a pytest-xdist temporary folder is long.
+    temp = Path(tempfile.mkdtemp(prefix="nsray"))
+    _HEADS[:] = [temp]
     start = subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
                             f"--temp-dir={temp}"], capture_output=True, text=True, env=env, timeout=300)
@@ -55,11 +58,24 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
         shutil.rmtree(temp, ignore_errors=True)
 
 
+_HEADS: list[Path] = []  # the temporary folder of the test head
+
+
+def _head_logs() -> str:
+    """The tail of the test head's own logs (raylet, GCS): why a client could not reach it."""
+    out = []
+    for temp in _HEADS:
+        for f in sorted((temp / "session_latest" / "logs").glob("*")):
+            if f.name.startswith(("raylet", "gcs_server")) and f.suffix in (".out", ".err") and f.stat().st_size:
+                out.append(f"--- {f}\n" + f.read_text(errors="replace")[-1500:])
+    return "\n".join(out)
+
+
 def _sweep(config: Path, out: Path, params: list[str], *extra: str, env: dict[str, str] | None = None) -> Path:
     r = subprocess.run([sys.executable, "-m", "nicsim", "sweep", str(config), "--out", str(out), *params, *extra, "-q"],
                        capture_output=True, text=True, env=env or {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
                        timeout=600)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, r.stderr + ("" if env is None else _head_logs())
     return out
 
 
@@ -108,7 +124,7 @@ def test_offload_sizing_on_a_ray_cluster_finds_what_the_local_pool_finds(
     for out, extra, e in ((tmp_path / "local", ["--workers", "2"], None), (tmp_path / "ray", ["--ray-address", address], env)):
         r = subprocess.run([*args, "--out", str(out), *extra], capture_output=True, text=True,
                            env=e or {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, timeout=600)
-        assert r.returncode == 0, r.stderr
+        assert r.returncode == 0, r.stderr + ("" if e is None else _head_logs())
         s = json.loads((out / "summary.json").read_text())
         assert s.pop("executor") == ("ray" if e else "local")
         s.pop("elapsed_s")

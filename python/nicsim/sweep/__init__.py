@@ -391,7 +391,10 @@ class Pool:
             else:
                 ray.init(num_cpus=self.requested or os.cpu_count() or 1, **common)
         except Exception as e:  # Ray raises plain Exception when a node does not start
-            why = " ".join(str(e).split())[:300]
+            # Ray's ConnectionError ("Failed to connect to Ray cluster at ...") keeps the reason
+            # (no raylet found, a GCS timeout) in its cause: both go in the one line.
+            cause = f" ({' '.join(str(e.__cause__).split())})" if e.__cause__ is not None else ""
+            why = (" ".join(str(e).split()) + cause)[:400]
             if address:
                 raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
             raise InputError(f"--executor ray: cannot start a local Ray: {why}") from None

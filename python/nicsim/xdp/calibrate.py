@@ -219,9 +219,10 @@ HEADER = "# The x86-64 JIT of the running kernel, measured by `nicsim xdp calibr
 
 
 def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str], None] | None = None,
-              budget_s: float = 0.5, force: bool = False) -> Path:
+              budget_s: float = 0.5, force: bool = False, measured: Calibration | None = None) -> Path:
     """Measure and write the target file (atomically); returns its path. An existing file that
-    `calibrate` did not write is replaced only with `force`."""
+    `calibrate` did not write is replaced only with `force`. The measurements are also put in
+    `measured` (a dict) when it is given."""
     if out is not None and os.fspath(out) == "":
         raise InputError("--out: the target file is an empty path; give a file name (e.g. --out x86.toml)")
     path = Path(out) if out is not None else default_path()
@@ -247,7 +248,10 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
         probe.rmdir()
     except OSError as e:
         raise InputError(f"{path}: cannot write the target: {e.strerror}") from None
-    text = target_toml(measure(progress, budget_s))
+    m = measure(progress, budget_s)
+    if measured is not None:
+        measured.update(m)
+    text = target_toml(m)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")

@@ -22,6 +22,7 @@ from nicsim.options import (
     OutOpt,
     QuietOpt,
     VerboseOpt,
+    _set_json,
     in_range,
     path_arg,
     ray_address_arg,
@@ -291,6 +292,9 @@ def xdp_calibrate(
                                             "$NICSIM_X86_JIT).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out even if `nicsim xdp calibrate` did not "
                                         "write it.")] = False,
+    _json: Annotated[bool, typer.Option("--json", help="Print the measurements as JSON on stdout: the target "
+                                        "file's path and each micro-benchmark's class, ns and what it runs.",
+                                        callback=_set_json, expose_value=False, is_eager=True)] = False,
     _quiet: QuietOpt = False,
 ) -> None:
     """Measure this machine's kernel JIT and write the `x86-jit` target.
@@ -298,12 +302,15 @@ def xdp_calibrate(
     Runs generated micro-benchmarks with BPF_PROG_TEST_RUN, one per BPF instruction class and
     helper (as the paper's section 4 measures the NFP), and writes their costs in nanoseconds
     as a target file for `nicsim xdp analyze --target x86-jit`. Needs the privileges to load
-    BPF programs (root). Takes about 20 s.
+    BPF programs (root). Takes about 40 s.
     """
     from nicsim.xdp.calibrate import calibrate
 
+    measured: dict = {}
     with ui.Progress("calibrating", transient=True) as bar:
-        path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force)
+        path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force, measured=measured)
+    if ui.state.json:
+        ui.result({"path": str(path), "calibration": measured}, lambda _console: None)
     ui.note(f"wrote {path}")
 
 
