@@ -84,8 +84,8 @@ def test_missing_file_and_bad_param(tmp_path: Path) -> None:
     assert_one_line_error(nicsim("run", tmp_path / "nothere.toml", "--out", tmp_path / "o"), "nothere.toml", "no such file")
     assert_one_line_error(nicsim("run", PAPER, "--out", tmp_path / "o", "--param", "rate"), "--param", "KEY=VALUE")
     assert_one_line_error(nicsim("run", PAPER, "--out", tmp_path / "o", "--param", "flows[7].weight=2"), "flows[7].weight")
-    assert_one_line_error(nicsim("sweep", PAPER, "--out", tmp_path / "o", "--param", "arch=flexpipe,bogus"),
-                          "--param", "arch")
+    assert_one_line_error(nicsim("sweep", PAPER, "--out", tmp_path / "o", "--param", "arch=flexpipe,bogus",
+                                 "--fail-fast"), "--param", "arch")
     assert not (tmp_path / "o").exists()
 
 

@@ -11,13 +11,11 @@ import pytest
 
 from nicsim.xdp.summary import RunReport, Summary
 
-from conftest import ROOT, assert_one_line_error, conforms, nicsim
-
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
+from conftest import ROOT, assert_one_line_error, conforms, nicsim, xdp_object
 
 
 def obj(name: str) -> Path:
-    p = OBJS / f"{name}.o"
+    p = xdp_object(name)
     assert p.exists(), f"{p} is missing: run `make xdp-suite`"
     return p
 

@@ -104,3 +104,10 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", metavar="ADDR", parser=ray_address_arg,
     help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, or `auto`; default: $RAY_ADDRESS, "
          "else a local Ray). Implies `--executor ray`.")]
+
+
+KeepGoingOpt = Annotated[bool, typer.Option(
+    "--keep-going/--fail-fast",
+    help="`--keep-going` (the default): a point that fails is listed with its error in the table and in "
+         "summary.json `failed`, the others are written, and the exit code is 1 (2 when every point failed). "
+         "`--fail-fast`: stop at the first point that fails, write nothing, exit 2.")]

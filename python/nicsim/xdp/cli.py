@@ -19,6 +19,7 @@ from nicsim.options import (
     U64_MAX,
     ForceOpt,
     JsonOpt,
+    KeepGoingOpt,
     OutOpt,
     QuietOpt,
     VerboseOpt,
@@ -245,15 +246,19 @@ def xdp_sweep(
                                                     help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
+    keep_going: KeepGoingOpt = True,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
-) -> None:
+) -> int:
     """Analyse several XDP objects on several targets, on the sweep pool.
 
     Every object on every target, as `nicsim xdp analyze` would (each with --timeout). Writes
     OUT/summary.json (each analysis's summary under `points`), sweep.csv and sweep.parquet (a
-    row per analysis: naive bound, guarantee, status, bottleneck) and sweep.png.
+    row per analysis: naive bound, guarantee, status, bottleneck) and sweep.png. An object the
+    analyzer refuses is listed with its error and the others are written (exit code 1; 2 when
+    every analysis failed); `--fail-fast` stops at the first.
     """
-    from nicsim.xdp.analyze import analyze_many
+    from nicsim.sweep import report_failed
+    from nicsim.xdp.analyze import analyze_many, object_labels
 
     targets = [t.strip() for t in target.split(",") if t.strip()]
     if not targets:
@@ -261,20 +266,26 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call))
+                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going)
+    failed = summary.get("failed", [])
+    labels = object_labels(objs)
 
     def show(console: Console) -> None:
         unit, key = ("Gbit/s", "gbps") if rate == Rate.bit else ("Mpps", "mpps")
-        t = Table(title=f"{len(rows)} analyses")
-        for c in ("program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
-            t.add_column(c, justify="left" if c in ("program", "target", "status", "bottleneck") else "right")
+        t = Table(title=f"{len(rows) + len(failed)} analyses" + (f", {len(failed)} failed" if failed else ""))
+        for c in ("object", "program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
+            t.add_column(c, justify="left" if c in ("object", "program", "target", "status", "bottleneck") else "right")
+
         def num(x: float | None) -> str:
             return "-" if x is None else f"{x:.3f}"
 
         for r in rows:
-            t.add_row(r["program"], r["target"], num(r[f"naive_{key}"]), num(r[f"guarantee_{key}"]),
+            t.add_row(r["name"], r["program"], r["target"], num(r[f"naive_{key}"]), num(r[f"guarantee_{key}"]),
                       r["status"], r["bottleneck"] or "-", f"{r['seconds']:.2f}")
-        console.print(t)
+        for f in failed:
+            t.add_row(labels[f["object"]], "-", f["target"], "-", "-", Text(f"FAILED (point {f['point']})", style="red"),
+                      "-", "-")
+        console.print(t)  # each failure's error follows on standard error (report_failed)
 
     ui.result(summary, show)
     for p in summary["points"]:
@@ -282,6 +293,7 @@ def xdp_sweep(
             ui.warn(f"{p['object']} on {p['target']}: program {p['summary']['object']['program']}: the solver failed "
                     f"on {p['summary']['memory']['solver_ended']}; its guarantee is the bound reached before")
     ui.wrote(out)
+    return report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
 
 
 @xdp_app.command("calibrate")
