@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from docblocks import Block, Command, blocks
 
 from conftest import ROOT, XDP_OBJS, nicsim
