@@ -111,7 +111,8 @@ def flow_reassemble(
         dropped = {k: v for k, v in s["packets"].items()
                    if k not in ("read", "data", "control", "retransmission") and v}
         console.print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream "
-                      f"bytes ({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}", highlight=False)
+                      f"bytes ({s['hole_bytes']:,} in holes); not used: "
+                      + (", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items()) or "none"), highlight=False)
         if s["cut_directions"]:
             console.print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded "
                           f"--max-hole-bytes ({s['max_hole_bytes']:,}); see 'cut' in flows.json", highlight=False)
@@ -161,6 +162,12 @@ def flow_synth(
     ui.note(f"wrote {out}")
 
 
+def dram_gbytes_per_s(dram_per_payload: float, payload_gbps: float) -> float:
+    """The DRAM bandwidth (GB/s, 10^9 bytes) that `dram_per_payload` DRAM bytes per payload byte
+    take at `payload_gbps` Gbit/s of payload."""
+    return dram_per_payload * payload_gbps / 8
+
+
 @flowmem_app.command("bench")
 def flow_bench(
     captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", parser=path_arg, help="Capture files (pcap or pcapng); "
@@ -180,6 +187,9 @@ def flow_bench(
                                                            "the target's).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", metavar="N", callback=in_range(1, 1000),
                                         help="Host runs; the best is kept.")] = 3,
+    traffic_gbps: Annotated[float, typer.Option("--traffic-gbps", metavar="GBIT/S", callback=in_range(1e-6, 1e6),
+                                                help="The payload rate at which the table states the model's DRAM "
+                                                "bandwidth (GB/s: DRAM bytes per payload byte × this rate).")] = 100.0,
     max_hole_bytes: MaxHoleOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                          help="Captures benchmarked at once. The host measurement times this "
@@ -219,6 +229,13 @@ def flow_bench(
                       f"{r['flow_dram_per_payload_after_receive']:.2f}×")
             t.add_row("model: DRAM / payload, including it", f"{r['copy_dram_per_payload']:.2f}×",
                       f"{r['flow_dram_per_payload']:.2f}×")
+            at = f"{traffic_gbps:g} Gbit/s of payload"
+            t.add_row(f"model: DRAM GB/s at {at}, beyond the NIC's write",
+                      f"{dram_gbytes_per_s(r['copy_dram_per_payload_after_receive'], traffic_gbps):.2f}",
+                      f"{dram_gbytes_per_s(r['flow_dram_per_payload_after_receive'], traffic_gbps):.2f}")
+            t.add_row(f"model: DRAM GB/s at {at}, including it",
+                      f"{dram_gbytes_per_s(r['copy_dram_per_payload'], traffic_gbps):.2f}",
+                      f"{dram_gbytes_per_s(r['flow_dram_per_payload'], traffic_gbps):.2f}")
             t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
             t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
             console.print(t)

@@ -622,9 +622,9 @@ class _NoProgress:
 
 #: The headline metrics of a point, per model: (key, column header).
 METRICS = {
-    "datapath": [("throughput_gbps", "Gbit/s"), ("latency_mean_us", "mean µs"), ("latency_p99_us", "p99 µs"),
+    "datapath": [("throughput_gbps", "Gbit/s (frames)"), ("latency_mean_us", "mean µs"), ("latency_p99_us", "p99 µs"),
                  ("delivered", "delivered"), ("dropped", "dropped")],
-    "router": [("forwarded_mbps", "fwd Mbit/s"), ("offered_mbps", "offered Mbit/s"), ("loss_high", "loss high"),
+    "router": [("forwarded_mbps", "fwd Mbit/s (wire)"), ("offered_mbps", "offered Mbit/s (wire)"), ("loss_high", "loss high"),
                ("loss_low", "loss low"), ("latency_high_mean_us", "high µs"), ("latency_low_mean_us", "low µs"),
                ("bus_utilisation", "bus"), ("cpu_utilisation", "CPU")],
 }

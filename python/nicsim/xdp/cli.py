@@ -199,8 +199,8 @@ def xdp_analyze(
         if s["path"].get("xdp_action"):
             t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
         in_graph = "at least 2^128" if int(s["graph"]["paths"]) == 2**128 - 1 else f"{int(s['graph']['paths']):,}"
-        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible "
-                  f"({in_graph} in the graph)")
+        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible, "
+                  f"{s['paths_pruned']:,} pruned ({in_graph} in the graph)")
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
                       + ("" if lp["evident"] else " (--loop-bound)"))
@@ -312,10 +312,16 @@ def xdp_calibrate(
     as a target file for `nicsim xdp analyze --target x86-jit`. Needs the privileges to load
     BPF programs (root). Takes about 20 s.
     """
-    from nicsim.xdp.calibrate import calibrate
+    import os
 
+    from nicsim.xdp.calibrate import calibrate
+    from nicsim.xdp.validate import load_warning, machine_load
+
+    before = os.getloadavg()[0]
     with ui.Progress("calibrating", transient=True) as bar:
         path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force)
+    if warning := load_warning(machine_load(before, os.getloadavg()[0]), "calibrating"):
+        ui.warn(warning)
     ui.note(f"wrote {path}")
 
 
@@ -406,7 +412,7 @@ def xdp_validate(
     error distribution in validation.json); a path the kernel does not take as the interpreter
     does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """
-    from nicsim.xdp.validate import validate
+    from nicsim.xdp.validate import load_warning, validate
 
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
@@ -435,6 +441,8 @@ def xdp_validate(
                        f"({r['paths']['runs_per_path']} fresh runs each)")
 
     ui.result(r, show)
+    if warning := load_warning(r["load"], "timing"):
+        ui.warn(warning)
     ui.wrote(out or analysis)
     return 0 if r["ok"] else 1
 
