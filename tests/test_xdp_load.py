@@ -62,7 +62,7 @@ def test_a_section_with_two_programs_needs_the_function(tmp_path: Path) -> None:
     r = nicsim("xdp", "analyze", obj("two_progs"), "--section", "xdp", "--program", "second", "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert summary(tmp_path / "o")["object"]["program"] == "second"
-    r = nicsim("xdp", "analyze", obj("two_progs"), "-p", "third", "--out", tmp_path / "x")
+    r = nicsim("xdp", "analyze", obj("two_progs"), "--program", "third", "--out", tmp_path / "x")
     assert_one_line_error(r, "no program named 'third' (programs: first (section xdp), second (section xdp))")
 
 

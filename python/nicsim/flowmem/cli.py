@@ -20,6 +20,8 @@ from nicsim.options import (
     OutOpt,
     QuietOpt,
     VerboseOpt,
+    deprecated_short,
+    either,
     in_range,
     path_arg,
 )
@@ -177,7 +179,8 @@ def flow_bench(
     workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting "
                                                "newlines (memory-bound); regex: run a DFA (compute-bound).")
                         ] = Workload.scan,
-    pattern: Annotated[str | None, typer.Option("--pattern", "-p", metavar="REGEX", help="Regex of the regex "
+    pattern_p: Annotated[str | None, deprecated_short("-p", "--pattern", "REGEX")] = None,
+    pattern: Annotated[str | None, typer.Option("--pattern", metavar="REGEX", help="Regex of the regex "
                                                 "workload (default: HTTP request lines).")] = None,
     target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="SmartNIC model: "
                                         "u250-microblaze (the talk's prototype), bluefield3, or a target TOML "
@@ -208,6 +211,7 @@ def flow_bench(
     """
     from nicsim.flowmem.memory import bench
 
+    pattern = either(pattern, pattern_p, "--pattern", "-p")
     with ui.Progress("benchmarking", transient=True):
         s = bench(captures if len(captures) > 1 else captures[0], out, workload=workload.value, pattern=pattern,
                   target=target, retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force,

@@ -23,6 +23,8 @@ from nicsim.options import (
     OutOpt,
     QuietOpt,
     VerboseOpt,
+    deprecated_short,
+    either,
     in_range,
     path_arg,
     ray_address_arg,
@@ -49,9 +51,11 @@ ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="BP
 SectionOpt = Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
                                                 "(or a function name); needed only if the object holds several "
                                                 "programs and no single one in an `xdp` section.")]
-ProgramOpt = Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the program "
+ProgramOpt = Annotated[str | None, typer.Option("--program", metavar="NAME", help="Function name of the program "
                                                 "(`SECTION/NAME` if the name is not unique); with --section, the "
                                                 "function in that section.")]
+#: `-p` was --program's short form; it is --param in the other commands.
+ProgramShortOpt = Annotated[str | None, deprecated_short("-p", "--program", "NAME")]
 
 
 MapSizeOpt = Annotated[list[str] | None, typer.Option(
@@ -125,6 +129,7 @@ def xdp_analyze(
     out: OutOpt,
     section: SectionOpt = None,
     program: ProgramOpt = None,
+    program_p: ProgramShortOpt = None,
     target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="Target model: `nfp` (the "
                                         "paper's Netronome constants), `x86-jit` (this machine's kernel JIT, after "
                                         "`nicsim xdp calibrate`) or a target TOML file.")] = "nfp",
@@ -164,6 +169,7 @@ def xdp_analyze(
     """
     from nicsim.xdp import analyze
 
+    program = either(program, program_p, "--program", "-p")
     unit = "Gbit/s" if rate == Rate.bit else "Mpps"
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
@@ -229,6 +235,7 @@ def xdp_sweep(
                                         "(`nfp`, `x86-jit`, target TOML files).")] = "nfp",
     section: SectionOpt = None,
     program: ProgramOpt = None,
+    program_p: ProgramShortOpt = None,
     rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s or packets/s.")] = Rate.bit,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds each analysis may search.")] = 60.0,
@@ -260,6 +267,7 @@ def xdp_sweep(
     from nicsim.sweep import report_failed
     from nicsim.xdp.analyze import analyze_many, object_labels
 
+    program = either(program, program_p, "--program", "-p")
     targets = [t.strip() for t in target.split(",") if t.strip()]
     if not targets:
         raise typer.BadParameter("no target given", param_hint="--target")
@@ -391,8 +399,9 @@ def xdp_validate(
                                            help="Seconds for the x86-jit analysis.")] = 60.0,
     section: Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
                                                 "(default: the analysis's; it must be the program analysed).")] = None,
-    program: Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the "
+    program: Annotated[str | None, typer.Option("--program", metavar="NAME", help="Function name of the "
                                                 "program (default: the analysis's).")] = None,
+    program_p: ProgramShortOpt = None,
     paths: PathsValidateOpt = None,
     path_runs: Annotated[int, typer.Option("--path-runs", metavar="N", callback=in_range(1, 100_000),
                                            help="Kernel runs per path with --paths, each from a fresh packet and "
@@ -414,6 +423,7 @@ def xdp_validate(
     """
     from nicsim.xdp.validate import load_warning, validate
 
+    program = either(program, program_p, "--program", "-p")
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
                      progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,
