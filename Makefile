@@ -57,13 +57,16 @@ endef
 
 .PHONY: demo test test-exec system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
 
-# The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to) and the
-# analyzer's test programs (tests/xdp), compiled with clang for the BPF target into $(XDP_OUT)
-# by python/nicsim/xdp/build.py, which an installed nicsim also uses: Count-Min once per stage
-# count 1..20, QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised. An object is
-# rebuilt when its source is newer.
+# The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to), compiled with
+# clang for the BPF target into $(XDP_OUT) by python/nicsim/xdp/build.py, which an installed
+# nicsim also uses: Count-Min once per stage count 1..20, QUIC-LB for IPv4 and IPv6, the RTP
+# transcoder plain and optimised. The analyzer's test programs (tests/xdp, some refused on
+# purpose) go to a folder of their own, $(XDP_TEST_OUT), so that `nicsim xdp sweep
+# target/xdp/*.o` is the suite alone. An object is rebuilt when its source is newer.
 XDP_OUT := $(CARGO_TARGET_DIR)/xdp
+XDP_TEST_OUT := $(CARGO_TARGET_DIR)/xdp-tests
 export NICSIM_XDP_OBJS := $(XDP_OUT)
+export NICSIM_XDP_TEST_OBJS := $(XDP_TEST_OUT)
 
 tools:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "nicsim: '$(PYTHON)' is missing: install Python >= 3.11 (package python3)" >&2; exit 1; }
@@ -157,7 +160,8 @@ xdp-tools:
 	@$(call need_file,/usr/include/bpf/bpf_helpers.h,libbpf-dev)
 
 xdp-suite: xdp-tools
-	$(PYTHON) python/nicsim/xdp/build.py $(XDP_OUT) tests/xdp
+	$(PYTHON) python/nicsim/xdp/build.py $(XDP_OUT)
+	$(PYTHON) python/nicsim/xdp/build.py --only $(XDP_TEST_OUT) tests/xdp
 
 # tshark checks that the captures nicsim writes are ones Wireshark opens, and is the reference
 # for flow reassembly on the real captures Debian ships with gopacket and dpkt.
@@ -231,8 +235,8 @@ fuzz-tools: | tools
 
 fuzz: xdp-suite fuzz-tools
 	@mkdir -p $(FUZZ_DIR)/corpus/elf_load $(FUZZ_DIR)/corpus/decode
-	for f in $(XDP_OUT)/*.o; do case $$f in */call_fanout.o|*/loop_nested.o) ;; *) cp $$f $(FUZZ_DIR)/corpus/elf_load/ ;; esac; done
-	$(CARGO) run --release -q -p nicsim-xdp --example fuzz_seeds -- $(FUZZ_DIR)/corpus/decode $(XDP_OUT)/*.o
+	for f in $(XDP_OUT)/*.o $(XDP_TEST_OUT)/*.o; do case $$f in */call_fanout.o|*/loop_nested.o) ;; *) cp $$f $(FUZZ_DIR)/corpus/elf_load/ ;; esac; done
+	$(CARGO) run --release -q -p nicsim-xdp --example fuzz_seeds -- $(FUZZ_DIR)/corpus/decode $(XDP_OUT)/*.o $(XDP_TEST_OUT)/*.o
 	cd $(FUZZ_DIR) && for t in $(FUZZ_TARGETS); do \
 	  $(CARGO) +nightly fuzz run --debug-assertions $$t corpus/$$t -- \
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) \

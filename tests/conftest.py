@@ -16,6 +16,20 @@ from forkserver import run_nicsim
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT / "configs" / "flexpipe_paper.toml"
+#: The XDP suite (`make xdp-suite` builds it into target/xdp) and the analyzer's test programs
+#: (tests/xdp, built into a folder of their own, target/xdp-tests).
+XDP_OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
+XDP_TEST_OBJS = Path(os.environ.get("NICSIM_XDP_TEST_OBJS", ROOT / "target" / "xdp-tests"))
+
+
+def xdp_object(name: str) -> Path:
+    """The built object `name.o`: the suite's, else the test programs' (the suite's path when
+    neither is built, for the test's message)."""
+    suite = XDP_OBJS / f"{name}.o"
+    tests = XDP_TEST_OBJS / f"{name}.o"
+    return tests if not suite.exists() and tests.exists() else suite
+
+
 # The paper's configuration cut down to 2,000 packets.
 SMALL = ["--param", "traffic.packets=2000", "--param", "measure.window=[100,1900]"]
 

@@ -84,8 +84,8 @@ def test_missing_file_and_bad_param(tmp_path: Path) -> None:
     assert_one_line_error(nicsim("run", tmp_path / "nothere.toml", "--out", tmp_path / "o"), "nothere.toml", "no such file")
     assert_one_line_error(nicsim("run", PAPER, "--out", tmp_path / "o", "--param", "rate"), "--param", "KEY=VALUE")
     assert_one_line_error(nicsim("run", PAPER, "--out", tmp_path / "o", "--param", "flows[7].weight=2"), "flows[7].weight")
-    assert_one_line_error(nicsim("sweep", PAPER, "--out", tmp_path / "o", "--param", "arch=flexpipe,bogus"),
-                          "--param", "arch")
+    assert_one_line_error(nicsim("sweep", PAPER, "--out", tmp_path / "o", "--param", "arch=flexpipe,bogus",
+                                 "--fail-fast"), "--param", "arch")
     assert not (tmp_path / "o").exists()
 
 
@@ -284,3 +284,53 @@ def test_ctrl_c_leaves_a_valid_partial_summary(tmp_path: Path) -> None:
     assert 0 < s["packets"]["offered"] < 50_000_000
     assert _conserved(s)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["big"]
+
+
+def _short_options() -> dict[str, dict[str, list[str]]]:
+    """Every visible short option of every command: short → {long option: [commands]}."""
+    import typer.main
+
+    from nicsim.cli import app
+
+    table: dict[str, dict[str, list[str]]] = {}
+    todo = [(typer.main.get_command(app), "nicsim")]
+    while todo:  # the command tree, without recursion
+        cmd, path = todo.pop()
+        subs = getattr(cmd, "commands", None)
+        if subs is not None:
+            todo += [(subs[n], f"{path} {n}") for n in list(subs) if not subs[n].hidden]
+            continue
+        for p in cmd.params:
+            if p.param_type_name != "option" or p.hidden:
+                continue
+            opts = [*p.opts, *p.secondary_opts]
+            longs = [o for o in opts if o.startswith("--")]
+            for short in (o for o in opts if not o.startswith("--")):
+                table.setdefault(short, {}).setdefault(longs[0] if longs else "", []).append(path)
+    return table
+
+
+def test_a_short_option_means_the_same_in_every_command() -> None:
+    """Issue 34: `-p` was --param, --program and --pattern. Each short option is one long option
+    everywhere, the one SHORT_OPTIONS names."""
+    from nicsim.options import SHORT_OPTIONS
+
+    table = _short_options()
+    assert "-p" in table and len(table) >= 8, table
+    for short, longs in table.items():
+        assert list(longs) == [SHORT_OPTIONS[short]], (short, longs)
+
+
+def test_the_former_short_options_still_work_with_a_warning(tmp_path: Path) -> None:
+    from conftest import xdp_object
+
+    two = xdp_object("two_progs")
+    if not two.exists():
+        pytest.skip("run `make xdp-suite`")
+    r = nicsim("xdp", "analyze", two, "-p", "second", "--out", tmp_path / "a", "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == ("warning: -p second: -p for --program is deprecated (-p is --param in every other "
+                                "nicsim command, and will be here): write --program second")
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["object"]["program"] == "second"
+    assert_one_line_error(nicsim("xdp", "analyze", two, "-p", "second", "--program", "first", "--out", tmp_path / "b"),
+                          "--program", "-p", "give it once")

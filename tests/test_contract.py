@@ -26,9 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PAPER, ROOT, assert_one_line_error, nicsim
+from conftest import PAPER, ROOT, assert_one_line_error, nicsim, xdp_object
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 NFP = ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml"
 TINY = ["-p", "traffic.packets=300", "-p", "measure.window=[10,290]"]
 
@@ -296,7 +295,7 @@ def test_worker_killed_in_reproduce_xdp_paper(tmp_path: Path, monkeypatch: pytes
 
 
 def test_xdp_sweep_worker_killed(tmp_path: Path) -> None:
-    obj = OBJS / "calls.o"
+    obj = xdp_object("calls")
     if not obj.exists():
         pytest.skip(f"{obj} is missing: run `make xdp-suite`")
     hook = '''
@@ -571,7 +570,7 @@ def test_bit_flipped_btf_ext_section_name(tmp_path: Path, block: int) -> None:
     unwraps each .BTF.ext record's section name): now it names the record's offset."""
     import struct
 
-    src = OBJS / "count_min_10.o"
+    src = xdp_object("count_min_10")
     if not src.exists():
         pytest.skip(f"{src} is missing: run `make xdp-suite`")
     elf = bytearray(src.read_bytes())

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PAPER, ROOT, assert_one_line_error
+from conftest import PAPER, ROOT, assert_one_line_error, xdp_object
 from forkserver import run_nicsim
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 ROUTER = ROOT / "configs" / "router"
 TARGETS = ROOT / "crates" / "nicsim-xdp" / "targets"
 MEMORY_LIMIT = 4 << 30
@@ -79,7 +78,7 @@ def nothing_written(folder: Path, before: set[str], out: Path | None = None) -> 
 
 
 def obj(name: str) -> Path:
-    p = OBJS / f"{name}.o"
+    p = xdp_object(name)
     if not p.exists():
         pytest.skip(f"{p} is missing: run `make xdp-suite`")
     return p
@@ -521,7 +520,7 @@ SWEEP_PARAMS: list[tuple[str, list[str], list[str]]] = [
 def test_bad_param_sweep(tmp_path: Path, params: list[str], needles: list[str]) -> None:
     config = ROUTER / "setup_b.toml" if params[0].startswith("run.") else PAPER
     args = [a for p in params for a in ("--param", p)]
-    refused(cli("sweep", config, "--out", tmp_path / "o", *args, "--workers", "1", timeout=60), *needles)
+    refused(cli("sweep", config, "--out", tmp_path / "o", *args, "--workers", "1", "--fail-fast", timeout=60), *needles)
     nothing_written(tmp_path, set(), tmp_path / "o")
 
 
@@ -1180,7 +1179,8 @@ def test_bad_object_sweep(tmp_path: Path, case: str) -> None:
     _, base, make, needles = next(c for c in OBJECTS if c[0] == case)
     bad = _bad_object(tmp_path, base, make)
     out = tmp_path / "o"
-    r = cli("xdp", "sweep", obj("calls"), bad, "--out", out, "--timeout", "5", "--workers", "1", timeout=120)
+    r = cli("xdp", "sweep", obj("calls"), bad, "--out", out, "--timeout", "5", "--workers", "1", "--fail-fast",
+            timeout=120)
     refused(r, "bad.o", *needles)
     nothing_written(tmp_path, {"bad.o"}, out)
 
@@ -1241,7 +1241,7 @@ def test_not_an_object(tmp_path: Path, cmd: str, what: str) -> None:
     else:
         fifo = Fifo(tmp_path, b"\x7fELF" + random.Random(2).randbytes(5000))
         path, needle = str(fifo.path), "fifo"
-    args = ["analyze", path] if cmd == "analyze" else ["sweep", str(calls), path, "--workers", "1"]
+    args = ["analyze", path] if cmd == "analyze" else ["sweep", str(calls), path, "--workers", "1", "--fail-fast"]
     before = {p.name for p in tmp_path.iterdir()} - {"fifo"}
     if fifo is not None:
         with fifo:
@@ -1300,7 +1300,8 @@ XDP_OPTIONS: list[tuple[str, list[str], list[str]]] = [
     ("sweep-timeout-nan", ["sweep", "{calls}", "--timeout", "nan"], ["--timeout"]),
     ("sweep-memory-1e23", ["sweep", "{calls}", "--memory-mb", "1e23"], ["--memory-mb"]),
     ("sweep-rate", ["sweep", "{calls}", "--rate", "byte"], ["--rate"]),
-    ("sweep-analysis-fails", ["sweep", "{calls}", "{loop_nobound}", "--workers", "1"], ["loop_nobound", "--loop-bound"]),
+    ("sweep-analysis-fails", ["sweep", "{calls}", "{loop_nobound}", "--workers", "1", "--fail-fast"],
+     ["loop_nobound", "--loop-bound"]),
     ("sweep-no-objects", ["sweep"], ["OBJ"]),
     ("paths-0", ["analyze", "{calls}", "--rate", "packet", "--paths", "0"], ["--paths"]),
     ("paths-negative", ["analyze", "{calls}", "--rate", "packet", "--paths", "-3"], ["--paths"]),
@@ -1572,7 +1573,7 @@ def test_bad_out(tmp_path: Path, cmd: str, out: str) -> None:
     argv = COMMANDS[cmd]
     if "{calls}" in argv or cmd == "reproduce-xdp":
         obj("calls")
-    names = {"{cap}": str(cap), "{calls}": str(OBJS / "calls.o")}
+    names = {"{cap}": str(cap), "{calls}": str(xdp_object("calls"))}
     args = [names.get(a, a) for a in argv]
     path, needle = OUTS[out]
     path = path.replace("{tmp}", str(tmp_path))

@@ -20,7 +20,7 @@ import pytest
 from nicsim.errors import InputError
 from nicsim.output import MARKER, OutputDir, OutputRefused
 
-from conftest import PAPER, ROOT, assert_one_line_error, nicsim
+from conftest import PAPER, ROOT, assert_one_line_error, nicsim, xdp_object
 
 TINY = ["--param", "traffic.packets=300", "--param", "measure.window=[10,290]"]
 
@@ -255,7 +255,7 @@ def test_a_full_disk_names_out_and_leaves_nothing(tmp_path: Path) -> None:
 # and folders left behind.
 
 def test_force_keeps_every_input_whatever_its_name(scratch: Path) -> None:
-    calls = ROOT / "target" / "xdp" / "calls.o"
+    calls = xdp_object("calls")
     if not calls.exists():
         pytest.skip("make xdp-suite first")
     d = scratch / "d"

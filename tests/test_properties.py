@@ -27,12 +27,11 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from conftest import PAPER, ROOT  # noqa: E402
+from conftest import PAPER, ROOT, xdp_object  # noqa: E402
 
 ROUTERS = [ROOT / "configs" / "router" / f"setup_{x}.toml" for x in "abcdef"]
 NFP = ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml"
 U250 = ROOT / "crates" / "nicsim-flowmem" / "targets" / "u250-microblaze.toml"
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 
 
 def examples(default: int) -> int:
@@ -319,7 +318,7 @@ def test_invalid_xdp_targets_are_one_line(t: dict[str, Any], bad: tuple[str, str
 @props(6)
 @given(t=xdp_targets())
 def test_xdp_analysis_on_generated_targets(t: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
-    obj = OBJS / "calls.o"
+    obj = xdp_object("calls")
     if not obj.exists():
         pytest.skip(f"{obj} is missing: run `make xdp-suite`")
     from nicsim.xdp import analyze

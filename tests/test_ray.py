@@ -4,6 +4,7 @@ local pool gives. And the hint when Ray is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -130,3 +131,81 @@ def test_offload_sizing_on_a_ray_cluster_finds_what_the_local_pool_finds(
         s.pop("elapsed_s")
         results.append(s)
     assert results[0] == results[1]
+
+
+def test_the_readmes_ray_procedure_works_as_written(tmp_path: Path) -> None:
+    """README.md's Ray block, run as written (Ray's default port replaced by a free one, a cheaper
+    sweep, and our own head stopped instead of `ray stop`, which would stop every Ray of the
+    machine): a head that requires the token `ray get-auth-token --generate` made, and nicsim
+    finding that token without RAY_AUTH_MODE. A client without the token gets one line saying so."""
+    import shlex
+    import signal
+    import tempfile
+    import time
+
+    from docblocks import blocks
+
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    [block] = [b for b in blocks([ROOT / "README.md"]) if any("ray start" in c.text for c in b.commands)]
+    venv_bin = Path(sys.executable).parent
+    port = str(_free_port())
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(HOME=str(tmp_path), PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", RAY_USAGE_STATS_ENABLED="0")
+    head = None
+    ran = []
+    short = Path(tempfile.mkdtemp(prefix="nsray"))  # Ray's socket paths must be short (AF_UNIX: 107 bytes)
+    try:
+        for cmd in block.commands:
+            argv = [a.replace("6379", port) for a in shlex.split(cmd.line_only)]
+            ran.append(argv[:2])
+            t0 = time.monotonic()
+            if argv[:2] == ["ray", "get-auth-token"]:
+                r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                assert r.returncode == 0, r.stderr
+                assert (tmp_path / ".ray" / "auth_token").stat().st_size > 0
+            elif argv[:2] == ["ray", "start"]:
+                argv += ["--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
+                         f"--temp-dir={short}", "--block"]
+                with open(tmp_path / "head.log", "w") as log:
+                    head = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+                deadline = time.monotonic() + 180
+                while "Ray runtime started" not in (tmp_path / "head.log").read_text():
+                    assert head.poll() is None and time.monotonic() < deadline, (tmp_path / "head.log").read_text()
+                    time.sleep(0.5)
+                assert "Token authentication is enabled" in (tmp_path / "head.log").read_text()
+            elif argv[:2] == ["nicsim", "sweep"]:
+                argv[:1] = [sys.executable, "-m", "nicsim"]
+                cheap = ["-p", "run.duration_us=800", "-p", "run.warmup_us=200", "-q"]
+                r = subprocess.run(argv + cheap, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                assert r.returncode == 0, r.stderr
+                s = json.loads((tmp_path / "out" / "rs" / "summary.json").read_text())
+                assert len(s["points"]) == 4
+                # The same sweep from a client without the token: refused, in one line that says so.
+                (tmp_path / "nobody").mkdir()
+                out = tmp_path / "refused"
+                r = subprocess.run([*argv[:argv.index("--out")], "--out", str(out), *cheap], cwd=tmp_path,
+                                   env={**env, "HOME": str(tmp_path / "nobody")}, capture_output=True, text=True,
+                                   timeout=600)
+                line = assert_one_line_error(subprocess.CompletedProcess(r.args, r.returncode, r.stdout, r.stderr),
+                                             "--ray-address", "token")
+                assert "InvalidAuthToken" not in r.stderr.replace(line, "")
+                assert not out.exists()
+            elif argv[:2] == ["ray", "stop"]:
+                assert head is not None
+                # Our head and what it started, not the machine's Ray; at once (on SIGTERM a head drains
+                # its node for 30 s).
+                os.killpg(head.pid, signal.SIGKILL)
+                head.wait(timeout=120)
+                head = None
+            else:
+                pytest.fail(f"README.md's Ray block has a command this test does not know: {cmd.text}")
+            print(f"{cmd.line_only}: {time.monotonic() - t0:.1f} s")  # with -s: where the time goes
+    finally:
+        if head is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=120)
+        shutil.rmtree(short, ignore_errors=True)
+    assert ran == [["ray", "get-auth-token"], ["ray", "start"], ["nicsim", "sweep"], ["ray", "stop"]], ran

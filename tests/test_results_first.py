@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from conftest import PAPER, ROOT
+from conftest import PAPER, ROOT, xdp_object
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 ROUTER = ROOT / "configs" / "router"
 TINY = ["-p", "traffic.packets=300", "-p", "measure.window=[10,290]"]
 SHORT = ["-p", "run.duration_us=1000", "-p", "run.warmup_us=200"]
@@ -74,7 +73,7 @@ def small_capture(tmp_path: Path) -> Path:
 
 
 def obj(name: str) -> Path:
-    p = OBJS / f"{name}.o"
+    p = xdp_object(name)
     if not p.exists():
         pytest.skip(f"{p} is missing: run `make xdp-suite`")
     return p

@@ -11,17 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PAPER, ROOT, SMALL, assert_one_line_error, nicsim
+from conftest import PAPER, ROOT, SMALL, assert_one_line_error, nicsim, xdp_object
 from forkserver import run_nicsim
 
 ROUTER = ROOT / "configs" / "router"
 ROUTER_SHORT = ["--param", "run.duration_us=800", "--param", "run.warmup_us=200"]
 CAPTURE = ROOT / "crates" / "nicsim-packet" / "fuzz" / "seeds" / "synth_3flows.pcap"
-XDP_OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 
 
 def _obj(name: str) -> Path:
-    p = XDP_OBJS / f"{name}.o"
+    p = xdp_object(name)
     if not p.exists():
         pytest.skip(f"{p} is missing: run `make xdp-suite`")
     return p

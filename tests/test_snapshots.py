@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import PAPER, ROOT, SMALL, nicsim, scrub, stable
+from conftest import PAPER, ROOT, SMALL, XDP_OBJS, nicsim, scrub, stable, xdp_object
 
 ROUTER = ROOT / "python" / "nicsim" / "configs" / "router"
-XDP_OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 
 def outputs(out: Path, tmp: Path, *tables: str) -> dict[str, Any]:
     """The summary (stable part) and the named CSV tables of output folder `out`."""
@@ -83,7 +81,7 @@ def test_flow_golden_runs(tmp_path: Path, snapshot) -> None:
 @pytest.mark.parametrize("name", ["parser", "count_min_5", "quic_lb_v4"])
 def test_xdp_golden_analysis(name: str, tmp_path: Path, snapshot) -> None:
     out = tmp_path / "o"
-    r = nicsim("xdp", "analyze", XDP_OBJS / f"{name}.o", "--out", out)
+    r = nicsim("xdp", "analyze", xdp_object(name), "--out", out)
     assert r.returncode == 0, r.stderr
     got = outputs(out, tmp_path)
     got["summary"]["object"]["path"] = scrub(got["summary"]["object"]["path"], XDP_OBJS)

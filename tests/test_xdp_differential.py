@@ -47,9 +47,8 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, xdp_object
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 SHORT_CASES = 16
 ITERS = int(os.environ.get("NICSIM_DIFF_ITERS", "0") or 0)
 SEED = os.environ.get("NICSIM_DIFF_SEED", "1")
@@ -544,7 +543,7 @@ def shrink(diff: Any, slv: Any, kind: str, pkt: bytes, maps: dict[str, Any]) -> 
 
 
 def _obj(name: str) -> Path:
-    p = OBJS / f"{name}.o"
+    p = xdp_object(name)
     assert p.exists(), f"{p} is missing: run `make xdp-suite`"
     return p
 

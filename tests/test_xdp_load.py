@@ -62,7 +62,7 @@ def test_a_section_with_two_programs_needs_the_function(tmp_path: Path) -> None:
     r = nicsim("xdp", "analyze", obj("two_progs"), "--section", "xdp", "--program", "second", "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert summary(tmp_path / "o")["object"]["program"] == "second"
-    r = nicsim("xdp", "analyze", obj("two_progs"), "-p", "third", "--out", tmp_path / "x")
+    r = nicsim("xdp", "analyze", obj("two_progs"), "--program", "third", "--out", tmp_path / "x")
     assert_one_line_error(r, "no program named 'third' (programs: first (section xdp), second (section xdp))")
 
 
@@ -121,8 +121,16 @@ def test_maps_of_maps_are_analysed_with_their_inner_maps(tmp_path: Path) -> None
 
 def test_sweep_takes_the_program(tmp_path: Path) -> None:
     out = tmp_path / "s"
-    r = nicsim("xdp", "sweep", obj("two_progs"), obj("ld_sections"), "--program", "second", "--out", out, "-j", "1")
+    r = nicsim("xdp", "sweep", obj("two_progs"), obj("ld_sections"), "--program", "second", "--out", out, "-j", "1",
+               "--fail-fast")
     assert_one_line_error(r, "ld_sections.o", "no program named 'second'")
+    r = nicsim("xdp", "sweep", obj("two_progs"), obj("ld_sections"), "--program", "second", "--out", out, "-j", "1")
+    assert r.returncode == 1, r.stderr  # --keep-going: the other object is analysed
+    s = summary(out)
+    assert conforms(s, SweepSummary) == []
+    assert [p["summary"]["object"]["program"] for p in s["points"]] == ["second"]
+    assert [f["object"] for f in s["failed"]] == [str(obj("ld_sections"))]
+    assert "no program named 'second'" in s["failed"][0]["error"]
     r = nicsim("xdp", "sweep", obj("two_progs"), "--program", "second", "--rate", "packet", "--out", out, "-j", "1")
     assert r.returncode == 0, r.stderr
     s = summary(out)

@@ -4,20 +4,18 @@
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error, nicsim
+from conftest import ROOT, assert_one_line_error, nicsim, xdp_object
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 NFP = tomllib.loads((ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml").read_text())["helpers"]
 
 
 def obj(name: str) -> Path:
-    p = OBJS / f"{name}.o"
+    p = xdp_object(name)
     assert p.exists(), f"{p} is missing: run `make xdp-suite`"
     return p
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error, nicsim
+from conftest import ROOT, assert_one_line_error, nicsim, xdp_object
 
-OBJS = Path(os.environ.get("NICSIM_XDP_OBJS", ROOT / "target" / "xdp"))
 SHARED = ROOT.parent / "shared" / "xdp-paper" / "table2.csv"
 # The suite's objects under the paper's artifacts' file names.
 AS_PAPER = {"parser": "xdp-switch.bpf.o", "quic_lb_v4": "xdp-quic-lb.bpf.o", "count_min_5": "xdp-count-min.5.bpf.o",
@@ -44,7 +43,7 @@ def test_paper_objects_table_bands_and_plots(tmp_path: Path) -> None:
     folder = tmp_path / "programs"
     folder.mkdir()
     for name, as_paper in AS_PAPER.items():
-        src = OBJS / f"{name}.o"
+        src = xdp_object(name)
         assert src.is_file(), f"{src} is missing: run `make xdp-suite`"
         shutil.copy(src, folder / as_paper)
     out = tmp_path / "r"

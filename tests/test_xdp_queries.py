@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_xdp_differential import OBJS, OPTIONS, REFUSED, _objects, _target
+from test_xdp_differential import OPTIONS, REFUSED, _objects, _target
 
-from conftest import ROOT, assert_one_line_error, conforms
+from conftest import ROOT, assert_one_line_error, conforms, xdp_object
 
 #: Paths whose queries are read per program and target (the slowest first).
 PATHS = 40
@@ -76,7 +76,7 @@ def _read_queries(name: str, section: str | None, text: str, tname: str) -> int 
     answer is unbounded)."""
     from nicsim import _core
 
-    data = (OBJS / f"{name}.o").read_bytes()
+    data = (xdp_object(name)).read_bytes()
     loop_bound = OPTIONS.get(name, {}).get("loop_bound")
     try:
         search = _core.XdpSearch(data, text, tname, section, loop_bound, False, MEMORY_MB, True, None, [], [])
@@ -114,7 +114,7 @@ def test_a_program_with_unsized_maps_on_some_paths_analyses_on_both_targets(x86_
     from nicsim.xdp import analyze
     from nicsim.xdp.summary import Summary
 
-    o = OBJS / "unsized_cpumap.o"
+    o = xdp_object("unsized_cpumap")
     for target in ("nfp", "x86-jit"):
         for rate in ("packet", "bit"):
             s = analyze(o, target=target, rate=rate, timeout_s=60)
@@ -150,7 +150,7 @@ main()
 def test_a_solver_error_is_one_line_and_keeps_the_bound_so_far(tmp_path: Path) -> None:
     # parser's first path is infeasible: the solver fails on the next query, after the bound has
     # risen above the naive one, and the summary keeps that bound.
-    o = OBJS / "parser.o"
+    o = xdp_object("parser")
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", BREAK_SOLVER, "2", "xdp", "analyze", str(o), "--rate", "packet",
                         "--out", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -168,7 +168,7 @@ def test_a_solver_error_is_one_line_and_keeps_the_bound_so_far(tmp_path: Path) -
 def test_a_sweep_keeps_an_analysis_whose_solver_failed_and_warns(tmp_path: Path) -> None:
     # The sweep's other analyses are not lost to one solver error: each keeps its bound so far,
     # and a warning line names the object, the program and the path.
-    objs = [OBJS / "parser.o", OBJS / "calls.o"]
+    objs = [xdp_object("parser"), xdp_object("calls")]
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", BREAK_SOLVER, "2", "xdp", "sweep", *map(str, objs), "--rate", "packet",
                         "-j", "1", "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)

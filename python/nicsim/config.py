@@ -213,9 +213,12 @@ def override_keys(overrides: Iterable[str | Override] | Mapping[str, Any]) -> li
     return out
 
 
-def _key_under(path: str, key: str) -> bool:
+def key_under(path: str, key: str) -> bool:
     """Whether key path `path` is `key` or inside it (`flows[0].chain` is under `flows`)."""
     return path == key or path.startswith(key + ".") or path.startswith(key + "[")
+
+
+_key_under = key_under
 
 
 def _toml_error(text: str) -> tuple[str, str]:

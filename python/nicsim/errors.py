@@ -51,11 +51,15 @@ class WorkerKilled(NicsimError):
     points that finished."""
 
     def __init__(self, point: int, results: list[Any], how: str = "was killed (out of memory?)") -> None:
-        super().__init__(f"worker for point {point} {how}")
+        super().__init__(point, how)
         self.point = point
+        self.how = how
         self.results = results
         #: What the command had done when the worker died, as its summary (set by the command).
         self.partial: dict[str, Any] | None = None
+
+    def __str__(self) -> str:
+        return f"worker for point {self.point} {self.how}"
 
     def finished(self) -> int:
         """How many points finished."""

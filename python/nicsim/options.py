@@ -104,3 +104,37 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", metavar="ADDR", parser=ray_address_arg,
     help="Connect to this Ray cluster (`HOST:PORT` of its head, `ray://HOST:10001`, or `auto`; default: $RAY_ADDRESS, "
          "else a local Ray). Implies `--executor ray`.")]
+
+
+KeepGoingOpt = Annotated[bool, typer.Option(
+    "--keep-going/--fail-fast",
+    help="`--keep-going` (the default): a point that fails is listed with its error in the table and in "
+         "summary.json `failed`, the others are written, and the exit code is 1 (2 when every point failed). "
+         "`--fail-fast`: stop at the first point that fails, write nothing, exit 2.")]
+
+
+#: What each short option means, in every command that has it (tests/test_cli.py checks the
+#: table over the whole command tree). `-p` was also --program (xdp) and --pattern (flowmem
+#: bench); those still take it, hidden, with a warning ([`deprecated_short`]).
+SHORT_OPTIONS = {"-a": "--analysis", "-h": "--help", "-j": "--workers", "-o": "--out", "-p": "--param",
+                 "-q": "--quiet", "-s": "--section", "-t": "--target", "-v": "--verbose", "-w": "--workload",
+                 "-x": "--executor"}
+
+
+def deprecated_short(short: str, long: str, metavar: str) -> Any:
+    """A hidden option `short` that still means `long`, where it used to: [`either`] takes its
+    value, with a warning that it will mean what [`SHORT_OPTIONS`] says."""
+    return typer.Option(short, hidden=True, metavar=metavar, show_default=False,
+                        help=f"Deprecated: {long} (it will be {SHORT_OPTIONS[short]}).")
+
+
+def either(long_value: Any, short_value: Any, long: str, short: str) -> Any:
+    """The value of an option given as `long` or as its deprecated `short` form (with a
+    warning), not both."""
+    if short_value is None:
+        return long_value
+    if long_value is not None:
+        raise typer.BadParameter(f"given as {long} and as {short}: give it once", param_hint=long)
+    ui.warn(f"{short} {short_value}: {short} for {long} is deprecated ({short} is {SHORT_OPTIONS[short]} in every "
+            f"other nicsim command, and will be here): write {long} {short_value}")
+    return short_value

@@ -104,10 +104,10 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
 
 def print_run(s: dict[str, Any], console: Console) -> None:
     p, lat = s["packets"], s.get("latency_us", {})
-    t = Table(title=f"{s['arch']} — {s['offered_gbps']:g} Gbit/s offered", show_header=False)
+    t = Table(title=f"{s['arch']} — {s['offered_gbps']:g} Gbit/s of frames offered", show_header=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
-    t.add_row("throughput", f"{s['throughput_gbps']:.2f} Gbit/s")
+    t.add_row("throughput", f"{s['throughput_gbps']:.2f} Gbit/s of frames")
     if lat.get("packets"):
         t.add_row("latency mean / p99", f"{lat['mean']:.3f} / {lat['p99']:.3f} µs")
         t.add_row("latency min / max", f"{lat['min']:.3f} / {lat['max']:.3f} µs")

@@ -20,6 +20,8 @@ from nicsim.options import (
     OutOpt,
     QuietOpt,
     VerboseOpt,
+    deprecated_short,
+    either,
     in_range,
     path_arg,
 )
@@ -111,7 +113,8 @@ def flow_reassemble(
         dropped = {k: v for k, v in s["packets"].items()
                    if k not in ("read", "data", "control", "retransmission") and v}
         console.print(f"{s['packets']['read']:,} packets, {s['flows']:,} TCP flows, {s['stream_bytes']:,} stream "
-                      f"bytes ({s['hole_bytes']:,} in holes); not used: {dropped or 'none'}", highlight=False)
+                      f"bytes ({s['hole_bytes']:,} in holes); not used: "
+                      + (", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in dropped.items()) or "none"), highlight=False)
         if s["cut_directions"]:
             console.print(f"{s['cut_directions']:,} directions cut: their holes would have exceeded "
                           f"--max-hole-bytes ({s['max_hole_bytes']:,}); see 'cut' in flows.json", highlight=False)
@@ -161,6 +164,12 @@ def flow_synth(
     ui.note(f"wrote {out}")
 
 
+def dram_gbytes_per_s(dram_per_payload: float, payload_gbps: float) -> float:
+    """The DRAM bandwidth (GB/s, 10^9 bytes) that `dram_per_payload` DRAM bytes per payload byte
+    take at `payload_gbps` Gbit/s of payload."""
+    return dram_per_payload * payload_gbps / 8
+
+
 @flowmem_app.command("bench")
 def flow_bench(
     captures: Annotated[list[Path], typer.Argument(metavar="CAPTURE...", parser=path_arg, help="Capture files (pcap or pcapng); "
@@ -170,7 +179,8 @@ def flow_bench(
     workload: Annotated[Workload, typer.Option("--workload", "-w", help="scan: read every byte once, counting "
                                                "newlines (memory-bound); regex: run a DFA (compute-bound).")
                         ] = Workload.scan,
-    pattern: Annotated[str | None, typer.Option("--pattern", "-p", metavar="REGEX", help="Regex of the regex "
+    pattern_p: Annotated[str | None, deprecated_short("-p", "--pattern", "REGEX")] = None,
+    pattern: Annotated[str | None, typer.Option("--pattern", metavar="REGEX", help="Regex of the regex "
                                                 "workload (default: HTTP request lines).")] = None,
     target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="SmartNIC model: "
                                         "u250-microblaze (the talk's prototype), bluefield3, or a target TOML "
@@ -180,6 +190,9 @@ def flow_bench(
                                                            "the target's).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", metavar="N", callback=in_range(1, 1000),
                                         help="Host runs; the best is kept.")] = 3,
+    traffic_gbps: Annotated[float, typer.Option("--traffic-gbps", metavar="GBIT/S", callback=in_range(1e-6, 1e6),
+                                                help="The payload rate at which the table states the model's DRAM "
+                                                "bandwidth (GB/s: DRAM bytes per payload byte × this rate).")] = 100.0,
     max_hole_bytes: MaxHoleOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-j", metavar="N", callback=in_range(1, 4096),
                                          help="Captures benchmarked at once. The host measurement times this "
@@ -198,6 +211,7 @@ def flow_bench(
     """
     from nicsim.flowmem.memory import bench
 
+    pattern = either(pattern, pattern_p, "--pattern", "-p")
     with ui.Progress("benchmarking", transient=True):
         s = bench(captures if len(captures) > 1 else captures[0], out, workload=workload.value, pattern=pattern,
                   target=target, retrieval=retrieval.value if retrieval else None, repeat=repeat, force=force,
@@ -219,6 +233,13 @@ def flow_bench(
                       f"{r['flow_dram_per_payload_after_receive']:.2f}×")
             t.add_row("model: DRAM / payload, including it", f"{r['copy_dram_per_payload']:.2f}×",
                       f"{r['flow_dram_per_payload']:.2f}×")
+            at = f"{traffic_gbps:g} Gbit/s of payload"
+            t.add_row(f"model: DRAM GB/s at {at}, beyond the NIC's write",
+                      f"{dram_gbytes_per_s(r['copy_dram_per_payload_after_receive'], traffic_gbps):.2f}",
+                      f"{dram_gbytes_per_s(r['flow_dram_per_payload_after_receive'], traffic_gbps):.2f}")
+            t.add_row(f"model: DRAM GB/s at {at}, including it",
+                      f"{dram_gbytes_per_s(r['copy_dram_per_payload'], traffic_gbps):.2f}",
+                      f"{dram_gbytes_per_s(r['flow_dram_per_payload'], traffic_gbps):.2f}")
             t.add_row("model: cycles", f"{c['cycles']:,}", f"{f['cycles']:,}")
             t.add_row("model: L1 hit rate", f"{c['cache_hit_rate']:.1%}", f"{f['cache_hit_rate']:.1%}")
             console.print(t)

@@ -12,6 +12,13 @@ reproductions.
   `RAY_ADDRESS` in the environment) it connects to that running cluster, whose nodes need
   nicsim installed; otherwise it starts a local Ray with `workers` CPUs and shuts it down after.
   A Ray that the caller already started (`ray.init` before) is used as it is.
+
+A sweep keeps its work ([`Failed`], `--keep-going`, the default of `nicsim sweep` and `nicsim xdp
+sweep`): a point that fails (bad input for that point alone: a refused object, a parameter
+combination the model refuses) is listed with its one-line error, the others are written, and
+the command exits 1 ([`SOME_FAILED`]); when every point failed nothing is written and the first
+point's error is the command's one line (exit 2). `--fail-fast` stops at the first failure and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -28,15 +35,63 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from nicsim import ui
-from nicsim.config import Config, blame_overrides, override_keys, validate, with_overrides
+from nicsim.config import Config, blame_overrides, key_under, override_keys, validate, with_overrides
 from nicsim.errors import ConfigError, InputError, NicsimError, WorkerKilled
 
 EXECUTORS = ("local", "ray")
 #: The most points a sweep runs (each a simulation; 100,000 datapath runs take hours).
 MAX_POINTS = 100_000
 MODELS = ("datapath", "router")
+#: The exit code of a sweep some of whose points failed (the others are written); 2 means bad
+#: input, as everywhere: every point failed, or one did under `--fail-fast`.
+SOME_FAILED = 1
 
 T = TypeVar("T")
+
+
+def grid(params: Mapping[str, Sequence[Any]], zipped: Mapping[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+    """The points of a sweep, in order: the cartesian product of `params` (key → values, in the
+    order given; the last key varies fastest), and, when `zipped` is given, its keys' values
+    taken together, index by index, as one more (the last) axis: `--zip a=1,2 --zip b=3,4` gives
+    the points {a: 1, b: 3} and {a: 2, b: 4}."""
+    zipped = dict(zipped or {})
+    lengths = {len(v) for v in zipped.values()}
+    if len(lengths) > 1:
+        sizes = ", ".join(f"{k} has {len(v)}" for k, v in zipped.items())
+        raise ConfigError(f"zipped keys need as many values each ({sizes})", file="--zip")
+    together = [dict(zip(zipped, vs, strict=True)) for vs in zip(*zipped.values(), strict=True)] if zipped else [{}]
+    keys = list(params)
+    return [{**dict(zip(keys, combo, strict=True)), **z}
+            for combo in itertools.product(*(params[k] for k in keys)) for z in together]
+
+
+def _blame_zip(e: BaseException, zipped: Mapping[str, Any] | None) -> None:
+    """An error blamed on `--param` at a key that `--zip` set is blamed on `--zip`."""
+    if isinstance(e, ConfigError) and e.file == "--param" and any(key_under(e.path, k) for k in zipped or {}):
+        e.file = "--zip"
+
+
+def n_points(params: Mapping[str, Sequence[Any]], zipped: Mapping[str, Sequence[Any]] | None = None) -> int:
+    """How many points [`grid`] gives, without making them."""
+    n = math.prod(len(v) for v in params.values())
+    return n * (len(next(iter(zipped.values()))) if zipped else 1)
+
+
+def failed_entry(index: int, label: Mapping[str, Any], error: BaseException | str) -> dict[str, Any]:
+    """A summary's `failed` entry: the point (1-based), what names it (its parameters, or its
+    object and target) and its one-line error."""
+    return {"point": index + 1, **label, "error": " ".join(str(error).split())}
+
+
+def report_failed(failed: Sequence[Mapping[str, Any]], total: int, out: object, name: Callable[[Mapping[str, Any]], str]) -> int:
+    """Warn of each failed point (`name` says which it is) and of how many finished; the
+    command's exit code (0, or [`SOME_FAILED`])."""
+    for f in failed:
+        ui.warn(f"point {f['point']} ({name(f)}): {f['error']}", label="failed:")
+    if failed:
+        ui.warn(f"{len(failed):,} of {total:,} points failed (listed in {out}/summary.json `failed`); the points "
+                "that finished are written (--fail-fast stops at the first failure)")
+    return SOME_FAILED if failed else 0
 
 
 def model_of(config: Mapping[str, Any]) -> str:
@@ -82,23 +137,43 @@ def sweep(
     workers: int | None = None,
     progress: bool = True,
     ray_address: str | None = None,
+    zipped: Mapping[str, Sequence[Any]] | None = None,
+    keep_going: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run every combination of `params` (key path → values) over `config` (a datapath or a
-    router configuration).
+    """Run every point of the grid of `params` (key path → values; `zipped`'s keys vary together,
+    see [`grid`]) over `config` (a datapath or a router configuration).
 
-    Returns one `{"params": {key: value}, "summary": {...}}` per point, in the order of
-    `itertools.product` over the keys as given.
+    Returns one `{"params": {key: value}, "summary": {...}}` per point, in [`grid`]'s order. A
+    point that fails raises its error (before anything runs when its configuration is refused),
+    unless `keep_going`: then it is `{"params": ..., "error": "one line"}` and the others run.
     """
-    keys = list(params)
-    points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(params[k] for k in keys))]
+    points = grid(params, zipped)
     configs = [with_overrides(config, p) for p in points]
+    errors: dict[int, NicsimError] = {}
+    for i, c in enumerate(configs):  # fail (or set the point aside) before starting anything
+        try:
+            with blame_overrides(getattr(config, "source", None), override_keys({**params, **(zipped or {})})):
+                check_config(c)
+        except NicsimError as e:
+            _blame_zip(e, zipped)
+            if not keep_going:
+                raise
+            errors[i] = e
+    runnable = [i for i in range(len(configs)) if i not in errors]
     try:
-        summaries = run_many(configs, executor=executor, workers=workers, progress=progress, description="sweep",
-                             ray_address=ray_address)
+        summaries = run_many([configs[i] for i in runnable], executor=executor, workers=workers, progress=progress,
+                             description="sweep", ray_address=ray_address, keep_going=keep_going, checked=True)
     except WorkerKilled as e:  # the points that finished, as this function returns them (None: not run)
-        e.results = [None if s is None else {"params": p, "summary": s} for p, s in zip(points, e.results, strict=True)]
+        ran = dict(zip(runnable, e.results, strict=True))
+        e.results = [None if ran.get(i) is None else {"params": p, "summary": ran[i]} for i, p in enumerate(points)]
+        e.point = runnable[e.point - 1] + 1
         raise
-    return [{"params": p, "summary": s} for p, s in zip(points, summaries, strict=True)]
+    for i, s in zip(runnable, summaries, strict=True):
+        if isinstance(s, NicsimError):
+            errors[i] = s
+    ran = dict(zip(runnable, summaries, strict=True))
+    return [{"params": p, "error": " ".join(str(errors[i]).split())} if i in errors else {"params": p, "summary": ran[i]}
+            for i, p in enumerate(points)]
 
 
 def run_many(
@@ -109,15 +184,20 @@ def run_many(
     description: str = "runs",
     ray_address: str | None = None,
     pool: Pool | None = None,
+    keep_going: bool = False,
+    checked: bool = False,
 ) -> list[dict[str, Any]]:
     """Simulate each configuration (datapath or router) to the end; summaries in input order.
-    With `pool`, on that open [`Pool`] (the executor arguments are then its own)."""
-    for c in configs:  # fail before starting anything
-        check_config(c)
+    With `pool`, on that open [`Pool`] (the executor arguments are then its own). With
+    `keep_going`, a run's bad input is its result (a [`NicsimError`]) instead of being raised;
+    `checked`: the configurations were validated already."""
+    if not checked:
+        for c in configs:  # fail before starting anything
+            check_config(c)
     if pool is not None:
-        return pool.run(simulate_any, configs, progress=progress, description=description)
+        return pool.run(simulate_any, configs, progress=progress, description=description, keep_going=keep_going)
     return run_tasks(simulate_any, configs, executor=executor, workers=workers, progress=progress,
-                     description=description, ray_address=ray_address)
+                     description=description, ray_address=ray_address, keep_going=keep_going)
 
 
 def run_tasks(
@@ -128,12 +208,14 @@ def run_tasks(
     progress: bool = True,
     description: str = "runs",
     ray_address: str | None = None,
+    keep_going: bool = False,
 ) -> list[Any]:
     """`[fn(x) for x in items]` on the executor; `fn` must be a module-level function (it is
-    pickled to the workers). A result that is a [`NicsimError`] is raised here, after all ran.
+    pickled to the workers). A result that is a [`NicsimError`] is raised at once, the rest
+    stopped (with `keep_going`: returned as that item's result, the rest run on).
     One batch: a caller with several batches in a row keeps one [`Pool`] open instead."""
     with Pool(executor, workers, ray_address) as pool:
-        return pool.run(fn, items, progress=progress, description=description)
+        return pool.run(fn, items, progress=progress, description=description, keep_going=keep_going)
 
 
 def unfinished(killed: WorkerKilled) -> list[dict[str, Any]]:
@@ -275,29 +357,36 @@ class Pool:
             self._ray_started = False
 
     def run(self, fn: Callable[[T], Any], items: Sequence[T], progress: bool = True,
-            description: str = "runs") -> list[Any]:
-        """`[fn(x) for x in items]` on this pool, results in input order; a result that is a
-        [`NicsimError`] is raised after all ran."""
+            description: str = "runs", keep_going: bool = False) -> list[Any]:
+        """`[fn(x) for x in items]` on this pool, results in input order. A result that is a
+        [`NicsimError`] (`fn` returns bad input as a value) is raised as soon as it comes, and
+        the items under way are stopped; with `keep_going` it is that item's result instead."""
         if not items:
             return []
         workers = min(self.requested or os.cpu_count() or 1, len(items))
+
+        def check(result: Any) -> None:
+            if not keep_going and isinstance(result, BaseException):
+                raise result
+
         with ui.Progress(description, total=len(items), unit="runs") if progress else _NoProgress() as bar:
             bar.update(0)
             if self.executor == "ray":
-                outcomes = self._run_ray(fn, items, bar.advance)
+                outcomes = self._run_ray(fn, items, bar.advance, check)
             elif workers == 1:
                 outcomes = []
                 for x in items:
                     outcomes.append(fn(x))
+                    check(outcomes[-1])
                     bar.advance()
             else:
-                outcomes = self._run_local(fn, items, bar.advance)
+                outcomes = self._run_local(fn, items, bar.advance, check)
         for o in outcomes:
-            if isinstance(o, BaseException):
-                raise o
+            check(o)
         return outcomes
 
-    def _run_local(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
+    def _run_local(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None],
+                   check: Callable[[Any], None]) -> list[Any]:
         if self._local is None:
             _quiet_resource_tracker()
             _quiet_cancelled_futures()
@@ -314,8 +403,19 @@ class Pool:
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for _ in done:
+                for f in done:
+                    if f.exception() is None:
+                        check(f.result())  # bad input, without --keep-going: stop the others
                     advance()
+        except NicsimError:  # a point's bad input (not --keep-going): the runs under way end now
+            for f in futures:
+                f.cancel()
+            if self._local is not None and any(f.running() for f in futures):
+                for proc in list(getattr(self._local, "_processes", {}).values()):
+                    proc.terminate()
+                self._local.shutdown(wait=True, cancel_futures=True)
+                self._local = None  # the next batch starts a new pool
+            raise
         except BaseException:
             for f in futures:
                 f.cancel()
@@ -345,7 +445,9 @@ class Pool:
                else f"died ({signal.Signals(-code).name})" if code < 0 else f"exited with code {code}")
         raise WorkerKilled(point + 1, results, how)
 
-    def _run_ray(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None]) -> list[Any]:
+    def _run_ray(self, fn: Callable[[Any], Any], items: Sequence[Any], advance: Callable[[], None],
+                 check: Callable[[Any], None]) -> list[Any]:
+        ray_environment(self.address or os.environ.get("RAY_ADDRESS") or None)
         try:
             import ray
         except ImportError:
@@ -369,7 +471,8 @@ class Pool:
                 if not pending:
                     break
                 done, pending = ray.wait(pending, num_returns=1)
-                for _ in done:
+                for ref in done:
+                    check(ray.get(ref))
                     advance()
             return ray.get(refs)
         except BaseException:
@@ -379,15 +482,16 @@ class Pool:
 
     def _init_ray(self, ray: Any) -> None:
         address = self.address or os.environ.get("RAY_ADDRESS") or None
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         common = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        token = ray_auth_token() if address else None
         if address:
             _probe(address)
         try:
             if address:
                 # The tasks run nicsim as the cluster's nodes have it installed (the functions
                 # are pickled by reference): every node needs nicsim, as the README says.
-                ray.init(address=address, **common)
+                with _stderr_silenced():
+                    ray.init(address=address, **common)
             else:
                 ray.init(num_cpus=self.requested or os.cpu_count() or 1, **common)
         except Exception as e:  # Ray raises plain Exception when a node does not start
@@ -396,9 +500,45 @@ class Pool:
             cause = f" ({' '.join(str(e.__cause__).split())})" if e.__cause__ is not None else ""
             why = (" ".join(str(e).split()) + cause)[:400]
             if address:
-                raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}") from None
+                causes = " ".join(str(c) for c in (e.__cause__, e.__context__) if c is not None)
+                refused = "InvalidAuthToken" in causes or "Unauthenticated" in causes
+                hint = (f" (the head refused the token from {token}: give the head's)" if token is not None and refused
+                        else " (the head asks for a token: give the head's as RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+                        "~/.ray/auth_token; README.md, \"Sweeps\")" if refused
+                        else f" (if the cluster uses token authentication, check that the token from {token} is the "
+                        "head's)" if token is not None
+                        else " (if the cluster uses token authentication, as Ray's heads do once a token exists, give "
+                        "its token: RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token; README.md, \"Sweeps\")")
+                raise InputError(f"--ray-address: cannot connect to the Ray cluster at {address}: {why}{hint}") from None
             raise InputError(f"--executor ray: cannot start a local Ray: {why}") from None
         self._ray_started = True
+
+
+def ray_environment(address: str | None) -> None:
+    """What Ray reads from the environment when it is imported, set before: no usage
+    statistics; the C++ core's log at errors only (it logs every refused attempt to reach a
+    head, an InvalidAuthToken line a second for 20 s: the failure is this command's one error
+    line instead); and, to reach a cluster at `address` with a token at hand, token mode (a head
+    that finds a token, Ray >= 2.52: `ray get-auth-token --generate`, or RAY_AUTH_MODE=token when
+    it started, refuses clients without it, and Ray's client sends it only in token mode)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address and "RAY_AUTH_MODE" not in os.environ and ray_auth_token() is not None:
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def ray_auth_token() -> str | None:
+    """Where a Ray token for this client is, as Ray looks for one (docs.ray.io, "Token
+    authentication"): `RAY_AUTH_TOKEN`, the file `RAY_AUTH_TOKEN_PATH` names, or
+    `~/.ray/auth_token`; None when there is none (or RAY_AUTH_MODE says not to use one)."""
+    if os.environ.get("RAY_AUTH_MODE", "token") != "token":
+        return None
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+    try:
+        return path if os.path.getsize(path) > 0 else None
+    except OSError:
+        return None
 
 
 def ray_install_hint() -> str:
@@ -419,6 +559,26 @@ def ray_install_hint() -> str:
 
 
 _END = object()
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 on /dev/null for the block: Ray's C++ core logs every refused attempt
+    to reach a head (an InvalidAuthToken line a second for 20 s) while `ray.init` connects; a
+    failure is this command's one error line instead."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _probe(address: str) -> None:
@@ -465,9 +625,9 @@ class _NoProgress:
 
 #: The headline metrics of a point, per model: (key, column header).
 METRICS = {
-    "datapath": [("throughput_gbps", "Gbit/s"), ("latency_mean_us", "mean µs"), ("latency_p99_us", "p99 µs"),
+    "datapath": [("throughput_gbps", "Gbit/s (frames)"), ("latency_mean_us", "mean µs"), ("latency_p99_us", "p99 µs"),
                  ("delivered", "delivered"), ("dropped", "dropped")],
-    "router": [("forwarded_mbps", "fwd Mbit/s"), ("offered_mbps", "offered Mbit/s"), ("loss_high", "loss high"),
+    "router": [("forwarded_mbps", "fwd Mbit/s (wire)"), ("offered_mbps", "offered Mbit/s (wire)"), ("loss_high", "loss high"),
                ("loss_low", "loss low"), ("latency_high_mean_us", "high µs"), ("latency_low_mean_us", "low µs"),
                ("bus_utilisation", "bus"), ("cpu_utilisation", "CPU")],
 }
@@ -501,35 +661,52 @@ def metrics(model: str, s: Mapping[str, Any]) -> dict[str, Any]:
 def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequence[Any]],
                     out: str | os.PathLike[str], *, executor: str = "local", workers: int | None = None,
                     ray_address: str | None = None, force: bool = False,
+                    zipped: Mapping[str, Sequence[Any]] | None = None, keep_going: bool = True,
                     ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
-    """`nicsim sweep`: run the grid and write OUT/summary.json (`model`, `params`, `points`),
-    sweep.csv and sweep.parquet (a row per point) and sweep.png/.svg. Returns the summary, the
-    rows and the columns to show (key, header): the varied parameters and the metrics."""
+    """`nicsim sweep`: run the grid (see [`grid`]) and write OUT/summary.json (`model`, `params`,
+    `zipped`, `points`, and `failed` when some points failed), sweep.csv and sweep.parquet (a row
+    per point that ran) and sweep.png/.svg. Returns the summary, the rows and the columns to show
+    (key, header): the varied parameters and the metrics.
+
+    `keep_going` (the default): a point that fails is listed in `failed` with its one-line error
+    and the others are written; when every point fails, the first point's error is raised and
+    nothing is written. Without it, the first failure is raised before anything is written."""
     from nicsim.datapath import config_inputs
     from nicsim.output import OutputDir, figures
 
+    zipped = dict(zipped or {})
+    if overlap := sorted(set(params) & set(zipped)):
+        raise ConfigError("given both as --param and as --zip", path=overlap[0], file="--zip")
     cfg = load_any(config)
     model = model_of(cfg)
-    n_points = math.prod(len(v) for v in params.values())
-    if n_points > MAX_POINTS:
-        raise ConfigError(f"the grid has {n_points:,} points; at most {MAX_POINTS:,} (sweep fewer values)",
+    count = n_points(params, zipped)
+    if count > MAX_POINTS:
+        raise ConfigError(f"the grid has {count:,} points; at most {MAX_POINTS:,} (sweep fewer values)",
                           file="--param")
-    configs = [with_overrides(cfg, dict(zip(params, combo, strict=True))) for combo in itertools.product(*params.values())]
+    try:
+        configs = [with_overrides(cfg, p) for p in grid(params, zipped)]
+    except ConfigError as e:
+        _blame_zip(e, zipped)
+        raise
     # Every point's files are inputs (a swept traffic.replay.path too).
     output = OutputDir(out, inputs=[f for c in [cfg, *configs] for f in config_inputs(c)], force=force, config=cfg)
     output.check()  # before the runs, not after them
-    with blame_overrides(cfg.source, override_keys(params)):
-        for c in configs:  # every point valid before any runs
-            check_config(c)
     killed = None
     try:
-        points = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address)
+        results = sweep(cfg, params, executor=executor, workers=workers, ray_address=ray_address, zipped=zipped,
+                        keep_going=keep_going)
     except WorkerKilled as e:  # keep the points that finished
-        killed, points = e, [p for p in e.results if p is not None]
+        killed, results = e, [p for p in e.results if p is not None]
+    points = [r for r in results if "summary" in r]
+    failed = [failed_entry(i, {"params": r["params"]}, r["error"]) for i, r in enumerate(results) if "error" in r]
+    if failed and not points and killed is None:  # nothing to keep: the first point's error is the answer
+        raise InputError(failed[0]["error"] + (f" (and {len(failed) - 1:,} more points failed)" if len(failed) > 1 else ""))
     rows = [{**pt["params"], **metrics(model, pt["summary"])} for pt in points]
-    varied = [k for k, v in params.items() if len(v) > 1]
-    summary = {"model": model, "config": str(config), "params": {k: list(v) for k, v in params.items()},
-               "points": points}
+    varied = [k for k, v in {**params, **zipped}.items() if len(v) > 1]
+    summary = {"model": model, "config": str(config), "params": {k: list(v) for k, v in {**params, **zipped}.items()},
+               "zipped": list(zipped), "points": points}
+    if failed:
+        summary["failed"] = failed
     if killed is not None:
         summary["unfinished"] = unfinished(killed)
     with output as o:
@@ -579,4 +756,5 @@ def plot_sweep(o: Any, model: str, varied: list[str], rows: list[dict[str, Any]]
     o.figure("sweep", fig)
 
 
-__all__ = ["EXECUTORS", "MODELS", "Pool", "load_any", "model_of", "run_many", "run_tasks", "sweep", "sweep_to_folder"]
+__all__ = ["EXECUTORS", "MODELS", "SOME_FAILED", "Pool", "grid", "load_any", "model_of", "run_many", "run_tasks", "sweep",
+           "sweep_to_folder"]

@@ -390,18 +390,30 @@ def analyze_job(job: tuple[str, str, dict[str, Any]]) -> Summary | NicsimError:
         return e
 
 
-SWEEP_COLUMNS = ["object", "program", "target", "naive_gbps", "guarantee_gbps", "naive_mpps", "guarantee_mpps",
+SWEEP_COLUMNS = ["object", "name", "program", "target", "naive_gbps", "guarantee_gbps", "naive_mpps", "guarantee_mpps",
                  "status", "bottleneck", "min_packet_bytes", "paths_enumerated", "seconds"]
+
+
+def object_labels(objs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """How a sweep's table, CSV and plot name each object: its file name without `.o`, or the
+    path as given where two objects share a file name (two folders' `lb.o`)."""
+    stems = [Path(o).stem for o in objs]
+    return {os.fspath(o): st if stems.count(st) == 1 else os.fspath(o) for o, st in zip(objs, stems, strict=True)}
 
 
 def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str], out: str | os.PathLike[str], *,
                  executor: str = "local", workers: int | None = None, ray_address: str | None = None,
-                 force: bool = False, **opts: Any) -> tuple[SweepSummary, list[dict[str, Any]]]:
+                 force: bool = False, keep_going: bool = True, **opts: Any) -> tuple[SweepSummary, list[dict[str, Any]]]:
     """Analyse every object on every target (`opts` as [`analyze`] takes them) on the sweep
     pool, and write OUT/summary.json (`points`: object, target and each analysis's summary),
-    sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees)."""
+    sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees).
+
+    `keep_going` (the default): an analysis that fails (an object the analyzer refuses) is
+    listed in the summary's `failed` with its one-line error, the others are written; when all
+    fail, the first one's error is raised and nothing is written. Without it, the first failure
+    is raised at once and nothing is written."""
     from nicsim.errors import WorkerKilled
-    from nicsim.sweep import run_tasks, unfinished
+    from nicsim.sweep import failed_entry, run_tasks, unfinished
 
     for t in targets:  # a bad target or a missing object fails before anything runs
         load_target(t)
@@ -413,18 +425,25 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
     output = OutputDir(out, inputs=[*objs, *(target_file(t) for t in targets)], force=force)
     output.check()
     jobs = [(os.fspath(obj), t, opts) for obj in objs for t in targets]
+    labels = object_labels(objs)
     killed = None
     try:
         results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
-                            ray_address=ray_address)
+                            ray_address=ray_address, keep_going=keep_going)
     except WorkerKilled as e:  # keep the analyses that finished
         killed, results = e, e.results
+    failed = [failed_entry(i, {"object": obj, "target": t}, s) for i, ((obj, t, _), s) in enumerate(zip(jobs, results, strict=True))
+              if isinstance(s, NicsimError)]
     points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)
-              if s is not None]
+              if s is not None and not isinstance(s, NicsimError)]
+    if failed and not points and killed is None:  # nothing to keep: the first analysis's error is the answer
+        raise InputError(failed[0]["error"] + (f" (and {len(failed) - 1:,} more analyses failed)" if len(failed) > 1 else ""))
+
     def per(x: float | None, scale: float) -> float | None:
         return None if x is None else x / scale  # null: an unbounded answer
 
-    rows = [{"object": p["object"], "program": p["summary"]["object"]["program"], "target": p["target"],
+    rows = [{"object": p["object"], "name": labels[p["object"]], "program": p["summary"]["object"]["program"],
+             "target": p["target"],
              "naive_gbps": per(p["summary"]["naive"]["bps"], 1e9),
              "guarantee_gbps": per(p["summary"]["guarantee"]["bps"], 1e9),
              "naive_mpps": per(p["summary"]["naive"]["pps"], 1e6),
@@ -435,6 +454,8 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
             for p in points]
     summary: SweepSummary = {"model": "xdp", "targets": list(targets), "objects": [os.fspath(o) for o in objs],
                              "rate": opts.get("rate", "bit"), "points": points}
+    if failed:
+        summary["failed"] = failed
     if killed is not None:
         summary["unfinished"] = unfinished(killed)
     with output as o:
@@ -456,17 +477,20 @@ def _plot_sweep(o: OutputDir, rows: list[dict[str, Any]], rate: str) -> None:
 
     key, unit = ("gbps", "Gbit/s") if rate == "bit" else ("mpps", "Mpps")
     objects = list(dict.fromkeys(r["object"] for r in rows))
+    names = {r["object"]: r["name"] for r in rows}  # as the table and sweep.csv name them
     targets = list(dict.fromkeys(r["target"] for r in rows))
     w = 0.8 / max(len(targets), 1)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(objects) * max(len(targets), 1)), 4.5))
     for i, t in enumerate(targets):
         by = {r["object"]: r for r in rows if r["target"] == t}
         xs = [j + (i - (len(targets) - 1) / 2) * w for j in range(len(objects))]
-        ax.bar(xs, [by[ob][f"guarantee_{key}"] or 0.0 for ob in objects], w, label=f"{t}: guarantee")
-        ax.scatter(xs, [by[ob][f"naive_{key}"] or float("nan") for ob in objects], marker="_", s=200, color="black",
-                   label="naive bound" if i == 0 else None, zorder=3)
-    ax.set_xticks(range(len(objects)), [Path(ob).stem for ob in objects], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(unit)
+        ax.bar(xs, [(by[ob][f"guarantee_{key}"] or 0.0) if ob in by else 0.0 for ob in objects], w,
+               label=f"{t}: guarantee")
+        ax.scatter(xs, [(by[ob][f"naive_{key}"] or float("nan")) if ob in by else float("nan") for ob in objects],
+                   marker="_", s=200, color="black", label="naive bound" if i == 0 else None, zorder=3)
+    ax.set_xticks(range(len(objects)), [names[ob] for ob in objects], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"guarantee ({unit})")
+    ax.set_xlabel("object")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()

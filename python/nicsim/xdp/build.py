@@ -3,14 +3,17 @@
 The suite is the XDP paper's programs as nicsim writes them (the C sources in
 `nicsim/xdp/programs/`, which the checkout's `examples/xdp` links to): Count-Min built once per
 stage count 1..20, QUIC-LB for IPv4 and IPv6, the RTP transcoder plain and optimised, and each
-other program once. `make xdp-suite` runs this file (with the analyzer's test programs in
-tests/xdp added), and an installed nicsim runs it to build the suite into its cache the first
-time `nicsim reproduce xdp` needs it. An object is rebuilt only when it is older than its
+other program once. `make xdp-suite` runs this file twice: the suite into target/xdp, and
+the analyzer's test programs (tests/xdp, some of them refused on purpose, such as
+`bad_printk.c`) alone into target/xdp-tests, so that `nicsim xdp sweep target/xdp/*.o` analyses
+the suite and nothing else. An installed nicsim runs it to build the suite into its cache the
+first time `nicsim reproduce xdp` needs it. An object is rebuilt only when it is older than its
 source or the shared header.
 
 Standard library only, so that the Makefile can run it before anything is installed:
 
-    python3 python/nicsim/xdp/build.py DEST [EXTRA_SOURCE_DIR ...]
+    python3 python/nicsim/xdp/build.py DEST [EXTRA_SOURCE_DIR ...]     # the suite (and the extra programs)
+    python3 python/nicsim/xdp/build.py --only DEST SOURCE_DIR ...       # only these folders' programs
 """
 
 from __future__ import annotations
@@ -59,11 +62,13 @@ class BuildError(Exception):
     """clang is missing or a program does not compile."""
 
 
-def objects(sources: Path = PROGRAMS, extra: list[Path] | None = None) -> dict[str, tuple[Path, list[str]]]:
-    """Every object of the suite (and of the extra source folders): name → (source, defines)."""
+def objects(sources: Path = PROGRAMS, extra: list[Path] | None = None,
+            suite: bool = True) -> dict[str, tuple[Path, list[str]]]:
+    """Every object of the suite (unless `suite` is false) and of the extra source folders:
+    name → (source, defines)."""
     varied = {src for src, _ in VARIANTS.values()}
-    out = {name: (sources / src, defs) for name, (src, defs) in VARIANTS.items()}
-    for d in [sources, *(extra or [])]:
+    out = {name: (sources / src, defs) for name, (src, defs) in VARIANTS.items()} if suite else {}
+    for d in [*([sources] if suite else []), *(extra or [])]:
         for c in sorted(d.glob("*.c")):
             if not (d == sources and c.name in varied):
                 out[c.stem] = (c, [])
@@ -81,9 +86,10 @@ def _multiarch() -> str:
 
 
 def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None, clang: str = "clang",
-          log: Callable[[str], None] | None = None) -> list[Path]:
+          log: Callable[[str], None] | None = None, suite: bool = True) -> list[Path]:
     """Compile what is missing or out of date into `dest` (telling `log` each command);
-    returns every object's path."""
+    returns every object's path. `suite=False`: only the extra folders' programs (they may
+    include the suite's header)."""
     exe = shutil.which(clang)
     if exe is None:
         raise BuildError("clang is needed to build the XDP suite (apt-get install clang libbpf-dev)")
@@ -91,7 +97,7 @@ def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None,
     includes = [f"-I{sources}", f"-I/usr/include/{_multiarch()}"]
     header = sources / HEADER
     built = []
-    for name, (src, defs) in objects(sources, extra).items():
+    for name, (src, defs) in objects(sources, extra, suite).items():
         obj = dest / f"{name}.o"
         newest = max(src.stat().st_mtime, header.stat().st_mtime if header.exists() else 0)
         if not obj.exists() or obj.stat().st_mtime < newest:
@@ -123,9 +129,12 @@ def build(dest: Path, sources: Path = PROGRAMS, extra: list[Path] | None = None,
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit("usage: build.py DEST [EXTRA_SOURCE_DIR ...]")
+    args = sys.argv[1:]
+    only = bool(args) and args[0] == "--only"
+    args = args[1:] if only else args
+    if len(args) < (2 if only else 1):
+        sys.exit("usage: build.py DEST [EXTRA_SOURCE_DIR ...] | build.py --only DEST SOURCE_DIR ...")
     try:
-        build(Path(sys.argv[1]), extra=[Path(p) for p in sys.argv[2:]], log=lambda line: print(line, flush=True))
+        build(Path(args[0]), extra=[Path(p) for p in args[1:]], log=lambda line: print(line, flush=True), suite=not only)
     except BuildError as e:
         sys.exit(f"nicsim: {e}")

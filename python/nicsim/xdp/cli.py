@@ -19,10 +19,13 @@ from nicsim.options import (
     U64_MAX,
     ForceOpt,
     JsonOpt,
+    KeepGoingOpt,
     OutOpt,
     QuietOpt,
     VerboseOpt,
     _set_json,
+    deprecated_short,
+    either,
     in_range,
     path_arg,
     ray_address_arg,
@@ -49,9 +52,11 @@ ObjArg = Annotated[Path, typer.Argument(metavar="OBJ", parser=path_arg, help="BP
 SectionOpt = Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
                                                 "(or a function name); needed only if the object holds several "
                                                 "programs and no single one in an `xdp` section.")]
-ProgramOpt = Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the program "
+ProgramOpt = Annotated[str | None, typer.Option("--program", metavar="NAME", help="Function name of the program "
                                                 "(`SECTION/NAME` if the name is not unique); with --section, the "
                                                 "function in that section.")]
+#: `-p` was --program's short form; it is --param in the other commands.
+ProgramShortOpt = Annotated[str | None, deprecated_short("-p", "--program", "NAME")]
 
 
 MapSizeOpt = Annotated[list[str] | None, typer.Option(
@@ -125,6 +130,7 @@ def xdp_analyze(
     out: OutOpt,
     section: SectionOpt = None,
     program: ProgramOpt = None,
+    program_p: ProgramShortOpt = None,
     target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="Target model: `nfp` (the "
                                         "paper's Netronome constants), `x86-jit` (this machine's kernel JIT, after "
                                         "`nicsim xdp calibrate`) or a target TOML file.")] = "nfp",
@@ -164,6 +170,7 @@ def xdp_analyze(
     """
     from nicsim.xdp import analyze
 
+    program = either(program, program_p, "--program", "-p")
     unit = "Gbit/s" if rate == Rate.bit else "Mpps"
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
@@ -199,8 +206,8 @@ def xdp_analyze(
         if s["path"].get("xdp_action"):
             t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
         in_graph = "at least 2^128" if int(s["graph"]["paths"]) == 2**128 - 1 else f"{int(s['graph']['paths']):,}"
-        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible "
-                  f"({in_graph} in the graph)")
+        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible, "
+                  f"{s['paths_pruned']:,} pruned ({in_graph} in the graph)")
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
                       + ("" if lp["evident"] else " (--loop-bound)"))
@@ -229,6 +236,7 @@ def xdp_sweep(
                                         "(`nfp`, `x86-jit`, target TOML files).")] = "nfp",
     section: SectionOpt = None,
     program: ProgramOpt = None,
+    program_p: ProgramShortOpt = None,
     rate: Annotated[Rate, typer.Option("--rate", help="Guarantee bits/s or packets/s.")] = Rate.bit,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds each analysis may search.")] = 60.0,
@@ -246,36 +254,47 @@ def xdp_sweep(
                                                     help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
+    keep_going: KeepGoingOpt = True,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
-) -> None:
+) -> int:
     """Analyse several XDP objects on several targets, on the sweep pool.
 
     Every object on every target, as `nicsim xdp analyze` would (each with --timeout). Writes
     OUT/summary.json (each analysis's summary under `points`), sweep.csv and sweep.parquet (a
-    row per analysis: naive bound, guarantee, status, bottleneck) and sweep.png.
+    row per analysis: naive bound, guarantee, status, bottleneck) and sweep.png. An object the
+    analyzer refuses is listed with its error and the others are written (exit code 1; 2 when
+    every analysis failed); `--fail-fast` stops at the first.
     """
-    from nicsim.xdp.analyze import analyze_many
+    from nicsim.sweep import report_failed
+    from nicsim.xdp.analyze import analyze_many, object_labels
 
+    program = either(program, program_p, "--program", "-p")
     targets = [t.strip() for t in target.split(",") if t.strip()]
     if not targets:
         raise typer.BadParameter("no target given", param_hint="--target")
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call))
+                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going)
+    failed = summary.get("failed", [])
+    labels = object_labels(objs)
 
     def show(console: Console) -> None:
         unit, key = ("Gbit/s", "gbps") if rate == Rate.bit else ("Mpps", "mpps")
-        t = Table(title=f"{len(rows)} analyses")
-        for c in ("program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
-            t.add_column(c, justify="left" if c in ("program", "target", "status", "bottleneck") else "right")
+        t = Table(title=f"{len(rows) + len(failed)} analyses" + (f", {len(failed)} failed" if failed else ""))
+        for c in ("object", "program", "target", f"naive {unit}", f"guarantee {unit}", "status", "bottleneck", "s"):
+            t.add_column(c, justify="left" if c in ("object", "program", "target", "status", "bottleneck") else "right")
+
         def num(x: float | None) -> str:
             return "-" if x is None else f"{x:.3f}"
 
         for r in rows:
-            t.add_row(r["program"], r["target"], num(r[f"naive_{key}"]), num(r[f"guarantee_{key}"]),
+            t.add_row(r["name"], r["program"], r["target"], num(r[f"naive_{key}"]), num(r[f"guarantee_{key}"]),
                       r["status"], r["bottleneck"] or "-", f"{r['seconds']:.2f}")
-        console.print(t)
+        for f in failed:
+            t.add_row(labels[f["object"]], "-", f["target"], "-", "-", Text(f"FAILED (point {f['point']})", style="red"),
+                      "-", "-")
+        console.print(t)  # each failure's error follows on standard error (report_failed)
 
     ui.result(summary, show)
     for p in summary["points"]:
@@ -283,6 +302,7 @@ def xdp_sweep(
             ui.warn(f"{p['object']} on {p['target']}: program {p['summary']['object']['program']}: the solver failed "
                     f"on {p['summary']['memory']['solver_ended']}; its guarantee is the bound reached before")
     ui.wrote(out)
+    return report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
 
 
 @xdp_app.command("calibrate")
@@ -304,11 +324,17 @@ def xdp_calibrate(
     as a target file for `nicsim xdp analyze --target x86-jit`. Needs the privileges to load
     BPF programs (root). Takes about 40 s.
     """
-    from nicsim.xdp.calibrate import calibrate
+    import os
 
+    from nicsim.xdp.calibrate import calibrate
+    from nicsim.xdp.validate import load_warning, machine_load
+
+    before = os.getloadavg()[0]
     measured: dict = {}
     with ui.Progress("calibrating", transient=True) as bar:
         path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force, measured=measured)
+    if warning := load_warning(machine_load(before, os.getloadavg()[0]), "calibrating"):
+        ui.warn(warning)
     if ui.state.json:
         ui.result({"path": str(path), "calibration": measured}, lambda _console: None)
     ui.note(f"wrote {path}")
@@ -380,8 +406,9 @@ def xdp_validate(
                                            help="Seconds for the x86-jit analysis.")] = 60.0,
     section: Annotated[str | None, typer.Option("--section", "-s", metavar="NAME", help="ELF section of the program "
                                                 "(default: the analysis's; it must be the program analysed).")] = None,
-    program: Annotated[str | None, typer.Option("--program", "-p", metavar="NAME", help="Function name of the "
+    program: Annotated[str | None, typer.Option("--program", metavar="NAME", help="Function name of the "
                                                 "program (default: the analysis's).")] = None,
+    program_p: ProgramShortOpt = None,
     paths: PathsValidateOpt = None,
     path_runs: Annotated[int, typer.Option("--path-runs", metavar="N", callback=in_range(1, 100_000),
                                            help="Kernel runs per path with --paths, each from a fresh packet and "
@@ -401,8 +428,9 @@ def xdp_validate(
     error distribution in validation.json); a path the kernel does not take as the interpreter
     does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """
-    from nicsim.xdp.validate import validate
+    from nicsim.xdp.validate import load_warning, validate
 
+    program = either(program, program_p, "--program", "-p")
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
                      progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,
@@ -430,6 +458,8 @@ def xdp_validate(
                        f"({r['paths']['runs_per_path']} fresh runs each)")
 
     ui.result(r, show)
+    if warning := load_warning(r["load"], "timing"):
+        ui.warn(warning)
     ui.wrote(out or analysis)
     return 0 if r["ok"] else 1
 

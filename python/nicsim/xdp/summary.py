@@ -6,7 +6,7 @@ search's result, memory, timing), so that code reading a summary type-checks. do
 
 from typing import Literal, NotRequired, TypedDict
 
-__all__ = ["Calibration", "ExampleEntry", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
+__all__ = ["Calibration", "ExampleEntry", "FailedAnalysis", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
 
 #: What limits a path's packet rate.
 Bottleneck = Literal["mac", "cores", "dram"]
@@ -194,6 +194,16 @@ class Unfinished(TypedDict):
     why: str
 
 
+class FailedAnalysis(TypedDict):
+    """An analysis of `nicsim xdp sweep` that failed (`--keep-going`): its point (1-based, in
+    sweep order), object, target and one-line error."""
+
+    point: int
+    object: str
+    target: str
+    error: str
+
+
 class SweepSummary(TypedDict):
     """`nicsim xdp sweep`'s `summary.json`."""
 
@@ -202,6 +212,8 @@ class SweepSummary(TypedDict):
     objects: list[str]
     rate: Literal["bit", "packet"]
     points: list[SweepPoint]
+    #: Only when some analyses failed (`--keep-going`): `point` (1-based), `object`, `target`, `error`.
+    failed: NotRequired[list[FailedAnalysis]]
     #: Only when a worker died: the points it left without a result.
     unfinished: NotRequired[list[Unfinished]]
     nicsim_version: NotRequired[str]

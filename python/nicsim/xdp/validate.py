@@ -169,6 +169,29 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
     return s
 
 
+#: The load (besides the command itself, one runnable process) per CPU above which a timing is
+#: reported as taken on a loaded machine.
+LOADED_PER_CPU = 0.25
+
+
+def machine_load(before: float, after: float, cpus: int | None = None) -> dict[str, Any]:
+    """The machine's one-minute load average before and after a timing (`os.getloadavg`), and
+    whether it was loaded: other processes competing for the CPUs make kernel timings (and
+    a calibration) slower than the program is, which the estimates are not."""
+    cpus = cpus or os.cpu_count() or 1
+    return {"before": round(before, 2), "after": round(after, 2), "cpus": cpus,
+            "loaded": max(before, after) - 1 > LOADED_PER_CPU * cpus}
+
+
+def load_warning(load: dict[str, Any], what: str) -> str | None:
+    """The warning for a loaded machine (None when it was not)."""
+    if not load["loaded"]:
+        return None
+    return (f"the machine was loaded while {what} (load average {load['before']:.2f} before, {load['after']:.2f} after, "
+            f"on {load['cpus']} CPUs): other processes' work counts in the times measured; repeat on an idle machine "
+            "for figures to quote")
+
+
 def packets_to_time(example: bytes | None, n: int, seed: int) -> list[tuple[str, bytes]]:
     """The example, `n` random packets (60–1514 bytes of random bytes, half of them with the
     base's Ethernet/IPv4 header so that parsers go deeper) and `n` mutated ones."""
@@ -289,6 +312,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         study = g if paths is not None else None
     pkts = packets_to_time(example, packets, seed)
     say(f"timing {len(pkts)} packets")
+    load_before = os.getloadavg()[0]
     # The example is timed from the state that makes it take its path, every run: the map
     # entries its interpreter run changed are written back before each (a flow the first run
     # pinned would otherwise make every later run take a faster path); the other packets run
@@ -358,6 +382,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         checks[f"no path measured more than {tolerance:.0%} over its estimate"] = not any(is_beaten(r) for r in prows)
     report["checks"] = checks
     report["ok"] = all(checks.values())
+    report["load"] = machine_load(load_before, os.getloadavg()[0])
     with output as o:
         if out is None:
             # Keep the analysis's own files: copy them into the new folder.

@@ -1,16 +1,27 @@
-//! What the XDP integration tests share: the clang-built suite in $NICSIM_XDP_OBJS (`make
-//! xdp-suite` builds it; `make test` does so first) and the `nfp` target.
+//! What the XDP integration tests share: the clang-built suite in $NICSIM_XDP_OBJS and the
+//! test programs in $NICSIM_XDP_TEST_OBJS (`make xdp-suite` builds both; `make test` does so
+//! first) and the `nfp` target.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::PathBuf;
 
 use nicsim_xdp::{Analysis, Options, Target, XdpError};
 
-/// Where the suite object `name.o` is.
+/// Where the object `name.o` is: in the suite's folder, else in the test programs' folder.
 pub fn obj_path(name: &str) -> PathBuf {
-    let dir = std::env::var("NICSIM_XDP_OBJS")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/xdp").to_string());
-    PathBuf::from(dir).join(format!("{name}.o"))
+    let folder = |var: &str, default: &str| {
+        PathBuf::from(std::env::var(var).unwrap_or_else(|_| {
+            format!("{}/../../target/{default}", env!("CARGO_MANIFEST_DIR"))
+        }))
+        .join(format!("{name}.o"))
+    };
+    let suite = folder("NICSIM_XDP_OBJS", "xdp");
+    let tests = folder("NICSIM_XDP_TEST_OBJS", "xdp-tests");
+    if suite.exists() || !tests.exists() {
+        suite
+    } else {
+        tests
+    }
 }
 
 /// The suite object `name.o`; panics, naming `make xdp-suite`, when it is not built.
