@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use crate::absint::{State, Val};
 use crate::cfg::{EdgeKind, Graph};
 use crate::consts::Facts;
-use crate::helpers_table::helper_name;
+use crate::helpers::names::helper_name;
 use crate::insn::{AluOp, Insn, JmpOp, Src};
 use crate::load::Program;
 use crate::target::{InsnCosts, Target};
