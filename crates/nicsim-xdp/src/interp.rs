@@ -1833,8 +1833,23 @@ impl<'a> Machine<'a> {
 
     /// Helper `id` at instruction `pc`, by its family's semantics (crate::helpers).
     fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        if let Some(f) = crate::helpers::find(id).and_then(|h| h.interp) {
+        let row = crate::helpers::find(id);
+        if let Some(f) = row.and_then(|h| h.interp) {
             return f(self, pc, id);
+        }
+        if let Some(why) = row.and_then(|h| h.refused) {
+            return Err(self.helper_fault(pc, id, format!("is not supported: {why}")));
+        }
+        if let Some(h) = row {
+            return Err(self.helper_fault(
+                pc,
+                id,
+                format!(
+                    "is not modelled by the interpreter (the analysis takes its result as \
+                     unknown; family {})",
+                    h.family
+                ),
+            ));
         }
         match id {
             HELPER_L3_CSUM_REPLACE | HELPER_L4_CSUM_REPLACE => Err(self.helper_fault(
@@ -2853,10 +2868,48 @@ mod tests {
         assert_ne!(rnd(7), rnd(8));
         assert_ne!(rnd(7) >> 32, rnd(7) & 0xffff_ffff);
 
-        // Unsupported helpers are named.
-        let p = prog(&[call(6), exit()], Vec::new());
+        // Helpers the interpreter does not run are named, and say why.
+        let p = prog(&[call(113), exit()], Vec::new());
         let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
-        assert!(e.to_string().contains("bpf_trace_printk"), "{e}");
+        assert!(
+            e.to_string().contains("bpf_probe_read_kernel")
+                && e.to_string().contains("not modelled by the interpreter"),
+            "{e}"
+        );
+        let p = prog(&[call(164), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("callback once per element"), "{e}");
+        // bpf_trace_printk("%d!\n", 4, -42): the formatted length, 5; a format with more
+        // conversions than its three arguments: -EINVAL.
+        let printk = |fmt: &[u8; 8]| {
+            let word = u64::from_le_bytes(*fmt);
+            prog(
+                &[
+                    ld64(1, word)[0],
+                    ld64(1, word)[1],
+                    stx(0x18, 10, 1, -8),
+                    movr(1, 10),
+                    add(1, -8),
+                    mov(2, 8),
+                    mov(3, -42),
+                    call(6),
+                    exit(),
+                ],
+                Vec::new(),
+            )
+        };
+        let p = printk(b"%d!\n\0\0\0\0");
+        assert_eq!(
+            run_with(&p, &[0; 60], &mut MapState::new(&p))
+                .unwrap()
+                .retval,
+            5
+        );
+        let p = printk(b"%d%d%d%d");
+        let r = run_with(&p, &[0; 60], &mut MapState::new(&p))
+            .unwrap()
+            .retval;
+        assert_eq!(r, (-EINVAL) as u64, "not NUL-terminated within its size");
         let p = prog(&[call(10), exit()], Vec::new());
         let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
         assert!(

@@ -909,9 +909,20 @@ impl<'a> Sym<'a> {
             v => v,
         };
         let args = [r1, self.reg(2), self.reg(3), self.reg(4)];
-        let r0 = match crate::helpers::find(helper).and_then(|h| h.symex) {
+        let row = crate::helpers::find(helper);
+        let r0 = match row.and_then(|h| h.symex) {
             Some(f) => f(self, helper, args),
-            None => self.fresh64("h"),
+            None => {
+                // A helper that writes through its pointer arguments without semantics of its
+                // own: whatever they point to becomes unknown.
+                if row.is_some_and(|h| h.writes_args) {
+                    for r in 1..=5 {
+                        let v = self.reg(r);
+                        self.havoc(&v);
+                    }
+                }
+                self.fresh64("h")
+            }
         };
         for r in 1..=5 {
             let v = self.fresh64("clob");

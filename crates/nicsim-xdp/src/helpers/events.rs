@@ -31,6 +31,12 @@ pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_SPIN_UNLOCK, "events")
         .run(|m, pc, id| m.spin_lock(pc, id))
         .sym(|_, _, _| V::S(bv64(0))),
+    // bpf_ringbuf_query(map, flags): the buffer's state, the kernel's.
+    Helper::new(134, "events"),
+    Helper::new(209, "events").writes().refuse(
+        "bpf_user_ringbuf_drain calls its callback once per sample user space queued, which \
+         the graph does not unroll (its cost grows with what user space sends)",
+    ),
 ];
 
 /// The interpreter's side.

@@ -18,6 +18,19 @@ pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_MAP_DELETE, "maps")
         .run(|m, pc, id| m.map_delete(pc, id))
         .sym(|s, id, a| s.map_call(id, a)),
+    // Queue and stack maps (push, pop, peek) are not modelled as maps (their calls have no
+    // cost): the values pop and peek write are fresh.
+    Helper::new(87, "maps"),          // map_push_elem
+    Helper::new(88, "maps").writes(), // map_pop_elem
+    Helper::new(89, "maps").writes(), // map_peek_elem
+    Helper::new(164, "maps").writes().refuse(
+        "bpf_for_each_map_elem calls its callback once per element of the map, which the \
+         graph does not unroll (its cost grows with the map's contents)",
+    ),
+    // Another CPU's copy of a per-CPU map's value: read fresh.
+    Helper::new(195, "maps"), // map_lookup_percpu_elem
+    // A referenced kernel pointer exchanged with a map value's kptr field.
+    Helper::new(194, "maps").writes(), // kptr_xchg
 ];
 
 /// The interpreter's side.

@@ -1,4 +1,4 @@
-//! The kernel's BPF helpers as an XDP program may call them: one table ([`XDP_HELPERS`]) of
+//! The kernel's BPF helpers as an XDP program may call them: one table (rows of each family, [`all`]) of
 //! every helper the kernel gives an XDP program (Linux 6.1's `xdp_func_proto` in
 //! net/core/filter.c, which falls back to `bpf_sk_base_func_proto` and `bpf_base_func_proto`
 //! in kernel/bpf/helpers.c, for a loader with `CAP_BPF` and `CAP_PERFMON`), and one module per
@@ -19,7 +19,12 @@ pub(crate) mod maps;
 pub(crate) mod packet;
 pub(crate) mod redirect;
 pub(crate) mod route;
+pub(crate) mod socket;
+pub(crate) mod strings;
+pub(crate) mod task;
 pub(crate) mod time;
+pub(crate) mod timers;
+pub(crate) mod trace;
 
 pub use names::helper_name;
 
@@ -50,8 +55,12 @@ pub struct Helper {
     pub moves_packet: bool,
     /// The interpreter's semantics (`None`: the interpreter refuses it in one line).
     pub(crate) interp: Option<InterpFn>,
-    /// The symbolic executor's semantics (`None`: its result is a fresh value).
+    /// The symbolic executor's semantics (`None`: its result is a fresh value, and what its
+    /// pointer arguments point to is fresh too when it `writes_args`).
     pub(crate) symex: Option<SymexFn>,
+    /// Why the analysis refuses the helper (a cost it cannot bound, memory it cannot follow):
+    /// `None` for a helper it analyses.
+    pub refused: Option<&'static str>,
 }
 
 impl Helper {
@@ -64,7 +73,12 @@ impl Helper {
             moves_packet: false,
             interp: None,
             symex: None,
+            refused: None,
         }
+    }
+    pub(crate) const fn refuse(mut self, why: &'static str) -> Helper {
+        self.refused = Some(why);
+        self
     }
     pub(crate) const fn writes(mut self) -> Helper {
         self.writes_args = true;
@@ -102,7 +116,48 @@ const FAMILIES: &[&[Helper]] = &[
     time::HELPERS,
     events::HELPERS,
     csum::HELPERS,
+    trace::HELPERS,
+    timers::HELPERS,
+    socket::HELPERS,
+    strings::HELPERS,
+    task::HELPERS,
+    DYNPTR,
     CONTROL,
+];
+
+/// Dynamic pointers (`bpf_dynptr_*`, the ring buffer's `_dynptr` forms): a dynptr's reads and
+/// writes reach the memory it was made from, which the analysis does not follow through it.
+const DYNPTR_WHY: &str = "dynamic pointers (bpf_dynptr_*) are not modelled: a dynptr's reads \
+                          and writes reach the memory it was made from, which the analysis \
+                          does not follow through it";
+const DYNPTR: &[Helper] = &[
+    Helper::new(197, "dynptr").writes().refuse(DYNPTR_WHY), // dynptr_from_mem
+    Helper::new(198, "dynptr").writes().refuse(DYNPTR_WHY), // ringbuf_reserve_dynptr
+    Helper::new(199, "dynptr").writes().refuse(DYNPTR_WHY), // ringbuf_submit_dynptr
+    Helper::new(200, "dynptr").writes().refuse(DYNPTR_WHY), // ringbuf_discard_dynptr
+    Helper::new(201, "dynptr").writes().refuse(DYNPTR_WHY), // dynptr_read
+    Helper::new(202, "dynptr").writes().refuse(DYNPTR_WHY), // dynptr_write
+    Helper::new(203, "dynptr").writes().refuse(DYNPTR_WHY), // dynptr_data
+];
+
+/// The helpers Linux 6.1 gives an XDP program loaded with CAP_BPF and CAP_PERFMON (by id,
+/// include/uapi/linux/bpf.h): `xdp_func_proto` (net/core/filter.c: the XDP helpers, the socket
+/// lookups and the SYN cookie helpers), then `bpf_sk_base_func_proto` (the `skc_to_*` casts,
+/// `ktime_get_coarse_ns`), then `bpf_base_func_proto` (kernel/bpf/helpers.c: maps, time,
+/// randomness, ring buffers, strings, `tail_call`, `for_each_map_elem`, `loop`; with CAP_BPF
+/// locks, jiffies, per-CPU pointers, timers, kptrs and dynptrs; with CAP_PERFMON the trace
+/// helpers and kernel-memory reads). The running kernel's list is asked of it
+/// ([`crate::kernel::xdp_helper_allowed`]); tests/helper_coverage.rs checks both have rows.
+pub const LINUX_6_1_XDP: &[u32] = &[
+    // xdp_func_proto
+    25, 8, 28, 44, 54, 23, 51, 65, 188, 189, 190, 69, 163, 85, 84, 86, 99, 100, 110, 204, 205, 206,
+    207, // bpf_sk_base_func_proto
+    136, 137, 138, 139, 140, 178, 196, 160, // bpf_base_func_proto
+    1, 2, 3, 87, 88, 89, 195, 7, 42, 12, 5, 125, 208, 130, 131, 132, 133, 134, 182, 105, 106, 209,
+    164, 181, // CAP_BPF
+    93, 94, 118, 153, 154, 169, 170, 171, 172, 194, 197, 198, 199, 200, 201, 202, 203,
+    // CAP_PERFMON
+    6, 35, 158, 112, 113, 114, 115, 149, 165, 175, 177,
 ];
 
 /// Every helper the analyzer has a row for, by family.
@@ -131,4 +186,35 @@ pub fn writes_args(id: u32) -> bool {
 /// Whether helper `id` changes the packet's bounds.
 pub fn moves_packet(id: u32) -> bool {
     find(id).is_some_and(|h| h.moves_packet)
+}
+
+/// Every row as JSON for `nicsim xdp helpers`: `[{id, helper, family, linux_6_1, interpreter,
+/// symbolic, writes_args, moves_packet, refused}]`, by id. `symbolic` is `modelled` (semantics
+/// of its own), `fresh` (its result a fresh value) or `fresh, and what its pointer arguments
+/// point to`; `interpreter` whether the interpreter runs it.
+pub fn listing() -> serde_json::Value {
+    let mut rows: Vec<&Helper> = all().collect();
+    rows.sort_by_key(|h| h.id);
+    serde_json::Value::Array(
+        rows.into_iter()
+            .map(|h| {
+                let symbolic = match (h.symex.is_some(), h.writes_args) {
+                    (true, _) => "modelled",
+                    (false, false) => "fresh",
+                    (false, true) => "fresh, and what its pointer arguments point to",
+                };
+                serde_json::json!({
+                    "id": h.id,
+                    "helper": helper_name(h.id),
+                    "family": h.family,
+                    "linux_6_1": LINUX_6_1_XDP.contains(&h.id),
+                    "interpreter": h.interp.is_some() || h.family == "control",
+                    "symbolic": if h.family == "control" { "modelled" } else { symbolic },
+                    "writes_args": h.writes_args,
+                    "moves_packet": h.moves_packet,
+                    "refused": h.refused,
+                })
+            })
+            .collect(),
+    )
 }

@@ -1,11 +1,13 @@
 //! Packet helpers: `bpf_xdp_adjust_head`, `_tail` and `_meta` (the packet's bounds within the
 //! frame, as Linux 6.1 checks them) and `bpf_xdp_load_bytes`/`_store_bytes` (copies between
-//! the packet and a buffer, as `bpf_xdp_pointer` allows them for a linear packet), for the
-//! interpreter and for the symbolic executor.
+//! the packet and a buffer, as `bpf_xdp_pointer` allows them for a linear packet) and
+//! `bpf_xdp_get_buff_len` (the packet's length with its fragments: a linear packet has none,
+//! so `data_end - data`), for the interpreter and for the symbolic executor.
 
 use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL};
 use crate::helpers::Helper;
 use crate::interp::{HELPER_ADJUST_META, HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES};
+use crate::symex::V;
 
 /// The packet helpers.
 pub(crate) const HELPERS: &[Helper] = &[
@@ -29,7 +31,19 @@ pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_XDP_STORE_BYTES, "packet")
         .run(|m, pc, id| m.xdp_bytes(pc, id))
         .sym(|s, _, [_, r2, r3, r4]| s.xdp_bytes(true, &r2, &r3, &r4)),
+    Helper::new(HELPER_XDP_GET_BUFF_LEN, "packet")
+        .run(|m, pc, id| {
+            m.ctx_arg(pc, id)?;
+            Ok((m.data_end - m.data) as u64)
+        })
+        .sym(|s, _, _| {
+            let len = format!("(bvsub {} {})", s.end_off, s.data_off);
+            V::S(s.def("(_ BitVec 64)", &len))
+        }),
 ];
+
+/// `bpf_xdp_get_buff_len(ctx)`.
+pub(crate) const HELPER_XDP_GET_BUFF_LEN: u32 = 188;
 
 /// The interpreter's side.
 mod run {
