@@ -75,13 +75,15 @@ def test_same_object_same_summary(tmp_path: Path) -> None:
     (["{calls}", "--section", "nope"], ["no program in section or function 'nope'"]),
     (["{two_progs}"], ["several XDP programs", "--section"]),
     (["{bad_printk}"], ["unsupported helper bpf_trace_printk (id 6) on target nfp"]),
+    (["{ld_extern_other}"], ["nicsim_policy_in_other_object", "link the objects first", "bpftool gen object"]),
     (["{calls}", "--target", "nosuch"], ["unknown target 'nosuch'"]),
     (["{truncated}"], ["truncated.o"]),
 ])
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     truncated = tmp_path / "truncated.o"
     truncated.write_bytes(obj("calls").read_bytes()[:300])
-    names = {"truncated": truncated, **{n: obj(n) for n in ("loop_nobound", "calls", "two_progs", "bad_printk")}}
+    names = {"truncated": truncated, **{n: obj(n) for n in ("loop_nobound", "calls", "two_progs", "bad_printk",
+                                                                    "ld_extern_other")}}
     args = [a.format(**names) for a in args]
     out = tmp_path / "out"
     assert_one_line_error(nicsim("xdp", "analyze", *args, "--out", out), *needles)

@@ -70,6 +70,7 @@ SHRINK_CHECKS, SHRINK_S = 3000, 300.0
 #: Programs the analysis refuses by design, and what it says (checked, so the list stays true).
 REFUSED = {
     "call_fanout": "would exceed",
+    "ld_extern_other": "link the objects first",
     "no_exit": "no path from the entry reaches an exit",
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",

@@ -150,6 +150,13 @@ pub fn kfunc_refusal(name: &str) -> Option<String> {
              bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, \
              bpf_ct_release"
         }
+        _ if crate::helpers::kfuncs::kernel_knows(name) == Some(false) => {
+            ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
+             bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release; and the running \
+             kernel has no function of that name (/sys/kernel/btf/vmlinux): if another object \
+             defines it, link the objects first (bpftool gen object OUT.o THIS.o OTHER.o) and \
+             analyse OUT.o"
+        }
         _ => {
             ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
              bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release"

@@ -1,7 +1,21 @@
 //! The kfuncs the analysis models: the XDP metadata kfuncs (`bpf_xdp_metadata_rx_timestamp`,
 //! `_rx_hash`, `_rx_vlan_tag`) and the conntrack lookup and release (`bpf_xdp_ct_lookup`,
 //! `bpf_ct_release`), for the interpreter and for the symbolic executor (docs/xdp.md, "kfuncs").
-//! Which kfuncs are modelled, and the refusal of the others, are `crate::interp::kfunc_refusal`.
+//! Which kfuncs are modelled, and the refusal of the others, are `crate::interp::kfunc_refusal`;
+//! an extern the running kernel does not have ([`kernel_knows`]) is refused as one that lives in
+//! another object, to be linked first (`bpftool gen object`).
+
+/// Whether the running kernel's BTF (`/sys/kernel/btf/vmlinux`) names `name` (a function or a
+/// variable: its string table holds every name its types and functions have), `None` when it
+/// cannot be read. Read once.
+pub fn kernel_knows(name: &str) -> Option<bool> {
+    static BTF: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    let btf = BTF
+        .get_or_init(|| std::fs::read("/sys/kernel/btf/vmlinux").ok())
+        .as_ref()?;
+    let needle = [&[0u8][..], name.as_bytes(), &[0u8][..]].concat();
+    Some(btf.windows(needle.len()).any(|w| w == needle.as_slice()))
+}
 
 /// The interpreter's side.
 mod run {
