@@ -153,11 +153,14 @@ system-tools:
 	fi
 
 # clang with the BPF target and libbpf's headers build the XDP suite; llc builds the test
-# programs that are built as the XDP paper's objects were (clang -emit-llvm | llc).
+# programs that are built as the XDP paper's objects were (clang -emit-llvm | llc). The uapi
+# header and libbpf's bpf_helper_defs.h are also the helper lists the coverage test reads
+# (crates/nicsim-xdp/tests/helper_coverage.rs).
 xdp-tools:
 	@$(call need,clang,clang)
 	@$(call need,llc,llvm)
 	@$(call need_file,/usr/include/bpf/bpf_helpers.h,libbpf-dev)
+	@$(call need_file,/usr/include/linux/bpf.h,linux-libc-dev)
 
 xdp-suite: xdp-tools
 	$(PYTHON) python/nicsim/xdp/build.py $(XDP_OUT)

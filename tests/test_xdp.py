@@ -73,13 +73,15 @@ def test_same_object_same_summary(tmp_path: Path) -> None:
     (["{calls}", "--section", "nope"], ["no program in section or function 'nope'"]),
     (["{two_progs}"], ["several XDP programs", "--section"]),
     (["{bad_printk}"], ["unsupported helper bpf_trace_printk (id 6) on target nfp"]),
+    (["{ld_extern_other}"], ["nicsim_policy_in_other_object", "link the objects first", "bpftool gen object"]),
     (["{calls}", "--target", "nosuch"], ["unknown target 'nosuch'"]),
     (["{truncated}"], ["truncated.o"]),
 ])
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     truncated = tmp_path / "truncated.o"
     truncated.write_bytes(obj("calls").read_bytes()[:300])
-    names = {"truncated": truncated, **{n: obj(n) for n in ("loop_nobound", "calls", "two_progs", "bad_printk")}}
+    names = {"truncated": truncated, **{n: obj(n) for n in ("loop_nobound", "calls", "two_progs", "bad_printk",
+                                                                    "ld_extern_other")}}
     args = [a.format(**names) for a in args]
     out = tmp_path / "out"
     assert_one_line_error(nicsim("xdp", "analyze", *args, "--out", out), *needles)
@@ -225,7 +227,6 @@ def test_dns_cache_example_entry_holds_the_lower_cased_name() -> None:
     (("calls", None, bytes(60), "{", 1000), "maps JSON: not JSON"),
     (("calls", None, bytes(60), "", 10), "limit of 10 executed instructions"),
     (("calls", None, bytes(4000), "", 1000), "frame holds at most 3520"),
-    (("bad_printk", None, bytes(60), "", 1000), "bpf_trace_printk"),
 ])
 def test_xdp_run_errors_are_one_line_input_errors(args: tuple, needle: str) -> None:
     from nicsim import _core
@@ -656,9 +657,18 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
         assert key in by, key
         assert set(by[key]["costs"]) == {"nfp", "x86-jit"} and by[key]["costs"]["nfp"]["source"], key
     assert {"prog_array", "xskmap", "ringbuf", "lpm_trie", "array_of_maps", "hash_of_maps"} <= set(s["map_types"])
-    # A helper no target lists is not there, and a program calling one is refused naming it.
-    assert ("bpf_trace_printk", None) not in by
-    assert_one_line_error(nicsim("xdp", "analyze", obj("bad_printk"), "--out", tmp_path / "o"), "bpf_trace_printk")
+    # bpf_trace_printk is measured on x86-jit; nfp has no cost for it, and a program calling it
+    # is refused there naming the NFP offload's rule.
+    assert set(by[("bpf_trace_printk", None)]["costs"]) == {"x86-jit"}
+    assert_one_line_error(nicsim("xdp", "analyze", obj("bad_printk"), "--out", tmp_path / "o"),
+                          "bpf_trace_printk (id 6) on target nfp: the NFP offload's verifier")
+    # Every helper an XDP program may call is listed with its status per target (issue 32).
+    every = {r["helper"]: r for r in s["xdp_helpers"]}
+    assert len([r for r in s["xdp_helpers"] if r["linux_6_1"]]) == 83
+    assert every["bpf_trace_printk"]["status"]["x86-jit"] == "cost"
+    assert every["bpf_trace_printk"]["status"]["nfp"].startswith("no cost: the NFP offload's verifier")
+    assert every["bpf_for_each_map_elem"]["status"]["nfp"].startswith("refused: ")
+    assert every["bpf_timer_start"]["interpreter"] and every["bpf_probe_read_kernel"]["symbolic"].startswith("fresh")
     table = nicsim("xdp", "helpers", "-t", "nfp")
     assert table.returncode == 0 and "bpf_tail_call" in table.stdout and "prog_array" in table.stdout
     assert_one_line_error(nicsim("xdp", "helpers", "-t", "nope"), "nope")

@@ -68,8 +68,8 @@ SHRINK_CHECKS, SHRINK_S = 3000, 300.0
 
 #: Programs the analysis refuses by design, and what it says (checked, so the list stays true).
 REFUSED = {
-    "bad_printk": "unsupported helper bpf_trace_printk",
     "call_fanout": "would exceed",
+    "ld_extern_other": "link the objects first",
     "no_exit": "no path from the entry reaches an exit",
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
@@ -548,9 +548,21 @@ def _obj(name: str) -> Path:
     return p
 
 
-#: Helpers the interpreter implements that the nfp target has no cost for: the test's target
-#: gives them one (costs do not change a path's query), so that programs using them are checked.
-EXTRA_HELPERS = ['xdp_adjust_meta = { cycles = 10.0, source = "the differential test" }']
+#: Lookups in map types the nfp target has no cost for (the NFP offload has no such maps).
+EXTRA_MAP_LOOKUPS = ("devmap", "devmap_hash", "cpumap", "xskmap")
+
+
+def _extra_helpers(nfp: str) -> list[str]:
+    """Every helper the interpreter implements that the nfp target has no cost for
+    (crates/nicsim-xdp/src/helpers, `nicsim xdp helpers`): the test's target gives them one (costs
+    do not change a path's query), so that programs using them are checked."""
+    from nicsim import _core
+
+    have = set(re.findall(r"^\"?([a-z_0-9.]+)\"? = ", nfp, flags=re.M))
+    keys = [r["helper"].removeprefix("bpf_") for r in json.loads(_core.xdp_helper_rows())
+            if r["interpreter"] and not r["refused"] and r["family"] != "control"]
+    keys += [f"map_lookup_elem.{t}" for t in EXTRA_MAP_LOOKUPS]
+    return [f'"{k}" = {{ cycles = 10.0, source = "the differential test" }}' for k in keys if k not in have]
 
 
 def _target() -> tuple[str, str]:
@@ -559,7 +571,8 @@ def _target() -> tuple[str, str]:
     text, name = load_target("nfp")
     tables = re.findall(r"^\[([^\]]+)\]", text, flags=re.M)
     assert tables[-1] == "helpers", tables  # the helpers' table is last: lines appended go into it
-    return text.rstrip() + "\n" + "\n".join(EXTRA_HELPERS) + "\n", f"{name} (with {len(EXTRA_HELPERS)} more helpers)"
+    extra = _extra_helpers(text)
+    return text.rstrip() + "\n" + "\n".join(extra) + "\n", f"{name} (with {len(extra)} more helpers)"
 
 
 def _differential(name: str, section: str | None) -> Any:

@@ -144,16 +144,6 @@ fn cells_touched(off: i64, len: i64) -> std::ops::Range<usize> {
     lo.max(0) as usize..(hi.max(lo).min(SLOTS as i64)) as usize
 }
 
-/// Helpers that never write through their pointer arguments (so a stack pointer passed to
-/// them leaves the stack as it was): map lookup, update and delete, ktime, prandom, processor
-/// id, redirect, adjust_head, csum_diff, adjust_tail, redirect_map, perf_event_output, spin
-/// lock and unlock (they write the lock in a map value, never the stack), the ring buffer's
-/// output, reserve, submit and discard, ktime_get_coarse_ns, xdp_store_bytes (it writes the
-/// packet).
-pub const READ_ONLY_HELPERS: [u32; 20] = [
-    1, 2, 3, 5, 7, 8, 23, 25, 28, 44, 51, 65, 93, 94, 130, 131, 132, 133, 160, 190,
-];
-
 /// Registers r0..=r10, and the current frame's stack slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
@@ -377,7 +367,7 @@ impl State {
             Insn::Call { helper } => {
                 let delta = s.regs[2].scalar().konst().map(|d| d as i32 as i64);
                 let map = s.regs[1];
-                if !READ_ONLY_HELPERS.contains(&helper)
+                if crate::helpers::writes_args(helper)
                     && s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)))
                 {
                     // It may write into the stack.
@@ -390,7 +380,7 @@ impl State {
                 if let (HELPER_MAP_LOOKUP, Val::MapPtr(m)) = (helper, map) {
                     s.regs[0] = Val::MapVal(m, true);
                 }
-                if matches!(helper, HELPER_ADJUST_HEAD | HELPER_ADJUST_TAIL | 54) {
+                if crate::helpers::moves_packet(helper) {
                     // The verifier makes the program reload data and data_end.
                     for r in s.regs.iter_mut().chain(s.stack.iter_mut()) {
                         if matches!(r, Val::Pkt(_) | Val::PktEnd) {

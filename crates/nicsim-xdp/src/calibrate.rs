@@ -305,6 +305,10 @@ fn benches() -> Vec<Bench> {
         ("ktime_get_coarse_ns", 160),
         ("get_prandom_u32", 7),
         ("get_smp_processor_id", 8),
+        ("get_numa_node_id", 42),
+        ("jiffies64", 118),
+        ("ktime_get_boot_ns", 125),
+        ("ktime_get_tai_ns", 208),
     ] {
         v.push(helper(
             name,
@@ -354,6 +358,85 @@ fn benches() -> Vec<Bench> {
         ],
         vec![("alu64", 6.0)],
     ));
+    v.push(helper(
+        "xdp_get_buff_len",
+        "bpf_xdp_get_buff_len(ctx)",
+        vec![],
+        vec![mov64_reg(1, 6), call(188)],
+        vec![("alu64", 1.0)],
+    ));
+    // bpf_check_mtu(ctx, 0, fp - 8 (0: the packet's own length), 0, 0).
+    v.push(helper(
+        "check_mtu",
+        "bpf_check_mtu(ctx, 0, &mtu, 0, 0) on the device the run is on",
+        vec![],
+        vec![
+            mov64_reg(1, 6),
+            mov64_imm(2, 0),
+            mov64_reg(3, 10),
+            add64_imm(3, -8),
+            mov64_imm(4, 0),
+            mov64_imm(5, 0),
+            call(163),
+        ],
+        vec![("alu64", 5.0)],
+    ));
+    // bpf_trace_printk("%u %u %u\n", 10, 1, 2, 3): the format at fp - 88 (written once).
+    let fmt = u64::from_le_bytes(*b"%u %u %u");
+    v.push(Bench {
+        prologue: vec![
+            r(0x18, 1, 0, 0, fmt as u32 as i32),
+            r(0, 0, 0, 0, (fmt >> 32) as u32 as i32),
+            r(0x7b, 10, 1, -88, 0),
+            r(0x7a, 10, 0, -80, 0x0a),
+        ],
+        ..helper(
+            "trace_printk",
+            "bpf_trace_printk('%u %u %u', 10, 1, 2, 3) and a newline (into the trace buffer, no reader)",
+            vec![],
+            vec![
+                mov64_reg(1, 10),
+                add64_imm(1, -88),
+                mov64_imm(2, 10),
+                mov64_imm(3, 1),
+                mov64_imm(4, 2),
+                mov64_imm(5, 3),
+                call(6),
+            ],
+            vec![("alu64", 6.0)],
+        )
+    });
+    // bpf_tcp_raw_gen_syncookie_ipv4(data + 14, data + 34, 20) and _check_: a TCP header of 20
+    // bytes (doff 5, written once into the packet) after an IPv4 header of zeros.
+    for (name, what, id, args) in [
+        (
+            "tcp_raw_gen_syncookie_ipv4",
+            "bpf_tcp_raw_gen_syncookie_ipv4(iph, th, 20), no MSS option",
+            204,
+            3,
+        ),
+        (
+            "tcp_raw_check_syncookie_ipv4",
+            "bpf_tcp_raw_check_syncookie_ipv4(iph, th), an invalid cookie",
+            206,
+            2,
+        ),
+    ] {
+        let mut body = vec![
+            mov64_reg(1, 7),
+            add64_imm(1, 14),
+            mov64_reg(2, 7),
+            add64_imm(2, 34),
+        ];
+        if args == 3 {
+            body.push(mov64_imm(3, 20));
+        }
+        body.push(call(id));
+        v.push(Bench {
+            prologue: vec![r(0x72, 7, 0, 46, 0x50)],
+            ..helper(name, what, vec![], body, vec![("alu64", args as f64 + 2.0)])
+        });
+    }
     for (name, id) in [("xdp_load_bytes", 189), ("xdp_store_bytes", 190)] {
         v.push(helper(
             name,

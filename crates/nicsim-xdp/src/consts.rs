@@ -20,7 +20,7 @@
 //! the program spills registers to (at constant offsets from r10, as the abstract
 //! interpretation sees them).
 
-use crate::absint::{State, Val, READ_ONLY_HELPERS};
+use crate::absint::{State, Val};
 use crate::cfg::EdgeKind;
 use crate::cost::Dag;
 use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
@@ -290,7 +290,7 @@ impl ConstModel {
                         }
                         Insn::Call { helper } => {
                             let mut m = 0b11_1111; // r0–r5
-                            if !READ_ONLY_HELPERS.contains(&helper) && s.stack_arg {
+                            if crate::helpers::writes_args(helper) && s.stack_arg {
                                 m |= SLOT_BITS;
                             }
                             Op::Forget(m)

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use crate::absint::{State, Val};
 use crate::cfg::{EdgeKind, Graph};
 use crate::consts::Facts;
-use crate::helpers_table::helper_name;
+use crate::helpers::names::helper_name;
 use crate::insn::{AluOp, Insn, JmpOp, Src};
 use crate::load::Program;
 use crate::target::{InsnCosts, Target};
@@ -107,7 +107,7 @@ impl Dag {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CostError {
     /// A helper the target has no cost for.
-    #[error("instruction {pc}: unsupported helper {name} (id {id}) on target {target}")]
+    #[error("instruction {pc}: unsupported helper {name} (id {id}) on target {target}{why}")]
     UnsupportedHelper {
         /// Instruction index of the call.
         pc: usize,
@@ -117,6 +117,19 @@ pub enum CostError {
         name: String,
         /// The target's name.
         target: String,
+        /// Why, after a colon: the target's rule for helpers ([`Target::helper_rule`]), or that
+        /// the kernel does not give XDP programs the helper; empty when neither says.
+        why: String,
+    },
+    /// A helper the analysis refuses whatever the target (crate::helpers, `Helper::refused`).
+    #[error("instruction {pc}: helper {name} is not supported: {why}")]
+    RefusedHelper {
+        /// Instruction index of the call.
+        pc: usize,
+        /// Helper name.
+        name: String,
+        /// Why.
+        why: String,
     },
     /// A map helper on a map of a type the target has no cost for (the map type, not the
     /// helper, is what is missing).
@@ -453,6 +466,13 @@ fn insn_cost(
         Insn::Call { helper } => {
             let name = helper_name(helper);
             let short = name.trim_start_matches("bpf_");
+            if let Some(why) = crate::helpers::find(helper).and_then(|h| h.refused) {
+                return Err(CostError::RefusedHelper {
+                    pc,
+                    name,
+                    why: why.into(),
+                });
+            }
             // A map of maps' lookup costs as its own kind's lookup (the kernel's
             // array_of_map_lookup_elem and htab_of_map_lookup_elem are the array and hash
             // lookups plus one load of the inner map's address, which the verifier inlines as
@@ -548,14 +568,28 @@ fn insn_cost(
                     // The helper has a cost on other maps: this map's type is what is missing.
                     return Err(unsupported_map(
                         &p.maps[i as usize],
-                        format!("{name} on it has no cost on target {}", t.name),
+                        format!(
+                            "{name} on it has no cost on target {}{}",
+                            t.name,
+                            t.map_rule
+                                .as_ref()
+                                .map_or_else(String::new, |r| format!("; {r}"))
+                        ),
                     ));
                 }
+                let why = if crate::helpers::find(helper).is_none() {
+                    ": the kernel does not give XDP programs this helper".to_string()
+                } else {
+                    t.helper_rule
+                        .as_ref()
+                        .map_or_else(String::new, |r| format!(": {r}"))
+                };
                 return Err(CostError::UnsupportedHelper {
                     pc,
                     id: helper,
                     name,
                     target: t.name.clone(),
+                    why,
                 });
             };
             helper_cost(h, (dr, dw, da))
@@ -651,6 +685,10 @@ fn loop_call_cost(
                     format!("bpf_loop (its per-iteration cost, helpers.\"{key}\")")
                 },
                 target: t.name.clone(),
+                why: t
+                    .helper_rule
+                    .as_ref()
+                    .map_or_else(String::new, |r| format!(": {r}")),
             })
     };
     let call = get("loop")?;

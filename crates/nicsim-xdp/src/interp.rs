@@ -33,8 +33,7 @@ use serde_json::Value;
 
 use crate::summary::MapSummary;
 
-use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
-use crate::helpers_table::helper_name;
+use crate::helpers::names::helper_name;
 use crate::insn::{alu, endian, imm_value, jmp_taken, AtomicOp, Imm64, Insn, Size, Src};
 use crate::load::{
     MapDef, Program, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LPM_TRIE, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
@@ -64,7 +63,7 @@ pub const MAX_META_BYTES: usize = 32;
 /// `struct xdp_md`: six u32 fields.
 const CTX_BYTES: i64 = 24;
 /// The scratch buffer `bpf_csum_diff` works in (`struct bpf_scratchpad`).
-const CSUM_DIFF_MAX_BYTES: u32 = 512;
+pub(crate) const CSUM_DIFF_MAX_BYTES: u32 = 512;
 
 /// XDP actions.
 pub const XDP_ABORTED: u64 = 0;
@@ -151,6 +150,13 @@ pub fn kfunc_refusal(name: &str) -> Option<String> {
              bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, \
              bpf_ct_release"
         }
+        _ if crate::helpers::kfuncs::kernel_knows(name) == Some(false) => {
+            ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
+             bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release; and the running \
+             kernel has no function of that name (/sys/kernel/btf/vmlinux): if another object \
+             defines it, link the objects first (bpftool gen object OUT.o THIS.o OTHER.o) and \
+             analyse OUT.o"
+        }
         _ => {
             ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
              bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release"
@@ -166,32 +172,31 @@ pub(crate) const EAFNOSUPPORT: i64 = 97;
 /// ([`MapState::size_from_json`]).
 pub const UNSIZED_RUN_ENTRIES: u32 = 1024;
 /// Map update flags.
-const BPF_NOEXIST: u64 = 1;
-const BPF_EXIST: u64 = 2;
-const BPF_F_LOCK: u64 = 4;
+pub(crate) const BPF_NOEXIST: u64 = 1;
+pub(crate) const BPF_EXIST: u64 = 2;
+pub(crate) const BPF_F_LOCK: u64 = 4;
 /// `bpf_redirect_map` flags.
-const BPF_F_BROADCAST: u64 = 1 << 3;
-const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
+pub(crate) const BPF_F_BROADCAST: u64 = 1 << 3;
+pub(crate) const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
 /// Map flag: the program may not write the map (set on `.rodata`).
-const BPF_F_RDONLY_PROG: u32 = 1 << 7;
+pub(crate) const BPF_F_RDONLY_PROG: u32 = 1 << 7;
 
 /// Map types beyond those [`crate::load`] names.
-const MAP_CPUMAP: u32 = 16;
-const MAP_XSKMAP: u32 = 17;
-const MAP_DEVMAP_HASH: u32 = 25;
+pub(crate) const MAP_CPUMAP: u32 = 16;
+pub(crate) const MAP_XSKMAP: u32 = 17;
+pub(crate) const MAP_DEVMAP_HASH: u32 = 25;
 pub(crate) const MAP_PERF_EVENT_ARRAY: u32 = 4;
 pub(crate) const MAP_RINGBUF: u32 = 27;
 
-use crate::absint::{HELPER_MAP_DELETE, HELPER_MAP_UPDATE};
-const HELPER_KTIME_GET_NS: u32 = 5;
-const HELPER_GET_PRANDOM_U32: u32 = 7;
-const HELPER_GET_SMP_PROCESSOR_ID: u32 = 8;
-const HELPER_L3_CSUM_REPLACE: u32 = 10;
-const HELPER_L4_CSUM_REPLACE: u32 = 11;
-const HELPER_REDIRECT: u32 = 23;
-const HELPER_CSUM_DIFF: u32 = 28;
-const HELPER_REDIRECT_MAP: u32 = 51;
-const HELPER_ADJUST_META: u32 = 54;
+pub(crate) const HELPER_KTIME_GET_NS: u32 = 5;
+pub(crate) const HELPER_GET_PRANDOM_U32: u32 = 7;
+pub(crate) const HELPER_GET_SMP_PROCESSOR_ID: u32 = 8;
+pub(crate) const HELPER_L3_CSUM_REPLACE: u32 = 10;
+pub(crate) const HELPER_L4_CSUM_REPLACE: u32 = 11;
+pub(crate) const HELPER_REDIRECT: u32 = 23;
+pub(crate) const HELPER_CSUM_DIFF: u32 = 28;
+pub(crate) const HELPER_REDIRECT_MAP: u32 = 51;
+pub(crate) const HELPER_ADJUST_META: u32 = 54;
 pub(crate) const HELPER_PERF_EVENT_OUTPUT: u32 = 25;
 pub(crate) const HELPER_SPIN_LOCK: u32 = 93;
 pub(crate) const HELPER_SPIN_UNLOCK: u32 = 94;
@@ -206,7 +211,7 @@ pub(crate) const FIB_LOOKUP_BYTES: u64 = 64;
 /// The largest BPF_FIB_LKUP_RET_* (BPF_FIB_LKUP_RET_NO_SRC_ADDR, Linux 6.7; 6.1's last is 8).
 pub(crate) const FIB_LKUP_RET_MAX: u64 = 9;
 /// BPF_FIB_LKUP_RET_FWD_DISABLED.
-const FIB_LKUP_RET_FWD_DISABLED: u64 = 5;
+pub(crate) const FIB_LKUP_RET_FWD_DISABLED: u64 = 5;
 pub(crate) const HELPER_XDP_LOAD_BYTES: u32 = 189;
 pub(crate) const HELPER_XDP_STORE_BYTES: u32 = 190;
 /// `bpf_xdp_load_bytes`/`_store_bytes`: larger offsets or lengths give -EFAULT
@@ -214,12 +219,12 @@ pub(crate) const HELPER_XDP_STORE_BYTES: u32 = 190;
 pub(crate) const XDP_BYTES_MAX: u64 = 0xffff;
 /// `bpf_perf_event_output` flags: the CPU index (BPF_F_INDEX_MASK) and the context bytes to
 /// append (BPF_F_CTXLEN_MASK).
-const BPF_F_INDEX_MASK: u64 = 0xffff_ffff;
-const BPF_F_CTXLEN_MASK: u64 = 0xf_ffff << 32;
+pub(crate) const BPF_F_INDEX_MASK: u64 = 0xffff_ffff;
+pub(crate) const BPF_F_CTXLEN_MASK: u64 = 0xf_ffff << 32;
 /// `bpf_ringbuf_output`/`_submit`/`_discard` flags: BPF_RB_NO_WAKEUP, BPF_RB_FORCE_WAKEUP.
-const BPF_RB_WAKEUP_FLAGS: u64 = 3;
+pub(crate) const BPF_RB_WAKEUP_FLAGS: u64 = 3;
 /// A ring buffer record's header (BPF_RINGBUF_HDR_SZ).
-const BPF_RINGBUF_HDR_SZ: u64 = 8;
+pub(crate) const BPF_RINGBUF_HDR_SZ: u64 = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -290,7 +295,7 @@ impl Fault {
     }
 }
 
-fn invalid(pc: u32, what: impl Into<String>) -> Fault {
+pub(crate) fn invalid(pc: u32, what: impl Into<String>) -> Fault {
     Fault::Invalid {
         pc,
         what: what.into(),
@@ -366,7 +371,7 @@ pub enum MapError {
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// array, percpu_array (one CPU), global data: 4-byte index keys below max_entries;
     /// elements never written read as zeros (global data: as its section holds).
     Array,
@@ -395,23 +400,23 @@ enum Kind {
 const KMALLOC_MAX_BYTES: u32 = 4 << 20;
 
 #[derive(Debug, Clone)]
-struct MapStore {
-    def: MapDef,
-    kind: Kind,
+pub(crate) struct MapStore {
+    pub(crate) def: MapDef,
+    pub(crate) kind: Kind,
     /// The program may not write the map (`.rodata`, BPF_F_RDONLY_PROG, redirect maps).
-    read_only: bool,
+    pub(crate) read_only: bool,
     /// Why the map is `Kind::Unsupported`.
-    unsupported: String,
+    pub(crate) unsupported: String,
     /// Element values. `index` says which are the map's entries now; an element that an update
     /// replaced or a delete removed stays until the next run, so that a pointer the program got
     /// earlier still reads the old element, as in the kernel (RCU: the memory outlives the
     /// program's run).
-    arena: Vec<Vec<u8>>,
+    pub(crate) arena: Vec<Vec<u8>>,
     /// Key bytes (arrays: the 4-byte little-endian index) → element.
-    index: BTreeMap<Vec<u8>, u32>,
+    pub(crate) index: BTreeMap<Vec<u8>, u32>,
     /// LRU hash maps: per element, when it was last looked up or updated.
-    used: Vec<u64>,
-    tick: u64,
+    pub(crate) used: Vec<u64>,
+    pub(crate) tick: u64,
 }
 
 impl MapStore {
@@ -484,7 +489,7 @@ impl MapStore {
         s
     }
 
-    fn push(&mut self, key: Vec<u8>, value: Vec<u8>) -> u32 {
+    pub(crate) fn push(&mut self, key: Vec<u8>, value: Vec<u8>) -> u32 {
         let e = self.arena.len() as u32;
         self.arena.push(value);
         self.used.push(0);
@@ -493,7 +498,7 @@ impl MapStore {
         e
     }
 
-    fn touch(&mut self, e: u32) {
+    pub(crate) fn touch(&mut self, e: u32) {
         self.tick = self.tick.wrapping_add(1);
         if let Some(u) = self.used.get_mut(e as usize) {
             *u = self.tick;
@@ -501,7 +506,7 @@ impl MapStore {
     }
 
     /// The element of array index `idx` (below max_entries), created as zeros on first use.
-    fn array_elem(&mut self, idx: u32) -> u32 {
+    pub(crate) fn array_elem(&mut self, idx: u32) -> u32 {
         let key = idx.to_le_bytes().to_vec();
         match self.index.get(&key) {
             Some(&e) => e,
@@ -555,7 +560,7 @@ pub(crate) fn lpm_normalize(key: &[u8]) -> Option<Vec<u8>> {
 
 /// The entry of an lpm_trie (keys normalised) that `key` finds: the longest prefix, at most
 /// `key`'s prefix length, that `key`'s data starts with (`trie_lookup_elem`).
-fn lpm_find(index: &BTreeMap<Vec<u8>, u32>, key: &[u8]) -> Option<u32> {
+pub(crate) fn lpm_find(index: &BTreeMap<Vec<u8>, u32>, key: &[u8]) -> Option<u32> {
     let plen = u32::from_le_bytes(key.get(..4)?.try_into().ok()?);
     let max = plen.min(8 * (key.len() as u32 - 4));
     (0..=max).rev().find_map(|l| {
@@ -571,7 +576,7 @@ pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// Concrete contents of every map of a program, in the program's map order.
 #[derive(Debug, Clone)]
 pub struct MapState {
-    maps: Vec<MapStore>,
+    pub(crate) maps: Vec<MapStore>,
 }
 
 impl MapState {
@@ -609,7 +614,7 @@ impl MapState {
         }
     }
 
-    fn find(&self, name: &str) -> Result<usize, MapError> {
+    pub(crate) fn find(&self, name: &str) -> Result<usize, MapError> {
         self.maps
             .iter()
             .position(|m| m.def.name == name)
@@ -927,7 +932,7 @@ pub struct Outcome {
 
 /// The regions addresses point into (see the module comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Region {
+pub(crate) enum Region {
     Null,
     Ctx,
     Packet {
@@ -970,19 +975,19 @@ fn split(addr: u64) -> (u32, i64) {
     )
 }
 
-struct CallFrame {
-    id: u32,
-    stack: Vec<u8>,
+pub(crate) struct CallFrame {
+    pub(crate) id: u32,
+    pub(crate) stack: Vec<u8>,
     /// Where the caller continues, and its r6–r10.
-    ret_pc: usize,
-    saved: [u64; 5],
+    pub(crate) ret_pc: usize,
+    pub(crate) saved: [u64; 5],
     /// A `bpf_loop` callback's frame: its exit returns to the call (`ret_pc`), resumed.
-    callback: bool,
+    pub(crate) callback: bool,
 }
 
 /// A `bpf_loop` call in progress: nr_loops, the callback (instruction) and its context
 /// argument, and the calls made so far.
-struct LoopRun {
+pub(crate) struct LoopRun {
     nr: u64,
     callback: usize,
     ctx: u64,
@@ -991,7 +996,7 @@ struct LoopRun {
 
 /// Where an access lands.
 #[derive(Debug, Clone, Copy)]
-enum Place {
+pub(crate) enum Place {
     /// Byte offset in the frame.
     Packet(usize),
     /// Call depth, byte offset in its stack.
@@ -1005,7 +1010,7 @@ enum Place {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     Load,
     Store,
     Atomic,
@@ -1026,35 +1031,35 @@ impl Access {
     }
 }
 
-struct Machine<'a> {
-    p: &'a Program,
-    maps: &'a mut MapState,
-    opts: &'a RunOptions,
-    regs: [u64; 11],
-    regions: Vec<Region>,
-    slots: HashMap<Region, u32>,
+pub(crate) struct Machine<'a> {
+    pub(crate) p: &'a Program,
+    pub(crate) maps: &'a mut MapState,
+    pub(crate) opts: &'a RunOptions,
+    pub(crate) regs: [u64; 11],
+    pub(crate) regions: Vec<Region>,
+    pub(crate) slots: HashMap<Region, u32>,
     /// The frame: headroom, packet, tailroom.
-    frame: Vec<u8>,
-    data: usize,
-    data_end: usize,
-    data_meta: usize,
-    generation: u32,
+    pub(crate) frame: Vec<u8>,
+    pub(crate) data: usize,
+    pub(crate) data_end: usize,
+    pub(crate) data_meta: usize,
+    pub(crate) generation: u32,
     /// What ended each earlier packet generation: (instruction, helper).
-    changed_by: Vec<(u32, u32)>,
-    calls: Vec<CallFrame>,
-    next_frame: u32,
-    rnd: [u32; 4],
+    pub(crate) changed_by: Vec<(u32, u32)>,
+    pub(crate) calls: Vec<CallFrame>,
+    pub(crate) next_frame: u32,
+    pub(crate) rnd: [u32; 4],
     /// Ring buffer records reserved in this run: the bytes, or `None` once submitted or
     /// discarded (the verifier then forbids the pointer).
-    records: Vec<Option<Vec<u8>>>,
+    pub(crate) records: Vec<Option<Vec<u8>>>,
     /// Conntrack entries looked up in this run: whether each is still held (not released).
-    conns: Vec<bool>,
+    pub(crate) conns: Vec<bool>,
     /// Tail calls made in this run.
-    tails: u32,
+    pub(crate) tails: u32,
     /// The `bpf_loop` calls in progress, innermost last.
-    loops: Vec<LoopRun>,
+    pub(crate) loops: Vec<LoopRun>,
     /// What the `bpf_loop` callback that just returned returned (its call runs again next).
-    resumed: Option<u64>,
+    pub(crate) resumed: Option<u64>,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -1124,7 +1129,7 @@ pub fn run(
 }
 
 impl<'a> Machine<'a> {
-    fn ptr(&mut self, r: Region, off: i64) -> u64 {
+    pub(crate) fn ptr(&mut self, r: Region, off: i64) -> u64 {
         let slot = match self.slots.get(&r) {
             Some(&s) => s,
             None => {
@@ -1137,7 +1142,7 @@ impl<'a> Machine<'a> {
         address(slot, off)
     }
 
-    fn region_of(&self, addr: u64) -> (Region, i64) {
+    pub(crate) fn region_of(&self, addr: u64) -> (Region, i64) {
         let (slot, off) = split(addr);
         match self.regions.get(slot as usize) {
             Some(&r) => (r, off),
@@ -1157,7 +1162,13 @@ impl<'a> Machine<'a> {
     }
 
     /// Resolve an access of `size` bytes at `addr`, checking it.
-    fn place(&self, pc: u32, addr: u64, size: usize, access: Access) -> Result<Place, Fault> {
+    pub(crate) fn place(
+        &self,
+        pc: u32,
+        addr: u64,
+        size: usize,
+        access: Access,
+    ) -> Result<Place, Fault> {
         let (r, off) = self.region_of(addr);
         let oob = |region: String, lo: i64, hi: i64| Fault::OutOfBounds {
             pc,
@@ -1321,7 +1332,7 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn bytes(&self, p: Place, n: usize) -> &[u8] {
+    pub(crate) fn bytes(&self, p: Place, n: usize) -> &[u8] {
         match p {
             Place::Packet(o) => &self.frame[o..o + n],
             Place::Stack(d, o) => &self.calls[d].stack[o..o + n],
@@ -1331,7 +1342,7 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn bytes_mut(&mut self, p: Place, n: usize) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self, p: Place, n: usize) -> &mut [u8] {
         match p {
             Place::Packet(o) => &mut self.frame[o..o + n],
             Place::Stack(d, o) => &mut self.calls[d].stack[o..o + n],
@@ -1341,7 +1352,13 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn load(&self, pc: u32, addr: u64, size: Size, access: Access) -> Result<u64, Fault> {
+    pub(crate) fn load(
+        &self,
+        pc: u32,
+        addr: u64,
+        size: Size,
+        access: Access,
+    ) -> Result<u64, Fault> {
         let n = size.bytes() as usize;
         let p = self.place(pc, addr, n, access)?;
         let mut b = [0u8; 8];
@@ -1349,7 +1366,7 @@ impl<'a> Machine<'a> {
         Ok(u64::from_le_bytes(b))
     }
 
-    fn store(
+    pub(crate) fn store(
         &mut self,
         pc: u32,
         addr: u64,
@@ -1364,7 +1381,7 @@ impl<'a> Machine<'a> {
     }
 
     /// `n` bytes at `addr` for a helper.
-    fn read(&self, pc: u32, addr: u64, n: usize) -> Result<Vec<u8>, Fault> {
+    pub(crate) fn read(&self, pc: u32, addr: u64, n: usize) -> Result<Vec<u8>, Fault> {
         let p = self.place(pc, addr, n, Access::HelperRead)?;
         Ok(self.bytes(p, n).to_vec())
     }
@@ -1667,86 +1684,7 @@ impl<'a> Machine<'a> {
     // Helpers
     // -----------------------------------------------------------------------------------------
 
-    /// `bpf_xdp_ct_lookup(ctx, tuple, tuple_len, opts, opts_len)` as nf_conntrack_bpf.c
-    /// (Linux 6.10+) checks its arguments: opts NULL gives NULL; else a failed check sets
-    /// `opts->error` and gives NULL; a tuple that passes finds a zeroed entry
-    /// (`RunOptions::ct_found`, `opts->dir` set to 0, the original direction) or sets -ENOENT.
-    /// A netns_id of 0 or more names no namespace here (-ENONET). `bpf_ct_release(ct)` releases
-    /// an entry the program holds.
-    fn conntrack(&mut self, pc: u32, name: &str) -> Result<u64, Fault> {
-        if name == KFUNC_CT_RELEASE {
-            return match self.region_of(self.regs[1]) {
-                (Region::Conn { n }, 0) if self.conns[n as usize] => {
-                    self.conns[n as usize] = false;
-                    Ok(0)
-                }
-                _ => Err(invalid(
-                    pc,
-                    format!("kfunc {name}: r1 is not a conntrack entry the program holds"),
-                )),
-            };
-        }
-        if !matches!(self.region_of(self.regs[1]), (Region::Ctx, 0)) {
-            return Err(invalid(pc, format!("kfunc {name}: r1 is not the context")));
-        }
-        let (tuple, tlen, opts, olen) = (self.regs[2], self.regs[3], self.regs[4], self.regs[5]);
-        if opts == 0 {
-            return Ok(0);
-        }
-        // The verifier checks each pointer is memory of its size (the sizes are the limits).
-        if tlen > 0 && tuple != 0 {
-            self.place(pc, tuple, tlen.min(64) as usize, Access::HelperRead)?;
-        }
-        self.place(pc, opts, olen.clamp(1, 64) as usize, Access::Store)?;
-        let byte = |m: &Self, o: u64| m.load(pc, opts.wrapping_add(o), Size::B, Access::HelperRead);
-        let err: i64 = if tuple == 0 || (olen != CT_OPTS_SZ && olen != CT_OPTS_OLD_SZ) {
-            -EINVAL
-        } else {
-            let reserved = if olen == CT_OPTS_SZ {
-                byte(self, 13)? | byte(self, 14)? | byte(self, 15)?
-            } else {
-                byte(self, 10)? | byte(self, 11)?
-            };
-            let l4 = byte(self, 8)?;
-            let netns = self.load(pc, opts, Size::W, Access::HelperRead)? as u32 as i32;
-            if reserved != 0 {
-                -EINVAL
-            } else if l4 != 6 && l4 != 17 {
-                -EPROTO
-            } else if netns < -1 {
-                -EINVAL
-            } else if tlen != CT_TUPLE_V4 && tlen != CT_TUPLE_V6 {
-                -EAFNOSUPPORT
-            } else if netns >= 0 {
-                -ENONET
-            } else {
-                if olen == CT_OPTS_SZ && byte(self, 12)? == 0 {
-                    self.store(
-                        pc,
-                        opts + 12,
-                        Size::B,
-                        NF_CT_DEFAULT_ZONE_DIR as u64,
-                        Access::Store,
-                    )?;
-                }
-                if self.opts.ct_found {
-                    0
-                } else {
-                    -ENOENT
-                }
-            }
-        };
-        if err != 0 {
-            self.store(pc, opts + 4, Size::W, err as u32 as u64, Access::Store)?;
-            return Ok(0);
-        }
-        self.store(pc, opts + 9, Size::B, 0, Access::Store)?;
-        let n = self.conns.len() as u32;
-        self.conns.push(true);
-        Ok(self.ptr(Region::Conn { n }, 0))
-    }
-
-    fn helper_fault(&self, pc: u32, id: u32, what: impl Into<String>) -> Fault {
+    pub(crate) fn helper_fault(&self, pc: u32, id: u32, what: impl Into<String>) -> Fault {
         Fault::Helper {
             pc,
             id,
@@ -1836,21 +1774,21 @@ impl<'a> Machine<'a> {
     }
 
     /// The map that argument register `r` points to.
-    fn map_arg(&self, pc: u32, id: u32, r: usize) -> Result<usize, Fault> {
+    pub(crate) fn map_arg(&self, pc: u32, id: u32, r: usize) -> Result<usize, Fault> {
         match self.region_of(self.regs[r]) {
             (Region::Map { map }, 0) => Ok(map as usize),
             _ => Err(self.helper_fault(pc, id, format!("r{r} is not a map"))),
         }
     }
 
-    fn ctx_arg(&self, pc: u32, id: u32) -> Result<(), Fault> {
+    pub(crate) fn ctx_arg(&self, pc: u32, id: u32) -> Result<(), Fault> {
         match self.region_of(self.regs[1]) {
             (Region::Ctx, 0) => Ok(()),
             _ => Err(self.helper_fault(pc, id, "r1 is not the context")),
         }
     }
 
-    fn unmodelled_map(&self, pc: u32, id: u32, m: usize) -> Fault {
+    pub(crate) fn unmodelled_map(&self, pc: u32, id: u32, m: usize) -> Fault {
         let s = &self.maps.maps[m];
         let why = if s.kind == Kind::Unsupported {
             s.unsupported.clone()
@@ -1861,15 +1799,6 @@ impl<'a> Machine<'a> {
             )
         };
         self.helper_fault(pc, id, format!("map '{}': {why}", s.def.name))
-    }
-
-    /// A ring buffer's data size (its max_entries), for map `m` that must be one.
-    fn ringbuf_capacity(&self, pc: u32, id: u32, m: usize) -> Result<u64, Fault> {
-        let d = &self.maps.maps[m].def;
-        if d.map_type != MAP_RINGBUF {
-            return Err(self.unmodelled_map(pc, id, m));
-        }
-        Ok(d.max_entries as u64)
     }
 
     /// `bpf_tail_call(ctx, map, index)`: the target's entry when the call jumps (the slot of a
@@ -1909,211 +1838,27 @@ impl<'a> Machine<'a> {
         Ok(Some(entry))
     }
 
+    /// Helper `id` at instruction `pc`, by its family's semantics (crate::helpers).
     fn call(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        let err = |e: i64| (-e) as u64;
+        let row = crate::helpers::find(id);
+        if let Some(f) = row.and_then(|h| h.interp) {
+            return f(self, pc, id);
+        }
+        if let Some(why) = row.and_then(|h| h.refused) {
+            return Err(self.helper_fault(pc, id, format!("is not supported: {why}")));
+        }
+        if let Some(h) = row {
+            return Err(self.helper_fault(
+                pc,
+                id,
+                format!(
+                    "is not modelled by the interpreter (the analysis takes its result as \
+                     unknown; family {})",
+                    h.family
+                ),
+            ));
+        }
         match id {
-            HELPER_MAP_LOOKUP => self.map_lookup(pc, id),
-            HELPER_MAP_UPDATE => self.map_update(pc, id),
-            HELPER_MAP_DELETE => self.map_delete(pc, id),
-            HELPER_KTIME_GET_NS | HELPER_KTIME_GET_COARSE_NS => Ok(self.opts.ktime_ns),
-            HELPER_PERF_EVENT_OUTPUT => {
-                // bpf_xdp_event_output(ctx, map, flags, data, size): unknown flags give
-                // -EINVAL; otherwise -ENOENT: the array's entries are perf events user space
-                // opens, and none is open here (as under BPF_PROG_TEST_RUN without a reader).
-                self.ctx_arg(pc, id)?;
-                let m = self.map_arg(pc, id, 2)?;
-                if self.maps.maps[m].def.map_type != MAP_PERF_EVENT_ARRAY {
-                    return Err(self.unmodelled_map(pc, id, m));
-                }
-                let size = self.regs[5] as usize;
-                if size > 0 {
-                    self.read(pc, self.regs[4], size)?;
-                }
-                let flags = self.regs[3];
-                Ok(if flags & !(BPF_F_INDEX_MASK | BPF_F_CTXLEN_MASK) != 0 {
-                    err(EINVAL)
-                } else {
-                    err(ENOENT)
-                })
-            }
-            HELPER_RINGBUF_OUTPUT => {
-                // bpf_ringbuf_output(map, data, size, flags): unknown flags -EINVAL, a record
-                // larger than the buffer -EAGAIN; else sent (this run's buffer has room).
-                let m = self.map_arg(pc, id, 1)?;
-                let cap = self.ringbuf_capacity(pc, id, m)?;
-                let size = self.regs[3];
-                if size > 0 {
-                    self.read(pc, self.regs[2], size as usize)?;
-                }
-                Ok(if self.regs[4] & !BPF_RB_WAKEUP_FLAGS != 0 {
-                    err(EINVAL)
-                } else if size.saturating_add(BPF_RINGBUF_HDR_SZ) > cap {
-                    err(EAGAIN)
-                } else {
-                    0
-                })
-            }
-            HELPER_RINGBUF_RESERVE => {
-                // bpf_ringbuf_reserve(map, size, flags): NULL for flags or a record that cannot
-                // fit; else a record (zeroed here; the kernel leaves whatever the buffer held).
-                let m = self.map_arg(pc, id, 1)?;
-                let cap = self.ringbuf_capacity(pc, id, m)?;
-                let size = self.regs[2];
-                if self.regs[3] != 0 || size.saturating_add(BPF_RINGBUF_HDR_SZ) > cap {
-                    return Ok(0);
-                }
-                let n = self.records.len() as u32;
-                self.records.push(Some(vec![0; size as usize]));
-                Ok(self.ptr(Region::Record { n }, 0))
-            }
-            HELPER_RINGBUF_SUBMIT | HELPER_RINGBUF_DISCARD => match self.region_of(self.regs[1]) {
-                (Region::Record { n }, 0) if self.records[n as usize].is_some() => {
-                    self.records[n as usize] = None;
-                    Ok(0)
-                }
-                _ => Err(self.helper_fault(
-                    pc,
-                    id,
-                    "r1 is not a ring buffer record the program holds",
-                )),
-            },
-            // bpf_xdp_load_bytes(ctx, offset, buf, len) / _store_bytes: offset or len past
-            // 0xffff -EFAULT, past the packet's end -EINVAL (a linear packet: no fragments),
-            // else the bytes copied from the packet (at data + offset) to buf, or back.
-            HELPER_XDP_LOAD_BYTES | HELPER_XDP_STORE_BYTES => {
-                self.ctx_arg(pc, id)?;
-                let (off, len) = (self.regs[2] as u32 as u64, self.regs[4] as u32 as u64);
-                let access = if id == HELPER_XDP_LOAD_BYTES {
-                    Access::Store
-                } else {
-                    Access::HelperRead
-                };
-                // The verifier checks the buffer for len bytes whatever the result.
-                let buf = self.place(pc, self.regs[3], len as usize, access)?;
-                if off > XDP_BYTES_MAX || len > XDP_BYTES_MAX {
-                    return Ok(err(EFAULT));
-                }
-                if off + len > (self.data_end - self.data) as u64 {
-                    return Ok(err(EINVAL));
-                }
-                let (at, n) = (self.data + off as usize, len as usize);
-                if id == HELPER_XDP_LOAD_BYTES {
-                    let b = self.frame[at..at + n].to_vec();
-                    self.bytes_mut(buf, n).copy_from_slice(&b);
-                } else {
-                    let b = self.bytes(buf, n).to_vec();
-                    self.frame[at..at + n].copy_from_slice(&b);
-                }
-                Ok(0)
-            }
-            // bpf_xdp_fib_lookup(ctx, params, plen, flags): plen below the struct's 64 bytes
-            // -EINVAL, a family other than AF_INET/AF_INET6 -EAFNOSUPPORT (flags beyond
-            // DIRECT|OUTPUT -EINVAL, as 6.1 checks them); the interpreter has no FIB, so a lookup
-            // finds forwarding disabled (BPF_FIB_LKUP_RET_FWD_DISABLED) and writes nothing.
-            // symex.rs: any result in the kernel's range, fresh bytes in params.
-            HELPER_FIB_LOOKUP => {
-                self.ctx_arg(pc, id)?;
-                let plen = self.regs[3] as u32 as i32;
-                let params = self.read(pc, self.regs[2], plen.max(0) as usize)?;
-                Ok(
-                    if (plen as i64) < FIB_LOOKUP_BYTES as i64 || self.regs[4] as u32 & !3 != 0 {
-                        err(EINVAL)
-                    } else if !matches!(params[0], 2 | 10) {
-                        err(EAFNOSUPPORT)
-                    } else {
-                        FIB_LKUP_RET_FWD_DISABLED
-                    },
-                )
-            }
-            // Locks only order CPUs: one program run alone sees no effect on values.
-            HELPER_SPIN_LOCK | HELPER_SPIN_UNLOCK => match self.region_of(self.regs[1]) {
-                (Region::Value { .. }, _) => Ok(0),
-                _ => Err(self.helper_fault(pc, id, "r1 is not in a map value")),
-            },
-            HELPER_GET_PRANDOM_U32 => Ok(prandom_u32_state(&mut self.rnd) as u64),
-            HELPER_GET_SMP_PROCESSOR_ID => Ok(0),
-            HELPER_REDIRECT => {
-                // bpf_xdp_redirect(ifindex, flags): any flag aborts.
-                Ok(if self.regs[2] != 0 {
-                    XDP_ABORTED
-                } else {
-                    XDP_REDIRECT
-                })
-            }
-            HELPER_REDIRECT_MAP => self.redirect_map(pc, id),
-            HELPER_CSUM_DIFF => {
-                let (from, from_size) = (self.regs[1], self.regs[2] as u32);
-                let (to, to_size) = (self.regs[3], self.regs[4] as u32);
-                let seed = self.regs[5] as u32;
-                let diff_size = from_size.wrapping_add(to_size);
-                if (from_size | to_size) & 3 != 0 || diff_size > CSUM_DIFF_MAX_BYTES {
-                    return Ok(err(EINVAL));
-                }
-                let mut diff = Vec::with_capacity(diff_size as usize);
-                if from_size > 0 {
-                    diff.extend(self.read(pc, from, from_size as usize)?.iter().map(|b| !b));
-                }
-                if to_size > 0 {
-                    diff.extend(self.read(pc, to, to_size as usize)?);
-                }
-                Ok(csum_partial(&diff, seed) as u64)
-            }
-            // The new data may not leave fewer than ETH_HLEN bytes nor reach into struct
-            // xdp_frame and the metadata at the headroom's start (symex.rs the same: 216 bytes
-            // of growth at most, less the metadata). The metadata moves along with data.
-            HELPER_ADJUST_HEAD => {
-                self.ctx_arg(pc, id)?;
-                let delta = self.regs[2] as u32 as i32 as i64;
-                let metalen = (self.data - self.data_meta) as i64;
-                let new = self.data as i64 + delta;
-                let ok = new >= (XDP_FRAME_STRUCT_BYTES as i64 + metalen)
-                    && new <= self.data_end as i64 - ETH_HLEN_BYTES as i64;
-                if ok {
-                    let new_meta = (self.data_meta as i64 + delta) as usize;
-                    self.frame.copy_within(self.data_meta..self.data, new_meta);
-                    self.data_meta = new_meta;
-                    self.data = new as usize;
-                }
-                self.packet_changed(pc, id);
-                Ok(if ok { 0 } else { err(EINVAL) })
-            }
-            // data_end may not pass the frame's end less the shared info, nor leave fewer than
-            // ETH_HLEN bytes (symex.rs the same). symex.rs reads the bytes a packet grows by
-            // from its unconstrained packet array where the kernel zeroes them.
-            HELPER_ADJUST_TAIL => {
-                self.ctx_arg(pc, id)?;
-                let delta = self.regs[2] as u32 as i32 as i64;
-                let new = self.data_end as i64 + delta;
-                let hard_end = (FRAME_BYTES - SHARED_INFO_BYTES) as i64;
-                let ok = new <= hard_end && new >= (self.data + ETH_HLEN_BYTES) as i64;
-                if ok {
-                    if delta > 0 {
-                        // The kernel clears the bytes the packet grows by.
-                        self.frame[self.data_end..new as usize].fill(0);
-                    }
-                    self.data_end = new as usize;
-                }
-                self.packet_changed(pc, id);
-                Ok(if ok { 0 } else { err(EINVAL) })
-            }
-            HELPER_ADJUST_META => {
-                self.ctx_arg(pc, id)?;
-                let delta = self.regs[2] as u32 as i32 as i64;
-                let meta = self.data_meta as i64 + delta;
-                let r = if meta < XDP_FRAME_STRUCT_BYTES as i64 || meta > self.data as i64 {
-                    err(EINVAL)
-                } else {
-                    let metalen = self.data as i64 - meta;
-                    if metalen % 4 != 0 || metalen > MAX_META_BYTES as i64 {
-                        err(EACCES)
-                    } else {
-                        self.data_meta = meta as usize;
-                        0
-                    }
-                };
-                self.packet_changed(pc, id);
-                Ok(r)
-            }
             HELPER_L3_CSUM_REPLACE | HELPER_L4_CSUM_REPLACE => Err(self.helper_fault(
                 pc,
                 id,
@@ -2126,7 +1871,7 @@ impl<'a> Machine<'a> {
 
     /// A helper that changes the packet's bounds was called (whether it succeeded or not, the
     /// verifier forgets every packet pointer): a new packet generation begins.
-    fn packet_changed(&mut self, pc: u32, id: u32) {
+    pub(crate) fn packet_changed(&mut self, pc: u32, id: u32) {
         self.changed_by.push((pc, id));
         self.generation = self.generation.wrapping_add(1);
         self.ptr(
@@ -2135,253 +1880,6 @@ impl<'a> Machine<'a> {
             },
             0,
         );
-    }
-
-    fn map_lookup(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        let m = self.map_arg(pc, id, 1)?;
-        let kind = self.maps.maps[m].kind;
-        let (key_size, max_entries) = {
-            let d = &self.maps.maps[m].def;
-            (d.key_size as usize, d.max_entries)
-        };
-        let elem = match kind {
-            Kind::Array => {
-                let idx = self.load(pc, self.regs[2], Size::W, Access::HelperRead)? as u32;
-                if idx >= max_entries {
-                    return Ok(0);
-                }
-                self.maps.maps[m].array_elem(idx)
-            }
-            Kind::Hash { lru, .. } => {
-                let key = self.read(pc, self.regs[2], key_size)?;
-                let s = &mut self.maps.maps[m];
-                let Some(&e) = s.index.get(&key) else {
-                    return Ok(0);
-                };
-                if lru {
-                    s.touch(e);
-                }
-                e
-            }
-            Kind::Redirect { .. } => {
-                let key = self.read(pc, self.regs[2], key_size)?;
-                match self.maps.maps[m].index.get(&key) {
-                    Some(&e) => e,
-                    None => return Ok(0),
-                }
-            }
-            Kind::Lpm => {
-                let key = self.read(pc, self.regs[2], key_size)?;
-                match lpm_find(&self.maps.maps[m].index, &key) {
-                    Some(e) => e,
-                    None => return Ok(0),
-                }
-            }
-            Kind::Outer { .. } => {
-                // A slot with an entry holds the inner map (array_of_map_lookup_elem,
-                // htab_of_map_lookup_elem: the inner map's address, or NULL).
-                let key = self.read(pc, self.regs[2], key_size)?;
-                if !self.maps.maps[m].index.contains_key(&key) {
-                    return Ok(0);
-                }
-                let want = crate::load::inner_map_name(&self.maps.maps[m].def.name);
-                let Ok(inner) = self.maps.find(&want) else {
-                    return Err(self.helper_fault(
-                        pc,
-                        id,
-                        format!(
-                            "map '{}': its inner maps are not modelled",
-                            self.maps.maps[m].def.name
-                        ),
-                    ));
-                };
-                return Ok(self.ptr(Region::Map { map: inner as u32 }, 0));
-            }
-            Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
-        };
-        Ok(self.ptr(
-            Region::Value {
-                map: m as u32,
-                elem,
-            },
-            0,
-        ))
-    }
-
-    fn writable_map(&self, pc: u32, id: u32, m: usize) -> Result<(), Fault> {
-        let s = &self.maps.maps[m];
-        if s.read_only {
-            return Err(self.helper_fault(
-                pc,
-                id,
-                format!(
-                    "map '{}' is read-only to programs (the verifier rejects the call)",
-                    s.def.name
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// `bpf_map_update_elem(map, key, value, flags)` as `array_map_update_elem` and the hash
-    /// maps' update functions do it.
-    ///
-    /// symex.rs agrees on the result and on the map after it, except where it cannot know the
-    /// map's state: a new key in a hash map gets a fresh result (the map may be full), and an
-    /// LRU map's update a fresh result (after the flags check) and perhaps one key evicted,
-    /// whatever its fullness. It also updates a (non-per-CPU) hash map's value in place, where
-    /// the kernel replaces the element and pointers to the old one read the old value.
-    fn map_update(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        let err = |e: i64| Ok((-e) as u64);
-        let m = self.map_arg(pc, id, 1)?;
-        let kind = self.maps.maps[m].kind;
-        if matches!(kind, Kind::Unsupported | Kind::Events) {
-            return Err(self.unmodelled_map(pc, id, m));
-        }
-        self.writable_map(pc, id, m)?;
-        let flags = self.regs[4];
-        let (key_size, value_size, max_entries) = {
-            let d = &self.maps.maps[m].def;
-            (d.key_size as usize, d.value_size as usize, d.max_entries)
-        };
-        match kind {
-            Kind::Array => {
-                if flags & !BPF_F_LOCK > BPF_EXIST {
-                    return err(EINVAL);
-                }
-                let idx = self.load(pc, self.regs[2], Size::W, Access::HelperRead)? as u32;
-                if idx >= max_entries {
-                    return err(E2BIG);
-                }
-                if flags & BPF_NOEXIST != 0 {
-                    return err(EEXIST);
-                }
-                if flags & BPF_F_LOCK != 0 {
-                    return err(EINVAL); // no bpf_spin_lock in the value
-                }
-                let value = self.read(pc, self.regs[3], value_size)?;
-                let s = &mut self.maps.maps[m];
-                let e = s.array_elem(idx);
-                s.arena[e as usize] = value;
-                Ok(0)
-            }
-            Kind::Hash { lru, in_place } => {
-                // BPF_F_LOCK needs a bpf_spin_lock in the value, which no modelled map has.
-                if flags > BPF_EXIST {
-                    return err(EINVAL);
-                }
-                let key = self.read(pc, self.regs[2], key_size)?;
-                let value = self.read(pc, self.regs[3], value_size)?;
-                let s = &mut self.maps.maps[m];
-                let old = s.index.get(&key).copied();
-                match (old, flags) {
-                    (Some(_), BPF_NOEXIST) => return err(EEXIST),
-                    (None, BPF_EXIST) => return err(ENOENT),
-                    _ => {}
-                }
-                match old {
-                    Some(e) if in_place => {
-                        s.arena[e as usize] = value;
-                        s.touch(e);
-                    }
-                    Some(_) => {
-                        // A new element replaces the old one; pointers to the old one still
-                        // read the old value.
-                        let e = s.push(key, value);
-                        s.touch(e);
-                    }
-                    None => {
-                        if s.index.len() >= max_entries as usize {
-                            if !lru {
-                                return err(E2BIG);
-                            }
-                            // The least recently used entry makes room.
-                            let victim = s
-                                .index
-                                .iter()
-                                .min_by_key(|(_, &e)| s.used[e as usize])
-                                .map(|(k, _)| k.clone());
-                            if let Some(k) = victim {
-                                s.index.remove(&k);
-                            }
-                        }
-                        if max_entries == 0 {
-                            return err(E2BIG);
-                        }
-                        let e = s.push(key, value);
-                        s.touch(e);
-                    }
-                }
-                Ok(0)
-            }
-            // Programs do not update an lpm_trie here (user space fills it).
-            Kind::Redirect { .. }
-            | Kind::Outer { .. }
-            | Kind::Lpm
-            | Kind::Unsupported
-            | Kind::Events => Err(self.unmodelled_map(pc, id, m)),
-        }
-    }
-
-    fn map_delete(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        let m = self.map_arg(pc, id, 1)?;
-        let kind = self.maps.maps[m].kind;
-        if matches!(
-            kind,
-            Kind::Unsupported
-                | Kind::Redirect { .. }
-                | Kind::Outer { .. }
-                | Kind::Lpm
-                | Kind::Events
-        ) {
-            return Err(self.unmodelled_map(pc, id, m));
-        }
-        self.writable_map(pc, id, m)?;
-        match kind {
-            Kind::Array => Ok((-EINVAL) as u64),
-            _ => {
-                let key_size = self.maps.maps[m].def.key_size as usize;
-                let key = self.read(pc, self.regs[2], key_size)?;
-                Ok(match self.maps.maps[m].index.remove(&key) {
-                    Some(_) => 0,
-                    None => (-ENOENT) as u64,
-                })
-            }
-        }
-    }
-
-    /// `bpf_redirect_map(map, key, flags)` (`__bpf_xdp_redirect_map`): flags beyond the action
-    /// bits (and, for device maps, BPF_F_BROADCAST / BPF_F_EXCLUDE_INGRESS) abort; a key
-    /// without an entry returns the action in the flags' low two bits, unless broadcasting.
-    fn redirect_map(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
-        let m = self.map_arg(pc, id, 1)?;
-        let s = &self.maps.maps[m];
-        let mask = match s.def.map_type {
-            MAP_DEVMAP | MAP_DEVMAP_HASH => BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS,
-            MAP_CPUMAP | MAP_XSKMAP => 0,
-            _ => {
-                return Err(self.helper_fault(
-                    pc,
-                    id,
-                    format!(
-                        "map '{}' is not a devmap, devmap_hash, cpumap or xskmap",
-                        s.def.name
-                    ),
-                ))
-            }
-        };
-        let flags = self.regs[3];
-        let actions = XDP_ABORTED | XDP_DROP | XDP_PASS | XDP_TX;
-        if flags & !(actions | mask) != 0 {
-            return Ok(XDP_ABORTED);
-        }
-        let key = (self.regs[2] as u32).to_le_bytes();
-        let key = &key[..(s.def.key_size as usize).min(4)];
-        let found = s.index.contains_key(key);
-        if !found && flags & BPF_F_BROADCAST == 0 {
-            return Ok(flags & actions);
-        }
-        Ok(XDP_REDIRECT)
     }
 }
 
@@ -2417,7 +1915,7 @@ pub fn csum_partial(buf: &[u8], seed: u32) -> u32 {
 }
 
 /// `prandom_seed_state`: the lfsr113 state from a 64-bit seed, warmed up.
-fn prandom_seed_state(seed: u64) -> [u32; 4] {
+pub(crate) fn prandom_seed_state(seed: u64) -> [u32; 4] {
     let i = ((seed >> 32) ^ (seed << 10) ^ seed) as u32;
     let s = |m: u32| if i < m { i + m } else { i };
     let mut st = [s(2), s(8), s(16), s(128)];
@@ -2428,7 +1926,7 @@ fn prandom_seed_state(seed: u64) -> [u32; 4] {
 }
 
 /// `prandom_u32_state`: L'Ecuyer's maximally equidistributed combined Tausworthe generator.
-fn prandom_u32_state(s: &mut [u32; 4]) -> u32 {
+pub(crate) fn prandom_u32_state(s: &mut [u32; 4]) -> u32 {
     fn taus(s: u32, a: u32, b: u32, c: u32, d: u32) -> u32 {
         ((s & c) << d) ^ (((s << a) ^ s) >> b)
     }
@@ -3377,10 +2875,48 @@ mod tests {
         assert_ne!(rnd(7), rnd(8));
         assert_ne!(rnd(7) >> 32, rnd(7) & 0xffff_ffff);
 
-        // Unsupported helpers are named.
-        let p = prog(&[call(6), exit()], Vec::new());
+        // Helpers the interpreter does not run are named, and say why.
+        let p = prog(&[call(113), exit()], Vec::new());
         let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
-        assert!(e.to_string().contains("bpf_trace_printk"), "{e}");
+        assert!(
+            e.to_string().contains("bpf_probe_read_kernel")
+                && e.to_string().contains("not modelled by the interpreter"),
+            "{e}"
+        );
+        let p = prog(&[call(164), exit()], Vec::new());
+        let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
+        assert!(e.to_string().contains("callback once per element"), "{e}");
+        // bpf_trace_printk("%d!\n", 4, -42): the formatted length, 5; a format with more
+        // conversions than its three arguments: -EINVAL.
+        let printk = |fmt: &[u8; 8]| {
+            let word = u64::from_le_bytes(*fmt);
+            prog(
+                &[
+                    ld64(1, word)[0],
+                    ld64(1, word)[1],
+                    stx(0x18, 10, 1, -8),
+                    movr(1, 10),
+                    add(1, -8),
+                    mov(2, 8),
+                    mov(3, -42),
+                    call(6),
+                    exit(),
+                ],
+                Vec::new(),
+            )
+        };
+        let p = printk(b"%d!\n\0\0\0\0");
+        assert_eq!(
+            run_with(&p, &[0; 60], &mut MapState::new(&p))
+                .unwrap()
+                .retval,
+            5
+        );
+        let p = printk(b"%d%d%d%d");
+        let r = run_with(&p, &[0; 60], &mut MapState::new(&p))
+            .unwrap()
+            .retval;
+        assert_eq!(r, (-EINVAL) as u64, "not NUL-terminated within its size");
         let p = prog(&[call(10), exit()], Vec::new());
         let e = run_with(&p, &[0; 60], &mut MapState::new(&p)).unwrap_err();
         assert!(

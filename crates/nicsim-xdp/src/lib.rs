@@ -20,7 +20,7 @@ pub mod cfg;
 pub mod consts;
 pub mod cost;
 pub mod differential;
-pub mod helpers_table;
+pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod kernel;

@@ -1810,10 +1810,28 @@ fn load_inner(
                         let tsec = match s.section {
                             SymbolSection::Section(t) => t.0,
                             SymbolSection::Undefined => {
-                                return Err(bad(format!(
-                                    "extern variable '{}' (__ksym or __kconfig) is not supported",
-                                    s.name
-                                )))
+                                let kconfig =
+                                    s.name.starts_with("CONFIG_") || s.name.starts_with("LINUX_");
+                                return Err(bad(
+                                    if !kconfig
+                                        && crate::helpers::kfuncs::kernel_knows(&s.name)
+                                            == Some(false)
+                                    {
+                                        format!(
+                                            "extern variable '{}' is defined neither here nor in \
+                                             the running kernel: if another object defines it, \
+                                             link the objects first (bpftool gen object OUT.o \
+                                             THIS.o OTHER.o) and analyse OUT.o",
+                                            s.name
+                                        )
+                                    } else {
+                                        format!(
+                                            "extern variable '{}' ({}) is not supported",
+                                            s.name,
+                                            if kconfig { "__kconfig" } else { "__ksym" }
+                                        )
+                                    },
+                                ));
                             }
                             _ => {
                                 return Err(bad(format!(

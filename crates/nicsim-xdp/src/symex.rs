@@ -24,56 +24,46 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL, HELPER_MAP_LOOKUP};
 use crate::cfg::EdgeKind;
 use crate::insn::{AluOp, AtomicOp, Imm64, Insn, JmpOp, Size, Src};
 use crate::interp::{
-    E2BIG, EACCES, EAFNOSUPPORT, EEXIST, EFAULT, EINVAL, ENODATA, ENODEV, ENOENT, EOPNOTSUPP,
-    ETH_HLEN_BYTES, FIB_LKUP_RET_MAX, FIB_LOOKUP_BYTES, HELPER_FIB_LOOKUP,
-    HELPER_KTIME_GET_COARSE_NS, HELPER_PERF_EVENT_OUTPUT, HELPER_RINGBUF_DISCARD,
-    HELPER_RINGBUF_OUTPUT, HELPER_RINGBUF_RESERVE, HELPER_RINGBUF_SUBMIT, HELPER_SPIN_LOCK,
-    HELPER_SPIN_UNLOCK, HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES, MAX_META_BYTES,
-    MAX_PACKET_BYTES, XDP_BYTES_MAX, XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
+    ETH_HLEN_BYTES, MAX_PACKET_BYTES, XDP_FRAME_STRUCT_BYTES, XDP_PACKET_HEADROOM_BYTES,
 };
-use crate::load::{Program, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_HASH};
+use crate::load::{Program, MAP_DEVMAP};
 
 /// How far `data` (and `data_meta`) may move in front of the received packet: the headroom less
 /// `struct xdp_frame`, which the kernel keeps at the headroom's start (216 bytes).
-const FRONT: i64 = (XDP_PACKET_HEADROOM_BYTES - XDP_FRAME_STRUCT_BYTES) as i64;
+pub(crate) const FRONT: i64 = (XDP_PACKET_HEADROOM_BYTES - XDP_FRAME_STRUCT_BYTES) as i64;
 /// Ethernet header: the least a packet can shrink to (ETH_HLEN).
-const ETH_HLEN: u64 = ETH_HLEN_BYTES as u64;
+pub(crate) const ETH_HLEN: u64 = ETH_HLEN_BYTES as u64;
 /// Where the frame ends for the packet (its hard end less the shared info), as an offset from
 /// the start of the received packet: `bpf_xdp_adjust_tail` may not move `data_end` past it.
-const HARD_END: u64 = MAX_PACKET_BYTES as u64;
+pub(crate) const HARD_END: u64 = MAX_PACKET_BYTES as u64;
 /// Map update flags.
-const BPF_NOEXIST: u64 = 1;
-const BPF_EXIST: u64 = 2;
-const BPF_F_LOCK: u64 = 4;
-use crate::absint::{HELPER_MAP_DELETE, HELPER_MAP_UPDATE};
-const HELPER_REDIRECT: u32 = 23;
-const HELPER_REDIRECT_MAP: u32 = 51;
+pub(crate) const BPF_NOEXIST: u64 = 1;
+pub(crate) const BPF_EXIST: u64 = 2;
+pub(crate) const BPF_F_LOCK: u64 = 4;
 /// `bpf_redirect_map` flags.
-const BPF_F_BROADCAST: u64 = 1 << 3;
-const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
+pub(crate) const BPF_F_BROADCAST: u64 = 1 << 3;
+pub(crate) const BPF_F_EXCLUDE_INGRESS: u64 = 1 << 4;
 /// Map types `bpf_redirect_map` takes, beyond those [`crate::load`] names.
-const MAP_CPUMAP: u32 = 16;
-const MAP_XSKMAP: u32 = 17;
-const MAP_DEVMAP_HASH: u32 = 25;
-const HELPER_ADJUST_META: u32 = 54;
+pub(crate) const MAP_CPUMAP: u32 = 16;
+pub(crate) const MAP_XSKMAP: u32 = 17;
+pub(crate) const MAP_DEVMAP_HASH: u32 = 25;
 /// The sort of the packet and of a stack as arrays.
-const BYTES: &str = "(Array (_ BitVec 64) (_ BitVec 8))";
+pub(crate) const BYTES: &str = "(Array (_ BitVec 64) (_ BitVec 8))";
 /// An inner map template's flag (`BPF_F_INNER_MAP`, uapi bpf.h): slots may hold arrays of any
 /// size.
-const BPF_F_INNER_MAP: u32 = 1 << 12;
+pub(crate) const BPF_F_INNER_MAP: u32 = 1 << 12;
 /// The bytes of an inner map's value ([`Region::Inner`]), by offset.
-const INNER_VALS: &str = "(Array (_ BitVec 32) (_ BitVec 8))";
+pub(crate) const INNER_VALS: &str = "(Array (_ BitVec 32) (_ BitVec 8))";
 
-fn bv64(v: u64) -> String {
+pub(crate) fn bv64(v: u64) -> String {
     format!("#x{v:016x}")
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Region {
+pub(crate) enum Region {
     Pkt,
     Stack(u32),
     /// A value of map `m` under key term `key`; `null` is true when the lookup found nothing.
@@ -110,7 +100,7 @@ enum Region {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum V {
+pub(crate) enum V {
     /// A 64-bit scalar term.
     S(String),
     /// A pointer: region plus 64-bit offset term (and the offset if constant).
@@ -135,25 +125,25 @@ enum V {
 /// stack write whose range may reach a spilled pointer (for unprivileged programs) or turns
 /// every slot in the range into plain data (privileged), so a value reloaded from a spill slot
 /// and used as a pointer was not overwritten. Its bytes, read as data, are fresh values.
-struct Frame {
-    id: u32,
-    regs: [V; 11],
-    stack: HashMap<i64, String>,
-    spills: HashMap<i64, V>,
-    arr: Option<String>,
-    dirty: BTreeSet<i64>,
+pub(crate) struct Frame {
+    pub(crate) id: u32,
+    pub(crate) regs: [V; 11],
+    pub(crate) stack: HashMap<i64, String>,
+    pub(crate) spills: HashMap<i64, V>,
+    pub(crate) arr: Option<String>,
+    pub(crate) dirty: BTreeSet<i64>,
     /// The call frame's caller registers r6–r9, restored on return.
-    saved: Option<[V; 4]>,
+    pub(crate) saved: Option<[V; 4]>,
     /// A `bpf_loop` callback's frame: its exit returns to the call.
-    callback: bool,
+    pub(crate) callback: bool,
 }
 
 /// A `bpf_loop` call in progress: nr_loops (a 64-bit term, zero-extended from 32 bits), the
 /// callback's context argument, and the calls made so far.
-struct LoopCall {
-    nr: String,
-    ctx: V,
-    calls: u64,
+pub(crate) struct LoopCall {
+    pub(crate) nr: String,
+    pub(crate) ctx: V,
+    pub(crate) calls: u64,
 }
 
 impl Frame {
@@ -219,36 +209,36 @@ pub struct Query {
     pub asserts: Vec<(usize, String)>,
 }
 
-struct Sym<'a> {
-    p: &'a Program,
-    out: String,
-    n: usize,
-    frames: Vec<Frame>,
-    next_frame: u32,
-    pkt: String,
-    data_off: String,
-    end_off: String,
+pub(crate) struct Sym<'a> {
+    pub(crate) p: &'a Program,
+    pub(crate) out: String,
+    pub(crate) n: usize,
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) next_frame: u32,
+    pub(crate) pkt: String,
+    pub(crate) data_off: String,
+    pub(crate) end_off: String,
     /// `data_meta` (equal to `data_off`, the same text, while no metadata was added).
-    meta_off: String,
+    pub(crate) meta_off: String,
     /// Current array of each map's values, and of its presence bits.
-    mem: Vec<String>,
-    present: Vec<String>,
-    lookups: Vec<Lookup>,
-    sizes: Vec<MapSize>,
-    ret: Option<String>,
-    defined: std::collections::HashSet<u64>,
+    pub(crate) mem: Vec<String>,
+    pub(crate) present: Vec<String>,
+    pub(crate) lookups: Vec<Lookup>,
+    pub(crate) sizes: Vec<MapSize>,
+    pub(crate) ret: Option<String>,
+    pub(crate) defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
-    asserts: Vec<(usize, String)>,
+    pub(crate) asserts: Vec<(usize, String)>,
     /// Tail calls made so far on the path.
-    tails: u32,
+    pub(crate) tails: u32,
     /// The `bpf_loop` calls in progress, innermost last.
-    loops: Vec<LoopCall>,
+    pub(crate) loops: Vec<LoopCall>,
     /// What the `bpf_loop` callback that just returned returned: the next step is its call,
     /// resumed.
-    resumed: Option<V>,
+    pub(crate) resumed: Option<V>,
     /// The maps of maps' synthetic inner maps (`<outer>.inner`, [`Program::outer_of`]), found
     /// once: most programs have none, and a store into a map value asks.
-    inner: Vec<u32>,
+    pub(crate) inner: Vec<u32>,
 }
 
 impl<'a> Sym<'a> {
@@ -309,7 +299,7 @@ impl<'a> Sym<'a> {
 
     /// Name a term. Names are hashes of the definition, so the same term gets the same name
     /// on every path: assertions can then be compared across paths by their text.
-    fn def(&mut self, sort: &str, expr: &str) -> String {
+    pub(crate) fn def(&mut self, sort: &str, expr: &str) -> String {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in sort.bytes().chain([0u8]).chain(expr.bytes()) {
             h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
@@ -320,22 +310,22 @@ impl<'a> Sym<'a> {
         }
         name
     }
-    fn fresh(&mut self, sort: &str, hint: &str) -> String {
+    pub(crate) fn fresh(&mut self, sort: &str, hint: &str) -> String {
         self.n += 1;
         let name = format!("{hint}_{}", self.n);
         let _ = writeln!(self.out, "(declare-const {name} {sort})");
         name
     }
-    fn fresh64(&mut self, hint: &str) -> V {
+    pub(crate) fn fresh64(&mut self, hint: &str) -> V {
         V::S(self.fresh("(_ BitVec 64)", hint))
     }
-    fn frame(&mut self) -> &mut Frame {
+    pub(crate) fn frame(&mut self) -> &mut Frame {
         self.frames.last_mut().unwrap()
     }
-    fn reg(&self, r: u8) -> V {
+    pub(crate) fn reg(&self, r: u8) -> V {
         self.frames.last().unwrap().regs[r as usize].clone()
     }
-    fn set(&mut self, r: u8, v: V) {
+    pub(crate) fn set(&mut self, r: u8, v: V) {
         self.frame().regs[r as usize] = v;
     }
     fn src(&self, s: Src) -> V {
@@ -345,14 +335,14 @@ impl<'a> Sym<'a> {
         }
     }
     /// The value as a 64-bit scalar term (pointers other than scalars become fresh values).
-    fn scalar(&mut self, v: &V) -> String {
+    pub(crate) fn scalar(&mut self, v: &V) -> String {
         match v {
             V::S(t) => t.clone(),
             _ => self.fresh("(_ BitVec 64)", "ptr"),
         }
     }
 
-    fn map_sort(&self, m: u32) -> (u32, String) {
+    pub(crate) fn map_sort(&self, m: u32) -> (u32, String) {
         let ks = self.p.maps[m as usize].key_size.max(1) * 8;
         (ks, format!("(Array (_ BitVec {}) (_ BitVec 8))", ks + 32))
     }
@@ -362,7 +352,7 @@ impl<'a> Sym<'a> {
     /// `msz<m>` (at least 1: the query's preamble asserts it), which the model gives.
     /// Only maps that [`sized_by_index`] names are asked (the preamble declares `msz<m>` for
     /// exactly those).
-    fn array_size(&self, m: u32) -> String {
+    pub(crate) fn array_size(&self, m: u32) -> String {
         let def = &self.p.maps[m as usize];
         debug_assert!(sized_by_index(def), "map {} has no size term", def.name);
         let ks = def.key_size.max(1) * 8;
@@ -373,7 +363,7 @@ impl<'a> Sym<'a> {
         }
     }
 
-    fn map_index(&self, key: &str, off: &str, i: i64) -> String {
+    pub(crate) fn map_index(&self, key: &str, off: &str, i: i64) -> String {
         format!(
             "(concat {key} ((_ extract 31 0) (bvadd {off} {})))",
             bv64(i as u64)
@@ -381,13 +371,13 @@ impl<'a> Sym<'a> {
     }
 
     /// The index of call frame `f`, if it is live.
-    fn frame_index(&self, f: u32) -> Option<usize> {
+    pub(crate) fn frame_index(&self, f: u32) -> Option<usize> {
         self.frames.iter().rposition(|x| x.id == f)
     }
 
     /// Frame `fi`'s stack as an array term that holds every byte known so far (the frame turns
     /// to arrays on its first computed-offset access; its unknown bytes are a fresh array's).
-    fn stack_array(&mut self, fi: usize) -> String {
+    pub(crate) fn stack_array(&mut self, fi: usize) -> String {
         let base = match self.frames[fi].arr.clone() {
             Some(a) => a,
             None => {
@@ -412,7 +402,7 @@ impl<'a> Sym<'a> {
     }
 
     /// Load `size` bytes at `ptr` (little-endian), zero-extended to 64 bits.
-    fn load(&mut self, ptr: &V, size: Size) -> V {
+    pub(crate) fn load(&mut self, ptr: &V, size: Size) -> V {
         let n = size.bytes() as i64;
         let bytes: Option<Vec<String>> = match ptr {
             V::P(Region::Pkt, off, _) => Some(
@@ -497,7 +487,7 @@ impl<'a> Sym<'a> {
     }
 
     /// Store the low `size` bytes of `val` at `ptr`.
-    fn store(&mut self, ptr: &V, size: Size, val: &V) {
+    pub(crate) fn store(&mut self, ptr: &V, size: Size, val: &V) {
         let n = size.bytes() as i64;
         match ptr {
             V::P(Region::Stack(f), _, Some(k)) => {
@@ -599,7 +589,7 @@ impl<'a> Sym<'a> {
     /// `htab_lru_map_update_elem`), whose memory stays (RCU) and goes back to the map's free
     /// elements, which a later update may take for any key. So every value pointer into `m`
     /// looked up before the update becomes [`Region::Replaced`], wherever it is held.
-    fn replace_values(&mut self, m: u32) {
+    pub(crate) fn replace_values(&mut self, m: u32) {
         let swap = |v: &mut V| {
             if let V::P(Region::Map { m: vm, null, .. }, _, _) = v {
                 if *vm == m {
@@ -620,7 +610,7 @@ impl<'a> Sym<'a> {
     }
 
     /// `ptr` moved by `i` bytes (the offset term too, also for a constant offset).
-    fn byte_at(&mut self, ptr: &V, i: i64) -> V {
+    pub(crate) fn byte_at(&mut self, ptr: &V, i: i64) -> V {
         match ptr {
             V::P(..) => self.offset(ptr, i),
             other => other.clone(),
@@ -628,7 +618,7 @@ impl<'a> Sym<'a> {
     }
 
     /// The `n` bytes at `ptr` as one term (a map key), read as loads read them.
-    fn stack_bytes(&mut self, ptr: &V, n: u32) -> String {
+    pub(crate) fn stack_bytes(&mut self, ptr: &V, n: u32) -> String {
         let mut bytes = Vec::new();
         for i in 0..n as i64 {
             let p = self.byte_at(ptr, i);
@@ -830,566 +820,8 @@ impl<'a> Sym<'a> {
         }
     }
 
-    /// `bpf_map_update_elem(map, key, value, flags)` and `bpf_map_delete_elem(map, key)` on map
-    /// `m`: the result as the kernel gives it, and the map changed only when it is 0.
-    ///
-    /// Arrays (`array_map_update_elem`): unknown flags and BPF_F_LOCK (no modelled value holds
-    /// a spin lock) give -EINVAL, an index past the end -E2BIG, BPF_NOEXIST -EEXIST; otherwise
-    /// the update succeeds. Deleting from an array is -EINVAL. Hash maps: unknown flags give
-    /// -EINVAL, BPF_NOEXIST on a present key -EEXIST, BPF_EXIST on an absent one -ENOENT; a
-    /// new key may find the map full (-E2BIG; or memory short), which the query does not know:
-    /// that result is a fresh value. An LRU map may fail (-ENOMEM) and evict another key
-    /// whatever the key (its lists are per CPU, so eviction can come before the map is full):
-    /// its result is fresh after the flags check, and one fresh key, or none, leaves. Deleting
-    /// gives 0 when the key was present, else -ENOENT. Other map types: a fresh result.
-    fn map_write(&mut self, helper: u32, m: u32, key_ptr: &V, val_ptr: &V, flags: &V) -> V {
-        self.refresh_inner(m);
-        let def = self.p.maps[m as usize].clone();
-        let mi = m as usize;
-        let key = self.stack_bytes(key_ptr, def.key_size.max(1));
-        let (ks, sort) = self.map_sort(m);
-        let psort = format!("(Array (_ BitVec {ks}) Bool)");
-        let hash = matches!(def.map_type, MAP_HASH | MAP_PERCPU_HASH | MAP_LRU_HASH);
-        let lru = def.map_type == MAP_LRU_HASH;
-        let pres = self.present[mi].clone();
-        let was = format!("(select {pres} {key})");
-        let c = |v: i64| bv64(v as u64);
-        if helper == HELPER_MAP_DELETE {
-            if def.is_array() {
-                return V::S(c(-EINVAL));
-            }
-            let gone = format!("(store {pres} {key} false)");
-            let ret = if hash {
-                // Storing "absent" over an absent key changes nothing.
-                self.present[mi] = self.def(&psort, &gone);
-                format!("(ite {was} {} {})", c(0), c(-ENOENT))
-            } else {
-                let r = self.fresh("(_ BitVec 64)", "upd");
-                self.present[mi] =
-                    self.def(&psort, &format!("(ite (= {r} {}) {gone} {pres})", c(0)));
-                return V::S(r);
-            };
-            return V::S(self.def("(_ BitVec 64)", &ret));
-        }
-        let flags = self.scalar(flags);
-        if matches!(def.map_type, MAP_HASH | MAP_LRU_HASH) {
-            self.replace_values(m);
-        }
-        let old = self.mem[mi].clone();
-        // The value's bytes, stored under the key.
-        let val = V::P(
-            Region::Map {
-                m,
-                key: key.clone(),
-                null: "false".into(),
-            },
-            bv64(0),
-            Some(0),
-        );
-        for i in 0..def.value_size as i64 {
-            let src = self.byte_at(val_ptr, i);
-            let b = self.load(&src, Size::B);
-            let dst = self.byte_at(&val, i);
-            self.store(&dst, Size::B, &b);
-        }
-        let new = self.mem[mi].clone();
-        let ret = if def.is_array() {
-            let size = self.array_size(m);
-            format!(
-                "(ite (bvugt (bvand {flags} {}) {}) {} (ite (bvuge {key} {size}) {} \
-                 (ite (not (= (bvand {flags} {}) {})) {} (ite (not (= (bvand {flags} {}) {})) {} {}))))",
-                c(!BPF_F_LOCK as i64),
-                c(BPF_EXIST as i64),
-                c(-EINVAL),
-                c(-E2BIG),
-                c(BPF_NOEXIST as i64),
-                c(0),
-                c(-EEXIST),
-                c(BPF_F_LOCK as i64),
-                c(0),
-                c(-EINVAL),
-                c(0)
-            )
-        } else if hash && !lru {
-            // Replacing a present key's value needs no new element, unless the map allocates
-            // its elements on demand (BPF_F_NO_PREALLOC), which may fail.
-            let fresh = self.fresh("(_ BitVec 64)", "upd");
-            let replace = if def.map_type == MAP_HASH && def.flags & 1 != 0 {
-                self.fresh("(_ BitVec 64)", "upd")
-            } else {
-                c(0)
-            };
-            format!(
-                "(ite (bvugt {flags} {}) {} (ite {was} (ite (= {flags} {}) {} {replace}) \
-                 (ite (= {flags} {}) {} {fresh})))",
-                c(BPF_EXIST as i64),
-                c(-EINVAL),
-                c(BPF_NOEXIST as i64),
-                c(-EEXIST),
-                c(BPF_EXIST as i64),
-                c(-ENOENT)
-            )
-        } else if lru {
-            let fresh = self.fresh("(_ BitVec 64)", "upd");
-            format!(
-                "(ite (bvugt {flags} {}) {} {fresh})",
-                c(BPF_EXIST as i64),
-                c(-EINVAL)
-            )
-        } else {
-            self.fresh("(_ BitVec 64)", "upd")
-        };
-        let ret = self.def("(_ BitVec 64)", &ret);
-        let ok = self.def("Bool", &format!("(= {ret} {})", c(0)));
-        self.mem[mi] = self.def(&sort, &format!("(ite {ok} {new} {old})"));
-        if !def.is_array() {
-            let mut base = pres.clone();
-            if lru {
-                let victim = self.fresh(&format!("(_ BitVec {ks})"), &format!("evict{ks}"));
-                let evicts = self.fresh("Bool", "evicts");
-                base = self.def(
-                    &psort,
-                    &format!("(ite {evicts} (store {pres} {victim} false) {pres})"),
-                );
-            }
-            self.present[mi] = self.def(
-                &psort,
-                &format!("(ite {ok} (store {base} {key} true) {base})"),
-            );
-        }
-        V::S(ret)
-    }
-
-    /// Record that the path reads map `m`'s entry under `key` (a term of the key's width): its
-    /// initial value bytes, and `present` (whether it has an entry; `None`: always, an array),
-    /// so that the model gives the entry an example packet needs.
-    /// `bpf_map_lookup_elem` on lpm_trie `m` with the key at `keyp` (`{u32 prefixlen; u8
-    /// data[]}`): the entry with the longest prefix length L, at most the key's prefixlen, whose
-    /// key is (L, the key's data with the bits past L zeroed) — the interpreter keeps an
-    /// lpm_trie's keys so normalised, and so does a model's example. An ite chain from the
-    /// longest L down.
-    fn lpm_lookup(&mut self, m: u32, keyp: &V) -> V {
-        let ksz = self.p.maps[m as usize].key_size;
-        let key = self.stack_bytes(keyp, ksz);
-        let key = self.def(&format!("(_ BitVec {})", ksz * 8), &key);
-        let plen = self.def("(_ BitVec 32)", &format!("((_ extract 31 0) {key})"));
-        let pres = self.present[m as usize].clone();
-        // A constant of the key's width from its bytes (byte 0 lowest).
-        let konst = |bytes: &[u8]| -> String {
-            let digits: String = bytes.iter().rev().map(|b| format!("{b:02x}")).collect();
-            format!("#x{digits}")
-        };
-        let data_bits = 8 * (ksz - 4);
-        let (mut chosen, mut found) = (String::new(), Vec::new());
-        for l in 0..=data_bits {
-            let mut mask = vec![0u8; ksz as usize];
-            let mut lbytes = vec![0u8; ksz as usize];
-            lbytes[..4].copy_from_slice(&l.to_le_bytes());
-            for (i, b) in mask[4..].iter_mut().enumerate() {
-                let keep = l.saturating_sub(8 * i as u32).min(8);
-                *b = (0xff00u16 >> keep) as u8;
-            }
-            let cand = self.def(
-                &format!("(_ BitVec {})", ksz * 8),
-                &format!("(bvor (bvand {key} {}) {})", konst(&mask), konst(&lbytes)),
-            );
-            let cond = self.def(
-                "Bool",
-                &format!("(and (bvuge {plen} (_ bv{l} 32)) (select {pres} {cand}))"),
-            );
-            chosen = if l == 0 {
-                cand
-            } else {
-                let c = format!("(ite {cond} {cand} {chosen})");
-                self.def(&format!("(_ BitVec {})", ksz * 8), &c)
-            };
-            found.push(cond);
-        }
-        let null = self.def("Bool", &format!("(not (or false {}))", found.join(" ")));
-        self.record_lookup(m, &chosen, Some(format!("(select p{m}_0 {chosen})")));
-        V::P(
-            Region::Map {
-                m,
-                key: chosen,
-                null,
-            },
-            bv64(0),
-            Some(0),
-        )
-    }
-
-    /// `bpf_map_lookup_elem` through inner map `m` (a map of maps' `<outer>.inner`): the map is
-    /// whichever the slot holds, so the entry's bytes are fresh ([`Region::Inner`]) and whether
-    /// there is one is unknown, except in an array whose inner definition fixes its size (the
-    /// kernel's `array_map_meta_equal` asks a slot's array for the template's max_entries
-    /// unless the template has BPF_F_INNER_MAP): there the key below the size. The entry is
-    /// reported as a lookup of `<outer>.inner`, so an example can fill the interpreter's.
-    fn inner_lookup(&mut self, m: u32, keyp: &V) -> V {
-        let def = self.p.maps[m as usize].clone();
-        let key = self.stack_bytes(keyp, def.key_size.max(1));
-        let key = self.def(&format!("(_ BitVec {})", def.key_size.max(1) * 8), &key);
-        let sized = def.is_array() && def.max_entries > 0 && def.flags & BPF_F_INNER_MAP == 0;
-        let null = if sized {
-            let size = self.array_size(m);
-            self.def("Bool", &format!("(bvuge {key} {size})"))
-        } else {
-            self.fresh("Bool", "innull")
-        };
-        let vals = self.fresh(INNER_VALS, "inval");
-        self.lookups.push(Lookup {
-            map: def.name.clone(),
-            key: key.clone(),
-            key_size: def.key_size,
-            value: (0..def.value_size)
-                .map(|i| format!("(select {vals} (_ bv{i} 32))"))
-                .collect(),
-            present: (!sized).then(|| format!("(not {null})")),
-        });
-        V::P(Region::Inner { m, null, vals }, bv64(0), Some(0))
-    }
-
-    fn record_lookup(&mut self, m: u32, key: &str, present: Option<String>) {
-        let def = &self.p.maps[m as usize];
-        self.lookups.push(Lookup {
-            map: def.name.clone(),
-            key: key.to_string(),
-            key_size: def.key_size,
-            value: (0..def.value_size)
-                .map(|i| format!("(select m{m}_0 (concat {key} (_ bv{i} 32)))"))
-                .collect(),
-            present,
-        });
-    }
-
-    /// `bpf_redirect_map(map, key, flags)` on a device, CPU or AF_XDP socket map m
-    /// (`__bpf_xdp_redirect_map`): flags beyond the action bits (and, for device maps,
-    /// BPF_F_BROADCAST and BPF_F_EXCLUDE_INGRESS) give XDP_ABORTED; a key with an entry, or a
-    /// broadcast, XDP_REDIRECT; any other key the action in the flags' low two bits. The
-    /// entry is the map's presence bit for the key (and, for maps indexed by position, the key
-    /// below the size); the model's entry is reported as a lookup, so an example packet finds it.
-    fn redirect_map(&mut self, m: u32, key: &V, flags: &V) -> V {
-        let def = self.p.maps[m as usize].clone();
-        let c = |v: u64| bv64(v);
-        let hashed = def.map_type == MAP_DEVMAP_HASH;
-        let mask = if matches!(def.map_type, MAP_DEVMAP | MAP_DEVMAP_HASH) {
-            BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS
-        } else {
-            0
-        };
-        let f = self.scalar(flags);
-        let k64 = self.scalar(key);
-        if def.key_size != 4 {
-            // The verifier allows these maps 4-byte keys only.
-            return self.fresh64("h");
-        }
-        let k = self.def("(_ BitVec 32)", &format!("((_ extract 31 0) {k64})"));
-        let pres = self.present[m as usize].clone();
-        let mut found = format!("(select {pres} {k})");
-        if !hashed {
-            found = format!("(and (bvult {k} {}) {found})", self.array_size(m));
-        }
-        let found = self.def("Bool", &found);
-        self.record_lookup(m, &k, Some(found.clone()));
-        let actions = 3u64;
-        let broadcast = if mask != 0 {
-            format!("(not (= (bvand {f} {}) {}))", c(BPF_F_BROADCAST), c(0))
-        } else {
-            "false".into()
-        };
-        V::S(self.def(
-            "(_ BitVec 64)",
-            &format!(
-                "(ite (not (= (bvand {f} {}) {})) {} (ite (or {found} {broadcast}) {} (bvand {f} {})))",
-                c(!(actions | mask)),
-                c(0),
-                c(0),
-                c(4),
-                c(actions)
-            ),
-        ))
-    }
-
-    /// `bpf_xdp_load_bytes(ctx, off, buf, len)` (`store`: `bpf_xdp_store_bytes`) as the kernel
-    /// gives it for a linear packet (`bpf_xdp_pointer`): offset or length above 0xffff
-    /// -EFAULT, `off + len` past the packet's end -EINVAL, else 0 and the bytes at
-    /// `data + off` copied to `buf` (or back), each copied byte `ite(ok, new, old)`. A length
-    /// that is not a constant (or above 4096) leaves the destination unknown: fresh bytes.
-    fn xdp_bytes(&mut self, store: bool, off: &V, buf: &V, len: &V) -> V {
-        let o = self.scalar(off);
-        let l = self.scalar(len);
-        let n = l
-            .strip_prefix("#x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .map(|v| v & 0xffff_ffff);
-        let w = |t: &str| format!("((_ zero_extend 32) ((_ extract 31 0) {t}))");
-        let o = self.def("(_ BitVec 64)", &w(&o));
-        let l = self.def("(_ BitVec 64)", &w(&l));
-        let ret = format!(
-            "(ite (or (bvugt {o} {max}) (bvugt {l} {max})) {} \
-             (ite (bvugt (bvadd {o} {l}) (bvsub {} {})) {} {}))",
-            bv64((-EFAULT) as u64),
-            self.end_off,
-            self.data_off,
-            bv64((-EINVAL) as u64),
-            bv64(0),
-            max = bv64(XDP_BYTES_MAX),
-        );
-        let ret = self.def("(_ BitVec 64)", &ret);
-        let ok = self.def("Bool", &format!("(= {ret} {})", bv64(0)));
-        let at = self.def("(_ BitVec 64)", &format!("(bvadd {} {o})", self.data_off));
-        let pkt = V::P(Region::Pkt, at, None);
-        let (src, dst) = if store { (buf, &pkt) } else { (&pkt, buf) };
-        match n {
-            Some(n) if n <= 4096 => {
-                let mut bytes = Vec::new();
-                for i in 0..n as i64 {
-                    let s = self.byte_at(src, i);
-                    let d = self.byte_at(dst, i);
-                    let new = self.load(&s, Size::B);
-                    let old = self.load(&d, Size::B);
-                    let (V::S(new), V::S(old)) = (new, old) else {
-                        unreachable!("loads give scalars")
-                    };
-                    bytes.push((d, format!("(ite {ok} {new} {old})")));
-                }
-                for (d, b) in bytes {
-                    let b = V::S(self.def("(_ BitVec 64)", &b));
-                    self.store(&d, Size::B, &b);
-                }
-            }
-            _ => {
-                let dst = dst.clone();
-                self.havoc(&dst);
-            }
-        }
-        V::S(ret)
-    }
-
-    /// `bpf_xdp_fib_lookup(ctx, params, plen, flags)`: `plen` below 64 (the struct) gives
-    /// -EINVAL and writes nothing; otherwise the result is any of the kernel's: a
-    /// BPF_FIB_LKUP_RET_* (0 to 9), -EINVAL (flags), -ENODEV (no such ifindex) or
-    /// -EAFNOSUPPORT (family), and the struct's 64 bytes are fresh (which fields a lookup
-    /// writes depends on its result and the kernel's version: all of them may change).
-    fn fib_lookup(&mut self, params: &V, plen: &V) -> V {
-        let l = self.scalar(plen);
-        let short = self.def(
-            "Bool",
-            &format!(
-                "(bvslt ((_ extract 31 0) {l}) ((_ extract 31 0) {}))",
-                bv64(FIB_LOOKUP_BYTES)
-            ),
-        );
-        let x = self.fresh("(_ BitVec 64)", "fib");
-        let c = |v: i64| bv64(v as u64);
-        let ret = format!(
-            "(ite {short} {einval} (ite (bvule {x} {max}) {x} (ite (= {x} {a}) {einval} \
-             (ite (= {x} {b}) {} {}))))",
-            c(-ENODEV),
-            c(-EAFNOSUPPORT),
-            einval = c(-EINVAL),
-            max = bv64(FIB_LKUP_RET_MAX),
-            a = bv64(FIB_LKUP_RET_MAX + 1),
-            b = bv64(FIB_LKUP_RET_MAX + 2),
-        );
-        let ret = self.def("(_ BitVec 64)", &ret);
-        for i in 0..FIB_LOOKUP_BYTES as i64 {
-            let d = self.byte_at(params, i);
-            let V::S(old) = self.load(&d, Size::B) else {
-                unreachable!("loads give scalars")
-            };
-            let new = self.fresh("(_ BitVec 8)", "fibp");
-            let b = self.def(
-                "(_ BitVec 64)",
-                &format!("(ite {short} {old} ((_ zero_extend 56) {new}))"),
-            );
-            self.store(&d, Size::B, &V::S(b));
-        }
-        V::S(ret)
-    }
-
-    /// A kfunc call. The XDP metadata kfuncs (interp.rs `KFUNC_XDP_METADATA`) return 0, having
-    /// written fresh outputs through r2 (and r3), or -ENODATA / -EOPNOTSUPP, writing nothing
-    /// (a device's implementation or the kernel's default). Any other kfunc is refused by the
-    /// costing before symbolic execution: as a helper nothing is known of.
-    fn kfunc(&mut self, id: u32) {
-        let name = self.p.kfunc_name(id);
-        if name == crate::interp::KFUNC_CT_LOOKUP || name == crate::interp::KFUNC_CT_RELEASE {
-            let r0 = if name == crate::interp::KFUNC_CT_LOOKUP {
-                self.ct_lookup()
-            } else {
-                // bpf_ct_release: void, no value changes (a pointer that is not an entry the
-                // program holds is the verifier's refusal; here it changes nothing either).
-                V::S(bv64(0))
-            };
-            for r in 1..=5 {
-                let v = self.fresh64("clob");
-                self.set(r, v);
-            }
-            return self.set(0, r0);
-        }
-        let Some(outs) = crate::interp::kfunc_outputs(&name) else {
-            return self.call(u32::MAX);
-        };
-        let x = self.fresh("(_ BitVec 64)", "kf");
-        let ret = self.def(
-            "(_ BitVec 64)",
-            &format!(
-                "(ite (= {x} {z}) {z} (ite (= {x} {one}) {} {}))",
-                bv64((-ENODATA) as u64),
-                bv64((-EOPNOTSUPP) as u64),
-                z = bv64(0),
-                one = bv64(1),
-            ),
-        );
-        let ok = self.def("Bool", &format!("(= {ret} {})", bv64(0)));
-        for (a, n) in outs.iter().enumerate() {
-            let ptr = self.reg(2 + a as u8);
-            for i in 0..*n as i64 {
-                let d = self.byte_at(&ptr, i);
-                let V::S(old) = self.load(&d, Size::B) else {
-                    unreachable!("loads give scalars")
-                };
-                let new = self.fresh("(_ BitVec 8)", "kfo");
-                let b = self.def(
-                    "(_ BitVec 64)",
-                    &format!("(ite {ok} ((_ zero_extend 56) {new}) {old})"),
-                );
-                self.store(&d, Size::B, &V::S(b));
-            }
-        }
-        for r in 1..=5 {
-            let v = self.fresh64("clob");
-            self.set(r, v);
-        }
-        self.set(0, V::S(ret));
-    }
-
-    /// `bpf_xdp_ct_lookup(ctx, tuple, tuple_len, opts, opts_len)` (nf_conntrack_bpf.c, Linux
-    /// 6.10+): opts NULL gives NULL, nothing written. Else the error is the first failed check
-    /// (tuple NULL or opts_len neither 12 nor 16: -EINVAL; reserved bytes not 0: -EINVAL;
-    /// l4proto neither TCP nor UDP: -EPROTO; netns_id below -1: -EINVAL; tuple_len neither
-    /// the IPv4 nor the IPv6 tuple's: -EAFNOSUPPORT), then for a netns_id of 0 or more a fresh
-    /// -ENONET, then found (0) or -ENOENT, a fresh condition (the conntrack table is not the
-    /// program's). A non-zero error is written to `opts->error` and the result is NULL; else
-    /// the result is an entry whose bytes read fresh (`Region::Record`: its null condition is
-    /// the error's) and `opts->dir` is fresh. A 16-byte opts' ct_zone_dir of 0 becomes 3
-    /// once the checks pass; an opts_len that is not a constant makes the opts' frame fresh.
-    fn ct_lookup(&mut self) -> V {
-        use crate::interp::{
-            CT_OPTS_OLD_SZ, CT_OPTS_SZ, CT_TUPLE_V4, CT_TUPLE_V6, ENONET, EPROTO,
-            NF_CT_DEFAULT_ZONE_DIR,
-        };
-        let (tuple, tlen, opts, olen) = (self.reg(2), self.reg(3), self.reg(4), self.reg(5));
-        if !matches!(opts, V::P(..)) {
-            return V::S(bv64(0));
-        }
-        let c = |e: i64| bv64(e as u64);
-        let tuple_null = match &tuple {
-            V::P(..) => "false".to_string(),
-            V::S(t) => format!("(= {t} {})", bv64(0)),
-            _ => "false".to_string(),
-        };
-        let ol = self.scalar(&olen);
-        let tl = self.scalar(&tlen);
-        let olen_k = match &olen {
-            V::S(t) if *t == bv64(CT_OPTS_SZ) => Some(CT_OPTS_SZ),
-            V::S(t) if *t == bv64(CT_OPTS_OLD_SZ) => Some(CT_OPTS_OLD_SZ),
-            _ => None,
-        };
-        let byte = |s: &mut Self, i: i64| -> String {
-            if i >= CT_OPTS_OLD_SZ as i64 && olen_k != Some(CT_OPTS_SZ) {
-                let f = s.fresh("(_ BitVec 8)", "cto");
-                return s.def("(_ BitVec 64)", &format!("((_ zero_extend 56) {f})"));
-            }
-            let d = s.byte_at(&opts, i);
-            let V::S(b) = s.load(&d, Size::B) else {
-                unreachable!("loads give scalars")
-            };
-            b
-        };
-        let b: Vec<String> = (0..16).map(|i| byte(self, i)).collect();
-        let V::S(ns) = self.load(&opts, Size::W) else {
-            unreachable!("loads give scalars")
-        };
-        let ns = format!("((_ extract 31 0) {ns})");
-        let z = bv64(0);
-        let resv = format!(
-            "(ite (= {ol} {}) (not (= (bvor {} {} {}) {z})) (not (= (bvor {} {}) {z})))",
-            bv64(CT_OPTS_SZ),
-            b[13],
-            b[14],
-            b[15],
-            b[10],
-            b[11]
-        );
-        let found = self.fresh("Bool", "ctfound");
-        let enonet = self.fresh("Bool", "ctnonet");
-        let err = format!(
-            "(ite (or {tuple_null} (not (or (= {ol} {o12}) (= {ol} {o16})))) {einval} \
-             (ite {resv} {einval} \
-             (ite (and (not (= {l4} {tcp})) (not (= {l4} {udp}))) {eproto} \
-             (ite (bvslt {ns} #xffffffff) {einval} \
-             (ite (and (not (= {tl} {t4})) (not (= {tl} {t6}))) {eafno} \
-             (ite (and (bvsge {ns} #x00000000) {enonet}) {enonet_v} \
-             (ite {found} {z} {enoent})))))))",
-            o12 = bv64(CT_OPTS_OLD_SZ),
-            o16 = bv64(CT_OPTS_SZ),
-            einval = c(-EINVAL),
-            l4 = b[8],
-            tcp = bv64(6),
-            udp = bv64(17),
-            eproto = c(-EPROTO),
-            t4 = bv64(CT_TUPLE_V4),
-            t6 = bv64(CT_TUPLE_V6),
-            eafno = c(-EAFNOSUPPORT),
-            enonet_v = c(-ENONET),
-            enoent = c(-ENOENT),
-        );
-        let err = self.def("(_ BitVec 64)", &err);
-        let null = self.def("Bool", &format!("(not (= {err} {z}))"));
-        // opts->error (bytes 4..8) on failure; opts->dir (byte 9) on success.
-        for i in 0..4 {
-            let d = self.byte_at(&opts, 4 + i);
-            let v = self.def(
-                "(_ BitVec 64)",
-                &format!(
-                    "(ite {null} ((_ zero_extend 56) ((_ extract {} {}) {err})) {})",
-                    8 * i + 7,
-                    8 * i,
-                    b[4 + i as usize]
-                ),
-            );
-            self.store(&d, Size::B, &V::S(v));
-        }
-        let dir = self.fresh("(_ BitVec 8)", "ctdir");
-        let d = self.byte_at(&opts, 9);
-        let v = self.def(
-            "(_ BitVec 64)",
-            &format!("(ite {null} {} ((_ zero_extend 56) {dir}))", b[9]),
-        );
-        self.store(&d, Size::B, &V::S(v));
-        match olen_k {
-            Some(CT_OPTS_SZ) => {
-                let d = self.byte_at(&opts, 12);
-                let v = self.def(
-                    "(_ BitVec 64)",
-                    &format!(
-                        "(ite (and (or (= {err} {z}) (= {err} {enoent})) (= {old} {z})) {dflt} {old})",
-                        enoent = c(-ENOENT),
-                        old = b[12],
-                        dflt = bv64(NF_CT_DEFAULT_ZONE_DIR as u64),
-                    ),
-                );
-                self.store(&d, Size::B, &V::S(v));
-            }
-            Some(_) => {}
-            None => self.havoc(&opts),
-        }
-        V::P(Region::Record { null }, bv64(0), Some(0))
-    }
-
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
-    fn havoc(&mut self, ptr: &V) {
+    pub(crate) fn havoc(&mut self, ptr: &V) {
         match ptr {
             V::P(Region::Pkt, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
             V::P(Region::Stack(f), _, _) => {
@@ -1415,14 +847,14 @@ impl<'a> Sym<'a> {
     /// Whether a slot of a map of maps whose synthetic inner map is `inner` may hold map `m`
     /// (or an inner map of another map of maps, the same map as `m`'s): the same type, key
     /// size and value size (the kernel's `bpf_map_meta_equal` asks that and more).
-    fn may_alias(&self, inner: u32, m: u32) -> bool {
+    pub(crate) fn may_alias(&self, inner: u32, m: u32) -> bool {
         let (a, b) = (&self.p.maps[inner as usize], &self.p.maps[m as usize]);
         a.map_type == b.map_type && a.key_size == b.key_size && a.value_size == b.value_size
     }
 
     /// A write to map `m` may have changed the value any inner map pointer of a definition
     /// `m` fits points to: their bytes become fresh.
-    fn refresh_inner(&mut self, m: u32) {
+    pub(crate) fn refresh_inner(&mut self, m: u32) {
         let hit: Vec<u32> = self
             .inner
             .iter()
@@ -1452,7 +884,7 @@ impl<'a> Sym<'a> {
     /// fresh contents and entries, and its value pointers become [`Region::Replaced`] (the
     /// write may have deleted or replaced their element). Reads through inner maps are fresh
     /// anyway.
-    fn havoc_aliases(&mut self, m: u32) {
+    pub(crate) fn havoc_aliases(&mut self, m: u32) {
         for j in 0..self.p.maps.len() as u32 {
             if self.inner.contains(&j) || !self.may_alias(m, j) {
                 continue;
@@ -1467,231 +899,30 @@ impl<'a> Sym<'a> {
         self.refresh_inner(m);
     }
 
-    fn call(&mut self, helper: u32) {
+    /// Helper `helper` by its family's semantics (crate::helpers); a helper without them gives
+    /// a fresh value. r1–r5 are clobbered.
+    pub(crate) fn call(&mut self, helper: u32) {
         // An inner map pointer (past its NULL check: the verifier refuses a call with one that
         // may be NULL) is the inner map.
         let r1 = match self.reg(1) {
             V::Inner(m, _) => V::MapPtr(m),
             v => v,
         };
-        let r2 = self.reg(2);
-        let r3 = self.reg(3);
-        let r4 = self.reg(4);
-        let r0 = match (helper, &r1) {
-            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.p.maps[*m as usize].is_map_of_maps() => {
-                let m = *m;
-                let def = self.p.maps[m as usize].clone();
-                let key = self.stack_bytes(&r2, def.key_size.max(1));
-                let pres = self.present[m as usize].clone();
-                // The model's slot is an entry of the example only where the kernel can hold
-                // one: an array of maps' index below its size.
-                let (null, present) = if def.map_type == crate::load::MAP_ARRAY_OF_MAPS {
-                    let size = self.array_size(m);
-                    let null = self.def(
-                        "Bool",
-                        &format!("(or (bvuge {key} {size}) (not (select {pres} {key})))"),
-                    );
-                    (
-                        null,
-                        format!("(and (bvult {key} {size}) (select p{m}_0 {key}))"),
-                    )
-                } else {
-                    let null = self.def("Bool", &format!("(not (select {pres} {key}))"));
-                    (null, format!("(select p{m}_0 {key})"))
-                };
-                self.record_lookup(m, &key, Some(present));
-                match self.p.inner_map(m) {
-                    Some(inner) => V::Inner(inner, null),
-                    None => V::S(self.fresh("(_ BitVec 64)", "r0")),
+        let args = [r1, self.reg(2), self.reg(3), self.reg(4)];
+        let row = crate::helpers::find(helper);
+        let r0 = match row.and_then(|h| h.symex) {
+            Some(f) => f(self, helper, args),
+            None => {
+                // A helper that writes through its pointer arguments without semantics of its
+                // own: whatever they point to becomes unknown.
+                if row.is_some_and(|h| h.writes_args) {
+                    for r in 1..=5 {
+                        let v = self.reg(r);
+                        self.havoc(&v);
+                    }
                 }
-            }
-            (HELPER_MAP_LOOKUP, V::MapPtr(m)) if self.inner.contains(m) => {
-                let m = *m;
-                self.inner_lookup(m, &r2)
-            }
-            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m)) if self.inner.contains(m) => {
-                let m = *m;
-                self.havoc_aliases(m);
-                self.fresh64("upd")
-            }
-            (HELPER_MAP_LOOKUP, V::MapPtr(m))
-                if self.p.maps[*m as usize].map_type == crate::load::MAP_LPM_TRIE
-                    && self.p.maps[*m as usize].key_size > 4 =>
-            {
-                let m = *m;
-                self.lpm_lookup(m, &r2)
-            }
-            (HELPER_MAP_LOOKUP, V::MapPtr(m)) => {
-                let m = *m;
-                let def = self.p.maps[m as usize].clone();
-                let key = self.stack_bytes(&r2, def.key_size.max(1));
-                let null = if def.is_array() {
-                    let size = self.array_size(m);
-                    self.def("Bool", &format!("(bvuge {key} {size})"))
-                } else {
-                    let pres = self.present[m as usize].clone();
-                    self.def("Bool", &format!("(not (select {pres} {key}))"))
-                };
-                let present = (!def.is_array()).then(|| format!("(select p{m}_0 {key})"));
-                self.record_lookup(m, &key, present);
-                V::P(Region::Map { m, key, null }, bv64(0), Some(0))
-            }
-            (HELPER_MAP_UPDATE | HELPER_MAP_DELETE, V::MapPtr(m)) => {
-                let m = *m;
-                self.map_write(helper, m, &r2, &r3, &r4)
-            }
-            (HELPER_ADJUST_HEAD, _) => {
-                // bpf_xdp_adjust_head: data may move into the headroom but not into struct
-                // xdp_frame and the metadata in front of it, and must leave ETH_HLEN bytes.
-                let d = self.scalar(&r2);
-                let delta = self.def(
-                    "(_ BitVec 64)",
-                    &format!("((_ sign_extend 32) ((_ extract 31 0) {d}))"),
-                );
-                let new = self.def(
-                    "(_ BitVec 64)",
-                    &format!("(bvadd {} {delta})", self.data_off),
-                );
-                let no_meta = self.meta_off == self.data_off;
-                let lo = if no_meta {
-                    bv64((-FRONT) as u64)
-                } else {
-                    self.def(
-                        "(_ BitVec 64)",
-                        &format!(
-                            "(bvadd {} (bvsub {} {}))",
-                            bv64((-FRONT) as u64),
-                            self.data_off,
-                            self.meta_off
-                        ),
-                    )
-                };
-                let ok = self.def(
-                    "Bool",
-                    &format!(
-                        "(and (bvsge {new} {lo}) (bvsle (bvadd {new} {}) {}))",
-                        bv64(ETH_HLEN),
-                        self.end_off
-                    ),
-                );
-                let cur = self.data_off.clone();
-                self.data_off = self.def("(_ BitVec 64)", &format!("(ite {ok} {new} {cur})"));
-                // The metadata moves along.
-                self.meta_off = if no_meta {
-                    self.data_off.clone()
-                } else {
-                    let meta = self.meta_off.clone();
-                    self.def(
-                        "(_ BitVec 64)",
-                        &format!("(ite {ok} (bvadd {meta} {delta}) {meta})"),
-                    )
-                };
-                V::S(self.def(
-                    "(_ BitVec 64)",
-                    &format!("(ite {ok} {} {})", bv64(0), bv64((-EINVAL) as u64)),
-                ))
-            }
-            (HELPER_ADJUST_TAIL, _) => {
-                // bpf_xdp_adjust_tail: data_end may not pass the frame's end (less the shared
-                // info), fixed where the packet was received, and must leave ETH_HLEN bytes.
-                // (The kernel zeroes the bytes a packet grows by; here they are the packet
-                // array's, unconstrained.)
-                let d = self.scalar(&r2);
-                let delta = self.def(
-                    "(_ BitVec 64)",
-                    &format!("((_ sign_extend 32) ((_ extract 31 0) {d}))"),
-                );
-                let new = self.def(
-                    "(_ BitVec 64)",
-                    &format!("(bvadd {} {delta})", self.end_off),
-                );
-                let ok = self.def(
-                    "Bool",
-                    &format!(
-                        "(and (bvsge {new} (bvadd {} {})) (bvsle {new} {}))",
-                        self.data_off,
-                        bv64(ETH_HLEN),
-                        bv64(HARD_END)
-                    ),
-                );
-                let cur = self.end_off.clone();
-                self.end_off = self.def("(_ BitVec 64)", &format!("(ite {ok} {new} {cur})"));
-                V::S(self.def(
-                    "(_ BitVec 64)",
-                    &format!("(ite {ok} {} {})", bv64(0), bv64((-EINVAL) as u64)),
-                ))
-            }
-            (HELPER_ADJUST_META, _) => {
-                // bpf_xdp_adjust_meta: data_meta stays between struct xdp_frame and data
-                // (-EINVAL), the metadata a multiple of 4 bytes, at most 32 (-EACCES).
-                let d = self.scalar(&r2);
-                let new = self.def(
-                    "(_ BitVec 64)",
-                    &format!(
-                        "(bvadd {} ((_ sign_extend 32) ((_ extract 31 0) {d})))",
-                        self.meta_off
-                    ),
-                );
-                let len = self.def("(_ BitVec 64)", &format!("(bvsub {} {new})", self.data_off));
-                let r = format!(
-                    "(ite (or (bvslt {new} {}) (bvsgt {new} {})) {} \
-                     (ite (or (not (= (bvand {len} {}) {})) (bvugt {len} {})) {} {}))",
-                    bv64((-FRONT) as u64),
-                    self.data_off,
-                    bv64((-EINVAL) as u64),
-                    bv64(3),
-                    bv64(0),
-                    bv64(MAX_META_BYTES as u64),
-                    bv64((-EACCES) as u64),
-                    bv64(0)
-                );
-                let r = self.def("(_ BitVec 64)", &r);
-                let meta = self.meta_off.clone();
-                self.meta_off = self.def(
-                    "(_ BitVec 64)",
-                    &format!("(ite (= {r} {}) {new} {meta})", bv64(0)),
-                );
-                V::S(r)
-            }
-            (HELPER_REDIRECT_MAP, V::MapPtr(m))
-                if matches!(
-                    self.p.maps[*m as usize].map_type,
-                    MAP_DEVMAP | MAP_DEVMAP_HASH | MAP_CPUMAP | MAP_XSKMAP
-                ) =>
-            {
-                let m = *m;
-                self.redirect_map(m, &r2, &r3)
-            }
-            (HELPER_FIB_LOOKUP, _) => self.fib_lookup(&r2, &r3),
-            (HELPER_XDP_LOAD_BYTES | HELPER_XDP_STORE_BYTES, _) => {
-                self.xdp_bytes(helper == HELPER_XDP_STORE_BYTES, &r2, &r3, &r4)
-            }
-            // bpf_ringbuf_reserve: a record, or NULL (the buffer may be full: unknown).
-            (HELPER_RINGBUF_RESERVE, _) => {
-                let null = self.fresh("Bool", "rbnull");
-                V::P(Region::Record { null }, bv64(0), Some(0))
-            }
-            // Helpers the kernel declares void (their r0 is 0), and the locks, which return 0.
-            (
-                HELPER_RINGBUF_SUBMIT
-                | HELPER_RINGBUF_DISCARD
-                | HELPER_SPIN_LOCK
-                | HELPER_SPIN_UNLOCK,
-                _,
-            ) => V::S(bv64(0)),
-            // Time, the events' results (a reader may be missing, the buffer full): fresh.
-            (HELPER_KTIME_GET_COARSE_NS | HELPER_PERF_EVENT_OUTPUT | HELPER_RINGBUF_OUTPUT, _) => {
                 self.fresh64("h")
             }
-            (HELPER_REDIRECT, _) => {
-                // bpf_redirect: XDP_REDIRECT unless flags are set (then XDP_ABORTED).
-                let f = self.scalar(&r2);
-                V::S(self.def(
-                    "(_ BitVec 64)",
-                    &format!("(ite (= {f} {}) {} {})", bv64(0), bv64(4), bv64(0)),
-                ))
-            }
-            _ => self.fresh64("h"),
         };
         for r in 1..=5 {
             let v = self.fresh64("clob");
@@ -2011,7 +1242,7 @@ impl<'a> Sym<'a> {
         }
     }
 
-    fn offset(&mut self, base: &V, off: i64) -> V {
+    pub(crate) fn offset(&mut self, base: &V, off: i64) -> V {
         if off == 0 {
             return base.clone();
         }
@@ -2124,6 +1355,7 @@ mod tests {
     //! project's `.venv`, `make develop`; or $NICSIM_Z3, or `z3` on the PATH) whether the path
     //! is feasible. The kernel's answers are the interpreter's ([`crate::interp`]).
     use super::*;
+    use crate::load::MAP_HASH;
     use crate::load::{MapDef, MAP_ARRAY};
     use crate::testasm::*;
 

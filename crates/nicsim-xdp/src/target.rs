@@ -34,6 +34,13 @@ pub struct Target {
     /// Helper costs by helper name without `bpf_`; map helpers may be refined per map type
     /// (`map_lookup_elem.array`), which is looked up first.
     pub helpers: BTreeMap<String, HelperCost>,
+    /// Why a helper without an entry in `helpers` is not supported on this target (`nfp`: the
+    /// NFP offload's own rule, which helpers its verifier accepts), said with the error.
+    #[serde(default)]
+    pub helper_rule: Option<String>,
+    /// Why a map helper on a map type without an entry is not supported on this target.
+    #[serde(default)]
+    pub map_rule: Option<String>,
     /// How the constants were obtained (free-form, kept in the summary).
     #[serde(default)]
     pub calibration: Option<toml::Table>,

@@ -352,8 +352,10 @@ def xdp_helpers(
 
     A helper is supported when the analyzer models what it does and the target gives it a cost;
     `bpf_map_lookup_elem (hash)` is the helper on a map of that type; the XDP metadata kfuncs are
-    listed apart. Any other helper, map type or kfunc in a program is an error that names it. Each cost's source is in `--json` and in
-    docs/xdp.md.
+    listed apart. Then every helper an XDP program may call, with what the interpreter and the
+    symbolic executor do with it and its status per target (`cost`; `refused`; `no cost`, with the
+    target's rule in `--json`). Any other helper, map type or kfunc in a program is an error that
+    names it. Each cost's source is in `--json` and in docs/xdp.md.
     """
     from nicsim.xdp.helpers import supported
 
@@ -375,6 +377,18 @@ def xdp_helpers(
         for name, what in s["map_types"].items():
             types.add_row(name, what)
         console.print(types)
+        every = Table(title="Every helper an XDP program may call (Linux 6.1 and later), and its status")
+        every.add_column("helper")
+        every.add_column("family")
+        every.add_column("interpreter")
+        every.add_column("symbolic")
+        for t in s["targets"]:
+            every.add_column(t)
+        for r in s["xdp_helpers"]:
+            every.add_row(r["helper"] + ("" if r["linux_6_1"] else " (later)"), r["family"],
+                          "yes" if r["interpreter"] else "no", r["symbolic"],
+                          *(r["status"][t].split(":")[0] for t in s["targets"]))
+        console.print(every)
         kf = Table(title="kfuncs the analyzer models (any other is refused, naming it)")
         kf.add_column("kfunc")
         kf.add_column("gives")

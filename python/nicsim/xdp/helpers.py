@@ -11,6 +11,7 @@ and each call of its callback (`PARTS`). kfuncs: the XDP metadata kfuncs are mod
 
 from __future__ import annotations
 
+import json
 import tomllib
 from typing import Any
 
@@ -88,4 +89,28 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
         if r["map_type"] is None and r["helper"] in typed:
             r["map_type"] = "(other types)"
     return {"targets": list(loaded), "helpers": helpers, "map_types": MAP_TYPES,
-            "kfuncs": kfuncs}
+            "kfuncs": kfuncs, "xdp_helpers": xdp_helpers(loaded)}
+
+
+def xdp_helpers(loaded: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every helper an XDP program may call (Linux 6.1's list and the later kernels' that the
+    analyzer knows: crates/nicsim-xdp/src/helpers), with what the analyzer does with it and its
+    status on each target: `cost` (analysed), `refused: WHY` (whatever the target), or
+    `no cost: WHY` (the target's `helper_rule`, e.g. the NFP offload's list of helpers)."""
+    from nicsim import _core
+
+    rows = json.loads(_core.xdp_helper_rows())
+    for r in rows:
+        short = r["helper"].removeprefix("bpf_")
+        r["status"] = {}
+        for tname, t in loaded.items():
+            costed = any(k == short or k.startswith(short + ".") for k in t.get("helpers", {}))
+            if r["refused"]:
+                r["status"][tname] = f"refused: {r['refused']}"
+            elif costed:
+                r["status"][tname] = "cost"
+            else:
+                rule = t.get("helper_rule") or ("not measured by the calibration this target came from "
+                                                "(re-run `nicsim xdp calibrate`)")
+                r["status"][tname] = f"no cost: {rule}"
+    return rows

@@ -1,5 +1,6 @@
 //! Names of the kernel's BPF helpers by id, as `__BPF_FUNC_MAPPER` in the uapi header
-//! `linux/bpf.h` (Linux 6.1) lists them; used to name a helper in messages.
+//! `linux/bpf.h` lists them (Linux 6.1, and the two ids Linux 6.2 added; no kernel since has added
+//! a helper: new interfaces are kfuncs); used to name a helper in messages.
 
 /// `HELPER_NAMES[id]` is helper `id` without its `bpf_` prefix.
 pub const HELPER_NAMES: &[&str] = &[
@@ -213,6 +214,9 @@ pub const HELPER_NAMES: &[&str] = &[
     "tcp_raw_check_syncookie_ipv6",
     "ktime_get_tai_ns",
     "user_ringbuf_drain",
+    // Linux 6.2
+    "cgrp_storage_get",
+    "cgrp_storage_delete",
 ];
 
 /// `bpf_<name>` for helper `id`, or `helper #id` if the id is beyond the table.
