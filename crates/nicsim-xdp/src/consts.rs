@@ -115,9 +115,42 @@ enum Op {
     Forget(u32),
 }
 
+/// What one edge does to the packet pointers in registers, for the packet length the split
+/// graph's bounds checks need ([`split`]): registers are `data + offset` (the offset known on
+/// the split node's prefix), `data_end`, or not known.
+#[derive(Debug, Clone, Copy)]
+enum PtrOp {
+    Keep,
+    /// `dst = ctx->data` / `dst = ctx->data_end` (a 32-bit load from the context).
+    Data(u8),
+    End(u8),
+    Mov(u8, u8),
+    /// `dst += imm` (64-bit; a subtraction as its negation).
+    AddImm(u8, i64),
+    /// `dst += src` or `dst -= src` (64-bit).
+    AddReg {
+        dst: u8,
+        src: u8,
+        sub: bool,
+    },
+    /// These registers become unknown.
+    Clobber(u16),
+    /// A 64-bit compare of two registers whose edge holds `a op b`: the packet it needs.
+    Need {
+        a: u8,
+        b: u8,
+        op: JmpOp,
+    },
+}
+
 /// The constant effect of every edge of a costed graph.
 pub struct ConstModel {
     ops: Vec<Op>,
+    /// Per edge, its effect on packet pointers.
+    ptr: Vec<PtrOp>,
+    /// The program calls a helper that moves the packet's start or end (`adjust_head`,
+    /// `adjust_meta`, `adjust_tail`): then the split keeps the graph's packet needs.
+    moves_packet: bool,
 }
 
 /// What the split reads of a node's abstract state (which is 3.3 kB; this is 32 bytes, so it is
@@ -233,11 +266,13 @@ impl ConstModel {
             Src::Imm(i) => Opd::Imm(imm_value(i)),
         };
         let mut ops = Vec::with_capacity(dag.n_edges());
+        let mut ptr = Vec::with_capacity(dag.n_edges());
         for u in 0..dag.n {
             for e in dag.edges(u as u32) {
                 let kind = dag.kind[e];
                 let insn = p.code.get(dag.pc[e] as usize).copied().flatten();
                 let s = facts.get(u).copied().flatten();
+                ptr.push(ptr_op(kind, insn, s));
                 let op = match (kind, insn, s) {
                     (EdgeKind::Call | EdgeKind::Return | EdgeKind::TailCall { .. }, _, _) => {
                         Op::Forget(ALL)
@@ -319,7 +354,15 @@ impl ConstModel {
                 ops.push(op);
             }
         }
-        ConstModel { ops }
+        let moves_packet = p.code.iter().flatten().any(|i| {
+            matches!(i, Insn::Call { helper } if matches!(*helper,
+                crate::absint::HELPER_ADJUST_HEAD | crate::absint::HELPER_ADJUST_TAIL | HELPER_ADJUST_META))
+        });
+        ConstModel {
+            ops,
+            ptr,
+            moves_packet,
+        }
     }
 
     /// The constants after edge `e` from a prefix with constants `c`, or `None` when the edge
@@ -376,9 +419,157 @@ impl ConstModel {
     }
 }
 
+/// `bpf_xdp_adjust_meta` (uapi bpf.h): it moves `data_meta`; like the other helpers that move
+/// the packet, it makes the split keep the graph's packet needs.
+const HELPER_ADJUST_META: u32 = 54;
+/// Registers r0–r5, which a helper call writes (r0) or leaves undefined (r1–r5).
+const CALLER_SAVED: u16 = 0b11_1111;
+
+/// The effect of edge (of `kind`, from `insn` in a state with `facts`) on packet pointers.
+fn ptr_op(kind: EdgeKind, insn: Option<Insn>, facts: Option<Facts>) -> PtrOp {
+    let (Some(insn), Some(f)) = (insn, facts) else {
+        return PtrOp::Clobber(u16::MAX);
+    };
+    match kind {
+        // A callee gets the caller's r1–r5; its r6–r9 are its own. What returns is not known
+        // (the caller's r6–r9 are restored from a frame this does not follow).
+        EdgeKind::Call => return PtrOp::Clobber(!0b11_1110),
+        EdgeKind::Return | EdgeKind::TailCall { .. } => return PtrOp::Clobber(u16::MAX),
+        _ => {}
+    }
+    match insn {
+        Insn::Alu {
+            op,
+            is64: true,
+            dst,
+            src,
+        } => match (op, src) {
+            (AluOp::Mov, Src::Reg(r)) => PtrOp::Mov(dst, r),
+            (AluOp::Add, Src::Imm(i)) => PtrOp::AddImm(dst, i64::from(i)),
+            (AluOp::Sub, Src::Imm(i)) => PtrOp::AddImm(dst, -i64::from(i)),
+            (AluOp::Add | AluOp::Sub, Src::Reg(r)) => PtrOp::AddReg {
+                dst,
+                src: r,
+                sub: op == AluOp::Sub,
+            },
+            _ => PtrOp::Clobber(1 << dst),
+        },
+        Insn::Alu { dst, .. } | Insn::End { dst, .. } | Insn::LdImm64 { dst, .. } => {
+            PtrOp::Clobber(1 << dst)
+        }
+        Insn::Ldx { size, dst, off, .. } => match (f.base, size, off) {
+            (Val::Ctx, Size::W, 0) => PtrOp::Data(dst),
+            (Val::Ctx, Size::W, 4) => PtrOp::End(dst),
+            _ => PtrOp::Clobber(1 << dst),
+        },
+        Insn::Atomic {
+            op,
+            src,
+            fetch: true,
+            ..
+        } => PtrOp::Clobber(if op == crate::insn::AtomicOp::CmpXchg {
+            1
+        } else {
+            1 << src
+        }),
+        Insn::Call { .. } | Insn::Kfunc { .. } => PtrOp::Clobber(CALLER_SAVED),
+        Insn::Jmp {
+            op,
+            is64: true,
+            dst,
+            src: Src::Reg(r),
+            ..
+        } if matches!(kind, EdgeKind::Taken | EdgeKind::NotTaken) => {
+            match if kind == EdgeKind::Taken {
+                Some(op)
+            } else {
+                crate::absint::negate(op)
+            } {
+                Some(op) => PtrOp::Need { a: dst, b: r, op },
+                None => PtrOp::Keep,
+            }
+        }
+        _ => PtrOp::Keep,
+    }
+}
+
+/// A register's packet pointer on the prefixes into a split node: `data` plus an offset in
+/// `lo..=hi`, `data_end`, or not known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ptr {
+    Unknown,
+    Pkt(i64, i64),
+    End,
+}
+
+impl Ptr {
+    fn join(self, o: Ptr) -> Ptr {
+        match (self, o) {
+            (Ptr::Pkt(a, b), Ptr::Pkt(c, d)) => Ptr::Pkt(a.min(c), b.max(d)),
+            (Ptr::End, Ptr::End) => Ptr::End,
+            _ => Ptr::Unknown,
+        }
+    }
+}
+
+type Ptrs = [Ptr; REGS];
+
+impl ConstModel {
+    /// The packet pointers after edge `e` from a split node with constants `c` and pointers
+    /// `p`, and the packet length (bytes) the edge needs by them (0: none known).
+    fn ptr_step(&self, e: usize, c: &Consts, p: &mut Ptrs) -> u32 {
+        let add = |x: Ptr, d: Option<i64>| match (x, d) {
+            (Ptr::Pkt(lo, hi), Some(d)) => match (lo.checked_add(d), hi.checked_add(d)) {
+                (Some(lo), Some(hi)) => Ptr::Pkt(lo, hi),
+                _ => Ptr::Unknown,
+            },
+            _ => Ptr::Unknown,
+        };
+        match self.ptr[e] {
+            PtrOp::Keep => {}
+            PtrOp::Data(d) => p[d as usize] = Ptr::Pkt(0, 0),
+            PtrOp::End(d) => p[d as usize] = Ptr::End,
+            PtrOp::Mov(d, s) => p[d as usize] = p[s as usize],
+            PtrOp::AddImm(d, i) => p[d as usize] = add(p[d as usize], Some(i)),
+            PtrOp::AddReg { dst, src, sub } => {
+                let k = |r: u8| c.get(r).map(|v| v as i64);
+                p[dst as usize] = match (p[dst as usize], p[src as usize]) {
+                    (x @ Ptr::Pkt(..), _) => {
+                        add(x, k(src).and_then(|v| if sub { v.checked_neg() } else { Some(v) }))
+                    }
+                    // A constant plus a packet pointer (`r5 = 18; r5 += r1`).
+                    (_, y @ Ptr::Pkt(..)) if !sub => add(y, k(dst)),
+                    _ => Ptr::Unknown,
+                };
+            }
+            PtrOp::Clobber(m) => {
+                for (r, x) in p.iter_mut().enumerate() {
+                    if m >> r & 1 == 1 {
+                        *x = Ptr::Unknown;
+                    }
+                }
+            }
+            PtrOp::Need { a, b, op } => {
+                // As the abstract interpretation reads a bounds check (`len_need`).
+                let need = match (p[a as usize], p[b as usize], op) {
+                    (Ptr::Pkt(lo, _), Ptr::End, JmpOp::Le) => lo,
+                    (Ptr::Pkt(lo, _), Ptr::End, JmpOp::Lt) => lo.saturating_add(1),
+                    (Ptr::End, Ptr::Pkt(lo, _), JmpOp::Ge) => lo,
+                    (Ptr::End, Ptr::Pkt(lo, _), JmpOp::Gt) => lo.saturating_add(1),
+                    _ => 0,
+                };
+                return need.clamp(0, i64::from(u32::MAX)) as u32;
+            }
+        }
+        0
+    }
+}
+
 /// The graph split by constants: every node of `dag` once per set of constants that reaches it,
 /// without the branch edges those constants rule out; the sink stays one node. `None` if it
-/// would have more than `max_nodes` nodes. Edges keep their instruction, kind, cost and need.
+/// would have more than `max_nodes` nodes. Edges keep their instruction, kind and cost; their
+/// packet need is the graph's or, where the split node's constants tell the offsets a bounds
+/// check compares (a header offset kept in a register), what those offsets need.
 pub fn split(dag: &Dag, model: &ConstModel, max_nodes: usize) -> Option<Dag> {
     use std::collections::HashMap;
     let sink = dag.sink();
@@ -435,17 +626,45 @@ pub fn split(dag: &Dag, model: &ConstModel, max_nodes: usize) -> Option<Dag> {
         kind: Vec::new(),
         topo: (0..n as u32).collect(),
     };
+    // The packet each edge needs, by the pointers the split node's constants give (a parser
+    // computes its header offsets from constants, which the graph's abstract values, joined over
+    // paths, know only as ranges): in topological order, each node's pointers joined over its
+    // in-edges, kept until the node is visited.
+    let refine = !model.moves_packet;
+    let mut ptrs: Vec<Option<Box<Ptrs>>> = (0..nodes.len()).map(|_| None).collect();
+    ptrs[0] = Some(Box::new([Ptr::Unknown; REGS]));
     for &x in &order {
         d.first.push(d.to.len() as u32);
+        let here = if refine {
+            ptrs[x as usize].take()
+        } else {
+            None
+        };
         for &(e, y) in &out[x as usize] {
             let e = e as usize;
+            let mut need = dag.need[e];
+            if let Some(p0) = &here {
+                let mut p = **p0;
+                need = need.max(model.ptr_step(e, &nodes[x as usize].1, &mut p));
+                if y != u32::MAX {
+                    let slot = &mut ptrs[y as usize];
+                    match slot {
+                        Some(q) => {
+                            for (a, b) in q.iter_mut().zip(p) {
+                                *a = a.join(b);
+                            }
+                        }
+                        None => *slot = Some(Box::new(p)),
+                    }
+                }
+            }
             d.to.push(if y == u32::MAX {
                 n as u32 - 1
             } else {
                 new_id[y as usize]
             });
             d.cost.push(dag.cost[e]);
-            d.need.push(dag.need[e]);
+            d.need.push(need);
             d.pc.push(dag.pc[e]);
             d.kind.push(dag.kind[e]);
         }
