@@ -33,20 +33,35 @@ const ALL: u32 = u32::MAX;
 const SLOT_BITS: u32 = !((1u32 << REGS) - 1);
 
 /// What is known at the end of one prefix: `vals[i]` is meaningful when bit i of `known` is
-/// set, and 0 otherwise (so that equal knowledge compares and hashes equal).
+/// set, and 0 otherwise (so that equal knowledge compares and hashes equal). A location whose
+/// bit in `ptr` is set too holds the address of read-only global data (`.rodata`, frozen:
+/// its bytes are the object's), `vals[i]` being the map (high half) and the byte offset (low
+/// half): loads through it read constants (a program's `const volatile` settings, which
+/// xdp-tools' programs test on every packet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Consts {
     vals: [u64; W],
     known: u32,
+    ptr: u32,
 }
 
 impl Consts {
+    /// A number's value (not a read-only data address).
     #[inline]
     fn get(&self, loc: u8) -> Option<u64> {
-        (self.known >> loc & 1 == 1).then_some(self.vals[loc as usize])
+        (self.known >> loc & 1 == 1 && self.ptr >> loc & 1 == 0).then_some(self.vals[loc as usize])
+    }
+    /// A read-only data address: (map, byte offset).
+    #[inline]
+    fn get_ptr(&self, loc: u8) -> Option<(u32, i64)> {
+        (self.ptr >> loc & 1 == 1).then(|| {
+            let v = self.vals[loc as usize];
+            ((v >> 32) as u32, i64::from(v as u32 as i32))
+        })
     }
     #[inline]
     fn set(&mut self, loc: u8, v: Option<u64>) {
+        self.ptr &= !(1 << loc);
         match v {
             Some(v) => {
                 self.vals[loc as usize] = v;
@@ -58,8 +73,32 @@ impl Consts {
             }
         }
     }
+    /// `loc` holds byte `off` of read-only map `map`'s value (offsets out of i32: unknown).
+    #[inline]
+    fn set_ptr(&mut self, loc: u8, map: u32, off: i64) {
+        match i32::try_from(off) {
+            Ok(o) => {
+                self.vals[loc as usize] = u64::from(map) << 32 | u64::from(o as u32);
+                self.known |= 1 << loc;
+                self.ptr |= 1 << loc;
+            }
+            Err(_) => self.set(loc, None),
+        }
+    }
+    /// Copy location `from` (a number or an address) into `to`.
+    #[inline]
+    fn copy(&mut self, to: u8, from: u8) {
+        match self.get_ptr(from) {
+            Some((m, o)) => self.set_ptr(to, m, o),
+            None => {
+                let v = self.get(from);
+                self.set(to, v);
+            }
+        }
+    }
     fn forget(&mut self, m: u32) {
         self.known &= !m;
+        self.ptr &= !m;
         for (i, v) in self.vals.iter_mut().enumerate() {
             if m >> i & 1 == 1 {
                 *v = 0;
@@ -106,6 +145,19 @@ enum Op {
         dst: u8,
         from: u8,
     },
+    /// A load through a register that may hold a read-only data address.
+    LoadData {
+        dst: u8,
+        base: u8,
+        off: i16,
+        size: Size,
+    },
+    /// The address of byte `off` of read-only map `map`'s value.
+    SetPtr {
+        dst: u8,
+        map: u32,
+        off: u32,
+    },
     /// An 8-byte store into a tracked slot.
     Store {
         to: u8,
@@ -146,6 +198,8 @@ enum PtrOp {
 /// The constant effect of every edge of a costed graph.
 pub struct ConstModel {
     ops: Vec<Op>,
+    /// Per map, its bytes when they are read-only (frozen global data).
+    frozen: Vec<Option<Vec<u8>>>,
     /// Per edge, its effect on packet pointers.
     ptr: Vec<PtrOp>,
     /// The program calls a helper that moves the packet's start or end (`adjust_head`,
@@ -286,15 +340,36 @@ impl ConstModel {
                             src: opd(src),
                         },
                         Insn::End { dst, bits, to_be } => Op::End { dst, bits, to_be },
-                        Insn::LdImm64 { dst, imm } => Op::Set {
-                            dst,
-                            val: match imm {
-                                crate::insn::Imm64::Const(c) => Some(c),
-                                _ => None,
-                            },
+                        Insn::LdImm64 { dst, imm } => match imm {
+                            crate::insn::Imm64::Const(c) => Op::Set { dst, val: Some(c) },
+                            crate::insn::Imm64::MapValue { map, off }
+                                if p.maps.get(map as usize).is_some_and(|m| m.frozen) =>
+                            {
+                                Op::SetPtr { dst, map, off }
+                            }
+                            _ => Op::Set { dst, val: None },
                         },
-                        Insn::Ldx { size, dst, off, .. } => match (size, slot_of(s.base, off)) {
+                        Insn::Ldx {
+                            size,
+                            dst,
+                            src,
+                            off,
+                            signed,
+                        } => match (size, slot_of(s.base, off)) {
                             (Size::DW, Ok(Some(from))) => Op::Load { dst, from },
+                            // Read-only data: what the abstract values place there (frozen
+                            // global data), the constants say at which offset.
+                            _ if !signed
+                                && matches!(s.base, Val::MapVal(m, _)
+                                    if p.maps.get(m as usize).is_some_and(|d| d.frozen)) =>
+                            {
+                                Op::LoadData {
+                                    dst,
+                                    base: src,
+                                    off,
+                                    size,
+                                }
+                            }
                             _ => Op::Set { dst, val: None },
                         },
                         Insn::St { size, src, off, .. } => {
@@ -358,8 +433,14 @@ impl ConstModel {
             matches!(i, Insn::Call { helper } if matches!(*helper,
                 crate::absint::HELPER_ADJUST_HEAD | crate::absint::HELPER_ADJUST_TAIL | HELPER_ADJUST_META))
         });
+        let frozen = p
+            .maps
+            .iter()
+            .map(|m| (m.frozen && !m.data.is_empty()).then(|| m.data.clone()))
+            .collect();
         ConstModel {
             ops,
+            frozen,
             ptr,
             moves_packet,
         }
@@ -389,6 +470,26 @@ impl ConstModel {
                     }
                 }
             }
+            // An address into read-only data moves with constants added to it.
+            Op::Alu {
+                op: AluOp::Mov,
+                is64: true,
+                dst,
+                src: Opd::Loc(l),
+            } if c.get_ptr(l).is_some() => c.copy(dst, l),
+            Op::Alu {
+                op: op @ (AluOp::Add | AluOp::Sub),
+                is64: true,
+                dst,
+                src,
+            } if c.get_ptr(dst).is_some() => {
+                let (m, o) = c.get_ptr(dst).expect("an address");
+                match val(&c, src) {
+                    Some(v) if op == AluOp::Add => c.set_ptr(dst, m, o.wrapping_add(v as i64)),
+                    Some(v) => c.set_ptr(dst, m, o.wrapping_sub(v as i64)),
+                    None => c.set(dst, None),
+                }
+            }
             Op::Alu { op, is64, dst, src } => {
                 let v = match op {
                     AluOp::Mov => val(&c, src).map(|s| alu(op, is64, 0, s)),
@@ -405,14 +506,26 @@ impl ConstModel {
                 c.set(dst, v);
             }
             Op::Set { dst, val } => c.set(dst, val),
-            Op::Load { dst, from } => {
-                let v = c.get(from);
+            Op::SetPtr { dst, map, off } => c.set_ptr(dst, map, i64::from(off)),
+            Op::LoadData {
+                dst,
+                base,
+                off,
+                size,
+            } => {
+                let v = c.get_ptr(base).and_then(|(m, o)| {
+                    let data = self.frozen.get(m as usize)?.as_ref()?;
+                    let at = usize::try_from(o + i64::from(off)).ok()?;
+                    let b = data.get(at..at.checked_add(size.bytes() as usize)?)?;
+                    Some(b.iter().rev().fold(0u64, |a, &x| a << 8 | u64::from(x)))
+                });
                 c.set(dst, v);
             }
-            Op::Store { to, src } => {
-                let v = val(&c, src);
-                c.set(to, v);
-            }
+            Op::Load { dst, from } => c.copy(dst, from),
+            Op::Store { to, src } => match src {
+                Opd::Loc(l) => c.copy(to, l),
+                Opd::Imm(v) => c.set(to, Some(v)),
+            },
             Op::Forget(m) => c.forget(m),
         }
         Some(c)
@@ -534,9 +647,10 @@ impl ConstModel {
             PtrOp::AddReg { dst, src, sub } => {
                 let k = |r: u8| c.get(r).map(|v| v as i64);
                 p[dst as usize] = match (p[dst as usize], p[src as usize]) {
-                    (x @ Ptr::Pkt(..), _) => {
-                        add(x, k(src).and_then(|v| if sub { v.checked_neg() } else { Some(v) }))
-                    }
+                    (x @ Ptr::Pkt(..), _) => add(
+                        x,
+                        k(src).and_then(|v| if sub { v.checked_neg() } else { Some(v) }),
+                    ),
                     // A constant plus a packet pointer (`r5 = 18; r5 += r1`).
                     (_, y @ Ptr::Pkt(..)) if !sub => add(y, k(dst)),
                     _ => Ptr::Unknown,
@@ -672,4 +786,123 @@ pub fn split(dag: &Dag, model: &ConstModel, max_nodes: usize) -> Option<Dag> {
     d.first.push(d.to.len() as u32);
     d.first.push(d.to.len() as u32);
     Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analysis::{Analysis, Options};
+    use crate::cfg::EdgeKind;
+    use crate::testasm::*;
+
+    /// A header at offset 20 or 40 by the byte at 12 (kept in r6, a constant on each path),
+    /// then its bounds check `data + r6 > data_end` at instruction 11.
+    fn two_headers(tail: &[Slot]) -> Vec<Slot> {
+        let t = tail.len() as i16; // (the drop is at 14 + t)
+        let mut s = vec![
+            ldx(W, 2, 1, 0), // r2 = data
+            ldx(W, 3, 1, 4), // r3 = data_end
+            movr(4, 2),
+            add(4, 14),
+            i(0x2d, 4, 3, 9 + t, 0), // if data + 14 > data_end goto drop
+            ldx(B, 5, 2, 12),
+            mov(6, 20),
+            jeq(5, 8, 1), // if pkt[12] == 8 goto +1
+            mov(6, 40),
+            movr(7, 2),
+            addr(7, 6),              // r7 = data + r6
+            i(0x2d, 7, 3, 2 + t, 0), // if r7 > data_end goto drop
+        ];
+        s.extend_from_slice(tail);
+        s.extend([mov(0, 2), exit(), mov(0, 1), exit()]);
+        s
+    }
+
+    /// The packet needs of the not-taken edges of the bounds check at `pc`, in the graph and
+    /// in the split graph.
+    fn needs(a: &Analysis, pc: u32) -> (Vec<u32>, Vec<u32>) {
+        let of = |d: &crate::cost::Dag| {
+            let mut v: Vec<u32> = (0..d.n_edges())
+                .filter(|&e| d.pc[e] == pc && d.kind[e] == EdgeKind::NotTaken)
+                .map(|e| d.need[e])
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        (of(&a.dag), of(&a.search_dag))
+    }
+
+    fn nfp() -> crate::Target {
+        crate::Target::builtin("nfp").unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_split_graph_needs_the_packet_its_constant_offsets_check() {
+        let p = prog(&two_headers(&[]), Vec::new());
+        let a = Analysis::of_program(p, nfp(), &Options::default()).unwrap();
+        let (graph, split) = needs(&a, 11);
+        // The abstract values join the two offsets (20..40): the graph's edge needs 20 bytes.
+        assert_eq!(graph, [20]);
+        // Split by r6, each copy needs what its own offset checks.
+        assert_eq!(split, [20, 40]);
+    }
+
+    /// Branch edges of instruction `pc` in the split graph, by kind.
+    fn kinds(a: &Analysis, pc: u32) -> Vec<EdgeKind> {
+        let d = &a.search_dag;
+        let mut v: Vec<EdgeKind> = (0..d.n_edges())
+            .filter(|&e| d.pc[e] == pc)
+            .map(|e| d.kind[e])
+            .collect();
+        v.dedup();
+        v
+    }
+
+    #[test]
+    fn settings_in_read_only_data_decide_their_branches() {
+        // `.rodata` {7, 0}: `if rodata[1] != 0` (through the address plus 1) is never taken;
+        // the same test on writable `.data` may be.
+        let body = |m: i32| {
+            let mut s = Vec::new();
+            s.extend(ld_map_value(1, m, 0));
+            s.extend([
+                add(1, 1),
+                ldx(B, 2, 1, 0),
+                jeq(2, 0, 2), // pc 4: if rodata[1] == 0 goto +2
+                mov(0, 1),
+                exit(),
+                mov(0, 2),
+                exit(),
+            ]);
+            s
+        };
+        let data = |frozen: bool| {
+            let mut m = map(if frozen { ".rodata" } else { ".data" }, 2, 4, 2, 1);
+            m.data = vec![7, 0];
+            m.frozen = frozen;
+            m
+        };
+        let ro = Analysis::of_program(prog(&body(0), vec![data(true)]), nfp(), &Options::default())
+            .unwrap();
+        assert_eq!(kinds(&ro, 4), [EdgeKind::Taken]);
+        let rw = Analysis::of_program(
+            prog(&body(0), vec![data(false)]),
+            nfp(),
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(kinds(&rw, 4).len(), 2);
+    }
+
+    #[test]
+    fn a_program_that_moves_the_packet_keeps_the_graphs_needs() {
+        // bpf_xdp_adjust_head (44) after the check: offsets before it would be the packet's
+        // before the move; the split then keeps the graph's needs.
+        let tail = [movr(1, 1), mov(2, 0), call(44)];
+        let p = prog(&two_headers(&tail), Vec::new());
+        let a = Analysis::of_program(p, nfp(), &Options::default()).unwrap();
+        let (graph, split) = needs(&a, 11);
+        assert_eq!(graph, [20]);
+        assert_eq!(split, [20]);
+    }
 }
