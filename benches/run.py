@@ -113,6 +113,50 @@ def xdp_cases(timeout_s: float) -> dict:
     return results
 
 
+def xdp_paper_cases(folder: Path, nfp_pred: str | None, timeout_s: float) -> dict:
+    """The paper's own objects (`NICSIM_PAPER_OBJECTS=DIR`, the artifacts' data-paper/programs):
+    the wall time of the whole `nicsim xdp analyze OBJ --no-mac-limit` command, as a user waits for
+    it (best of 3), with the analysis's own time from its summary; with `NFP_PRED=PATH` (the
+    artifacts' build/nfp-estimator, built by the user), the paper's estimator on the same
+    program's NFP assembly beside it, its wall time (one run: minutes on the long programs), one
+    after the other on the same machine (nicsim.xdp.nfp_pred)."""
+    from nicsim.reproduce.xdp_paper import objects, paper_table
+    from nicsim.xdp import nfp_pred as pred
+
+    papers = paper_table()
+    nicsim_cmd = ROOT / ".venv" / "bin" / "nicsim"
+    results = {}
+    for obj in objects(folder):
+        if obj.name not in papers or "path-explosion" in obj.name:
+            continue
+        best, summary = None, None
+        for _ in range(3):
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                subprocess.run([os.fspath(nicsim_cmd), "xdp", "analyze", os.fspath(obj), "--no-mac-limit", "--quiet",
+                                "--timeout", str(timeout_s), "--out", os.path.join(tmp, "o")], check=True)
+                dt = time.perf_counter() - t0
+                s = json.loads(Path(tmp, "o", "summary.json").read_text())
+            if best is None or dt < best:
+                best, summary = dt, s
+        row = {"nicsim_wall_s": best, "nicsim_analysis_s": summary["seconds"],
+               "status": summary["guarantee"]["status"], "gbps": summary["guarantee"]["bps"] / 1e9,
+               "paths_enumerated": summary["paths_enumerated"], "paths_unsat": summary["paths_unsat"],
+               "paths_pruned": summary["paths_pruned"]}
+        line = f"xdp paper object, {obj.name:<32} nicsim {best:7.2f} s wall ({summary['seconds']:.2f} s analysis)"
+        if nfp_pred:
+            p = pred.run(nfp_pred, obj, 3600.0)
+            row.update(nfp_pred_wall_s=p["wall_s"], nfp_pred_ssp_s=p["ssp_s"], nfp_pred_status=p["status"])
+            if p["wall_s"]:
+                row["ratio"] = p["wall_s"] / best
+                line += f"  nfp-pred {p['wall_s']:8.2f} s wall ({p['status']})  {row['ratio']:7.1f}x"
+            else:
+                line += f"  nfp-pred: {p['status']}"
+        results[f"xdp paper object, {obj.name}"] = row
+        print(line, flush=True)
+    return results
+
+
 # The flow-memory child: read the capture into memory, time reassembly + scan and the baseline.
 FLOW_CHILD = "import sys; from nicsim import _core; print(_core.flow_speed_bench(sys.argv[1], int(sys.argv[2])))"
 
@@ -333,6 +377,9 @@ def main() -> None:
               f"(target >= 2,000,000)", flush=True)
     if args.only in (None, "xdp"):
         results.update(xdp_cases(args.xdp_timeout))
+        if os.environ.get("NICSIM_PAPER_OBJECTS"):
+            results.update(xdp_paper_cases(Path(os.environ["NICSIM_PAPER_OBJECTS"]), os.environ.get("NFP_PRED"),
+                                           args.xdp_timeout))
     if args.only in (None, "flowmem"):
         results.update(flow_cases(args.flow_flows, args.repeat))
         results.update(flow_larger_than_memory(args.flow_flows))

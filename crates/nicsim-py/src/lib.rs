@@ -294,8 +294,9 @@ impl XdpSearch {
         self.s.a.naive_summary().to_string()
     }
 
-    /// The search (`nicsim_xdp::ssp::run`) with `solver`; `progress(seconds, bound)` is called
-    /// with each new bound. Returns the outcome (JSON: `nicsim_xdp::ssp::Outcome`). An
+    /// The search (`nicsim_xdp::ssp::run`) with `solver`; `progress(seconds, bound, checked,
+    /// infeasible, pruned)` is called with each new bound and the paths checked by the solver,
+    /// refuted by it, and pruned without it so far. Returns the outcome (JSON: `nicsim_xdp::ssp::Outcome`). An
     /// exception from the solver (other than its `SolverStopped`) or from `progress` is raised.
     #[pyo3(signature = (solver, timeout_s, spent_s, naive, paths=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
@@ -316,13 +317,16 @@ impl XdpSearch {
             err: None,
         };
         let mut progress_err = None;
-        let mut tell = |at: f64, bound: f64| -> Result<(), String> {
+        let mut tell = |at: f64, bound: f64, c: nicsim_xdp::ssp::Progress| -> Result<(), String> {
             match &progress {
-                Some(f) => f.call1((at, bound)).map(|_| ()).map_err(|e| {
-                    let m = e.to_string();
-                    progress_err = Some(e);
-                    m
-                }),
+                Some(f) => f
+                    .call1((at, bound, c.checked, c.infeasible, c.pruned))
+                    .map(|_| ())
+                    .map_err(|e| {
+                        let m = e.to_string();
+                        progress_err = Some(e);
+                        m
+                    }),
                 None => Ok(()),
             }
         };

@@ -568,7 +568,7 @@ fn bits_range(bits: u32) -> Iv {
     }
 }
 
-fn negate(op: JmpOp) -> Option<JmpOp> {
+pub(crate) fn negate(op: JmpOp) -> Option<JmpOp> {
     Some(match op {
         JmpOp::Eq => JmpOp::Ne,
         JmpOp::Ne => JmpOp::Eq,

@@ -491,6 +491,8 @@ pub struct Search {
     pub memory_budget: usize,
     /// Paths taken from the merger.
     pub enumerated: u64,
+    /// Paths whose query was handed out for the solver.
+    pub queried: u64,
     /// Paths the solver found infeasible.
     pub unsat: u64,
 }
@@ -540,6 +542,7 @@ impl Search {
             length_skipped: 0,
             memory_budget: budget,
             enumerated: 0,
+            queried: 0,
             unsat: 0,
         }
     }
@@ -607,6 +610,7 @@ impl Search {
             self.current = Some((f, edges));
             (self.current_min_len, self.current_min_len_at) = self.lemma_min_len(&q.asserts);
             self.current_asserts = q.asserts.clone();
+            self.queried += 1;
             return Next::Query(key, q);
         }
     }
@@ -760,8 +764,9 @@ impl Search {
             return;
         };
         self.length_skipped += 1;
-        // The lemma's conditions hold on every path through the same prefix: a size lemma
-        // on the graph, which can rule out the whole family at once.
+        self.queried -= 1; // (its query went to no solver)
+                           // The lemma's conditions hold on every path through the same prefix: a size lemma
+                           // on the graph, which can rule out the whole family at once.
         if let Some(at) = self.current_min_len_at.take() {
             self.add_size_lemma(
                 walk[..=at.min(walk.len() - 1)].to_vec(),

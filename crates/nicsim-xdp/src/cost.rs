@@ -19,7 +19,7 @@ use crate::absint::{State, Val};
 use crate::cfg::{EdgeKind, Graph};
 use crate::consts::Facts;
 use crate::helpers::names::helper_name;
-use crate::insn::{AluOp, Insn, JmpOp, Src};
+use crate::insn::{AluOp, Insn, JmpOp, Size, Src};
 use crate::load::Program;
 use crate::target::{InsnCosts, Target};
 
@@ -234,6 +234,9 @@ struct InsnCost {
     wait_latency: f64,
     /// A memory instruction (resets "cycles since the previous memory instruction").
     memory: bool,
+    /// Of `cycles`, those after a memory instruction's command (moving its result out of the
+    /// transfer registers): they count towards "cycles since" it.
+    tail: f64,
 }
 
 /// `immed` instructions that load the 32-bit constant `v` into a register on the NFP (JIT
@@ -337,15 +340,23 @@ fn insn_cost(
     insn: &Insn,
     s: &State,
     kind: EdgeKind,
+    gathered: &HashMap<u32, crate::gather::Role>,
 ) -> Result<InsnCost, CostError> {
     let c = &t.insn;
     let m = &t.memory;
     let (dr, dw, da) = t.dram.as_ref().map_or((0.0, 0.0, 0.0), |d| d.cycles());
+    if let Some(ic) = gathered
+        .get(&(pc as u32))
+        .and_then(|r| gathered_cost(t, r, s, dr))
+    {
+        return Ok(ic);
+    }
     let plain = |cycles: f64| InsnCost {
         cycles,
         dram: 0.0,
         wait_latency: 0.0,
         memory: false,
+        tail: 0.0,
     };
     let frozen = |v: Val| matches!(v, Val::MapVal(i, _) if p.maps[i as usize].frozen);
     // A value of a large array (or a pointer we cannot place) is a cache miss where the target
@@ -357,6 +368,31 @@ fn insn_cost(
     let map_latency = |v: Val| match m.map_latency_large_cycles {
         Some(l) if large_value(v) => l.max(m.map_latency_cycles),
         _ => m.map_latency_cycles,
+    };
+    // A load's or store's offset wider than its command encodes is loaded first (`immed`).
+    let offset_immed = |off: i16| match m.offset_imm_max {
+        Some(max) if off < 0 || off as u32 > max => {
+            f64::from(immed_count(off as i32 as u32)) * c.immed
+        }
+        _ => 0.0,
+    };
+    // A store's value is moved into the transfer registers, a word at a time: a register's
+    // with a `mov` each, a constant's with `immed`s.
+    let store_moves = |src: Src, size: Size| {
+        let words = size.bytes().div_ceil(4);
+        match src {
+            _ if m.store_move_cycles == 0.0 => 0.0,
+            Src::Reg(_) => f64::from(words) * m.store_move_cycles,
+            Src::Imm(i) => {
+                let v = i as i64 as u64;
+                let hi = if words > 1 {
+                    immed_count((v >> 32) as u32)
+                } else {
+                    0
+                };
+                f64::from(immed_count(v as u32) + hi) * c.immed
+            }
+        }
     };
     // Constants wider than an operand encodes are loaded first (the NFP JIT's `immed`).
     let immed = c
@@ -396,32 +432,41 @@ fn insn_cost(
                 c.jmp_not_taken
             } + immed,
         ),
-        Insn::Ldx { src, .. } => match s.regs[src as usize] {
+        Insn::Ldx { src, off, .. } => match s.regs[src as usize] {
             Val::Fp(_) | Val::Ctx => plain(c.stack),
             // Packet data and read-only tables sit in the cores' local SRAM.
             v @ (Val::Pkt(_) | Val::MapVal(..)) if matches!(v, Val::Pkt(_)) || frozen(v) => {
                 InsnCost {
-                    cycles: 0.0,
+                    cycles: offset_immed(off) + m.load_moves_cycles,
                     dram: 0.0,
                     wait_latency: m.packet_latency_cycles,
                     memory: true,
+                    tail: m.load_moves_cycles,
                 }
             }
             // Map values, and any pointer we cannot place, are DRAM.
             v => InsnCost {
-                cycles: 0.0,
+                cycles: offset_immed(off)
+                    + if off != 0 { m.map_offset_cycles } else { 0.0 }
+                    + m.load_moves_cycles,
                 dram: dr,
                 wait_latency: map_latency(v),
                 memory: true,
+                tail: m.load_moves_cycles,
             },
         },
-        Insn::St { dst, .. } => match s.regs[dst as usize] {
+        Insn::St {
+            dst,
+            src,
+            off,
+            size,
+        } => match s.regs[dst as usize] {
             Val::Fp(_) | Val::Ctx => plain(c.stack),
             // Waited for as a load is, with the latency of where it writes.
             v if m.stores_wait => {
                 let packet = matches!(v, Val::Pkt(_));
                 InsnCost {
-                    cycles: 0.0,
+                    cycles: offset_immed(off) + store_moves(src, size),
                     dram: if packet { 0.0 } else { dw },
                     wait_latency: if packet {
                         m.packet_latency_cycles
@@ -429,6 +474,7 @@ fn insn_cost(
                         map_latency(v)
                     },
                     memory: true,
+                    tail: 0.0,
                 }
             }
             Val::Pkt(_) => InsnCost {
@@ -436,12 +482,14 @@ fn insn_cost(
                 dram: 0.0,
                 wait_latency: 0.0,
                 memory: true,
+                tail: 0.0,
             },
             _ => InsnCost {
                 cycles: m.issue_nowait_cycles,
                 dram: dw,
                 wait_latency: 0.0,
                 memory: true,
+                tail: 0.0,
             },
         },
         Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
@@ -460,6 +508,7 @@ fn insn_cost(
                     dram: da,
                     wait_latency: if fetch { map_latency(v) } else { 0.0 },
                     memory: true,
+                    tail: 0.0,
                 }
             }
         },
@@ -610,6 +659,93 @@ fn insn_cost(
     })
 }
 
+/// The cost of an instruction of a gathered copy ([`crate::gather`]) from a map value into the
+/// packet, as the NFP JIT's `nfp_cpp_memcpy` emits it: on the first load, the source offset
+/// (`re_load_imm_any`, added to the 40-bit address by `addr40_offset`), the read length when
+/// over 32 bytes (`immed`), one read into the transfer registers (waited for, one DRAM read), a
+/// `mov` per word into the transfer-out registers, the destination offset, the write (one
+/// `write8`/`write32` command, or two past 32 bytes, each with its `immed` of the length where
+/// the JIT gives one, waited for as stores are) and the value register loaded as the last
+/// load would have (`ld_field` or `mov`, and `immed` clearing the upper half); nothing on the
+/// others. None when the pointers are not a map value and the packet (costed pair by pair).
+fn gathered_cost(
+    t: &Target,
+    role: &crate::gather::Role,
+    s: &State,
+    dram_read: f64,
+) -> Option<InsnCost> {
+    use crate::gather::Role;
+    let (m, c) = (&t.memory, &t.insn);
+    let copies = |a: u8, b: u8| {
+        m.gather_copies
+            && matches!(s.regs[a as usize], Val::MapVal(..))
+            && matches!(s.regs[b as usize], Val::Pkt(_))
+    };
+    let cp = match *role {
+        Role::Member { a, b } if copies(a, b) => {
+            return Some(InsnCost {
+                cycles: 0.0,
+                dram: 0.0,
+                wait_latency: 0.0,
+                memory: false,
+                tail: 0.0,
+            })
+        }
+        Role::Head(cp) if copies(cp.a, cp.b) => cp,
+        _ => return None,
+    };
+    let offset = |off: i32| match m.offset_imm_max {
+        Some(max) if off < 0 || off as u32 > max => f64::from(immed_count(off as u32)) * c.immed,
+        _ => 0.0,
+    };
+    let (len, words) = (cp.bytes, f64::from(cp.bytes.div_ceil(4)));
+    // Before the read: its offset, added to the address, and its length when over 32 bytes.
+    let mut cycles = offset(i32::from(cp.ld_off))
+        + if cp.ld_off != 0 {
+            m.map_offset_cycles
+        } else {
+            0.0
+        }
+        + if len > 32 { c.immed } else { 0.0 };
+    // After it: the words moved, the destination's offset, then the write commands.
+    let mut since = words + offset(i32::from(cp.st_off));
+    let write = |since: f64| {
+        if m.stores_wait {
+            m.issue_wait_cycles.max(m.packet_latency_cycles - since)
+        } else {
+            m.issue_nowait_cycles
+        }
+    };
+    let aligned = len.is_multiple_of(4);
+    let mut writes = 0.0;
+    if len <= 8 || (len <= 32 && aligned) {
+        writes += write(since);
+    } else if len <= 32 || aligned {
+        since += c.immed;
+        writes += c.immed + write(since);
+    } else {
+        let pre = if len <= 40 { 0.0 } else { c.immed };
+        since += pre;
+        writes += pre + write(since);
+        let second = i32::from(cp.st_off)
+            + if len <= 40 {
+                32
+            } else {
+                4 * (words as i32 - 1)
+            };
+        writes += offset(second) + write(offset(second));
+    }
+    let last = m.load_moves_cycles;
+    cycles += words + offset(i32::from(cp.st_off)) + writes + last;
+    Some(InsnCost {
+        cycles,
+        dram: dram_read,
+        wait_latency: m.map_latency_cycles,
+        memory: true,
+        tail: last,
+    })
+}
+
 /// A helper's (or kfunc's) cost entry as an instruction's cost: its cycles, and its DRAM
 /// reads, writes and atomics at the target's DRAM cycles for each (`dram_cycles`).
 fn helper_cost(h: &crate::target::HelperCost, (dr, dw, da): (f64, f64, f64)) -> InsnCost {
@@ -619,6 +755,7 @@ fn helper_cost(h: &crate::target::HelperCost, (dr, dw, da): (f64, f64, f64)) -> 
         dram,
         wait_latency: 0.0,
         memory: dram > 0.0,
+        tail: 0.0,
     }
 }
 
@@ -711,6 +848,7 @@ fn loop_call_cost(
         dram,
         wait_latency: 0.0,
         memory: dram > 0.0,
+        tail: 0.0,
     })
 }
 
@@ -744,6 +882,12 @@ pub fn costed_with_facts(
     t: &Target,
 ) -> Result<(Dag, Vec<Option<Facts>>), CostError> {
     let topo = g.topo_order();
+    // The NFP JIT's gathered copies, where the target costs them so.
+    let gathered = if t.memory.gather_copies {
+        crate::gather::chains(p)
+    } else {
+        HashMap::new()
+    };
     let mut facts: Vec<Option<Facts>> = vec![None; g.nodes.len()];
     let n = g.nodes.len() + 1;
     let sink = (n - 1) as u32;
@@ -779,7 +923,7 @@ pub fn costed_with_facts(
             let ic = if crate::cfg::is_loop_call(p, pc) {
                 loop_call_cost(t, pc, !resumed[u as usize], kind)?
             } else {
-                insn_cost(t, p, pc, insn, &s, kind)?
+                insn_cost(t, p, pc, insn, &s, kind, &gathered)?
             };
             let wait = if ic.wait_latency > 0.0 {
                 t.memory
@@ -790,7 +934,7 @@ pub fn costed_with_facts(
             };
             let cycles = ic.cycles + wait;
             let after = if ic.memory {
-                0.0
+                ic.tail
             } else {
                 since[u as usize] + cycles
             };

@@ -20,6 +20,7 @@ pub mod cfg;
 pub mod consts;
 pub mod cost;
 pub mod differential;
+pub mod gather;
 pub mod helpers;
 pub mod insn;
 pub mod interp;

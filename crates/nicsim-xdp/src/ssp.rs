@@ -159,6 +159,8 @@ pub struct Outcome {
     pub slowest_stopped: Option<String>,
     /// [`Search::counts`].
     pub enumerated: u64,
+    /// Paths whose query went to the solver.
+    pub checked: u64,
     /// Paths the solver refuted.
     pub unsat: u64,
     /// Paths skipped without a query (under a refuted prefix, by a known conflict or a length lemma).
@@ -171,13 +173,42 @@ pub struct Outcome {
     pub analysis_bytes: usize,
 }
 
-/// Run the search to its end. `progress` is told each new bound (seconds, bound); an error
-/// from it, or [`SolverError::Host`], ends the run with that error.
+/// What the search has done so far, as [`run`] tells `progress`: paths whose query went to the
+/// solver, of those the infeasible ones, and paths pruned without a query ([`Search::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Progress {
+    /// Paths whose query went to the solver.
+    pub checked: u64,
+    /// Of those, the paths the solver refuted.
+    pub infeasible: u64,
+    /// Paths skipped without a query: under a refuted prefix, by a known conflict or a length
+    /// lemma.
+    pub pruned: u64,
+}
+
+impl Progress {
+    /// What `s` has done so far.
+    pub fn of(s: &Search) -> Progress {
+        let (_, unsat, pruned, _) = s.counts();
+        Progress {
+            checked: s.queried,
+            infeasible: unsat,
+            pruned,
+        }
+    }
+}
+
+/// The callback [`run`] tells each new bound: (seconds, bound, what the search has done).
+pub type OnBound<'a> = dyn FnMut(f64, f64, Progress) -> Result<(), String> + 'a;
+
+/// Run the search to its end. `progress` is told each new bound (seconds, bound, the paths
+/// checked, infeasible and pruned so far); an error from it, or [`SolverError::Host`], ends the
+/// run with that error.
 pub fn run(
     s: &mut Search,
     slv: &mut dyn Solver,
     o: &RunOptions,
-    progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
+    progress: &mut OnBound<'_>,
 ) -> Result<Outcome, String> {
     let unbounded = !s.a.program.unbounded_prog_arrays().is_empty();
     let mut r = Run {
@@ -240,6 +271,7 @@ pub fn run(
         slowest_stopped,
         slowest: r.slowest,
         enumerated,
+        checked: s.queried,
         unsat,
         pruned,
         refused,
@@ -294,6 +326,10 @@ pub fn longest_slower(pps: f64, found: f64) -> i64 {
 }
 
 const SSP: (&str, &str) = ("ssp", "ssp");
+/// The name of the assertion that bounds the packet's length in a bounded check: a core
+/// that names it says the path needs a longer packet, one without it that the path is
+/// infeasible.
+pub const LEN_BOUND: &str = "len_bound";
 const TIMEOUT: (&str, &str) = ("timeout", "timeout");
 
 fn len_at_most(len: &str, n: i64) -> String {
@@ -318,17 +354,14 @@ impl Run<'_> {
         Some(self.remaining().max(0.001))
     }
 
-    /// The bound rose to `bound`: trace it and tell `progress`.
-    fn note(
-        &mut self,
-        bound: f64,
-        progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
-    ) -> Result<(), SolverError> {
+    /// The bound may have risen (to the floor of `s`): trace it and tell `progress`.
+    fn note(&mut self, s: &Search, progress: &mut OnBound<'_>) -> Result<(), SolverError> {
+        let bound = self.floor(s);
         if bound > self.best * (1.0 + 1e-12) {
             self.best = bound;
             let at = self.elapsed();
             self.trace.push([at, bound]);
-            progress(at, bound).map_err(SolverError::Host)?;
+            progress(at, bound, Progress::of(s)).map_err(SolverError::Host)?;
         }
         Ok(())
     }
@@ -342,7 +375,7 @@ impl Run<'_> {
         &mut self,
         s: &mut Search,
         slv: &mut dyn Solver,
-        progress: &mut dyn FnMut(f64, f64) -> Result<(), String>,
+        progress: &mut OnBound<'_>,
     ) -> Result<(&'static str, &'static str), SolverError> {
         let bit = s.bit_rate;
         loop {
@@ -365,16 +398,45 @@ impl Run<'_> {
                     // A length lemma says every packet this path accepts is long enough to make
                     // it no slower than the slowest satisfiable path found.
                     s.pass_longer();
-                    self.note(self.floor(s), progress)?;
+                    self.note(s, progress)?;
                     continue;
                 }
             }
-            match slv.check(&q.smt, self.limit())? {
+            // Once a satisfiable path is known (bit rate), a later one matters only if some
+            // packet short enough to make it slower than that one takes it: its query is checked
+            // with the packet so bounded, a named assertion. Unsat with the bound in the core:
+            // no such packet (the core, less the bound, is a length lemma); unsat without it:
+            // the path is infeasible. (A path whose whole query is satisfiable but not within
+            // the bound costs one check, not two: DNS cache's later paths each took a second
+            // to find a model they did not need.)
+            let bound = match (bit, self.o.length_bound, self.found) {
+                (true, true, Some(f)) => Some(longest_slower(pps, f)),
+                _ => None,
+            };
+            let smt = match bound {
+                Some(n) => std::borrow::Cow::Owned(format!(
+                    "{}(assert (! (bvule {} (_ bv{} 64)) :named {LEN_BOUND}))\n",
+                    q.smt,
+                    q.len,
+                    n.max(0)
+                )),
+                None => std::borrow::Cow::Borrowed(q.smt.as_str()),
+            };
+            match slv.check(&smt, self.limit())? {
                 Sat::Unsat => {
                     let core = slv.core()?;
                     slv.done()?;
-                    s.refute(&core);
-                    self.note(self.floor(s), progress)?;
+                    match bound {
+                        Some(n) if core.iter().any(|c| c == LEN_BOUND) => {
+                            // The core's conditions need a longer packet on any path that
+                            // asserts them all: a length lemma; this path is no slower than
+                            // the slowest satisfiable one found.
+                            s.longer(&core, (n + 1) as u32);
+                            s.pass();
+                        }
+                        _ => s.refute(&core),
+                    }
+                    self.note(s, progress)?;
                     continue;
                 }
                 Sat::Unknown => {
@@ -387,37 +449,6 @@ impl Run<'_> {
             }
             let mut path = s.current_path().expect("a path is being checked");
             let path_mps = path.min_packet_bytes;
-            // Once a satisfiable path is known, a later one matters only if some packet short
-            // enough to make it slower than that one takes it: one check with the length
-            // bounded says so, before the search for its exact minimum length and the model.
-            let mut bounded = false;
-            if let (true, true, Some(f)) = (bit, self.o.length_bound, self.found) {
-                let longest = longest_slower(pps, f);
-                let mut res = Sat::Unsat; // (no packet is short enough: cannot happen, its key is below)
-                if longest >= path_mps as i64 {
-                    res = slv.check_also(&len_at_most(&q.len, longest), self.limit())?;
-                    bounded = true;
-                }
-                if res != Sat::Sat {
-                    if res == Sat::Unsat && bounded {
-                        // The core's conditions need a longer packet on any path that asserts
-                        // them all: a length lemma.
-                        let core = slv.core()?;
-                        s.longer(&core, (longest + 1) as u32);
-                    }
-                    if bounded {
-                        slv.done()?;
-                    }
-                    slv.done()?;
-                    if res == Sat::Unsat {
-                        // No packet makes it slower than the SSP found so far.
-                        s.pass();
-                        self.note(self.floor(s), progress)?;
-                        continue;
-                    }
-                    return Ok(TIMEOUT); // as above: the floor counts this path
-                }
-            }
             let rank_key = if bit {
                 let lo = path_mps.max(u64::from(min_len));
                 let mps = self.min_length(slv, &q, lo)?;
@@ -428,9 +459,6 @@ impl Run<'_> {
             };
             let example = model(slv, &q)?;
             if bit {
-                slv.done()?;
-            }
-            if bounded {
                 slv.done()?;
             }
             slv.done()?;
@@ -448,7 +476,7 @@ impl Run<'_> {
                 }
             }
             s.pass();
-            self.note(self.floor(s), progress)?;
+            self.note(s, progress)?;
             if !bit || rank_key <= key * (1.0 + 1e-12) {
                 return Ok(SSP);
             }

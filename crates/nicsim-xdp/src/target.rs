@@ -179,6 +179,29 @@ pub struct Memory {
     /// JIT issues every such write with a context swap.
     #[serde(default)]
     pub stores_wait: bool,
+    /// Cycles after a load from the packet or a map value that move its result out of the
+    /// transfer registers (the NFP JIT's `data_ld_host_order`: an `ld_field` or a `mov` per word,
+    /// and an `immed` clearing the upper half) (default 0).
+    #[serde(default)]
+    pub load_moves_cycles: f64,
+    /// Cycles per 32-bit word a store to the packet first moves into the transfer registers
+    /// (`data_stx_host_order`: a `mov` per word; a store of a constant loads it with `immed`
+    /// instead, at the target's `insn.immed` per `immed`) (default 0).
+    #[serde(default)]
+    pub store_move_cycles: f64,
+    /// The largest offset a load or store from the packet or a map value encodes in its
+    /// command (`re_load_imm_any`: `RE_REG_IMM_MAX`); a larger one is loaded with `immed`
+    /// first (None: any).
+    #[serde(default)]
+    pub offset_imm_max: Option<u32>,
+    /// Cycles a load from a map value at a non-zero offset spends adding it to the 40-bit
+    /// address (`addr40_offset`: `alu` and `alu` with carry) (default 0).
+    #[serde(default)]
+    pub map_offset_cycles: f64,
+    /// Runs of load/store pairs that copy from a map value into the packet are one bulk read
+    /// and one bulk write, as the NFP JIT gathers them ([`crate::gather`]).
+    #[serde(default)]
+    pub gather_copies: bool,
 }
 
 /// What one helper or kfunc call costs.

@@ -199,7 +199,7 @@ fn search(name: &str, bit: bool, slv: &mut dyn Solver, paths: Option<usize>) -> 
     let a = analysis(name, None).unwrap();
     let o = options(&a, bit, 60.0, paths);
     let mut s = Search::new(a, bit);
-    run(&mut s, slv, &o, &mut |_, _| Ok(())).unwrap()
+    run(&mut s, slv, &o, &mut |_, _, _| Ok(())).unwrap()
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -476,7 +476,7 @@ fn a_stopped_solver_ends_the_search_with_a_valid_bound() {
         error: stopped,
         unknown: false,
     };
-    let out = run(&mut s, &mut slv, &o, &mut |_, _| Ok(())).unwrap();
+    let out = run(&mut s, &mut slv, &o, &mut |_, _, _| Ok(())).unwrap();
     assert_eq!(
         (out.status.as_str(), out.stopped.as_str()),
         ("timeout", "memory")
@@ -506,7 +506,7 @@ fn a_stopped_solver_ends_the_search_with_a_valid_bound() {
         error: SolverError::Host(String::new()),
         unknown: true,
     };
-    let out = run(&mut s, &mut slv, &o, &mut |_, _| Ok(())).unwrap();
+    let out = run(&mut s, &mut slv, &o, &mut |_, _, _| Ok(())).unwrap();
     assert_eq!(
         (out.status.as_str(), out.stopped.as_str()),
         ("timeout", "timeout")
@@ -525,14 +525,20 @@ fn a_stopped_solver_ends_the_search_with_a_valid_bound() {
         unknown: false,
     };
     assert_eq!(
-        run(&mut s, &mut slv, &o, &mut |_, _| Ok(())).unwrap_err(),
+        run(&mut s, &mut slv, &o, &mut |_, _, _| Ok(())).unwrap_err(),
         "interrupted"
     );
     // And so does the progress callback's.
     let a = analysis("parser", None).unwrap();
     let o = options(&a, false, 60.0, None);
     let mut s = Search::new(a, false);
-    let err = run(&mut s, &mut Z3::new(), &o, &mut |_, _| Err("stop".into())).unwrap_err();
+    let err = run(
+        &mut s,
+        &mut Z3::new(),
+        &o,
+        &mut |_, _, _| Err("stop".into()),
+    )
+    .unwrap_err();
     assert_eq!(err, "stop");
 }
 
@@ -544,7 +550,7 @@ fn no_time_left_gives_the_naive_bound() {
     let naive = o.naive;
     let mut s = Search::new(a, false);
     let mut z = Z3::new();
-    let out = run(&mut s, &mut z, &o, &mut |_, _| Ok(())).unwrap();
+    let out = run(&mut s, &mut z, &o, &mut |_, _, _| Ok(())).unwrap();
     assert_eq!(
         (out.status.as_str(), out.stopped.as_str()),
         ("timeout", "timeout")
@@ -560,12 +566,23 @@ fn the_progress_callback_sees_every_rise_of_the_bound() {
     let o = options(&a, false, 60.0, None);
     let mut s = Search::new(a, false);
     let mut seen = Vec::new();
-    let out = run(&mut s, &mut Z3::new(), &o, &mut |t, b| {
+    let mut counts = Vec::new();
+    let out = run(&mut s, &mut Z3::new(), &o, &mut |t, b, c| {
         seen.push([t, b]);
+        counts.push(c);
         Ok(())
     })
     .unwrap();
     assert_eq!(seen, out.trace[1..]);
+    // What the search had done each time, never less than before, up to what it reports.
+    assert!(counts.windows(2).all(|w| w[0].checked <= w[1].checked
+        && w[0].infeasible <= w[1].infeasible
+        && w[0].pruned <= w[1].pruned));
+    let last = counts.last().expect("the bound rose");
+    assert!(
+        last.checked <= out.checked && last.infeasible <= out.unsat && last.pruned <= out.pruned
+    );
+    assert!(out.unsat <= out.checked && out.checked <= out.enumerated);
 }
 
 /// A solver that must not be asked.
@@ -604,7 +621,7 @@ fn a_tail_call_into_undeclared_programs_is_unbounded_without_a_search() {
         paths: Some(3),
         length_bound: true,
     };
-    let out = run(&mut s, &mut Unused, &o, &mut |_, _| Ok(())).unwrap();
+    let out = run(&mut s, &mut Unused, &o, &mut |_, _, _| Ok(())).unwrap();
     assert_eq!(
         (out.status.as_str(), out.stopped.as_str()),
         ("unbounded", "unbounded")
@@ -613,20 +630,25 @@ fn a_tail_call_into_undeclared_programs_is_unbounded_without_a_search() {
     assert_eq!(out.slowest_stopped.as_deref(), Some("unbounded"));
 }
 
-/// A solver that answers `unsat` to every check with the packet's length bounded, and as Z3
-/// otherwise: it says no later path can be slower than the one found.
+/// A solver that answers `unsat` to every check with the packet's length bounded (its core:
+/// the bound), and as Z3 otherwise: it says no later path can be slower than the one found.
 struct NeverShorter(Z3);
 
 impl Solver for NeverShorter {
     fn check(&mut self, smt: &str, t: Option<f64>) -> Result<Sat, SolverError> {
-        self.0.check(smt, t)
+        let r = self.0.check(smt, t)?;
+        Ok(if smt.contains(nicsim_xdp::ssp::LEN_BOUND) {
+            Sat::Unsat
+        } else {
+            r
+        })
     }
     fn check_also(&mut self, smt: &str, t: Option<f64>) -> Result<Sat, SolverError> {
         let r = self.0.check_also(smt, t)?;
         Ok(if smt.contains("bvule") { Sat::Unsat } else { r })
     }
     fn core(&mut self) -> Result<Vec<String>, SolverError> {
-        Ok(Vec::new())
+        Ok(vec![nicsim_xdp::ssp::LEN_BOUND.to_string()])
     }
     fn values(&mut self, terms: &[String]) -> Result<Vec<ModelValue>, SolverError> {
         self.0.values(terms)
@@ -654,7 +676,7 @@ fn the_bounded_length_check_and_length_lemmas_change_no_result() {
         let mut o = options(&a, true, 120.0, None);
         o.length_bound = length_bound;
         let mut s = Search::new(a, true);
-        run(&mut s, slv, &o, &mut |_, _| Ok(())).unwrap()
+        run(&mut s, slv, &o, &mut |_, _, _| Ok(())).unwrap()
     };
     let bounded = run_with(&mut Z3::new(), true);
     let unbounded = run_with(&mut Z3::new(), false);

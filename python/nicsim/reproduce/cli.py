@@ -73,6 +73,10 @@ def reproduce_xdp(
         "--paper-objects", metavar="DIR", help="Analyse the paper's own objects (its artifacts' "
         "data-paper/programs/*.bpf.o) on nfp beside Tables 2 and 3, with bands checked, and Fig. 8 from its "
         "Count-Min objects, instead of the suite.")] = None,
+    nfp_pred: Annotated[Path | None, typer.Option(
+        "--nfp-pred", metavar="PATH", help="With --paper-objects: also run the paper's own estimator (the "
+        "artifacts' build/nfp-estimator, which you build) on each Table 2 object's .asm beside it, and list its "
+        "wall time beside nicsim's.")] = None,
     executor: ExecutorOpt = Executor.local,
     workers: WorkersOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
@@ -87,8 +91,12 @@ def reproduce_xdp(
         from nicsim.reproduce import xdp_paper
 
         _reproduced(out, xdp_paper.main(out, paper_objects, quick=quick, timeout_s=timeout, workers=workers,
-                                        executor=executor.value, force=force))
+                                        executor=executor.value, force=force, nfp_pred=nfp_pred))
         return
+    if nfp_pred is not None:
+        from nicsim.errors import InputError
+
+        raise InputError("--nfp-pred needs --paper-objects (nfp-pred analyses the paper's NFP assembly)")
     from nicsim.reproduce import xdp
 
     _reproduced(out, xdp.main(out, quick=quick, timeout_s=timeout, targets=("nfp",) if nfp_only else xdp.TARGETS,

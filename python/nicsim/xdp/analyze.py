@@ -108,7 +108,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     the analysis would exceed `memory_mb` (half for the core's graph and search, half for the
     solver process); the bound in the summary is valid either way (`stopped` says which ended
     the search). A graph that does not fit in its half is an `InputError` naming
-    `--memory-mb`. `progress` is called with every new bound.
+    `--memory-mb`. `progress` is called with every new bound: a trace entry (`seconds`, `pps`,
+    `bps`) with what the search has done so far (`checked`: paths whose query went to the solver,
+    `infeasible`: those it refuted, `pruned`: paths skipped without a query).
     `mac_limit=False` leaves out the target's MAC limit, as the paper's evaluation does (§6:
     core-bound programs measured on 5 cores and scaled to 50, past the MAC's packet rate).
     `force`: replace an existing `out` that nicsim did not write (see [`OutputDir`]).
@@ -167,9 +169,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         return {"seconds": round(seconds, 6), "pps": bound if not bit else naive["pps"],
                 "bps": bound if bit else naive["bps"]}
 
-    def tell(seconds: float, bound: float) -> None:
+    def tell(seconds: float, bound: float, checked: int, infeasible: int, pruned: int) -> None:
         if progress:
-            progress(entry(seconds, bound))
+            progress({**entry(seconds, bound), "checked": checked, "infeasible": infeasible, "pruned": pruned})
 
     # The search runs in the core (`nicsim_xdp::ssp`, paper §5.4), with the solver process as
     # its solver.
@@ -203,7 +205,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             g["status"] = status
     slowest = [_slow_path(k + 1, p["path"], p["example"], base_maps) for k, p in enumerate(out["slowest"])]
     summary.update(rate=rate, mac_limit=mac_limit, solver=solver_name, paths_enumerated=out["enumerated"],
-                   paths_unsat=out["unsat"], paths_pruned=out["pruned"], prefixes_refused=out["refused"],
+                   paths_checked=out["checked"], paths_unsat=out["unsat"], paths_pruned=out["pruned"], prefixes_refused=out["refused"],
                    stopped=stopped, search_memory_mb=round(out["search_bytes"] / 2**20, 1))
     summary["memory"] = {
         "budget_mb": memory_mb, "analysis_budget_mb": analysis_mb,

@@ -178,7 +178,9 @@ def xdp_analyze(
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
-                    progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}"), force=force,
+                    progress=lambda e: bar.update(detail=f"bound {e[key] / scale:,.3f} {unit}; paths: "
+                                                  f"{e['checked']:,} checked, {e['infeasible']:,} infeasible, "
+                                                  f"{e['pruned']:,} pruned"), force=force,
                     map_sizes=parse_map_sizes(map_size), tail_calls=tail_calls, paths=paths)
     for w in s.get("warnings", []):
         ui.warn(w)
@@ -206,7 +208,7 @@ def xdp_analyze(
         if s["path"].get("xdp_action"):
             t.add_row("path", f"{len(s['path']['insns'])} insns → {s['path']['xdp_action']}")
         in_graph = "at least 2^128" if int(s["graph"]["paths"]) == 2**128 - 1 else f"{int(s['graph']['paths']):,}"
-        t.add_row("paths", f"{s['paths_enumerated']:,} checked, {s['paths_unsat']:,} infeasible, "
+        t.add_row("paths", f"{s['paths_checked']:,} checked, {s['paths_unsat']:,} infeasible, "
                   f"{s['paths_pruned']:,} pruned ({in_graph} in the graph)")
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"

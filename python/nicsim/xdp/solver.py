@@ -174,7 +174,7 @@ class Bitwuzla:
         return version("bitwuzla")
 
 
-_NAMED = re.compile(r":named (a\d+)\)")
+_NAMED = re.compile(r":named (a\d+|len_bound)\)")
 
 SOLVERS: dict[str, Any] = {"z3": Z3, "bitwuzla": Bitwuzla}
 

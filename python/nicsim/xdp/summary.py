@@ -161,6 +161,8 @@ class Summary(TypedDict):
     unbounded: list[str]
     warnings: list[str]
     paths_enumerated: int
+    #: Paths whose query went to the solver (of the enumerated; the others were pruned).
+    paths_checked: int
     paths_unsat: int
     paths_pruned: int
     prefixes_refused: int
@@ -282,6 +284,7 @@ class Outcome(TypedDict):
     slowest: list[FoundPath]
     slowest_stopped: str | None
     enumerated: int
+    checked: int
     unsat: int
     pruned: int
     refused: int
