@@ -3,8 +3,9 @@
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
 # Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config, make fuzz-props (not part of make test). Rust is built
 # in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
-# below); `make test`'s `cargo test` builds with the profile test-release (Cargo.toml: release
-# without link-time optimisation, whose pass per test binary took minutes).
+# below). `make test` builds the extension, the wheel and `cargo test` with the profile
+# test-release instead (Cargo.toml: release without link-time optimisation, whose pass per test
+# binary took minutes), and without PGO.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -95,8 +96,8 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # about 10 % faster datapath runs. Redone when a Rust source changes. PGO=0 skips it; so does a
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
 # had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
-# alone build without it, one release build that the extension and the wheel share (BENCHMARKS.md
-# "make test"); `make test PGO=1` tests the profile-guided build.
+# alone build without it (BENCHMARKS.md "make test"); `make test PGO=1` tests a profile-guided
+# build (of the test-release profile).
 PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test test-exec wheel lint,$(MAKECMDGOALS)),1,0),1)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
@@ -129,9 +130,14 @@ $(PROFDATA): $(RUST_SOURCES) benches/pgo_train.py | $(VENV)/.deps
 	  echo "nicsim: profile-guided build, 2/2: optimised with $@"; \
 	fi
 
+# The Cargo profile of the extension and the wheel: release (thin LTO) for users; `make test`
+# builds them with test-release (Cargo.toml: release less LTO and debug information), the profile
+# its `cargo test` uses, so that the dependencies are compiled once for both.
+CARGO_PROFILE ?= release
+
 # Build the Rust core (release) and install the package into .venv (editable Python sources).
 develop: $(VENV)/.deps $(if $(filter 1,$(PGO)),$(PROFDATA))
-	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin develop --release
+	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin develop --profile $(CARGO_PROFILE)
 
 demo: develop
 	$(VENV)/bin/nicsim reproduce flexpipe --out out/flexpipe
@@ -189,16 +195,16 @@ veth-captures: xdp-tools
 WHEEL_DIR := $(CARGO_TARGET_DIR)/wheels
 wheel: develop
 	@rm -rf $(WHEEL_DIR)
-	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin build --release -q -o $(WHEEL_DIR)
+	RUSTFLAGS="$(BUILD_RUSTFLAGS)" $(VENV)/bin/maturin build --profile $(CARGO_PROFILE) -q -o $(WHEEL_DIR)
 
 # pytest runs on as many workers as the machine has cores (pytest-xdist); a module whose tests
 # share an expensive fixture, a Ray head or a venv is kept on one worker (`xdist_group`).
 PYTEST_WORKERS ?= auto
 # The Rust build and the system packages' download go side by side (a sub-make with -j2).
 test:
-	$(MAKE) -j2 develop system-tools PGO=$(PGO)
-	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO)
-	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(CPU_RUSTFLAGS)" \
+	$(MAKE) -j2 develop system-tools PGO=$(PGO) CARGO_PROFILE=test-release
+	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
+	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --profile test-release --workspace --exclude nicsim-py
 	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
 

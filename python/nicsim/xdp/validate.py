@@ -349,16 +349,20 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         limit = g_ns * (1 + tolerance)
         # A packet over the limit is timed again (up to three more rounds of `runs`) and keeps
         # its least median: one round's median can still be lifted by the machine's other load.
+        excess = 0.0
         for _ in range(3):
-            again = [i for i, x in enumerate(rows) if x["ns"] > limit]
+            again = [i for i, x in enumerate(rows) if x["ns"] > limit + excess]
             if not again:
                 break
             for i, t in zip(again, time_packets(again), strict=True):
                 rows[i]["ns"] = min(rows[i]["ns"], statistics.median(t))
                 rows[i]["retimed"] = True
+            # What the machine itself adds now (machine_excess_ns) is not the program's.
+            excess = machine_excess_ns(runs)
         slowest = max(rows, key=lambda x: x["ns"])
         timing["slowest"] = slowest
-        over = [x for x in rows if x["ns"] > limit]
+        timing["machine_excess_ns"] = excess
+        over = [x for x in rows if x["ns"] > limit + excess]
         timing["retimed"] = sum(1 for x in rows if x.get("retimed"))
         timing.update(guarantee_ns=g_ns, guarantee_status=guarantee["status"], tolerance=tolerance,
                       slower_than_guarantee=len(over), slowest_vs_guarantee=slowest["ns"] / g_ns)
@@ -418,10 +422,12 @@ PATHS_METHOD = ("each path is measured two ways, and its time is the slower (fre
                 "back to back, on one map state; each figure is the mean of the runs no slower than their 90th "
                 "percentile (the clock is quantised; slower runs were interrupted). error_pct = estimated rate / "
                 "measured rate - 1: positive is over (the estimate promises more than the kernel does), "
-                "negative under; more than the tolerance over is a beaten guarantee.")
+                "negative under; more than the tolerance over, once machine_excess_ns is taken off the measurement (the empty "
+                "program timed right after the path, over the target's calibrated overhead: the machine's own slowness "
+                "at that moment, 0 on a machine as quiet as at calibration), is a beaten guarantee.")
 PATHS_COLUMNS = ["rank", "estimate_ns", "measured_ns", "median_ns", "estimate_mpps", "measured_mpps", "error_pct", "bottleneck",
                  "xdp_action", "packet_bytes", "writes_packet", "writes_maps", "runs", "fresh_ns", "stream_ns",
-                 "stream_packets", "status"]
+                 "stream_packets", "machine_excess_ns", "status"]
 #: The shares of paths within these errors (±%) in the summary.
 WITHIN_PCT = (1, 5, 10, 20)
 
@@ -445,8 +451,15 @@ def measure_paths(data: bytes, section: str | None, program: str | None, found: 
             progress(i)
         try:
             row = _measure_path(_core, data, section, program, p, runs, tail_calls or [])
-            if row["status"] == "ok" and row["error_pct"] is not None and row["error_pct"] > tolerance * 100:
-                row["status"] = beaten_status(row["error_pct"], tolerance)
+            if row["status"] == "ok" and row["measured_ns"] is not None:
+                # The machine's own excess at this moment (the empty program, timed now as the path
+                # was, over the target's calibrated overhead) is not the program's: it is taken off
+                # before the tolerance is applied, and reported.
+                excess = machine_excess_ns(runs)
+                row["machine_excess_ns"] = excess
+                judged = (row["measured_ns"] - excess) / p["ns"] - 1
+                if judged > tolerance:
+                    row["status"] = beaten_status(row["error_pct"], tolerance, excess)
             rows.append(row)
         except InputError as e:  # the interpreter faults, the kernel refuses a map entry: no figure
             rows.append({"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
@@ -566,9 +579,29 @@ def stream_variants(_core: Any, data: bytes, section: str | None, program: str |
     return out
 
 
-def beaten_status(error_pct: float, tolerance: float) -> str:
+def beaten_status(error_pct: float, tolerance: float, excess_ns: float = 0.0) -> str:
     """A path's or packet's status when it measured more than `tolerance` over its estimate."""
-    return f"BEATEN: measured {error_pct:+.1f} % over its estimate (tolerance {tolerance:.0%})"
+    machine = f", {excess_ns:.1f} ns of it the machine's own" if excess_ns > 0 else ""
+    return f"BEATEN: measured {error_pct:+.1f} % over its estimate{machine} (tolerance {tolerance:.0%})"
+
+
+def machine_excess_ns(runs: int) -> float:
+    """How much slower than calibrated the machine runs a packet now: the empty program timed now
+    ([`run_time`] of `runs` single runs) over the target's `cores.overhead_cycles` (the 90th
+    percentile of its single runs when calibrated), or 0. Another process's load on the machine
+    (a shared cache, the host's other guests) lifts every run by about this much, whatever the
+    program; the soundness checks take it off a measurement before applying their tolerance. The
+    two figures are not the same statistic (a mean below the 90th percentile now, the percentile
+    then), so the excess is underestimated, never over."""
+    import tomllib
+
+    from nicsim import _core
+    from nicsim.xdp.calibrate import default_path
+
+    target = tomllib.loads(default_path().read_text())["cores"]["overhead_cycles"]
+    with core_errors(None, about="the empty program"):
+        times = _core.xdp_empty_times(max(runs, 201))
+    return max(0.0, run_time(times) - target)
 
 
 def is_beaten(row: dict[str, Any]) -> bool:
