@@ -57,6 +57,8 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"^NICSIM_DIFF_ITERS=\S+ .*pytest", "the long mode of tests/test_xdp_differential.py"),
     (r"^ray |--ray-address", "tests/test_ray.py::test_the_readmes_ray_procedure_works_as_written runs README.md's "
                              "Ray block as written"),
+    (r"^nicsim xdp calibrate$", "tests/conftest.py's x86_jit fixture runs it, once per test run (here it would "
+                                "replace that calibration, which the run's other tests read, under their load)"),
     (r"--paper-objects (DIR|~/)", "needs the XDP paper's own objects: tests/test_xdp_paper.py runs it on the "
                                   "suite's objects under the paper's names"),
 ]

@@ -147,7 +147,7 @@ def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tup
         except InputError:
             from nicsim.xdp.calibrate import calibrate
 
-            console.print("x86-jit is not calibrated on this machine: running `nicsim xdp calibrate` first (~20 s)")
+            console.print("x86-jit is not calibrated on this machine: running `nicsim xdp calibrate` first (~40 s)")
             calibrate()
     jobs: list[tuple[str, Any, str]] = [(t, p, "table") for t in targets for p in SUITE]
     jobs += [("nfp", n, "fig8") for n in FIG8_STAGES]
