@@ -206,7 +206,7 @@ test:
 	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --profile test-release --workspace --exclude nicsim-py
-	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 tests
+	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests
 
 # The same pytest suite with every command in a real `python -m nicsim` process instead of a fork
 # of the tests' fork server (tests/forkserver.py): slower, and a check that the two agree.
