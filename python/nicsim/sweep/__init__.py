@@ -497,7 +497,9 @@ class Pool:
         except Exception as e:  # Ray raises plain Exception when a node does not start
             # Ray's ConnectionError ("Failed to connect to Ray cluster at ...") keeps the reason
             # (no raylet found, a GCS timeout) in its cause: both go in the one line.
-            cause = f" ({' '.join(str(e.__cause__).split())})" if e.__cause__ is not None else ""
+            # (Only a one-line reason: a token refusal's cause is Ray's own traceback text.)
+            first = str(e.__cause__).strip().splitlines()[0] if e.__cause__ is not None and str(e.__cause__).strip() else ""
+            cause = f" ({first})" if first and "Traceback" not in first and "File \"" not in first else ""
             why = (" ".join(str(e).split()) + cause)[:400]
             if address:
                 causes = " ".join(str(c) for c in (e.__cause__, e.__context__) if c is not None)
