@@ -58,9 +58,11 @@ pub struct Copy {
     pub descending: bool,
 }
 
-/// `(size, value register, load base, load offset)` of a load, `(size, value, store base,
-/// store offset)` of a register store.
-fn load(i: &Option<Insn>) -> Option<(Size, u8, u8, i16)> {
+/// `(size, value register, base register, offset)` of a load or a register store.
+type Access = (Size, u8, u8, i16);
+
+/// The load's [`Access`] (its value register is the one loaded).
+fn load(i: &Option<Insn>) -> Option<Access> {
     match *i {
         Some(Insn::Ldx {
             size,
@@ -73,7 +75,8 @@ fn load(i: &Option<Insn>) -> Option<(Size, u8, u8, i16)> {
     }
 }
 
-fn store(i: &Option<Insn>) -> Option<(Size, u8, u8, i16)> {
+/// The register store's [`Access`] (its value register is the one stored).
+fn store(i: &Option<Insn>) -> Option<Access> {
     match *i {
         Some(Insn::St {
             size,
@@ -111,7 +114,7 @@ pub fn chains(p: &Program) -> HashMap<u32, Role> {
     // A load/store pair that copies (`curr_pair_is_memcpy`, less the pointer types): the
     // store writes what the load read, at the same width, and no jump lands on the store; the
     // value register is neither base (else the next pair's base would be a number).
-    let pair = |pc: usize| -> Option<((Size, u8, u8, i16), (Size, u8, u8, i16))> {
+    let pair = |pc: usize| -> Option<(Access, Access)> {
         let ld = load(code.get(pc)?)?;
         let st = store(code.get(pc + 1)?)?;
         (ld.0 == st.0 && ld.1 == st.1 && !dst[pc + 1] && ld.1 != ld.2 && ld.1 != st.2)

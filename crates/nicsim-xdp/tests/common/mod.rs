@@ -9,12 +9,13 @@ use nicsim_xdp::{Analysis, Options, Target, XdpError};
 
 /// Where the object `name.o` is: in the suite's folder, else in the test programs' folder.
 pub fn obj_path(name: &str) -> PathBuf {
-    let folder = |var: &str, default: &str| {
-        PathBuf::from(std::env::var(var).unwrap_or_else(|_| {
-            format!("{}/../../target/{default}", env!("CARGO_MANIFEST_DIR"))
-        }))
-        .join(format!("{name}.o"))
-    };
+    let folder =
+        |var: &str, default: &str| {
+            PathBuf::from(std::env::var(var).unwrap_or_else(|_| {
+                format!("{}/../../target/{default}", env!("CARGO_MANIFEST_DIR"))
+            }))
+            .join(format!("{name}.o"))
+        };
     let suite = folder("NICSIM_XDP_OBJS", "xdp");
     let tests = folder("NICSIM_XDP_TEST_OBJS", "xdp-tests");
     if suite.exists() || !tests.exists() {
