@@ -54,6 +54,17 @@ def test_router_bad_config_is_one_line(tmp_path: Path, param: str, key: str) -> 
     assert not list(tmp_path.iterdir())  # no temporary folder left either
 
 
+def test_frames_further_apart_than_a_slice_run_to_the_end(tmp_path: Path) -> None:
+    # 128-byte frames at 1 Mbit/s arrive 1,184 µs apart, more than the 1,000 µs slices the core
+    # runs in between looks for Ctrl-C: the run never ended (found by tests/test_properties.py).
+    r = nicsim("router", "run", ROOT / "configs" / "router" / "setup_a.toml", "-p", "traffic[0].rate_mbps=1",
+               "-p", "traffic[0].frame_bytes=128", "-p", "run.duration_us=5000", "-p", "run.warmup_us=0",
+               "--out", tmp_path / "o", "-q", timeout=60)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["packets"]["offered"] == 5 and s["packets"]["conserved"], s["packets"]
+
+
 def test_router_api_same_seed_same_summary() -> None:
     from nicsim import router
 
