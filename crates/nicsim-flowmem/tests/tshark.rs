@@ -376,10 +376,28 @@ fn reassembled_bytes_equal_tshark_follow() {
              and python3-dpkt (make test-tools). Checking the adversarial captures only."
         );
     }
+    // The captures are checked on every core (most of the time is tshark's own start-up), and
+    // reported in their order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(capture) = captures.get(i) else {
+                    break;
+                };
+                let r = check_capture(capture);
+                results.lock().unwrap().push((i, r));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
     let mut equal = 0;
     let mut failures = Vec::new();
-    for capture in &captures {
-        let (n, report, fail) = check_capture(capture);
+    for (_, (n, report, fail)) in results {
         equal += n;
         for line in report {
             eprintln!("{line}");
