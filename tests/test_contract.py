@@ -543,7 +543,12 @@ def test_reassembly_of_many_flows_honours_signals(tmp_path: Path) -> None:
                     open_capture(cap)
                 else:
                     fc.directions()
-                time.sleep(5)  # it returned before the alarm: wait for it (then the timing fails)
+                # It returned before the alarm: wait for it (then the timing fails). A Python loop, not
+                # time.sleep: under pytest-xdist the alarm can go to the worker's other thread, which
+                # would not wake a sleeping main thread, and the handler would run only after the block.
+                end = time.monotonic() + 5
+                while time.monotonic() < end:
+                    pass
             assert time.monotonic() - t0 < 1.0, step
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
