@@ -101,7 +101,7 @@ open(out, "w").write(r.stdout if r.returncode == 0 else r.stderr)
 open(rc + ".tmp", "w").write(str(r.returncode))
 os.replace(rc + ".tmp", rc)
 """
-_CALIBRATION: list[subprocess.Popen[bytes]] = []
+_CALIBRATION: list[tuple[subprocess.Popen[bytes], Path]] = []
 
 
 def _calibration_files(shared: Path) -> tuple[Path, Path, Path]:
@@ -118,8 +118,8 @@ def _start_calibration(shared: Path) -> None:
     import sys
 
     toml, out, rc = _calibration_files(shared)
-    _CALIBRATION.append(subprocess.Popen([sys.executable, "-c", _CALIBRATE, str(toml), str(out), str(rc)],
-                                         stdin=subprocess.DEVNULL, start_new_session=True))
+    _CALIBRATION.append((subprocess.Popen([sys.executable, "-c", _CALIBRATE, str(toml), str(out), str(rc)],
+                                          stdin=subprocess.DEVNULL, start_new_session=True), shared))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -128,9 +128,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    for p in _CALIBRATION:  # a run that ends first (a subset, a failure) does not leave it behind
+    import signal
+
+    for p, shared in _CALIBRATION:  # a run that ends first (a subset, a failure) does not leave it behind
         if p.poll() is None:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)  # the wrapper and its nicsim (a session of their own)
+            p.wait()
+            _, out, rc = _calibration_files(shared)
+            if not rc.exists():  # a process still waiting for it is told
+                out.write_text("the calibration was stopped when the process that started it ended its session")
+                rc.write_text("-9")
         p.wait()
 
 
