@@ -611,18 +611,11 @@ def machine_excess_ns(runs: int) -> float:
     program; the soundness checks take it off a measurement before applying their tolerance. The
     two figures are not the same statistic (a mean below the 90th percentile now, the percentile
     then), so the excess is underestimated, never over."""
-    import tomllib
-
-    from nicsim import _core
-    from nicsim.xdp.calibrate import default_path
-
     try:
-        target = float(tomllib.loads(default_path().read_text())["cores"]["overhead_cycles"])
+        o = measure_overhead(max(runs, 201))
     except (OSError, KeyError, TypeError, ValueError):  # no calibration here (any more): no excess known
         return 0.0
-    with core_errors(None, about="the empty program"):
-        times = _core.xdp_empty_times(max(runs, 201))
-    return max(0.0, run_time(times) - target)
+    return max(0.0, o["measured_ns"] - float(o["target_ns"]))
 
 
 def is_beaten(row: dict[str, Any]) -> bool:
