@@ -606,3 +606,35 @@ def test_bit_flipped_btf_ext_section_name(tmp_path: Path, block: int) -> None:
     r = nicsim("xdp", "analyze", bad, "--out", tmp_path / "o", "--timeout", "5")
     line = assert_one_line_error(r, "bad.o", f".BTF.ext at offset {record}")
     assert "unwrap" not in line
+
+
+def test_signals_are_held_back_in_a_deferred_block() -> None:
+    """An exception a signal handler raised inside `concurrent.futures.wait` left a future's lock
+    taken (the pool's manager thread then waited for ever after SIGTERM): in a deferred block
+    the signal is noted and raised where the caller says, and the handlers are given back."""
+    from nicsim import signals
+
+    old_term = signal.signal(signal.SIGTERM, signals.on_sigterm)
+    try:
+        with pytest.raises(signals.Terminated) as e:
+            with signals.deferred() as sig:
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)  # the handler ran (it only noted the first)
+                reached = True
+                sig.raise_pending()
+                reached = False
+        assert reached and e.value.code == 128 + signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is signals.on_sigterm
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):  # noted in the block, raised as it ends
+            with signals.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an ignored signal stays ignored
+        with signals.deferred() as sig:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+            assert sig.signum is None
+    finally:
+        signal.signal(signal.SIGTERM, old_term)

@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 from nicsim import ui
 from nicsim.errors import NicsimError
 from nicsim.options import QuietOpt, VerboseOpt
+from nicsim.signals import Terminated, on_sigterm
 
 try:  # typer >= 0.22 carries its own copy of click
     from typer._click.exceptions import ClickException
@@ -163,17 +164,9 @@ def _fail(msg: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
-class Terminated(SystemExit):
-    """SIGTERM: unwinds like an exception, so that output folders under way are removed."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `nicsim` command; the one place where errors become exit codes."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         rv = app(args=argv, prog_name="nicsim", standalone_mode=False)
     except typer.Abort:

@@ -34,13 +34,15 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from nicsim import ui
+from nicsim import signals, ui
 from nicsim.config import Config, blame_overrides, key_under, override_keys, validate, with_overrides
 from nicsim.errors import ConfigError, InputError, NicsimError, WorkerKilled
 
 EXECUTORS = ("local", "ray")
 #: The most points a sweep runs (each a simulation; 100,000 datapath runs take hours).
 MAX_POINTS = 100_000
+#: How long a wait on the pool's workers lasts before Ctrl-C or SIGTERM is looked at (signals.py).
+WAIT_SLICE_S = 0.2
 MODELS = ("datapath", "router")
 #: The exit code of a sweep some of whose points failed (the others are written); 2 means bad
 #: input, as everywhere: every point failed, or one did under `--fail-fast`.
@@ -347,8 +349,11 @@ class Pool:
             if exc_type is not None:
                 for p in list(getattr(self._local, "_processes", {}).values()):  # stop running simulations now
                     p.terminate()
-                self._local.shutdown(wait=False, cancel_futures=True)
-            self._local.shutdown(wait=True)
+            # One shutdown that waits, with signals held back: a first `shutdown(wait=False)`
+            # dropped the pool's hold on its manager thread, so that thread, still closing its
+            # wake-up pipe, raced Python's exit hook (an EBADF traceback after "nicsim: terminated").
+            with signals.deferred():
+                self._local.shutdown(wait=True, cancel_futures=exc_type is not None)
             self._local = None
         if self._ray_started:
             import ray
@@ -397,16 +402,19 @@ class Pool:
         # Submitting starts workers. A worker started while SIGINT is ignored keeps ignoring it
         # (Python leaves an inherited SIG_IGN alone), so a Ctrl-C that reaches the whole process
         # group while one is starting cannot print its traceback; the parent handles Ctrl-C.
-        with _sigint_ignored():
+        # Ctrl-C and SIGTERM are raised between waits, never inside the pool's locks (signals.py).
+        with signals.deferred(), _sigint_ignored():
             futures = [self._local.submit(_run_point, fn, i, x) for i, x in enumerate(items)]
         try:
             pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    if f.exception() is None:
-                        check(f.result())  # bad input, without --keep-going: stop the others
-                    advance()
+            with signals.deferred() as sig:
+                while pending:
+                    done, pending = wait(pending, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+                    sig.raise_pending()
+                    for f in done:
+                        if f.exception() is None:
+                            check(f.result())  # bad input, without --keep-going: stop the others
+                        advance()
         except NicsimError:  # a point's bad input (not --keep-going): the runs under way end now
             for f in futures:
                 f.cancel()
@@ -470,7 +478,8 @@ class Pool:
                     pending.append(ref)
                 if not pending:
                     break
-                done, pending = ray.wait(pending, num_returns=1)
+                with signals.deferred():  # Ctrl-C and SIGTERM raised after the wait (signals.py)
+                    done, pending = ray.wait(pending, num_returns=1, timeout=WAIT_SLICE_S)
                 for ref in done:
                     check(ray.get(ref))
                     advance()
