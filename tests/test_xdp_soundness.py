@@ -14,7 +14,7 @@ from test_xdp import obj
 
 from nicsim.xdp.summary import Summary
 
-from conftest import conforms, nicsim
+from conftest import assert_one_line_error, conforms, nicsim
 
 ROOT = os.geteuid() == 0
 
@@ -171,3 +171,17 @@ def test_the_machines_own_excess_is_taken_off_before_the_tolerance(x86_jit: Path
     assert all(x["status"] == "ok" for x in rows), rows
     assert r.returncode == 0, r.stdout + r.stderr
     assert "machine_excess_ns" in (out / "accuracy.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.skipif(not ROOT, reason="the kernel part needs root")
+def test_nothing_to_time_is_one_line(x86_jit: Path, tmp_path: Path) -> None:
+    # path_explosion's path search stops (timeout) before any path: with --packets 0 there was
+    # nothing to time, and validate died on max() of no packets with a traceback.
+    a = tmp_path / "a"
+    s = _analyze("path_explosion", a, 5, timeout=1)
+    assert s["slowest_paths"] == [] and s["slowest_paths_stopped"] == "timeout"
+    out = tmp_path / "v"
+    r = nicsim("xdp", "validate", obj("path_explosion"), "--analysis", a, "--paths", "5", "--packets", "0",
+               "--timeout", "1", "--out", out)
+    assert_one_line_error(r, "path_explosion.o", "nothing to time", "--packets")
+    assert not out.exists()

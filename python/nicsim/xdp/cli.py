@@ -461,9 +461,14 @@ def xdp_validate(
         tm = r["timing"]
         if "example_ns" in tm:
             t.add_row("example", f"{tm['example_ns']:.0f} ns/packet")
-        t.add_row("slowest", f"{tm['slowest']['ns']:.0f} ns/packet ({tm['slowest']['kind']}, "
-                  f"{tm['slowest']['bytes']} B)")
-        if tm.get("guarantee_ns"):
+        if tm["slowest"] is None:
+            t.add_row("packets", "none timed (--packets 0)")
+        else:
+            t.add_row("slowest", f"{tm['slowest']['ns']:.0f} ns/packet ({tm['slowest']['kind']}, "
+                      f"{tm['slowest']['bytes']} B)")
+        if tm.get("guarantee_ns") and tm["slowest"] is None:
+            t.add_row("x86-jit guarantee", f"{tm['guarantee_ns']:.0f} ns/packet ({tm['guarantee_status']})")
+        elif tm.get("guarantee_ns"):
             t.add_row("x86-jit guarantee", f"{tm['guarantee_ns']:.0f} ns/packet ({tm['guarantee_status']}); "
                       f"slowest is {tm['slowest_vs_guarantee']:.0%} of it")
         else:

@@ -311,6 +311,11 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         guarantee = g["guarantee"]
         study = g if paths is not None else None
     pkts = packets_to_time(example, packets, seed)
+    if not pkts and not (study or {}).get("slowest_paths"):
+        stopped = (study or {}).get("slowest_paths_stopped")
+        raise InputError(f"{obj}: nothing to time: --packets 0 and no example packet, and the analysis has no path "
+                         "to measure" + (f" (its path search stopped: {stopped})" if stopped else "")
+                         + "; give --packets N, or a longer --timeout")
     say(f"timing {len(pkts)} packets")
     load_before = os.getloadavg()[0]
     # The example is timed from the state that makes it take its path, every run: the map
@@ -334,9 +339,9 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                 out[j] = t or out[j]
         return out
 
-    times = time_packets(list(range(len(pkts))))
+    times = time_packets(list(range(len(pkts)))) if pkts else []
     rows = [{"kind": kind, "bytes": len(p), "ns": statistics.median(t)} for (kind, p), t in zip(pkts, times, strict=True)]
-    slowest = max(rows, key=lambda x: x["ns"])
+    slowest = max(rows, key=lambda x: x["ns"], default=None)  # none with --packets 0 and no example
     timing: dict[str, Any] = {"packets": len(rows), "runs_per_packet": runs, "seed": seed,
                               "slowest": slowest, "retimed": 0,
                               "median_ns": {kind: statistics.median([x["ns"] for x in rows if x["kind"] == kind])
@@ -344,7 +349,9 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if example is not None:
         timing["example_ns"] = rows[0]["ns"]
         timing["example_fresh_state"] = fresh is not None
-    if guarantee is not None:
+    if guarantee is not None and not rows:
+        timing.update(guarantee_ns=1e9 / guarantee["pps"], guarantee_status=guarantee["status"], tolerance=tolerance)
+    elif guarantee is not None:
         g_ns = 1e9 / guarantee["pps"]
         limit = g_ns * (1 + tolerance)
         # A packet over the limit is timed again (up to three more rounds of `runs`) and keeps
