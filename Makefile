@@ -313,3 +313,10 @@ fuzz-config: fuzz-tools
 FUZZ_PROPS_EXAMPLES ?= 1000
 fuzz-props: develop xdp-suite
 	NICSIM_PROPERTY_EXAMPLES=$(FUZZ_PROPS_EXAMPLES) $(VENV)/bin/pytest -q tests/test_properties.py
+
+# The x86-jit soundness sweep over every test program of tests/xdp/ that nicsim analyses and the
+# kernel loads, besides the suite (make test sweeps the suite and a subset): no path measured
+# beyond the tolerance over its estimate (docs/xdp.md, "The soundness sweep"). Needs root.
+soundness: develop xdp-suite
+	NICSIM_SOUNDNESS_ALL=1 $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup \
+	  tests/test_xdp_soundness.py -k soundness_sweep -rs

@@ -22,12 +22,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +287,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         checks["example follows the reported path in the interpreter"] = follows and r["retval"] == path["retval"]
 
     say("kernel")
-    with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
+    cpu = run_cpu(data)
+    with core_errors(None, about=f"{obj} with {analysis}/summary.json"), on_cpu(cpu):
         k = _core.XdpKernel(data, section, maps_json, program, tail_calls)
         if example is not None:
             kret, _, kpkt = k.run(example, 1)
@@ -330,13 +332,14 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     diverged: list[int] = []
 
     def time_packets(idx: list[int]) -> list[list[int]]:
-        out = k.times([pkts[i][1] for i in idx], runs)
-        for j, i in enumerate(idx):
-            if pkts[i][0] == "example" and fresh is not None:
-                t, bad = k.fresh_times(pkts[i][1], runs, fresh[0], fresh[1], fresh[2])
-                if bad is not None:
-                    diverged.append(bad)
-                out[j] = t or out[j]
+        with on_cpu(cpu):
+            out = k.times([pkts[i][1] for i in idx], runs)
+            for j, i in enumerate(idx):
+                if pkts[i][0] == "example" and fresh is not None:
+                    t, bad = k.fresh_times(pkts[i][1], runs, fresh[0], fresh[1], fresh[2])
+                    if bad is not None:
+                        diverged.append(bad)
+                    out[j] = t or out[j]
         return out
 
     times = time_packets(list(range(len(pkts)))) if pkts else []
@@ -365,7 +368,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                 rows[i]["ns"] = min(rows[i]["ns"], statistics.median(t))
                 rows[i]["retimed"] = True
             # What the machine itself adds now (machine_excess_ns) is not the program's.
-            excess = machine_excess_ns(runs)
+            with on_cpu(cpu):
+                excess = machine_excess_ns(runs)
         slowest = max(rows, key=lambda x: x["ns"])
         timing["slowest"] = slowest
         timing["machine_excess_ns"] = excess
@@ -385,9 +389,11 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
         prows = measure_paths(data, section, program, found, path_runs,
                               progress=lambda i: say(f"path {i + 1} of {len(found)}"), tail_calls=tail_calls,
                               tolerance=tolerance)
+        with on_cpu(cpu):
+            overhead = measure_overhead(path_runs)
         report["paths"] = {"requested": paths, "found": len(found), "stopped": study.get("slowest_paths_stopped"),
                            "runs_per_path": path_runs, "method": PATHS_METHOD, "errors": error_distribution(prows),
-                           "overhead": measure_overhead(path_runs), "rows": prows}
+                           "overhead": overhead, "rows": prows}
         checks["each path's example takes its path in the interpreter and the kernel"] = all(
             r["status"] == "ok" or is_beaten(r) for r in prows)
         checks[f"no path measured more than {tolerance:.0%} over its estimate"] = not any(is_beaten(r) for r in prows)
@@ -454,46 +460,53 @@ def measure_paths(data: bytes, section: str | None, program: str | None, found: 
     if program is not None and section is not None and "/" not in program:
         program = f"{section}/{program}"
     rows = []
-    for i, p in enumerate(found):
-        if progress:
-            progress(i)
-        try:
-            row = _measure_path(_core, data, section, program, p, runs, tail_calls or [])
-            if row["status"] == "ok" and row["measured_ns"] is not None:
-                # The machine's own excess at this moment (the empty program, timed right after the
-                # path as the path was, over the target's calibrated overhead) is not the program's:
-                # it is taken off before the tolerance is applied, and reported. A path still over
-                # is measured again (up to three more rounds, as packets are retimed) and keeps its
-                # least excess: the machine's other load comes in bursts shorter than a round.
-                row["machine_excess_ns"] = machine_excess_ns(runs)
-
-                def over(r: dict[str, Any], estimate_ns: float = p["ns"]) -> float:
-                    return (r["measured_ns"] - r["machine_excess_ns"]) / estimate_ns - 1
-
-                rounds = 0
-                while over(row) > tolerance and rounds < 3:
-                    rounds += 1
-                    try:
-                        again = _measure_path(_core, data, section, program, p, runs, tail_calls or [])
-                    except InputError:  # (the first round's figures stand)
-                        break
-                    if again["status"] != "ok" or again["measured_ns"] is None:
-                        break
-                    again["machine_excess_ns"] = machine_excess_ns(runs)
-                    if over(again) < over(row):
-                        row = again
-                row["retimed"] = rounds
-                if over(row) > tolerance:
-                    row["status"] = beaten_status(row["error_pct"], tolerance, row["machine_excess_ns"])
-            rows.append(row)
-        except InputError as e:  # the interpreter faults, the kernel refuses a map entry: no figure
-            rows.append({"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
-                         "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
-                         "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"],
-                         "packet_bytes": len(p["example_packet_hex"]) // 2, "writes_packet": None,
-                         "writes_maps": None, "runs": 0, "fresh_ns": None, "stream_ns": None,
-                         "stream_packets": 0, "status": str(e)})
+    with on_cpu(run_cpu(data)):  # every run, and the empty program's beside them, on one CPU
+        for i, p in enumerate(found):
+            if progress:
+                progress(i)
+            rows.append(_measure_one(_core, data, section, program, p, runs, tail_calls or [], tolerance))
     return rows
+
+
+def _measure_one(_core: Any, data: bytes, section: str | None, program: str | None, p: dict[str, Any], runs: int,
+                 tail_calls: list[tuple[str, int, str]], tolerance: float) -> dict[str, Any]:
+    """[`measure_paths`]'s row of path `p`."""
+    try:
+        row = _measure_path(_core, data, section, program, p, runs, tail_calls)
+        if row["status"] == "ok" and row["measured_ns"] is not None:
+            # The machine's own excess at this moment (the empty program, timed right after the
+            # path as the path was, over the target's calibrated overhead) is not the program's:
+            # it is taken off before the tolerance is applied, and reported. A path still over
+            # is measured again (up to three more rounds, as packets are retimed) and keeps its
+            # least excess: the machine's other load comes in bursts shorter than a round.
+            row["machine_excess_ns"] = machine_excess_ns(runs)
+
+            def over(r: dict[str, Any], estimate_ns: float = p["ns"]) -> float:
+                return (r["measured_ns"] - r["machine_excess_ns"]) / estimate_ns - 1
+
+            rounds = 0
+            while over(row) > tolerance and rounds < 3:
+                rounds += 1
+                try:
+                    again = _measure_path(_core, data, section, program, p, runs, tail_calls)
+                except InputError:  # (the first round's figures stand)
+                    break
+                if again["status"] != "ok" or again["measured_ns"] is None:
+                    break
+                again["machine_excess_ns"] = machine_excess_ns(runs)
+                if over(again) < over(row):
+                    row = again
+            row["retimed"] = rounds
+            if over(row) > tolerance:
+                row["status"] = beaten_status(row["error_pct"], tolerance, row["machine_excess_ns"])
+        return row
+    except InputError as e:  # the interpreter faults, the kernel refuses a map entry: no figure
+        return {"rank": p["rank"], "estimate_ns": p["ns"], "measured_ns": None, "median_ns": None,
+                "estimate_mpps": p["pps"] / 1e6, "measured_mpps": None, "error_pct": None,
+                "bottleneck": p["bottleneck"], "xdp_action": p["xdp_action"],
+                "packet_bytes": len(p["example_packet_hex"]) // 2, "writes_packet": None,
+                "writes_maps": None, "runs": 0, "fresh_ns": None, "stream_ns": None,
+                "stream_packets": 0, "status": str(e)}
 
 
 def _measure_path(_core: Any, data: bytes, section: str | None, program: str | None, p: dict[str, Any],
@@ -628,6 +641,52 @@ def machine_excess_ns(runs: int) -> float:
 def is_beaten(row: dict[str, Any]) -> bool:
     """Whether a path row of [`measure_paths`] beat its estimate."""
     return str(row.get("status", "")).startswith("BEATEN")
+
+
+#: The CPU the interpreter's `bpf_get_smp_processor_id` returns, so the CPU an example's maps
+#: describe when a program picks its state by CPU number (`bpf_map_lookup_elem(&by_cpu, &cpu)`).
+EXAMPLE_CPU = 0
+#: `call bpf_get_smp_processor_id` as it is encoded (opcode 0x85, helper 8).
+_CALL_CPU_NUMBER = bytes([0x85, 0, 0, 0, 8, 0, 0, 0])
+
+
+def run_cpu(data: bytes) -> int | None:
+    """The CPU a validation's kernel runs are pinned to: [`EXAMPLE_CPU`] when the object may ask
+    for its CPU number (the encoded call anywhere in it: at worst a pin that was not needed),
+    else the CPU this thread is on now. Either way every run of the validation is on one CPU, as
+    a stream of packets on one queue is: a per-CPU map's slot is its CPU's, and a path whose
+    state a run on another CPU wrote would see none of it. None where the CPU is not known."""
+    if _CALL_CPU_NUMBER in data:
+        return EXAMPLE_CPU
+    try:
+        return int(Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.contextmanager
+def on_cpu(cpu: int | None) -> Iterator[bool]:
+    """The block's kernel runs on `cpu` (from [`run_cpu`]): BPF_PROG_TEST_RUN runs an XDP program
+    on the calling thread's CPU (mim_fallback, whose per-CPU LRU map is picked by CPU number,
+    took another path on CPU 1, or left other map entries, until its runs were pinned to CPU 0).
+    The calling thread is pinned for the block and given its CPUs back after. Yields whether it
+    is pinned (not when `cpu` is None or outside the process's CPUs, e.g. a container's cpuset)."""
+    try:
+        before = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        yield False
+        return
+    if cpu is None or cpu not in before:
+        yield False
+        return
+    if before == {cpu}:
+        yield True
+        return
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield True
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def measure_overhead(runs: int) -> dict[str, Any]:
