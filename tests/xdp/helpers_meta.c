@@ -25,6 +25,8 @@ int helpers_meta(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	void *meta = (void *)(long)ctx->data_meta;
 	struct meta *m = meta;
+	if (data + 4 > end)
+		return XDP_ABORTED;
 	if ((void *)(m + 1) <= data) {
 		m->mark = *(__u32 *)data;
 		m->len = end - data;
