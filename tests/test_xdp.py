@@ -312,6 +312,8 @@ def test_adjust_meta_is_measured_on_x86_and_refused_with_the_nfp_rule(x86_jit: P
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "x" / "summary.json").read_text())
     assert s["guarantee"]["status"] == "ssp", s["guarantee"]
+    if s["verifier"]["checked"]:
+        assert s["verifier"]["loads"], s["verifier"]  # a program the kernel runs
     r = nicsim("xdp", "analyze", obj("helpers_meta"), "--target", "nfp", "--out", tmp_path / "n")
     assert_one_line_error(r, "bpf_xdp_adjust_meta", "nfp_bpf_check_helper_call")
 

@@ -1288,10 +1288,13 @@ enum MapAt {
     Kconfig,
 }
 
+/// The `.kconfig` map and each `__kconfig` extern's byte offset in its value.
+type KconfigMap = (MapDef, HashMap<String, u64>);
+
 /// The `.kconfig` map libbpf makes for the object's `__kconfig` externs (BTF DATASEC
 /// `.kconfig`), filled from the running kernel's configuration, and each extern's offset in
 /// it; `None` when the object has none.
-fn kconfig_map(elf: &Elf) -> Result<Option<(MapDef, HashMap<String, u64>)>, LoadError> {
+fn kconfig_map(elf: &Elf) -> Result<Option<KconfigMap>, LoadError> {
     let Some(btf) = elf.file.section_by_name(".BTF").and_then(|s| s.data().ok()) else {
         return Ok(None);
     };
