@@ -300,6 +300,24 @@ def test_event_lock_and_coarse_time_helpers_have_costs_on_both_targets(name: str
         assert s["guarantee"]["status"] == "ssp", s["guarantee"]
 
 
+def test_adjust_meta_is_measured_on_x86_and_refused_with_the_nfp_rule(x86_jit: Path, tmp_path: Path) -> None:
+    # bpf_xdp_adjust_meta (tests/xdp/helpers_meta.c): timed by the calibration, so the x86-jit
+    # analysis gives a guarantee; the NFP offload's verifier accepts no such helper.
+    import tomllib
+
+    h = tomllib.loads(x86_jit.read_text())["helpers"]["xdp_adjust_meta"]
+    assert h["cycles"] > 0 and h["source"].startswith("measured"), h
+    r = nicsim("xdp", "analyze", obj("helpers_meta"), "--target", "x86-jit", "--rate", "packet",
+               "--out", tmp_path / "x")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "x" / "summary.json").read_text())
+    assert s["guarantee"]["status"] == "ssp", s["guarantee"]
+    if s["verifier"]["checked"]:
+        assert s["verifier"]["loads"], s["verifier"]  # a program the kernel runs
+    r = nicsim("xdp", "analyze", obj("helpers_meta"), "--target", "nfp", "--out", tmp_path / "n")
+    assert_one_line_error(r, "bpf_xdp_adjust_meta", "nfp_bpf_check_helper_call")
+
+
 @pytest.mark.parametrize(("name", "cases", "actions"), [
     # No perf event is open (-ENOENT: XDP_DROP), the ring buffer has room (XDP_PASS), a
     # discarded record XDP_TX.

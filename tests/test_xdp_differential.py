@@ -73,6 +73,7 @@ REFUSED = {
     "no_exit": "no path from the entry reaches an exit",
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
+    "ld_maps_unspec": "has type 0 (BPF_MAP_TYPE_UNSPEC)",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay
@@ -89,6 +90,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
     # bpf_loop with nr_loops from the packet (bytes 14-17): cases past 4 calls are not checked.
     "loop_cb_pktlen": {"loop_bound": 4},
+    # __kconfig externs: a configuration of the test's own, not the machine's.
+    "ld_kconfig": {"kconfig": "CONFIG_HZ=1000\nCONFIG_BPF_SYSCALL=y\n"},
 }
 
 
@@ -591,11 +594,15 @@ def test_the_programs_left_out_are_refused_by_the_analysis(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "section"), _programs(), ids=[n + (f":{s}" if s else "") for n, s in _programs()])
-def test_every_path_the_interpreter_takes_is_satisfiable(name: str, section: str | None) -> None:
+def test_every_path_the_interpreter_takes_is_satisfiable(name: str, section: str | None, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    opts = OPTIONS.get(name, {})
+    if "kconfig" in opts:
+        (tmp_path / "config").write_text(opts["kconfig"])
+        monkeypatch.setenv("NICSIM_KCONFIG", str(tmp_path / "config"))
     diff = _differential(name, section)
     maps = json.loads(diff.maps())
     slv = _solver()
-    opts = OPTIONS.get(name, {})
     rng = random.Random(f"{SEED}:{name}:{section}")
     n = ITERS or opts.get("short_cases", SHORT_CASES)
     counts: dict[str, int] = {}

@@ -334,7 +334,11 @@ fn benches() -> Vec<Bench> {
         rm,
         vec![("ld_imm64", 1.0), ("alu64", 2.0)],
     ));
-    for (name, id) in [("xdp_adjust_head", 44), ("xdp_adjust_tail", 65)] {
+    for (name, id) in [
+        ("xdp_adjust_head", 44),
+        ("xdp_adjust_tail", 65),
+        ("xdp_adjust_meta", 54),
+    ] {
         v.push(helper(
             name,
             "delta 0",

@@ -24,6 +24,7 @@ pub mod gather;
 pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod kconfig;
 pub mod kernel;
 pub mod load;
 pub mod paths;

@@ -629,6 +629,11 @@ struct MapVar {
 /// The variables of the `.maps` DATASEC of the `.BTF` section `data` (what libbpf reads to
 /// place `.values` relocations). A malformed section gives what could be read.
 fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
+    btf_datasec_vars(data, ".maps")
+}
+
+/// The variables of the DATASEC `sec` of the `.BTF` section `data` (`.maps`, `.kconfig`).
+fn btf_datasec_vars(data: &[u8], sec: &str) -> Vec<MapVar> {
     let mut out = Vec::new();
     let _ = (|| -> Option<()> {
         if data.get(0..2)? != [0x9f, 0xeb] {
@@ -678,7 +683,7 @@ fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
         };
         let kind_of = |id: u32| resolve(id).and_then(|t| ts.get(t as usize));
         for (kind, _, name, _, body, _) in &ts {
-            if *kind != 15 || cstr(strs, *name) != ".maps" {
+            if *kind != 15 || cstr(strs, *name) != sec {
                 continue;
             }
             for v in body.chunks_exact(12) {
@@ -1279,6 +1284,49 @@ enum MapAt {
     Btf(String),
     /// Global data: the map is the whole section.
     Data(usize),
+    /// The `__kconfig` externs' values (`crate::kconfig`).
+    Kconfig,
+}
+
+/// The `.kconfig` map and each `__kconfig` extern's byte offset in its value.
+type KconfigMap = (MapDef, HashMap<String, u64>);
+
+/// The `.kconfig` map libbpf makes for the object's `__kconfig` externs (BTF DATASEC
+/// `.kconfig`), filled from the running kernel's configuration, and each extern's offset in
+/// it; `None` when the object has none.
+fn kconfig_map(elf: &Elf) -> Result<Option<KconfigMap>, LoadError> {
+    let Some(btf) = elf.file.section_by_name(".BTF").and_then(|s| s.data().ok()) else {
+        return Ok(None);
+    };
+    let vars = btf_datasec_vars(btf, ".kconfig");
+    if vars.is_empty() {
+        return Ok(None);
+    }
+    let weak = |name: &str| {
+        elf.file
+            .symbols()
+            .any(|x| x.name() == Ok(name) && x.is_weak())
+    };
+    let v: Vec<(String, u64, bool)> = vars
+        .iter()
+        .map(|m| (m.name.clone(), m.size, weak(&m.name)))
+        .collect();
+    let k = crate::kconfig::resolve(&v).map_err(LoadError::Parse)?;
+    let def = MapDef {
+        name: ".kconfig".into(),
+        map_type: MAP_ARRAY,
+        key_size: 4,
+        value_size: k.data.len() as u32,
+        max_entries: 1,
+        flags: 0,
+        data: k.data,
+        frozen: true,
+        inner: None,
+    };
+    Ok(Some((
+        def,
+        k.vars.into_iter().map(|v| (v.name, v.off)).collect(),
+    )))
 }
 
 /// How a legacy map of maps names its inner map.
@@ -1367,6 +1415,16 @@ fn legacy_maps(elf: &Elf, sec: usize) -> Result<Vec<(MapDef, MapAt)>, LoadError>
             frozen: false,
             inner: None,
         };
+        if d.map_type == 0 {
+            // Zeros where the type belongs: most often a BTF map definition (`__uint(type,
+            // ...)` members are pointers, their bytes zero) put in the legacy section, which
+            // every loader reads as `struct bpf_map_def` (libbpf >= 1.0 refuses the section).
+            return Err(LoadError::Parse(format!(
+                "map '{map}' in section '{name}' has type 0 (BPF_MAP_TYPE_UNSPEC), which the \
+                 kernel does not create: the section holds legacy struct bpf_map_def \
+                 definitions; a BTF definition (__uint(type, ...)) belongs in SEC(\".maps\")"
+            )));
+        }
         let (inner, id) = if def.len() >= 36 {
             (Some(InnerRef::Id(w(7))), Some(w(5)))
         } else if def.len() >= 24 {
@@ -1669,6 +1727,13 @@ fn load_inner(
         };
         maps.push((d, at));
     }
+    let kconfig_offs = match kconfig_map(&elf)? {
+        Some((def, offs)) => {
+            maps.push((def, MapAt::Kconfig));
+            offs
+        }
+        None => HashMap::new(),
+    };
     maps.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     if let Some(w) = maps.windows(2).find(|w| w[0].0.name == w[1].0.name) {
         return Err(LoadError::Parse(format!(
@@ -1806,7 +1871,18 @@ fn load_inner(
                 }
                 // LD_IMM64
                 0x18 => {
-                    if let Some(s) = &sym {
+                    let kconfig_off = sym
+                        .as_ref()
+                        .filter(|s| s.section == SymbolSection::Undefined)
+                        .and_then(|s| kconfig_offs.get(&s.name));
+                    if let (Some(&off), Some(k)) = (kconfig_off, map_index(&MapAt::Kconfig)) {
+                        // A __kconfig extern: a pointer to its value in `.kconfig`.
+                        raw[i].src = PSEUDO_MAP_VALUE;
+                        raw[i].imm = k as i32;
+                        if let Some(hi) = raw.get_mut(i + 1) {
+                            hi.imm = (r.imm as i64 + off as i64) as i32;
+                        }
+                    } else if let Some(s) = &sym {
                         let tsec = match s.section {
                             SymbolSection::Section(t) => t.0,
                             SymbolSection::Undefined => {

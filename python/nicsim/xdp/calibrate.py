@@ -144,7 +144,8 @@ def target_toml(m: Calibration) -> str:
     # Measured since issue 32 (2026-12-06); a file from an older calibration lacks them (the
     # analysis then says to re-run it).
     for name in ("get_numa_node_id", "jiffies64", "ktime_get_boot_ns", "ktime_get_tai_ns", "xdp_get_buff_len",
-                 "check_mtu", "trace_printk", "tcp_raw_gen_syncookie_ipv4", "tcp_raw_check_syncookie_ipv4"):
+                 "check_mtu", "trace_printk", "tcp_raw_gen_syncookie_ipv4", "tcp_raw_check_syncookie_ipv4",
+                 "xdp_adjust_meta"):
         if name in ns:
             helper(name, name)
     if "ktime_get_coarse_ns" in ns:  # measured since 2026-11-26; older measurements: as ktime_get_ns
