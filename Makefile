@@ -2,8 +2,8 @@
 #   make demo   set up (.venv, Python deps, the Rust core in release mode) and reproduce FlexPipe
 #   make test   the same set-up, then `cargo test` and `pytest` (including a local Ray sweep)
 # Also: make bench, make lint, make fuzz, make fuzz-xdp, make fuzz-config, make fuzz-props (not part of make test). Rust is built
-# in release mode into $(CARGO_TARGET_DIR), profile-guided (an instrumented build first, see PGO
-# below). `make test` builds the extension, the wheel and `cargo test` with the profile
+# in release mode into $(CARGO_TARGET_DIR), for `make develop` and `make bench` profile-guided (an
+# instrumented build first, see PGO below; `make demo` builds once, without). `make test` builds the extension, the wheel and `cargo test` with the profile
 # test-release instead (Cargo.toml: release without link-time optimisation, whose pass per test
 # binary took minutes), and without PGO.
 
@@ -95,10 +95,12 @@ $(VENV)/.deps-ray: pyproject.toml | $(VENV)/.deps
 # functions that never ran, so that those are compiled as without PGO) steer the release build:
 # about 10 % faster datapath runs. Redone when a Rust source changes. PGO=0 skips it; so does a
 # toolchain whose llvm-profdata (rustup's llvm-tools component, added if missing) cannot be
-# had, with a warning. Only where speed is the point: `make test` (and `make wheel`, `make lint`)
-# alone build without it (BENCHMARKS.md "make test"); `make test PGO=1` tests a profile-guided
-# build (of the test-release profile).
-PGO ?= $(if $(MAKECMDGOALS),$(if $(filter-out test test-exec wheel lint,$(MAKECMDGOALS)),1,0),1)
+# had, with a warning. Only where speed is the point (`make develop`, `make bench`): `make test`,
+# `make wheel`, `make lint` and `make demo` (the default goal) build without it (BENCHMARKS.md
+# "make test", "make demo": the second build cost the demo more than the faster runs gave back);
+# `make test PGO=1` tests a profile-guided build (of the test-release profile), `make demo PGO=1`
+# demonstrates one.
+PGO ?= $(if $(filter-out test test-exec wheel lint demo,$(or $(MAKECMDGOALS),demo)),1,0)
 # The CPU the release build targets: this machine's by default (`make develop` builds for the
 # machine it runs on), without AVX-512, whose code for the SHA-3 offload's Keccak runs a third
 # slower (BENCHMARKS.md "Target CPU"). CPU=x86-64 (or any rustc target CPU) for a portable

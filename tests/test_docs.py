@@ -1,7 +1,8 @@
 """Documentation that is tested (issue 34): every console example of README.md and docs/*.md
 runs, as written, in a folder of the test's own (with `configs` and `target` linked from the
 checkout), and what a block shows a command printing is checked against what it prints. A doc
-that drifts fails here.
+that drifts fails here, and so does a figure a command writes that is not readable, labelled and
+rendered (tests/figcheck.py).
 
 Slow commands are made cheaper but stay real: [`CHEAPER`] adds fewer packets, `--quick` and the
 like to the commands it matches (each rule says why). A command that cannot run here is named in
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from docblocks import Block, Command, blocks
+from figcheck import figure_problems
 
 from conftest import ROOT, XDP_OBJS, nicsim
 
@@ -157,3 +159,9 @@ def test_console_block(block: Block, tmp_path: Path, request: pytest.FixtureRequ
             want = want.removesuffix(" ...").removesuffix(" …")
             assert any(want in p for p in printed), (f"{block.id}: `{cmd.text}` shows `{shown.strip()}`, which it "
                                                      f"does not print:\n{(r.stderr if error else r.stdout)[-3000:]}")
+    # Every figure the block's commands wrote is checked as drawn (issue 34 §6: tests/figcheck.py;
+    # test_figures.py runs the commands no doc shows).
+    for d in work.iterdir():
+        if d.is_dir() and not d.is_symlink():
+            problems = figure_problems(d)
+            assert problems == [], f"{block.id}: " + "\n".join(problems)

@@ -7,6 +7,7 @@
 //! length is checked once by `new_checked`, after which every accessor is infallible, and a
 //! `Repr` that is parsed from a view and emitted into a byte buffer. On top of these sit the
 //! one-shot [`parse`] used by datapaths and the [`FrameSpec`] builder used by traffic generators,
+//! [`mod@dissect`], a frame's headers field by field as tshark -V shows them,
 //! and [`mod@decode`], which takes a captured frame of any common link type through its
 //! encapsulations and tunnels to its TCP/UDP segment, as tshark does.
 
@@ -18,6 +19,7 @@ mod builder;
 pub mod capture;
 pub mod decode;
 pub mod defrag;
+pub mod dissect;
 mod error;
 pub mod ethernet;
 pub mod fcs;

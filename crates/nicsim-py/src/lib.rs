@@ -712,6 +712,29 @@ fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
         .map_err(|e| InputError::new_err(e.to_string()))
 }
 
+/// One layer of a dissected frame: name, offset, header bytes, (field, value) pairs.
+type DissectedLayer = (String, usize, usize, Vec<(String, String)>);
+
+/// A frame's headers layer by layer, as `tshark -V` names them
+/// (`nicsim_packet::dissect::dissect`): the layers, and why it stopped early (None: it did not).
+#[pyfunction]
+fn packet_dissect(frame: &[u8]) -> (Vec<DissectedLayer>, Option<String>) {
+    let d = nicsim_packet::dissect::dissect(frame);
+    let layers = d
+        .layers
+        .into_iter()
+        .map(|l| {
+            let fields = l
+                .fields
+                .into_iter()
+                .map(|f| (f.name.to_string(), f.value))
+                .collect();
+            (l.name.to_string(), l.offset, l.len, fields)
+        })
+        .collect();
+    (layers, d.error.map(|e| e.to_string()))
+}
+
 /// Toeplitz RSS hash (for tests against the published vectors).
 #[pyfunction]
 fn toeplitz_hash(key: &[u8], data: &[u8]) -> u32 {
@@ -732,6 +755,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(offload_units, m)?)?;
     m.add_function(wrap_pyfunction!(toeplitz_hash, m)?)?;
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_dissect, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_run, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_check_target, m)?)?;

@@ -16,8 +16,8 @@ use crate::cost::{self, Dag, NC};
 use crate::load::{self, Program};
 use crate::paths;
 use crate::summary::{
-    ClassCost, Cost, GraphSummary, Guarantee, LoopSummary, MapSummary, Naive, ObjectInfo, PathInfo,
-    PathSummary, ProgArraySlots, Summary,
+    ClassCost, Cost, GraphSummary, Guarantee, LineCost, LoopSummary, MapSummary, Naive, ObjectInfo,
+    PathInfo, PathSummary, ProgArraySlots, Summary,
 };
 use crate::target::Target;
 
@@ -230,12 +230,18 @@ impl Analysis {
         path.iter().map(|&e| dag.pc[e as usize]).collect()
     }
 
+    /// The source line of instruction `pc`, unless it has none or line 0 (code the compiler
+    /// generated, which belongs to no line).
+    fn source_line(&self, pc: usize) -> Option<&load::SrcLine> {
+        self.program.line(pc).filter(|l| l.line != 0)
+    }
+
     /// Distinct source lines along a path of edges of `dag`, in order of first appearance.
     pub fn path_lines(&self, dag: &Dag, path: &[u32]) -> Vec<String> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         for pc in self.path_insns(dag, path) {
-            if let Some(l) = self.program.line(pc as usize) {
+            if let Some(l) = self.source_line(pc as usize) {
                 let s = l.short();
                 if seen.insert(s.clone()) {
                     out.push(s);
@@ -266,6 +272,87 @@ impl Analysis {
             .map(|(c, (insns, cost))| {
                 let Cost { cores, dram } = Cost::of(&cost);
                 (c, ClassCost { cores, dram, insns })
+            })
+            .collect()
+    }
+
+    /// A path's cost by source line, in the order the path first reaches each line, every
+    /// instruction at its own cost on the path (its edge's), so that the lines add up to the
+    /// path's cost. Instructions without a source line (an object built without `-g`, or code
+    /// the compiler gives line 0) are grouped in runs of consecutive instructions, `insns A-B`
+    /// (a run ends where the path jumps); a run the path takes again is the same entry.
+    pub fn cost_by_line(&self, dag: &Dag, path: &[u32]) -> Vec<LineCost> {
+        let mut rows: Vec<(LineCost, [u64; NC])> = Vec::new();
+        let mut by_line: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::new();
+        // The run without a source line the previous instruction extended: (row, first pc, last pc).
+        let mut run: Option<(usize, u32, u32)> = None;
+        for &e in path {
+            let pc = dag.pc[e as usize];
+            let insn = self.program.code.get(pc as usize).and_then(|i| i.as_ref());
+            let row = match self.source_line(pc as usize) {
+                Some(l) => {
+                    run = None;
+                    let key = l.short();
+                    *by_line.entry(key.clone()).or_insert_with(|| {
+                        rows.push((LineCost::new(key, true, l.text.clone()), [0; NC]));
+                        rows.len() - 1
+                    })
+                }
+                None => match run {
+                    // The next instruction (a 16-byte ld_imm64 takes two slots): the same run.
+                    Some((r, first, last)) if pc > last && pc <= last + 2 => {
+                        run = Some((r, first, pc));
+                        rows[r].0.line = format!("insns {first}-{pc}");
+                        r
+                    }
+                    _ => {
+                        rows.push((
+                            LineCost::new(format!("insns {pc}-{pc}"), false, String::new()),
+                            [0; NC],
+                        ));
+                        run = Some((rows.len() - 1, pc, pc));
+                        rows.len() - 1
+                    }
+                },
+            };
+            let (line, cost) = &mut rows[row];
+            line.insns += 1;
+            for (k, x) in cost.iter_mut().enumerate() {
+                *x += dag.cost[e as usize][k];
+            }
+            if let Some(i @ (crate::insn::Insn::Call { .. } | crate::insn::Insn::Kfunc { .. })) =
+                insn
+            {
+                *line.helpers.entry(crate::cost::insn_class(i)).or_insert(0) += 1;
+            }
+        }
+        // A run the path takes again (an unrolled loop's) is one entry, where it first came.
+        let mut out: Vec<(LineCost, [u64; NC])> = Vec::with_capacity(rows.len());
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (line, cost) in rows {
+            match at.get(&line.line) {
+                Some(&k) => {
+                    let (l, c) = &mut out[k];
+                    l.insns += line.insns;
+                    for (x, y) in c.iter_mut().zip(cost) {
+                        *x += y;
+                    }
+                    for (h, n) in line.helpers {
+                        *l.helpers.entry(h).or_insert(0) += n;
+                    }
+                }
+                None => {
+                    at.insert(line.line.clone(), out.len());
+                    out.push((line, cost));
+                }
+            }
+        }
+        out.into_iter()
+            .map(|(mut line, cost)| {
+                let Cost { cores, dram } = Cost::of(&cost);
+                (line.cores, line.dram) = (cores, dram);
+                line
             })
             .collect()
     }
@@ -398,6 +485,7 @@ impl Analysis {
                 source_lines: self.path_lines(&self.dag, &n.path),
                 cost: Cost::of(&paths::path_cost(&self.dag, &n.path)),
                 cost_by_class: self.cost_by_class(&self.dag, &n.path),
+                lines: self.cost_by_line(&self.dag, &n.path),
                 min_packet_bytes: mps,
                 feasible: None,
                 xdp_action: None,
@@ -962,6 +1050,7 @@ impl Search {
             cost_by_class: self.a.cost_by_class(&self.a.search_dag, edges),
             insns: self.a.path_insns(&self.a.search_dag, edges),
             key: None,
+            lines: self.a.cost_by_line(&self.a.search_dag, edges),
             mac_pps: t.limits.mac_pps,
             min_packet_bytes: u64::from(f.mps),
             pps: f.rate.pps,
@@ -1005,6 +1094,31 @@ mod tests {
 
     fn nfp() -> Target {
         Target::builtin("nfp").unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_path_without_line_information_is_costed_by_instruction_runs() {
+        // No BTF: every instruction is in a run; the path jumps (the bounds check's taken
+        // branch, 4 -> 7), so there are two runs, and they add up to the path's cost.
+        let a = Analysis::of_program(diamonds(3), nfp(), &Options::default()).unwrap();
+        let s = a.summary();
+        let lines = &s.path.lines;
+        let names: Vec<&str> = lines.iter().map(|l| l.line.as_str()).collect();
+        assert_eq!(names, ["insns 0-4", "insns 7-19"], "{:?}", s.path.insns);
+        assert!(lines
+            .iter()
+            .all(|l| !l.source && l.text.is_empty() && l.helpers.is_empty()));
+        assert_eq!(
+            lines.iter().map(|l| l.insns).sum::<u64>(),
+            s.path.insns.len() as u64
+        );
+        let cores: f64 = lines.iter().map(|l| l.cores).sum();
+        assert!(
+            (cores - s.path.cost.cores).abs() < 1e-6,
+            "{cores} vs {}",
+            s.path.cost.cores
+        );
+        assert!(s.path.source_lines.is_empty());
     }
 
     #[test]

@@ -159,6 +159,44 @@ pub struct ClassCost {
     pub insns: u64,
 }
 
+/// A path's cost on one source line, or, for instructions without a source line (an object
+/// built without `-g`, or code the compiler gives line 0), on one run of consecutive
+/// instructions: the path annotated as `perf annotate` annotates a function
+/// ([`crate::analysis::Analysis::cost_by_line`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineCost {
+    /// Its instructions' cycles on the cores (each at its own cost on the path).
+    pub cores: f64,
+    /// Their cycles on the DRAM engine.
+    pub dram: f64,
+    /// The helper calls on it: class name (`call bpf_map_lookup_elem (hash)`) → calls on the
+    /// path.
+    pub helpers: BTreeMap<String, u64>,
+    /// The path's instructions on it (an instruction the path runs twice counts twice).
+    pub insns: u64,
+    /// `file:line` (the file's base name), or `insns A-B` for a run without a source line.
+    pub line: String,
+    /// Whether `line` is a source line (false: an instruction range).
+    pub source: bool,
+    /// The line's source text, trimmed (empty for an instruction range).
+    pub text: String,
+}
+
+impl LineCost {
+    /// A line (or run) with nothing on it yet.
+    pub fn new(line: String, source: bool, text: String) -> LineCost {
+        LineCost {
+            cores: 0.0,
+            dram: 0.0,
+            helpers: BTreeMap::new(),
+            insns: 0,
+            line,
+            source,
+            text,
+        }
+    }
+}
+
 /// The reported path (`path` of the summary).
 #[derive(Debug, Clone, Serialize)]
 pub struct PathSummary {
@@ -170,6 +208,9 @@ pub struct PathSummary {
     pub cost: Cost,
     /// Its cost by instruction class, by class name.
     pub cost_by_class: BTreeMap<String, ClassCost>,
+    /// Its cost by source line (or instruction range), in the order the path first reaches
+    /// each; they add up to `cost`.
+    pub lines: Vec<LineCost>,
     /// Its minimum packet size, bytes.
     pub min_packet_bytes: u32,
     /// Whether a packet takes it (null: not checked, as for the naive path).
@@ -233,6 +274,8 @@ pub struct PathInfo {
     /// in bit-rate mode); set once it is found satisfiable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<f64>,
+    /// Its cost by source line or instruction range ([`LineCost`]).
+    pub lines: Vec<LineCost>,
     /// The target's MAC packet rate.
     pub mac_pps: f64,
     /// Its minimum packet size, bytes (in bit-rate mode, once satisfiable, the exact one).
@@ -380,6 +423,15 @@ mod tests {
             cost_by_class: BTreeMap::from([("alu".into(), class)]),
             insns: vec![0, 1],
             key: Some(2.0),
+            lines: vec![LineCost {
+                cores: 1.0,
+                dram: 0.5,
+                helpers: BTreeMap::from([("call bpf_ktime_get_ns".into(), 1)]),
+                insns: 2,
+                line: "a.c:1".into(),
+                source: true,
+                text: "x = 1;".into(),
+            }],
             mac_pps: 3.0,
             min_packet_bytes: 60,
             pps: 4.0,

@@ -234,19 +234,20 @@ def _plot_bench(o: OutputDir, summary: BenchSummary | BenchSeveral) -> None:
     plt = pyplot()
 
     runs: list[Any] = summary.get("captures", [summary])
-    panels = [("host: bytes copied / payload byte", lambda d, p: d["bytes_copied"] / p),
-              ("host: bytes read / payload byte", lambda d, p: d["bytes_read"] / p),
-              ("host: Gbit/s (one core)", lambda d, p: d["gbps"]),
-              ("model: DRAM bytes / payload byte", lambda d, p: d["dram_bytes"] / p),
-              ("model: cycles / payload byte", lambda d, p: d["cycles"] / p)]
+    panels = [("host: bytes copied", "bytes / payload byte", lambda d, p: d["bytes_copied"] / p),
+              ("host: bytes read", "bytes / payload byte", lambda d, p: d["bytes_read"] / p),
+              ("host: throughput (one core)", "Gbit/s", lambda d, p: d["gbps"]),
+              ("model: DRAM traffic", "DRAM bytes / payload byte", lambda d, p: d["dram_bytes"] / p),
+              ("model: cycles", "cycles / payload byte", lambda d, p: d["cycles"] / p)]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6))
     names = [Path(r["capture"]).name for r in runs]
     xs = list(range(len(runs)))
-    for ax, (title, f) in zip(axes, panels):
+    for ax, (title, unit, f) in zip(axes, panels):
         for i, (side, color) in enumerate((("copy", "tab:red"), ("flow", "tab:green"))):
             ax.bar([x + (i - 0.5) * 0.38 for x in xs], [f(r[side], r["payload_bytes"] or 1) for r in runs], 0.38,
                    color=color, label=f"{side}-based")
         ax.set_title(title, fontsize=9)
+        ax.set_ylabel(unit, fontsize=8)
         ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=7)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=8)

@@ -203,7 +203,7 @@ def plot(s: dict[str, Any], out: OutputDir) -> None:
                    label="nicsim: real capture" if i == 0 else None)
     a2.axhline(1, color="black", lw=0.6)
     a2.set_xticks([0, 1], ["linear scan", "regex"])
-    a2.set(ylabel="per-core throughput, flow / copy", title="Per-core throughput")
+    a2.set(ylabel="per-core throughput, flow / copy (×)", title="Per-core throughput")
     a2.legend(fontsize=8)
     for ax in (a1, a2):
         ax.grid(axis="y", alpha=0.3)

@@ -201,10 +201,10 @@ def plot(summary: dict[str, Any], out: OutputDir) -> None:
             ax.axhline(p.paper_naive_gbps, color="grey", ls=":", label="paper naive")
         if p.paper_ssp_gbps:
             ax.axhline(p.paper_ssp_gbps, color="grey", ls="--", label="paper SSP")
-        ax.set(xscale="log", xlabel="analysis time (s)", title=f"({tag}) {p.label}")
+        ax.set(xscale="log", xlabel="analysis time (s)", ylabel="throughput guarantee (Gbit/s)",
+               title=f"({tag}) {p.label}")
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("throughput guarantee (Gbit/s)")
     axes[0].legend(fontsize=8)
     fig.suptitle("Fig. 7: the guarantee improves until the SSP is found (or the analysis stops)")
     fig.tight_layout()

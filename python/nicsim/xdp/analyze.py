@@ -29,6 +29,7 @@ from typing import Any, cast
 from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir, figures
+from nicsim.xdp.explain import SLOWEST_PATH_FILE, slowest_path_text
 from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary
 
 #: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
@@ -97,8 +98,9 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             map_sizes: dict[str, int] | None = None, program: str | None = None,
             tail_calls: Sequence[tuple[str, int, str]] | None = None,
             paths: int | None = None) -> Summary:
-    """Analyse the XDP program in `obj`; write `out/summary.json` and `out/example.pcap` when
-    `out` is given. Returns the summary (`nicsim.xdp.summary.Summary`).
+    """Analyse the XDP program in `obj`; write `out/summary.json`, `out/example.pcap` and
+    `out/slowest_path.txt` (the reported path by source line, `nicsim.xdp.explain`) when `out`
+    is given. Returns the summary (`nicsim.xdp.summary.Summary`).
 
     `section` (an ELF section) and `program` (a function name) choose the program when the object
     holds several (docs/xdp.md, "Load": programs are found as libbpf and iproute2 find them).
@@ -187,7 +189,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         path, example = ssp["path"], ssp["example"]
         g.update(status="ssp", bottleneck=path["bottleneck"], min_packet_bytes=path["min_packet_bytes"],
                  pps=path["pps"], bps=path["pps"] * 8 * path["min_packet_bytes"])
-        summary["path"] = {k: path[k] for k in ("insns", "source_lines", "cost", "cost_by_class", "min_packet_bytes")}
+        summary["path"] = {k: path[k] for k in ("insns", "source_lines", "cost", "cost_by_class", "lines",
+                                                 "min_packet_bytes")}
         summary["path"].update(feasible=True, retval=example["retval"],
                                xdp_action=XDP_ACTIONS.get(example["retval"], "unknown"))
         summary["example_packet_hex"] = example["packet_hex"]
@@ -241,6 +244,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             o.csv("trace.csv", summary["trace"], columns=["seconds", "bps", "pps"])
             o.csv("path_cost.csv", [{"class": c, **v} for c, v in summary["path"]["cost_by_class"].items()],
                   columns=["class", "insns", "cores", "dram"])
+            if status != "unbounded":
+                o.text(SLOWEST_PATH_FILE, slowest_path_text(summary))
             if paths is not None:
                 if slowest:
                     _core.write_pcap(o.path / "paths.pcap", [bytes.fromhex(p["example_packet_hex"]) for p in slowest])

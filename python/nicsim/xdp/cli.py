@@ -32,6 +32,7 @@ from nicsim.options import (
 )
 from nicsim.output import check_out_arg
 from nicsim.xdp.analyze import MAX_PATHS
+from nicsim.xdp.explain import SHOWN_LINES, decode_packet, slowest_path_text
 
 xdp_app = typer.Typer(help="XDP throughput analyzer: the rate an XDP program always sustains on a target.",
                       no_args_is_help=True, rich_markup_mode="markdown")
@@ -165,8 +166,10 @@ def xdp_analyze(
     code makes them evident), costs every edge on the target and reports the naive bound (the
     slowest path, feasible or not) at once. Then checks paths from the slowest on with an SMT
     solver until one is satisfiable: the slowest satisfiable path (SSP), whose rate is the
-    guarantee, with a packet that takes it. Writes OUT/summary.json, OUT/example.pcap, the
-    bound over time and the path's cost (CSV tables and plots).
+    guarantee, with a packet that takes it. Prints the path's costliest source lines (with
+    their cycles, the bottleneck and the helper calls) and the packet decoded layer by layer.
+    Writes OUT/summary.json, OUT/example.pcap, OUT/slowest_path.txt (every line of the path
+    with its cost), the bound over time and the path's cost (CSV tables and plots).
     """
     from nicsim.xdp import analyze
 
@@ -220,6 +223,12 @@ def xdp_analyze(
                       + (" …" if len(s["slowest_paths"]) > 8 else "") + " Mpps")
         t.add_row("time", f"{s['seconds']:.3f} s")
         console.print(t)
+        console.print(slowest_path_text(s, SHOWN_LINES), highlight=False, soft_wrap=True, markup=False, end="")
+        if s.get("example_packet_hex"):
+            console.print("the example packet" + (" (example.pcap)" if out is not None else "") + ", decoded:",
+                          highlight=False)
+            for line in decode_packet(bytes.fromhex(s["example_packet_hex"])):
+                console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
 
     ui.result(s, show)
     if s["stopped"] == "memory":

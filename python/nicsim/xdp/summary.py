@@ -6,7 +6,7 @@ search's result, memory, timing), so that code reading a summary type-checks. do
 
 from typing import Literal, NotRequired, TypedDict
 
-__all__ = ["Calibration", "ExampleEntry", "FailedAnalysis", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
+__all__ = ["Calibration", "ExampleEntry", "FailedAnalysis", "LineCost", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
 
 #: What limits a path's packet rate.
 Bottleneck = Literal["mac", "cores", "dram"]
@@ -73,13 +73,36 @@ class ClassCost(TypedDict):
     dram: float
 
 
+class LineCost(TypedDict):
+    """`path.lines[]` (Rust's `LineCost`): the path's cost on one source line, in the order the
+    path first reaches it; the lines add up to `path.cost` (each instruction at its own cost).
+    Instructions without a source line (an object built without -g, or code the compiler
+    gives line 0) come as runs of consecutive instructions, `line` `insns A-B` and `source`
+    false. `nicsim xdp analyze` writes them as slowest_path.txt (`nicsim.xdp.explain`)."""
+
+    #: `file:line`, or `insns A-B`.
+    line: str
+    source: bool
+    #: The line's source, trimmed ("" for an instruction range).
+    text: str
+    #: The path's instructions on it.
+    insns: int
+    #: Cycles on the cores and the DRAM engine.
+    cores: float
+    dram: float
+    #: Helper calls on it: class (`call bpf_map_lookup_elem (hash)`) → calls.
+    helpers: dict[str, int]
+
+
 class PathSummary(TypedDict):
     """`path`: the SSP, or without one the naive bound's slowest path."""
 
     insns: list[int]
+    #: Its distinct source lines (line 0, which is no line, left out).
     source_lines: list[str]
     cost: Cost
     cost_by_class: dict[str, ClassCost]
+    lines: list[LineCost]
     min_packet_bytes: int
     feasible: bool | None
     xdp_action: str | None
@@ -236,6 +259,7 @@ class PathInfo(TypedDict):
     source_lines: list[str]
     cost: Cost
     cost_by_class: dict[str, ClassCost]
+    lines: list[LineCost]
     mac_pps: float
     retval: NotRequired[int]
     key: NotRequired[float]

@@ -1,0 +1,403 @@
+//! A frame as a protocol tree, layer by layer with each header's fields named as `tshark -V`
+//! names them: Ethernet II, its 802.1Q/802.1ad tags, IPv4 or IPv6, TCP or UDP, then the payload
+//! (what `nicsim xdp analyze` prints of its example packet). The structure is [`crate::parse`]'s
+//! (lengths checked as a NIC checks them); the fields are read from the header views at the
+//! offsets it found. A frame it refuses gives the layers before the one refused, and the error.
+
+use crate::ip::protocol;
+use crate::{ethernet, ipv4, ipv6, parse, tcp, udp, ParseError};
+
+/// One field of a layer: its name and its value as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name (`Source Address`, `Time to Live`, …).
+    pub name: &'static str,
+    /// Its value (`10.0.0.1`, `64`, `0x0800 (IPv4)`, …).
+    pub value: String,
+}
+
+/// One layer of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// The protocol as tshark names it (`Ethernet II`, `Internet Protocol Version 4`, …).
+    pub name: &'static str,
+    /// Where its header starts in the frame.
+    pub offset: usize,
+    /// Its header's bytes (the payload's, for `Data`).
+    pub len: usize,
+    /// Its fields, in header order.
+    pub fields: Vec<Field>,
+}
+
+/// What [`dissect`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dissection {
+    /// The layers, outermost first.
+    pub layers: Vec<Layer>,
+    /// Why the frame could not be parsed further, when it could not.
+    pub error: Option<ParseError>,
+}
+
+/// How many payload bytes the `Data` layer shows.
+pub const DATA_SHOWN_BYTES: usize = 32;
+
+fn field(name: &'static str, value: impl ToString) -> Field {
+    Field {
+        name,
+        value: value.to_string(),
+    }
+}
+
+fn mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// An EtherType with its protocol's name, as tshark shows it: `IPv4 (0x0800)`.
+fn ethertype(t: u16) -> String {
+    let name = match t {
+        ethernet::ETHERTYPE_IPV4 => "IPv4",
+        ethernet::ETHERTYPE_IPV6 => "IPv6",
+        ethernet::ETHERTYPE_ARP => "ARP",
+        ethernet::TPID_VLAN => "802.1Q Virtual LAN",
+        ethernet::TPID_QINQ | ethernet::TPID_QINQ_LEGACY => "802.1ad Provider Bridge (Q-in-Q)",
+        _ => "Unknown",
+    };
+    format!("{name} (0x{t:04x})")
+}
+
+/// An IP protocol number with its name: `TCP (6)`.
+fn ip_protocol(p: u8) -> String {
+    let name = match p {
+        protocol::HOP_BY_HOP => "IPv6 Hop-by-Hop Option",
+        protocol::ICMP => "ICMP",
+        protocol::IPV4_IN_IP => "IPIP",
+        protocol::TCP => "TCP",
+        protocol::UDP => "UDP",
+        protocol::IPV6_IN_IP => "IPv6",
+        protocol::ROUTING => "Routing Header for IPv6",
+        protocol::FRAGMENT => "Fragment Header for IPv6",
+        protocol::GRE => "Generic Routing Encapsulation",
+        protocol::ESP => "Encap Security Payload",
+        protocol::AH => "Authentication Header",
+        protocol::ICMPV6 => "ICMPv6",
+        protocol::NO_NEXT_HEADER => "IPv6 No Next Header",
+        protocol::DEST_OPTS => "Destination Options for IPv6",
+        _ => "Unknown",
+    };
+    format!("{name} ({p})")
+}
+
+/// TCP flag bits with their names: `0x012 (SYN, ACK)`.
+fn tcp_flags(f: u8) -> String {
+    const NAMES: [&str; 8] = ["FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR"];
+    let set: Vec<&str> = (0..8)
+        .filter(|i| f >> i & 1 == 1)
+        .map(|i| NAMES[i])
+        .collect();
+    format!(
+        "0x{f:03x} ({})",
+        if set.is_empty() {
+            "none".to_string()
+        } else {
+            set.join(", ")
+        }
+    )
+}
+
+/// The frame's layers (see the module).
+pub fn dissect(frame: &[u8]) -> Dissection {
+    let mut layers = Vec::new();
+    let eth = match ethernet::Packet::new_checked(frame) {
+        Ok(p) => p,
+        Err(e) => {
+            return Dissection {
+                layers,
+                error: Some(e),
+            }
+        }
+    };
+    // The tags as the parser reads them (at most two; a third is its error, below).
+    let mut tags = Vec::new();
+    let mut type_at = 12;
+    let mut next = eth.ethertype();
+    while ethernet::is_tpid(next) && tags.len() < 2 && frame.len() >= type_at + 6 {
+        tags.push((
+            type_at,
+            next,
+            crate::be16(frame, type_at + 2),
+            crate::be16(frame, type_at + 4),
+        ));
+        type_at += ethernet::TAG_LEN;
+        next = crate::be16(frame, type_at);
+    }
+    layers.push(Layer {
+        name: "Ethernet II",
+        offset: 0,
+        len: ethernet::HEADER_LEN,
+        fields: vec![
+            field("Destination", mac(eth.dst_addr())),
+            field("Source", mac(eth.src_addr())),
+            field("Type", ethertype(eth.ethertype())),
+        ],
+    });
+    for &(at, tpid, tci, inner) in &tags {
+        layers.push(Layer {
+            name: if tpid == ethernet::TPID_VLAN {
+                "802.1Q Virtual LAN"
+            } else {
+                "802.1ad Provider Bridge (Q-in-Q)"
+            },
+            offset: at,
+            len: ethernet::TAG_LEN,
+            fields: vec![
+                field("Priority", tci >> 13),
+                field("DEI", tci >> 12 & 1),
+                field("ID", tci & 0x0fff),
+                field("Type", ethertype(inner)),
+            ],
+        });
+    }
+    let p = match parse(frame) {
+        Ok(p) => p,
+        Err(e) => {
+            return Dissection {
+                layers,
+                error: Some(e),
+            }
+        }
+    };
+    let l3 = &frame[p.l3_offset..];
+    if let Some(ip) = p.ip {
+        if ip.src.is_ipv4() {
+            let v = ipv4::Packet::new_checked(l3).expect("the parser read this header");
+            let mut flags = Vec::new();
+            if v.dont_frag() {
+                flags.push("Don't fragment");
+            }
+            if v.more_frags() {
+                flags.push("More fragments");
+            }
+            let bits = u8::from(v.dont_frag()) << 1 | u8::from(v.more_frags());
+            layers.push(Layer {
+                name: "Internet Protocol Version 4",
+                offset: p.l3_offset,
+                len: v.header_len(),
+                fields: vec![
+                    field("Version", v.version()),
+                    field("Header Length", format!("{} bytes", v.header_len())),
+                    field("Differentiated Services Codepoint", v.dscp()),
+                    field("Explicit Congestion Notification", v.ecn()),
+                    field("Total Length", v.total_len()),
+                    field("Identification", format!("0x{0:04x} ({0})", v.ident())),
+                    field(
+                        "Flags",
+                        format!(
+                            "0x{bits:x}{}",
+                            flags.iter().map(|f| format!(", {f}")).collect::<String>()
+                        ),
+                    ),
+                    field("Fragment Offset", usize::from(v.frag_offset()) * 8),
+                    field("Time to Live", v.ttl()),
+                    field("Protocol", ip_protocol(v.protocol())),
+                    field("Header Checksum", format!("0x{:04x}", v.checksum())),
+                    field("Source Address", v.src_addr()),
+                    field("Destination Address", v.dst_addr()),
+                ],
+            });
+        } else {
+            let v = ipv6::Packet::new_checked(l3).expect("the parser read this header");
+            let mut fields = vec![
+                field("Version", v.version()),
+                field("Traffic Class", format!("0x{:02x}", v.traffic_class())),
+                field("Flow Label", format!("0x{:05x}", v.flow_label())),
+                field("Payload Length", v.payload_len()),
+                field("Next Header", ip_protocol(v.next_header())),
+                field("Hop Limit", v.hop_limit()),
+                field("Source Address", v.src_addr()),
+                field("Destination Address", v.dst_addr()),
+            ];
+            if v.next_header() != ip.proto {
+                fields.push(field(
+                    "Upper Layer (after extension headers)",
+                    ip_protocol(ip.proto),
+                ));
+            }
+            layers.push(Layer {
+                name: "Internet Protocol Version 6",
+                offset: p.l3_offset,
+                len: p.l4_offset.unwrap_or(p.payload_offset) - p.l3_offset,
+                fields,
+            });
+        }
+    }
+    if let (Some(at), Some(ip)) = (p.l4_offset, p.ip) {
+        let l4 = &frame[at..];
+        match (ip.proto, p.l4) {
+            (protocol::TCP, Some(_)) => {
+                let t = tcp::Packet::new_checked(l4).expect("the parser read this header");
+                layers.push(Layer {
+                    name: "Transmission Control Protocol",
+                    offset: at,
+                    len: t.header_len(),
+                    fields: vec![
+                        field("Source Port", t.src_port()),
+                        field("Destination Port", t.dst_port()),
+                        field("Sequence Number (raw)", t.seq_number()),
+                        field("Acknowledgment number (raw)", t.ack_number()),
+                        field("Header Length", format!("{} bytes", t.header_len())),
+                        field("Flags", tcp_flags(t.flags())),
+                        field("Window", t.window_len()),
+                        field("Checksum", format!("0x{:04x}", t.checksum())),
+                        field("Urgent Pointer", t.urgent_at()),
+                    ],
+                });
+            }
+            (protocol::UDP, Some(l)) => {
+                // The header's own fields (a first fragment's length covers the datagram).
+                layers.push(Layer {
+                    name: "User Datagram Protocol",
+                    offset: at,
+                    len: udp::HEADER_LEN,
+                    fields: vec![
+                        field("Source Port", l.sport),
+                        field("Destination Port", l.dport),
+                        field("Length", crate::be16(frame, at + 4)),
+                        field("Checksum", format!("0x{:04x}", crate::be16(frame, at + 6))),
+                    ],
+                });
+            }
+            _ => {}
+        }
+    }
+    // The packet ends where its IP length says; bytes after it are the frame's padding (or FCS).
+    let end = match p.ip {
+        Some(ip) => (p.l3_offset + ip.total_len).min(frame.len()),
+        None => frame.len(),
+    };
+    let payload = &frame[p.payload_offset.min(end)..end];
+    if !payload.is_empty() {
+        let shown = &payload[..payload.len().min(DATA_SHOWN_BYTES)];
+        let mut hex: Vec<String> = shown.iter().map(|b| format!("{b:02x}")).collect();
+        if payload.len() > shown.len() {
+            hex.push(format!("… ({} more)", payload.len() - shown.len()));
+        }
+        let name = match (p.ip, p.l4) {
+            (Some(ip), None) if p.l4_offset.is_some() => match ip.proto {
+                protocol::ICMP => "Internet Control Message Protocol",
+                protocol::ICMPV6 => "Internet Control Message Protocol v6",
+                _ => "Data",
+            },
+            _ => "Data",
+        };
+        layers.push(Layer {
+            name,
+            offset: p.payload_offset,
+            len: payload.len(),
+            fields: vec![field("Length", payload.len()), field("Data", hex.join(" "))],
+        });
+    }
+    if end < frame.len() {
+        layers.push(Layer {
+            name: "Padding",
+            offset: end,
+            len: frame.len() - end,
+            fields: vec![field("Length", frame.len() - end)],
+        });
+    }
+    Dissection {
+        layers,
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FrameSpec, L4Proto};
+
+    fn names(d: &Dissection) -> Vec<&str> {
+        d.layers.iter().map(|l| l.name).collect()
+    }
+
+    fn value<'a>(l: &'a Layer, name: &str) -> &'a str {
+        &l.fields.iter().find(|f| f.name == name).unwrap().value
+    }
+
+    fn spec(src: [u8; 4], proto: L4Proto, vlan: Option<u16>) -> FrameSpec {
+        FrameSpec {
+            eth_src: [2, 0, 0, 0, 0, 1],
+            eth_dst: [2, 0, 0, 0, 0, 2],
+            vlan,
+            src: src.into(),
+            dst: [10, 0, 0, 2].into(),
+            proto,
+            sport: 1000,
+            dport: 53,
+            tos: 0,
+            ttl: 64,
+            tcp_seq: 7,
+            tcp_ack: 9,
+            tcp_flags: crate::tcp::flags::SYN | crate::tcp::flags::ACK,
+        }
+    }
+
+    #[test]
+    fn a_tagged_udp_frame_layer_by_layer() {
+        // 64 bytes: 18 + 20 + 8, a payload of 14 (3 given, zeros after), and the 4-byte FCS.
+        let frame = spec([10, 0, 0, 1], L4Proto::Udp, Some(7))
+            .build(64, &[1, 2, 3])
+            .unwrap();
+        let d = dissect(&frame);
+        assert_eq!(d.error, None);
+        assert_eq!(
+            names(&d),
+            [
+                "Ethernet II",
+                "802.1Q Virtual LAN",
+                "Internet Protocol Version 4",
+                "User Datagram Protocol",
+                "Data",
+                "Padding"
+            ]
+        );
+        assert_eq!(value(&d.layers[0], "Type"), "802.1Q Virtual LAN (0x8100)");
+        assert_eq!(value(&d.layers[1], "ID"), "7");
+        assert_eq!(value(&d.layers[1], "Type"), "IPv4 (0x0800)");
+        assert_eq!(value(&d.layers[2], "Protocol"), "UDP (17)");
+        assert_eq!(value(&d.layers[2], "Source Address"), "10.0.0.1");
+        assert_eq!(value(&d.layers[2], "Time to Live"), "64");
+        assert_eq!(value(&d.layers[3], "Destination Port"), "53");
+        assert_eq!(value(&d.layers[3], "Length"), "22");
+        assert_eq!(value(&d.layers[4], "Length"), "14");
+        assert!(value(&d.layers[4], "Data").starts_with("01 02 03 00"));
+        assert_eq!(value(&d.layers[5], "Length"), "4");
+    }
+
+    #[test]
+    fn a_tcp_frame_names_its_flags() {
+        let frame = spec([10, 0, 0, 1], L4Proto::Tcp, None)
+            .build(80, b"hello")
+            .unwrap();
+        let d = dissect(&frame);
+        let t = &d.layers[2];
+        assert_eq!(t.name, "Transmission Control Protocol");
+        assert_eq!(value(t, "Flags"), "0x012 (SYN, ACK)");
+        assert_eq!(value(t, "Sequence Number (raw)"), "7");
+        assert_eq!(d.layers.last().unwrap().name, "Padding");
+    }
+
+    #[test]
+    fn a_truncated_header_keeps_the_layers_before_it() {
+        let mut frame = spec([10, 0, 0, 1], L4Proto::Udp, None)
+            .build(64, &[])
+            .unwrap();
+        frame.truncate(20); // 6 bytes of the IPv4 header
+        let d = dissect(&frame);
+        assert_eq!(names(&d), ["Ethernet II"]);
+        assert!(d.error.is_some());
+        assert_eq!(dissect(&[0; 5]).layers, []);
+    }
+}
