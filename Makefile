@@ -56,7 +56,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-exec system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
+.PHONY: demo test test-exec soundness system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to), compiled with
 # clang for the BPF target into $(XDP_OUT) by python/nicsim/xdp/build.py, which an installed
