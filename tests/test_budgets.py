@@ -135,6 +135,22 @@ def test_a_syn_flood_takes_bounded_memory_and_writes_no_file_per_flow(tmp_path: 
     assert peak_mb < 250, peak_mb
 
 
+def test_flow_sizes_of_a_syn_flood_take_bounded_memory(tmp_path: Path) -> None:
+    """`flowmem sizes` built a dict of 26 keys per flow direction: 200,000 SYNs took 1.4 GB
+    (so ~7 GB at the default --max-flows), and its CDF plot drew a step per flow."""
+    n = 50_000
+    cap = _pcap(tmp_path / "syn.pcap", [(f, len(f)) for f in (_frame(i, 1024 + i % 60000, i * 7919, 0x02)
+                                                              for i in range(n))])
+    out = tmp_path / "o"
+    r, peak_mb = measured("flowmem", "sizes", cap, "--out", out, "-q")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert (s["flows"], s["bytes"]["total"], s["cut_directions"]) == (n, 0, 0)
+    rows = (out / "flows.csv").read_text().splitlines()
+    assert rows[0] == "rank,bytes,segments" and len(rows) == n + 1
+    assert peak_mb < 250, peak_mb
+
+
 def test_one_segment_flows_get_a_file_each_and_the_empty_side_none(tmp_path: Path) -> None:
     """20,000 flows of one 100-byte segment each (100,000 took 1.9 GB, ~19 KB per flow)."""
     n = 20_000

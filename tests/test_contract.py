@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -638,3 +639,63 @@ def test_signals_are_held_back_in_a_deferred_block() -> None:
             assert sig.signum is None
     finally:
         signal.signal(signal.SIGTERM, old_term)
+
+
+# --------------------------------------------------------------------------------------------
+# Round 2's fresh probe (/tmp/probe30/probe.py, 1,140 cases over every command): what it found.
+
+
+@pytest.mark.parametrize("params,key", [
+    (["traffic.size={dist=\"weighted\",values=[64,1500],weights=[1e308,1e308]}"], "traffic.size.weights"),
+    (["flows[0].weight=1e308", "flows[1].weight=1e308"], "flows"),
+])
+def test_weights_whose_sum_overflows_are_refused(tmp_path: Path, params: list[str], key: str) -> None:
+    """Finite weights whose sum is infinite passed the check and panicked in the sampler
+    (`Uniform::new: range overflow`, a PanicException traceback)."""
+    r = nicsim("run", PAPER, "--out", tmp_path / "o", *TINY, *[a for p in params for a in ("-p", p)])
+    assert_one_line_error(r, key, "finite")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_tiny_rate_skips_its_idle_time(tmp_path: Path) -> None:
+    """1 bit/s (`rate_gbps = 1e-9`) is a valid rate, but the run stepped through the hours
+    between two packets in 50-µs slices: 300 packets would have taken days."""
+    out = tmp_path / "o"
+    r = nicsim("run", PAPER, "--out", out, "-q", "-p", "traffic.packets=20", "-p", "measure.window=[2,18]",
+               "-p", "traffic.rate_gbps=1e-9", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "summary.json").read_text())["packets"]["delivered"] == 20
+
+
+def _remove_deep(root: Path, levels: int) -> None:
+    """Remove root/x/x/.../x (`levels` deep) without recursion: pytest's clean-up of old
+    temporary folders recurses (shutil.rmtree) and would fail on it."""
+    for k in range(levels, 0, -1):
+        d = root / ("x/" * k)
+        if d.is_dir():
+            for p in d.iterdir():
+                if p.is_dir() and p.name != "x":
+                    shutil.rmtree(p)
+                elif not p.is_dir():
+                    p.unlink()
+            d.rmdir()
+
+
+@pytest.mark.parametrize("cmd", ["run", "sizes"])
+def test_an_out_1500_folders_deep(tmp_path: Path, cmd: str) -> None:
+    """pathlib's mkdir(parents=True) recursed once per missing folder: an --out 2,000 levels
+    deep raised RecursionError (a traceback) in every command."""
+    levels = 1500  # beyond Python's recursion limit of 1,000
+    deep = "x/" * levels + "o"
+    try:
+        if cmd == "run":
+            r = nicsim("run", PAPER, "--out", deep, *TINY, "-q", cwd=tmp_path)
+        else:
+            cap = tmp_path / "c.pcap"
+            subprocess.run([sys.executable, "-m", "nicsim", "flowmem", "synth", cap, "--flows", "3"], check=True,
+                           capture_output=True, env=env())
+            r = nicsim("flowmem", "sizes", cap, "--out", deep, "-q", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert (tmp_path / deep / "summary.json").exists()
+    finally:
+        _remove_deep(tmp_path, levels)

@@ -318,7 +318,7 @@ class OutputDir:
         parent = self.target.parent
         self._made = missing_parents(self.target)  # the folders above --out that this run creates
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            make_parents(self.target)
             self._clean_stale(parent)
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent))
         except OSError as e:
@@ -446,7 +446,7 @@ class OutputDir:
         """Where to write `name` (inside the temporary folder until the block ends)."""
         assert self.path is not None, "use OutputDir in a with block"
         p = self.path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(p)
         return p
 
     def text(self, name: str, text: str) -> Path:
@@ -466,8 +466,8 @@ class OutputDir:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        rows = list(rows)
-        if columns is None:
+        if columns is None:  # given columns, the rows are written as they come (a generator is not kept)
+            rows = list(rows)
             columns = list(dict.fromkeys(k for r in rows for k in r))
         data = {c: [_parquet_cell(r.get(c)) for r in rows] for c in columns}
         p = self.file(name)
@@ -481,8 +481,8 @@ class OutputDir:
     def csv(self, name: str, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
         """A CSV table; columns default to the keys of the rows in first-seen order. Lists and
         tables are written as JSON, None as an empty cell."""
-        rows = list(rows)
-        if columns is None:
+        if columns is None:  # given columns, the rows are written as they come (a generator is not kept)
+            rows = list(rows)
             columns = list(dict.fromkeys(k for r in rows for k in r))
         p = self.file(name)
         with p.open("w", newline="", encoding="utf-8") as f:
@@ -548,6 +548,14 @@ def missing_parents(path: str | os.PathLike[str]) -> list[Path]:
         made.insert(0, p)
         p = p.parent
     return made
+
+
+def make_parents(path: str | os.PathLike[str]) -> None:
+    """Create the folders above `path` that are missing, the highest first, one level at a time:
+    pathlib's `mkdir(parents=True)` and `os.makedirs` recurse once per missing level, and an
+    `--out` 2,000 levels deep raised RecursionError."""
+    for d in missing_parents(path):
+        d.mkdir(exist_ok=True)
 
 
 def remove_empty(folders: Iterable[Path]) -> None:

@@ -876,7 +876,14 @@ impl nicsim_kernel::config::Validate for Config {
             });
             headers.push(header);
         }
-        if self.flows.iter().map(|f| f.weight).sum::<f64>() <= 0.0 && t.replay.is_none() {
+        let flow_weights = self.flows.iter().map(|f| f.weight).sum::<f64>();
+        if !flow_weights.is_finite() {
+            return err(
+                "flows",
+                "flow weights must have a finite sum (these overflow f64)",
+            );
+        }
+        if flow_weights <= 0.0 && t.replay.is_none() {
             return err("flows", "flow weights must have a positive sum");
         }
         let [a, b] = self.measure.window;
@@ -1236,12 +1243,13 @@ impl Config {
                         format!("has {} entries, values has {}", weights.len(), values.len()),
                     );
                 }
+                let sum = weights.iter().sum::<f64>();
                 if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-                    || weights.iter().sum::<f64>() <= 0.0
+                    || !(sum.is_finite() && sum > 0.0)
                 {
                     return err(
                         "traffic.size.weights",
-                        "must be non-negative with a positive sum",
+                        "must be non-negative with a positive, finite sum",
                     );
                 }
             }

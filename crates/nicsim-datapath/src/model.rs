@@ -195,6 +195,9 @@ impl nicsim_kernel::RunTo for Datapath {
     fn run_to(&mut self, until_us: Option<f64>) -> bool {
         self.run(until_us)
     }
+    fn next_event_us(&self) -> Option<f64> {
+        self.engine.next_wake().map(|t| self.tb.to_us(t))
+    }
 }
 
 impl Datapath {

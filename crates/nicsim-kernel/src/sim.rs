@@ -430,6 +430,11 @@ impl<W: HasCalendar> Engine<W> {
         self.world.cal_ref().now
     }
 
+    /// The instant of the next pending wake-up, if any (what a run would visit next).
+    pub fn next_wake(&self) -> Option<Time> {
+        self.world.cal_ref().wakes.peek()
+    }
+
     /// Count the steps of each port from now on, in [`Engine::port_steps`].
     pub fn count_port_steps(&mut self) {
         self.port_steps = vec![0; self.owner.len()];

@@ -127,6 +127,16 @@ impl Wakes {
         self.far.is_empty() && self.nonempty.iter().all(|&w| w == 0)
     }
 
+    /// The earliest pending wake-up's instant, left in place (`None` when nothing is pending).
+    pub fn peek(&self) -> Option<Time> {
+        let cur = self.base as usize & (B - 1);
+        if let Some(b) = self.first_nonempty(cur) {
+            let q = self.base + ((b + B - cur) & (B - 1)) as u64;
+            return Some(Time::from_ticks(q * self.g));
+        }
+        self.far.peek().map(|&Reverse((t, _))| t)
+    }
+
     /// The earliest wake-up and its port (the lowest among simultaneous ones), removed, unless
     /// it lies after `until`. Time moves to it.
     #[inline]

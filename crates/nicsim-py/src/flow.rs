@@ -207,6 +207,23 @@ impl FlowCapture {
             .collect()
     }
 
+    /// Per flow, in flow order, its stream bytes and segments over both directions (two
+    /// little-endian u64s per flow), and the number of cut directions: what `flowmem sizes`
+    /// needs, 16 bytes a flow instead of two dicts (a 200,000-flow SYN flood took 1.2 GB of
+    /// dicts).
+    fn flow_sizes<'py>(&self, py: Python<'py>) -> (Bound<'py, PyBytes>, u64) {
+        let mut packed = Vec::with_capacity(16 * self.inner.flows.len());
+        let mut cut = 0u64;
+        for flow in &self.inner.flows {
+            let bytes: u64 = flow.dirs.iter().map(|d| d.len_bytes).sum();
+            let segments: u64 = flow.dirs.iter().map(|d| d.segments.len() as u64).sum();
+            cut += flow.dirs.iter().filter(|d| d.cut).count() as u64;
+            packed.extend_from_slice(&bytes.to_le_bytes());
+            packed.extend_from_slice(&segments.to_le_bytes());
+        }
+        (PyBytes::new(py, &packed), cut)
+    }
+
     /// The dict of flow direction `i` of [`FlowCapture::directions`] (flow `i / 2`, direction
     /// `i % 2`), so that a caller can go through them one at a time.
     fn direction<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyDict>> {

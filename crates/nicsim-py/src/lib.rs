@@ -336,13 +336,25 @@ impl XdpSearch {
             naive,
             paths,
             length_bound: true,
+            tick_s: nicsim_xdp::ssp::TICK_S,
         };
-        let r = nicsim_xdp::ssp::run(&mut self.s, &mut slv, &o, &mut tell);
+        // Ctrl-C and SIGTERM between ticks of a search that prunes without the solver (the
+        // paper's path explosion went on for its whole timeout after a SIGTERM).
+        let mut signal_err = None;
+        let mut tick = || {
+            py.check_signals().map_err(|e| {
+                let m = e.to_string();
+                signal_err = Some(e);
+                m
+            })
+        };
+        let r = nicsim_xdp::ssp::run_with_tick(&mut self.s, &mut slv, &o, &mut tell, &mut tick);
         match r {
             Ok(out) => Ok(serde_json::to_string(&out).expect("an outcome serialises")),
             Err(m) => Err(slv
                 .err
                 .take()
+                .or(signal_err)
                 .or(progress_err)
                 .unwrap_or_else(|| pyo3::exceptions::PyRuntimeError::new_err(m))),
         }

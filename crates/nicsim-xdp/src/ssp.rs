@@ -108,6 +108,9 @@ pub struct RunOptions {
     /// lemmas. `false` searches every later satisfiable path's exact minimum instead (the same
     /// result, slower: the tests compare the two).
     pub length_bound: bool,
+    /// Seconds the enumeration runs at most before [`run_with_tick`]'s tick is called
+    /// ([`TICK_S`]; [`run`] has no tick).
+    pub tick_s: f64,
 }
 
 /// An example from a model: the packet, the return value, and map entries (each
@@ -201,6 +204,15 @@ impl Progress {
 /// The callback [`run`] tells each new bound: (seconds, bound, what the search has done).
 pub type OnBound<'a> = dyn FnMut(f64, f64, Progress) -> Result<(), String> + 'a;
 
+/// The callback [`run_with_tick`] calls at least every [`RunOptions::tick_s`] seconds of a
+/// search that goes on without a solver call (paths pruned without one can take minutes): an
+/// error ends the run with it (a binding looks for Ctrl-C and SIGTERM there).
+pub type OnTick<'a> = dyn FnMut() -> Result<(), String> + 'a;
+
+/// [`RunOptions::tick_s`] for a binding: how long the search goes on at most between two calls
+/// of its tick (seconds).
+pub const TICK_S: f64 = 0.2;
+
 /// Run the search to its end. `progress` is told each new bound (seconds, bound, the paths
 /// checked, infeasible and pruned so far); an error from it, or [`SolverError::Host`], ends the
 /// run with that error.
@@ -209,6 +221,18 @@ pub fn run(
     slv: &mut dyn Solver,
     o: &RunOptions,
     progress: &mut OnBound<'_>,
+) -> Result<Outcome, String> {
+    run_with_tick(s, slv, o, progress, &mut || Ok(()))
+}
+
+/// [`run`], calling `tick` at least every `o.tick_s` seconds while paths are enumerated and
+/// pruned without the solver; an error from it ends the run with that error.
+pub fn run_with_tick(
+    s: &mut Search,
+    slv: &mut dyn Solver,
+    o: &RunOptions,
+    progress: &mut OnBound<'_>,
+    tick: &mut OnTick<'_>,
 ) -> Result<Outcome, String> {
     let unbounded = !s.a.program.unbounded_prog_arrays().is_empty();
     let mut r = Run {
@@ -226,7 +250,7 @@ pub fn run(
         ("unbounded".to_string(), "unbounded".to_string())
     } else {
         r.trace.push([r.elapsed(), o.naive]);
-        let (status, stopped) = match r.search(s, slv, progress) {
+        let (status, stopped) = match r.search(s, slv, progress, tick) {
             Ok((st, why)) => (st.to_string(), why.to_string()),
             Err(SolverError::Stopped { reason, message }) => {
                 solver_ended = Some(ended(s, &reason, message));
@@ -235,7 +259,7 @@ pub fn run(
             Err(SolverError::Host(e)) => return Err(e),
         };
         if let Some(k) = o.paths.filter(|_| status == "ssp") {
-            slowest_stopped = Some(match r.more_paths(s, slv, k) {
+            slowest_stopped = Some(match r.more_paths(s, slv, k, tick) {
                 Ok(why) => why.to_string(),
                 Err(SolverError::Stopped { reason, message }) => {
                     solver_ended = Some(ended(s, &reason, message));
@@ -376,14 +400,20 @@ impl Run<'_> {
         s: &mut Search,
         slv: &mut dyn Solver,
         progress: &mut OnBound<'_>,
+        tick: &mut OnTick<'_>,
     ) -> Result<(&'static str, &'static str), SolverError> {
         let bit = s.bit_rate;
         loop {
             if self.remaining() <= 0.0 {
                 return Ok(TIMEOUT);
             }
-            let (key, q) = match s.next_query(deadline(self.remaining())) {
+            // In ticks: the enumeration resumes where a tick's deadline stopped it.
+            let (key, q) = match s.next_query(deadline(self.remaining().min(self.o.tick_s))) {
                 Next::Query(key, q) => (key, q),
+                Next::Timeout if self.remaining() > 0.0 => {
+                    tick().map_err(SolverError::Host)?;
+                    continue;
+                }
                 Next::Timeout => return Ok(TIMEOUT),
                 Next::OutOfMemory => return Ok(("timeout", "memory")),
                 Next::Exhausted => return Ok(("exhausted", "exhausted")),
@@ -528,6 +558,7 @@ impl Run<'_> {
         s: &mut Search,
         slv: &mut dyn Solver,
         k: usize,
+        tick: &mut OnTick<'_>,
     ) -> Result<&'static str, SolverError> {
         let t1 = Instant::now();
         let left = || self.o.timeout_s - t1.elapsed().as_secs_f64();
@@ -535,9 +566,13 @@ impl Run<'_> {
             if left() <= 0.0 {
                 return Ok("timeout");
             }
-            let q = match s.next_query(deadline(left())) {
+            let q = match s.next_query(deadline(left().min(self.o.tick_s))) {
                 Next::Query(_, q) => q,
                 Next::Exhausted => return Ok("exhausted"),
+                Next::Timeout if left() > 0.0 => {
+                    tick().map_err(SolverError::Host)?;
+                    continue;
+                }
                 Next::Timeout => return Ok("timeout"),
                 Next::OutOfMemory => return Ok("memory"),
             };

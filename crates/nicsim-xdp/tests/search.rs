@@ -12,7 +12,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use common::{analysis, nfp, obj};
 use nicsim_xdp::analysis::Search;
 use nicsim_xdp::interp::{run as interp, MapState, RunOptions as InterpOptions};
-use nicsim_xdp::ssp::{run, ModelValue, Outcome, RunOptions, Sat, Solver, SolverError};
+use nicsim_xdp::ssp::{
+    run, run_with_tick, ModelValue, Outcome, RunOptions, Sat, Solver, SolverError,
+};
 use nicsim_xdp::summary::{ExampleEntry, PathInfo};
 use nicsim_xdp::{Analysis, Options};
 
@@ -192,6 +194,7 @@ fn options(a: &Analysis, bit: bool, timeout_s: f64, paths: Option<usize>) -> Run
         naive: if bit { n.bps } else { n.pps },
         paths,
         length_bound: true,
+        tick_s: 1.0,
     }
 }
 
@@ -620,6 +623,7 @@ fn a_tail_call_into_undeclared_programs_is_unbounded_without_a_search() {
         naive: 0.0,
         paths: Some(3),
         length_bound: true,
+        tick_s: 1.0,
     };
     let out = run(&mut s, &mut Unused, &o, &mut |_, _, _| Ok(())).unwrap();
     assert_eq!(
@@ -699,4 +703,25 @@ fn the_bounded_length_check_and_length_lemmas_change_no_result() {
     // another (wrong) answer.
     let lied = run_with(&mut NeverShorter(Z3::new()), true);
     assert_ne!(ssp(&lied), ssp(&bounded));
+}
+
+/// A search that prunes for a long time without the solver calls its tick between stretches of
+/// `tick_s`, and ends with the tick's error: the binding's tick looks for SIGTERM and Ctrl-C,
+/// which the paper's path explosion (bit rate) ignored for the rest of its 60-s timeout.
+#[test]
+fn the_tick_is_called_while_paths_are_pruned_and_its_error_ends_the_run() {
+    let a = analysis("path_explosion", None).unwrap();
+    let mut o = options(&a, true, 60.0, None);
+    o.tick_s = 0.0;
+    let mut s = Search::new(a, true);
+    let mut z = Z3::new();
+    let t0 = std::time::Instant::now();
+    let mut ticks = 0;
+    let err = run_with_tick(&mut s, &mut z, &o, &mut |_, _, _| Ok(()), &mut || {
+        ticks += 1;
+        Err("interrupted".into())
+    })
+    .unwrap_err();
+    assert_eq!((err.as_str(), ticks), ("interrupted", 1));
+    assert!(t0.elapsed().as_secs_f64() < 30.0, "{:?}", t0.elapsed());
 }

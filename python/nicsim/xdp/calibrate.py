@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nicsim.errors import InputError
-from nicsim.output import check_output_file, missing_parents
+from nicsim.output import check_output_file, make_parents, missing_parents
 from nicsim.xdp.summary import Calibration
 
 
@@ -303,7 +303,7 @@ def calibrate(out: str | os.PathLike[str] | None = None, progress: Callable[[str
         measured.update(m)
     text = target_toml(m)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(path)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             tmp.write_text(text)
