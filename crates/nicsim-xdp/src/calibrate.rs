@@ -261,6 +261,18 @@ fn benches() -> Vec<Bench> {
             setup_lookup.clone(),
         ));
     }
+    // A device map's lookup is no array's: the verifier inlines only arrays' and hashes'
+    // lookups, so a program's call reaches dev_map_lookup_elem. Its slot 0 holds the loopback
+    // device (ifindex 1), so the lookup returns its value.
+    let mut d = helper(
+        "map_lookup_elem.devmap",
+        "bpf_map_lookup_elem(devmap, &0), the slot holding a device",
+        vec![map("d", MAP_DEVMAP, 4, 4)],
+        lookup(0),
+        setup_lookup.clone(),
+    );
+    d.entries = vec![(0, vec![0; 4], 1u32.to_le_bytes().to_vec())];
+    v.push(d);
     let mut h = helper(
         "map_lookup_elem.hash",
         "bpf_map_lookup_elem(hash, 64-byte key present)",
