@@ -289,3 +289,15 @@ def test_xdp_target_mtu_out_of_range(tmp_path: Path, mtu: int) -> None:
     r = nicsim("xdp", "analyze", obj("calls"), "--target", t, "--out", tmp_path / "o")
     assert_one_line_error(r, "t.toml", "limits.mtu_bytes", "68")
     assert not (tmp_path / "o").exists()
+
+
+def test_xdp_target_name_over_200_characters(tmp_path: Path) -> None:
+    """A target named with 100,000 characters was printed whole in the table (issue 30's probe)."""
+    from conftest import assert_one_line_error, nicsim
+
+    nfp = (ROOT / "crates" / "nicsim-xdp" / "targets" / "nfp.toml").read_text()
+    t = tmp_path / "t.toml"
+    t.write_text(nfp.replace('name = "nfp"', 'name = "' + "n" * 100_000 + '"', 1))
+    r = nicsim("xdp", "analyze", obj("calls"), "--target", t, "--out", tmp_path / "o")
+    assert_one_line_error(r, "t.toml", "name", "200")
+    assert len(r.stderr) < 1000 and not (tmp_path / "o").exists()

@@ -48,6 +48,9 @@ pub struct Target {
 
 /// The smallest MTU a target may have (bytes; Linux's `ETH_MIN_MTU`, the IPv4 minimum).
 pub const MIN_MTU_BYTES: u32 = 68;
+/// The longest target name: it titles tables and figures (a 100,000-character name was printed
+/// whole in `xdp analyze`'s table, some 100 KB of output).
+pub const MAX_NAME_CHARS: usize = 200;
 /// The largest MTU a target may have (bytes; Linux's `ETH_MAX_MTU`).
 pub const MAX_MTU_BYTES: u32 = 65_535;
 
@@ -297,6 +300,14 @@ impl Validate for Target {
     /// number, costs not negative; each problem at its key.
     fn check(&self) -> Result<(), ConfigError> {
         let t = self;
+        if t.name.chars().count() > MAX_NAME_CHARS {
+            return err(
+                "name",
+                format!(
+                    "must be at most {MAX_NAME_CHARS} characters (it titles tables and figures)"
+                ),
+            );
+        }
         // Not `x <= 0.0`, which NaN passes: NaN is not positive either.
         let positive = |x: f64| x > 0.0;
         // Each problem names its key.
