@@ -119,11 +119,15 @@ def test_an_object_over_256_mib_is_refused_before_it_is_read(tmp_path: Path) -> 
 # Flow memory: per-flow memory in the core's tables, a file only per direction with data.
 
 
+def _syn_flood(path: Path, n: int) -> Path:
+    """A capture of `n` SYNs, each of its own flow."""
+    return _pcap(path, [(f, len(f)) for f in (_frame(i, 1024 + i % 60000, i * 7919, 0x02) for i in range(n))])
+
+
 def test_a_syn_flood_takes_bounded_memory_and_writes_no_file_per_flow(tmp_path: Path) -> None:
     """50,000 SYNs of 50,000 flows took 984 MB, 35 s and wrote 100,000 empty files."""
     n = 50_000
-    cap = _pcap(tmp_path / "syn.pcap", [(f, len(f)) for f in (_frame(i, 1024 + i % 60000, i * 7919, 0x02)
-                                                              for i in range(n))])
+    cap = _syn_flood(tmp_path / "syn.pcap", n)
     out = tmp_path / "o"
     r, peak_mb = measured("flowmem", "reassemble", cap, "--out", out, "-q")
     assert r.returncode == 0, r.stderr
@@ -139,8 +143,7 @@ def test_flow_sizes_of_a_syn_flood_take_bounded_memory(tmp_path: Path) -> None:
     """`flowmem sizes` built a dict of 26 keys per flow direction: 200,000 SYNs took 1.4 GB
     (so ~7 GB at the default --max-flows), and its CDF plot drew a step per flow."""
     n = 50_000
-    cap = _pcap(tmp_path / "syn.pcap", [(f, len(f)) for f in (_frame(i, 1024 + i % 60000, i * 7919, 0x02)
-                                                              for i in range(n))])
+    cap = _syn_flood(tmp_path / "syn.pcap", n)
     out = tmp_path / "o"
     r, peak_mb = measured("flowmem", "sizes", cap, "--out", out, "-q")
     assert r.returncode == 0, r.stderr

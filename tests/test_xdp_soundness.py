@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,14 @@ def test_a_program_the_verifier_refuses_is_marked(tmp_path: Path) -> None:
     assert s["verifier"] == {"checked": True, "loads": True} and "REJECTED" not in r.stdout
 
 
+def _analyze_run(name: str, out: Path, k: int, timeout: int = 60) -> subprocess.CompletedProcess[str]:
+    """`nicsim xdp analyze` of test program `name` on x86-jit with its `k` slowest paths."""
+    return nicsim("xdp", "analyze", obj(name), "--target", "x86-jit", "--rate", "packet", "--paths", str(k),
+                  "--timeout", str(timeout), "--out", out)
+
+
 def _analyze(name: str, out: Path, k: int, timeout: int = 60) -> dict:
-    r = nicsim("xdp", "analyze", obj(name), "--target", "x86-jit", "--rate", "packet", "--paths", str(k),
-               "--timeout", str(timeout), "--out", out)
+    r = _analyze_run(name, out, k, timeout)
     assert r.returncode == 0, r.stderr
     return json.loads((out / "summary.json").read_text())
 
@@ -144,8 +150,7 @@ def test_soundness_sweep_no_path_beats_its_estimate(name: str, x86_jit: Path, tm
     if name in SWEEP:
         _analyze(name, a, 5, timeout=30)
     else:  # every test program: those nicsim or the kernel refuses are not this test's
-        r = nicsim("xdp", "analyze", obj(name), "--target", "x86-jit", "--rate", "packet", "--paths", "5",
-                   "--timeout", "30", "--out", a)
+        r = _analyze_run(name, a, 5, timeout=30)
         if r.returncode == 2:
             pytest.skip(f"not analysed: {r.stderr.strip().splitlines()[-1][:300]}")
         assert r.returncode == 0, r.stderr
