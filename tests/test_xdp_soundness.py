@@ -138,7 +138,7 @@ def test_stream_variants_take_the_path_in_the_state_they_evolve(x86_jit: Path, t
 # docs/xdp.md, "The soundness sweep", has what it found.
 SWEEP = ("parser", "dos_filter", "quic_lb_v4", "quic_lb_v6", "rtp_alaw", "rtp_alaw_opt", "dns_cache", "count_min_5",
          "count_min_10", "l4_lb", "tcp_opts_walk", "ipip_encap", "map_in_map_acl", "mim_fallback", "tail_lb",
-         "vlan_stack")
+         "vlan_stack", "helpers_syncookie")
 SWEEP_ALL = os.environ.get("NICSIM_SOUNDNESS_ALL") == "1"
 TEST_PROGRAMS = sorted(p.stem for p in (Path(__file__).parent / "xdp").glob("*.c"))
 
@@ -243,3 +243,22 @@ def test_a_map_helper_through_a_joined_map_pointer_costs_the_worst_map(x86_jit: 
     by_class = s["path"]["cost_by_class"]
     update = by_class["call bpf_map_update_elem"]
     assert update["insns"] == 1 and update["cores"] >= worst - 1e-6, (update, worst)
+
+
+@pytest.mark.skipif(not ROOT, reason="the x86-jit target is calibrated on the kernel")
+def test_a_syn_cookies_example_is_a_header_the_kernel_gives_a_cookie(x86_jit: Path, tmp_path: Path) -> None:
+    # bpf_tcp_raw_gen_syncookie_ipv4 returns -EINVAL unless the header's length is doff * 4 (at
+    # least 20), else a cookie and its MSS below 2^48. As a fresh 64-bit value, the SYN's XDP_TX
+    # path (cookie >= 0) got an example with doff 0, which the interpreter and the kernel send
+    # to XDP_DROP; and a negative cookie let XDP_DROP be taken on any header.
+    from nicsim import _core
+
+    s = _analyze("helpers_syncookie", tmp_path / "a", 8)
+    data = obj("helpers_syncookie").read_bytes()
+    tx = [p for p in s["slowest_paths"] if p["retval"] == 3]
+    assert tx, [p["retval"] for p in s["slowest_paths"]]
+    for p in tx:
+        pkt = bytes.fromhex(p["example_packet_hex"])
+        assert pkt[14 + 20 + 12] >> 4 == 5, pkt.hex()  # doff 5: the 20 bytes the program passes
+        run = json.loads(_core.xdp_run(data, None, pkt, json.dumps(p["maps"]), 1_000_000))
+        assert run["trace"] == p["insns"] and run["retval"] == 3

@@ -44,6 +44,34 @@ fn socket_or_null(s: &mut crate::symex::Sym<'_>) -> V {
     V::P(Region::Record { null }, bv64(0), Some(0))
 }
 
+/// `bpf_tcp_raw_gen_syncookie_ipv4(iph, th, th_len)` / `_ipv6` as the kernel gives it:
+/// -EINVAL unless `th_len` (32 bits) is at least 20 and the header's `doff * 4`, else a cookie
+/// (32 bits, the kernel's secret) with the MSS in bits 32-47: a fresh value below 2^48, never
+/// negative. (A fresh 64-bit value let a path take `cookie < 0` on a header the kernel
+/// accepts, whose example the interpreter and the kernel could then not follow.)
+fn raw_gen_syncookie(s: &mut crate::symex::Sym<'_>) -> V {
+    use crate::insn::Size;
+    let th = s.reg(2);
+    let d = s.byte_at(&th, 12);
+    let V::S(doff) = s.load(&d, Size::B) else {
+        unreachable!("loads give scalars")
+    };
+    let len = s.reg(3);
+    let len = s.scalar(&len);
+    let cookie = s.fresh("(_ BitVec 48)", "cookie");
+    let l32 = format!("((_ zero_extend 32) ((_ extract 31 0) {len}))");
+    let ok = format!(
+        "(and (bvuge {l32} {twenty}) (= {l32} (bvmul (bvlshr {doff} {four}) {four})))",
+        twenty = bv64(20),
+        four = bv64(4),
+    );
+    let einval = bv64((-crate::interp::EINVAL) as u64);
+    V::S(s.def(
+        "(_ BitVec 64)",
+        &format!("(ite {ok} ((_ zero_extend 16) {cookie}) {einval})"),
+    ))
+}
+
 /// The socket and SYN cookie helpers.
 pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_SK_LOOKUP_TCP, "socket")
@@ -70,9 +98,11 @@ pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(SKC_TO[5], "socket").sym(|s, _, _| socket_or_null(s)),
     Helper::new(SKC_TO[6], "socket").sym(|s, _, _| socket_or_null(s)),
     Helper::new(HELPER_TCP_RAW_GEN_SYNCOOKIE_IPV4, "socket")
-        .run(|m, pc, id| m.raw_gen_syncookie(pc, id)),
+        .run(|m, pc, id| m.raw_gen_syncookie(pc, id))
+        .sym(|s, _, _| raw_gen_syncookie(s)),
     Helper::new(HELPER_TCP_RAW_GEN_SYNCOOKIE_IPV6, "socket")
-        .run(|m, pc, id| m.raw_gen_syncookie(pc, id)),
+        .run(|m, pc, id| m.raw_gen_syncookie(pc, id))
+        .sym(|s, _, _| raw_gen_syncookie(s)),
     Helper::new(HELPER_TCP_RAW_CHECK_SYNCOOKIE_IPV4, "socket")
         .run(|m, pc, _| m.raw_check_syncookie(pc)),
     Helper::new(HELPER_TCP_RAW_CHECK_SYNCOOKIE_IPV6, "socket")
