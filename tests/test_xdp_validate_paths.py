@@ -175,3 +175,14 @@ def test_analyze_paths_needs_the_packet_rate(tmp_path: Path) -> None:
     r = nicsim("xdp", "analyze", obj("calls"), "--paths", "3", "--out", tmp_path / "o")
     assert_one_line_error(r, "--paths", "--rate packet")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_packet_the_kernel_writes_otherwise_names_the_bytes() -> None:
+    # A SYN cookie is the kernel's secret: the kernel's packet differs from the interpreter's in
+    # the sequence number alone, and the status says where rather than only "another packet".
+    from nicsim.xdp.validate import packet_difference
+
+    assert packet_difference(b"abcdef", b"abXdYY") == "bytes 2, 4-5 differ"
+    assert packet_difference(b"ab", b"abc") == "2 bytes, the interpreter's 3"
+    assert packet_difference(bytes(10), bytes([1, 0, 1, 0, 1, 0, 1, 0, 0, 0])) == \
+        "bytes 0, 2, 4 and 1 more ranges differ"

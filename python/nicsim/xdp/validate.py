@@ -536,8 +536,9 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
         # interpreter's packet and maps afterwards; it is not timed.
         kret, _, kpkt = k.run(pkt, 1)
         if kret != r["retval"] or bytes(kpkt) != out_pkt:
-            row["status"] = (f"kernel takes another path (action {kret}" + (", another packet" if bytes(kpkt) != out_pkt
-                             else "") + f"; the interpreter returns {r['retval']})")
+            row["status"] = (f"kernel takes another path (action {kret}"
+                             + (f", another packet: {packet_difference(bytes(kpkt), out_pkt)}" if bytes(kpkt) != out_pkt
+                                else "") + f"; the interpreter returns {r['retval']})")
             return row
         for name, key, want in expect:
             if k.get_entry(name, key) != want:
@@ -615,6 +616,24 @@ def stream_variants(_core: Any, data: bytes, section: str | None, program: str |
         for i in changed:
             weight[i] += 4.0
     return out
+
+
+def packet_difference(kernel: bytes, interpreter: bytes) -> str:
+    """Where the kernel's packet after a run differs from the interpreter's, for a status: the
+    byte ranges (at most three named), or the two lengths. A path that writes a value only the
+    kernel knows (a SYN cookie: the kernel's secret) differs in those bytes alone."""
+    if len(kernel) != len(interpreter):
+        return f"{len(kernel)} bytes, the interpreter's {len(interpreter)}"
+    ranges: list[list[int]] = []
+    for i, (a, b) in enumerate(zip(kernel, interpreter, strict=True)):
+        if a != b:
+            if ranges and ranges[-1][1] == i - 1:
+                ranges[-1][1] = i
+            else:
+                ranges.append([i, i])
+    named = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:3])
+    more = f" and {len(ranges) - 3} more ranges" if len(ranges) > 3 else ""
+    return f"bytes {named}{more} differ"
 
 
 def beaten_status(error_pct: float, tolerance: float, excess_ns: float = 0.0) -> str:
