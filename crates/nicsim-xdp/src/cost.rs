@@ -333,6 +333,30 @@ fn eq64_by_halves(c: &InsnCosts, op: JmpOp, src: Src, dst: Val, s: &State, taken
     }
 }
 
+/// Core cycles of a 64-bit `and`/`or`/`xor` with the constant `imm` as the NFP JIT emits it
+/// (`wrp_alu64_imm`, `wrp_alu_imm` per 32-bit half, the upper half the sign extension), before
+/// any `immed` its constant needs ([`immed_loads`]): a half that leaves the register as it is
+/// (`and` with all ones, `or`/`xor` with 0) emits nothing; one that sets it emits one
+/// instruction (`and` with 0 and `or` with all ones: `wrp_immed`; `xor` with all ones: `not`);
+/// any other half one ALU instruction. None for other instructions.
+pub fn logic64_imm_halves(c: &InsnCosts, insn: &Insn) -> Option<f64> {
+    let Insn::Alu {
+        op: op @ (AluOp::And | AluOp::Or | AluOp::Xor),
+        is64: true,
+        src: Src::Imm(imm),
+        ..
+    } = *insn
+    else {
+        return None;
+    };
+    let half = |v: u32| match (op, v) {
+        (AluOp::And, u32::MAX) | (AluOp::Or | AluOp::Xor, 0) => 0.0,
+        (AluOp::And, 0) | (AluOp::Or, u32::MAX) => c.immed,
+        _ => c.alu,
+    };
+    Some(half(imm as u32) + half(if imm < 0 { u32::MAX } else { 0 }))
+}
+
 fn insn_cost(
     t: &Target,
     p: &Program,
@@ -398,6 +422,9 @@ fn insn_cost(
     let immed = c
         .operand_imm_max
         .map_or(0.0, |max| f64::from(immed_loads(insn, max)) * c.immed);
+    if let Some(halves) = logic64_imm_halves(c, insn).filter(|_| c.logic64_by_halves) {
+        return Ok(plain(halves + immed));
+    }
     Ok(match *insn {
         Insn::Alu { op, is64, .. } => plain(
             match op {
@@ -1085,5 +1112,42 @@ mod tests {
         assert_eq!(ne(Src::Imm(8), byte, true), 5.0);
         // Upper half unknown: charged as taken on the upper half.
         assert_eq!(ne(Src::Imm(8), Val::Top, true), 7.0);
+    }
+
+    #[test]
+    fn logic64_follows_the_jit() {
+        let c: InsnCosts = toml::from_str(
+            "alu = 1.0\nmul = 1.0\ndiv = 1.0\nendian = 1.0\nld_imm64 = 1.0\njmp_compare = 1.0\n\
+             jmp_taken = 4.0\njmp_not_taken = 1.0\nja = 4.0\nexit = 4.0\ncall_local = 4.0\n\
+             stack = 1.0\nimmed = 1.0\nlogic64_by_halves = true\n",
+        )
+        .unwrap();
+        let alu = |op, is64, imm| Insn::Alu {
+            op,
+            is64,
+            dst: 1,
+            src: Src::Imm(imm),
+        };
+        let cost = |op, imm| logic64_imm_halves(&c, &alu(op, true, imm));
+        // xdp-alaw2ulaw-opt.asm .103 and .112: `r7 ^= 85`, `r7 ^= 127` are one `alu` each (the
+        // upper half's xor with 0 emits nothing); .99-.100: `r8 &= 128` is an `alu` and an
+        // `immed` clearing the upper half.
+        assert_eq!(cost(AluOp::Xor, 85), Some(1.0));
+        assert_eq!(cost(AluOp::Or, 1), Some(1.0));
+        assert_eq!(cost(AluOp::And, 128), Some(2.0));
+        // Halves that keep the register: nothing (the JIT skips the instruction).
+        assert_eq!(cost(AluOp::And, -1), Some(0.0));
+        assert_eq!(cost(AluOp::Or, 0), Some(0.0));
+        assert_eq!(cost(AluOp::Xor, 0), Some(0.0));
+        // Halves that set it: an `immed` (and 0, or all ones) or a `not` (xor all ones).
+        assert_eq!(cost(AluOp::And, 0), Some(2.0));
+        assert_eq!(cost(AluOp::Or, -1), Some(2.0));
+        assert_eq!(cost(AluOp::Xor, -1), Some(2.0));
+        // A negative constant: its upper half is all ones.
+        assert_eq!(cost(AluOp::And, -256), Some(1.0));
+        assert_eq!(cost(AluOp::Or, -256), Some(2.0));
+        // Not a 64-bit logic operation with a constant.
+        assert_eq!(logic64_imm_halves(&c, &alu(AluOp::Xor, false, 85)), None);
+        assert_eq!(logic64_imm_halves(&c, &alu(AluOp::Add, true, 85)), None);
     }
 }

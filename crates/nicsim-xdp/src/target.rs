@@ -151,6 +151,12 @@ pub struct InsnCosts {
     /// (`crate::cost`'s `eq64_by_halves`), instead of `jmp64_compare` and one branch.
     #[serde(default)]
     pub eq64_by_halves: bool,
+    /// 64-bit `and`/`or`/`xor` with a constant cost what the NFP JIT emits for each 32-bit
+    /// half (`crate::cost`'s `logic64_imm_halves`): nothing for a half that leaves the register
+    /// as it is, one `immed` or `not` for a half that sets it, else an ALU instruction; instead
+    /// of `alu64`.
+    #[serde(default)]
+    pub logic64_by_halves: bool,
 }
 
 /// Memory instructions: issuing one and, if the program waits for the result, the latency
