@@ -240,3 +240,27 @@ def test_without_an_analysis_it_runs_one(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["guarantee"]["source"].startswith("analysed here") and s["check"]["ok"]
+
+
+def test_kernel_times_the_same_packets(tmp_path: Path, x86_jit: Path) -> None:
+    """--kernel (x86-jit): every costed packet runs once more in the kernel, in order, on one
+    loaded program; the kernel's actions are the interpreter's and each path has its median ns."""
+    import pyarrow.parquet as pq
+
+    a = analysis_dir(tmp_path, "count_min_5", "x86-jit")
+    frames = [udp_frame(bytes([i % 7]) * 20) for i in range(30)]
+    cap = write_pcap(tmp_path / "c.pcap", frames)
+    out = tmp_path / "o"
+    r = nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--target", "x86-jit", "--analysis", a,
+               "--kernel", "--packets", "parquet", "--out", out, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    k = s["kernel"]
+    assert k["packets"] == 30 and k["action_mismatches"] == 0
+    assert k["errors"]["paths"] == s["distinct_paths"]
+    assert all(p["kernel_packets"] > 0 and p["kernel_ns"] > 0 for p in s["paths"])
+    rows = pq.read_table(out / "packets.parquet").to_pylist()
+    assert all(row["kernel_ns"] is not None and row["kernel_ns"] > 0 for row in rows)
+    # nfp has no kernel to measure on.
+    assert_one_line_error(nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--kernel", "--out",
+                                 tmp_path / "bad"), "--kernel", "x86-jit")
