@@ -264,3 +264,22 @@ def test_kernel_times_the_same_packets(tmp_path: Path, x86_jit: Path) -> None:
     # nfp has no kernel to measure on.
     assert_one_line_error(nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--kernel", "--out",
                                  tmp_path / "bad"), "--kernel", "x86-jit")
+
+
+def test_sweep_profiles_programs_on_captures(tmp_path: Path) -> None:
+    """`nicsim xdp sweep --traffic`: each analysis, then its program on each capture (profiles.csv)."""
+    import csv
+
+    caps = [write_pcap(tmp_path / "a.pcap", [udp_frame()] * 4), write_pcap(tmp_path / "b.pcap", [udp_frame(b"q" * 90)])]
+    out = tmp_path / "s"
+    r = nicsim("xdp", "sweep", xdp_object("count_min_5"), xdp_object("dos_filter"), "--rate", "packet", "--timeout",
+               "5", "--traffic", caps[0], "--traffic", caps[1], "-j", "1", "--out", out, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["traffic"] == [str(c) for c in caps]
+    rows = list(csv.DictReader((out / "profiles.csv").open()))
+    assert [(row["name"], Path(row["capture"]).name, row["packets"]) for row in rows] == [
+        ("count_min_5", "a.pcap", "4"), ("count_min_5", "b.pcap", "1"), ("dos_filter", "a.pcap", "4"),
+        ("dos_filter", "b.pcap", "1")]
+    assert all(row["check_ok"] == "True" for row in rows)
+    assert all(len(p["profiles"]) == 2 for p in s["points"])

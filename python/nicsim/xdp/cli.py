@@ -265,6 +265,10 @@ def xdp_sweep(
                                                     help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
+    traffic: Annotated[list[Path] | None, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg,
+                                                       help="Also profile each analysed program on this capture "
+                                                       "(repeat for several), against its guarantee, as `nicsim "
+                                                       "xdp profile` does: profiles.csv.", show_default=False)] = None,
     keep_going: KeepGoingOpt = True,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
@@ -286,7 +290,8 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going)
+                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going,
+                                 traffic=traffic or ())
     failed = summary.get("failed", [])
     labels = object_labels(objs)
 
@@ -306,14 +311,32 @@ def xdp_sweep(
             t.add_row(labels[f["object"]], "-", f["target"], "-", "-", Text(f"FAILED (point {f['point']})", style="red"),
                       "-", "-")
         console.print(t)  # each failure's error follows on standard error (report_failed)
+        profiles = [(p, r) for p in summary["points"] for r in p.get("profiles", [])]
+        if profiles:
+            pt = Table(title=f"{len(profiles)} profiles")
+            for c in ("object", "target", "capture", "packets", "paths", "sustained Mpps", "guarantee Mpps",
+                      "p99 ns", "max ns", "check"):
+                pt.add_column(c, justify="left" if c in ("object", "target", "capture", "check") else "right")
+            for p, r in profiles:
+                pt.add_row(labels[p["object"]], p["target"], Path(r["capture"]).name, f"{r['packets']:,}",
+                           f"{r['distinct_paths']:,}", num(r["sustained_mpps"]), num(r["guarantee_mpps"]),
+                           num(r["p99_ns"]), num(r["max_ns"]),
+                           Text("ok", style="green") if r["check_ok"] else Text("SOUNDNESS BUG", style="bold red"))
+            console.print(pt)
 
     ui.result(summary, show)
+    bad = [(p, r) for p in summary["points"] for r in p.get("profiles", []) if not r["check_ok"]]
+    for p, r in bad:
+        f = r["check_first"] or {}
+        ui.warn(f"{p['object']} on {p['target']}: packet {f.get('index')} of {r['capture']} is {f.get('what')} "
+                f"({r['costlier_than_guarantee'] + r['no_path_in_graph']:,} such packets)", label="SOUNDNESS BUG:")
     for p in summary["points"]:
         if p["summary"]["stopped"] == "error":  # the solver failed: the bound so far stands
             ui.warn(f"{p['object']} on {p['target']}: program {p['summary']['object']['program']}: the solver failed "
                     f"on {p['summary']['memory']['solver_ended']}; its guarantee is the bound reached before")
     ui.wrote(out)
-    return report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
+    code = report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
+    return max(code, 1 if bad else 0)
 
 
 @xdp_app.command("profile")

@@ -123,6 +123,18 @@ def read_maps(specs: Sequence[str] | None) -> tuple[dict[str, Any], str]:
 
 # -- the guarantee --------------------------------------------------------------------------------
 
+def short(s: dict[str, Any]) -> dict[str, Any]:
+    """A profile's figures in one flat row (`nicsim xdp sweep --traffic`'s profiles.csv)."""
+    c, ck = s["cost_ns"], s["check"]
+    return {"capture": s["capture"], "packets": s["packets"]["total"], "costed": s["packets"]["costed"],
+            "distinct_paths": s["distinct_paths"], "sustained_mpps": s["sustained"]["pps"] / 1e6,
+            "guarantee_mpps": s["guarantee"]["pps"] / 1e6 if s["guarantee"]["pps"] else None,
+            "mean_ns": c["mean"], "p50_ns": c["p50"], "p99_ns": c["p99"], "max_ns": c["max"],
+            "guarantee_ns": s["guarantee"]["ns"], "check_ok": ck["ok"],
+            "costlier_than_guarantee": ck["costlier_than_guarantee"], "no_path_in_graph": ck["no_path_in_graph"],
+            "check_first": ck.get("first")}
+
+
 def _guarantee_from(analysis: Path, data: bytes) -> dict[str, Any]:
     from nicsim.xdp.validate import _read_analysis
 
@@ -144,7 +156,8 @@ def _target_name(text: str) -> str:
 # -- the profile ------------------------------------------------------------------------------------
 
 def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
-            *, target: str = "nfp", maps: Sequence[str] | None = None, analysis: str | os.PathLike[str] | None = None,
+            *, target: str = "nfp", maps: Sequence[str] | None = None,
+            analysis: str | os.PathLike[str] | dict[str, Any] | None = None,
             kernel: bool = False, packets_table: str | None = None, section: str | None = None,
             program: str | None = None, loop_bound: int | None = None, map_sizes: dict[str, int] | None = None,
             tail_calls: Sequence[tuple[str, int, str]] | None = None, mac_limit: bool = True,
@@ -152,7 +165,8 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Profile the XDP program in `obj` on `capture`; write the folder `out` when given. Returns
     the summary; `summary["check"]["ok"]` is False when a packet is costlier than the guarantee
-    (or takes no path of the analysis's graph)."""
+    (or takes no path of the analysis's graph). `analysis`: a folder of `nicsim xdp analyze`, or
+    an analysis's summary itself (a sweep's), whose guarantee is checked; None: one runs here."""
     import numpy as np
 
     from nicsim import _core
@@ -172,14 +186,15 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     initial, maps_label = read_maps(maps)
     output = None
     if out is not None:
-        output = OutputDir(out, inputs=[obj, capture, analysis, target_file(target), *(
+        output = OutputDir(out, inputs=[obj, capture, analysis if not isinstance(analysis, dict) else None,
+                                        target_file(target), *(
             m.partition("=")[2] or m for m in maps or [])], force=force)
         output.check()
 
     # The guarantee: from the analysis given, else from an analysis run here (packet rate).
     if analysis is not None:
         say("reading the analysis")
-        s = _guarantee_from(Path(analysis), data)
+        s = analysis if isinstance(analysis, dict) else _guarantee_from(Path(analysis), data)
         if s.get("target") != tname:
             raise InputError(f"{analysis}/summary.json: the analysis is for target {s.get('target')}, the profile "
                              f"for {tname}: give --target {s.get('target')} or another analysis")
@@ -191,7 +206,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
         if not tail_calls and isinstance(o.get("tail_calls"), list):
             tail_calls = [tuple(t) for t in o["tail_calls"]]
         mac_limit = bool(s.get("mac_limit", mac_limit))
-        source = str(analysis)
+        source = "the sweep's analysis" if isinstance(analysis, dict) else str(analysis)
     else:
         say("analysing")
         s = analyze(obj, None, target=target, section=section, program=program, loop_bound=loop_bound, rate="packet",
@@ -418,5 +433,7 @@ def _plot(o: OutputDir, s: dict[str, Any], ts: Any, ns: Any, paths_rows: list[di
         a3.axvline(s["guarantee"]["ns"], color="tab:red", ls="--")
     a3.set(xlabel="target time per packet (ns)", title=f"paths by packets ({len(shown)} of {s['distinct_paths']})")
     a3.grid(alpha=0.3, axis="x")
+    for ax, axis in ((a1, "x"), (a2, "both"), (a3, "x")):  # plain numbers: a factor (1e8) names no unit
+        ax.ticklabel_format(axis=axis, style="plain", useOffset=False)
     fig.tight_layout()
     o.figure("profile", fig)
