@@ -273,7 +273,6 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
         return {"mean": float(v.mean()), "p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)),
                 "max": float(v.max())}
 
-    counts = np.bincount(path[costed], minlength=len(p["paths"])) if len(p["paths"]) else np.array([])
     paths_rows = []
     for q in p["paths"]:
         row = {"path": q["id"], "packets": q["packets"], "share": q["packets"] / n if n else 0.0,
@@ -283,7 +282,6 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
         if kern is not None:
             row.update(kern["per_path"].get(q["id"], {"kernel_ns": None, "kernel_packets": 0}))
         paths_rows.append(row)
-    assert int(counts.sum()) == int(costed.sum())
     paths_rows.sort(key=lambda r: (-r["packets"], r["path"]))
     acts, act_n = np.unique(action, return_counts=True)
     actions = [{"xdp_action": action_name(int(a)), "packets": int(c), "share": int(c) / n}
