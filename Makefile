@@ -56,7 +56,7 @@ $(PY) -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
   print("\n".join(r for k in sys.argv[1:] for r in s[k]))' $(1)
 endef
 
-.PHONY: demo test test-exec soundness system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
+.PHONY: demo test test-exec soundness profile-soundness system-tools test-tools bench lint develop tools xdp-tools xdp-suite veth-captures fuzz fuzz-tools fuzz-capture fuzz-xdp fuzz-config fuzz-props wheel
 
 # The XDP program suite (python/nicsim/xdp/programs, which examples/xdp links to), compiled with
 # clang for the BPF target into $(XDP_OUT) by python/nicsim/xdp/build.py, which an installed
@@ -322,3 +322,10 @@ fuzz-props: develop xdp-suite
 soundness: develop xdp-suite
 	NICSIM_SOUNDNESS_ALL=1 $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup \
 	  tests/test_xdp_soundness.py -k soundness_sweep -rs
+
+# `nicsim xdp profile` on every suite program x every capture of ../shared/pcap-world (and 1,000
+# generated packets each), on nfp and x86-jit: no packet costlier than the program's guarantee
+# (docs/xdp.md, "Profiling on real traffic"; make test profiles a chosen few). Needs root for x86-jit.
+profile-soundness: develop xdp-suite
+	NICSIM_PROFILE_ALL=1 $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) tests/test_xdp_profile.py \
+	  -k no_packet_is_costlier -rs

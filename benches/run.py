@@ -113,6 +113,46 @@ def xdp_cases(timeout_s: float) -> dict:
     return results
 
 
+def xdp_profile_cases(packets: int, timeout_s: float) -> dict:
+    """`nicsim xdp profile` of suite programs on a generated capture of `packets` packets (the
+    analysis's example, random and mutated packets, repeated; microsecond timestamps): the
+    profile's wall time (the whole command's work in-process, summary and tables included, no
+    plot) and the core loop's packets per second on one core (the interpreter, the walk through
+    the graph, the costing: `profile_seconds`)."""
+    import struct
+
+    from nicsim.xdp import analyze
+    from nicsim.xdp.profile import profile
+    from nicsim.xdp.suite import object_path
+    from nicsim.xdp.validate import packets_to_time
+
+    results = {}
+    for name in ("count_min_5", "parser", "dns_cache"):
+        obj = object_path(name)
+        with tempfile.TemporaryDirectory() as tmp:
+            a = Path(tmp) / "a"
+            s = analyze(obj, a, rate="packet", timeout_s=timeout_s, mac_limit=False)
+            example = bytes.fromhex(s["example_packet_hex"]) if s.get("example_packet_hex") else None
+            pool = [p for _, p in packets_to_time(example, 500, seed=1)]
+            cap = Path(tmp) / "c.pcap"
+            with cap.open("wb") as f:
+                f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+                for i in range(packets):
+                    pkt = pool[i % len(pool)]
+                    f.write(struct.pack("<IIII", i // 1_000_000, i % 1_000_000, len(pkt), len(pkt)) + pkt)
+            t0 = time.perf_counter()
+            r = profile(obj, cap, None, analysis=a)
+            wall = time.perf_counter() - t0
+        core_s = r["profile_seconds"]
+        results[f"xdp profile, {name}"] = row = {"packets": packets, "seconds": wall, "core_seconds": core_s,
+                                                 "packets_per_second_per_core": packets / core_s,
+                                                 "distinct_paths": r["distinct_paths"]}
+        print(f"xdp profile, {name:<24} {packets:,} packets: {wall:6.1f} s wall, core loop {core_s:6.1f} s "
+              f"({row['packets_per_second_per_core']:,.0f} packets/s per core, {r['distinct_paths']} paths)",
+              flush=True)
+    return results
+
+
 def xdp_paper_cases(folder: Path, nfp_pred: str | None, timeout_s: float) -> dict:
     """The paper's own objects (`NICSIM_PAPER_OBJECTS=DIR`, the artifacts' data-paper/programs):
     the wall time of the whole `nicsim xdp analyze OBJ --no-mac-limit` command, as a user waits for
@@ -340,12 +380,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-packets", type=int, default=1_000_000)
-    ap.add_argument("--only", choices=["datapath", "sizing", "xdp", "router", "flowmem"],
+    ap.add_argument("--only", choices=["datapath", "sizing", "xdp", "xdp-profile", "router", "flowmem"],
                     help="Run one subsystem's cases.")
     ap.add_argument("--router-us", type=float, default=100_000.0, help="Simulated µs of the router case.")
     ap.add_argument("--flow-flows", type=int, default=160_000,
                     help="Flows of the flow-memory capture (160,000: about 1.16 GB).")
     ap.add_argument("--xdp-timeout", type=float, default=60.0, help="Seconds per XDP analysis.")
+    ap.add_argument("--profile-packets", type=int, default=1_000_000, help="Packets of the `xdp profile` capture.")
     args = ap.parse_args()
     long = {"traffic.packets": args.long_packets, "measure.window": [500, args.long_packets - 500]}
     cases = {
@@ -358,7 +399,8 @@ def main() -> None:
             "functional": True, "traffic.packets": args.long_packets // 10, "measure.window": [500, args.long_packets // 10 - 500]},
     }
     results = {}
-    if args.only in ("sizing", "xdp", "router", "flowmem"):
+    ap_profile = args.profile_packets
+    if args.only in ("sizing", "xdp", "xdp-profile", "router", "flowmem"):
         cases = {}
     for name, overrides in cases.items():
         # The long runs take a second each: best of 3 (at most --repeat), not of --repeat.
@@ -380,6 +422,8 @@ def main() -> None:
         if os.environ.get("NICSIM_PAPER_OBJECTS"):
             results.update(xdp_paper_cases(Path(os.environ["NICSIM_PAPER_OBJECTS"]), os.environ.get("NFP_PRED"),
                                            args.xdp_timeout))
+    if args.only in (None, "xdp-profile"):
+        results.update(xdp_profile_cases(ap_profile, args.xdp_timeout))
     if args.only in (None, "flowmem"):
         results.update(flow_cases(args.flow_flows, args.repeat))
         results.update(flow_larger_than_memory(args.flow_flows))

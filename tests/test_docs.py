@@ -66,7 +66,9 @@ NOT_RUN: list[tuple[str, str]] = [
 ]
 
 #: Commands that need root: they load BPF programs into the running kernel.
-ROOT_ONLY = re.compile(r"^nicsim xdp (calibrate|validate)\b")
+ROOT_ONLY = re.compile(r"^nicsim xdp (calibrate|validate)\b|^nicsim xdp profile .*--kernel\b")
+#: ../shared beside the checkout (the third-party captures of pcap-world), as examples name it.
+SHARED = Path(os.environ["NICSIM_PCAP_WORLD"]).parent if os.environ.get("NICSIM_PCAP_WORLD") else ROOT.parent / "shared"
 #: Commands that read the x86-jit target (the test run's calibrated one, `conftest.x86_jit`).
 X86_JIT = re.compile(r"--target \S*x86-jit|^nicsim xdp validate\b")
 
@@ -130,6 +132,10 @@ def test_console_block(block: Block, tmp_path: Path, request: pytest.FixtureRequ
     work.mkdir()
     for name in ("configs", "target"):
         (work / name).symlink_to(ROOT / name)
+    if any("../shared/" in t for _, t in runnable):
+        if not SHARED.is_dir():
+            pytest.skip(f"{SHARED} is missing (the captures beside the checkout; or set NICSIM_PCAP_WORLD)")
+        (tmp_path / "shared").symlink_to(SHARED)
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

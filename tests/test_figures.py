@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "flowmem-sizes": (["flowmem", "sizes", "{cap}"], {"flow_size_cdf"}),
     "xdp-analyze": (["xdp", "analyze", "{obj}"], {"analysis"}),
     "xdp-sweep": (["xdp", "sweep", "{obj}", "--workers", "1"], {"sweep"}),
+    "xdp-profile": (["xdp", "profile", "{obj}", "--traffic", "{cap}"], {"profile"}),
 }
 #: Figures written by commands that need more than this test runs cheaply, and the test that
 #: checks them instead (test_docs checks every figure the docs' console blocks write, with the

@@ -351,6 +351,37 @@ enum Next {
     Other,
 }
 
+/// The frame of pcap link type `linktype` as the Ethernet frame an XDP program would see, into
+/// `out` (its capacity reused): an Ethernet frame as it is; a frame whose link header announces
+/// an EtherType (SLL, SLL2, null/loopback, raw IP, IPoIB, C-HDLC, …) as that EtherType and the
+/// link layer's payload behind an Ethernet header with locally administered addresses
+/// (02:00:00:00:00:02 to 02:00:00:00:00:01). `false`: the link type or the frame gives no
+/// EtherType (802.11, PPP, not IP) or its link header is cut short.
+pub fn ethernet_frame(linktype: u32, frame: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let Ok((at, next, end)) = link(linktype, frame) else {
+        return false;
+    };
+    let payload = &frame[at.min(frame.len())..end.min(frame.len())];
+    let ether = match next {
+        Next::Ethernet => {
+            out.extend_from_slice(payload);
+            return true;
+        }
+        Next::Ether(t) => t,
+        Next::Ip => match payload.first().map(|b| b >> 4) {
+            Some(4) => ethertype::IPV4,
+            Some(6) => ethertype::IPV6,
+            _ => return false,
+        },
+        Next::Ppp | Next::Wifi | Next::Other => return false,
+    };
+    out.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02]);
+    out.extend_from_slice(&ether.to_be_bytes());
+    out.extend_from_slice(payload);
+    true
+}
+
 /// Decode a frame of pcap link type `linktype` (see [`linktype`]). `Ok(None)`: the frame holds
 /// no IP packet (ARP, an encrypted 802.11 frame, a protocol the walk does not follow). `Err`:
 /// a header it must traverse is truncated or malformed (naming the layer and the offset), or the
@@ -1252,4 +1283,32 @@ fn jumbo(frame: &[u8], at: usize) -> Option<usize> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod ethernet_frame_tests {
+    use super::*;
+
+    #[test]
+    fn other_link_types_become_ethernet_frames() {
+        let ip = [
+            0x45u8, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ];
+        let mut out = Vec::new();
+        assert!(ethernet_frame(linktype::RAW, &ip, &mut out));
+        assert_eq!(out[12..14], [0x08, 0x00]);
+        assert_eq!(out[14..], ip);
+        // Linux cooked capture: the protocol at offset 14.
+        let mut sll = vec![0u8; 16];
+        sll[14..16].copy_from_slice(&[0x86, 0xdd]);
+        sll.extend_from_slice(&[0x60, 0, 0, 0]);
+        assert!(ethernet_frame(linktype::LINUX_SLL, &sll, &mut out));
+        assert_eq!(out[12..], [0x86, 0xdd, 0x60, 0, 0, 0]);
+        // Ethernet stays as it is; a cut SLL header and 802.11 give none.
+        assert!(ethernet_frame(linktype::ETHERNET, &sll, &mut out));
+        assert_eq!(out, sll);
+        assert!(!ethernet_frame(linktype::LINUX_SLL, &sll[..10], &mut out));
+        assert!(!ethernet_frame(linktype::IEEE802_11, &sll, &mut out));
+        assert!(!ethernet_frame(9999, &sll, &mut out));
+    }
 }

@@ -470,6 +470,178 @@ fn xdp_run(
     .map_err(InputError::new_err)
 }
 
+/// Profile an XDP program on a capture (`nicsim_xdp::profile`): every packet of `capture` in
+/// order through the interpreter, map state carried from `maps_json` (the analyzer's
+/// summary.json "maps" format; empty: empty maps), each packet's path costed on the analysis's
+/// graph for the target. Returns the profile as JSON (paths, counts, the costliest packets,
+/// the sustained rate) and the per-packet columns as little-endian bytes: `ts_ns` (u64),
+/// `bytes`, `action`, `path` (u32), `core`, `dram` (u64, millionths of a cycle). A bad object,
+/// target, map entry or capture raises one line.
+#[pyfunction]
+#[pyo3(signature = (obj, target_toml, target_file, capture, maps_json="", section=None, program=None, loop_bound=None, mac_limit=true, map_sizes=Vec::new(), tail_calls=Vec::new(), memory_mb=None, maps_about="the maps", kernel=false))]
+#[allow(clippy::too_many_arguments)]
+fn xdp_profile<'py>(
+    py: Python<'py>,
+    obj: Vec<u8>,
+    target_toml: &str,
+    target_file: &str,
+    capture: PathBuf,
+    maps_json: &str,
+    section: Option<String>,
+    program: Option<String>,
+    loop_bound: Option<u32>,
+    mac_limit: bool,
+    map_sizes: Vec<(String, u32)>,
+    tail_calls: Vec<(String, u32, String)>,
+    memory_mb: Option<u64>,
+    maps_about: &str,
+    kernel: bool,
+) -> PyResult<(String, Bound<'py, pyo3::types::PyDict>)> {
+    use nicsim_xdp::interp::MapState;
+    use nicsim_xdp::profile::Profile;
+    use pyo3::types::{PyBytes, PyDict};
+    let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
+        .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
+    if !mac_limit {
+        target = target.without_mac_limit();
+    }
+    let opts = nicsim_xdp::Options {
+        section,
+        program,
+        loop_bound,
+        memory_budget_bytes: nicsim_xdp::Options::memory_budget_mb(memory_mb),
+        map_sizes,
+        tail_calls: tail_specs(tail_calls),
+    };
+    let (json, cols) = py
+        .detach(|| -> Result<(String, [Vec<u8>; 8]), String> {
+            let a = nicsim_xdp::Analysis::new(&obj, target.clone(), &opts)
+                .map_err(|e| e.to_string())?;
+            let mut program = a.program.clone();
+            let bad_maps = |e: nicsim_xdp::interp::MapError| format!("{maps_about}: {e}");
+            MapState::size_from_json(&mut program, maps_json).map_err(bad_maps)?;
+            let maps = MapState::from_json(&program, maps_json).map_err(bad_maps)?;
+            // --kernel: the program loaded once, with the same maps; each packet the
+            // interpreter ran to its exit runs once more in the kernel, in order.
+            let k = if kernel {
+                let mut targets = Vec::new();
+                for t in &program.tail_targets {
+                    let mut tp = nicsim_xdp::load_full(&obj, Some(&t.section), Some(&t.name), &opts.tail_calls)
+                        .map_err(|e| format!("tail-call target {}: {e}", t.name))?;
+                    MapState::size_from_json(&mut tp, maps_json).map_err(bad_maps)?;
+                    targets.push(tp);
+                }
+                let k = nicsim_xdp::kernel::Kernel::load_with_tails(&program, &targets)
+                    .map_err(|e| format!("--kernel: {e}"))?;
+                k.set_maps(&maps).map_err(|e| format!("--kernel: {e}"))?;
+                Some(k)
+            } else {
+                None
+            };
+            let mut kernel_ns: Vec<u8> = Vec::new();
+            let mut kernel_action: Vec<u8> = Vec::new();
+            let mut kernel_error: Option<String> = None;
+            let mut each = |index: u64, packet: &[u8], _action: u32| {
+                let Some(k) = &k else { return };
+                if kernel_error.is_some() {
+                    return;
+                }
+                // Rows of packets the interpreter did not run stay NaN.
+                while (kernel_ns.len() / 8) < index as usize {
+                    kernel_ns.extend_from_slice(&f64::NAN.to_le_bytes());
+                    kernel_action.extend_from_slice(&u32::MAX.to_le_bytes());
+                }
+                match k.run(packet, 1) {
+                    Ok(r) => {
+                        kernel_ns.extend_from_slice(&(r.duration_ns as f64).to_le_bytes());
+                        kernel_action.extend_from_slice(&r.retval.to_le_bytes());
+                    }
+                    Err(e) => kernel_error = Some(format!("packet {index}: {e}")),
+                }
+            };
+            let t0 = std::time::Instant::now();
+            let mut p = Profile::new(&a, &program, &target, maps);
+            p.capture_with(&capture, &mut each).map_err(|e| e.to_string())?;
+            let seconds = t0.elapsed().as_secs_f64();
+            if let Some(e) = kernel_error {
+                return Err(format!("--kernel: {e}"));
+            }
+            if k.is_some() {
+                while kernel_ns.len() / 8 < p.rows.len() {
+                    kernel_ns.extend_from_slice(&f64::NAN.to_le_bytes());
+                    kernel_action.extend_from_slice(&u32::MAX.to_le_bytes());
+                }
+            }
+            let (rate, costed, mean_bytes) = p.sustained();
+            let naive = nicsim_xdp::paths::naive(&a.dag, &target);
+            let json = serde_json::json!({
+                "program": program.name,
+                "section": program.section,
+                "packets": p.rows.len(),
+                "costed": costed,
+                "faults": p.faults,
+                "fault_notes": p.fault_notes,
+                "unmatched": p.unmatched,
+                "unmatched_notes": p.unmatched_notes,
+                "skipped_long": p.skipped_long,
+                "padded": p.padded,
+                "cut": p.cut,
+                "relinked": p.relinked,
+                "not_ethernet": p.not_ethernet,
+                "paths": p.paths,
+                "top": p.top,
+                "sustained": {"pps": rate.pps, "bottleneck": rate.bottleneck,
+                               "bps": rate.pps * 8.0 * mean_bytes, "mean_packet_bytes": mean_bytes},
+                "naive": {"pps": naive.pps, "bottleneck": naive.bottleneck,
+                          "ns": 1e9 / nicsim_xdp::paths::naive(&a.dag, &target.clone().without_mac_limit()).pps},
+                "mac_pps": target.limits.mac_pps,
+                "min_packet_bytes": target.limits.min_packet_bytes,
+                "max_packet_bytes": target.limits.mtu_bytes + 14,
+                "seconds": seconds,
+                "maps_after": p.maps().to_json(),
+            })
+            .to_string();
+            let n = p.rows.len();
+            let mut cols: [Vec<u8>; 8] = [
+                Vec::with_capacity(8 * n),
+                Vec::with_capacity(4 * n),
+                Vec::with_capacity(4 * n),
+                Vec::with_capacity(4 * n),
+                Vec::with_capacity(8 * n),
+                Vec::with_capacity(8 * n),
+                kernel_ns,
+                kernel_action,
+            ];
+            for r in &p.rows {
+                cols[0].extend_from_slice(&r.ts_ns.to_le_bytes());
+                cols[1].extend_from_slice(&r.bytes.to_le_bytes());
+                cols[2].extend_from_slice(&r.action.to_le_bytes());
+                cols[3].extend_from_slice(&r.path.to_le_bytes());
+                cols[4].extend_from_slice(&r.cost[0].to_le_bytes());
+                cols[5].extend_from_slice(&r.cost[1].to_le_bytes());
+            }
+            Ok((json, cols))
+        })
+        .map_err(InputError::new_err)?;
+    let d = PyDict::new(py);
+    for (name, c) in [
+        "ts_ns",
+        "bytes",
+        "action",
+        "path",
+        "core",
+        "dram",
+        "kernel_ns",
+        "kernel_action",
+    ]
+    .iter()
+    .zip(cols)
+    {
+        d.set_item(name, PyBytes::new(py, &c))?;
+    }
+    Ok((json, d))
+}
+
 /// An XDP program loaded into the running kernel (the verifier checks it), with the map entries
 /// of `maps_json` (the analyzer's summary.json "maps" format; empty: none) written into its
 /// maps. The kernel's refusal (the verifier's reason, missing privileges) raises
@@ -769,6 +941,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_pcap, m)?)?;
     m.add_function(wrap_pyfunction!(packet_dissect, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_run, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_profile, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_check_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_helper_rows, m)?)?;

@@ -28,6 +28,7 @@ pub mod kconfig;
 pub mod kernel;
 pub mod load;
 pub mod paths;
+pub mod profile;
 pub mod ssp;
 pub mod summary;
 pub mod symex;

@@ -47,8 +47,19 @@ pub struct Rate {
 
 /// The packet rate of a path with component costs `cost` (milli-cycles).
 pub fn rate_of(t: &Target, cost: &[u64; NC]) -> Rate {
-    let cores = t.cores_pps(cost[0] as f64 / UNITS_PER_CYCLE);
-    let dram = t.dram_pps(cost[1] as f64 / UNITS_PER_CYCLE);
+    rate_at(
+        t,
+        cost[0] as f64 / UNITS_PER_CYCLE,
+        cost[1] as f64 / UNITS_PER_CYCLE,
+    )
+}
+
+/// The packet rate at `core_cycles` program cycles and `dram_cycles` DRAM-engine cycles per
+/// packet: the least of the cores', the DRAM engine's and the MAC's. [`rate_of`] is this at a
+/// path's cost; a profile's sustained rate is this at its packets' mean cost.
+pub fn rate_at(t: &Target, core_cycles: f64, dram_cycles: f64) -> Rate {
+    let cores = t.cores_pps(core_cycles);
+    let dram = t.dram_pps(dram_cycles);
     let mut r = Rate {
         pps: t.limits.mac_pps,
         bottleneck: "mac",

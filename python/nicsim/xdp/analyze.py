@@ -385,18 +385,37 @@ def _merge_maps(maps: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str
     return maps
 
 
-def analyze_job(job: tuple[str, str, dict[str, Any]]) -> Summary | NicsimError:
-    """One analysis of a sweep, in a worker: (object, target, options) → summary, or the bad
-    input as a value (raised by the caller once every analysis ran)."""
-    obj, target, opts = job
+def analyze_job(job: tuple[str, str, dict[str, Any]] | tuple[str, str, dict[str, Any], list[str]]) \
+        -> Summary | NicsimError:
+    """One analysis of a sweep, in a worker: (object, target, options[, captures]) → summary, or
+    the bad input as a value (raised by the caller once every analysis ran). With captures, the
+    program is then profiled on each against this analysis's guarantee (`nicsim.xdp.profile`):
+    the summary gets `profiles`, one short profile summary per capture."""
+    obj, target, opts = job[:3]
+    traffic = job[3] if len(job) > 3 else []
     try:
-        return analyze(obj, target=target, **opts)
+        s = analyze(obj, target=target, **opts)
     except SolverFailed as e:
-        return e.summary  # its bound is valid; the sweep warns of it (`stopped` is `error`)
+        s = e.summary  # its bound is valid; the sweep warns of it (`stopped` is `error`)
     except NicsimError as e:
         return e
+    if traffic:
+        from nicsim.xdp.profile import profile, short
+
+        keep = {k: opts[k] for k in ("section", "program", "loop_bound", "map_sizes", "tail_calls") if k in opts}
+        try:
+            cast("dict[str, Any]", s)["profiles"] = [
+                short(profile(obj, cap, None, target=target, analysis=cast("dict[str, Any]", s), **keep))
+                for cap in traffic]
+        except NicsimError as e:
+            return e
+    return s
 
 
+#: profiles.csv of `nicsim xdp sweep --traffic`: a row per object, target and capture.
+PROFILE_COLUMNS = ["object", "name", "target", "capture", "packets", "costed", "distinct_paths", "sustained_mpps",
+                   "guarantee_mpps", "mean_ns", "p50_ns", "p99_ns", "max_ns", "guarantee_ns", "check_ok",
+                   "costlier_than_guarantee", "no_path_in_graph"]
 SWEEP_COLUMNS = ["object", "name", "program", "target", "naive_gbps", "guarantee_gbps", "naive_mpps", "guarantee_mpps",
                  "status", "bottleneck", "min_packet_bytes", "paths_enumerated", "seconds"]
 
@@ -410,7 +429,8 @@ def object_labels(objs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
 
 def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str], out: str | os.PathLike[str], *,
                  executor: str = "local", workers: int | None = None, ray_address: str | None = None,
-                 force: bool = False, keep_going: bool = True, **opts: Any) -> tuple[SweepSummary, list[dict[str, Any]]]:
+                 force: bool = False, keep_going: bool = True, traffic: Sequence[str | os.PathLike[str]] = (),
+                 **opts: Any) -> tuple[SweepSummary, list[dict[str, Any]]]:
     """Analyse every object on every target (`opts` as [`analyze`] takes them) on the sweep
     pool, and write OUT/summary.json (`points`: object, target and each analysis's summary),
     sweep.csv and sweep.parquet (a row per analysis) and sweep.png (the guarantees).
@@ -429,9 +449,14 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
             raise InputError(f"{obj}: " + ("no such object file" if not os.path.lexists(obj) else
                                            "not a regular file (the object must be a file, not a pipe, device or "
                                            "folder)"))
-    output = OutputDir(out, inputs=[*objs, *(target_file(t) for t in targets)], force=force)
+    for cap in traffic:
+        if not Path(cap).is_file():
+            raise InputError(f"{cap}: " + ("no such capture file" if not os.path.lexists(cap) else
+                                           "not a regular file"))
+    output = OutputDir(out, inputs=[*objs, *traffic, *(target_file(t) for t in targets)], force=force)
     output.check()
-    jobs = [(os.fspath(obj), t, opts) for obj in objs for t in targets]
+    caps = [os.fspath(c) for c in traffic]
+    jobs = [(os.fspath(obj), t, opts, caps) if caps else (os.fspath(obj), t, opts) for obj in objs for t in targets]
     labels = object_labels(objs)
     killed = None
     try:
@@ -439,10 +464,13 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
                             ray_address=ray_address, keep_going=keep_going)
     except WorkerKilled as e:  # keep the analyses that finished
         killed, results = e, e.results
-    failed = [failed_entry(i, {"object": obj, "target": t}, s) for i, ((obj, t, _), s) in enumerate(zip(jobs, results, strict=True))
+    failed = [failed_entry(i, {"object": j[0], "target": j[1]}, s) for i, (j, s) in enumerate(zip(jobs, results, strict=True))
               if isinstance(s, NicsimError)]
-    points = [{"object": obj, "target": t, "summary": s} for (obj, t, _), s in zip(jobs, results, strict=True)
+    points = [{"object": j[0], "target": j[1], "summary": s} for j, s in zip(jobs, results, strict=True)
               if s is not None and not isinstance(s, NicsimError)]
+    for p in points:
+        if "profiles" in p["summary"]:
+            p["profiles"] = p["summary"].pop("profiles")
     if failed and not points and killed is None:  # nothing to keep: the first analysis's error is the answer
         raise InputError(failed[0]["error"] + (f" (and {len(failed) - 1:,} more analyses failed)" if len(failed) > 1 else ""))
 
@@ -465,7 +493,13 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
         summary["failed"] = failed
     if killed is not None:
         summary["unfinished"] = unfinished(killed)
+    if caps:
+        summary["traffic"] = caps
+    profile_rows = [{"object": p["object"], "name": labels[p["object"]], "target": p["target"], **r}
+                    for p in points for r in p.get("profiles", [])]
     with output as o:
+        if caps:
+            o.csv("profiles.csv", profile_rows, columns=PROFILE_COLUMNS)
         o.csv("sweep.csv", rows, columns=SWEEP_COLUMNS)
         o.parquet("sweep.parquet", rows, columns=SWEEP_COLUMNS)
         o.summary(summary)

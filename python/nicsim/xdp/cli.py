@@ -265,6 +265,10 @@ def xdp_sweep(
                                                     help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
+    traffic: Annotated[list[Path] | None, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg,
+                                                       help="Also profile each analysed program on this capture "
+                                                       "(repeat for several), against its guarantee, as `nicsim "
+                                                       "xdp profile` does: profiles.csv.", show_default=False)] = None,
     keep_going: KeepGoingOpt = True,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
@@ -286,7 +290,8 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going)
+                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going,
+                                 traffic=traffic or ())
     failed = summary.get("failed", [])
     labels = object_labels(objs)
 
@@ -306,14 +311,149 @@ def xdp_sweep(
             t.add_row(labels[f["object"]], "-", f["target"], "-", "-", Text(f"FAILED (point {f['point']})", style="red"),
                       "-", "-")
         console.print(t)  # each failure's error follows on standard error (report_failed)
+        profiles = [(p, r) for p in summary["points"] for r in p.get("profiles", [])]
+        if profiles:
+            pt = Table(title=f"{len(profiles)} profiles")
+            for c in ("object", "target", "capture", "packets", "paths", "sustained Mpps", "guarantee Mpps",
+                      "p99 ns", "max ns", "check"):
+                pt.add_column(c, justify="left" if c in ("object", "target", "capture", "check") else "right")
+            for p, r in profiles:
+                pt.add_row(labels[p["object"]], p["target"], Path(r["capture"]).name, f"{r['packets']:,}",
+                           f"{r['distinct_paths']:,}", num(r["sustained_mpps"]), num(r["guarantee_mpps"]),
+                           num(r["p99_ns"]), num(r["max_ns"]),
+                           Text("ok", style="green") if r["check_ok"] else Text("SOUNDNESS BUG", style="bold red"))
+            console.print(pt)
 
     ui.result(summary, show)
+    bad = [(p, r) for p in summary["points"] for r in p.get("profiles", []) if not r["check_ok"]]
+    for p, r in bad:
+        f = r["check_first"] or {}
+        ui.warn(f"{p['object']} on {p['target']}: packet {f.get('index')} of {r['capture']} is {f.get('what')} "
+                f"({r['costlier_than_guarantee'] + r['no_path_in_graph']:,} such packets)", label="SOUNDNESS BUG:")
     for p in summary["points"]:
         if p["summary"]["stopped"] == "error":  # the solver failed: the bound so far stands
             ui.warn(f"{p['object']} on {p['target']}: program {p['summary']['object']['program']}: the solver failed "
                     f"on {p['summary']['memory']['solver_ended']}; its guarantee is the bound reached before")
     ui.wrote(out)
-    return report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
+    code = report_failed(failed, len(rows) + len(failed), out, lambda f: f"{f['object']} on {f['target']}")
+    return max(code, 1 if bad else 0)
+
+
+@xdp_app.command("profile")
+def xdp_profile(
+    obj: ObjArg,
+    traffic: Annotated[Path, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg, help="The packets: a pcap "
+                                          "or pcapng capture of Ethernet frames, run in order.",
+                                          show_default=False)],
+    out: OutOpt,
+    target: Annotated[str, typer.Option("--target", "-t", metavar="TARGET", help="Target model: `nfp`, `x86-jit` "
+                                        "(after `nicsim xdp calibrate`) or a target TOML file.")] = "nfp",
+    maps: Annotated[list[str] | None, typer.Option("--maps", metavar="FILE|NAME=FILE", help="Map entries before "
+                                                   "the first packet: a JSON file of maps ({name: {\"entries\": "
+                                                   "{key_hex: value_hex}}}, an analysis's summary.json) or, as "
+                                                   "NAME=FILE, the output of `bpftool map dump -j` for map NAME "
+                                                   "(repeat for several). Default: empty maps.",
+                                                   show_default=False)] = None,
+    analysis: Annotated[Path | None, typer.Option("--analysis", "-a", metavar="DIR", parser=path_arg,
+                                                  help="Folder of `nicsim xdp analyze` for OBJ on the same target: "
+                                                  "its guarantee is checked against every packet. Default: a "
+                                                  "packet-rate analysis runs here (for at most --timeout).",
+                                                  show_default=False)] = None,
+    packets: Annotated[str | None, typer.Option("--packets", metavar="parquet", help="Also write "
+                                                "packets.parquet, one row per packet.", show_default=False)] = None,
+    kernel: Annotated[bool, typer.Option("--kernel", help="x86-jit: run the same packets through "
+                                         "BPF_PROG_TEST_RUN one by one (map state carried) and put the measured ns "
+                                         "beside each path's estimate. Needs root.")] = False,
+    section: SectionOpt = None,
+    program: ProgramOpt = None,
+    loop_bound: Annotated[int | None, typer.Option("--loop-bound", metavar="N", callback=in_range(0, U32_MAX),
+                                                   help="As for `nicsim xdp analyze`.")] = None,
+    mac_limit: Annotated[bool, typer.Option("--mac-limit/--no-mac-limit", help="Include the target's MAC packet "
+                                            "limit (an --analysis gives its own).")] = True,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
+                                           help="Seconds for the analysis run here (no --analysis).")] = 60.0,
+    map_size: MapSizeOpt = None,
+    tail_call: TailCallOpt = None,
+    force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+) -> int:
+    """Profile an XDP program on a capture: the rate it sustains on this traffic, beside its guarantee.
+
+    Every packet of the capture runs through nicsim's interpreter in order, with the map state
+    carried from packet to packet (counters grow, entries appear), from empty maps or --maps.
+    Each packet's path is costed on the target by the analysis's own cost function. Reports the
+    rate the target sustains on this traffic (cores, DRAM engine, MAC), the distribution of the
+    per-packet cost, the share of each action and path and the costliest packets, and checks
+    every packet against the guarantee: a packet costlier than it is a soundness bug of the
+    analyzer (exit code 1). Writes summary.json, paths.csv, actions.csv, costliest_packets.csv
+    and .pcap, maps_after.json and profile.png.
+    """
+    from nicsim.xdp.profile import profile
+
+    with ui.Progress("profiling", transient=True) as bar:
+        s = profile(obj, traffic, out, target=target, maps=maps, analysis=analysis, packets_table=packets, kernel=kernel,
+                    section=section, program=program, loop_bound=loop_bound, map_sizes=parse_map_sizes(map_size),
+                    tail_calls=parse_tail_calls(tail_call), mac_limit=mac_limit, timeout_s=timeout, force=force,
+                    progress=lambda what: bar.update(detail=what))
+    for w in s.get("warnings", []):
+        ui.warn(w)
+
+    def show(console: Console) -> None:
+        n = s["packets"]
+        t = Table(title=f"{s['object']['program']} on {s['target']}: {s['capture']}", show_header=False)
+        t.add_column(style="bold")
+        t.add_column(justify="right")
+        su, g = s["sustained"], s["guarantee"]
+        t.add_row("packets", f"{n['total']:,} ({n['costed']:,} costed, {s['distinct_paths']:,} distinct paths)")
+        t.add_row("on this traffic", f"{su['pps'] / 1e6:,.3f} Mpps, {su['bps'] / 1e9:,.3f} Gbit/s "
+                  f"({su['bottleneck']}; mean packet {su['mean_packet_bytes']:,.1f} B)")
+        if g.get("pps"):
+            t.add_row("guarantee", f"{g['pps'] / 1e6:,.3f} Mpps ({g['status']}; {g['source']})")
+        c = s["cost_ns"]
+        if c["mean"] is not None:
+            t.add_row("ns per packet", f"mean {c['mean']:,.1f}, p50 {c['p50']:,.1f}, p99 {c['p99']:,.1f}, "
+                      f"max {c['max']:,.1f} (guarantee {g['ns'] or float('nan'):,.1f}, naive "
+                      f"{s['naive']['ns']:,.1f})")
+        t.add_row("actions", ", ".join(f"{a['xdp_action']} {a['share']:.1%}" for a in s["actions"][:6]))
+        ck = s["check"]
+        t.add_row("check", Text("every packet within the guarantee", style="green") if ck["ok"] and ck["checked"]
+                  else Text("not checked (no guarantee)") if ck["ok"] else
+                  Text(f"SOUNDNESS BUG: {ck['costlier_than_guarantee']:,} packets costlier than the guarantee, "
+                       f"{ck['no_path_in_graph']:,} on no path of the graph", style="bold red"))
+        console.print(t)
+        pt = Table(title="the most frequent paths")
+        for col in ("path", "packets", "share", "action", "insns", "ns", "bottleneck"):
+            pt.add_column(col, justify="left" if col in ("action", "bottleneck") else "right")
+        for r in s["paths"][:10]:
+            pt.add_row(str(r["path"]), f"{r['packets']:,}", f"{r['share']:.1%}", r["xdp_action"], str(r["insns"]),
+                       f"{r['ns']:,.1f}", r["bottleneck"])
+        console.print(pt)
+        if "kernel" in s:
+            kn, e = s["kernel"], s["kernel"]["errors"]
+            console.print(f"kernel: {kn['packets']:,} packets, median {kn['median_ns'] or 0:,.1f} ns; per path, measured "
+                          f"against estimated: median {e.get('median_pct') or 0:+.1f} %, from {e.get('min_pct') or 0:+.1f} "
+                          f"to {e.get('max_pct') or 0:+.1f} %"
+                          + (f"; {kn['action_mismatches']:,} packets with another action in the kernel"
+                             if kn["action_mismatches"] else ""), highlight=False)
+        if s["costliest_packets"]:
+            k = s["costliest_packets"][0]
+            console.print(f"costliest packet: index {k['index']} ({k['ns']:,.1f} ns, path {k['path']})"
+                          + (" — costliest_packets.pcap" if out is not None else ""), highlight=False)
+
+    ui.result(s, show)
+    ck = s["check"]
+    if ck.get("first"):
+        f = ck["first"]
+        ui.warn(f"packet {f['index']} of {traffic} (captured at {f['ts_ns']} ns, {f['bytes']} B) is "
+                 + (f"costlier than the guarantee: {f['ns']:,.1f} ns per packet against {ck['guarantee_ns']:,.1f} "
+                    f"(path {f['path']})" if f["what"] == "costlier than the guarantee" else
+                    "on no path of the analysis's graph (the graph left out an edge the packet takes)")
+                 + f"; {ck['costlier_than_guarantee'] + ck['no_path_in_graph']:,} such packets; the guarantee "
+                 f"({ck['guarantee_source']}) is wrong: please report it", label="SOUNDNESS BUG:")
+    if ck.get("kernel_action_mismatches"):
+        ui.warn(f"{ck['kernel_action_mismatches']:,} packets return another action in the kernel than in the "
+                f"interpreter (first: packet {s['kernel']['first_mismatch']})", label="MISMATCH:")
+    ui.wrote(out)
+    return 0 if ck["ok"] else 1
 
 
 @xdp_app.command("calibrate")

@@ -4,7 +4,7 @@
 search's result, memory, timing), so that code reading a summary type-checks. docs/xdp.md
 ("`summary.json`") and docs/summary-schema.md say what every field means."""
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = ["Calibration", "ExampleEntry", "FailedAnalysis", "LineCost", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
 
@@ -210,6 +210,9 @@ class SweepPoint(TypedDict):
     object: str
     target: str
     summary: Summary
+    #: With `--traffic`: the profile of the program on each capture (`nicsim.xdp.profile`'s
+    #: summary, without its lists of paths, packets and notes).
+    profiles: NotRequired[list[dict[str, Any]]]
 
 
 class Unfinished(TypedDict):
@@ -237,6 +240,8 @@ class SweepSummary(TypedDict):
     objects: list[str]
     rate: Literal["bit", "packet"]
     points: list[SweepPoint]
+    #: The captures profiled (`--traffic`), when any.
+    traffic: NotRequired[list[str]]
     #: Only when some analyses failed (`--keep-going`): `point` (1-based), `object`, `target`, `error`.
     failed: NotRequired[list[FailedAnalysis]]
     #: Only when a worker died: the points it left without a result.
