@@ -747,4 +747,42 @@ mod tests {
             .iter()
             .all(|l| expert(l).is_empty()));
     }
+
+    #[test]
+    fn no_frame_makes_the_lenient_dissector_panic() {
+        // Random frames of every short length, with IPv4 or IPv6 (after zero to two tags) and
+        // TCP or UDP likely, their lengths random: every leniency's edge.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let n = (next() % 120) as usize;
+            let mut f: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+            let mut at = 12;
+            for _ in 0..next() % 3 {
+                if f.len() >= at + 6 {
+                    f[at..at + 2].copy_from_slice(&[0x81, 0x00]);
+                    at += 4;
+                }
+            }
+            if f.len() >= at + 2 {
+                let t: [u8; 2] = if next() % 2 == 0 {
+                    [0x08, 0x00]
+                } else {
+                    [0x86, 0xdd]
+                };
+                f[at..at + 2].copy_from_slice(&t);
+            }
+            if f.len() > at + 11 && next() % 2 == 0 {
+                f[at + 2] = 0x45; // IPv4, IHL 5
+                f[at + 11] = if next() % 2 == 0 { 6 } else { 17 };
+            }
+            let d = dissect(&f);
+            assert!(d.layers.iter().all(|l| l.offset <= f.len()));
+        }
+    }
 }

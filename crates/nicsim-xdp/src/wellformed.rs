@@ -455,4 +455,30 @@ mod tests {
         // An example that does not take the trace it is given is left alone.
         assert_eq!(polish(&p, &maps, &tcp, &t0.trace, t0.retval, &opts), tcp);
     }
+
+    #[test]
+    fn no_packet_makes_it_panic_and_the_length_never_changes() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..5_000 {
+            let n = (next() % 140) as usize;
+            let mut pkt: Vec<u8> = (0..n).map(|_| (next() % 4) as u8 * 0x2b).collect();
+            if n >= 14 {
+                let t: [u8; 2] = [[0x08, 0x00], [0x86, 0xdd], [0x81, 0x00]][(next() % 3) as usize];
+                pkt[12..14].copy_from_slice(&t);
+            }
+            let seed = next();
+            let mut k = 0u64;
+            let mut keeps = |_: &[u8]| {
+                k += 1;
+                (seed >> (k % 64)) & 1 == 1
+            };
+            assert_eq!(well_formed(&pkt, &mut keeps).len(), n);
+        }
+    }
 }
