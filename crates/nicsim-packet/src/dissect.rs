@@ -10,7 +10,8 @@
 //! with an `Expert Info` field saying what is wrong, and decoding goes on with the bytes there
 //! are; a header tshark stops at (IPv4 version not 4, IHL below 5, total length below the
 //! header's; IPv6 version not 6; TCP data offset below 5; UDP length below 8) is shown with its
-//! fields and an `Expert Info` field, and the error.
+//! fields and an `Expert Info` field, and the error. An MPLS label stack is shown entry by
+//! entry, then the IPv4 or IPv6 packet after it.
 
 use crate::ip::protocol;
 use crate::{ethernet, ipv4, ipv6, parse, tcp, udp, Layer as ErrLayer, ParseError};
@@ -71,6 +72,8 @@ fn ethertype(t: u16) -> String {
         ethernet::ETHERTYPE_ARP => "ARP",
         ethernet::TPID_VLAN => "802.1Q Virtual LAN",
         ethernet::TPID_QINQ | ethernet::TPID_QINQ_LEGACY => "802.1ad Provider Bridge (Q-in-Q)",
+        ETHERTYPE_MPLS => "MPLS label switched packet",
+        ETHERTYPE_MPLS_MULTICAST => "MPLS multicast label switched packet",
         _ => "Unknown",
     };
     format!("{name} (0x{t:04x})")
@@ -359,8 +362,97 @@ fn bogus(frame: &[u8], err: &ParseError) -> Option<Layer> {
     }
 }
 
+/// EtherType of MPLS (RFC 3032): a label stack, then what tshark decodes after it.
+const ETHERTYPE_MPLS: u16 = 0x8847;
+/// EtherType of multicast MPLS.
+const ETHERTYPE_MPLS_MULTICAST: u16 = 0x8848;
+/// Bytes of one label stack entry.
+const MPLS_ENTRY_BYTES: usize = 4;
+/// Label stack entries shown at most.
+const MAX_MPLS_LABELS: usize = 16;
+
+/// An MPLS frame as tshark shows it: the Ethernet header and tags, a layer per label stack
+/// entry, then IPv4 or IPv6 by the first nibble after the bottom of the stack (decoded as
+/// [`lenient`] decodes a frame, at their offsets), or the rest as data. `None` for a frame that
+/// is not MPLS or whose stack has no bottom within the frame (shown as data, as before).
+fn mpls(frame: &[u8]) -> Option<Dissection> {
+    let n = frame.len();
+    let mut at = 12;
+    for _ in 0..2 {
+        if n >= at + 6 && ethernet::is_tpid(crate::be16(frame, at)) {
+            at += ethernet::TAG_LEN;
+        }
+    }
+    if n < at + 2 || ![ETHERTYPE_MPLS, ETHERTYPE_MPLS_MULTICAST].contains(&crate::be16(frame, at)) {
+        return None;
+    }
+    let mut layers: Vec<Layer> = strict(frame)
+        .layers
+        .into_iter()
+        .filter(|l| l.offset < at + 2)
+        .collect();
+    let mut off = at + 2;
+    let mut bottom = false;
+    while !bottom && layers.len() < MAX_MPLS_LABELS + 3 && off + MPLS_ENTRY_BYTES <= n {
+        let e = u32::from_be_bytes([frame[off], frame[off + 1], frame[off + 2], frame[off + 3]]);
+        bottom = e >> 8 & 1 == 1;
+        layers.push(Layer {
+            name: "MultiProtocol Label Switching Header",
+            offset: off,
+            len: MPLS_ENTRY_BYTES,
+            fields: vec![
+                field("MPLS Label", e >> 12),
+                field("MPLS Experimental Bits", e >> 9 & 7),
+                field("MPLS Bottom Of Label Stack", e >> 8 & 1),
+                field("MPLS TTL", e & 0xff),
+            ],
+        });
+        off += MPLS_ENTRY_BYTES;
+    }
+    if !bottom {
+        return None;
+    }
+    let inner = match frame.get(off).map(|b| b >> 4) {
+        Some(4) => ethernet::ETHERTYPE_IPV4,
+        Some(6) => ethernet::ETHERTYPE_IPV6,
+        _ => {
+            if off < n {
+                layers.push(Layer {
+                    name: "Data",
+                    offset: off,
+                    len: n - off,
+                    fields: vec![field("Length", n - off)],
+                });
+            }
+            return Some(Dissection {
+                layers,
+                error: None,
+            });
+        }
+    };
+    // The payload as an Ethernet frame of its own, its offsets moved back to the frame's.
+    let mut own = vec![0u8; 12];
+    own.extend_from_slice(&inner.to_be_bytes());
+    own.extend_from_slice(&frame[off..]);
+    let shift = off - ethernet::HEADER_LEN;
+    let d = lenient(&own);
+    layers.extend(d.layers.into_iter().skip(1).map(|mut l| {
+        l.offset += shift;
+        l
+    }));
+    Some(Dissection {
+        layers,
+        error: d.error.map(|e| e.shifted(shift)),
+    })
+}
+
 /// The frame's layers (see the module).
 pub fn dissect(frame: &[u8]) -> Dissection {
+    mpls(frame).unwrap_or_else(|| lenient(frame))
+}
+
+/// [`dissect`] of a frame that is not MPLS.
+fn lenient(frame: &[u8]) -> Dissection {
     let (view, notes) = tolerate(frame);
     let mut d = strict(&view);
     for t in notes {
@@ -770,11 +862,7 @@ mod tests {
                 }
             }
             if f.len() >= at + 2 {
-                let t: [u8; 2] = if next() % 2 == 0 {
-                    [0x08, 0x00]
-                } else {
-                    [0x86, 0xdd]
-                };
+                let t: [u8; 2] = [[0x08, 0x00], [0x86, 0xdd], [0x88, 0x47]][(next() % 3) as usize];
                 f[at..at + 2].copy_from_slice(&t);
             }
             if f.len() > at + 11 && next() % 2 == 0 {
@@ -784,5 +872,50 @@ mod tests {
             let d = dissect(&f);
             assert!(d.layers.iter().all(|l| l.offset <= f.len()));
         }
+    }
+
+    #[test]
+    fn an_mpls_stack_is_shown_label_by_label_then_the_ip_packet() {
+        // Ethernet, two labels (16 and 17, the second the bottom, TTL 64), then IPv4/UDP.
+        let ip = udp64();
+        let mut f = ip[..12].to_vec();
+        f.extend_from_slice(&[0x88, 0x47, 0x00, 0x01, 0x00, 0x40, 0x00, 0x01, 0x11, 0x40]);
+        f.extend_from_slice(&ip[14..]);
+        let d = dissect(&f);
+        assert_eq!(d.error, None);
+        assert_eq!(
+            names(&d)[..5],
+            [
+                "Ethernet II",
+                "MultiProtocol Label Switching Header",
+                "MultiProtocol Label Switching Header",
+                "Internet Protocol Version 4",
+                "User Datagram Protocol"
+            ]
+        );
+        assert_eq!(
+            value(&d.layers[0], "Type"),
+            "MPLS label switched packet (0x8847)"
+        );
+        assert_eq!(value(&d.layers[1], "MPLS Label"), "16");
+        assert_eq!(value(&d.layers[2], "MPLS Bottom Of Label Stack"), "1");
+        assert_eq!(value(&d.layers[2], "MPLS TTL"), "64");
+        assert_eq!((d.layers[3].offset, d.layers[4].offset), (22, 42));
+        // A bogus IPv4 header after the stack: its warning, and the error at the frame's offset.
+        f[22] = 0x40;
+        let d = dissect(&f);
+        assert_eq!(
+            expert(&d.layers[3]),
+            ["Bogus IP header length (0, must be at least 20)"]
+        );
+        assert!(d.error.unwrap().to_string().contains("offset 22"));
+        // Neither IPv4 nor IPv6 after the stack (tshark tells them by the first nibble): data.
+        f[22] = 0x05;
+        let d = dissect(&f);
+        assert_eq!(names(&d)[3], "Data");
+        assert_eq!((d.layers[3].offset, d.error), (22, None));
+        // No bottom of the stack in the frame: data, as before.
+        let d = dissect(&f[..20]);
+        assert_eq!(names(&d), ["Ethernet II", "Data"]);
     }
 }

@@ -3,7 +3,7 @@
 //! `nicsim_packet::dissect` stop at. [`well_formed`] gives the undecided header fields the values
 //! of a real packet — Ethernet addresses and type, IPv4 version 4, IHL 5, total length, TTL 64,
 //! protocol, addresses, UDP length, TCP data offset 5, IPv6 version 6, payload length, next
-//! header, hop limit, and the checksums last — one field at a time, keeping each only where the
+//! header, hop limit, an MPLS label's TTL, and the checksums last — one field at a time, keeping each only where the
 //! packet still takes the same path: [`polish`] asks the concrete interpreter ([`crate::interp`])
 //! for the same instruction trace and return value, so an example stays one that
 //! `nicsim xdp validate` checks against the kernel. A field the path decides keeps the model's
@@ -19,6 +19,11 @@ use crate::load::Program;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_ARP: u16 = 0x0806;
+/// MPLS unicast and multicast: a label stack, then IPv4 or IPv6.
+const MPLS: [u16; 2] = [0x8847, 0x8848];
+const MPLS_ENTRY_BYTES: usize = 4;
+/// Label stack entries followed at most.
+const MAX_MPLS_LABELS: usize = 16;
 const TPIDS: [u16; 3] = [0x8100, 0x88a8, 0x9100];
 const ETH_HLEN_BYTES: usize = 14;
 const IPV4_HLEN_BYTES: usize = 20;
@@ -162,6 +167,34 @@ impl Polish<'_> {
         self.set16(at, sum);
     }
 
+    /// An MPLS label stack at `at` (each entry's TTL 64 where the path leaves it 0), then the
+    /// IPv4 or IPv6 packet after its bottom (IPv4 where the path leaves the version free).
+    fn mpls(&mut self, mut at: usize) {
+        for _ in 0..MAX_MPLS_LABELS {
+            if at + MPLS_ENTRY_BYTES > self.pkt.len() {
+                return;
+            }
+            if self.pkt[at + 3] == 0 {
+                self.set(at + 3, &[TTL]);
+            }
+            at += MPLS_ENTRY_BYTES;
+            if self.pkt[at - 2] & 1 == 1 {
+                break;
+            }
+        }
+        if at >= self.pkt.len() || self.pkt[at - 2] & 1 == 0 {
+            return;
+        }
+        if !matches!(self.pkt[at] >> 4, 4 | 6) {
+            self.set_bits(at, 0xf0, 4 << 4);
+        }
+        match self.pkt[at] >> 4 {
+            4 => self.ipv4(at),
+            6 => self.ipv6(at),
+            _ => {}
+        }
+    }
+
     fn ipv4(&mut self, l3: usize) {
         let n = self.pkt.len();
         if n < l3 + IPV4_HLEN_BYTES {
@@ -289,6 +322,10 @@ pub fn well_formed(packet: &[u8], keeps: &mut dyn FnMut(&[u8]) -> bool) -> Vec<u
         }
     }
     let t = be16(&p.pkt, at);
+    if MPLS.contains(&t) {
+        p.mpls(at + 2);
+        return p.pkt;
+    }
     if t != ETHERTYPE_IPV4 && t != ETHERTYPE_IPV6 && t != ETHERTYPE_ARP && !TPIDS.contains(&t) {
         let _ = (n >= at + 2 + IPV4_HLEN_BYTES && p.set16(at, ETHERTYPE_IPV4))
             || (n >= at + 2 + IPV6_HLEN_BYTES && p.set16(at, ETHERTYPE_IPV6));
@@ -469,7 +506,8 @@ mod tests {
             let n = (next() % 140) as usize;
             let mut pkt: Vec<u8> = (0..n).map(|_| (next() % 4) as u8 * 0x2b).collect();
             if n >= 14 {
-                let t: [u8; 2] = [[0x08, 0x00], [0x86, 0xdd], [0x81, 0x00]][(next() % 3) as usize];
+                let t: [u8; 2] =
+                    [[0x08, 0x00], [0x86, 0xdd], [0x81, 0x00], [0x88, 0x47]][(next() % 4) as usize];
                 pkt[12..14].copy_from_slice(&t);
             }
             let seed = next();
@@ -480,5 +518,19 @@ mod tests {
             };
             assert_eq!(well_formed(&pkt, &mut keeps).len(), n);
         }
+    }
+
+    #[test]
+    fn an_mpls_stack_gets_ttls_and_the_packet_after_it_a_real_header() {
+        // Two labels, the second the bottom (decided); TTLs and the IPv4 header free.
+        let mut pkt = vec![0u8; 70];
+        pkt[12..14].copy_from_slice(&[0x88, 0x47]);
+        pkt[20] = 0x01;
+        let mut keeps = |p: &[u8]| p[12..14] == [0x88, 0x47] && p[16] & 1 == 0 && p[20] & 1 == 1;
+        let p = well_formed(&pkt, &mut keeps);
+        assert_eq!((p[17], p[21]), (TTL, TTL));
+        assert_eq!((p[22], p[31]), (0x45, PROTO_UDP));
+        assert_eq!(be16(&p, 24), 48, "total length");
+        assert_eq!(checksum::data(&p[22..42]), 0xffff, "IPv4 header checksum");
     }
 }
