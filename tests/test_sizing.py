@@ -121,6 +121,33 @@ def test_a_capture_sizes_the_offloads_by_its_frame_sizes_or_as_a_replay(tmp_path
     assert sizes["points"] != replay["points"]
 
 
+def test_a_capture_that_matches_no_flow_is_told_the_catch_all(tmp_path: Path) -> None:
+    """A capture of one's own (UDP to port 53) matches none of the shipped flows (ports
+    5001-5004): the search names the drops and the fix, and the fix works (issue 34)."""
+    import struct
+
+    from nicsim import _core
+
+    frames = []
+    for k in range(3000):
+        size = (64, 128, 256, 512, 1024, 1500)[k % 6] - 4  # without the FCS
+        udp = struct.pack("!HHHH", 40000 + k % 7, 53, size - 34, 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, k, 0, 64, 17, 0, bytes([192, 0, 2, 1]),
+                         bytes([198, 51, 100, 1]))
+        frames.append(bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + udp + bytes(size - 42))
+    pcap = tmp_path / "own.pcap"
+    _core.write_pcap(pcap, frames)
+    r = nicsim("offloads", "size", PAPER, "--out", tmp_path / "o", *SHORT, "--workers", "2", "--p99-us", "30",
+               "--traffic", pcap, "--timing", "rate", timeout=600)
+    assert r.returncode == 1, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "3,000 of the capture's packets matched no flow's `match`" in said and "-p 'flows[0].match={}'" in said, said
+    r = nicsim("offloads", "size", PAPER, "--out", tmp_path / "fixed", *SHORT, "--workers", "2", "--p99-us", "30",
+               "--traffic", pcap, "--timing", "rate", "-p", "flows[0].match={}", "-q", timeout=600)
+    s = json.loads((tmp_path / "fixed" / "summary.json").read_text())
+    assert "no_flow" not in s["baseline"]["dropped"] and "matched no flow" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize(("args", "needles"), [
     (["--p99-us", "-1"], ["--p99-us"]),
     (["--p99-us", "nan"], ["--p99-us"]),

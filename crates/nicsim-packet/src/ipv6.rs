@@ -72,6 +72,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(packet)
     }
 
+    /// Wraps `buffer` checking only that the fixed header is present: a view of a header
+    /// whose fields are bogus, for [`crate::dissect`] to show them as tshark does.
+    pub(crate) fn new_header_only(buffer: T) -> Option<Self> {
+        (buffer.as_ref().len() >= HEADER_LEN).then_some(Packet { buffer })
+    }
+
     /// Returns the underlying buffer.
     pub fn into_inner(self) -> T {
         self.buffer

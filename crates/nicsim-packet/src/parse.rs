@@ -119,6 +119,20 @@ struct Network {
 
 /// Parses `frame`; also returns the range of a complete (unfragmented) TCP/UDP segment.
 fn parse_frame(frame: &[u8]) -> Result<(Parsed, Option<Range<usize>>), ParseError> {
+    parse_frame_to(frame, true)
+}
+
+/// [`parse`] up to the network layer: the transport header is not looked at (`l4` is `None`,
+/// `l4_offset` and `payload_offset` are where it starts), for [`crate::dissect`] to show the
+/// IP header before a transport header it refuses.
+pub(crate) fn parse_network_only(frame: &[u8]) -> Result<Parsed, ParseError> {
+    parse_frame_to(frame, false).map(|(parsed, _)| parsed)
+}
+
+fn parse_frame_to(
+    frame: &[u8],
+    transport: bool,
+) -> Result<(Parsed, Option<Range<usize>>), ParseError> {
     let eth = ethernet::Repr::parse(&ethernet::Packet::new_checked(frame)?)?;
     let l3_offset = eth.header_len();
     let parsed = Parsed {
@@ -132,13 +146,14 @@ fn parse_frame(frame: &[u8]) -> Result<(Parsed, Option<Range<usize>>), ParseErro
         l4_offset: None,
         payload_offset: l3_offset,
     };
-    parse_network(frame, parsed)
+    parse_network(frame, parsed, transport)
 }
 
 /// Parses from the network header on, as `parsed.l3_offset` and `parsed.ethertype` say.
 fn parse_network(
     frame: &[u8],
     mut parsed: Parsed,
+    transport: bool,
 ) -> Result<(Parsed, Option<Range<usize>>), ParseError> {
     let l3_offset = parsed.l3_offset;
     let l3 = sub(frame, l3_offset, frame.len());
@@ -155,6 +170,9 @@ fn parse_network(
     }
     let l4_offset = l3_offset + net.upper_offset;
     parsed.l4_offset = Some(l4_offset);
+    if !transport {
+        return Ok((parsed, None));
+    }
     let l4 = sub(l3, net.upper_offset, net.end);
     let (info, header_len, segment_len) = match net.info.proto {
         protocol::TCP => {

@@ -642,6 +642,43 @@ fn xdp_profile<'py>(
     Ok((json, d))
 }
 
+/// Example packets made well-formed (`nicsim_xdp::wellformed::polish`): for each case
+/// `(packet, maps_json, trace, retval)` of the program of `obj` (`section`, `program`,
+/// `tail_calls` as for `xdp_run`), the packet with the header fields its path does not decide
+/// set as in a real packet, each kept only where the interpreter still executes `trace` and
+/// returns `retval` from the map entries of `maps_json`. A bad object or map entry raises
+/// `nicsim.InputError`.
+#[pyfunction]
+#[pyo3(signature = (obj, section, program, tail_calls, cases))]
+fn xdp_well_formed(
+    py: Python<'_>,
+    obj: &[u8],
+    section: Option<&str>,
+    program: Option<&str>,
+    tail_calls: Vec<(String, u32, String)>,
+    cases: Vec<(Vec<u8>, String, Vec<u32>, u64)>,
+) -> PyResult<Vec<Vec<u8>>> {
+    use nicsim_xdp::interp::{MapState, RunOptions};
+    let tail = tail_specs(tail_calls);
+    py.detach(|| -> Result<Vec<Vec<u8>>, String> {
+        let base =
+            nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| e.to_string())?;
+        let opts = RunOptions::default();
+        cases
+            .iter()
+            .map(|(packet, maps_json, trace, retval)| {
+                let mut program = base.clone();
+                MapState::size_from_json(&mut program, maps_json).map_err(|e| e.to_string())?;
+                let maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;
+                Ok(nicsim_xdp::wellformed::polish(
+                    &program, &maps, packet, trace, *retval, &opts,
+                ))
+            })
+            .collect()
+    })
+    .map_err(InputError::new_err)
+}
+
 /// An XDP program loaded into the running kernel (the verifier checks it), with the map entries
 /// of `maps_json` (the analyzer's summary.json "maps" format; empty: none) written into its
 /// maps. The kernel's refusal (the verifier's reason, missing privileges) raises
@@ -942,6 +979,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packet_dissect, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_run, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_well_formed, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_check_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_helper_rows, m)?)?;

@@ -348,10 +348,15 @@ impl Analysis {
                 }
             }
         }
+        // Nanoseconds: cycles at the clock each resource's cycles are counted in.
+        let core_ns_per_cycle = 1e3 / self.target.cores.clock_mhz;
+        let dram_ns_per_cycle = self.target.dram.as_ref().map_or(0.0, |d| 1e3 / d.clock_mhz);
         out.into_iter()
             .map(|(mut line, cost)| {
                 let Cost { cores, dram } = Cost::of(&cost);
                 (line.cores, line.dram) = (cores, dram);
+                (line.cores_ns, line.dram_ns) =
+                    (cores * core_ns_per_cycle, dram * dram_ns_per_cycle);
                 line
             })
             .collect()
@@ -1118,6 +1123,11 @@ mod tests {
             "{cores} vs {}",
             s.path.cost.cores
         );
+        // Nanoseconds at the NFP's 800 MHz: 1.25 ns a cycle.
+        for l in lines {
+            assert!((l.cores_ns - l.cores * 1.25).abs() < 1e-9, "{l:?}");
+            assert!((l.dram_ns - l.dram * 1.25).abs() < 1e-9, "{l:?}");
+        }
         assert!(s.path.source_lines.is_empty());
     }
 

@@ -35,6 +35,7 @@ pub mod symex;
 pub mod target;
 #[cfg(test)]
 mod testasm;
+pub mod wellformed;
 
 pub use analysis::{Analysis, Options, XdpError};
 pub use load::{load, load_full, load_with, LoadError, MapDef, Program, TailSpec};

@@ -167,8 +167,13 @@ pub struct ClassCost {
 pub struct LineCost {
     /// Its instructions' cycles on the cores (each at its own cost on the path).
     pub cores: f64,
+    /// The same in nanoseconds on one core (cycles at the target's `cores.clock_mhz`).
+    pub cores_ns: f64,
     /// Their cycles on the DRAM engine.
     pub dram: f64,
+    /// The same in nanoseconds of the engine's time (cycles at its `dram.clock_mhz`; 0 on a
+    /// target without a DRAM engine).
+    pub dram_ns: f64,
     /// The helper calls on it: class name (`call bpf_map_lookup_elem (hash)`) → calls on the
     /// path.
     pub helpers: BTreeMap<String, u64>,
@@ -187,7 +192,9 @@ impl LineCost {
     pub fn new(line: String, source: bool, text: String) -> LineCost {
         LineCost {
             cores: 0.0,
+            cores_ns: 0.0,
             dram: 0.0,
+            dram_ns: 0.0,
             helpers: BTreeMap::new(),
             insns: 0,
             line,
@@ -425,7 +432,9 @@ mod tests {
             key: Some(2.0),
             lines: vec![LineCost {
                 cores: 1.0,
+                cores_ns: 1.25,
                 dram: 0.5,
+                dram_ns: 0.625,
                 helpers: BTreeMap::from([("call bpf_ktime_get_ns".into(), 1)]),
                 insns: 2,
                 line: "a.c:1".into(),

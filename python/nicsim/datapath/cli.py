@@ -280,6 +280,13 @@ def offloads_size(
         ui.warn(f"even every offload at max(Eq. 1, configured) units misses the targets (p99 {p99}, loss "
                 f"{b['loss']:.2%}{f': {why}' if why else ''}): units are not the limit; lower the offered rate, "
                 f"relax the targets or, for drops such as no_flow, fix the configuration")
+        if b["dropped"].get("no_flow"):
+            # The packets no flow's `match` takes (issue 34: a replayed capture's, all of them).
+            whose = "of the capture's packets" if traffic is not None and timing in (Timing.rate, Timing.original) \
+                else "packets"
+            ui.warn(f"{b['dropped']['no_flow']:,} {whose} matched no flow's `match` (dropped as no_flow): give "
+                    "flows whose matches cover them, or send every packet to the first flow with a catch-all, "
+                    "`-p 'flows[0].match={}'` (docs/sizing.md)")
         ui.wrote(out)
         raise typer.Exit(1)
     ui.wrote(out)

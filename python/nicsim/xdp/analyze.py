@@ -184,6 +184,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     finally:
         slv.close()
     status, stopped, ssp = out["status"], out["stopped"], out["ssp"]
+    polished = _well_formed(data, summary["object"], tail_calls, out, summary["maps"])
     g = summary["guarantee"]
     if ssp is not None:
         path, example = ssp["path"], ssp["example"]
@@ -229,6 +230,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         summary.setdefault("warnings", []).append(
             f"the kernel would reject this program: its verifier refuses it{where}: {v['reason']}; "
             "the guarantee is for code the kernel will not run")
+    if polished is not None:
+        summary.setdefault("warnings", []).append(polished)
     summary["seconds"] = elapsed()
     summary["trace"] = [entry(t, b) for t, b in out["trace"]]
     if paths is not None:
@@ -298,6 +301,35 @@ def verifier_check(data: bytes, section: str | None, program: str | None, maps: 
 #: measures each in the kernel.
 MAX_PATHS = 1000
 PATH_COLUMNS = ["rank", "pps", "ns", "bottleneck", "xdp_action", "packet_bytes", "insns_count"]
+
+
+def _well_formed(data: bytes, analysed: dict[str, Any], tail_calls: Sequence[tuple[str, int, str]] | None,
+                 out: dict[str, Any], maps: dict[str, Any]) -> str | None:
+    """The search's example packets (the SSP's, `--paths`'), made well-formed in place where their
+    paths allow (issue 34): the header fields a path does not decide take a real packet's values
+    (IPv4 version 4, lengths, TTL 64, checksums…), each kept only where the core's interpreter
+    still takes the path's instructions and returns its action with the example's maps
+    (`_core.xdp_well_formed`, `nicsim_xdp::wellformed`), so that validation stays as it was.
+    Returns a warning when the interpreter could not run them (the examples stay the model's)."""
+    from nicsim import _core
+
+    found = ([out["ssp"]] if out["ssp"] is not None else []) + list(out["slowest"])
+    if not found:
+        return None
+    section, program = analysed.get("section"), analysed.get("program")
+    if section and program:
+        program = f"{section}/{program}"  # unique even where a function name is not
+    cases = [(bytes.fromhex(p["example"]["packet_hex"]),
+              json.dumps(_merge_maps(copy.deepcopy(maps), p["example"]["entries"])),
+              p["path"]["insns"], p["example"]["retval"]) for p in found]
+    try:
+        packets = _core.xdp_well_formed(data, section, program, list(tail_calls or []), cases)
+    except _core.InputError as e:
+        return ("the example packets are the solver's, with the bytes their paths leave free at 0: the "
+                f"interpreter could not run them ({' '.join(str(e).split())})")
+    for p, pkt in zip(found, packets, strict=True):
+        p["example"]["packet_hex"] = pkt.hex()
+    return None
 
 
 def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_maps: dict[str, Any]) -> SlowPath:

@@ -23,6 +23,14 @@ SLOWEST_PATH_FILE = "slowest_path.txt"
 DATA_SHOWN_BYTES = 32
 
 _LABEL = {"cores": "core cycles", "dram": "DRAM cycles"}
+#: The same in nanoseconds (`path.lines[].cores_ns`, `dram_ns`: cycles at the target's clocks).
+_NS_LABEL = {"cores": "core ns", "dram": "DRAM ns"}
+
+
+def _ns(row: dict[str, Any], resource: str) -> str:
+    """A line's nanoseconds on `resource`, or `-` in a summary written before they were."""
+    v = row.get(f"{resource}_ns")
+    return "-" if v is None else f"{v:,.1f}"
 
 
 def resources(s: dict[str, Any]) -> tuple[str, str]:
@@ -54,8 +62,9 @@ def slowest_path_text(s: dict[str, Any], limit: int | None = None) -> str:
     what = "slowest satisfiable path" if p.get("feasible") else "naive bound's slowest path (not shown satisfiable)"
     out = [f"{s['object']['program']} on {s['target']}: the {what}, {len(p['insns']):,} instructions"
            + (f" → {p['xdp_action']}" if p.get("xdp_action") else ""),
-           f"bottleneck: {g.get('bottleneck') or '-'}; the path costs {p['cost']['cores']:,.1f} core cycles and "
-           f"{p['cost']['dram']:,.1f} DRAM-engine cycles per packet"]
+           f"bottleneck: {g.get('bottleneck') or '-'}; the path costs {p['cost']['cores']:,.1f} core cycles"
+           f"{_total_ns(lines, 'cores')} and {p['cost']['dram']:,.1f} DRAM-engine cycles{_total_ns(lines, 'dram')} "
+           "per packet"]
     ranges = [r for r in lines if not r["source"]]
     if ranges:
         n = sum(r["insns"] for r in ranges)
@@ -67,16 +76,25 @@ def slowest_path_text(s: dict[str, Any], limit: int | None = None) -> str:
         out.append(f"the {len(shown)} costliest of {len(lines)} lines by {_LABEL[first]}"
                    + (f" (all of them, in path order: {SLOWEST_PATH_FILE})" if len(shown) < len(lines) else ""))
     width = max((len(r["line"]) for r in shown), default=4)
-    out.append(f"{_LABEL[first]:>12} {'%':>6} {_LABEL[second]:>12} {'insns':>6}  {'line':<{width}}  source")
+    out.append(f"{_LABEL[first]:>12} {_NS_LABEL[first]:>10} {'%':>6} {_LABEL[second]:>12} {_NS_LABEL[second]:>10} "
+               f"{'insns':>6}  {'line':<{width}}  source")
     for r in shown:
         share = 100 * r[first] / total if total else 0.0
         calls = ("  [" + ", ".join(h.removeprefix("call ") + (f" ×{k}" if k > 1 else "")
                                    for h, k in r["helpers"].items()) + "]") if r["helpers"] else ""
-        out.append(f"{r[first]:>12,.1f} {share:>5.1f}% {r[second]:>12,.1f} {r['insns']:>6}  {r['line']:<{width}}  "
-                   f"{r['text']}{calls}")
+        out.append(f"{r[first]:>12,.1f} {_ns(r, first):>10} {share:>5.1f}% {r[second]:>12,.1f} {_ns(r, second):>10} "
+                   f"{r['insns']:>6}  {r['line']:<{width}}  {r['text']}{calls}")
     calls = helper_calls(s)
     out.append("helper calls: " + ("; ".join(calls) if calls else "none"))
     return "\n".join(out) + "\n"
+
+
+def _total_ns(lines: list[dict[str, Any]], resource: str) -> str:
+    """` (N ns)`: the path's nanoseconds on `resource`, the sum of its lines' (empty in a
+    summary written before lines had them)."""
+    if not lines or any(f"{resource}_ns" not in r for r in lines):
+        return ""
+    return f" ({sum(r[f'{resource}_ns'] for r in lines):,.1f} ns)"
 
 
 def _fields_lines(fields: list[str], width: int) -> list[str]:

@@ -90,6 +90,10 @@ class LineCost(TypedDict):
     #: Cycles on the cores and the DRAM engine.
     cores: float
     dram: float
+    #: The same in nanoseconds: cycles at the target's `cores.clock_mhz` and `dram.clock_mhz`
+    #: (`dram_ns` 0 on a target without a DRAM engine).
+    cores_ns: float
+    dram_ns: float
     #: Helper calls on it: class (`call bpf_map_lookup_elem (hash)`) → calls.
     helpers: dict[str, int]
 
