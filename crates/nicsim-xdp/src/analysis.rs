@@ -403,6 +403,7 @@ impl Analysis {
                 line: self.program.line(l.header_pc as usize).map(|s| s.short()),
                 bound: l.bound,
                 evident: l.evident,
+                summary: l.summary,
             })
             .collect();
         let mut warnings: Vec<String> = unsized_maps

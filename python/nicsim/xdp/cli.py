@@ -215,7 +215,10 @@ def xdp_analyze(
                   f"{s['paths_pruned']:,} pruned ({in_graph} in the graph)")
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
-                      + ("" if lp["evident"] else " (--loop-bound)"))
+                      + ("" if lp["evident"] else " (--loop-bound)")
+                      + (" (bpf_loop summarised: its callback's slowest path counted that many times"
+                         + (", the kernel's cap BPF_MAX_LOOPS)" if lp["bound"] == 1 << 23 else ")")
+                         if lp.get("summary") else ""))
         if "slowest_paths" in s:
             t.add_row("slowest paths", f"{len(s['slowest_paths'])} of {s['slowest_paths_requested']} found "
                       f"({s['slowest_paths_stopped']}): " + ", ".join(f"{p['pps'] / 1e6:,.3f}"
