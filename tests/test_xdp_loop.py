@@ -161,3 +161,4 @@ def test_helpers_lists_bpf_loop_with_both_costs(x86_jit: Path) -> None:
         assert row["costs"]["x86-jit"]["source"].startswith("measured"), part
     x86 = tomllib.loads(x86_jit.read_text())["helpers"]
     assert x86["loop.iteration"]["cycles"] > 0
+
