@@ -94,25 +94,36 @@ def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
 
 
 TailCallOpt = Annotated[list[str] | None, typer.Option(
-    "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...]", help="What prog array MAP holds when the "
-    "program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given are "
-    "all it holds, in place of the object's declared `.values` (repeat for several maps). A tail call through "
-    "a prog array whose contents are neither declared nor given makes the answer 'unbounded'.",
+    "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] | MAP=none", help="What prog array MAP holds "
+    "when the program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given "
+    "are all it holds, in place of the object's declared `.values` (repeat for several maps). `MAP=none`: it "
+    "holds nothing (the program is the last of its chain). A tail call through a prog array whose contents are "
+    "neither declared nor given makes the answer 'unbounded'.",
     show_default=False)]
 
 
 def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
-    """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)]; a malformed one
-    is a one-line error naming it."""
+    """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)], and `MAP=none` (the
+    array holds nothing) → (MAP, 0, ""); a malformed one is a one-line error naming it."""
     from nicsim.errors import InputError
 
     out: list[tuple[str, int, str]] = []
     seen: set[tuple[str, int]] = set()
+    empty: set[str] = set()
     for v in values or []:
         name, eq, rest = v.partition("=")
-        bad = f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}"
+        bad = (f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}, "
+               "or MAP=none")
         if not eq or not name.strip() or not rest:
             raise InputError(bad)
+        if rest.strip() == "none":  # the array holds nothing (the last program of a chain)
+            if name in empty or any(m == name for m, _, _ in out):
+                raise InputError(f"--tail-call '{v}': '{name}' is given more than once")
+            empty.add(name)
+            out.append((name, 0, ""))
+            continue
+        if name in empty:
+            raise InputError(f"--tail-call '{v}': '{name}' is given as none too")
         for item in rest.split(","):
             idx, colon, prog = item.partition(":")
             idx = idx.strip()
@@ -192,7 +203,9 @@ def xdp_analyze(
         g, n = s["guarantee"], s["naive"]
         if g["status"] == "unbounded":
             console.print(f"{s['object']['program']} on {s['target']}: unbounded (tail calls through "
-                          f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed")
+                          f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed; "
+                          f"give what {'they hold' if len(s['unbounded']) > 1 else 'it holds'} with --tail-call "
+                          "MAP=INDEX:PROGRAM or --tail-call MAP=none")
             return
         t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
         t.add_column(style="bold")
