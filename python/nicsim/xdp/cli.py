@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -102,6 +104,23 @@ TailCallOpt = Annotated[list[str] | None, typer.Option(
     show_default=False)]
 
 
+KconfigOpt = Annotated[Path | None, typer.Option(
+    "--kconfig", metavar="FILE", parser=path_arg, help="A kernel configuration (`.config` text) for the object's "
+    "`__kconfig` externs, in place of the running kernel's (`/boot/config-$(uname -r)`, `/proc/config.gz`); "
+    "the same as NICSIM_KCONFIG=FILE.", show_default=False)]
+
+
+def use_kconfig(kconfig: Path | None) -> None:
+    """`--kconfig FILE`: the loader reads NICSIM_KCONFIG (crates/nicsim-xdp/src/kconfig.rs); one
+    command per process, so the CLI sets it for the rest of the process."""
+    from nicsim.errors import InputError
+
+    if kconfig is not None:
+        if not Path(kconfig).is_file():
+            raise InputError(f"--kconfig {kconfig}: no such file (a kernel .config)")
+        os.environ["NICSIM_KCONFIG"] = str(Path(kconfig).absolute())
+
+
 def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
     """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)], and `MAP=none` (the
     array holds nothing) → (MAP, 0, ""); a malformed one is a one-line error naming it."""
@@ -167,6 +186,7 @@ def xdp_analyze(
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
     paths: PathsAnalyzeOpt = None,
+    kconfig: KconfigOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -189,6 +209,7 @@ def xdp_analyze(
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
     tail_calls = parse_tail_calls(tail_call)
+    use_kconfig(kconfig)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
@@ -454,6 +475,10 @@ def xdp_validate(
     path_runs: Annotated[int, typer.Option("--path-runs", metavar="N", callback=in_range(1, 100_000),
                                            help="Kernel runs per path with --paths, each from a fresh packet and "
                                            "map state.")] = 201,
+    kconfig: Annotated[Path | None, typer.Option(
+        "--kconfig", metavar="FILE", parser=path_arg, help="The kernel configuration for the object's `__kconfig` "
+        "externs (default: the one the analysis took, `object.kconfig`, else the running kernel's).",
+        show_default=False)] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
@@ -472,6 +497,14 @@ def xdp_validate(
     from nicsim.xdp.validate import load_warning, validate
 
     program = either(program, program_p, "--program", "-p")
+    if kconfig is None:  # the configuration the analysis took (a file it names), unless NICSIM_KCONFIG says
+        try:
+            kconfig_used = json.loads((analysis / "summary.json").read_text()).get("object", {}).get("kconfig")
+        except (OSError, ValueError, AttributeError):
+            kconfig_used = None  # validate() reports a missing or broken summary.json
+        if isinstance(kconfig_used, str) and "NICSIM_KCONFIG" not in os.environ:
+            kconfig = Path(kconfig_used)
+    use_kconfig(kconfig)
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
                      progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,
