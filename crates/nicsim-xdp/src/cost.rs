@@ -950,7 +950,12 @@ pub fn costed_with_facts(
                 0.0
             };
             let cycles = ic.cycles + wait;
-            let after = if ic.memory {
+            let after = if kind == EdgeKind::CallSummary {
+                // A summarised callback's one copy is also every later call, which starts
+                // right after the call before it: nothing is known of the time since its
+                // last memory instruction.
+                0.0
+            } else if ic.memory {
                 ic.tail
             } else {
                 since[u as usize] + cycles
