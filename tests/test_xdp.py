@@ -582,6 +582,7 @@ def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None
     r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", out)
     assert r.returncode == 0, r.stderr
     assert "unbounded" in r.stdout and "Gbit/s" not in r.stdout
+    assert "--tail-call MAP=INDEX:PROGRAM or --tail-call MAP=none" in " ".join(r.stdout.split())
     s = json.loads((out / "summary.json").read_text())
     assert conforms(s, Summary) == []
     g = s["guarantee"]
@@ -607,6 +608,20 @@ def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None
                                    1_000_000, "tail_unknown", [("jumps", 0, "tu_drop"), ("jumps", 1, "tu_count")]))
     assert run["trace"] == s["path"]["insns"] and run["retval"] == 3
     assert run["maps"]["packets"]["entries"]["00000000"] == (33).to_bytes(8, "little").hex()
+    # Given empty (the program last in its chain): every tail call returns, XDP_PASS; the kernel
+    # loads it with the array empty, and validate confirms the example.
+    out3 = tmp_path / "n"
+    r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", out3,
+               "--tail-call", "jumps=none")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out3 / "summary.json").read_text())
+    assert conforms(s, Summary) == []
+    assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_PASS"
+    assert s["object"]["tail_calls"] == [["jumps", 0, ""]] and s["prog_arrays"] == {"jumps": {}}
+    assert s["verifier"]["loads"] is True
+    r = nicsim("xdp", "validate", obj("tail_unknown"), "--analysis", out3, "--packets", "0", "--out", tmp_path / "v3")
+    v = json.loads((tmp_path / "v3" / "validation.json").read_text())
+    assert v["checks"]["kernel returns the reported action"], v["checks"]
 
 
 @pytest.mark.parametrize(("bad", "needle"), [
@@ -620,6 +635,9 @@ def test_undeclared_prog_array_is_unbounded_unless_given(tmp_path: Path) -> None
     ("packets=0:tu_drop", "not prog_array"),
     ("jumps=8:tu_drop", "past the array's 8 entries"),
     ("jumps=0:nope", "'nope'"),
+    ("jumps=none,0:tu_drop", "expected MAP=INDEX:PROGRAM"),
+    ("nosuch=none", "no map 'nosuch'"),
+    ("packets=none", "not prog_array"),
 ])
 def test_tail_call_option_bad_values_are_one_line(tmp_path: Path, bad: str, needle: str) -> None:
     r = nicsim("xdp", "analyze", obj("tail_unknown"), "--program", "tail_unknown", "--out", tmp_path / "o",

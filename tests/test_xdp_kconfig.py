@@ -56,3 +56,30 @@ def test_kconfig_externs_of_the_running_kernel(tmp_path: Path, monkeypatch: pyte
     monkeypatch.delenv("NICSIM_KCONFIG", raising=False)
     s = _analyze(tmp_path, "a")
     assert s["guarantee"]["status"] == "ssp", s["guarantee"]
+
+
+def test_kconfig_option_names_the_configuration_and_validate_takes_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # --kconfig FILE is NICSIM_KCONFIG=FILE; the analysis records it (object.kconfig) and validate
+    # takes it, so that the interpreter and the kernel see the analysis's constants.
+    monkeypatch.delenv("NICSIM_KCONFIG", raising=False)
+    none, every = tmp_path / "hz0", tmp_path / "hz2560"
+    none.write_text("CONFIG_HZ=0\nCONFIG_BPF_SYSCALL=y\n")  # no first byte is below 0: XDP_PASS
+    every.write_text("CONFIG_HZ=2560\nCONFIG_BPF_SYSCALL=y\n")  # every first byte is below 256: XDP_TX
+    out = tmp_path / "a"
+    r = nicsim("xdp", "analyze", xdp_object("ld_kconfig"), "--target", "nfp", "--rate", "packet", "--kconfig", none,
+               "--out", out)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["path"]["xdp_action"] == "XDP_PASS" and s["object"]["kconfig"] == str(none.absolute())
+    checks = "example follows the reported path in the interpreter"
+    r = nicsim("xdp", "validate", xdp_object("ld_kconfig"), "--analysis", out, "--packets", "0", "--out", tmp_path / "v")
+    v = json.loads((tmp_path / "v" / "validation.json").read_text())
+    assert v["checks"][checks], v["checks"]
+    # Another configuration given to validate: the example takes another path there.
+    r = nicsim("xdp", "validate", xdp_object("ld_kconfig"), "--analysis", out, "--packets", "0", "--kconfig", every,
+               "--out", tmp_path / "w")
+    v = json.loads((tmp_path / "w" / "validation.json").read_text())
+    assert not v["checks"][checks], v["checks"]
+    r = nicsim("xdp", "analyze", xdp_object("ld_kconfig"), "--kconfig", tmp_path / "missing", "--out", tmp_path / "m")
+    assert_one_line_error(r, "--kconfig")

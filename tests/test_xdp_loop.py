@@ -1,5 +1,6 @@
 """`bpf_loop` (helper 181) with a bounded callback: analysis, costs, the kernel, hostile inputs
-(tests/xdp/loop_callback.c, loop_cb_nested.c, loop_cb_pktlen.c, loop_cb_ret2.c)."""
+(tests/xdp/loop_callback.c, loop_cb_nested.c, loop_cb_pktlen.c, loop_cb_ret2.c), and summarised
+calls whose nr_loops is known only at run time (loop_cb_summary.c)."""
 
 from __future__ import annotations
 
@@ -66,11 +67,43 @@ def test_the_slowest_path_walks_every_option(tmp_path: Path) -> None:
     assert fast["guarantee"]["pps"] > slow["guarantee"]["pps"]
 
 
-def test_nr_loops_from_the_packet_needs_a_loop_bound(tmp_path: Path) -> None:
-    r = nicsim("xdp", "analyze", obj("loop_cb_pktlen"), "--out", tmp_path / "o")
-    msg = assert_one_line_error(r, "bpf_loop at instruction", "loop_cb_pktlen.c:", "--loop-bound")
-    assert "8388608" in msg
-    assert not (tmp_path / "o").exists()
+BPF_MAX_LOOPS = 1 << 23
+
+
+@pytest.mark.parametrize("target", ["nfp", "x86-jit"])
+def test_nr_loops_from_the_packet_is_summarised_with_the_kernels_cap(target: str, x86_jit: Path,
+                                                                     tmp_path: Path) -> None:
+    # Without --loop-bound the call is summarised: its callback once, counted BPF_MAX_LOOPS times
+    # (the kernel's cap: more gives -E2BIG without a call); `loop` once, `loop.iteration` per call.
+    s = analyze("loop_cb_pktlen", tmp_path / "a", "--target", target)
+    assert s["guarantee"]["status"] == "ssp"
+    [lp] = s["graph"]["loops"]
+    assert (lp["bound"], lp["summary"], lp["evident"]) == (BPF_MAX_LOOPS, True, True)
+    costs = NFP if target == "nfp" else tomllib.loads(x86_jit.read_text())["helpers"]
+    want = costs["loop"]["cycles"] + BPF_MAX_LOOPS * costs["loop.iteration"]["cycles"]
+    got = s["path"]["cost_by_class"]["call bpf_loop"]["cores"]
+    assert got == pytest.approx(want, rel=1e-6)
+    # The callback's instructions count BPF_MAX_LOOPS times each: the path's cost is above the
+    # loop's own by at least that many instructions.
+    assert s["path"]["cost_by_class"]["load"]["cores"] >= BPF_MAX_LOOPS
+    # With --loop-bound the loop is unrolled as before: far faster.
+    b = analyze("loop_cb_pktlen", tmp_path / "b", "--target", target, "--loop-bound", "2")
+    assert not b["graph"]["loops"][0]["summary"]
+    assert b["guarantee"]["pps"] > 1000 * s["guarantee"]["pps"]
+
+
+def test_a_summary_call_is_any_call_not_the_first(tmp_path: Path) -> None:
+    # loop_cb_summary's callback counts in a hash map only once an earlier call set `seen` through
+    # its context: the summary's one call starts from what earlier calls may have written, so
+    # the slowest path makes the update (2^23 times).
+    s = analyze("loop_cb_summary", tmp_path / "a")
+    assert s["guarantee"]["status"] == "ssp"
+    [lp] = s["graph"]["loops"]
+    assert lp["summary"] and lp["bound"] == BPF_MAX_LOOPS
+    upd = s["path"]["cost_by_class"]["call bpf_map_update_elem"]
+    assert upd["insns"] == 1 and upd["cores"] >= BPF_MAX_LOOPS
+    out = nicsim("xdp", "analyze", obj("loop_cb_summary"), "--rate", "packet", "--out", tmp_path / "b").stdout
+    assert "summarised" in out and "BPF_MAX_LOOPS" in out
 
 
 @pytest.mark.parametrize("name", ["loop_callback", "loop_cb_nested", "loop_cb_pktlen"])
@@ -128,3 +161,4 @@ def test_helpers_lists_bpf_loop_with_both_costs(x86_jit: Path) -> None:
         assert row["costs"]["x86-jit"]["source"].startswith("measured"), part
     x86 = tomllib.loads(x86_jit.read_text())["helpers"]
     assert x86["loop.iteration"]["cycles"] > 0
+

@@ -408,6 +408,7 @@ impl Analysis {
                 line: self.program.line(l.header_pc as usize).map(|s| s.short()),
                 bound: l.bound,
                 evident: l.evident,
+                summary: l.summary,
             })
             .collect();
         let mut warnings: Vec<String> = unsized_maps
@@ -445,7 +446,9 @@ impl Analysis {
             warnings.push(format!(
                 "unbounded: the program tail-calls through {} whose contents the object does not \
                  declare (user space may put any program there); declare them (.values) or give \
-                 --tail-call MAP=INDEX:PROGRAM",
+                 what the array holds when it runs: --tail-call MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] \
+                 (programs of this object), or --tail-call MAP=none (the array is empty: the \
+                 program is the last of its chain)",
                 unbounded
                     .iter()
                     .map(|m| format!("prog array '{m}'"))

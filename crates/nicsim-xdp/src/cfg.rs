@@ -7,7 +7,10 @@
 //! values ([`crate::absint`]) until no back edge is reachable any more — which works when the
 //! code makes the bound evident (a counter from a constant, stepped by a constant, compared
 //! with a constant or a masked value). Otherwise the caller's `--loop-bound` is used, and
-//! without one the loop is an error. The unrolled copies are then chained: copy k's back edges
+//! without one the loop is an error — except a `bpf_loop` call, whose calls the kernel caps:
+//! one that cannot be unrolled is *summarised* (its callback is held once, entered by a
+//! `CallSummary` edge, its nodes' [`Node::times`] multiplied by the bound; docs/xdp.md,
+//! "`bpf_loop`"). The unrolled copies are then chained: copy k's back edges
 //! go to copy k+1's header, the last copy's back edges are removed, and instructions that can
 //! no longer reach an `exit` are pruned.
 //!
@@ -34,6 +37,10 @@ pub enum EdgeKind {
     NotTaken,
     /// Into a bpf-to-bpf callee.
     Call,
+    /// Into a summarised `bpf_loop`'s callback: the one copy of the callback stands for every
+    /// call the loop makes (up to its bound, its nodes' [`Node::times`]); the callback's
+    /// `exit` returns to the call, which then returns (`Next`).
+    CallSummary,
     /// From a callee's `exit` back to the instruction after the call.
     Return,
     /// A `bpf_tail_call` that jumps: into the program in slot `slot` of prog array `map` (the
@@ -67,6 +74,9 @@ pub struct Node {
     pub depth: u8,
     /// Its outgoing edges, fall-through first, then taken.
     pub succ: Vec<Edge>,
+    /// How many executions of the instruction one pass over this node stands for: 1, or,
+    /// inside summarised `bpf_loop` callbacks, the product of their bounds.
+    pub times: u64,
 }
 
 /// The inlined, unrolled, acyclic control-flow graph; node 0 is the entry.
@@ -87,6 +97,8 @@ pub struct LoopInfo {
     pub bound: u32,
     /// The bound was found from the code (else it is `--loop-bound`).
     pub evident: bool,
+    /// A summarised `bpf_loop` call: its callback is held once and counted `bound` times.
+    pub summary: bool,
 }
 
 /// Why the graph could not be built.
@@ -243,25 +255,20 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
                 .iter()
                 .all(|&(u, k)| g.nodes[u as usize].succ[k].kind == EdgeKind::Return);
         let found = if loop_call {
-            // bpf_loop: its callback is called at most nr_loops times (each call a back edge).
-            match loop_call_bound(p, &g, &lp) {
+            // bpf_loop: its callback is called at most nr_loops times (each call a back edge),
+            // and never more than BPF_MAX_LOOPS (the kernel's cap: a larger nr_loops gives
+            // -E2BIG without a call). One that cannot be unrolled, and has no `--loop-bound`,
+            // is summarised.
+            let b = loop_call_bound(p, &g, &lp);
+            match b {
                 Some(b) if b <= tries as u64 => Some((b as u32, None)),
-                Some(b) if limits.loop_bound.is_none() => {
-                    return Err(CfgError::LoopCallBound {
-                        pc: header_pc as usize,
-                        line: line_note(p, header_pc as usize),
-                        what: format!("may be up to {b}, more calls than can be unrolled"),
-                    })
+                Some(_) | None if limits.loop_bound.is_some() => None,
+                _ => {
+                    let bound = b.unwrap_or(crate::absint::BPF_MAX_LOOPS);
+                    summarise(p, &mut g, &lp, bound, b.is_some())?;
+                    prune(&mut g)?;
+                    continue;
                 }
-                Some(_) => None,
-                None if limits.loop_bound.is_none() => {
-                    return Err(CfgError::LoopCallBound {
-                        pc: header_pc as usize,
-                        line: line_note(p, header_pc as usize),
-                        what: "has no evident bound".into(),
-                    })
-                }
-                None => None,
             }
         } else {
             find_bound(p, &g, &lp, tries, max_local)
@@ -288,11 +295,72 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             header_pc,
             bound,
             evident,
+            summary: false,
         });
         prune(&mut g)?;
     }
     prune(&mut g)?;
     Ok(g)
+}
+
+/// Summarise the `bpf_loop` call that heads loop `lp` (docs/xdp.md, "`bpf_loop`"): its
+/// callback is kept once, entered by a `CallSummary` edge from the call's first visit, and
+/// each of its nodes stands for `bound` executions ([`Node::times`]); the call's visit after
+/// that one call returns. The symbolic executor enters the summary from a state in which every
+/// call may be the one (the call's index unknown, the memory the callbacks before may have
+/// written unknown), and leaves it likewise, so the one path through the callback that the
+/// search finds feasible is a path some call may take, and `bound` times the slowest such path
+/// bounds the calls' time. A callback that moves the packet (whose pointers the caller's code
+/// then may no longer use) is not summarised: an error naming the helper.
+fn summarise(
+    p: &Program,
+    g: &mut Graph,
+    lp: &Loop,
+    bound: u64,
+    from_r1: bool,
+) -> Result<(), CfgError> {
+    let header_pc = g.nodes[lp.header as usize].pc;
+    let why = if from_r1 {
+        format!("may be up to {bound}, more calls than can be unrolled")
+    } else {
+        "has no evident bound".to_string()
+    };
+    for &v in &lp.body {
+        let pc = g.nodes[v as usize].pc as usize;
+        if let Some(Some(Insn::Call { helper })) = p.code.get(pc) {
+            if crate::helpers::moves_packet(*helper) || *helper == crate::absint::HELPER_TAIL_CALL {
+                return Err(CfgError::LoopCallBound {
+                    pc: header_pc as usize,
+                    line: line_note(p, header_pc as usize),
+                    what: format!(
+                        "{why}, and its callback calls {} (instruction {pc}), which a summary \
+                         of its calls cannot follow",
+                        crate::helpers::names::helper_name(*helper)
+                    ),
+                });
+            }
+        }
+    }
+    unroll(g, lp, 1, None);
+    // Copy 0 is the original nodes: the call's first visit and the callback's one copy.
+    for &v in &lp.body {
+        if v != lp.header {
+            let n = &mut g.nodes[v as usize];
+            n.times = n.times.saturating_mul(bound);
+        }
+    }
+    for e in g.nodes[lp.header as usize].succ.iter_mut() {
+        if e.kind == EdgeKind::Call {
+            e.kind = EdgeKind::CallSummary;
+        }
+    }
+    g.loops.push(LoopInfo {
+        header_pc,
+        bound: bound as u32,
+        evident: true,
+        summary: true,
+    });
+    Ok(())
 }
 
 /// Inline every call: nodes keyed by (call context, pc). Nested calls multiply (a function
@@ -329,6 +397,7 @@ fn inline(p: &Program, max_nodes: usize) -> Result<Graph, CfgError> {
                 pc: key.1,
                 depth,
                 succ: Vec::new(),
+                times: 1,
             });
             keys.push(key);
             let id = nodes.len() as u32 - 1;
@@ -715,6 +784,11 @@ pub(crate) fn out_states(
                 t.regs[1..6].fill(crate::absint::Val::Top);
             }
             EdgeKind::Call => t.enter_call(),
+            EdgeKind::CallSummary => {
+                // Any call of the callback: its index and what it reads unknown.
+                t.enter_call();
+                t.regs[1..6].fill(crate::absint::Val::Top);
+            }
             EdgeKind::TailCall { map, slot } => {
                 if !tail_call_possible(s, map, slot) {
                     continue;
@@ -1109,7 +1183,8 @@ mod tests {
             [LoopInfo {
                 header_pc: 7,
                 bound: 5,
-                evident: true
+                evident: true,
+                summary: false
             }]
         );
         // The call node comes back after each call: 0 to 5 calls, each of which may stop the
@@ -1117,20 +1192,75 @@ mod tests {
         let calls = g.nodes.iter().filter(|n| n.pc == 7).count();
         assert_eq!(calls, 6);
         assert!(g.path_count() > 6);
-        // nr_loops from the packet's length is not evident: an error naming the call, or
-        // --loop-bound.
+        // nr_loops from the packet's length is not evident: the call is summarised with the
+        // kernel's cap (its callback once, each of its nodes standing for 2^23 calls, entered
+        // by a CallSummary edge), or --loop-bound unrolls it.
         let mut s = loop_slots(5, 0, 100);
         s[1] = ldx(W, 1, 1, 4); // r1 = ctx->data_end: a pointer, no bound
-        let e = graph(&s, None).unwrap_err();
-        assert!(e.to_string().contains("bpf_loop at instruction 7"), "{e}");
-        assert!(e.to_string().contains("--loop-bound"), "{e}");
+        let g = graph(&s, None).unwrap();
+        let cap = crate::absint::BPF_MAX_LOOPS;
+        assert_eq!(
+            g.loops,
+            [LoopInfo {
+                header_pc: 7,
+                bound: cap as u32,
+                evident: true,
+                summary: true
+            }]
+        );
+        summary_shape(&g, cap);
         let g = graph(&s, Some(3)).unwrap();
         assert_eq!((g.loops[0].bound, g.loops[0].evident), (3, false));
-        // A bound above what can be unrolled is refused the same way.
+        assert!(g.nodes.iter().all(|n| n.times == 1));
+        // A bound above what can be unrolled is summarised with that bound.
         let mut s = loop_slots(5, 0, 100);
-        s[1] = ldx(W, 1, 10, -16); // a u32 from the stack: up to 2^32 - 1
+        s[1] = ldx(W, 1, 10, -16); // a u32 from the stack: up to 2^32 - 1, capped at 2^23
+        let g = graph(&s, None).unwrap();
+        assert!(g.loops[0].summary && g.loops[0].bound == cap as u32);
+        summary_shape(&g, cap);
+        // One that could be unrolled but not within the graph's limits, too.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = mov(1, 5000);
+        let p = prog(&s, Vec::new());
+        let lim = Limits {
+            max_nodes: 2000,
+            ..Limits::default()
+        };
+        let g = build(&p, lim).unwrap();
+        assert_eq!((g.loops[0].bound, g.loops[0].summary), (5000, true));
+        summary_shape(&g, 5000);
+        // A callback that moves the packet is not summarised: an error naming the helper.
+        let mut s = loop_slots(5, 0, 100);
+        s[1] = ldx(W, 1, 1, 4);
+        s[15] = call(44); // bpf_xdp_adjust_head in the callback
         let e = graph(&s, None).unwrap_err();
-        assert!(e.to_string().contains("may be up to 8388608"), "{e}");
+        assert!(e.to_string().contains("bpf_loop at instruction 7"), "{e}");
+        assert!(e.to_string().contains("bpf_xdp_adjust_head"), "{e}");
+        assert!(e.to_string().contains("--loop-bound"), "{e}");
+    }
+
+    /// A summarised call: its first visit enters the callback (every node of it standing for
+    /// `times` calls) by a `CallSummary` edge, and its visit after that one call only returns.
+    fn summary_shape(g: &Graph, times: u64) {
+        let calls: Vec<&Node> = g.nodes.iter().filter(|n| n.pc == 7).collect();
+        assert_eq!(calls.len(), 2);
+        let first = calls
+            .iter()
+            .find(|n| n.succ.len() == 2)
+            .expect("the first visit");
+        let into = first
+            .succ
+            .iter()
+            .find(|e| e.kind == EdgeKind::CallSummary)
+            .expect("a CallSummary edge");
+        assert!(calls
+            .iter()
+            .any(|n| n.succ.len() == 1 && n.succ[0].kind == EdgeKind::Next));
+        assert_eq!(g.nodes[into.to as usize].times, times);
+        for n in &g.nodes {
+            let in_cb = n.pc >= 12;
+            assert_eq!(n.times, if in_cb { times } else { 1 }, "{n:?}");
+        }
     }
 
     #[test]

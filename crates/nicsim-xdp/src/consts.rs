@@ -328,9 +328,14 @@ impl ConstModel {
                 let s = facts.get(u).copied().flatten();
                 ptr.push(ptr_op(kind, insn, s));
                 let op = match (kind, insn, s) {
-                    (EdgeKind::Call | EdgeKind::Return | EdgeKind::TailCall { .. }, _, _) => {
-                        Op::Forget(ALL)
-                    }
+                    (
+                        EdgeKind::Call
+                        | EdgeKind::CallSummary
+                        | EdgeKind::Return
+                        | EdgeKind::TailCall { .. },
+                        _,
+                        _,
+                    ) => Op::Forget(ALL),
                     (_, None, _) | (_, _, None) => Op::Forget(ALL),
                     (_, Some(insn), Some(s)) => match insn {
                         Insn::Alu { op, is64, dst, src } => Op::Alu {
@@ -547,6 +552,7 @@ fn ptr_op(kind: EdgeKind, insn: Option<Insn>, facts: Option<Facts>) -> PtrOp {
         // A callee gets the caller's r1–r5; its r6–r9 are its own. What returns is not known
         // (the caller's r6–r9 are restored from a frame this does not follow).
         EdgeKind::Call => return PtrOp::Clobber(!0b11_1110),
+        EdgeKind::CallSummary => return PtrOp::Clobber(u16::MAX),
         EdgeKind::Return | EdgeKind::TailCall { .. } => return PtrOp::Clobber(u16::MAX),
         _ => {}
     }

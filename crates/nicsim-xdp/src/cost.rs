@@ -833,12 +833,15 @@ fn is_map_helper(helper: u32) -> bool {
 /// Cost of a `bpf_loop` call node leaving by `kind`: the target's `loop` (the call: its checks
 /// and return) once, at the call's first visit (`first`), and `loop.iteration` (one call of the
 /// callback: the counter, the indirect call, the test of its result) on each `Call` edge into
-/// the callback. The callback's own instructions cost as any callee's.
+/// the callback; a summarised call's `CallSummary` edge (its one copy of the callback stands
+/// for `calls` calls) `calls` times. The callback's own instructions cost as any callee's
+/// (times their node's [`crate::cfg::Node::times`]).
 fn loop_call_cost(
     t: &Target,
     pc: usize,
     first: bool,
     kind: EdgeKind,
+    calls: u64,
 ) -> Result<InsnCost, CostError> {
     let (dr, dw, da) = t.dram.as_ref().map_or((0.0, 0.0, 0.0), |d| d.cycles());
     let get = |key: &str| {
@@ -871,8 +874,14 @@ fn loop_call_cost(
     if first {
         add(call);
     }
-    if kind == EdgeKind::Call {
-        add(iteration);
+    match kind {
+        EdgeKind::Call => add(iteration),
+        EdgeKind::CallSummary => {
+            let c = helper_cost(iteration, (dr, dw, da));
+            cycles += c.cycles * calls as f64;
+            dram += c.dram * calls as f64;
+        }
+        _ => {}
     }
     Ok(InsnCost {
         cycles,
@@ -952,7 +961,11 @@ pub fn costed_with_facts(
         }
         for (to, kind) in edges {
             let ic = if crate::cfg::is_loop_call(p, pc) {
-                loop_call_cost(t, pc, !resumed[u as usize], kind)?
+                let calls = g
+                    .nodes
+                    .get(to as usize)
+                    .map_or(1, |v| v.times / node.times.max(1));
+                loop_call_cost(t, pc, !resumed[u as usize], kind, calls)?
             } else {
                 insn_cost(t, p, pc, insn, &s, kind, &gathered)?
             };
@@ -964,7 +977,12 @@ pub fn costed_with_facts(
                 0.0
             };
             let cycles = ic.cycles + wait;
-            let after = if ic.memory {
+            let after = if kind == EdgeKind::CallSummary {
+                // A summarised callback's one copy is also every later call, which starts
+                // right after the call before it: nothing is known of the time since its
+                // last memory instruction.
+                0.0
+            } else if ic.memory {
                 ic.tail
             } else {
                 since[u as usize] + cycles
@@ -986,7 +1004,14 @@ pub fn costed_with_facts(
                 } else {
                     kind
                 };
-            per_node[u as usize].push((to, [units(cycles), units(ic.dram)], need, kind));
+            // An instance that stands for `times` executions (in a summarised bpf_loop's
+            // callback) costs that many times.
+            let times = node.times;
+            let cost = [
+                units(cycles).saturating_mul(times),
+                units(ic.dram).saturating_mul(times),
+            ];
+            per_node[u as usize].push((to, cost, need, kind));
         }
         Ok(())
     })?;

@@ -378,7 +378,18 @@ impl Differential {
     pub fn beyond_loop_bound(&self, trace: &[u32]) -> bool {
         self.a.graph.loops.iter().filter(|l| !l.evident).any(|l| {
             trace.iter().filter(|&&pc| pc == l.header_pc).count() as u64 > l.bound as u64 + 1
-        })
+        }) || self.beyond_summary(trace)
+    }
+
+    /// Whether a summarised `bpf_loop` call calls its callback more than once in `trace`: the
+    /// graph holds one call for all of them, so such a trace has no path of its own there.
+    pub fn beyond_summary(&self, trace: &[u32]) -> bool {
+        self.a
+            .graph
+            .loops
+            .iter()
+            .filter(|l| l.summary)
+            .any(|l| trace.iter().filter(|&&pc| pc == l.header_pc).count() > 2)
     }
 
     /// `file:line: text` of instruction `pc`, if the object has line information.

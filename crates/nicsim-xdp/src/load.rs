@@ -226,7 +226,9 @@ pub struct TailSpec {
     pub map: String,
     /// Slot of the prog array.
     pub index: u32,
-    /// The program the slot holds (function or section name).
+    /// The program the slot holds (function or section name); empty: the array holds no
+    /// program at all (`--tail-call MAP=none`: the program is the last of its chain), and
+    /// `index` is not used.
     pub program: String,
 }
 
@@ -1571,6 +1573,11 @@ fn prog_arrays(
                 t.map,
                 def.type_name()
             )));
+        }
+        if t.program.is_empty() {
+            // The array holds nothing: every tail call through it returns.
+            given.entry(t.map.clone()).or_default();
+            continue;
         }
         if def.max_entries != 0 && t.index >= def.max_entries {
             return Err(err(format!(

@@ -94,6 +94,10 @@ pub struct LoopSummary {
     pub bound: u32,
     /// The bound was found from the code (else it is `--loop-bound`).
     pub evident: bool,
+    /// A `bpf_loop` call summarised: its callback analysed once (any of its calls) and that
+    /// path counted `bound` times (`bound` is nr_loops's largest value, or the kernel's cap
+    /// `BPF_MAX_LOOPS`, 8,388,608).
+    pub summary: bool,
 }
 
 /// The naive bound: the slowest path, feasible or not.

@@ -173,6 +173,9 @@ pub(crate) struct LoopCall {
     pub(crate) nr: String,
     pub(crate) ctx: V,
     pub(crate) calls: u64,
+    /// A summarised call (`EdgeKind::CallSummary`): its one callback call stands for all, and
+    /// this is its index (a fresh term below nr_loops).
+    pub(crate) summary: Option<String>,
 }
 
 impl Frame {
@@ -883,6 +886,30 @@ impl<'a> Sym<'a> {
         }
     }
 
+    /// Everything a summarised `bpf_loop`'s calls may have written becomes unknown: every
+    /// frame's stack (the callback reaches the caller's through its context, and whatever
+    /// pointers are spilled there), the packet's bytes, and every map that is not read-only
+    /// (contents, presence, and the values looked up before, as after an update).
+    pub(crate) fn havoc_all(&mut self) {
+        let ids: Vec<u32> = self.frames.iter().map(|f| f.id).collect();
+        for f in ids {
+            self.havoc(&V::P(Region::Stack(f), bv64(0), Some(0)));
+        }
+        self.pkt = self.fresh(BYTES, "pkth");
+        for m in 0..self.p.maps.len() as u32 {
+            if self.p.maps[m as usize].frozen {
+                continue;
+            }
+            let (ks, sort) = self.map_sort(m);
+            self.mem[m as usize] = self.fresh(&sort, "mrep");
+            self.present[m as usize] = self.fresh(&format!("(Array (_ BitVec {ks}) Bool)"), "prep");
+            if !self.p.maps[m as usize].is_array() {
+                self.replace_values(m);
+            }
+            self.refresh_inner(m);
+        }
+    }
+
     /// Whether a slot of a map of maps whose synthetic inner map is `inner` may hold map `m`
     /// (or an inner map of another map of maps, the same map as `m`'s): the same type, key
     /// size and value size (the kernel's `bpf_map_meta_equal` asks that and more).
@@ -1184,6 +1211,20 @@ impl<'a> Sym<'a> {
     /// on that callback's result.
     fn loop_call(&mut self, kind: EdgeKind, k: usize) {
         let max = bv64(crate::absint::BPF_MAX_LOOPS);
+        if self.resumed.is_some() && self.loops.last().is_some_and(|l| l.summary.is_some()) {
+            // Back from a summarised call's callback: after the calls, whatever they may have
+            // written is unknown, and so is how many they were.
+            self.resumed = None;
+            self.loops.pop();
+            self.havoc_all();
+            for r in 1..=5 {
+                let v = self.fresh64("clob");
+                self.set(r, v);
+            }
+            let r0 = self.fresh64("loopn");
+            self.set(0, r0);
+            return;
+        }
         let (cond, r0) = if let Some(ret) = self.resumed.take() {
             let ret = self.scalar(&ret);
             let Some(l) = self.loops.last_mut() else {
@@ -1219,14 +1260,21 @@ impl<'a> Sym<'a> {
             let r4 = self.reg(4);
             let flags = self.scalar(&r4);
             let ok = format!("(and (= {flags} {}) (bvule {nr} {max}))", bv64(0));
-            if kind == EdgeKind::Call {
+            if matches!(kind, EdgeKind::Call | EdgeKind::CallSummary) {
                 let ctx = self.reg(3);
+                let summary =
+                    (kind == EdgeKind::CallSummary).then(|| self.fresh("(_ BitVec 64)", "loopi"));
+                let cond = match &summary {
+                    Some(i) => format!("(and {ok} (bvugt {nr} {}) (bvult {i} {nr}))", bv64(0)),
+                    None => format!("(and {ok} (bvugt {nr} {}))", bv64(0)),
+                };
                 self.loops.push(LoopCall {
                     nr: nr.clone(),
                     ctx,
                     calls: 0,
+                    summary,
                 });
-                (format!("(and {ok} (bvugt {nr} {}))", bv64(0)), None)
+                (cond, None)
             } else {
                 let r0 = format!(
                     "(ite (not (= {flags} {})) {} (ite (bvugt {nr} {max}) (ite {inl} {} {}) {}))",
@@ -1255,12 +1303,21 @@ impl<'a> Sym<'a> {
                 self.set(0, r0);
             }
             None => {
-                // The callback's frame: r1 = i, r2 = ctx, the caller's r6–r9 saved.
-                let (i, ctx) = {
+                // The callback's frame: r1 = i, r2 = ctx, the caller's r6–r9 saved. A summary's
+                // one call is any of the calls: i is any index below nr_loops, and what the
+                // calls before it may have written is unknown.
+                let (i, ctx, summary) = {
                     let l = self.loops.last_mut().expect("a bpf_loop in progress");
                     let i = l.calls;
                     l.calls += 1;
-                    (i, l.ctx.clone())
+                    (i, l.ctx.clone(), l.summary.clone())
+                };
+                let i = match summary {
+                    Some(i) => {
+                        self.havoc_all();
+                        V::S(i)
+                    }
+                    None => V::S(bv64(i)),
                 };
                 self.next_frame += 1;
                 let f = self.next_frame;
@@ -1272,7 +1329,7 @@ impl<'a> Sym<'a> {
                     regs[8].clone(),
                     regs[9].clone(),
                 ];
-                regs[1] = V::S(bv64(i));
+                regs[1] = i;
                 regs[2] = ctx;
                 for r in [0, 3, 4, 5] {
                     regs[r] = V::S(bv64(0));
@@ -1984,6 +2041,33 @@ mod tests {
             "sat" => true,
             "unsat" => false,
             other => panic!("z3: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_summarised_bpf_loop_call_is_any_of_its_calls() {
+        // The summary's one call of the callback, which stops (returns 1) when i == stop.
+        let path = |p: &Program| {
+            let t = [
+                0u32, 1, 2, 4, 5, 6, 7, 12, 13, 14, 15, 16, 18, 19, 7, 8, 9, 10, 11,
+            ];
+            let mut s = steps_of(p, &t);
+            assert_eq!(s[6], (7, EdgeKind::Call));
+            s[6].1 = EdgeKind::CallSummary;
+            s
+        };
+        // i = 3 is one of the 5 calls' (the first call's i is 0), i = 7 none of them.
+        let p = prog(&loop_slots(5, 0, 3), Vec::new());
+        assert!(sat(&p, &path(&p)));
+        let p = prog(&loop_slots(5, 0, 7), Vec::new());
+        assert!(!sat(&p, &path(&p)));
+        // What the calls wrote through the context (the caller's stack, read back after the
+        // loop into r0's low bits) and how many calls were made are unknown afterwards.
+        let p = prog(&loop_slots(5, 0, 3), Vec::new());
+        let q = query(&p, &path(&p), 60, 1514);
+        for v in [3u64, 0x1234] {
+            let smt = format!("{}(assert (= {} {}))\n", q.smt, q.ret, bv64(v));
+            assert_eq!(z3(&smt), "sat", "{v:#x}");
         }
     }
 

@@ -547,6 +547,11 @@ fn declared_prog_array_slots_are_its_targets() {
     .unwrap();
     assert!(given.unbounded_prog_arrays().is_empty());
     assert_eq!(given.tail_targets.len(), 1);
+    // `--tail-call jumps=none` (an empty program): the array holds nothing, and is known.
+    let empty = load_full(&bytes, None, Some("tail_unknown"), &[spec("jumps", 0, "")]).unwrap();
+    assert!(empty.unbounded_prog_arrays().is_empty() && empty.tail_targets.is_empty());
+    let jm = empty.maps.iter().position(|m| m.name == "jumps").unwrap() as u32;
+    assert!(matches!(&empty.prog_arrays[&jm], ProgArray::Known(s) if s.is_empty()));
     for (bad, needle) in [
         (
             spec("nosuch", 0, "tu_drop"),

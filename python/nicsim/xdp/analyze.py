@@ -221,7 +221,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, 1),
     }
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest(),
-                             tail_calls=[list(t) for t in tail_calls or []])
+                             tail_calls=[list(t) for t in tail_calls or []],
+                             kconfig=os.environ.get("NICSIM_KCONFIG") or None)
     summary["verifier"] = verifier_check(data, section, program, summary["maps"], tail_calls)
     if summary["verifier"].get("loads") is False:
         v = summary["verifier"]

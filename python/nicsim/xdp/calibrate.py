@@ -245,6 +245,38 @@ def target_toml(m: Calibration) -> str:
     composite("map_lookup_elem.cpumap", ("map_lookup_elem.array",),
               "an array indexed by the key (programs may not look a CPU map up: the verifier refuses it)")
     composite("map_lookup_elem.devmap_hash", ("map_lookup_elem.hash",), "a hash of device entries (an estimate)")
+    # Helpers the calibration does not time, costed by what they do (issue 32; docs/xdp.md,
+    # "The x86-jit target"): each an estimate from measured classes, marked so in the file.
+    # bpf_map_lookup_percpu_elem (Linux 5.19+) looks up another CPU's value: a call (the verifier
+    # inlines only the plain lookup), then the per-CPU lookup's own work.
+    composite("map_lookup_percpu_elem.percpu_array", ("map_lookup_elem.percpu_array", "get_smp_processor_id"),
+              "the per-CPU array's lookup and a call (percpu_array_map_lookup_percpu_elem is not inlined)")
+    for sfx in ("", ".large"):
+        pc_hash = ("map_lookup_elem.hash", f"map_lookup_elem.hash.hit{sfx}", f"map_lookup_elem.hash.miss{sfx}",
+                   "map_lookup_elem.percpu_hash.hit")
+        worst(f"map_lookup_percpu_elem.percpu_hash{sfx}", pc_hash,
+              "htab_percpu_map_lookup_percpu_elem: the per-CPU hash's lookup (not inlined)")
+        worst(f"map_lookup_percpu_elem.lru_percpu_hash{sfx}", (*pc_hash, f"map_lookup_elem.lru_hash.hit{sfx}"),
+              "the LRU per-CPU hash's lookup, which marks the entry")
+    worst("map_lookup_percpu_elem", ("map_lookup_elem.hash", "map_lookup_elem.hash.hit.large",
+                                     "map_lookup_elem.hash.miss.large", "map_lookup_elem.lru_hash.hit.large"),
+          "a map the analysis cannot place: the worst lookup measured")
+    for key in ("map_push_elem", "map_pop_elem", "map_peek_elem"):
+        composite(key, ("map_update_elem",),
+                  "queue and stack maps (kernel/bpf/queue_stack_maps.c) take a raw spin lock and copy one value: "
+                  "as a hash update, a locked write of a value (an estimate)")
+    composite("kptr_xchg", ("get_smp_processor_id", "atomic"), "a call and one atomic exchange (an estimate)")
+    for key in ("strtol", "strtoul"):
+        composite(key, ("csum_diff",), "a pass over at most the buffer's bytes (at most 64 for the parse): as "
+                  "csum_diff's over 64 bytes (an estimate)")
+    for key in ("ringbuf_query", "per_cpu_ptr", "this_cpu_ptr"):
+        composite(key, ("get_smp_processor_id",), "a call that reads a counter or computes a per-CPU address, "
+                  "without memory work of its own (an estimate)")
+    for key in ("get_current_pid_tgid", "get_current_uid_gid", "get_current_task", "get_current_task_btf",
+                "get_current_cgroup_id", "get_current_ancestor_cgroup_id"):
+        composite(key, ("get_smp_processor_id", "map_load"),
+                  "a call that reads the current task's fields: as get_smp_processor_id and one map value's load "
+                  "(an estimate)")
     if "loop" in ns and "loop_16" in ns:  # measured since 2026-11-27
         helper("loop", "loop")
         lines.append(f'"loop.iteration" = {{ cycles = {f(ns["loop_16"] / 16)}, source = "measured: '

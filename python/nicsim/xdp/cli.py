@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -94,25 +96,53 @@ def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
 
 
 TailCallOpt = Annotated[list[str] | None, typer.Option(
-    "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...]", help="What prog array MAP holds when the "
-    "program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given are "
-    "all it holds, in place of the object's declared `.values` (repeat for several maps). A tail call through "
-    "a prog array whose contents are neither declared nor given makes the answer 'unbounded'.",
+    "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] | MAP=none", help="What prog array MAP holds "
+    "when the program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given "
+    "are all it holds, in place of the object's declared `.values` (repeat for several maps). `MAP=none`: it "
+    "holds nothing (the program is the last of its chain). A tail call through a prog array whose contents are "
+    "neither declared nor given makes the answer 'unbounded'.",
     show_default=False)]
 
 
+KconfigOpt = Annotated[Path | None, typer.Option(
+    "--kconfig", metavar="FILE", parser=path_arg, help="A kernel configuration (`.config` text) for the object's "
+    "`__kconfig` externs, in place of the running kernel's (`/boot/config-$(uname -r)`, `/proc/config.gz`); "
+    "the same as NICSIM_KCONFIG=FILE.", show_default=False)]
+
+
+def use_kconfig(kconfig: Path | None) -> None:
+    """`--kconfig FILE`: the loader reads NICSIM_KCONFIG (crates/nicsim-xdp/src/kconfig.rs); one
+    command per process, so the CLI sets it for the rest of the process."""
+    from nicsim.errors import InputError
+
+    if kconfig is not None:
+        if not Path(kconfig).is_file():
+            raise InputError(f"--kconfig {kconfig}: no such file (a kernel .config)")
+        os.environ["NICSIM_KCONFIG"] = str(Path(kconfig).absolute())
+
+
 def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
-    """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)]; a malformed one
-    is a one-line error naming it."""
+    """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)], and `MAP=none` (the
+    array holds nothing) → (MAP, 0, ""); a malformed one is a one-line error naming it."""
     from nicsim.errors import InputError
 
     out: list[tuple[str, int, str]] = []
     seen: set[tuple[str, int]] = set()
+    empty: set[str] = set()
     for v in values or []:
         name, eq, rest = v.partition("=")
-        bad = f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}"
+        bad = (f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}, "
+               "or MAP=none")
         if not eq or not name.strip() or not rest:
             raise InputError(bad)
+        if rest.strip() == "none":  # the array holds nothing (the last program of a chain)
+            if name in empty or any(m == name for m, _, _ in out):
+                raise InputError(f"--tail-call '{v}': '{name}' is given more than once")
+            empty.add(name)
+            out.append((name, 0, ""))
+            continue
+        if name in empty:
+            raise InputError(f"--tail-call '{v}': '{name}' is given as none too")
         for item in rest.split(","):
             idx, colon, prog = item.partition(":")
             idx = idx.strip()
@@ -156,6 +186,7 @@ def xdp_analyze(
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
     paths: PathsAnalyzeOpt = None,
+    kconfig: KconfigOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -178,6 +209,7 @@ def xdp_analyze(
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
     tail_calls = parse_tail_calls(tail_call)
+    use_kconfig(kconfig)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
@@ -192,7 +224,9 @@ def xdp_analyze(
         g, n = s["guarantee"], s["naive"]
         if g["status"] == "unbounded":
             console.print(f"{s['object']['program']} on {s['target']}: unbounded (tail calls through "
-                          f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed")
+                          f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed; "
+                          f"give what {'they hold' if len(s['unbounded']) > 1 else 'it holds'} with --tail-call "
+                          "MAP=INDEX:PROGRAM or --tail-call MAP=none")
             return
         t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
         t.add_column(style="bold")
@@ -215,7 +249,10 @@ def xdp_analyze(
                   f"{s['paths_pruned']:,} pruned ({in_graph} in the graph)")
         for lp in s["graph"]["loops"]:
             t.add_row("loop", f"insn {lp['insn']} {lp['line'] or ''}: bound {lp['bound']}"
-                      + ("" if lp["evident"] else " (--loop-bound)"))
+                      + ("" if lp["evident"] else " (--loop-bound)")
+                      + (" (bpf_loop summarised: its callback's slowest path counted that many times"
+                         + (", the kernel's cap BPF_MAX_LOOPS)" if lp["bound"] == 1 << 23 else ")")
+                         if lp.get("summary") else ""))
         if "slowest_paths" in s:
             t.add_row("slowest paths", f"{len(s['slowest_paths'])} of {s['slowest_paths_requested']} found "
                       f"({s['slowest_paths_stopped']}): " + ", ".join(f"{p['pps'] / 1e6:,.3f}"
@@ -578,6 +615,10 @@ def xdp_validate(
     path_runs: Annotated[int, typer.Option("--path-runs", metavar="N", callback=in_range(1, 100_000),
                                            help="Kernel runs per path with --paths, each from a fresh packet and "
                                            "map state.")] = 201,
+    kconfig: Annotated[Path | None, typer.Option(
+        "--kconfig", metavar="FILE", parser=path_arg, help="The kernel configuration for the object's `__kconfig` "
+        "externs (default: the one the analysis took, `object.kconfig`, else the running kernel's).",
+        show_default=False)] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
@@ -596,6 +637,14 @@ def xdp_validate(
     from nicsim.xdp.validate import load_warning, validate
 
     program = either(program, program_p, "--program", "-p")
+    if kconfig is None:  # the configuration the analysis took (a file it names), unless NICSIM_KCONFIG says
+        try:
+            kconfig_used = json.loads((analysis / "summary.json").read_text()).get("object", {}).get("kconfig")
+        except (OSError, ValueError, AttributeError):
+            kconfig_used = None  # validate() reports a missing or broken summary.json
+        if isinstance(kconfig_used, str) and "NICSIM_KCONFIG" not in os.environ:
+            kconfig = Path(kconfig_used)
+    use_kconfig(kconfig)
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
                      progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,

@@ -22,6 +22,9 @@ class ObjectInfo(TypedDict):
     sha256: str
     #: The `--tail-call` entries, [map, index, program].
     tail_calls: list[list[str | int]]
+    #: The kernel configuration file the `__kconfig` externs took (`--kconfig`, NICSIM_KCONFIG);
+    #: null: the running kernel's.
+    kconfig: str | None
 
 
 class LoopSummary(TypedDict):
@@ -29,6 +32,8 @@ class LoopSummary(TypedDict):
     line: str | None
     bound: int
     evident: bool
+    #: A summarised bpf_loop call: its callback counted `bound` times (docs/xdp.md, "`bpf_loop`").
+    summary: bool
 
 
 class GraphSummary(TypedDict):

@@ -106,7 +106,7 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
         raise bad("guarantee.status", "missing, or not a string")
     if g["status"] == "unbounded":
         raise InputError(f"{analysis}/summary.json: the analysis is unbounded (tail calls into programs it does not "
-                         "know): there is no guarantee to validate; analyse with --tail-call MAP=INDEX:PROGRAM")
+                         "know): there is no guarantee to validate; analyse with --tail-call MAP=INDEX:PROGRAM or MAP=none")
     if not (number(g.get("pps")) and 0 < g["pps"] < float("inf")):
         raise bad("guarantee.pps", "missing, or not a positive finite number")
     obj = table(s.get("object"), "object")

@@ -1,0 +1,29 @@
+"""x86-jit costs of the helpers the calibration does not time (issue 32): estimates from measured classes,
+written by `nicsim xdp calibrate` (python/nicsim/xdp/calibrate.py) and marked so in the target file."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from conftest import nicsim
+
+
+def test_x86_jit_costs_the_helpers_it_does_not_time_by_analogy(x86_jit: Path) -> None:
+    # Issue 32: helpers of xdp_func_proto / bpf_base_func_proto the calibration does not time get an
+    # estimate from measured classes, marked so ("analogy: ..." or "measured, the worst of: ...").
+    x86 = tomllib.loads(x86_jit.read_text())["helpers"]
+    per_cpu = ["map_lookup_percpu_elem", "map_lookup_percpu_elem.percpu_array", "map_lookup_percpu_elem.percpu_hash",
+               "map_lookup_percpu_elem.percpu_hash.large", "map_lookup_percpu_elem.lru_percpu_hash"]
+    others = ["map_push_elem", "map_pop_elem", "map_peek_elem", "kptr_xchg", "strtol", "strtoul",
+              "get_current_pid_tgid", "get_current_task_btf", "get_current_cgroup_id", "ringbuf_query",
+              "per_cpu_ptr", "this_cpu_ptr"]
+    for key in per_cpu + others:
+        assert x86[key]["cycles"] > 0 and x86[key]["source"].startswith(("analogy: ", "measured, the worst of")), key
+    # Another CPU's value costs at least this CPU's (a call that the verifier does not inline).
+    assert x86["map_lookup_percpu_elem.percpu_hash.large"]["cycles"] >= x86["map_lookup_elem.percpu_hash.large"]["cycles"]
+    r = nicsim("xdp", "helpers", "--json")
+    every = {h["helper"]: h for h in json.loads(r.stdout)["xdp_helpers"]}
+    for name in ("bpf_map_lookup_percpu_elem", "bpf_map_push_elem", "bpf_strtol", "bpf_get_current_pid_tgid"):
+        assert every[name]["status"]["x86-jit"] == "cost", name
