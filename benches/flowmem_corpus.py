@@ -23,8 +23,9 @@ many).
 A direction that differs is explained when the difference is tshark's output rather than the
 stream (docs/flowmem.md): `nul-after-marker`, nicsim's bytes equal tshark's once the NUL tshark
 writes after each "[N bytes missing]" marker is dropped (the yardstick's byte, not the stream's);
-`snaplen-cut`, tshark's output is nicsim's captured runs joined without the bytes a snap length
-cut (tshark writes no marker for them, so the rest of its stream moves up). Both are reported
+`snaplen-cut`, the direction has bytes a snap length cut (`snaplen_cut_bytes`) and tshark's output
+is nicsim's captured runs joined without its holes (tshark writes no marker for such bytes, so the
+rest of its stream moves up). Both are reported
 apart from the identical count, never in it.
 
 The captures are not part of the repository: docs/flowmem.md lists the public projects the
@@ -160,7 +161,9 @@ def nicsim_directions(capture: Path, unacked: str, markers: bool = False) -> tup
         keys.append(f"{_endpoint(d['src'], d['sport'])}->{_endpoint(d['dst'], d['dport'])}")
         view = cap.view(d["flow"], d["direction"])
         hashes.append(_sha(tshark_bytes(view) if markers else view.to_bytes()))
-        joined.append(_sha(b"".join(bytes(c) for _, c in view.chunks())))
+        # Only a direction nicsim marks as cut by the snap length (snaplen_cut_bytes) can be
+        # explained as one.
+        joined.append(_sha(b"".join(bytes(c) for _, c in view.chunks())) if d.get("snaplen_cut_bytes") else "")
     keys = _occurrence_keys(keys)
     return dict(zip(keys, hashes)), dict(zip(keys, joined))
 
