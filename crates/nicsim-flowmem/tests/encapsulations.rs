@@ -546,20 +546,40 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
             .map(|p| eth(0x0800, &gre_around(&wrap(p))))
             .collect();
         let conn = if *name == "teredo" { v6 } else { v4 };
-        out.push((leak(format!("deep_{name}_in_gre")), ethernet_capture(&inner), conn));
+        out.push((
+            leak(format!("deep_{name}_in_gre")),
+            ethernet_capture(&inner),
+            conn,
+        ));
         if *name != "teredo" {
             let around: Vec<Vec<u8>> = p6.iter().map(|p| eth(0x0800, &wrap(&gtp(p)))).collect();
-            out.push((leak(format!("deep_gtpu_in_{name}")), ethernet_capture(&around), v6));
+            out.push((
+                leak(format!("deep_gtpu_in_{name}")),
+                ethernet_capture(&around),
+                v6,
+            ));
         }
     }
     // Ethernet's own encapsulations: 802.1ah (MAC-in-MAC), VN-Tag, E-Tag, Cisco MetaData,
     // TRILL (with a 4-byte option).
     let shims: [(&str, u16, &[u8]); 5] = [
-        ("pbb", 0x88e7, &[0, 0, 0, 0x2a, 2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3]),
+        (
+            "pbb",
+            0x88e7,
+            &[0, 0, 0, 0x2a, 2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3],
+        ),
         ("vntag", 0x8926, &[0x80, 0x01, 0x00, 0x02]),
         ("etag", 0x893f, &[0, 0, 0x10, 0x01, 0, 0]),
-        ("cisco_metadata", 0x8909, &[0x01, 0x01, 0x00, 0x01, 0x00, 0x05]),
-        ("trill", 0x22f3, &[0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0]),
+        (
+            "cisco_metadata",
+            0x8909,
+            &[0x01, 0x01, 0x00, 0x01, 0x00, 0x05],
+        ),
+        (
+            "trill",
+            0x22f3,
+            &[0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0],
+        ),
     ];
     for (name, ethertype, shim) in shims {
         let ((v4, p4), (v6, p6)) = (fresh4(), fresh6());
@@ -584,7 +604,11 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
                     eth(ethertype, &body)
                 })
                 .collect();
-            out.push((leak(format!("{name}_v{v}")), ethernet_capture(&frames), conn));
+            out.push((
+                leak(format!("{name}_v{v}")),
+                ethernet_capture(&frames),
+                conn,
+            ));
         }
     }
     // GTP-U over Linux SLL (v1) and SLL2.

@@ -1338,7 +1338,11 @@ fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next, TunnelKind)>, Par
         ethertype::WCCP => {
             // A 4-byte redirect header unless IPv4 follows at once (tshark's test).
             need(frame, Layer::Link, inner, 1)?;
-            let ip = if frame[inner] >> 4 == 4 { inner } else { inner + 4 };
+            let ip = if frame[inner] >> 4 == 4 {
+                inner
+            } else {
+                inner + 4
+            };
             (ip, Next::Ip, TunnelKind::Gre)
         }
         _ => (inner, Next::Ether(proto), TunnelKind::Gre),
