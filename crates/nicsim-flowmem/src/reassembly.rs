@@ -27,7 +27,10 @@ use nicsim_packet::capture::{CaptureReader, CaptureSlice, Leniency, Record, Reco
 use nicsim_packet::defrag::{DefragCounts, Defragmenter, Pushed};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{decode, decode_datagram, linktype, FiveTuple, TcpInfo, Tunnel, TunnelStack};
+use nicsim_packet::{
+    decode, decode_datagram, decode_ipcomp, ipcomp_inflate, linktype, FiveTuple, TcpInfo, Tunnel,
+    TunnelStack,
+};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -782,6 +785,17 @@ impl Reassembler {
                 Err(_) => return Bucket::Malformed,
             };
             datagram = Some(whole);
+        }
+        if let Some((next, inflated)) = ipcomp_inflate(datagram.as_deref().unwrap_or(frame), &seg) {
+            // An IPComp payload compressed with DEFLATE, inflated as tshark does (its
+            // fragments, if it held any, are not put together).
+            seg = match decode_ipcomp(&inflated, next, &seg) {
+                Ok(Some(inner)) if inner.frag.is_none() => inner,
+                Ok(Some(_)) => return Bucket::IpFragment,
+                Ok(None) => return Bucket::NonIp,
+                Err(_) => return Bucket::Malformed,
+            };
+            datagram = Some(inflated);
         }
         if seg.ip.proto != protocol::TCP {
             return Bucket::NonTcp;

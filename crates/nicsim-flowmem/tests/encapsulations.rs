@@ -611,6 +611,30 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
             ));
         }
     }
+    // IPComp with DEFLATE (CPI 2), as tshark inflates it: transport mode (the TCP segment of
+    // the IPv4 packet compressed) and tunnel mode (an IPv6 packet compressed in IPv4).
+    let deflate = |b: &[u8]| miniz_oxide::deflate::compress_to_vec(b, 6);
+    let (v4, p4) = fresh4();
+    let transport: Vec<Vec<u8>> = p4
+        .iter()
+        .map(|p| {
+            let body = [&[6, 0, 0, 2][..], &deflate(&p[20..])].concat();
+            let (src, dst) = (p[12..16].try_into().unwrap(), p[16..20].try_into().unwrap());
+            eth(0x0800, &ipv4(108, 9, 0x4000, &body, src, dst))
+        })
+        .collect();
+    out.push(("ipcomp_transport_v4", ethernet_capture(&transport), v4));
+    let (v6, p6) = fresh6();
+    let tunnel: Vec<Vec<u8>> = p6
+        .iter()
+        .map(|p| {
+            eth(
+                0x0800,
+                &outer(108, &[&[41, 0, 0, 2][..], &deflate(p)].concat()),
+            )
+        })
+        .collect();
+    out.push(("ipcomp_tunnel_v6", ethernet_capture(&tunnel), v6));
     // GTP-U over Linux SLL (v1) and SLL2.
     let (v4, p4) = fresh4();
     let (v4b, p4b) = fresh4();
@@ -975,4 +999,16 @@ fn an_original_length_of_u32_max_wraps_nothing() {
     assert_eq!(out.counts.accounted(), out.counts.read);
     assert_eq!(bytes(&out, 0, 0), REQUEST);
     assert_eq!(bytes(&out, 0, 1), RESPONSE);
+}
+
+#[test]
+fn an_ipcomp_payload_inflating_beyond_a_datagram_is_not_followed() {
+    // 70,000 bytes deflate to about 100: inflated at most 65,535 (an IP datagram's payload).
+    let bomb = miniz_oxide::deflate::compress_to_vec(&[0_u8; 70_000], 6);
+    let frames = vec![
+        eth(0x0800, &outer(108, &[&[6, 0, 0, 2][..], &bomb].concat())),
+        eth(0x0800, &outer(108, &[6, 0, 0, 2, 0xff, 0xff, 0xff])), // not DEFLATE
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(out.counts.non_tcp, 2, "{:?}", out.counts);
 }

@@ -428,6 +428,58 @@ pub fn decode_datagram(datagram: &[u8], outer: &Segment) -> Result<Option<Segmen
     .walk(0, Next::Ip)
 }
 
+/// IPComp (RFC 3173): the IP protocol whose payload is compressed.
+pub const IPCOMP: u8 = 108;
+
+/// Most bytes an IPComp payload inflates to: an IP datagram's (its 16-bit length).
+pub const MAX_IPCOMP_INFLATED: usize = 65_535;
+
+/// The payload of an IPComp packet `seg` (protocol [`IPCOMP`]) held in `frame`, inflated as
+/// tshark inflates it: compressed with DEFLATE (CPI 2, RFC 2394), whole in the frame, at most
+/// [`MAX_IPCOMP_INFLATED`] bytes. Its next header and the inflated bytes; None otherwise.
+pub fn ipcomp_inflate(frame: &[u8], seg: &Segment) -> Option<(u8, Vec<u8>)> {
+    let p = frame.get(seg.payload.clone())?;
+    if seg.ip.proto != IPCOMP || seg.missing > 0 || p.len() < 4 || be16(p, 2) != 2 {
+        return None;
+    }
+    use miniz_oxide::inflate::{decompress_to_vec_with_limit, decompress_to_vec_zlib_with_limit};
+    let data = &p[4..];
+    let out = decompress_to_vec_with_limit(data, MAX_IPCOMP_INFLATED)
+        .or_else(|_| decompress_to_vec_zlib_with_limit(data, MAX_IPCOMP_INFLATED))
+        .ok()?;
+    Some((p[0], out))
+}
+
+/// The segment an inflated IPComp payload (`payload`, of protocol `next`) holds, the IPComp
+/// packet being `outer`: an inner IP packet (tunnel mode), or the transport segment of the
+/// outer addresses (transport mode).
+pub fn decode_ipcomp(
+    payload: &[u8],
+    next: u8,
+    outer: &Segment,
+) -> Result<Option<Segment>, ParseError> {
+    let mut walk = Walk {
+        frame: payload,
+        end: usize::MAX,
+        vlan: outer.vlan,
+        tunnel: outer.tunnel,
+        tunnels: outer.tunnels,
+        layers: outer.layers + 1,
+    };
+    if matches!(next, protocol::IPV4_IN_IP | protocol::IPV6_IN_IP) {
+        return walk.walk(0, Next::Ip);
+    }
+    let info = IpInfo {
+        proto: next,
+        total_len: payload.len(),
+        ..outer.ip
+    };
+    match walk.upper(0, 0, payload.len(), info, None, true)? {
+        Step::Done(s) => Ok(Some(s)),
+        Step::Inner(at, n) => walk.walk(at, n),
+    }
+}
+
 fn short(layer: Layer, at: usize, needed: usize, frame: &[u8]) -> ParseError {
     ParseError::truncated(layer, at, needed, frame.len().saturating_sub(at))
 }
