@@ -247,3 +247,31 @@ def test_reused_tuple_is_counted_in_the_summary(tmp_path: Path) -> None:
     flows = json.loads((out / "flows.json").read_text())
     assert summary["reused_tuples"] == 1 and summary["flows"] == 2
     assert [(out / f["file"]).read_bytes() for f in flows if f["file"]] == [b"first", b"second"]
+
+
+def test_records_longer_than_the_snap_length_are_read_whole(tmp_path: Path) -> None:
+    # A pcap header or pcapng interface whose snap length (64) is below its records' captured
+    # lengths: wiretap reads the records whole, and so does nicsim.
+    ips = [packet(False, True, 100, 0, SYN), packet(False, False, 500, 101, SYN | ACK),
+           packet(False, True, 101, 501, ACK | PSH, b"A" * 120), packet(False, False, 501, 221, ACK | PSH, b"B" * 90),
+           packet(False, True, 221, 591, ACK)]
+    pcap = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 64, 1))
+    for i, ip in enumerate(ips):
+        f = eth(ip)
+        pcap += struct.pack("<IIII", i, 0, len(f), len(f)) + f
+
+    def block(kind: int, body: bytes) -> bytes:
+        body += bytes(-len(body) % 4)
+        return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+    ng = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)) + block(1, struct.pack("<HHI", 1, 0, 64))
+    for i, ip in enumerate(ips):
+        f = eth(ip)
+        ng += block(6, struct.pack("<IIIII", 0, 0, i, len(f), len(f)) + f)
+    for name, data in (("s.pcap", bytes(pcap)), ("s.pcapng", ng)):
+        path = tmp_path / name
+        path.write_bytes(data)
+        ours = nicsim_follow(path)
+        assert ours == [(("10.1.0.1", CPORT), b"A" * 120, b"B" * 90)], name
+        if TSHARK:
+            _same(ours, tshark_follow(path, 1))
