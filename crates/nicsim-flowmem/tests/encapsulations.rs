@@ -3,8 +3,10 @@
 //! IP fragments (IPv4 and IPv6; in order, out of order, overlapping with conflicting bytes),
 //! each tunnel tshark decodes by default (GTP-U with extension headers over Ethernet and Linux
 //! SLL, L2TPv2, L2TPv3, GENEVE, VXLAN, VXLAN-GPE, Teredo, ERSPAN I/II/III, GRE with key and
-//! sequence number, GRE and MPLS over UDP, EtherIP, MPLS with and without a control word, a
-//! tunnel in a tunnel, a tunnel whose outer datagram was fragmented), a pcapng with a Latin-1
+//! sequence number, GRE and MPLS over UDP, EtherIP, MPLS with and without a control word, LISP
+//! data, AYIYA, TZSP, Jmirror, AMT, NSH, WCCP, Ethernet in IP, IPComp; each also at depth 2,
+//! inside GRE and around GTP-U; a tunnel in a tunnel in a tunnel, a tunnel whose outer datagram
+//! was fragmented), Ethernet's shims (802.1ah, VN-Tag, E-Tag, Cisco MetaData, TRILL), a pcapng with a Latin-1
 //! comment and a non-UTF-8 interface name, interfaces of different link types in one file, a
 //! packet block whose captured length exceeds its block.
 //!
@@ -611,8 +613,9 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
             ));
         }
     }
-    // IPComp with DEFLATE (CPI 2), as tshark inflates it: transport mode (the TCP segment of
-    // the IPv4 packet compressed) and tunnel mode (an IPv6 packet compressed in IPv4).
+    // IPComp with DEFLATE, as tshark inflates it: transport mode (the TCP segment of the IPv4
+    // packet compressed; CPI 2) and tunnel mode (an IPv6 packet compressed in IPv4; a CPI IKE
+    // negotiated).
     let deflate = |b: &[u8]| miniz_oxide::deflate::compress_to_vec(b, 6);
     let (v4, p4) = fresh4();
     let transport: Vec<Vec<u8>> = p4
@@ -630,7 +633,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
         .map(|p| {
             eth(
                 0x0800,
-                &outer(108, &[&[41, 0, 0, 2][..], &deflate(p)].concat()),
+                &outer(108, &[&[41, 0, 0xee, 0xd1][..], &deflate(p)].concat()),
             )
         })
         .collect();

@@ -435,11 +435,13 @@ pub const IPCOMP: u8 = 108;
 pub const MAX_IPCOMP_INFLATED: usize = 65_535;
 
 /// The payload of an IPComp packet `seg` (protocol [`IPCOMP`]) held in `frame`, inflated as
-/// tshark inflates it: compressed with DEFLATE (CPI 2, RFC 2394), whole in the frame, at most
-/// [`MAX_IPCOMP_INFLATED`] bytes. Its next header and the inflated bytes; None otherwise.
+/// tshark inflates it: whole in the frame, a DEFLATE stream (RFC 2394) of at most
+/// [`MAX_IPCOMP_INFLATED`] bytes, its CPI DEFLATE's (2) or a negotiated one (256 and above, as
+/// IKE sets them; not OUI, LZS or LZJH: 1, 3, 4). Its next header and the inflated bytes; None
+/// otherwise.
 pub fn ipcomp_inflate(frame: &[u8], seg: &Segment) -> Option<(u8, Vec<u8>)> {
     let p = frame.get(seg.payload.clone())?;
-    if seg.ip.proto != IPCOMP || seg.missing > 0 || p.len() < 4 || be16(p, 2) != 2 {
+    if seg.ip.proto != IPCOMP || seg.missing > 0 || p.len() < 4 || matches!(be16(p, 2), 1 | 3 | 4) {
         return None;
     }
     use miniz_oxide::inflate::{decompress_to_vec_with_limit, decompress_to_vec_zlib_with_limit};
