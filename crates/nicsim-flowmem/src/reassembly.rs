@@ -27,7 +27,10 @@ use nicsim_packet::capture::{CaptureReader, CaptureSlice, Leniency, Record, Reco
 use nicsim_packet::defrag::{DefragCounts, Defragmenter, Pushed};
 use nicsim_packet::ip::protocol;
 use nicsim_packet::tcp::flags;
-use nicsim_packet::{decode, decode_datagram, linktype, FiveTuple, TcpInfo, Tunnel, TunnelStack};
+use nicsim_packet::{
+    decode, decode_datagram, decode_ipcomp, ipcomp_inflate, linktype, FiveTuple, TcpInfo, Tunnel,
+    TunnelStack,
+};
 
 use crate::arena::{Arena, SharedBytes};
 use crate::view::FlowView;
@@ -202,6 +205,10 @@ pub struct ByteCounts {
     pub before_start_bytes: u64,
     /// Bytes left out as never acknowledged by the peer ([`UnackedPolicy::Drop`]).
     pub unacked_bytes: u64,
+    /// Payload bytes the capture did not hold (a snap length cut, a record shorter than its
+    /// IP length): each cut segment's rest is a hole. tshark's follow leaves them out without a
+    /// marker, so its stream moves up there.
+    pub snaplen_cut_bytes: u64,
 }
 
 /// One translation-table entry: `len_bytes` stream bytes from `offset` live at arena `addr`.
@@ -291,6 +298,9 @@ pub struct Reassembly {
     pub leniency: Leniency,
     /// The link types of the packets counted `unsupported_link`.
     pub unsupported_links: BTreeSet<u32>,
+    /// Connections that reused an earlier connection's 5-tuple (a SYN at a new sequence
+    /// number): each is a flow of its own, as tshark's streams are.
+    pub reused_tuples: u64,
     /// The settings used.
     pub config: Config,
 }
@@ -442,6 +452,9 @@ struct Entry {
 struct DirState {
     /// Sequence number at offset 0 (the first one seen).
     anchor_seq: u32,
+    /// tshark's base sequence number of the direction: its first packet's, less one unless
+    /// that was a SYN. A SYN (without ACK) at another sequence number starts a new connection.
+    base_seq: u32,
     tracker: SeqTracker,
     syn_off: Option<i64>,
     fin_off: Option<i64>,
@@ -470,9 +483,10 @@ struct Extent {
 }
 
 impl DirState {
-    fn new(seq: u32) -> Self {
+    fn new(seq: u32, syn: bool) -> Self {
         DirState {
             anchor_seq: seq,
+            base_seq: if syn { seq } else { seq.wrapping_sub(1) },
             tracker: SeqTracker {
                 last_seq: seq,
                 last_off: 0,
@@ -679,6 +693,7 @@ pub struct Reassembler {
     counts: PacketCounts,
     unsupported_links: BTreeSet<u32>,
     defrag: Defragmenter,
+    reused_tuples: u64,
 }
 
 impl Reassembler {
@@ -691,6 +706,7 @@ impl Reassembler {
             flows: Vec::new(),
             counts: PacketCounts::default(),
             unsupported_links: BTreeSet::new(),
+            reused_tuples: 0,
             defrag: Defragmenter::new(config.limits.defrag),
         }
     }
@@ -770,6 +786,17 @@ impl Reassembler {
             };
             datagram = Some(whole);
         }
+        if let Some((next, inflated)) = ipcomp_inflate(datagram.as_deref().unwrap_or(frame), &seg) {
+            // An IPComp payload compressed with DEFLATE, inflated as tshark does (its
+            // fragments, if it held any, are not put together).
+            seg = match decode_ipcomp(&inflated, next, &seg) {
+                Ok(Some(inner)) if inner.frag.is_none() => inner,
+                Ok(Some(_)) => return Bucket::IpFragment,
+                Ok(None) => return Bucket::NonIp,
+                Err(_) => return Bucket::Malformed,
+            };
+            datagram = Some(inflated);
+        }
         if seg.ip.proto != protocol::TCP {
             return Bucket::NonTcp;
         }
@@ -807,8 +834,24 @@ impl Reassembler {
         tunnels: TunnelStack,
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
-        let (flow_idx, dir) = match self.index.get(&key) {
-            Some(&found) => {
+        let mut found = self.index.get(&key).copied();
+        if let Some(f) = found {
+            // A SYN (without ACK) at another sequence number than its direction's base opens a
+            // new connection on the same 5-tuple, as tshark separates them ("TCP port numbers
+            // reused"): the later packets belong to it.
+            let first = &self.flows[f].tuple;
+            let dir = usize::from((first.src, first.sport) != (tuple.src, tuple.sport));
+            if tcp.flags & (flags::SYN | flags::ACK) == flags::SYN
+                && self.flows[f].dirs[dir]
+                    .as_ref()
+                    .is_some_and(|d| d.base_seq != tcp.seq)
+            {
+                found = None;
+                self.reused_tuples += 1;
+            }
+        }
+        let (flow_idx, dir) = match found {
+            Some(found) => {
                 let first = &self.flows[found].tuple;
                 let from_first = (first.src, first.sport) == (tuple.src, tuple.sport);
                 (found, usize::from(!from_first))
@@ -829,7 +872,8 @@ impl Reassembler {
             }
         };
         let (seq, tcp_flags) = (tcp.seq, tcp.flags);
-        let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq));
+        let syn = tcp_flags & flags::SYN != 0;
+        let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq, syn));
         state.packets += 1;
         if tcp_flags & flags::ACK != 0 {
             // The highest acknowledgement, in sequence order (32-bit wrap-around).
@@ -840,7 +884,6 @@ impl Reassembler {
         }
         let max_hole = self.config.limits.max_hole_bytes;
         let seq_off = state.tracker.offset(seq);
-        let syn = tcp_flags & flags::SYN != 0;
         let fin = tcp_flags & flags::FIN != 0;
         let data_off = seq_off + i64::from(syn);
         let syn_refused = syn && state.syn_off.is_none() && !state.accept_syn(seq_off, max_hole);
@@ -853,6 +896,7 @@ impl Reassembler {
             }
             return Bucket::Control;
         }
+        state.bytes.snaplen_cut_bytes += missing as u64;
         let mut outcome = if payload.is_empty() {
             Outcome::Data // all of it missing: the hole below
         } else {
@@ -936,6 +980,7 @@ impl Reassembler {
             defrag: self.defrag.counts(),
             leniency: Leniency::default(),
             unsupported_links: self.unsupported_links,
+            reused_tuples: self.reused_tuples,
             config: self.config,
         }
     }

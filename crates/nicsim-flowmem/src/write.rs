@@ -62,6 +62,7 @@ struct Entry<'a> {
     proto: &'static str,
     rst: bool,
     segments: usize,
+    snaplen_cut_bytes: u64,
     sport: u16,
     src: String,
     start_seq: Option<u32>,
@@ -78,7 +79,7 @@ struct Entry<'a> {
 /// them, `holes` (their number) last.
 const CSV_COLUMNS: &str = "flow,direction,src,dst,sport,dport,proto,tunnel,tunnel_src,\
 tunnel_dst,tunnels,bytes,segments,packets,syn,fin,rst,cut,start_seq,payload_bytes,new_bytes,\
-duplicate_bytes,conflict_bytes,before_start_bytes,unacked_bytes,file,holes";
+duplicate_bytes,conflict_bytes,before_start_bytes,unacked_bytes,snaplen_cut_bytes,file,holes";
 
 fn entry<'a>(i: usize, flow: &Flow, d: usize, dir: &Direction, file: Option<&'a str>) -> Entry<'a> {
     let t = flow.tunnel;
@@ -101,6 +102,7 @@ fn entry<'a>(i: usize, flow: &Flow, d: usize, dir: &Direction, file: Option<&'a 
         proto: "tcp",
         rst: dir.rst,
         segments: dir.segments.len(),
+        snaplen_cut_bytes: dir.bytes.snaplen_cut_bytes,
         sport: dir.sport,
         src: dir.src.to_string(),
         start_seq: dir.start_seq,
@@ -119,7 +121,7 @@ fn csv_row(e: &Entry<'_>) -> String {
     let b = |v: bool| if v { "True" } else { "False" };
     let o = |v: Option<String>| v.unwrap_or_default();
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
         e.flow,
         e.direction,
         e.src,
@@ -145,6 +147,7 @@ fn csv_row(e: &Entry<'_>) -> String {
         e.conflict_bytes,
         e.before_start_bytes,
         e.unacked_bytes,
+        e.snaplen_cut_bytes,
         e.file.unwrap_or_default(),
         e.holes.len(),
     )

@@ -3,8 +3,10 @@
 //! IP fragments (IPv4 and IPv6; in order, out of order, overlapping with conflicting bytes),
 //! each tunnel tshark decodes by default (GTP-U with extension headers over Ethernet and Linux
 //! SLL, L2TPv2, L2TPv3, GENEVE, VXLAN, VXLAN-GPE, Teredo, ERSPAN I/II/III, GRE with key and
-//! sequence number, GRE and MPLS over UDP, EtherIP, MPLS with and without a control word, a
-//! tunnel in a tunnel, a tunnel whose outer datagram was fragmented), a pcapng with a Latin-1
+//! sequence number, GRE and MPLS over UDP, EtherIP, MPLS with and without a control word, LISP
+//! data, AYIYA, TZSP, Jmirror, AMT, NSH, WCCP, Ethernet in IP, IPComp; each also at depth 2,
+//! inside GRE and around GTP-U; a tunnel in a tunnel in a tunnel, a tunnel whose outer datagram
+//! was fragmented), Ethernet's shims (802.1ah, VN-Tag, E-Tag, Cisco MetaData, TRILL), a pcapng with a Latin-1
 //! comment and a non-UTF-8 interface name, interfaces of different link types in one file, a
 //! packet block whose captured length exceeds its block.
 //!
@@ -77,9 +79,11 @@ fn outer(proto: u8, body: &[u8]) -> Vec<u8> {
     ipv4(proto, 7, 0x4000, body, OUTER_SRC, OUTER_DST)
 }
 
-/// UDP from port 40001 to `dport` around `body` (checksum 0: none).
+/// UDP to `dport` around `body` (checksum 0: none), from a port of its own above it: tshark's
+/// L2TP takes every later datagram of its source endpoint (a conversation with any port), so
+/// the tunnels of one file must not share a source port.
 fn udp(dport: u16, body: &[u8]) -> Vec<u8> {
-    let mut u = vec![0x9c, 0x41];
+    let mut u = (50000 + dport % 10000).to_be_bytes().to_vec();
     u.extend(dport.to_be_bytes());
     u.extend(((8 + body.len()) as u16).to_be_bytes());
     u.extend([0, 0]);
@@ -429,6 +433,79 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
                 outer(97, &e)
             }),
         ),
+        (
+            "lisp",
+            Box::new(|ip: &[u8]| {
+                // Nonce present, instance id, locator status bits.
+                let mut l = vec![0x88, 0, 0, 1, 0, 0, 0x2a, 1];
+                l.extend(ip);
+                outer(17, &udp(4341, &l))
+            }),
+        ),
+        (
+            "ayiya",
+            Box::new(|ip: &[u8]| {
+                // A 16-byte identity (integer), a 20-byte SHA-1 signature, forward, the next
+                // header, an epoch.
+                let next = if ip[0] >> 4 == 6 { 41 } else { 4 };
+                let mut a = vec![0x41, 0x52, 0x11, next, 0x5f, 0, 0, 0];
+                a.extend([0x20; 16]);
+                a.extend([0x53; 20]);
+                a.extend(ip);
+                outer(17, &udp(5072, &a))
+            }),
+        ),
+        (
+            "tzsp",
+            Box::new(|ip: &[u8]| {
+                // Version 1, received, Ethernet; padding, a 1-byte tag (signal), the end tag.
+                let mut t = vec![1, 0, 0, 1, 0, 10, 1, 0xc4, 1];
+                t.extend(eth(ethertype_of(ip), ip));
+                outer(17, &udp(37008, &t))
+            }),
+        ),
+        (
+            "jmirror",
+            Box::new(|ip: &[u8]| {
+                let mut j = vec![0, 0, 0, 7, 0, 0, 0, 9];
+                j.extend(ip);
+                outer(17, &udp(30030, &j))
+            }),
+        ),
+        (
+            "amt",
+            Box::new(|ip: &[u8]| {
+                let mut a = vec![0x06, 0];
+                a.extend(ip);
+                outer(17, &udp(2268, &a))
+            }),
+        ),
+        (
+            "nsh_gre",
+            Box::new(|ip: &[u8]| {
+                // GRE 0x894f; NSH: TTL 63, 6 words (MD type 1), next protocol; the service
+                // path; four context words.
+                let mut g = vec![0, 0, 0x89, 0x4f, 0x0f, 0xc6, 0x01];
+                g.push(if ip[0] >> 4 == 6 { 2 } else { 1 });
+                g.extend([0, 0, 1, 255]);
+                g.extend([0; 16]);
+                g.extend(ip);
+                outer(47, &g)
+            }),
+        ),
+        (
+            "eth_in_ip",
+            Box::new(|ip: &[u8]| outer(143, &eth(ethertype_of(ip), ip))),
+        ),
+        (
+            "wccp_gre",
+            Box::new(|ip: &[u8]| {
+                // GRE 0x883e, a WCCP redirect header (its first nibble is not 4), IP.
+                let mut g = vec![0, 0, 0x88, 0x3e, 0x00, 0x00, 0x00, 0x00];
+                g.extend(ip);
+                outer(47, &g)
+            }),
+        ),
         // A tunnel in a tunnel in a tunnel: GTP-U in VXLAN in GRE.
         (
             "gre_vxlan_gtpu",
@@ -455,6 +532,112 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
             ));
         }
     }
+    // Every tunnel at depth 2, inside GRE and around GTP-U (Teredo carries IPv6 only).
+    let gre_around = |ip: &[u8]| {
+        let mut g = vec![0, 0, 0x08, 0];
+        g.extend(ip);
+        outer(47, &g)
+    };
+    for (name, wrap) in &tunnels {
+        if matches!(*name, "gre_vxlan_gtpu" | "l2tpv3_ip") {
+            continue; // already three deep; tshark does not decode L2TPv3 alone
+        }
+        let ((v4, p4), (v6, p6)) = (fresh4(), fresh6());
+        let inner: Vec<Vec<u8>> = if *name == "teredo" { &p6 } else { &p4 }
+            .iter()
+            .map(|p| eth(0x0800, &gre_around(&wrap(p))))
+            .collect();
+        let conn = if *name == "teredo" { v6 } else { v4 };
+        out.push((
+            leak(format!("deep_{name}_in_gre")),
+            ethernet_capture(&inner),
+            conn,
+        ));
+        if *name != "teredo" {
+            let around: Vec<Vec<u8>> = p6.iter().map(|p| eth(0x0800, &wrap(&gtp(p)))).collect();
+            out.push((
+                leak(format!("deep_gtpu_in_{name}")),
+                ethernet_capture(&around),
+                v6,
+            ));
+        }
+    }
+    // Ethernet's own encapsulations: 802.1ah (MAC-in-MAC), VN-Tag, E-Tag, Cisco MetaData,
+    // TRILL (with a 4-byte option).
+    let shims: [(&str, u16, &[u8]); 5] = [
+        (
+            "pbb",
+            0x88e7,
+            &[0, 0, 0, 0x2a, 2, 0, 0, 0, 0, 4, 2, 0, 0, 0, 0, 3],
+        ),
+        ("vntag", 0x8926, &[0x80, 0x01, 0x00, 0x02]),
+        ("etag", 0x893f, &[0, 0, 0x10, 0x01, 0, 0]),
+        (
+            "cisco_metadata",
+            0x8909,
+            &[0x01, 0x01, 0x00, 0x01, 0x00, 0x05],
+        ),
+        (
+            "trill",
+            0x22f3,
+            &[0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0],
+        ),
+    ];
+    for (name, ethertype, shim) in shims {
+        let ((v4, p4), (v6, p6)) = (fresh4(), fresh6());
+        for (ps, conn, v) in [(&p4, v4, "4"), (&p6, v6, "6")] {
+            let frames: Vec<Vec<u8>> = ps
+                .iter()
+                .map(|p| {
+                    let mut body = shim.to_vec();
+                    if name == "trill" || name == "pbb" {
+                        // An Ethernet frame follows (PBB: its addresses are in the I-TAG's
+                        // 16 bytes, then its EtherType).
+                        if name == "trill" {
+                            body.extend(eth(ethertype_of(p), p));
+                        } else {
+                            body.extend(ethertype_of(p).to_be_bytes());
+                            body.extend(p);
+                        }
+                    } else {
+                        body.extend(ethertype_of(p).to_be_bytes());
+                        body.extend(p);
+                    }
+                    eth(ethertype, &body)
+                })
+                .collect();
+            out.push((
+                leak(format!("{name}_v{v}")),
+                ethernet_capture(&frames),
+                conn,
+            ));
+        }
+    }
+    // IPComp with DEFLATE, as tshark inflates it: transport mode (the TCP segment of the IPv4
+    // packet compressed; CPI 2) and tunnel mode (an IPv6 packet compressed in IPv4; a CPI IKE
+    // negotiated).
+    let deflate = |b: &[u8]| miniz_oxide::deflate::compress_to_vec(b, 6);
+    let (v4, p4) = fresh4();
+    let transport: Vec<Vec<u8>> = p4
+        .iter()
+        .map(|p| {
+            let body = [&[6, 0, 0, 2][..], &deflate(&p[20..])].concat();
+            let (src, dst) = (p[12..16].try_into().unwrap(), p[16..20].try_into().unwrap());
+            eth(0x0800, &ipv4(108, 9, 0x4000, &body, src, dst))
+        })
+        .collect();
+    out.push(("ipcomp_transport_v4", ethernet_capture(&transport), v4));
+    let (v6, p6) = fresh6();
+    let tunnel: Vec<Vec<u8>> = p6
+        .iter()
+        .map(|p| {
+            eth(
+                0x0800,
+                &outer(108, &[&[41, 0, 0xee, 0xd1][..], &deflate(p)].concat()),
+            )
+        })
+        .collect();
+    out.push(("ipcomp_tunnel_v6", ethernet_capture(&tunnel), v6));
     // GTP-U over Linux SLL (v1) and SLL2.
     let (v4, p4) = fresh4();
     let (v4b, p4b) = fresh4();
@@ -581,12 +764,13 @@ fn tshark(capture: &Path, streams: usize) -> Vec<Followed> {
     }
     let out = cmd.output().expect("tshark runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let node = |s: &str| {
-        let (addr, port) = s.trim().rsplit_once(':').unwrap();
-        (
-            addr.trim_matches(['[', ']']).parse().unwrap(),
-            port.parse().unwrap(),
-        )
+    // A stream number tshark does not have prints "Node 0: :0": no node.
+    let node = |s: &str| -> Option<(IpAddr, u16)> {
+        let (addr, port) = s.trim().rsplit_once(':')?;
+        Some((
+            addr.trim_matches(['[', ']']).parse().ok()?,
+            port.parse().ok()?,
+        ))
     };
     let mut found = Vec::new();
     for block in text.split("===================================================================") {
@@ -594,9 +778,9 @@ fn tshark(capture: &Path, streams: usize) -> Vec<Followed> {
         let (mut b0, mut b1) = (Vec::new(), Vec::new());
         for line in block.lines() {
             if let Some(rest) = line.strip_prefix("Node 0: ") {
-                n0 = Some(node(rest));
+                n0 = node(rest);
             } else if let Some(rest) = line.strip_prefix("Node 1: ") {
-                n1 = Some(node(rest));
+                n1 = node(rest);
             } else if n1.is_some() && !line.trim().is_empty() {
                 let hex = line.trim();
                 let bytes: Vec<u8> = (0..hex.len() / 2)
@@ -719,22 +903,40 @@ fn tunnel_stacks_are_recorded() {
     for (name, capture, _) in cases() {
         let out = Reassembly::from_capture_bytes(Arc::new(capture), Config::default()).unwrap();
         let names = out.flows[0].tunnels.names();
-        let want = match name {
-            n if n.starts_with("gre_vxlan_gtpu") => "gre/vxlan/gtp-u",
-            n if n.starts_with("gtpu") => "gtp-u",
-            n if n.starts_with("vxlan_gpe") => "vxlan-gpe",
-            n if n.starts_with("vxlan") => "vxlan",
-            n if n.starts_with("geneve") => "geneve",
-            n if n.starts_with("l2tp") => "l2tp",
-            n if n.starts_with("erspan") => "erspan",
-            n if n.starts_with("gre") => "gre",
-            n if n.starts_with("teredo") => "teredo",
-            n if n.starts_with("mpls_udp") => "mpls-in-ip",
-            n if n.starts_with("etherip") => "etherip",
-            _ => "",
+        let want = match name.strip_prefix("deep_") {
+            Some(rest) => match rest.strip_prefix("gtpu_in_") {
+                Some(t) => format!("{}/gtp-u", stack_of(t)),
+                None => format!("gre/{}", stack_of(rest.trim_end_matches("_in_gre"))),
+            },
+            None => stack_of(name).to_string(),
         };
         assert_eq!(names, want, "{name}");
         assert_eq!(out.flows[0].tunnel.is_some(), !want.is_empty(), "{name}");
+    }
+}
+
+/// The tunnel stack a case's name stands for.
+fn stack_of(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("gre_vxlan_gtpu") => "gre/vxlan/gtp-u",
+        n if n.starts_with("gtpu") => "gtp-u",
+        n if n.starts_with("vxlan_gpe") => "vxlan-gpe",
+        n if n.starts_with("vxlan") => "vxlan",
+        n if n.starts_with("geneve") => "geneve",
+        n if n.starts_with("l2tp") => "l2tp",
+        n if n.starts_with("erspan") => "erspan",
+        n if n.starts_with("gre") || n.starts_with("wccp") => "gre",
+        n if n.starts_with("teredo") => "teredo",
+        n if n.starts_with("mpls_udp") => "mpls-in-ip",
+        n if n.starts_with("etherip") => "etherip",
+        n if n.starts_with("lisp") => "lisp",
+        n if n.starts_with("ayiya") => "ayiya",
+        n if n.starts_with("tzsp") => "tzsp",
+        n if n.starts_with("jmirror") => "jmirror",
+        n if n.starts_with("amt") => "amt",
+        n if n.starts_with("nsh_gre") => "gre/nsh",
+        n if n.starts_with("eth_in_ip") => "eth-in-ip",
+        _ => "",
     }
 }
 
@@ -800,4 +1002,16 @@ fn an_original_length_of_u32_max_wraps_nothing() {
     assert_eq!(out.counts.accounted(), out.counts.read);
     assert_eq!(bytes(&out, 0, 0), REQUEST);
     assert_eq!(bytes(&out, 0, 1), RESPONSE);
+}
+
+#[test]
+fn an_ipcomp_payload_inflating_beyond_a_datagram_is_not_followed() {
+    // 70,000 bytes deflate to about 100: inflated at most 65,535 (an IP datagram's payload).
+    let bomb = miniz_oxide::deflate::compress_to_vec(&[0_u8; 70_000], 6);
+    let frames = vec![
+        eth(0x0800, &outer(108, &[&[6, 0, 0, 2][..], &bomb].concat())),
+        eth(0x0800, &outer(108, &[6, 0, 0, 2, 0xff, 0xff, 0xff])), // not DEFLATE
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(out.counts.non_tcp, 2, "{:?}", out.counts);
 }

@@ -167,10 +167,11 @@ fn a_missing_head_after_the_syn_counts_and_a_late_syn_cannot_open_one() {
     assert_eq!(d.len_bytes, 0);
     assert_eq!(out.counts.hole_too_large, 1);
     // The SYN arriving after the data (reordered in the capture) would open the same hole:
-    // the SYN is dropped, and the stream starts at its data.
+    // the SYN is dropped, and the stream starts at its data. (A SYN/ACK: a SYN without ACK at
+    // another sequence number than the first packet's, less one, opens a new connection.)
     let frames = vec![
         c.frame(0, ISN + 100, ACK, b"data"),
-        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN, SYN | ACK, b""),
     ];
     let out = both(&frames, with_max_hole(50));
     let d = &out.flows[0].dirs[0];

@@ -199,12 +199,17 @@ fn capture_without_syn_starts_at_the_lowest_sequence_number() {
 fn data_before_the_syn_is_left_out_and_counted() {
     let c = Conn::v4();
     let frames = vec![
-        c.frame(0, ISN - 3, ACK, b"xyzabc"),
         c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN - 3, ACK, b"xyzabc"),
     ];
     let out = reassemble(&frames, Config::default());
     assert_eq!(bytes(&out, 0, 0), b"bc");
     assert_eq!(out.flows[0].dirs[0].bytes.before_start_bytes, 4);
+    // A SYN after the data, at another sequence number than the direction's first packet's
+    // (less one): a new connection on the same 5-tuple, as tshark takes it.
+    let out = reassemble(&[frames[1].clone(), frames[0].clone()], Config::default());
+    assert_eq!((out.flows.len(), out.reused_tuples), (2, 1));
+    assert_eq!(bytes(&out, 0, 0), b"xyzabc");
 }
 
 #[test]
@@ -490,4 +495,33 @@ fn unacknowledged_data_is_kept_or_dropped_as_asked() {
     ];
     let out = reassemble(&frames, policy(UnackedPolicy::Drop));
     assert_eq!(bytes(&out, 0, 0), b"abcd");
+}
+
+#[test]
+fn a_syn_at_a_new_sequence_number_opens_a_new_flow_on_the_same_tuple() {
+    // As tshark's "TCP port numbers reused": after a FIN, after a RST, or with no close at all;
+    // a retransmitted SYN (the same sequence number) is the same connection.
+    let c = Conn::v4();
+    let conn = |isn: u32, data: &[u8], close: u8| {
+        let mut f = vec![
+            c.frame(0, isn, SYN, b""),
+            c.frame(0, isn, SYN, b""), // retransmitted
+            c.frame_ack(1, 77, isn + 1, SYN | ACK, b""),
+            c.frame_ack(0, isn + 1, 78, ACK | PSH, data),
+        ];
+        if close != 0 {
+            f.push(c.frame_ack(0, isn + 1 + data.len() as u32, 78, close | ACK, b""));
+        }
+        f
+    };
+    let mut frames = conn(ISN, b"first", FIN);
+    frames.extend(conn(9000, b"second", RST));
+    frames.extend(conn(20000, b"third", 0));
+    frames.extend(conn(30000, b"fourth", 0));
+    let out = reassemble(&frames, Config::default());
+    assert_eq!(out.reused_tuples, 3);
+    let streams: Vec<Vec<u8>> = (0..out.flows.len()).map(|f| bytes(&out, f, 0)).collect();
+    assert_eq!(streams, [&b"first"[..], b"second", b"third", b"fourth"]);
+    // The server's SYN/ACK at the same sequence number every time opens nothing.
+    assert!(out.flows.iter().all(|f| f.dirs[1].syn));
 }

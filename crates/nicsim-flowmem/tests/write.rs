@@ -51,7 +51,7 @@ fn only_directions_with_stream_bytes_get_a_file() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 3);
     assert!(lines[0].starts_with("flow,direction,src,dst,sport,dport,proto,"));
-    assert!(lines[0].ends_with(",unacked_bytes,file,holes"));
+    assert!(lines[0].ends_with(",unacked_bytes,snaplen_cut_bytes,file,holes"));
     assert!(lines[1].ends_with(",flow00000.0.bin,1"), "{}", lines[1]);
     assert!(lines[2].ends_with(",,0"), "{}", lines[2]);
     // tshark's markers: between runs only.

@@ -162,6 +162,20 @@ mod ethertype {
     pub const ERSPAN_2: u16 = 0x88be;
     /// ERSPAN type III (in GRE).
     pub const ERSPAN_3: u16 = 0x22eb;
+    /// WCCP redirection in GRE: IP, perhaps behind a 4-byte redirect header.
+    pub const WCCP: u16 = 0x883e;
+    /// Network Service Header (RFC 8300).
+    pub const NSH: u16 = 0x894f;
+    /// IEEE 802.1ah provider backbone bridging (MAC-in-MAC): an I-TAG, then a customer frame.
+    pub const PBB: u16 = 0x88e7;
+    /// Cisco VN-Tag: 4 bytes, then an EtherType.
+    pub const VN_TAG: u16 = 0x8926;
+    /// IEEE 802.1BR E-Tag: 6 bytes, then an EtherType.
+    pub const E_TAG: u16 = 0x893f;
+    /// Cisco MetaData (security group tag): 6 bytes, then an EtherType.
+    pub const CISCO_METADATA: u16 = 0x8909;
+    /// TRILL (RFC 6325): a 6-byte header and its options, then an Ethernet frame.
+    pub const TRILL: u16 = 0x22f3;
 }
 
 /// UDP ports on which tshark 4.0 decodes a tunnel by default (its `udp.port` dissector table,
@@ -183,6 +197,16 @@ pub mod udp_port {
     pub const GRE: u16 = 4754;
     /// MPLS over UDP (RFC 7510).
     pub const MPLS: u16 = 6635;
+    /// LISP data plane (RFC 9300).
+    pub const LISP_DATA: u16 = 4341;
+    /// AYIYA ("Anything In Anything", draft-massar-v6ops-ayiya).
+    pub const AYIYA: u16 = 5072;
+    /// TZSP (TaZmen Sniffer Protocol).
+    pub const TZSP: u16 = 37008;
+    /// Juniper packet mirroring (Jmirror).
+    pub const JMIRROR: u16 = 30030;
+    /// AMT, automatic multicast tunneling (RFC 7450).
+    pub const AMT: u16 = 2268;
 }
 
 /// The UDP port of VXLAN (RFC 7348).
@@ -218,6 +242,20 @@ pub enum TunnelKind {
     EtherIp,
     /// MPLS over UDP (6635) or in IP (protocol 137).
     Mpls,
+    /// LISP data (UDP 4341, RFC 9300).
+    Lisp,
+    /// AYIYA, "Anything In Anything" (UDP 5072).
+    Ayiya,
+    /// TZSP, TaZmen Sniffer Protocol (UDP 37008), carrying Ethernet.
+    Tzsp,
+    /// Juniper packet mirroring (UDP 30030).
+    Jmirror,
+    /// AMT multicast data (UDP 2268, RFC 7450).
+    Amt,
+    /// Network Service Header (RFC 8300; EtherType 0x894f, in GRE or VXLAN-GPE).
+    Nsh,
+    /// An Ethernet frame directly in IP (protocol 143, RFC 8986's End.DX2).
+    EthInIp,
 }
 
 impl TunnelKind {
@@ -235,6 +273,13 @@ impl TunnelKind {
             TunnelKind::Erspan => "erspan",
             TunnelKind::EtherIp => "etherip",
             TunnelKind::Mpls => "mpls-in-ip",
+            TunnelKind::Lisp => "lisp",
+            TunnelKind::Ayiya => "ayiya",
+            TunnelKind::Tzsp => "tzsp",
+            TunnelKind::Jmirror => "jmirror",
+            TunnelKind::Amt => "amt",
+            TunnelKind::Nsh => "nsh",
+            TunnelKind::EthInIp => "eth-in-ip",
         }
     }
 }
@@ -412,6 +457,60 @@ pub fn decode_datagram(datagram: &[u8], outer: &Segment) -> Result<Option<Segmen
         layers: outer.layers,
     }
     .walk(0, Next::Ip)
+}
+
+/// IPComp (RFC 3173): the IP protocol whose payload is compressed.
+pub const IPCOMP: u8 = 108;
+
+/// Most bytes an IPComp payload inflates to: an IP datagram's (its 16-bit length).
+pub const MAX_IPCOMP_INFLATED: usize = 65_535;
+
+/// The payload of an IPComp packet `seg` (protocol [`IPCOMP`]) held in `frame`, inflated as
+/// tshark inflates it: whole in the frame, a DEFLATE stream (RFC 2394) of at most
+/// [`MAX_IPCOMP_INFLATED`] bytes, its CPI DEFLATE's (2) or a negotiated one (256 and above, as
+/// IKE sets them; not OUI, LZS or LZJH: 1, 3, 4). Its next header and the inflated bytes; None
+/// otherwise.
+pub fn ipcomp_inflate(frame: &[u8], seg: &Segment) -> Option<(u8, Vec<u8>)> {
+    let p = frame.get(seg.payload.clone())?;
+    if seg.ip.proto != IPCOMP || seg.missing > 0 || p.len() < 4 || matches!(be16(p, 2), 1 | 3 | 4) {
+        return None;
+    }
+    use miniz_oxide::inflate::{decompress_to_vec_with_limit, decompress_to_vec_zlib_with_limit};
+    let data = &p[4..];
+    let out = decompress_to_vec_with_limit(data, MAX_IPCOMP_INFLATED)
+        .or_else(|_| decompress_to_vec_zlib_with_limit(data, MAX_IPCOMP_INFLATED))
+        .ok()?;
+    Some((p[0], out))
+}
+
+/// The segment an inflated IPComp payload (`payload`, of protocol `next`) holds, the IPComp
+/// packet being `outer`: an inner IP packet (tunnel mode), or the transport segment of the
+/// outer addresses (transport mode).
+pub fn decode_ipcomp(
+    payload: &[u8],
+    next: u8,
+    outer: &Segment,
+) -> Result<Option<Segment>, ParseError> {
+    let mut walk = Walk {
+        frame: payload,
+        end: usize::MAX,
+        vlan: outer.vlan,
+        tunnel: outer.tunnel,
+        tunnels: outer.tunnels,
+        layers: outer.layers + 1,
+    };
+    if matches!(next, protocol::IPV4_IN_IP | protocol::IPV6_IN_IP) {
+        return walk.walk(0, Next::Ip);
+    }
+    let info = IpInfo {
+        proto: next,
+        total_len: payload.len(),
+        ..outer.ip
+    };
+    match walk.upper(0, 0, payload.len(), info, None, true)? {
+        Step::Done(s) => Ok(Some(s)),
+        Step::Inner(at, n) => walk.walk(at, n),
+    }
 }
 
 fn short(layer: Layer, at: usize, needed: usize, frame: &[u8]) -> ParseError {
@@ -780,6 +879,31 @@ impl Walk<'_> {
                         Next::Ppp
                     }
                     ethertype::TEB => Next::Ethernet,
+                    ethertype::PBB => {
+                        // The I-TAG (flags, service id), then the customer's addresses.
+                        need(frame, Layer::Link, at, 4)?;
+                        at += 4;
+                        Next::Ethernet
+                    }
+                    ethertype::VN_TAG | ethertype::E_TAG | ethertype::CISCO_METADATA => {
+                        let len = if t == ethertype::VN_TAG { 4 } else { 6 };
+                        need(frame, Layer::Link, at, len + 2)?;
+                        at += len + 2;
+                        Next::Ether(be16(frame, at - 2))
+                    }
+                    ethertype::TRILL => {
+                        // Version, reserved, multi-destination, options length (4-byte
+                        // words), hop count; egress and ingress nicknames; the options.
+                        need(frame, Layer::Link, at, 6)?;
+                        at += 6 + usize::from((be16(frame, at) >> 6) & 0x1f) * 4;
+                        Next::Ethernet
+                    }
+                    ethertype::NSH => {
+                        let (a, n) = nsh(frame, at)?;
+                        self.tunnels.push(TunnelKind::Nsh);
+                        at = a;
+                        n
+                    }
                     ethertype::PPP => {
                         // PPP in enhanced GRE: perhaps with the HDLC address and control bytes.
                         if frame.get(at..at + 2) == Some(&[0xff, 0x03]) {
@@ -1010,6 +1134,7 @@ mod ip_proto {
     pub const ETHERIP: u8 = 97;
     pub const L2TP: u8 = 115;
     pub const MPLS_IN_IP: u8 = 137;
+    pub const ETHERNET: u8 = 143;
 }
 
 /// The tunnel an IP packet's payload at `l4` (ending at `end`) is, when it is one tshark
@@ -1034,6 +1159,7 @@ fn inner(
         }
         ip_proto::MPLS_IN_IP => Some((l4, Next::Ether(ethertype::MPLS), TunnelKind::Mpls)),
         ip_proto::L2TP => l2tpv3(frame, l4, end, false),
+        ip_proto::ETHERNET => Some((l4, Next::Ethernet, TunnelKind::EthInIp)),
         protocol::UDP if end >= l4 + 8 => {
             let (sport, dport) = (be16(frame, l4), be16(frame, l4 + 2));
             // tshark tries the lower port's dissector first.
@@ -1066,6 +1192,7 @@ fn udp_tunnel(
                 1 => Next::Ether(ethertype::IPV4),
                 2 => Next::Ether(ethertype::IPV6),
                 3 => Next::Ethernet,
+                4 => Next::Ether(ethertype::NSH),
                 5 => Next::Ether(ethertype::MPLS),
                 _ => Next::Other,
             };
@@ -1093,6 +1220,41 @@ fn udp_tunnel(
         },
         udp_port::GRE => gre(frame, at)?,
         udp_port::MPLS => Some((at, Next::Ether(ethertype::MPLS), TunnelKind::Mpls)),
+        udp_port::LISP_DATA if has(9) => {
+            // An 8-byte header (nonce, instance id, locator status), then IPv4 or IPv6.
+            matches!(frame[at + 8] >> 4, 4 | 6).then_some((at + 8, Next::Ip, TunnelKind::Lisp))
+        }
+        udp_port::AYIYA if has(8) => {
+            // Identity length (2^n bytes) and type, signature length (4-byte words), hash
+            // and authentication methods, operation (1: forward), next header, epoch; then the
+            // identity and the signature.
+            let id_len = 1_usize << (frame[at] >> 4);
+            let sig_len = usize::from(frame[at + 1] >> 4) * 4;
+            let inner = at + 8 + id_len + sig_len;
+            let next = match frame[at + 3] {
+                protocol::IPV4_IN_IP => Next::Ether(ethertype::IPV4),
+                protocol::IPV6_IN_IP => Next::Ether(ethertype::IPV6),
+                _ => Next::Other,
+            };
+            (frame[at + 2] & 0x0f == 1 && inner < end).then_some((inner, next, TunnelKind::Ayiya))
+        }
+        udp_port::TZSP if has(4) => tzsp(frame, at, end),
+        udp_port::JMIRROR if has(12) => {
+            // Mirror and session ids, then IPv4 with a 20-byte header, IPv6, or PPP in HDLC
+            // framing (tshark's heuristic).
+            let b = &frame[at + 8..at + 12];
+            if b[0] == 0x45 || (b[0] >> 4 == 6 && b[1] & 0x0f == 0 && b[2] == 0 && b[3] == 0) {
+                Some((at + 8, Next::Ip, TunnelKind::Jmirror))
+            } else if b[0] == 0xff && b[1] == 0x03 && b[2] & 0x0f == 0 && b[3] == 0x21 {
+                Some((at + 10, Next::Ppp, TunnelKind::Jmirror))
+            } else {
+                None
+            }
+        }
+        udp_port::AMT if has(3) => {
+            // Version 0, type 6 (multicast data), a reserved byte, then the IP packet.
+            (frame[at] == 0x06).then_some((at + 2, Next::Ip, TunnelKind::Amt))
+        }
         _ => None,
     })
 }
@@ -1258,8 +1420,54 @@ fn gre(frame: &[u8], at: usize) -> Result<Option<(usize, Next, TunnelKind)>, Par
             need(frame, Layer::Link, inner, len)?;
             (inner + len, Next::Ethernet, TunnelKind::Erspan)
         }
+        ethertype::WCCP => {
+            // A 4-byte redirect header unless IPv4 follows at once (tshark's test).
+            need(frame, Layer::Link, inner, 1)?;
+            let ip = if frame[inner] >> 4 == 4 {
+                inner
+            } else {
+                inner + 4
+            };
+            (ip, Next::Ip, TunnelKind::Gre)
+        }
         _ => (inner, Next::Ether(proto), TunnelKind::Gre),
     }))
+}
+
+/// A TZSP header at `at`: version 1, type (received or sent), encapsulation (1: Ethernet),
+/// then tagged fields up to the end tag (1; 0 is one byte of padding); then the frame.
+fn tzsp(frame: &[u8], at: usize, end: usize) -> Option<(usize, Next, TunnelKind)> {
+    if frame[at] != 1 || frame[at + 1] > 1 || be16(frame, at + 2) != 1 {
+        return None;
+    }
+    let mut k = at + 4;
+    loop {
+        match *frame.get(k).filter(|_| k < end)? {
+            0 => k += 1,
+            1 => break Some((k + 1, Next::Ethernet, TunnelKind::Tzsp)),
+            _ => k += 2 + usize::from(*frame.get(k + 1)?),
+        }
+    }
+}
+
+/// A Network Service Header at `at` (RFC 8300): version 0, the header's length in 4-byte
+/// words (at least the base and service path headers), the next protocol.
+fn nsh(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
+    need(frame, Layer::Link, at, 8)?;
+    let len = usize::from(be16(frame, at) & 0x3f) * 4;
+    if frame[at] >> 6 != 0 || len < 8 {
+        return Ok((at, Next::Other));
+    }
+    need(frame, Layer::Link, at, len)?;
+    let next = match frame[at + 3] {
+        1 => Next::Ether(ethertype::IPV4),
+        2 => Next::Ether(ethertype::IPV6),
+        3 => Next::Ethernet,
+        4 => Next::Ether(ethertype::NSH),
+        5 => Next::Ether(ethertype::MPLS),
+        _ => Next::Other,
+    };
+    Ok((at + len, next))
 }
 
 /// The length a Hop-by-Hop Jumbo Payload option gives an IPv6 packet at `at` with payload

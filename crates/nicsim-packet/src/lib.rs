@@ -33,7 +33,8 @@ pub mod udp;
 
 pub use builder::{FrameSpec, L4Proto};
 pub use decode::{
-    decode, decode_datagram, linktype, Fragment, Segment, Tunnel, TunnelKind, TunnelStack,
+    decode, decode_datagram, decode_ipcomp, ipcomp_inflate, linktype, Fragment, Segment, Tunnel,
+    TunnelKind, TunnelStack,
 };
 pub use error::{BuildError, Layer, ParseError};
 pub use parse::{fix_checksums, parse, IpInfo, L4Info, Parsed, TcpInfo};

@@ -146,6 +146,12 @@ impl FlowCapture {
             .collect()
     }
 
+    /// Connections that reused an earlier connection's 5-tuple (each is a flow of its own).
+    #[getter]
+    fn reused_tuples(&self) -> u64 {
+        self.inner.reused_tuples
+    }
+
     /// The limits used, as a dict (`max_flows`, `max_arena_bytes`,
     /// `max_segments_per_direction`, `max_hole_bytes`).
     #[getter]
@@ -267,6 +273,7 @@ impl FlowCapture {
         row.set_item("conflict_bytes", dir.bytes.conflict_bytes)?;
         row.set_item("before_start_bytes", dir.bytes.before_start_bytes)?;
         row.set_item("unacked_bytes", dir.bytes.unacked_bytes)?;
+        row.set_item("snaplen_cut_bytes", dir.bytes.snaplen_cut_bytes)?;
         Ok(row)
     }
 

@@ -329,6 +329,7 @@ def reassemble(
             "max_hole_bytes": cap.limits["max_hole_bytes"],
             "cut_directions": w["cut_directions"],
             "defrag": cap.defrag(),
+            "reused_tuples": cap.reused_tuples,
             "capture_warnings": cap.leniency[1],
             "records_cut": cap.leniency[2],
             "tunnelled_flows": w["tunnelled_flows"],

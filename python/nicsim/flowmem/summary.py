@@ -164,6 +164,7 @@ class ReassembleSummary(TypedDict):
     max_hole_bytes: int
     cut_directions: int
     defrag: DefragCounts
+    reused_tuples: int
     capture_warnings: int
     records_cut: int
     tunnelled_flows: dict[str, int]
