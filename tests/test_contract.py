@@ -615,7 +615,10 @@ def test_signals_are_held_back_in_a_deferred_block() -> None:
     the signal is noted and raised where the caller says, and the handlers are given back."""
     from nicsim import signals
 
+    # The handlers a fresh `nicsim` process has (an earlier test in this pytest worker may have
+    # left SIGINT otherwise: a run on main at fd9514d found it ignored here).
     old_term = signal.signal(signal.SIGTERM, signals.on_sigterm)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(signals.Terminated) as e:
             with signals.deferred() as sig:
@@ -639,6 +642,7 @@ def test_signals_are_held_back_in_a_deferred_block() -> None:
             assert sig.signum is None
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_analyze_count_min_reaches_the_ssp(tmp_path: Path) -> None:
     assert s["naive"]["pps"] == pytest.approx(248.5e6 / 10, rel=1e-6)
     assert s["naive"]["bps"] == pytest.approx(s["naive"]["pps"] * 60 * 8, rel=1e-9)
     assert s["graph"]["loops"] == [{"insn": s["graph"]["loops"][0]["insn"], "line": s["graph"]["loops"][0]["line"],
-                                    "bound": 9, "evident": True}]
+                                    "bound": 9, "evident": True, "summary": False}]
     assert s["graph"]["loops"][0]["line"].startswith("count_min.c:")
     assert s["path"]["insns"] and all(line.startswith("count_min.c:") for line in s["path"]["source_lines"])
     assert s["trace"][0]["bps"] == s["naive"]["bps"]

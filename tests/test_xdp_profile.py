@@ -5,7 +5,8 @@ guarantee.
   analysis's example packet (the example, random and mutated packets): no packet may be costlier
   than the guarantee, on nfp and on x86-jit; the example packet, run from the analysis's maps,
   costs exactly the guarantee (one cost function for the analysis and the profile).
-  `NICSIM_PROFILE_ALL=1` (`make profile-soundness`) runs every program on every capture.
+  `NICSIM_PROFILE_ALL=1` (`make profile-soundness`) runs every program on every capture, and
+  `$NICSIM_PAPER_OBJECTS` adds the XDP paper's own objects on both targets.
 - The map state is carried from packet to packet, from empty maps, a JSON file or bpftool's
   dump; the summary, the tables and the plots; a hostile input is one line, exit code 2.
 """
@@ -38,6 +39,16 @@ TIMEOUT_S = 20.0 if ALL else 3.0
 #: a parser, a DRAM-bound cache, a sketch that writes maps, a load balancer over IPv6.
 X86_CHOSEN = ("parser", "dns_cache", "count_min_5", "quic_lb_v6")
 CASES = [(p.name, "nfp") for p in SUITE] + [(p.name, "x86-jit") for p in SUITE if ALL or p.name in X86_CHOSEN]
+#: The XDP paper's own objects (published with the artifact, not in this repository), where
+#: $NICSIM_PAPER_OBJECTS names their folder (as tests/test_xdp_paper.py): each on both targets.
+PAPER = Path(os.environ.get("NICSIM_PAPER_OBJECTS", "/nonexistent"))
+PAPER_OBJECTS = sorted(PAPER.glob("xdp-*.bpf.o")) if PAPER.is_dir() else []
+CASES += [(f"paper:{p.name}", t) for p in PAPER_OBJECTS for t in ("nfp", "x86-jit")]
+
+
+def program_object(name: str) -> Path:
+    """A suite program's object, or with the prefix `paper:` one of the paper's objects."""
+    return PAPER / name.removeprefix("paper:") if name.startswith("paper:") else xdp_object(name)
 
 
 def world() -> list[Path]:
@@ -66,9 +77,9 @@ def udp_frame(payload: bytes = b"x" * 18, dport: int = 53) -> bytes:
 def analysis_dir(tmp: Path, name: str, target: str) -> Path:
     from nicsim.xdp import analyze
 
-    out = tmp / f"a-{name}-{target}"
+    out = tmp / f"a-{name.replace(':', '-')}-{target}"
     if not (out / "summary.json").exists():
-        analyze(xdp_object(name), out, target=target, rate="packet", timeout_s=TIMEOUT_S, mac_limit=False)
+        analyze(program_object(name), out, target=target, rate="packet", timeout_s=TIMEOUT_S, mac_limit=False)
     return out
 
 
@@ -80,7 +91,7 @@ def test_no_packet_is_costlier_than_the_guarantee(name: str, target: str, tmp_pa
 
     if target == "x86-jit":
         request.getfixturevalue("x86_jit")
-    obj = xdp_object(name)
+    obj = program_object(name)
     if not obj.exists():
         pytest.skip(f"{obj} is not built (make xdp-suite)")
     a = analysis_dir(tmp_path, name, target)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -634,15 +633,12 @@ def xdp_validate(
     error distribution in validation.json); a path the kernel does not take as the interpreter
     does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """
-    from nicsim.xdp.validate import load_warning, validate
+    from nicsim.xdp.validate import analysis_kconfig, load_warning, validate
 
     program = either(program, program_p, "--program", "-p")
     if kconfig is None:  # the configuration the analysis took (a file it names), unless NICSIM_KCONFIG says
-        try:
-            kconfig_used = json.loads((analysis / "summary.json").read_text()).get("object", {}).get("kconfig")
-        except (OSError, ValueError, AttributeError):
-            kconfig_used = None  # validate() reports a missing or broken summary.json
-        if isinstance(kconfig_used, str) and "NICSIM_KCONFIG" not in os.environ:
+        kconfig_used = analysis_kconfig(analysis)  # None for a summary validate() then refuses
+        if kconfig_used is not None and "NICSIM_KCONFIG" not in os.environ:
             kconfig = Path(kconfig_used)
     use_kconfig(kconfig)
     with ui.Progress("validating", transient=True) as bar:

@@ -76,6 +76,17 @@ STREAM_HEADER_BYTES = 64
 MAX_SUMMARY_BYTES = 64 << 20
 
 
+def analysis_kconfig(analysis: Path) -> str | None:
+    """The kernel configuration file the analysis in folder `analysis` took (`object.kconfig`), or
+    None: none, or a summary that cannot be read (read as [`_read_analysis`] reads it, within its
+    bounds; `validate` then reports what is wrong with it)."""
+    try:
+        k = (_read_analysis(analysis).get("object") or {}).get("kconfig")
+    except (InputError, AttributeError):
+        return None
+    return k if isinstance(k, str) else None
+
+
 def _read_analysis(analysis: Path) -> dict[str, Any]:
     """The summary of `nicsim xdp analyze` in folder `analysis`, with the keys validation reads
     checked (each problem names the file and the key)."""
