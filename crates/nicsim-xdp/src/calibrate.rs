@@ -822,7 +822,7 @@ fn calls_helper(body: &[Raw]) -> bool {
 /// the runs no slower than the 90th percentile; the percentiles' own difference doubled on a
 /// loaded machine, where another process's work between two runs empties the caches).
 fn one_call_ns(base: &Kernel, one: &Kernel, packet: &[u8]) -> Result<f64, KernelError> {
-    const RUNS: usize = 2001;
+    const RUNS: usize = 1001;
     let (mut t0, mut t1) = (Vec::with_capacity(RUNS), Vec::with_capacity(RUNS));
     for _ in 0..RUNS {
         t0.push(base.run(packet, 1)?.duration_ns as f64);
