@@ -129,6 +129,36 @@ fn offload_units(config_json: &str) -> PyResult<String> {
 }
 
 /// `--tail-call` entries as (map, index, program) tuples from Python.
+/// The target (`--target`'s TOML, without the MAC limit unless `mac_limit`) and the options of
+/// an analysis, as the analysis and the profile take them.
+#[allow(clippy::too_many_arguments)]
+fn analysis_inputs(
+    target_toml: &str,
+    target_file: &str,
+    mac_limit: bool,
+    section: Option<String>,
+    program: Option<String>,
+    loop_bound: Option<u32>,
+    memory_mb: Option<u64>,
+    map_sizes: Vec<(String, u32)>,
+    tail_calls: Vec<(String, u32, String)>,
+) -> PyResult<(nicsim_xdp::Target, nicsim_xdp::Options)> {
+    let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
+        .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
+    if !mac_limit {
+        target = target.without_mac_limit();
+    }
+    let opts = nicsim_xdp::Options {
+        section,
+        program,
+        loop_bound,
+        memory_budget_bytes: nicsim_xdp::Options::memory_budget_mb(memory_mb),
+        map_sizes,
+        tail_calls: tail_specs(tail_calls),
+    };
+    Ok((target, opts))
+}
+
 fn tail_specs(v: Vec<(String, u32, String)>) -> Vec<nicsim_xdp::TailSpec> {
     v.into_iter()
         .map(|(map, index, program)| nicsim_xdp::TailSpec {
@@ -269,19 +299,17 @@ impl XdpSearch {
         map_sizes: Vec<(String, u32)>,
         tail_calls: Vec<(String, u32, String)>,
     ) -> PyResult<Self> {
-        let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
-            .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
-        if !mac_limit {
-            target = target.without_mac_limit();
-        }
-        let opts = nicsim_xdp::Options {
+        let (target, opts) = analysis_inputs(
+            target_toml,
+            target_file,
+            mac_limit,
             section,
             program,
             loop_bound,
-            memory_budget_bytes: nicsim_xdp::Options::memory_budget_mb(memory_mb),
+            memory_mb,
             map_sizes,
-            tail_calls: tail_specs(tail_calls),
-        };
+            tail_calls,
+        )?;
         let a = py
             .detach(|| nicsim_xdp::Analysis::new(&obj, target, &opts))
             .map_err(|e| InputError::new_err(e.to_string()))?;
@@ -500,19 +528,17 @@ fn xdp_profile<'py>(
     use nicsim_xdp::interp::MapState;
     use nicsim_xdp::profile::Profile;
     use pyo3::types::{PyBytes, PyDict};
-    let mut target = nicsim_xdp::Target::from_toml(target_toml, target_file)
-        .map_err(|e| ConfigError::new_err((e.path, e.msg)))?;
-    if !mac_limit {
-        target = target.without_mac_limit();
-    }
-    let opts = nicsim_xdp::Options {
+    let (target, opts) = analysis_inputs(
+        target_toml,
+        target_file,
+        mac_limit,
         section,
         program,
         loop_bound,
-        memory_budget_bytes: nicsim_xdp::Options::memory_budget_mb(memory_mb),
+        memory_mb,
         map_sizes,
-        tail_calls: tail_specs(tail_calls),
-    };
+        tail_calls,
+    )?;
     let (json, cols) = py
         .detach(|| -> Result<(String, [Vec<u8>; 8]), String> {
             let a = nicsim_xdp::Analysis::new(&obj, target.clone(), &opts)

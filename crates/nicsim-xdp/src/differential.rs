@@ -471,31 +471,11 @@ impl Differential {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::{self, Limits};
-    use crate::cost;
     use crate::load::MAP_HASH;
-    use crate::target::Target;
     use crate::testasm::*;
 
     fn jne(dst: u8, imm: i32, off: i16) -> Slot {
         i(0x55, dst, 0, off, imm)
-    }
-
-    fn target() -> Target {
-        Target::builtin("nfp").unwrap().unwrap()
-    }
-
-    fn analysis(p: Program) -> Analysis {
-        let graph = cfg::build(&p, Limits::default()).unwrap();
-        let dag = cost::costed(&p, &graph, &target()).unwrap();
-        Analysis {
-            program: p,
-            graph,
-            search_dag: dag.clone(),
-            dag,
-            target: target(),
-            memory_budget_bytes: usize::MAX,
-        }
     }
 
     /// r2 = data, r3 = data_end; if data + 2 > data_end: return 1; r0 = pkt[0]; if r0 == 7:
@@ -522,7 +502,7 @@ mod tests {
 
     #[test]
     fn a_trace_maps_onto_the_one_path_that_executes_it() {
-        let a = analysis(branchy());
+        let a = nfp_analysis(branchy());
         let d = &a.search_dag;
         let pcs = |p: &[u32]| a.path_insns(d, p);
         let t = [0, 1, 2, 3, 4, 5, 6, 8, 9];
@@ -542,7 +522,7 @@ mod tests {
     fn a_jump_by_zero_gives_both_of_its_edges() {
         // if r1 == 0 goto +0 (either way to 1); r0 = 2; exit.
         let p = prog(&[jeq(1, 0, 0), mov(0, 2), exit()], Vec::new());
-        let a = analysis(p);
+        let a = nfp_analysis(p);
         let paths = match_trace(&a.search_dag, &[0, 1, 2], 4).unwrap();
         assert_eq!(paths.len(), 2);
         assert_eq!(match_trace(&a.search_dag, &[0, 1, 2], 1).unwrap().len(), 1);
@@ -629,7 +609,7 @@ mod tests {
 
     #[test]
     fn the_solver_finds_each_taken_path_satisfiable_with_its_witness() {
-        let d = Differential::new(analysis(lookup_program()));
+        let d = Differential::new(nfp_analysis(lookup_program()));
         let pkt = [9u8; 60];
         let entry = |v: u8| format!(r#"{{"h": {{"entries": {{"09000000": "{v:02x}"}}}}}}"#);
         for (maps, ret) in [(String::new(), 1), (entry(5), 3), (entry(6), 2)] {
@@ -662,7 +642,7 @@ mod tests {
         // Each path's query with another case's witness: the key's presence and its value
         // decide the path, so the witness must rule it out.
         let p = lookup_program();
-        let d = Differential::new(analysis(p.clone()));
+        let d = Differential::new(nfp_analysis(p.clone()));
         let pkt = [9u8; 60];
         let cases = [
             "",
@@ -721,14 +701,14 @@ mod tests {
         use crate::load::{MAP_ARRAY, MAP_LRU_HASH};
         let entry = r#"{"m": {"entries": {"01000000": "0500000000000000"}}}"#;
         for t in [MAP_HASH, MAP_LRU_HASH] {
-            let d = Differential::new(analysis(stale_value(t)));
+            let d = Differential::new(nfp_analysis(stale_value(t)));
             let c = d.case(&[0u8; 60], entry, 1000, 4).unwrap();
             assert_eq!(c.retval, Some(3), "map type {t}");
             assert_eq!(z3(&only_path(c).smt), "sat", "map type {t}");
         }
         // An array's value is written in place: the pointer reads 7, and the path that reads
         // anything else stays refuted.
-        let d = Differential::new(analysis(stale_value(MAP_ARRAY)));
+        let d = Differential::new(nfp_analysis(stale_value(MAP_ARRAY)));
         let c = d.case(&[0u8; 60], entry, 1000, 4).unwrap();
         assert_eq!(c.retval, Some(2));
         let p = &d.a.program;
@@ -755,7 +735,7 @@ mod tests {
 
     #[test]
     fn a_case_gives_the_path_query_with_the_witness() {
-        let d = Differential::new(analysis(branchy()));
+        let d = Differential::new(nfp_analysis(branchy()));
         let mut pkt = vec![0u8; 60];
         pkt[0] = 7;
         let c = d.case(&pkt, "", 1000, 4).unwrap();

@@ -525,26 +525,11 @@ impl Profile<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::{self, Limits};
-    use crate::cost;
     use crate::load::MAP_ARRAY;
     use crate::testasm::*;
 
     fn target() -> Target {
         Target::builtin("nfp").unwrap().unwrap()
-    }
-
-    fn analysis(p: Program) -> Analysis {
-        let graph = cfg::build(&p, Limits::default()).unwrap();
-        let dag = cost::costed(&p, &graph, &target()).unwrap();
-        Analysis {
-            program: p,
-            graph,
-            search_dag: dag.clone(),
-            dag,
-            target: target(),
-            memory_budget_bytes: usize::MAX,
-        }
     }
 
     /// Counts packets in array `cnt`: the first two pass (2), the rest drop (1), as does a
@@ -570,7 +555,7 @@ mod tests {
 
     #[test]
     fn follow_takes_the_path_match_trace_finds() {
-        let a = analysis(counter());
+        let a = nfp_analysis(counter());
         let mut maps = MapState::new(&a.program);
         let mut out = Vec::new();
         for _ in 0..3 {
@@ -587,7 +572,7 @@ mod tests {
 
     #[test]
     fn map_state_is_carried_from_packet_to_packet() {
-        let a = analysis(counter());
+        let a = nfp_analysis(counter());
         let t = target();
         let mut p = Profile::new(&a, &a.program, &t, MapState::new(&a.program));
         for k in 0..5u64 {
@@ -620,7 +605,7 @@ mod tests {
 
     #[test]
     fn short_packets_are_padded_and_long_ones_skipped() {
-        let a = analysis(counter());
+        let a = nfp_analysis(counter());
         let t = target();
         let mut p = Profile::new(&a, &a.program, &t, MapState::new(&a.program));
         p.packet(0, &[1; 42], false);
@@ -636,7 +621,7 @@ mod tests {
 
     #[test]
     fn the_sustained_rate_of_one_path_is_its_rate() {
-        let a = analysis(counter());
+        let a = nfp_analysis(counter());
         let t = target();
         let mut p = Profile::new(&a, &a.program, &t, MapState::new(&a.program));
         p.packet(0, &[0; 60], false);
@@ -660,7 +645,7 @@ mod tests {
 
     #[test]
     fn the_costliest_packets_are_kept() {
-        let a = analysis(counter());
+        let a = nfp_analysis(counter());
         let t = target();
         let mut p = Profile::new(&a, &a.program, &t, MapState::new(&a.program));
         for k in 0..(TOP_PACKETS as u64 + 10) {

@@ -223,3 +223,19 @@ pub(crate) fn steps_of(p: &Program, trace: &[u32]) -> Vec<(u32, crate::cfg::Edge
     }
     out
 }
+
+/// A hand-built program analysed on the built-in `nfp` target with the default limits and no
+/// memory budget (the unit tests' analysis).
+pub(crate) fn nfp_analysis(p: Program) -> crate::analysis::Analysis {
+    let target = crate::target::Target::builtin("nfp").unwrap().unwrap();
+    let graph = crate::cfg::build(&p, crate::cfg::Limits::default()).unwrap();
+    let dag = crate::cost::costed(&p, &graph, &target).unwrap();
+    crate::analysis::Analysis {
+        program: p,
+        graph,
+        search_dag: dag.clone(),
+        dag,
+        target,
+        memory_budget_bytes: usize::MAX,
+    }
+}
