@@ -202,13 +202,21 @@ wheel: develop
 # pytest runs on as many workers as the machine has cores (pytest-xdist); a module whose tests
 # share an expensive fixture, a Ray head or a venv is kept on one worker (`xdist_group`).
 PYTEST_WORKERS ?= auto
-# The Rust build and the system packages' download go side by side (a sub-make with -j2).
+# The Rust build and the system packages' download go side by side (a sub-make with -j2). The
+# x86-jit calibration that pytest's XDP tests share (tests/calibration.py, about 50 s) starts in
+# the background once the Rust tests are built, and runs beside them, so that no pytest worker
+# waits for it; pytest finds it in $(TEST_CALIBRATION).
+TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
 test:
 	$(MAKE) -j2 develop system-tools PGO=$(PGO) CARGO_PROFILE=test-release
 	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  $(CARGO) test --profile test-release --workspace --exclude nicsim-py
-	NICSIM_WHEEL_DIR=$(WHEEL_DIR) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests
+	  $(CARGO) test --profile test-release --workspace --no-run
+	rm -rf $(TEST_CALIBRATION) && $(PY) tests/calibration.py $(TEST_CALIBRATION)
+	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
+	  $(CARGO) test --profile test-release --workspace
+	NICSIM_TEST_CALIBRATION=$(TEST_CALIBRATION) NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
+	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests
 
 # The same pytest suite with every command in a real `python -m nicsim` process instead of a fork
 # of the tests' fork server (tests/forkserver.py): slower, and a check that the two agree.

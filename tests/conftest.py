@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import calibration
 import pytest
 
 from forkserver import run_nicsim
@@ -85,46 +86,32 @@ def paper() -> Path:
     return PAPER
 
 
-# The x86-jit target, calibrated once per test run on this machine (`nicsim xdp calibrate --json`)
-# into a file of the run's own, named by $NICSIM_X86_JIT while the session runs. It starts in the
-# background as soon as a process of the run has collected a test that needs it (the first to
-# create x86-jit.started in the run's shared temporary folder starts it), so that the other tests
-# run meanwhile instead of waiting (about 40 s, mostly the kernel's own time); a test that needs
-# it waits for x86-jit.rc, which the calibration's wrapper writes last. The calibration runs beside
-# the other tests, as the validations that use it do.
-_CALIBRATE = """
-import json, os, subprocess, sys
-toml, out, rc = sys.argv[1:4]
-r = subprocess.run([sys.executable, "-m", "nicsim", "xdp", "calibrate", "--json"], capture_output=True, text=True,
-                   env={**os.environ, "NICSIM_X86_JIT": toml})
-open(out, "w").write(r.stdout if r.returncode == 0 else r.stderr)
-open(rc + ".tmp", "w").write(str(r.returncode))
-os.replace(rc + ".tmp", rc)
-"""
+# The x86-jit target, calibrated once per test run on this machine (`nicsim xdp calibrate --json`,
+# tests/calibration.py) into a file of the run's own, named by $NICSIM_X86_JIT while the session
+# runs. It runs in the background: `make test` starts it before the Rust tests run and names its
+# folder in $NICSIM_TEST_CALIBRATION; otherwise the first process of the run to collect a test
+# that needs it starts it in the run's shared temporary folder. The other tests run meanwhile
+# instead of waiting (about 40 s, mostly the kernel's own time); a test that needs it waits for
+# x86-jit.rc, which the calibration's wrapper writes last. The calibration runs beside the other
+# tests, as the validations that use it do.
 _CALIBRATION: list[tuple[subprocess.Popen[bytes], Path]] = []
 
 
-def _calibration_files(shared: Path) -> tuple[Path, Path, Path]:
-    return shared / "x86-jit.toml", shared / "x86-jit.json", shared / "x86-jit.rc"
+def _calibration_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("NICSIM_TEST_CALIBRATION")
+    return Path(given) if given else run_temp(tmp_path_factory)
 
 
 def _start_calibration(shared: Path) -> None:
     """Start the run's calibration in the background, unless a process of the run already has."""
-    try:
-        fd = os.open(shared / "x86-jit.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    import sys
-
-    toml, out, rc = _calibration_files(shared)
-    _CALIBRATION.append((subprocess.Popen([sys.executable, "-c", _CALIBRATE, str(toml), str(out), str(rc)],
-                                          stdin=subprocess.DEVNULL, start_new_session=True), shared))
+    p = calibration.start(shared)
+    if p is not None:
+        _CALIBRATION.append((p, shared))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if any("x86_jit" in getattr(i, "fixturenames", ()) for i in session.items):
-        _start_calibration(run_temp(session.config._tmp_path_factory))  # type: ignore[attr-defined]
+        _start_calibration(_calibration_folder(session.config._tmp_path_factory))  # type: ignore[attr-defined]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -134,7 +121,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)  # the wrapper and its nicsim (a session of their own)
             p.wait()
-            _, out, rc = _calibration_files(shared)
+            _, out, rc = calibration.files(shared)
             if not rc.exists():  # a process still waiting for it is told
                 out.write_text("the calibration was stopped when the process that started it ended its session")
                 rc.write_text("-9")
@@ -145,9 +132,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def x86_jit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     import time
 
-    shared = run_temp(tmp_path_factory)
+    shared = _calibration_folder(tmp_path_factory)
     _start_calibration(shared)
-    path, out, rc = _calibration_files(shared)
+    path, out, rc = calibration.files(shared)
     deadline = time.monotonic() + 900
     while not rc.exists():
         assert time.monotonic() < deadline, "the x86-jit calibration did not end within 15 minutes"

@@ -865,7 +865,7 @@ impl XdpKernel {
 /// class's name.
 #[pyfunction]
 fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult<String> {
-    let (classes, overhead_ns) = nicsim_xdp::calibrate::calibrate(
+    let (classes, overhead_ns, refused) = nicsim_xdp::calibrate::calibrate(
         |name| {
             let _ = progress.call1(py, (name,));
         },
@@ -875,6 +875,7 @@ fn xdp_calibrate(py: Python<'_>, progress: Py<PyAny>, budget_s: f64) -> PyResult
     let c = nicsim_xdp::summary::Calibration {
         classes,
         overhead_ns,
+        refused,
     };
     Ok(serde_json::to_string(&c).expect("a calibration serialises"))
 }

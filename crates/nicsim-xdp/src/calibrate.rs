@@ -25,6 +25,16 @@ pub struct Measured {
     pub what: String,
 }
 
+/// A helper micro-benchmark the running kernel's verifier refused: this kernel does not give
+/// XDP programs the helper (kernels differ by version and configuration), so it is not timed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Refused {
+    /// The benchmark's name (the target's helper key, e.g. `xdp_adjust_meta`).
+    pub name: String,
+    /// The verifier's line saying why.
+    pub why: String,
+}
+
 fn r(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Raw {
     Raw {
         code,
@@ -861,14 +871,17 @@ pub fn empty_program() -> Result<Kernel, KernelError> {
 }
 
 /// Run the micro-benchmarks on the running kernel. `budget` bounds each measurement; returns
-/// the measured classes and the per-packet overhead (the empty program, one run per
-/// `BPF_PROG_TEST_RUN`, as `nicsim xdp validate` measures packets).
+/// the measured classes, the per-packet overhead (the empty program, one run per
+/// `BPF_PROG_TEST_RUN`, as `nicsim xdp validate` measures packets) and the helpers whose
+/// benchmarks the kernel refused (not timed; the target file costs them by analogy where it
+/// can, and says so).
 pub fn calibrate(
     mut progress: impl FnMut(&str),
     budget: Duration,
-) -> Result<(Vec<Measured>, f64), KernelError> {
+) -> Result<(Vec<Measured>, f64, Vec<Refused>), KernelError> {
     let packet = vec![0u8; 64];
     let mut out: Vec<Measured> = Vec::new();
+    let mut refused: Vec<Refused> = Vec::new();
     // Several runs of `repeat` repetitions each, sorted: the program without the body is taken
     // at their median, the program with it at their 90th percentile (issue 29: where the cost
     // varies with the machine's other load, the slow side, so that the guarantee holds under
@@ -899,8 +912,9 @@ pub fn calibrate(
         } else {
             200
         };
-        let load = |n: usize| -> Result<Kernel, KernelError> {
-            let k = Kernel::load_raw(&b.program(n), &b.maps, "GPL", "calib").map_err(|e| {
+        let load_raw = |n: usize| Kernel::load_raw(&b.program(n), &b.maps, "GPL", "calib");
+        let load_with = |n: usize, k: Result<Kernel, KernelError>| -> Result<Kernel, KernelError> {
+            let k = k.map_err(|e| {
                 KernelError::Input(format!("micro-benchmark '{}' ({n} times): {e}", b.name))
             })?;
             for (m, key, value) in &b.entries {
@@ -915,8 +929,18 @@ pub fn calibrate(
             }
             Ok(k)
         };
+        let load = |n: usize| load_with(n, load_raw(n));
         let base = load(0)?;
-        let full = load(n)?;
+        let full = match load_raw(n) {
+            Err(e) if calls_helper(&b.body) && e.refused_helper().is_some() => {
+                refused.push(Refused {
+                    name: b.name.to_string(),
+                    why: e.refused_helper().unwrap_or_default().trim().to_string(),
+                });
+                continue;
+            }
+            k => load_with(n, k)?,
+        };
         // A table of 2^20 entries takes 100 ns and more per access: fewer repetitions suffice.
         let repeat = if b.fill > SMALL_MAP_ENTRIES {
             200
@@ -959,5 +983,5 @@ pub fn calibrate(
             what: what.into(),
         });
     }
-    Ok((out, overhead))
+    Ok((out, overhead, refused))
 }

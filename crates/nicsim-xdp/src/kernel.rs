@@ -452,12 +452,28 @@ pub fn xdp_helper_allowed(id: u32) -> Result<bool, KernelError> {
     ];
     match Kernel::load_raw(&raw, &[], "GPL", "nicsim_probe") {
         Ok(_) => Ok(true),
-        Err(KernelError::Verifier { full_log, .. }) => {
-            Ok(!["cannot use helper", "unknown func", "invalid func"]
+        Err(e) => match e.refused_helper() {
+            Some(_) => Ok(false),
+            None if matches!(e, KernelError::Verifier { .. }) => Ok(true),
+            None => Err(e),
+        },
+    }
+}
+
+impl KernelError {
+    /// When the verifier refused the program because this kernel does not give XDP programs a
+    /// helper it calls (`program of this type cannot use helper bpf_X#N`, or a helper id it does
+    /// not know): the verifier's line saying so. Kernels differ: a helper the analyzer models
+    /// may be missing from, or configured out of, the kernel a program is checked against.
+    pub fn refused_helper(&self) -> Option<&str> {
+        let KernelError::Verifier { full_log, .. } = self else {
+            return None;
+        };
+        full_log.lines().find(|l| {
+            ["cannot use helper", "unknown func", "invalid func"]
                 .iter()
-                .any(|m| full_log.contains(m)))
-        }
-        Err(e) => Err(e),
+                .any(|m| l.contains(m))
+        })
     }
 }
 

@@ -387,6 +387,8 @@ pub struct Calibration {
     pub classes: Vec<Measured>,
     /// The per-packet overhead, ns.
     pub overhead_ns: f64,
+    /// The helpers this kernel's verifier does not give XDP programs, so not timed.
+    pub refused: Vec<crate::calibrate::Refused>,
 }
 
 #[cfg(test)]

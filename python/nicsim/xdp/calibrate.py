@@ -65,6 +65,7 @@ def target_toml(m: Calibration) -> str:
         'one packet per BPF_PROG_TEST_RUN"',
         'helper_rule = "this calibration did not measure it, nor cost it by analogy with what it measured '
         '(nicsim xdp helpers lists every helper\'s status)"',
+        *(f"# This kernel's verifier refused the benchmark of {r['name']}: {r['why']}" for r in m.get("refused", [])),
         "",
         "[limits]",
         "mac_pps = inf              # no NIC in the measurement",
@@ -99,6 +100,8 @@ def target_toml(m: Calibration) -> str:
     ]
 
     def helper(key: str, name: str, note: str = "") -> None:
+        if name not in ns:  # refused by this kernel (`Calibration.refused`): left uncosted
+            return
         src = what[name] + (f"; {note}" if note else "")
         lines.append(f'"{key}" = {{ cycles = {f(ns[name])}, source = "measured: {src}" }}')
 
@@ -107,6 +110,8 @@ def target_toml(m: Calibration) -> str:
         # the analysis does not know which one a packet meets. Names not measured (a file
         # calibrated before they were) are left out.
         got = [n for n in names if n in ns]
+        if not got:
+            return
         top = max(got, key=lambda n: ns[n])
         src = "; ".join(f"{what[n]} {ns[n]:.1f} ns" for n in got)
         lines.append(f'"{key}" = {{ cycles = {f(ns[top])}, source = "measured, the worst of: {src}'
@@ -148,6 +153,15 @@ def target_toml(m: Calibration) -> str:
                  "xdp_adjust_meta"):
         if name in ns:
             helper(name, name)
+    # A helper this kernel's verifier refused to its benchmark (kernels differ by version and
+    # configuration: `Calibration.refused`) is not timed; where a measured helper does the same
+    # work it is costed as that one, marked so, for programs analysed for a kernel that has it
+    # (the analysis also asks the running kernel's verifier, which says the program is refused).
+    for r in m.get("refused", []):
+        like = _LIKE_WHEN_REFUSED.get(r["name"])
+        if like and like[0] in ns:
+            lines.append(f'"{r["name"]}" = {{ cycles = {f(ns[like[0]])}, source = "analogy: {like[0]} measured; '
+                         f'this kernel refused its benchmark ({_toml_text(r["why"])}): {like[1]}" }}')
     if "ktime_get_coarse_ns" in ns:  # measured since 2026-11-26; older measurements: as ktime_get_ns
         helper("ktime_get_coarse_ns", "ktime_get_coarse_ns")
     else:
@@ -156,6 +170,8 @@ def target_toml(m: Calibration) -> str:
     def composite(key: str, parts: tuple[str, ...], why: str) -> None:
         # Helpers a micro-benchmark cannot time as a program uses them, costed as measured
         # classes (docs/xdp.md, "The x86-jit target").
+        if any(p not in ns for p in parts):  # a part this kernel refused: left uncosted
+            return
         total = sum(ns[p] for p in parts)
         lines.append(f'"{key}" = {{ cycles = {f(total)}, source = "analogy: {" + ".join(parts)} measured; {why}" }}')
 
@@ -286,6 +302,24 @@ def target_toml(m: Calibration) -> str:
         composite("loop.iteration", ("call_local", "jmp_taken", "alu64", "alu64"),
                   "not measured by this calibration: the callback's call, the counter's test and increment")
     return "\n".join(lines) + "\n"
+
+
+#: Helpers whose benchmark a kernel may refuse (it lacks them, or they are configured out),
+#: and the measured helper that does the same work: (helper, why).
+_LIKE_WHEN_REFUSED = {
+    "xdp_adjust_meta": ("xdp_adjust_head", "moves data_meta where bpf_xdp_adjust_head moves data, with the same "
+                        "checks against the frame's headroom"),
+    "xdp_get_buff_len": ("get_smp_processor_id", "a call that returns a field of the frame, without memory work"),
+    "ktime_get_boot_ns": ("ktime_get_ns", "the same clock read, with the boot offset added"),
+    "ktime_get_tai_ns": ("ktime_get_ns", "the same clock read, with the TAI offset added"),
+    "jiffies64": ("get_smp_processor_id", "a call that reads a counter"),
+    "get_numa_node_id": ("get_smp_processor_id", "a call that reads a per-CPU value"),
+}
+
+
+def _toml_text(text: str) -> str:
+    """`text` inside a TOML basic string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _worst_memory(ns: dict[str, float], what: dict[str, str]) -> list[str]:

@@ -522,6 +522,9 @@ def xdp_calibrate(
         path = calibrate(out, progress=lambda name: bar.update(detail=name), force=force, measured=measured)
     if warning := load_warning(machine_load(before, os.getloadavg()[0]), "calibrating"):
         ui.warn(warning)
+    for r in measured.get("refused", []):
+        ui.warn(f"this kernel's verifier refuses bpf_{r['name'].split('.')[0]} to XDP programs, so it was not timed "
+                f"({r['why']}); the target file says how it is costed, if at all")
     if ui.state.json:
         ui.result({"path": str(path), "calibration": measured}, lambda _console: None)
     ui.note(f"wrote {path}")

@@ -347,8 +347,16 @@ class Measured(TypedDict):
     what: str
 
 
+class Refused(TypedDict):
+    """A helper micro-benchmark the running kernel's verifier refused (not timed)."""
+
+    name: str
+    why: str
+
+
 class Calibration(TypedDict):
     """`_core.xdp_calibrate`'s result (Rust's `Calibration`)."""
 
     overhead_ns: float
     classes: list[Measured]
+    refused: list[Refused]
