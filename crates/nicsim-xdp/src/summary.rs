@@ -479,6 +479,10 @@ mod tests {
                 what: "x".into(),
             }],
             overhead_ns: 10.0,
+            refused: vec![crate::calibrate::Refused {
+                name: "xdp_adjust_meta".into(),
+                why: "program of this type cannot use helper bpf_xdp_adjust_meta#54".into(),
+            }],
         });
         assert_eq!(
             serde_json::to_string(&ProgArraySlots::Unknown).unwrap(),
