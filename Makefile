@@ -202,14 +202,15 @@ wheel: develop
 # pytest runs on as many workers as the machine has cores (pytest-xdist); a module whose tests
 # share an expensive fixture, a Ray head or a venv is kept on one worker (`xdist_group`).
 PYTEST_WORKERS ?= auto
-# The Rust build and the system packages' download go side by side (a sub-make with -j2). The
+# The Rust build, the system packages' download and Ray's install go side by side (a sub-make with
+# -j2), then the XDP programs' build, the veth captures and the wheel. The
 # x86-jit calibration that pytest's XDP tests share (tests/calibration.py, about 50 s) starts in
 # the background once the Rust tests are built, and runs beside them, so that no pytest worker
 # waits for it; pytest finds it in $(TEST_CALIBRATION).
 TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
 test:
-	$(MAKE) -j2 develop system-tools PGO=$(PGO) CARGO_PROFILE=test-release
-	$(MAKE) $(VENV)/.deps-ray test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
+	$(MAKE) -j2 develop system-tools $(VENV)/.deps-ray PGO=$(PGO) CARGO_PROFILE=test-release
+	$(MAKE) -j2 test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --profile test-release --workspace --no-run
 	rm -rf $(TEST_CALIBRATION) && $(PY) tests/calibration.py $(TEST_CALIBRATION)
