@@ -46,9 +46,11 @@ def failing_plots(tmp_path: Path, *args: str | os.PathLike[str], timeout: float 
                           env=env, timeout=timeout, cwd=tmp_path)
 
 
-def results_kept(r: subprocess.CompletedProcess[str], out: Path, *figures: str, summary: str = "summary.json") -> dict[str, Any]:
-    """Exit 0, the summary written, one warning line per failed plot naming its files, which are absent."""
-    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+def results_kept(r: subprocess.CompletedProcess[str], out: Path, *figures: str, summary: str = "summary.json",
+                 codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """Exit 0 (or one of `codes`), the summary written, one warning line per failed plot naming its files, which
+    are absent."""
+    assert r.returncode in codes, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr
     warnings = [line for line in r.stderr.splitlines() if "injected plot failure" in line]
     assert warnings, r.stderr
@@ -145,7 +147,9 @@ def test_xdp_validate(tmp_path: Path) -> None:
     r = failing_plots(tmp_path, "xdp", "validate", o, "--analysis", a, "--packets", "20", "--runs", "1", "-q")
     if r.returncode != 0 and "injected plot failure" not in r.stderr:
         pytest.skip(f"xdp validate cannot run here: {r.stderr.strip()[-300:]}")
-    v = results_kept(r, a, "validation", summary="validation.json")
+    # Exit 1 is a validation whose checks failed (its timing on a loaded machine, say): a result too.
+    v = results_kept(r, a, "validation", summary="validation.json", codes=(0, 1))
+    assert v["ok"] == (r.returncode == 0), (v["checks"], r.returncode)
     assert v["timing"]["packets"] > 0 and (a / "timing.csv").is_file()
 
 
