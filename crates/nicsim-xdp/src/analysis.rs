@@ -447,8 +447,8 @@ impl Analysis {
                 "unbounded: the program tail-calls through {} whose contents the object does not \
                  declare (user space may put any program there); declare them (.values) or give \
                  what the array holds when it runs: --tail-call MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] \
-                 (programs of this object), or --tail-call MAP=none (the array is empty: the \
-                 program is the last of its chain)",
+                 (PROGRAM: a program of this object, or OBJ.o[:PROGRAM] of another), or \
+                 --tail-call MAP=none (the array is empty: the program is the last of its chain)",
                 unbounded
                     .iter()
                     .map(|m| format!("prog array '{m}'"))
