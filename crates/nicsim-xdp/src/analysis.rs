@@ -433,7 +433,10 @@ impl Analysis {
                             .iter()
                             .map(|(k, &t)| {
                                 let t = &self.program.tail_targets[t];
-                                (k.to_string(), format!("{}/{}", t.section, t.name))
+                                // A program of another object: `OBJ.o:section/name`.
+                                let obj = t.object.rsplit('/').next().unwrap_or_default();
+                                let at = if obj.is_empty() { String::new() } else { format!("{obj}:") };
+                                (k.to_string(), format!("{at}{}/{}", t.section, t.name))
                             })
                             .collect(),
                     ),

@@ -279,7 +279,7 @@ def xdp_analyze(
             console.print(f"{s['object']['program']} on {s['target']}: unbounded (tail calls through "
                           f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed; "
                           f"give what {'they hold' if len(s['unbounded']) > 1 else 'it holds'} with --tail-call "
-                          "MAP=INDEX:PROGRAM (or MAP=INDEX:OBJ.o[:PROGRAM] of another object) or --tail-call MAP=none")
+                          "MAP=INDEX:PROGRAM or --tail-call MAP=none (PROGRAM: of this object, or OBJ.o[:PROGRAM] of another)")
             return
         t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
         t.add_column(style="bold")
