@@ -39,14 +39,14 @@ def test_a_slot_of_another_object_is_analysed_with_its_maps(tmp_path: Path) -> N
     assert "unbounded" in r.stdout and "OBJ.o[:PROGRAM]" in " ".join(r.stdout.split())
     # With chain_next.o's program in the slot, and chain_tx after it in chain_next.o's own array.
     out = tmp_path / "c"
-    r = nicsim("xdp", "analyze", root, "--out", out, "--rate", "packet",
+    r = nicsim("xdp", "analyze", root, "--out", out, "--rate", "packet", "--no-mac-limit",
                "--tail-call", f"root_progs=0:{nxt}:chain_next", "--tail-call", "chain_next.o:next_progs=0:chain_tx")
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert conforms(s, Summary) == []
     assert s["guarantee"]["status"] == "ssp" and s["path"]["xdp_action"] == "XDP_TX"
     assert s["prog_arrays"] == {"root_progs": {"0": "chain_next.o:xdp/chain_next"},
-                                "chain_next.o:next_progs": {"0": "xdp/chain_tx"}}
+                                "chain_next.o:next_progs": {"0": "chain_next.o:xdp/chain_tx"}}
     # The object's path is recorded absolute, so validate finds it from anywhere.
     assert s["object"]["tail_calls"][0] == ["root_progs", 0, f"{nxt.absolute()}:chain_next"]
     assert {"stats", "chain_next.o:stats", "chain_seen"} <= set(s["maps"])
@@ -54,7 +54,7 @@ def test_a_slot_of_another_object_is_analysed_with_its_maps(tmp_path: Path) -> N
     assert s["verifier"]["loads"] is not False
     _validate_confirms(root, out, tmp_path / "v")
     # The chain costs more than the root with its array empty.
-    r = nicsim("xdp", "analyze", root, "--out", tmp_path / "n", "--rate", "packet", "--tail-call", "root_progs=none")
+    r = nicsim("xdp", "analyze", root, "--out", tmp_path / "n", "--rate", "packet", "--tail-call", "root_progs=none", "--no-mac-limit")
     assert r.returncode == 0, r.stderr
     alone = json.loads((tmp_path / "n" / "summary.json").read_text())
     assert alone["guarantee"]["pps"] > s["guarantee"]["pps"]
@@ -66,7 +66,7 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
     for name, comps in [("none", []), ("a", [a]), ("ab", [a, b])]:
         out = tmp_path / name
         extra = ["--dispatch", ",".join(map(str, comps))] if comps else []
-        r = nicsim("xdp", "analyze", disp, "--out", out, "--rate", "packet", *extra)
+        r = nicsim("xdp", "analyze", disp, "--out", out, "--rate", "packet", "--no-mac-limit", *extra)
         assert r.returncode == 0, r.stderr
         outs[name] = json.loads((out / "summary.json").read_text())
         assert conforms(outs[name], Summary) == []
