@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_one_line_error, conforms, nicsim, xdp_object
 from nicsim.xdp.summary import Summary
+
+from conftest import assert_one_line_error, conforms, nicsim, xdp_object
 
 
 def obj(name: str) -> Path:

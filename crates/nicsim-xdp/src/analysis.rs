@@ -435,7 +435,11 @@ impl Analysis {
                                 let t = &self.program.tail_targets[t];
                                 // A program of another object: `OBJ.o:section/name`.
                                 let obj = t.object.rsplit('/').next().unwrap_or_default();
-                                let at = if obj.is_empty() { String::new() } else { format!("{obj}:") };
+                                let at = if obj.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("{obj}:")
+                                };
                                 (k.to_string(), format!("{at}{}/{}", t.section, t.name))
                             })
                             .collect(),

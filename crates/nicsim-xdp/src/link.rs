@@ -28,8 +28,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::insn::{decode, Raw, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_KFUNC_CALL, PSEUDO_MAP_FD};
 use crate::insn::PSEUDO_MAP_VALUE;
+use crate::insn::{decode, Raw, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_KFUNC_CALL, PSEUDO_MAP_FD};
 use crate::load::{self, LoadError, MapDef, ProgArray, Program, TailSpec, TailTarget};
 
 /// The map name that marks a `--dispatch` component among the [`TailSpec`]s.
@@ -105,7 +105,11 @@ fn objects(tail: &[TailSpec]) -> Result<BTreeMap<String, String>, LoadError> {
 /// map's name there.
 fn owner<'t>(t: &'t TailSpec, objs: &BTreeMap<String, String>) -> (Option<&'t str>, &'t str) {
     for b in objs.keys() {
-        if let Some(local) = t.map.strip_prefix(b.as_str()).and_then(|r| r.strip_prefix(':')) {
+        if let Some(local) = t
+            .map
+            .strip_prefix(b.as_str())
+            .and_then(|r| r.strip_prefix(':'))
+        {
             return (Some(&t.map[..b.len()]), local);
         }
     }
@@ -115,7 +119,11 @@ fn owner<'t>(t: &'t TailSpec, objs: &BTreeMap<String, String>) -> (Option<&'t st
 /// The entries for object `base`'s own prog arrays (`None`: the analysed program's object), as
 /// [`load::load_object`] takes them: its own programs, and for an array with slots of other
 /// objects an empty entry, so that the array is known (those slots are added once linked).
-fn own_specs(tail: &[TailSpec], base: Option<&str>, objs: &BTreeMap<String, String>) -> Vec<TailSpec> {
+fn own_specs(
+    tail: &[TailSpec],
+    base: Option<&str>,
+    objs: &BTreeMap<String, String>,
+) -> Vec<TailSpec> {
     let mut out = Vec::new();
     for t in tail.iter().filter(|t| t.map != DISPATCH) {
         let (o, local) = owner(t, objs);
@@ -126,7 +134,11 @@ fn own_specs(tail: &[TailSpec], base: Option<&str>, objs: &BTreeMap<String, Stri
         out.push(TailSpec {
             map: local.to_string(),
             index: if cross { 0 } else { t.index },
-            program: if cross { String::new() } else { t.program.clone() },
+            program: if cross {
+                String::new()
+            } else {
+                t.program.clone()
+            },
         });
     }
     out
@@ -156,8 +168,17 @@ pub fn load_chain(
     tail: &[TailSpec],
 ) -> Result<Program, LoadError> {
     let objs = objects(tail)?;
-    let mut p = load::load_object(bytes, section, program, &own_specs(tail, None, &objs))?;
     let dispatch: Vec<&TailSpec> = tail.iter().filter(|t| t.map == DISPATCH).collect();
+    let own = own_specs(tail, None, &objs);
+    let mut p = match load::load_object(bytes, section, program, &own) {
+        // libxdp's dispatcher object holds `xdp_pass` too; libxdp loads `xdp_dispatcher`.
+        Err(LoadError::Ambiguous { .. })
+            if !dispatch.is_empty() && section.is_none() && program.is_none() =>
+        {
+            load::load_object(bytes, None, Some("xdp_dispatcher"), &own)
+        }
+        r => r,
+    }?;
     if !dispatch.is_empty() {
         dispatch_into(&mut p, bytes, &dispatch, tail, &objs)?;
     }
@@ -178,12 +199,22 @@ pub fn load_chain(
             };
             let def = &p.maps[m];
             if !def.is_prog_array() {
-                return Err(bad(t, format!("map '{}' is of type {}, not prog_array", t.map, def.type_name())));
+                return Err(bad(
+                    t,
+                    format!(
+                        "map '{}' is of type {}, not prog_array",
+                        t.map,
+                        def.type_name()
+                    ),
+                ));
             }
             if def.max_entries != 0 && t.index >= def.max_entries {
                 return Err(bad(
                     t,
-                    format!("slot {} is past the array's {} entries", t.index, def.max_entries),
+                    format!(
+                        "slot {} is past the array's {} entries",
+                        t.index, def.max_entries
+                    ),
                 ));
             }
             let (path, prog) = split_object(&t.program).expect("filtered");
@@ -239,8 +270,12 @@ pub fn load_chain(
 
 fn redecode(p: &mut Program) -> Result<(), LoadError> {
     let n = p.maps.len() as i32;
-    p.code = decode(&p.raw, &|fd| (0..n).contains(&fd).then_some(fd as u32))
-        .map_err(|err| LoadError::Decode { err, at: "linked code".into() })?;
+    p.code = decode(&p.raw, &|fd| (0..n).contains(&fd).then_some(fd as u32)).map_err(|err| {
+        LoadError::Decode {
+            err,
+            at: "linked code".into(),
+        }
+    })?;
     Ok(())
 }
 
@@ -254,7 +289,11 @@ fn merge_maps(p: &mut Program, o: &Program, path: &str) -> Result<(Vec<u32>, Vec
     };
     let mut map_of = Vec::with_capacity(o.maps.len());
     for (j, d) in o.maps.iter().enumerate() {
-        let pin = o.pins.iter().find(|(_, k)| *k as usize == j).map(|(n, _)| n.clone());
+        let pin = o
+            .pins
+            .iter()
+            .find(|(_, k)| *k as usize == j)
+            .map(|(n, _)| n.clone());
         if let Some(pin) = &pin {
             if let Some(&(_, m)) = p.pins.iter().find(|(n, _)| n == pin) {
                 let have = &p.maps[m as usize];
@@ -337,9 +376,14 @@ fn append(p: &mut Program, o: Program, path: &str) -> Result<usize, String> {
     let at = p.raw.len() as u32;
     let lines_off = p.lines.len() as u32;
     p.raw.extend(raw);
-    p.line_of.extend(o.line_of.iter().map(|l| l.map(|l| l + lines_off)));
+    p.line_of
+        .extend(o.line_of.iter().map(|l| l.map(|l| l + lines_off)));
     p.lines.extend(o.lines.iter().cloned());
-    p.functions.extend(o.functions.iter().map(|(n, s)| (format!("{}:{n}", base_name(path)), s + at)));
+    p.functions.extend(
+        o.functions
+            .iter()
+            .map(|(n, s)| (format!("{}:{n}", base_name(path)), s + at)),
+    );
     let t_off = p.tail_targets.len() + 1;
     p.tail_targets.push(TailTarget {
         section: o.section.clone(),
@@ -407,9 +451,12 @@ fn splice(p: &mut Program, stub: u32, end: u32, o: Program, path: &str) -> Resul
     for pc in (0..s).chain(e..p.raw.len()) {
         let mut r = p.raw[pc];
         if let Some(t) = rel_target(&p.raw, pc) {
-            let t = usize::try_from(t).map_err(|_| format!("instruction {pc} points before the code"))?;
+            let t = usize::try_from(t)
+                .map_err(|_| format!("instruction {pc} points before the code"))?;
             if t > s && t < e {
-                return Err(format!("instruction {pc} points inside the replaced function"));
+                return Err(format!(
+                    "instruction {pc} points inside the replaced function"
+                ));
             }
             let rel = new_pos(t) as i64 - new_pos(pc) as i64 - 1;
             set_rel(&mut r, rel).ok_or_else(|| format!("instruction {pc}: offset out of range"))?;
@@ -438,7 +485,11 @@ fn splice(p: &mut Program, stub: u32, end: u32, o: Program, path: &str) -> Resul
     for f in &mut p.functions {
         f.1 = new_pos(f.1 as usize) as u32;
     }
-    p.functions.extend(o.functions.iter().map(|(nm, x)| (format!("{base}:{nm}"), x + stub)));
+    p.functions.extend(
+        o.functions
+            .iter()
+            .map(|(nm, x)| (format!("{base}:{nm}"), x + stub)),
+    );
     p.functions.sort_by_key(|f| f.1);
     Ok(())
 }
@@ -458,9 +509,15 @@ fn run_config(bytes: &[u8], name: &str) -> (u32, u32) {
         }
         for m in &v.members {
             let Some(val) = m.uint else { continue };
-            let act = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"]
-                .iter()
-                .position(|a| *a == m.name);
+            let act = [
+                "XDP_ABORTED",
+                "XDP_DROP",
+                "XDP_PASS",
+                "XDP_TX",
+                "XDP_REDIRECT",
+            ]
+            .iter()
+            .position(|a| *a == m.name);
             match (m.name.as_str(), act) {
                 ("priority", _) => prio = val,
                 (_, Some(a)) if val != 0 => actions |= 1 << a,
@@ -499,7 +556,12 @@ fn dispatch_into(
     let version = load::btf_datasec_structs(&btf, "xdp_metadata")
         .iter()
         .chain(std::iter::empty())
-        .find_map(|v| v.members.iter().find(|m| m.name == "dispatcher_version").and_then(|m| m.uint));
+        .find_map(|v| {
+            v.members
+                .iter()
+                .find(|m| m.name == "dispatcher_version")
+                .and_then(|m| m.uint)
+        });
     let stubs = (0..)
         .take_while(|i| p.functions.iter().any(|f| f.0 == format!("prog{i}")))
         .count();
@@ -519,11 +581,19 @@ fn dispatch_into(
     let mut loaded = Vec::new();
     for (k, t) in comps.iter().enumerate() {
         let Some((path, prog)) = split_object(&t.program) else {
-            return Err(bad(t, "expected OBJ.o or OBJ.o:PROGRAM (an object file's path ending in .o)"));
+            return Err(bad(
+                t,
+                "expected OBJ.o or OBJ.o:PROGRAM (an object file's path ending in .o)",
+            ));
         };
         let data = read(t, path)?;
-        let o = load::load_object(&data, None, prog, &own_specs(tail, Some(base_name(path)), objs))
-            .map_err(|e| bad(t, object_error(path, e)))?;
+        let o = load::load_object(
+            &data,
+            None,
+            prog,
+            &own_specs(tail, Some(base_name(path)), objs),
+        )
+        .map_err(|e| bad(t, object_error(path, e)))?;
         if o.has_tail_call() {
             return Err(bad(
                 t,
@@ -564,13 +634,23 @@ fn dispatch_into(
     for (i, l) in loaded.iter().enumerate() {
         put("chain_call_actions", i, 4, l.5 | 1 << XDP_DISPATCHER_RETVAL);
         put("run_prios", i, 4, l.0);
-        put("program_flags", i, 4, if l.6 { BPF_F_XDP_HAS_FRAGS } else { 0 });
+        put(
+            "program_flags",
+            i,
+            4,
+            if l.6 { BPF_F_XDP_HAS_FRAGS } else { 0 },
+        );
     }
     // Each component in place of its stub.
     for (i, l) in loaded.into_iter().enumerate() {
         let t = comps[l.2];
         let name = format!("prog{i}");
-        let stub = p.functions.iter().find(|f| f.0 == name).map(|f| f.1).expect("counted");
+        let stub = p
+            .functions
+            .iter()
+            .find(|f| f.0 == name)
+            .map(|f| f.1)
+            .expect("counted");
         let end = p
             .functions
             .iter()
@@ -589,11 +669,19 @@ fn dispatch_into(
 /// references renumbered to `program.maps` (which it is given), so that
 /// [`Kernel::load_with_tails`](crate::kernel::Kernel::load_with_tails) puts them in the slots.
 /// `bytes` is the program's object and `tail` the entries it was loaded with.
-pub fn kernel_targets(bytes: &[u8], program: &Program, tail: &[TailSpec]) -> Result<Vec<Program>, LoadError> {
+pub fn kernel_targets(
+    bytes: &[u8],
+    program: &Program,
+    tail: &[TailSpec],
+) -> Result<Vec<Program>, LoadError> {
     load::guarded(|| kernel_targets_inner(bytes, program, tail))
 }
 
-fn kernel_targets_inner(bytes: &[u8], program: &Program, tail: &[TailSpec]) -> Result<Vec<Program>, LoadError> {
+fn kernel_targets_inner(
+    bytes: &[u8],
+    program: &Program,
+    tail: &[TailSpec],
+) -> Result<Vec<Program>, LoadError> {
     let objs = objects(tail)?;
     let mut out = Vec::with_capacity(program.tail_targets.len());
     for t in &program.tail_targets {

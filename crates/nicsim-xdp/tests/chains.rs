@@ -33,7 +33,20 @@ fn spec(map: &str, index: u32, program: &str) -> TailSpec {
 fn udp(dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut p = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
     let total = (20 + 8 + payload.len()) as u16;
-    p.extend([0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0, 0, 64, 17, 0, 0]);
+    p.extend([
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
     p.extend([10, 0, 0, 1, 10, 0, 0, 2]);
     p.extend([0xc0, 0, (dport >> 8) as u8, dport as u8]);
     let ulen = (8 + payload.len()) as u16;
@@ -72,8 +85,15 @@ fn a_slot_holds_another_objects_program_with_its_own_maps() {
     }
     assert!(!names.contains(&"chain_next.o:chain_seen"), "{names:?}");
     let own = p.maps.iter().position(|m| m.name == "stats").unwrap();
-    let theirs = p.maps.iter().position(|m| m.name == "chain_next.o:stats").unwrap();
-    assert_eq!((p.maps[own].type_name(), p.maps[theirs].type_name()), ("array", "hash"));
+    let theirs = p
+        .maps
+        .iter()
+        .position(|m| m.name == "chain_next.o:stats")
+        .unwrap();
+    assert_eq!(
+        (p.maps[own].type_name(), p.maps[theirs].type_name()),
+        ("array", "hash")
+    );
     // Two targets: chain_next (from the other object) and chain_tx (of that object's array).
     let targets: Vec<(&str, bool)> = p
         .tail_targets
@@ -81,17 +101,28 @@ fn a_slot_holds_another_objects_program_with_its_own_maps() {
         .map(|t| (t.name.as_str(), t.object.ends_with("chain_next.o")))
         .collect();
     assert_eq!(targets, [("chain_next", true), ("chain_tx", true)]);
-    let nm = p.maps.iter().position(|m| m.name == "chain_next.o:next_progs").unwrap() as u32;
+    let nm = p
+        .maps
+        .iter()
+        .position(|m| m.name == "chain_next.o:next_progs")
+        .unwrap() as u32;
     assert!(matches!(&p.prog_arrays[&nm], ProgArray::Known(s) if s.len() == 1));
 
     // The interpreter follows the chain: port 53 is chain_next.o's `.rodata` blocked port.
     let mut maps = MapState::new(&p);
     assert_eq!(action(&p, &mut maps, &udp(53, &[0; 8])), 1, "XDP_DROP");
-    assert_eq!(action(&p, &mut maps, &udp(80, &[0; 8])), 3, "XDP_TX via chain_tx");
+    assert_eq!(
+        action(&p, &mut maps, &udp(80, &[0; 8])),
+        3,
+        "XDP_TX via chain_tx"
+    );
     // The pinned map was counted by both programs, twice per packet; each `stats` its own.
     let seen = maps.get("chain_seen", &[0; 4]).unwrap().unwrap();
     assert_eq!(u64::from_le_bytes(seen[..8].try_into().unwrap()), 4);
-    assert!(maps.get("chain_next.o:stats", &53u16.to_le_bytes()).unwrap().is_some());
+    assert!(maps
+        .get("chain_next.o:stats", &53u16.to_le_bytes())
+        .unwrap()
+        .is_some());
     let own_stats = maps.get("stats", &[0; 4]).unwrap().unwrap();
     assert_eq!(u64::from_le_bytes(own_stats[..8].try_into().unwrap()), 2);
 
@@ -108,7 +139,10 @@ fn a_slot_holds_another_objects_program_with_its_own_maps() {
         .filter(|(i, r)| r.code == 0x18 && r.src == 1 && (*i == 0 || ks[0].raw[i - 1].code != 0x18))
         .map(|(_, r)| p.maps[r.imm as usize].name.as_str())
         .collect();
-    assert!(refs.contains(&"chain_seen") && refs.contains(&"chain_next.o:stats"), "{refs:?}");
+    assert!(
+        refs.contains(&"chain_seen") && refs.contains(&"chain_next.o:stats"),
+        "{refs:?}"
+    );
     assert!(!refs.contains(&"stats"), "{refs:?}");
 
     // `chain_next.o:next_progs=none`: chain_next is the last program; its tail call returns.
@@ -126,9 +160,13 @@ fn a_slot_holds_another_objects_program_with_its_own_maps() {
     let mut maps = MapState::new(&last);
     assert_eq!(action(&last, &mut maps, &udp(80, &[0; 8])), 2, "XDP_PASS");
     // Without it, the other object's array is unknown: unbounded, named as given.
-    let open =
-        load_full(&bytes, None, None, &[spec("root_progs", 0, &format!("{next}:chain_next"))])
-            .unwrap();
+    let open = load_full(
+        &bytes,
+        None,
+        None,
+        &[spec("root_progs", 0, &format!("{next}:chain_next"))],
+    )
+    .unwrap();
     assert_eq!(open.unbounded_prog_arrays(), ["chain_next.o:next_progs"]);
 }
 
@@ -180,14 +218,12 @@ fn bad_links_are_one_line_errors() {
             vec![spec(DISPATCH, 0, &format!("{next}:chain_next"))],
             "not a libxdp dispatcher",
         ),
+        (&this, vec![spec(DISPATCH, 0, &root)], "makes tail calls"),
         (
             &this,
-            vec![spec(DISPATCH, 0, &root)],
-            "makes tail calls",
-        ),
-        (
-            &this,
-            (0..5).map(|i| spec(DISPATCH, i, &format!("{next}:chain_tx"))).collect(),
+            (0..5)
+                .map(|i| spec(DISPATCH, i, &format!("{next}:chain_tx")))
+                .collect(),
             "at most 4 programs",
         ),
     ] {
@@ -200,7 +236,11 @@ fn bad_links_are_one_line_errors() {
 /// The dispatcher's `.rodata` config `conf` (struct xdp_dispatcher_config of disp_mini.c).
 fn conf(p: &Program) -> (u8, u8, u8, Vec<u32>, Vec<u32>) {
     let d = &p.maps.iter().find(|m| m.name == ".rodata").unwrap().data;
-    let words = |at: usize| (0..4).map(|i| u32::from_le_bytes(d[at + 4 * i..at + 4 * i + 4].try_into().unwrap())).collect();
+    let words = |at: usize| {
+        (0..4)
+            .map(|i| u32::from_le_bytes(d[at + 4 * i..at + 4 * i + 4].try_into().unwrap()))
+            .collect()
+    };
     (d[0], d[2], d[3], words(4), words(20))
 }
 
@@ -213,7 +253,13 @@ fn dispatcher_components_replace_its_stubs_in_libxdps_order() {
     };
     let bytes = std::fs::read(&disp).unwrap();
     // Given a then b; b's XDP_RUN_CONFIG priority 10 runs it first, as libxdp sorts them.
-    let p = load_full(&bytes, None, None, &[spec(DISPATCH, 0, &a), spec(DISPATCH, 1, &b)]).unwrap();
+    let p = load_full(
+        &bytes,
+        None,
+        None,
+        &[spec(DISPATCH, 0, &a), spec(DISPATCH, 1, &b)],
+    )
+    .unwrap();
     let (magic, num, frags, actions, prios) = conf(&p);
     assert_eq!((magic, num, frags), (236, 2, 0));
     // b: XDP_PASS and XDP_DROP; a: libxdp's default XDP_PASS; each with XDP_DISPATCHER_RETVAL.
@@ -222,10 +268,16 @@ fn dispatcher_components_replace_its_stubs_in_libxdps_order() {
     // The stubs prog0 and prog1 are gone; the components sit there, in the program the kernel
     // loads; prog2 and prog3 stay.
     let f: Vec<&str> = p.functions.iter().map(|f| f.0.as_str()).collect();
-    assert!(!f.contains(&"prog0") && !f.contains(&"prog1") && f.contains(&"prog2"), "{f:?}");
+    assert!(
+        !f.contains(&"prog0") && !f.contains(&"prog1") && f.contains(&"prog2"),
+        "{f:?}"
+    );
     let at = |c: &str| p.functions.iter().find(|x| x.0 == c).unwrap().1;
     let (b_at, a_at) = (at("disp_comp_b.o:comp_b"), at("disp_comp_a.o:comp_a"));
-    assert!(b_at < a_at && (a_at as usize) < p.main_len, "prog0 is b, prog1 a");
+    assert!(
+        b_at < a_at && (a_at as usize) < p.main_len,
+        "prog0 is b, prog1 a"
+    );
     assert!(p.maps.iter().any(|m| m.name == "disp_comp_b.o:sums"));
     assert!(p.maps.iter().any(|m| m.name == "disp_comp_a.o:stats"));
 
@@ -240,12 +292,24 @@ fn dispatcher_components_replace_its_stubs_in_libxdps_order() {
         q
     };
     // An even sum (b passes), UDP port 9: a drops it.
-    assert_eq!(action(&p, &mut maps, &with_parity(9, false)), 1, "XDP_DROP by comp_a");
+    assert_eq!(
+        action(&p, &mut maps, &with_parity(9, false)),
+        1,
+        "XDP_DROP by comp_a"
+    );
     // b ran first (a's drop ends the run): b's map counted the packet.
     assert_eq!(maps.entries("disp_comp_b.o:sums").unwrap().len(), 1);
     // An odd sum: b drops, the chain goes on after XDP_DROP (b's config): a sees it too.
-    assert_eq!(action(&p, &mut maps, &with_parity(80, true)), 2, "XDP_PASS by comp_a");
-    assert_eq!(action(&p, &mut maps, &with_parity(9, true)), 1, "XDP_DROP by comp_a");
+    assert_eq!(
+        action(&p, &mut maps, &with_parity(80, true)),
+        2,
+        "XDP_PASS by comp_a"
+    );
+    assert_eq!(
+        action(&p, &mut maps, &with_parity(9, true)),
+        1,
+        "XDP_DROP by comp_a"
+    );
 
     // a alone: the default chain actions; port 9 dropped; the dispatcher's other slots unused.
     let one = load_full(&bytes, None, None, &[spec(DISPATCH, 0, &a)]).unwrap();
