@@ -718,3 +718,64 @@ fn kernel_targets_inner(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_paths_ending_in_dot_o() {
+        assert_eq!(split_object("a/b.o"), Some(("a/b.o", None)));
+        assert_eq!(split_object("b.o:prog"), Some(("b.o", Some("prog"))));
+        assert_eq!(
+            split_object("/x/b.bpf.o:xdp/sec"),
+            Some(("/x/b.bpf.o", Some("xdp/sec")))
+        );
+        assert_eq!(split_object("b.o:"), Some(("b.o", None)));
+        for same in ["prog", "xdp.frags", "xdp/foo", "tu_drop"] {
+            assert_eq!(split_object(same), None, "{same}");
+        }
+    }
+
+    #[test]
+    fn relative_targets_are_read_and_set_as_the_kernel_encodes_them() {
+        let r = |code: u8, src: u8, off: i16, imm: i32| Raw {
+            code,
+            dst: 0,
+            src,
+            off,
+            imm,
+        };
+        let raw = [
+            r(0x85, PSEUDO_CALL, 0, 3), // call pc 4
+            r(0x85, 0, 0, 1),           // helper call: none
+            r(0x05, 0, -3, 0),          // ja pc 0
+            r(0x06, 0, 0, -4),          // gotol pc 0
+            r(0x18, PSEUDO_FUNC, 0, 1), // the address of pc 6
+            r(0, 0, 0, 0),
+            r(0x95, 0, 0, 0), // exit: none
+            r(0x15, 1, 5, 0), // jeq: pc 13
+        ];
+        let got: Vec<Option<i64>> = (0..raw.len()).map(|pc| rel_target(&raw, pc)).collect();
+        assert_eq!(
+            got,
+            [
+                Some(4),
+                None,
+                Some(0),
+                Some(0),
+                Some(6),
+                None,
+                None,
+                Some(13)
+            ]
+        );
+        let mut j = raw[7];
+        set_rel(&mut j, -3).unwrap();
+        assert_eq!((j.off, j.imm), (-3, 0));
+        let mut c = raw[0];
+        set_rel(&mut c, 9).unwrap();
+        assert_eq!((c.off, c.imm), (0, 9));
+        assert!(set_rel(&mut j, 1 << 20).is_none());
+    }
+}
