@@ -172,9 +172,12 @@ fn a_slot_holds_another_objects_program_with_its_own_maps() {
 
 #[test]
 fn bad_links_are_one_line_errors() {
-    let (Some(root), Some(next), Some(disp)) =
-        (path("chain_root"), path("chain_next"), path("disp_mini"))
-    else {
+    let (Some(root), Some(next), Some(disp), Some(clash)) = (
+        path("chain_root"),
+        path("chain_next"),
+        path("disp_mini"),
+        path("chain_pin_clash"),
+    ) else {
         return;
     };
     let bytes = std::fs::read(&root).unwrap();
@@ -219,6 +222,11 @@ fn bad_links_are_one_line_errors() {
             "not a libxdp dispatcher",
         ),
         (&this, vec![spec(DISPATCH, 0, &root)], "makes tail calls"),
+        (
+            &bytes,
+            vec![spec("root_progs", 0, &clash)],
+            "map 'chain_seen' is pinned by name in both objects with other definitions",
+        ),
         (
             &this,
             (0..5)
