@@ -555,7 +555,6 @@ fn dispatch_into(
         })?;
     let version = load::btf_datasec_structs(&btf, "xdp_metadata")
         .iter()
-        .chain(std::iter::empty())
         .find_map(|v| {
             v.members
                 .iter()
