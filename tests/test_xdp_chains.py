@@ -52,7 +52,8 @@ def test_a_slot_of_another_object_is_analysed_with_its_maps(tmp_path: Path) -> N
     assert s["object"]["tail_calls"][0] == ["root_progs", 0, f"{nxt.absolute()}:chain_next"]
     assert {"stats", "chain_next.o:stats", "chain_seen"} <= set(s["maps"])
     assert "chain_next.o:chain_seen" not in s["maps"]  # pinned by name in both: one map
-    assert s["verifier"]["loads"] is not False
+    if os.geteuid() == 0:  # the kernel's verifier loads the chain: root, then chain_next.o's programs
+        assert s["verifier"] == {"checked": True, "loads": True}, s["verifier"]
     _validate_confirms(root, out, tmp_path / "v")
     # The chain costs more than the root with its array empty.
     r = nicsim("xdp", "analyze", root, "--out", tmp_path / "n", "--rate", "packet", "--tail-call", "root_progs=none", "--no-mac-limit")
@@ -80,6 +81,8 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
     assert {"disp_comp_a.o:stats", "disp_comp_b.o:sums"} <= set(s["maps"])
     # comp_b (priority 10) runs first and its sum loop is on the slowest path.
     assert "bpf_map_update_elem" in " ".join(s["path"]["cost_by_class"])
+    if os.geteuid() == 0:  # the composed program (components in place of the stubs) loads
+        assert s["verifier"] == {"checked": True, "loads": True}, s["verifier"]
     _validate_confirms(disp, tmp_path / "ab", tmp_path / "v")
 
 

@@ -443,7 +443,18 @@ fn set_rel(r: &mut Raw, rel: i64) -> Option<()> {
 /// Put program `o` (of the object at `path`) in place of the function at `stub` (up to `end`)
 /// of `p`: the code after it moves, and every reference to the stub now reaches `o`.
 fn splice(p: &mut Program, stub: u32, end: u32, o: Program, path: &str) -> Result<(), String> {
-    let (_, ins) = merge_maps(p, &o, path)?;
+    let (_, code) = merge_maps(p, &o, path)?;
+    // The attachment's jump: the kernel patches the stub's entry with a jump to the extension
+    // program (`bpf_arch_text_poke`), so a call of the stub costs a jump more than a call of the
+    // program itself; `ja +0` stands for it, then the program's code.
+    let ja = Raw {
+        code: 0x05,
+        dst: 0,
+        src: 0,
+        off: 0,
+        imm: 0,
+    };
+    let ins: Vec<Raw> = std::iter::once(ja).chain(code).collect();
     let (s, e, n) = (stub as usize, end as usize, ins.len());
     // The stub's first slot is where the program now starts.
     let new_pos = |old: usize| if old <= s { old } else { old - (e - s) + n };
@@ -471,6 +482,7 @@ fn splice(p: &mut Program, stub: u32, end: u32, o: Program, path: &str) -> Resul
     }
     let lines_off = p.lines.len() as u32;
     let mut line_of: Vec<Option<u32>> = p.line_of[..s].to_vec();
+    line_of.push(p.line_of.get(s).copied().flatten());
     line_of.extend(o.line_of.iter().map(|l| l.map(|l| l + lines_off)));
     line_of.extend_from_slice(&p.line_of[e..]);
     p.lines.extend(o.lines.iter().cloned());
@@ -488,7 +500,7 @@ fn splice(p: &mut Program, stub: u32, end: u32, o: Program, path: &str) -> Resul
     p.functions.extend(
         o.functions
             .iter()
-            .map(|(nm, x)| (format!("{base}:{nm}"), x + stub)),
+            .map(|(nm, x)| (format!("{base}:{nm}"), x + stub + 1)),
     );
     p.functions.sort_by_key(|f| f.1);
     Ok(())
