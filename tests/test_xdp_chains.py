@@ -84,6 +84,15 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
     if os.geteuid() == 0:  # the composed program (components in place of the stubs) loads
         assert s["verifier"] == {"checked": True, "loads": True}, s["verifier"]
     _validate_confirms(disp, tmp_path / "ab", tmp_path / "v")
+    # xdp-loader's --prio/--actions for every component: chaining after XDP_PASS alone, b's drops end the run.
+    out = tmp_path / "over"
+    r = nicsim("xdp", "analyze", disp, "--out", out, "--rate", "packet", "--no-mac-limit", "--dispatch", f"{a},{b}",
+               "--dispatch-prio", "60", "--dispatch-actions", "XDP_PASS")
+    assert r.returncode == 0, r.stderr
+    o = json.loads((out / "summary.json").read_text())
+    assert [":dispatch-prio", 60, ""] in o["object"]["tail_calls"]
+    assert [":dispatch-actions", 4, ""] in o["object"]["tail_calls"]
+    assert o["guarantee"]["status"] == "ssp"
 
 
 @pytest.mark.parametrize(("args", "needles"), [
@@ -100,6 +109,8 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
     (["--dispatch", "chain_tx"], ["--dispatch", "expected OBJ.o or OBJ.o:PROGRAM"]),
     (["--dispatch", "NEXT:"], ["--dispatch", "no program after"]),
     (["--dispatch", ","], ["--dispatch", "expected OBJ.o"]),
+    (["--dispatch-prio", "5"], ["--dispatch-prio", "only with --dispatch"]),
+    (["--dispatch", "NEXT:chain_tx", "--dispatch-actions", "XDP_PASS,XDP_NOPE"], ["--dispatch-actions", "XDP_NOPE"]),
 ])
 def test_bad_links_are_one_line_errors(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     notelf = tmp_path / "text.o"

@@ -34,6 +34,18 @@ use crate::load::{self, LoadError, MapDef, ProgArray, Program, TailSpec, TailTar
 
 /// The map name that marks a `--dispatch` component among the [`TailSpec`]s.
 pub const DISPATCH: &str = ":dispatch";
+/// `--dispatch-prio N` (xdp-loader's `--prio`): every component's run priority; the entry's
+/// index is N.
+pub const DISPATCH_PRIO: &str = ":dispatch-prio";
+/// `--dispatch-actions A,B` (xdp-loader's `--actions`): every component's chain-call actions;
+/// the entry's index is their bit mask (`1 << XDP_PASS`, …).
+pub const DISPATCH_ACTIONS: &str = ":dispatch-actions";
+
+/// An entry of a prog array (not a `--dispatch` one, whose names start with ':', which no C
+/// identifier does).
+fn is_slot(t: &TailSpec) -> bool {
+    !t.map.starts_with(':')
+}
 
 /// libxdp's defaults for a component without `XDP_RUN_CONFIG` (xdp-tools
 /// `headers/xdp/xdp_helpers.h`): run priority 50, chain on `XDP_PASS` only.
@@ -66,6 +78,10 @@ fn base_name(path: &str) -> &str {
 fn spec_text(t: &TailSpec) -> String {
     if t.map == DISPATCH {
         format!("--dispatch {}", t.program)
+    } else if t.map == DISPATCH_PRIO {
+        format!("--dispatch-prio {}", t.index)
+    } else if t.map == DISPATCH_ACTIONS {
+        format!("--dispatch-actions {:#x}", t.index)
     } else if t.program.is_empty() {
         format!("--tail-call {}=none", t.map)
     } else {
@@ -125,7 +141,7 @@ fn own_specs(
     objs: &BTreeMap<String, String>,
 ) -> Vec<TailSpec> {
     let mut out = Vec::new();
-    for t in tail.iter().filter(|t| t.map != DISPATCH) {
+    for t in tail.iter().filter(|t| is_slot(t)) {
         let (o, local) = owner(t, objs);
         if o != base {
             continue;
@@ -169,6 +185,14 @@ pub fn load_chain(
 ) -> Result<Program, LoadError> {
     let objs = objects(tail)?;
     let dispatch: Vec<&TailSpec> = tail.iter().filter(|t| t.map == DISPATCH).collect();
+    if let Some(t) = tail.iter().find(|t| !is_slot(t) && t.map != DISPATCH) {
+        if dispatch.is_empty() {
+            return Err(bad(
+                t,
+                "without --dispatch (it sets the components' run config)",
+            ));
+        }
+    }
     let own = own_specs(tail, None, &objs);
     let mut p = match load::load_object(bytes, section, program, &own) {
         // libxdp's dispatcher object holds `xdp_pass` too; libxdp loads `xdp_dispatcher`.
@@ -187,7 +211,7 @@ pub fn load_chain(
     let mut linked: HashMap<(String, Option<String>), usize> = HashMap::new();
     let mut pending: Vec<&TailSpec> = tail
         .iter()
-        .filter(|t| t.map != DISPATCH && split_object(&t.program).is_some())
+        .filter(|t| is_slot(t) && split_object(&t.program).is_some())
         .collect();
     loop {
         let before = pending.len();
@@ -615,7 +639,15 @@ fn dispatch_into(
                 ),
             ));
         }
-        let (prio, actions) = run_config(&data, &o.name);
+        let (mut prio, mut actions) = run_config(&data, &o.name);
+        // xdp-loader's --prio and --actions set every program it loads (when given).
+        for x in tail {
+            match x.map.as_str() {
+                DISPATCH_PRIO => prio = x.index,
+                DISPATCH_ACTIONS => actions = x.index,
+                _ => {}
+            }
+        }
         let frags = o.section == "xdp.frags" || o.section.starts_with("xdp.frags/");
         loaded.push((prio, o.name.clone(), k, path.to_string(), o, actions, frags));
     }

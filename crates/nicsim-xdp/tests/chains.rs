@@ -7,7 +7,7 @@ mod common;
 
 use common::obj_path;
 use nicsim_xdp::interp::{run, MapState, RunOptions};
-use nicsim_xdp::link::{kernel_targets, DISPATCH};
+use nicsim_xdp::link::{kernel_targets, DISPATCH, DISPATCH_ACTIONS, DISPATCH_PRIO};
 use nicsim_xdp::load::{load_full, ProgArray, TailSpec};
 use nicsim_xdp::Program;
 
@@ -318,6 +318,30 @@ fn dispatcher_components_replace_its_stubs_in_libxdps_order() {
         1,
         "XDP_DROP by comp_a"
     );
+
+    // xdp-loader's --prio 60 --actions XDP_PASS for both: a (by name) first, then b, which
+    // no longer chains after its drop.
+    let over = load_full(
+        &bytes,
+        None,
+        None,
+        &[
+            spec(DISPATCH, 0, &b),
+            spec(DISPATCH, 1, &a),
+            spec(DISPATCH_PRIO, 60, ""),
+            spec(DISPATCH_ACTIONS, 1 << 2, ""),
+        ],
+    )
+    .unwrap();
+    let (_, num, _, actions, prios) = conf(&over);
+    assert_eq!(
+        (num, &actions[..2], &prios[..2]),
+        (2, &[1 << 31 | 1 << 2; 2][..], &[60, 60][..])
+    );
+    let at = |c: &str| over.functions.iter().find(|x| x.0 == c).unwrap().1;
+    assert!(at("disp_comp_a.o:comp_a") < at("disp_comp_b.o:comp_b"));
+    let e = load_full(&bytes, None, None, &[spec(DISPATCH_PRIO, 1, "")]).unwrap_err();
+    assert!(e.to_string().contains("without --dispatch"), "{e}");
 
     // a alone: the default chain actions; port 9 dropped; the dispatcher's other slots unused.
     let one = load_full(&bytes, None, None, &[spec(DISPATCH, 0, &a)]).unwrap();

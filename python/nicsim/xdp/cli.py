@@ -112,6 +112,15 @@ DispatchOpt = Annotated[list[str] | None, typer.Option(
     "as libxdp sets it). Each component is linked with its own maps.",
     show_default=False)]
 
+DispatchPrioOpt = Annotated[int | None, typer.Option(
+    "--dispatch-prio", metavar="N", help="With --dispatch: every component's run priority, in place of its "
+    "XDP_RUN_CONFIG's (xdp-loader's --prio).", show_default=False)]
+
+DispatchActionsOpt = Annotated[str | None, typer.Option(
+    "--dispatch-actions", metavar="ACTION[,ACTION...]", help="With --dispatch: after which actions the chain goes "
+    "on past every component (XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT), in place of its "
+    "XDP_RUN_CONFIG's (xdp-loader's --actions).", show_default=False)]
+
 
 KconfigOpt = Annotated[Path | None, typer.Option(
     "--kconfig", metavar="FILE", parser=path_arg, help="A kernel configuration (`.config` text) for the object's "
@@ -152,13 +161,33 @@ def _object_target(opt: str, target: str) -> str:
     return str(p.absolute()) + prog
 
 
-def parse_dispatch(values: list[str] | None) -> list[tuple[str, int, str]]:
+XDP_ACTIONS = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"]
+
+
+def parse_dispatch(values: list[str] | None, prio: int | None = None,
+                   actions: str | None = None) -> list[tuple[str, int, str]]:
     """`--dispatch OBJ.o[:PROGRAM][,...]` values → the components as entries of the tail-call list
     (map ":dispatch", their place in the option, the object), which the loader links
-    (crates/nicsim-xdp/src/link.rs)."""
+    (crates/nicsim-xdp/src/link.rs); `--dispatch-prio N` → (":dispatch-prio", N, ""),
+    `--dispatch-actions A,B` → (":dispatch-actions", their bit mask, "")."""
     from nicsim.errors import InputError
 
     out: list[tuple[str, int, str]] = []
+    if (prio is not None or actions is not None) and not values:
+        raise InputError(f"{'--dispatch-prio' if prio is not None else '--dispatch-actions'}: "
+                         "only with --dispatch (it sets the components' run config)")
+    if prio is not None:
+        if not 0 <= prio < U32_MAX:
+            raise InputError(f"--dispatch-prio {prio}: expected a priority from 0 to {U32_MAX - 1}")
+        out.append((":dispatch-prio", prio, ""))
+    if actions is not None:
+        mask = 0
+        for a in actions.split(","):
+            a = a.strip().upper()
+            if a not in XDP_ACTIONS:
+                raise InputError(f"--dispatch-actions '{actions}': '{a}' is none of {', '.join(XDP_ACTIONS)}")
+            mask |= 1 << XDP_ACTIONS.index(a)
+        out.append((":dispatch-actions", mask, ""))
     for v in values or []:
         for item in v.split(","):
             item = item.strip()
@@ -167,11 +196,13 @@ def parse_dispatch(values: list[str] | None) -> list[tuple[str, int, str]]:
             if ".o:" not in item and not item.endswith(".o"):
                 raise InputError(f"--dispatch '{item}': expected OBJ.o or OBJ.o:PROGRAM (an object's path ending "
                                  "in .o)")
-            out.append((":dispatch", len(out), _object_target(f"--dispatch '{item}'", item)))
+            n = sum(1 for m, _, _ in out if m == ":dispatch")
+            out.append((":dispatch", n, _object_target(f"--dispatch '{item}'", item)))
     return out
 
 
-def parse_tail_calls(values: list[str] | None, dispatch: list[str] | None = None) -> list[tuple[str, int, str]]:
+def parse_tail_calls(values: list[str] | None, dispatch: list[str] | None = None, prio: int | None = None,
+                     actions: str | None = None) -> list[tuple[str, int, str]]:
     """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)], and `MAP=none` (the
     array holds nothing) → (MAP, 0, ""); PROGRAM may be OBJ.o[:PROGRAM] (another object's, its path
     made absolute); `--dispatch` components follow (`parse_dispatch`). A malformed one is a
@@ -204,7 +235,7 @@ def parse_tail_calls(values: list[str] | None, dispatch: list[str] | None = None
                 raise InputError(f"--tail-call '{v}': slot {int(idx)} of '{name}' is given twice")
             seen.add((name, int(idx)))
             out.append((name, int(idx), _object_target(f"--tail-call '{v}'", prog.strip())))
-    return out + parse_dispatch(dispatch)
+    return out + parse_dispatch(dispatch, prio, actions)
 
 
 @xdp_app.command("analyze")
@@ -238,6 +269,8 @@ def xdp_analyze(
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
     dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     paths: PathsAnalyzeOpt = None,
     kconfig: KconfigOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
@@ -261,7 +294,7 @@ def xdp_analyze(
     unit = "Gbit/s" if rate == Rate.bit else "Mpps"
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
-    tail_calls = parse_tail_calls(tail_call, dispatch)
+    tail_calls = parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions)
     use_kconfig(kconfig)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
@@ -356,6 +389,8 @@ def xdp_sweep(
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
     dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     traffic: Annotated[list[Path] | None, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg,
                                                        help="Also profile each analysed program on this capture "
                                                        "(repeat for several), against its guarantee, as `nicsim "
@@ -381,8 +416,9 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call, dispatch), keep_going=keep_going,
-                                 traffic=traffic or ())
+                                 program=program,
+                                 tail_calls=parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions),
+                                 keep_going=keep_going, traffic=traffic or ())
     failed = summary.get("failed", [])
     labels = object_labels(objs)
 
@@ -466,6 +502,8 @@ def xdp_profile(
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
     dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Profile an XDP program on a capture: the rate it sustains on this traffic, beside its guarantee.
@@ -484,8 +522,8 @@ def xdp_profile(
     with ui.Progress("profiling", transient=True) as bar:
         s = profile(obj, traffic, out, target=target, maps=maps, analysis=analysis, packets_table=packets, kernel=kernel,
                     section=section, program=program, loop_bound=loop_bound, map_sizes=parse_map_sizes(map_size),
-                    tail_calls=parse_tail_calls(tail_call, dispatch), mac_limit=mac_limit, timeout_s=timeout, force=force,
-                    progress=lambda what: bar.update(detail=what))
+                    tail_calls=parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions),
+                    mac_limit=mac_limit, timeout_s=timeout, force=force, progress=lambda what: bar.update(detail=what))
     for w in s.get("warnings", []):
         ui.warn(w)
 
