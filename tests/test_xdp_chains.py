@@ -5,6 +5,7 @@ kernel by `nicsim xdp validate`; bad options are one-line errors (exit 2)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -55,6 +56,16 @@ def test_a_slot_of_another_object_is_analysed_with_its_maps(tmp_path: Path) -> N
     if os.geteuid() == 0:  # the kernel's verifier loads the chain: root, then chain_next.o's programs
         assert s["verifier"] == {"checked": True, "loads": True}, s["verifier"]
     _validate_confirms(root, out, tmp_path / "v")
+    assert s["object"]["linked"] == {str(nxt.absolute()): hashlib.sha256(nxt.read_bytes()).hexdigest()}
+    # A linked object that changed since the analysis: validate refuses in one line.
+    moved = tmp_path / "chain_next.o"
+    moved.write_bytes(nxt.read_bytes())
+    r = nicsim("xdp", "analyze", root, "--out", tmp_path / "m", "--tail-call", f"root_progs=0:{moved}:chain_next",
+               "--tail-call", "chain_next.o:next_progs=none")
+    assert r.returncode == 0, r.stderr
+    moved.write_bytes(moved.read_bytes() + b"\0")
+    r = nicsim("xdp", "validate", root, "--analysis", tmp_path / "m", "--packets", "0", "--out", tmp_path / "mv")
+    assert_one_line_error(r, "linked object", "has changed since the analysis")
     # The chain costs more than the root with its array empty.
     r = nicsim("xdp", "analyze", root, "--out", tmp_path / "n", "--rate", "packet", "--tail-call", "root_progs=none", "--no-mac-limit")
     assert r.returncode == 0, r.stderr
