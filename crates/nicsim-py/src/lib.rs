@@ -550,13 +550,8 @@ fn xdp_profile<'py>(
             // --kernel: the program loaded once, with the same maps; each packet the
             // interpreter ran to its exit runs once more in the kernel, in order.
             let k = if kernel {
-                let mut targets = Vec::new();
-                for t in &program.tail_targets {
-                    let mut tp = nicsim_xdp::load_full(&obj, Some(&t.section), Some(&t.name), &opts.tail_calls)
-                        .map_err(|e| format!("tail-call target {}: {e}", t.name))?;
-                    MapState::size_from_json(&mut tp, maps_json).map_err(bad_maps)?;
-                    targets.push(tp);
-                }
+                let targets = nicsim_xdp::link::kernel_targets(&obj, &program, &opts.tail_calls)
+                    .map_err(|e| e.to_string())?;
                 let k = nicsim_xdp::kernel::Kernel::load_with_tails(&program, &targets)
                     .map_err(|e| format!("--kernel: {e}"))?;
                 k.set_maps(&maps).map_err(|e| format!("--kernel: {e}"))?;
@@ -733,15 +728,9 @@ impl XdpKernel {
             .map_err(|e| err(e.to_string()))?;
         let maps = nicsim_xdp::interp::MapState::from_json(&program, maps_json)
             .map_err(|e| err(e.to_string()))?;
-        // Each tail-call target on its own, with the same map sizes.
-        let mut targets = Vec::new();
-        for t in &program.tail_targets {
-            let mut tp = nicsim_xdp::load_full(obj, Some(&t.section), Some(&t.name), &tail)
-                .map_err(|e| err(format!("tail-call target {}: {e}", t.name)))?;
-            nicsim_xdp::interp::MapState::size_from_json(&mut tp, maps_json)
-                .map_err(|e| err(e.to_string()))?;
-            targets.push(tp);
-        }
+        // Each tail-call target on its own, with the same maps.
+        let targets = nicsim_xdp::link::kernel_targets(obj, &program, &tail)
+            .map_err(|e| err(e.to_string()))?;
         let k = nicsim_xdp::kernel::Kernel::load_with_tails(&program, &targets)
             .map_err(|e| err(e.to_string()))?;
         k.set_maps(&maps)
@@ -915,14 +904,8 @@ fn xdp_verify(
         nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| err(e.to_string()))?;
     nicsim_xdp::interp::MapState::size_from_json(&mut prog, maps_json)
         .map_err(|e| err(e.to_string()))?;
-    let mut targets = Vec::new();
-    for t in &prog.tail_targets {
-        let mut tp = nicsim_xdp::load_full(obj, Some(&t.section), Some(&t.name), &tail)
-            .map_err(|e| err(format!("tail-call target {}: {e}", t.name)))?;
-        nicsim_xdp::interp::MapState::size_from_json(&mut tp, maps_json)
-            .map_err(|e| err(e.to_string()))?;
-        targets.push(tp);
-    }
+    let targets =
+        nicsim_xdp::link::kernel_targets(obj, &prog, &tail).map_err(|e| err(e.to_string()))?;
     let r = py
         .detach(|| nicsim_xdp::kernel::verify(&prog, &targets))
         .map_err(|e| err(e.to_string()))?;

@@ -433,7 +433,14 @@ impl Analysis {
                             .iter()
                             .map(|(k, &t)| {
                                 let t = &self.program.tail_targets[t];
-                                (k.to_string(), format!("{}/{}", t.section, t.name))
+                                // A program of another object: `OBJ.o:section/name`.
+                                let obj = t.object.rsplit('/').next().unwrap_or_default();
+                                let at = if obj.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("{obj}:")
+                                };
+                                (k.to_string(), format!("{at}{}/{}", t.section, t.name))
                             })
                             .collect(),
                     ),
@@ -447,8 +454,8 @@ impl Analysis {
                 "unbounded: the program tail-calls through {} whose contents the object does not \
                  declare (user space may put any program there); declare them (.values) or give \
                  what the array holds when it runs: --tail-call MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] \
-                 (programs of this object), or --tail-call MAP=none (the array is empty: the \
-                 program is the last of its chain)",
+                 (PROGRAM: a program of this object, or OBJ.o[:PROGRAM] of another), or \
+                 --tail-call MAP=none (the array is empty: the program is the last of its chain)",
                 unbounded
                     .iter()
                     .map(|m| format!("prog array '{m}'"))

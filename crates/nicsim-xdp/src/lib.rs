@@ -26,6 +26,7 @@ pub mod insn;
 pub mod interp;
 pub mod kconfig;
 pub mod kernel;
+pub mod link;
 pub mod load;
 pub mod paths;
 pub mod profile;

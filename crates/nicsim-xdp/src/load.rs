@@ -206,6 +206,12 @@ pub struct TailTarget {
     pub name: String,
     /// Its first instruction in [`Program::code`].
     pub entry: u32,
+    /// The object it comes from when that is another object than the program's (its path, as
+    /// `--tail-call` gave it); empty for the program's own object.
+    pub object: String,
+    /// For a program of another object: the index in [`Program::maps`] of each of that
+    /// object's maps, in its own order (its maps as [`load_full`] numbers them).
+    pub maps: Vec<u32>,
 }
 
 /// What a program array holds when the program runs (docs/xdp.md, "Tail calls").
@@ -280,6 +286,11 @@ pub struct Program {
     pub tail_targets: Vec<TailTarget>,
     /// The contents of every prog array, by map index.
     pub prog_arrays: BTreeMap<u32, ProgArray>,
+    /// The functions linked into [`Program::raw`]: name and first instruction.
+    pub functions: Vec<(String, u32)>,
+    /// Maps pinned by name (libbpf's `LIBBPF_PIN_BY_NAME`): pin name and map index. A program
+    /// of another object shares such a map instead of getting its own (see `crate::link`).
+    pub pins: Vec<(String, u32)>,
 }
 
 /// The name of the synthetic inner map of map of maps `outer` (see [`add_inner_maps`]).
@@ -475,6 +486,10 @@ pub enum LoadError {
         /// What it names that the object lacks.
         why: String,
     },
+    /// A `--tail-call` or `--dispatch` entry that names another object, and what is wrong with
+    /// it (`crate::link`): the whole line.
+    #[error("{0}")]
+    Link(String),
     /// An instruction the decoder rejects.
     #[error("{err} ({at})")]
     Decode {
@@ -634,56 +649,165 @@ fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
     btf_datasec_vars(data, ".maps")
 }
 
+/// A BTF type as the readers below need it: (kind, kflag, name, size or type, its trailing
+/// data, and where that is in the `.BTF` section).
+type BtfType<'d> = (u32, bool, u32, u32, &'d [u8], usize);
+
+/// The types of the `.BTF` section `data` (by type id, from 1; id 0 is void) and its strings.
+fn btf_types(data: &[u8]) -> Option<(Vec<BtfType<'_>>, &[u8])> {
+    if data.get(0..2)? != [0x9f, 0xeb] {
+        return None;
+    }
+    let hdr = u32_le(data, 4)? as usize;
+    let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
+    let strs = btf_strings(data)?;
+    let start = hdr.checked_add(toff)?;
+    let types = data.get(start..start.checked_add(tlen)?)?;
+    let mut ts: Vec<BtfType> = vec![(0, false, 0, 0, &[], 0)];
+    let mut at = 0usize;
+    while at + 12 <= types.len() {
+        let (name, info, st) = (
+            u32_le(types, at)?,
+            u32_le(types, at + 4)?,
+            u32_le(types, at + 8)?,
+        );
+        let (kind, vlen, kflag) = (
+            (info >> 24) & 0x1f,
+            (info & 0xffff) as usize,
+            info >> 31 == 1,
+        );
+        let extra = match kind {
+            1 | 14 | 17 => 4,
+            3 => 12,
+            4 | 5 | 15 | 19 => 12 * vlen,
+            6 | 13 => 8 * vlen,
+            2 | 7..=12 | 16 | 18 => 0,
+            _ => return None,
+        };
+        let body = types.get(at + 12..at + 12 + extra)?;
+        ts.push((kind, kflag, name, st, body, start + at + 12));
+        at += 12 + extra;
+    }
+    Some((ts, strs))
+}
+
+/// Type `id` with typedefs, `volatile`, `const`, `restrict` and type tags skipped (at most 32
+/// of them, as a chain in a malformed section could be endless).
+fn btf_resolve(ts: &[BtfType<'_>], mut id: u32) -> Option<u32> {
+    for _ in 0..32 {
+        match ts.get(id as usize)?.0 {
+            8..=11 | 18 => id = ts[id as usize].3,
+            _ => return Some(id),
+        }
+    }
+    None
+}
+
+/// A member of a struct variable of a DATASEC (see [`btf_datasec_structs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BtfMember {
+    /// The member's name.
+    pub name: String,
+    /// Its byte offset in the struct.
+    pub off: u64,
+    /// Its size in bytes (an array's whole size), when BTF gives it.
+    pub size: Option<u64>,
+    /// The value of a libbpf `__uint(name, value)` member (a pointer to an array of `value`
+    /// elements): `value`.
+    pub uint: Option<u32>,
+}
+
+/// A struct variable of a DATASEC: its name, its place in the section, its struct's name and
+/// its members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BtfStructVar {
+    pub name: String,
+    pub off: u64,
+    pub type_name: String,
+    pub members: Vec<BtfMember>,
+}
+
+/// The size of type `id` in bytes (ints, structs, unions, enums, pointers, arrays of those).
+fn btf_size(ts: &[BtfType<'_>], id: u32) -> Option<u64> {
+    let mut id = btf_resolve(ts, id)?;
+    let mut n: u64 = 1;
+    for _ in 0..32 {
+        let t = ts.get(id as usize)?;
+        match t.0 {
+            1 | 4 | 5 | 6 | 19 => return Some(n * t.3 as u64),
+            2 => return Some(n * 8),
+            3 => {
+                n = n.checked_mul(u32_le(t.4, 8)? as u64)?;
+                id = btf_resolve(ts, u32_le(t.4, 0)?)?;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The struct variables of the DATASEC `sec` of the `.BTF` section `data` (libxdp's
+/// `.xdp_run_config`, the dispatcher's `.rodata` config, `xdp_metadata`). A malformed section
+/// gives what could be read.
+pub(crate) fn btf_datasec_structs(data: &[u8], sec: &str) -> Vec<BtfStructVar> {
+    let mut out = Vec::new();
+    let _ = (|| -> Option<()> {
+        let (ts, strs) = btf_types(data)?;
+        for (kind, _, name, _, body, _) in &ts {
+            if *kind != 15 || cstr(strs, *name) != sec {
+                continue;
+            }
+            for v in body.chunks_exact(12) {
+                let (ty, off) = (u32_le(v, 0)?, u32_le(v, 4)?);
+                let Some(&(14, _, vname, vty, _, _)) = ts.get(ty as usize) else {
+                    continue;
+                };
+                let Some(&(4, kflag, sname, _, members, _)) =
+                    btf_resolve(&ts, vty).and_then(|t| ts.get(t as usize))
+                else {
+                    continue;
+                };
+                let mut ms = Vec::new();
+                for m in members.chunks_exact(12) {
+                    let bits = u32_le(m, 8)?;
+                    let bits = if kflag { bits & 0xff_ffff } else { bits };
+                    let mty = u32_le(m, 4)?;
+                    // `__uint(name, value)`: `int (*name)[value]`.
+                    let uint = match btf_resolve(&ts, mty).and_then(|t| ts.get(t as usize)) {
+                        Some(&(2, _, _, pointee, _, _)) => {
+                            match btf_resolve(&ts, pointee).and_then(|t| ts.get(t as usize)) {
+                                Some(&(3, _, _, _, arr, _)) => u32_le(arr, 8),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    ms.push(BtfMember {
+                        name: cstr(strs, u32_le(m, 0)?),
+                        off: bits as u64 / 8,
+                        size: btf_size(&ts, mty),
+                        uint,
+                    });
+                }
+                out.push(BtfStructVar {
+                    name: cstr(strs, vname),
+                    off: off as u64,
+                    type_name: cstr(strs, sname),
+                    members: ms,
+                });
+            }
+        }
+        Some(())
+    })();
+    out
+}
+
 /// The variables of the DATASEC `sec` of the `.BTF` section `data` (`.maps`, `.kconfig`).
 fn btf_datasec_vars(data: &[u8], sec: &str) -> Vec<MapVar> {
     let mut out = Vec::new();
     let _ = (|| -> Option<()> {
-        if data.get(0..2)? != [0x9f, 0xeb] {
-            return None;
-        }
-        let hdr = u32_le(data, 4)? as usize;
-        let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
-        let strs = btf_strings(data)?;
-        let start = hdr.checked_add(toff)?;
-        let types = data.get(start..start.checked_add(tlen)?)?;
-        // Per type id (from 1): (kind, kflag, name, size or type, its trailing data, and where
-        // that is in `data`).
-        type BtfType<'d> = (u32, bool, u32, u32, &'d [u8], usize);
-        let mut ts: Vec<BtfType> = vec![(0, false, 0, 0, &[], 0)];
-        let mut at = 0usize;
-        while at + 12 <= types.len() {
-            let (name, info, st) = (
-                u32_le(types, at)?,
-                u32_le(types, at + 4)?,
-                u32_le(types, at + 8)?,
-            );
-            let (kind, vlen, kflag) = (
-                (info >> 24) & 0x1f,
-                (info & 0xffff) as usize,
-                info >> 31 == 1,
-            );
-            let extra = match kind {
-                1 | 14 | 17 => 4,
-                3 => 12,
-                4 | 5 | 15 | 19 => 12 * vlen,
-                6 | 13 => 8 * vlen,
-                2 | 7..=12 | 16 | 18 => 0,
-                _ => return None,
-            };
-            let body = types.get(at + 12..at + 12 + extra)?;
-            ts.push((kind, kflag, name, st, body, start + at + 12));
-            at += 12 + extra;
-        }
-        let resolve = |mut id: u32| -> Option<u32> {
-            for _ in 0..32 {
-                match ts.get(id as usize)?.0 {
-                    8..=11 | 18 => id = ts[id as usize].3,
-                    _ => return Some(id),
-                }
-            }
-            None
-        };
-        let kind_of = |id: u32| resolve(id).and_then(|t| ts.get(t as usize));
+        let (ts, strs) = btf_types(data)?;
+        let kind_of = |id: u32| btf_resolve(&ts, id).and_then(|t| ts.get(t as usize));
         for (kind, _, name, _, body, _) in &ts {
             if *kind != 15 || cstr(strs, *name) != sec {
                 continue;
@@ -874,14 +998,32 @@ pub fn load_with(
 }
 
 /// [`load_with`], with the prog arrays' contents `tail` gives (`--tail-call`) in place of the
-/// declared ones: the entries for a map are all it holds.
+/// declared ones: the entries for a map are all it holds. Entries may name programs of other
+/// objects, and `--dispatch` components (`crate::link`).
 pub fn load_full(
     bytes: &[u8],
     section: Option<&str>,
     program: Option<&str>,
     tail: &[TailSpec],
 ) -> Result<Program, LoadError> {
-    guarded(|| load_inner(bytes, section, program, tail))
+    guarded(|| crate::link::load_chain(bytes, section, program, tail))
+}
+
+/// One object's program with its own prog arrays' entries `tail` (programs of that object
+/// only); [`load_full`] links other objects' programs in.
+pub(crate) fn load_object(
+    bytes: &[u8],
+    section: Option<&str>,
+    program: Option<&str>,
+    tail: &[TailSpec],
+) -> Result<Program, LoadError> {
+    load_inner(bytes, section, program, tail)
+}
+
+/// The `.BTF` section of the object `bytes`, if it has one.
+pub(crate) fn btf_section(bytes: &[u8]) -> Option<Vec<u8>> {
+    let f = object::File::parse(bytes).ok()?;
+    Some(f.section_by_name(".BTF")?.data().ok()?.to_vec())
 }
 
 /// Every function of the object that can be chosen as its program, in file order.
@@ -889,7 +1031,7 @@ pub fn candidates(bytes: &[u8]) -> Result<Vec<Candidate>, LoadError> {
     guarded(|| Ok(Elf::parse(bytes)?.candidates()))
 }
 
-fn guarded<T>(f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, LoadError> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, LoadError> {
     static HOOK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
     let prev = std::panic::take_hook();
@@ -1693,6 +1835,13 @@ fn load_inner(
     let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
 
     let mut maps: Vec<(MapDef, MapAt)> = Vec::new();
+    // BTF maps pinned by name (`__uint(pinning, LIBBPF_PIN_BY_NAME)`).
+    let pinned: Vec<String> = obj
+        .maps
+        .iter()
+        .filter(|(_, m)| matches!(m.pinning(), aya_obj::maps::PinningType::ByName))
+        .map(|(n, _)| n.clone())
+        .collect();
     for &sec in &legacy {
         maps.extend(legacy_maps(&elf, sec)?);
     }
@@ -2012,6 +2161,8 @@ fn load_inner(
             section: t.section.clone(),
             name: t.name.clone(),
             entry: entry as u32,
+            object: String::new(),
+            maps: Vec::new(),
         });
     }
     let main_len = main_len.unwrap_or(raw.len());
@@ -2062,6 +2213,17 @@ fn load_inner(
         }
     }
 
+    let mut functions: Vec<(String, u32)> = placed
+        .iter()
+        .filter_map(|(&(sec, start), &at)| Some((elf.func_at(sec, start)?.name.clone(), at as u32)))
+        .collect();
+    functions.sort_by_key(|f| f.1);
+    let pins: Vec<(String, u32)> = maps
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, at))| matches!(at, MapAt::Btf(n) if pinned.contains(n)))
+        .map(|(k, (d, _))| (d.name.clone(), k as u32))
+        .collect();
     let mut maps: Vec<MapDef> = maps.into_iter().map(|m| m.0).collect();
     add_inner_maps(&mut maps);
     Ok(Program {
@@ -2077,6 +2239,8 @@ fn load_inner(
         main_len,
         tail_targets,
         prog_arrays,
+        functions,
+        pins,
     })
 }
 

@@ -2021,6 +2021,8 @@ mod tests {
                 section: "xdp".into(),
                 name: format!("t{e}"),
                 entry: e,
+                object: String::new(),
+                maps: Vec::new(),
             })
             .collect();
         p.prog_arrays.insert(

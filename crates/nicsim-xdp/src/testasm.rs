@@ -118,6 +118,8 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         main_len: raw_len,
         tail_targets: Vec::new(),
         prog_arrays: maps_prog_arrays,
+        functions: Vec::new(),
+        pins: Vec::new(),
     }
 }
 

@@ -221,7 +221,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         "process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, 1),
     }
     summary["object"].update(path=str(obj), sha256=hashlib.sha256(data).hexdigest(),
-                             tail_calls=[list(t) for t in tail_calls or []],
+                             tail_calls=[list(t) for t in tail_calls or []], linked=linked_objects(tail_calls),
                              kconfig=os.environ.get("NICSIM_KCONFIG") or None)
     summary["verifier"] = verifier_check(data, section, program, summary["maps"], tail_calls)
     if summary["verifier"].get("loads") is False:
@@ -278,6 +278,19 @@ class SolverFailed(NicsimError):
     def __init__(self, msg: str, summary: Summary) -> None:
         super().__init__(msg)
         self.summary = summary
+
+
+def linked_objects(tail_calls: Sequence[tuple[str, int, str]] | None) -> dict[str, str]:
+    """The other objects `--tail-call`/`--dispatch` entries name (`OBJ.o[:PROGRAM]`, the rule of
+    crates/nicsim-xdp/src/link.rs `split_object`): path → sha256 of the file, so that `validate`
+    can tell when one has changed since the analysis."""
+    out: dict[str, str] = {}
+    for _, _, target in tail_calls or []:
+        i = target.find(".o:")
+        path = target[:i + 2] if i >= 0 else target if target.endswith(".o") else ""
+        if path and path not in out and Path(path).is_file():
+            out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return out
 
 
 def verifier_check(data: bytes, section: str | None, program: str | None, maps: dict[str, Any],

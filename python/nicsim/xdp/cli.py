@@ -96,11 +96,30 @@ def parse_map_sizes(values: list[str] | None) -> dict[str, int]:
 
 TailCallOpt = Annotated[list[str] | None, typer.Option(
     "--tail-call", metavar="MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] | MAP=none", help="What prog array MAP holds "
-    "when the program runs: slot INDEX holds PROGRAM (a function or section of the same object); the slots given "
-    "are all it holds, in place of the object's declared `.values` (repeat for several maps). `MAP=none`: it "
+    "when the program runs: slot INDEX holds PROGRAM (a function or section of the same object) or OBJ.o[:PROGRAM] "
+    "(a program of another object, a path ending in .o, linked with its own maps; maps both objects pin by name "
+    "are shared); the slots given are all it holds, in place of the object's declared `.values` (repeat for "
+    "several maps). A prog array of a linked object is named OBJ.o:MAP (OBJ.o its file's name). `MAP=none`: it "
     "holds nothing (the program is the last of its chain). A tail call through a prog array whose contents are "
     "neither declared nor given makes the answer 'unbounded'.",
     show_default=False)]
+
+DispatchOpt = Annotated[list[str] | None, typer.Option(
+    "--dispatch", metavar="OBJ.o[:PROGRAM][,OBJ.o[:PROGRAM]...]", help="The program is libxdp's multi-program "
+    "dispatcher (xdp-dispatcher.o): analyse it with these component programs attached, as libxdp attaches them "
+    "(freplace of its stubs prog0, prog1, ...; run in libxdp's order: run priority, then name; each component's "
+    "chain-call actions from its XDP_RUN_CONFIG, by default XDP_PASS only; the dispatcher's .rodata config set "
+    "as libxdp sets it). Each component is linked with its own maps.",
+    show_default=False)]
+
+DispatchPrioOpt = Annotated[int | None, typer.Option(
+    "--dispatch-prio", metavar="N", help="With --dispatch: every component's run priority, in place of its "
+    "XDP_RUN_CONFIG's (xdp-loader's --prio).", show_default=False)]
+
+DispatchActionsOpt = Annotated[str | None, typer.Option(
+    "--dispatch-actions", metavar="ACTION[,ACTION...]", help="With --dispatch: after which actions the chain goes "
+    "on past every component (XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT), in place of its "
+    "XDP_RUN_CONFIG's (xdp-loader's --actions).", show_default=False)]
 
 
 KconfigOpt = Annotated[Path | None, typer.Option(
@@ -120,9 +139,74 @@ def use_kconfig(kconfig: Path | None) -> None:
         os.environ["NICSIM_KCONFIG"] = str(Path(kconfig).absolute())
 
 
-def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
+def _object_target(opt: str, target: str) -> str:
+    """A `--tail-call`/`--dispatch` target that names another object (`OBJ.o[:PROGRAM]`, the rule
+    of crates/nicsim-xdp/src/link.rs `split_object`) with the object's path made absolute (the
+    analysis records it; `validate` reads it from there), after checking that it is an ELF
+    file; a program of the same object unchanged."""
+    from nicsim.errors import InputError
+
+    i = target.find(".o:")
+    path, prog = (target[:i + 2], target[i + 2:]) if i >= 0 else (target, "")
+    if i < 0 and not target.endswith(".o"):
+        return target
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{opt}: {path}: no such file (an object, OBJ.o[:PROGRAM])")
+    with open(p, "rb") as f:
+        if f.read(4) != b"\x7fELF":
+            raise InputError(f"{opt}: {path}: not an ELF object")
+    if prog == ":":
+        raise InputError(f"{opt}: '{target}': no program after the object's ':'")
+    return str(p.absolute()) + prog
+
+
+XDP_ACTIONS = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"]
+
+
+def parse_dispatch(values: list[str] | None, prio: int | None = None,
+                   actions: str | None = None) -> list[tuple[str, int, str]]:
+    """`--dispatch OBJ.o[:PROGRAM][,...]` values → the components as entries of the tail-call list
+    (map ":dispatch", their place in the option, the object), which the loader links
+    (crates/nicsim-xdp/src/link.rs); `--dispatch-prio N` → (":dispatch-prio", N, ""),
+    `--dispatch-actions A,B` → (":dispatch-actions", their bit mask, "")."""
+    from nicsim.errors import InputError
+
+    out: list[tuple[str, int, str]] = []
+    if (prio is not None or actions is not None) and not values:
+        raise InputError(f"{'--dispatch-prio' if prio is not None else '--dispatch-actions'}: "
+                         "only with --dispatch (it sets the components' run config)")
+    if prio is not None:
+        if not 0 <= prio < U32_MAX:
+            raise InputError(f"--dispatch-prio {prio}: expected a priority from 0 to {U32_MAX - 1}")
+        out.append((":dispatch-prio", prio, ""))
+    if actions is not None:
+        mask = 0
+        for a in actions.split(","):
+            a = a.strip().upper()
+            if a not in XDP_ACTIONS:
+                raise InputError(f"--dispatch-actions '{actions}': '{a}' is none of {', '.join(XDP_ACTIONS)}")
+            mask |= 1 << XDP_ACTIONS.index(a)
+        out.append((":dispatch-actions", mask, ""))
+    for v in values or []:
+        for item in v.split(","):
+            item = item.strip()
+            if not item:
+                raise InputError(f"--dispatch '{v}': expected OBJ.o[:PROGRAM][,OBJ.o[:PROGRAM]...]")
+            if ".o:" not in item and not item.endswith(".o"):
+                raise InputError(f"--dispatch '{item}': expected OBJ.o or OBJ.o:PROGRAM (an object's path ending "
+                                 "in .o)")
+            n = sum(1 for m, _, _ in out if m == ":dispatch")
+            out.append((":dispatch", n, _object_target(f"--dispatch '{item}'", item)))
+    return out
+
+
+def parse_tail_calls(values: list[str] | None, dispatch: list[str] | None = None, prio: int | None = None,
+                     actions: str | None = None) -> list[tuple[str, int, str]]:
     """`--tail-call MAP=INDEX:PROGRAM[,...]` values → [(MAP, INDEX, PROGRAM)], and `MAP=none` (the
-    array holds nothing) → (MAP, 0, ""); a malformed one is a one-line error naming it."""
+    array holds nothing) → (MAP, 0, ""); PROGRAM may be OBJ.o[:PROGRAM] (another object's, its path
+    made absolute); `--dispatch` components follow (`parse_dispatch`). A malformed one is a
+    one-line error naming it."""
     from nicsim.errors import InputError
 
     out: list[tuple[str, int, str]] = []
@@ -130,8 +214,8 @@ def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
     empty: set[str] = set()
     for v in values or []:
         name, eq, rest = v.partition("=")
-        bad = (f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1}, "
-               "or MAP=none")
+        bad = (f"--tail-call '{v}': expected MAP=INDEX:PROGRAM[,INDEX:PROGRAM...] with INDEX from 0 to {U32_MAX - 1} "
+               "(PROGRAM: a program of the object, or OBJ.o[:PROGRAM] of another), or MAP=none")
         if not eq or not name.strip() or not rest:
             raise InputError(bad)
         if rest.strip() == "none":  # the array holds nothing (the last program of a chain)
@@ -150,8 +234,8 @@ def parse_tail_calls(values: list[str] | None) -> list[tuple[str, int, str]]:
             if (name, int(idx)) in seen:
                 raise InputError(f"--tail-call '{v}': slot {int(idx)} of '{name}' is given twice")
             seen.add((name, int(idx)))
-            out.append((name, int(idx), prog.strip()))
-    return out
+            out.append((name, int(idx), _object_target(f"--tail-call '{v}'", prog.strip())))
+    return out + parse_dispatch(dispatch, prio, actions)
 
 
 @xdp_app.command("analyze")
@@ -184,6 +268,9 @@ def xdp_analyze(
                                             "paper's evaluation reports it.")] = True,
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
+    dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     paths: PathsAnalyzeOpt = None,
     kconfig: KconfigOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
@@ -207,7 +294,7 @@ def xdp_analyze(
     unit = "Gbit/s" if rate == Rate.bit else "Mpps"
     scale = 1e9 if rate == Rate.bit else 1e6
     key = "bps" if rate == Rate.bit else "pps"
-    tail_calls = parse_tail_calls(tail_call)
+    tail_calls = parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions)
     use_kconfig(kconfig)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
@@ -225,7 +312,7 @@ def xdp_analyze(
             console.print(f"{s['object']['program']} on {s['target']}: unbounded (tail calls through "
                           f"{', '.join(s['unbounded'])}, whose programs are not known): no rate is guaranteed; "
                           f"give what {'they hold' if len(s['unbounded']) > 1 else 'it holds'} with --tail-call "
-                          "MAP=INDEX:PROGRAM or --tail-call MAP=none")
+                          "MAP=INDEX:PROGRAM or --tail-call MAP=none (PROGRAM: of this object, or OBJ.o[:PROGRAM] of another)")
             return
         t = Table(title=f"{s['object']['program']} on {s['target']} ({rate.value} rate)", show_header=False)
         t.add_column(style="bold")
@@ -301,6 +388,9 @@ def xdp_sweep(
                                                     help="Run on this Ray "
                                                     "cluster (implies `--executor ray`).")] = None,
     tail_call: TailCallOpt = None,
+    dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     traffic: Annotated[list[Path] | None, typer.Option("--traffic", metavar="CAPTURE", parser=path_arg,
                                                        help="Also profile each analysed program on this capture "
                                                        "(repeat for several), against its guarantee, as `nicsim "
@@ -326,8 +416,9 @@ def xdp_sweep(
     summary, rows = analyze_many(objs, targets, out, executor="ray" if ray_address else executor, workers=workers,
                                  ray_address=ray_address, force=force, rate=rate.value, timeout_s=timeout,
                                  solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit, section=section,
-                                 program=program, tail_calls=parse_tail_calls(tail_call), keep_going=keep_going,
-                                 traffic=traffic or ())
+                                 program=program,
+                                 tail_calls=parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions),
+                                 keep_going=keep_going, traffic=traffic or ())
     failed = summary.get("failed", [])
     labels = object_labels(objs)
 
@@ -410,6 +501,9 @@ def xdp_profile(
                                            help="Seconds for the analysis run here (no --analysis).")] = 60.0,
     map_size: MapSizeOpt = None,
     tail_call: TailCallOpt = None,
+    dispatch: DispatchOpt = None,
+    dispatch_prio: DispatchPrioOpt = None,
+    dispatch_actions: DispatchActionsOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Profile an XDP program on a capture: the rate it sustains on this traffic, beside its guarantee.
@@ -428,8 +522,8 @@ def xdp_profile(
     with ui.Progress("profiling", transient=True) as bar:
         s = profile(obj, traffic, out, target=target, maps=maps, analysis=analysis, packets_table=packets, kernel=kernel,
                     section=section, program=program, loop_bound=loop_bound, map_sizes=parse_map_sizes(map_size),
-                    tail_calls=parse_tail_calls(tail_call), mac_limit=mac_limit, timeout_s=timeout, force=force,
-                    progress=lambda what: bar.update(detail=what))
+                    tail_calls=parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions),
+                    mac_limit=mac_limit, timeout_s=timeout, force=force, progress=lambda what: bar.update(detail=what))
     for w in s.get("warnings", []):
         ui.warn(w)
 

@@ -20,8 +20,10 @@ class ObjectInfo(TypedDict):
     insns: int
     path: str
     sha256: str
-    #: The `--tail-call` entries, [map, index, program].
+    #: The `--tail-call` entries, [map, index, program], then the `--dispatch` ones.
     tail_calls: list[list[str | int]]
+    #: The other objects those entries link in: absolute path → sha256 of the file analysed.
+    linked: dict[str, str]
     #: The kernel configuration file the `__kconfig` externs took (`--kconfig`, NICSIM_KCONFIG);
     #: null: the running kernel's.
     kconfig: str | None

@@ -279,6 +279,18 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
                                            and isinstance(t[1], int) and isinstance(t[2], str) for t in tail)):
         raise InputError(f"{analysis}/summary.json: object.tail_calls is not a list of [map, index, program]")
     tail_calls = [tuple(t) for t in tail]
+    linked = analysed.get("linked") or {}
+    if not (isinstance(linked, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in linked.items())):
+        raise InputError(f"{analysis}/summary.json: object.linked is not a map of path to sha256")
+    for path, want in linked.items():
+        try:
+            got = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError as e:
+            raise InputError(f"{analysis}/summary.json: the linked object {path} cannot be read: "
+                             f"{e.strerror or e}") from None
+        if got != want:
+            raise InputError(f"{analysis}/summary.json: the linked object {path} has changed since the analysis "
+                             "(sha256 differs)")
     maps_json = json.dumps(s.get("maps") or {})
     say = progress or (lambda _m: None)
     report: dict[str, Any] = {"object": str(obj), "analysis": str(analysis), "status": s["guarantee"]["status"]}

@@ -73,6 +73,8 @@ fuzz_target!(|data: &[u8]| {
         main_len,
         tail_targets: Vec::new(),
         prog_arrays: Default::default(),
+        functions: Vec::new(),
+        pins: Vec::new(),
         line_of: vec![None; raw.len()],
         raw,
         code,
