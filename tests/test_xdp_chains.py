@@ -109,6 +109,8 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
 @pytest.mark.parametrize(("args", "needles"), [
     (["--tail-call", "root_progs=0:/nonexistent/x.o"], ["--tail-call", "no such file"]),
     (["--tail-call", "root_progs=0:NOTELF"], ["--tail-call", "not an ELF object"]),
+    (["--tail-call", "root_progs=0:FIFO"], ["--tail-call", "not a regular file"]),  # read, it would hang
+    (["--tail-call", "root_progs=0:DIR"], ["--tail-call", "not a regular file"]),
     (["--tail-call", "root_progs=0:NEXT:nope"], ["--tail-call", "no program"]),
     (["--tail-call", "root_progs=0:NEXT"], ["--tail-call", "several XDP programs", "chain_next.o:PROGRAM"]),
     (["--tail-call", "root_progs=4:NEXT:chain_next"], ["--tail-call", "slot 4 is past the array's 4 entries"]),
@@ -126,8 +128,12 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
 def test_bad_links_are_one_line_errors(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     notelf = tmp_path / "text.o"
     notelf.write_text("not an object\n")
-    subst = {"NEXT": str(obj("chain_next")), "NOTELF": str(notelf)}
-    args = [a.replace("NOTELF", subst["NOTELF"]).replace("NEXT", subst["NEXT"]) for a in args]
+    os.mkfifo(tmp_path / "fifo.o")
+    (tmp_path / "dir.o").mkdir()
+    subst = {"NEXT": str(obj("chain_next")), "NOTELF": str(notelf), "FIFO": str(tmp_path / "fifo.o"),
+             "DIR": str(tmp_path / "dir.o")}
+    for k, v in subst.items():
+        args = [a.replace(k, v) for a in args]
     r = nicsim("xdp", "analyze", obj("chain_root"), "--out", tmp_path / "o", *args)
     assert_one_line_error(r, *needles)
     assert not (tmp_path / "o").exists()

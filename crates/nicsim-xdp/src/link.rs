@@ -170,8 +170,41 @@ fn object_error(path: &str, e: LoadError) -> String {
     }
 }
 
+/// The largest object file linked in: the analysed object's own limit
+/// (`nicsim.xdp.analyze.MAX_OBJECT_BYTES`).
+const MAX_OBJECT_BYTES: u64 = 256 << 20;
+
+/// A linked object's bytes: a regular file of at most [`MAX_OBJECT_BYTES`], read no further (a
+/// FIFO, a device or a huge file is one error, not a hang or an allocation).
 fn read(t: &TailSpec, path: &str) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(path).map_err(|e| bad(t, format!("cannot read {path}: {e}")))
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| bad(t, format!("cannot read {path}: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| bad(t, format!("cannot read {path}: {e}")))?;
+    if !meta.is_file() {
+        return Err(bad(t, format!("{path} is not a regular file")));
+    }
+    if meta.len() > MAX_OBJECT_BYTES {
+        return Err(bad(
+            t,
+            format!(
+                "{path} is {} bytes, more than an object may be ({MAX_OBJECT_BYTES})",
+                meta.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_OBJECT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(t, format!("cannot read {path}: {e}")))?;
+    if bytes.len() as u64 > MAX_OBJECT_BYTES {
+        return Err(bad(
+            t,
+            format!("{path} grew past {MAX_OBJECT_BYTES} bytes while read"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Load the program chosen by `section`/`program` from `bytes` with everything `tail` links

@@ -289,7 +289,7 @@ def linked_objects(tail_calls: Sequence[tuple[str, int, str]] | None) -> dict[st
         i = target.find(".o:")
         path = target[:i + 2] if i >= 0 else target if target.endswith(".o") else ""
         if path and path not in out and Path(path).is_file():
-            out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            out[path] = hashlib.sha256(read_object(Path(path))).hexdigest()
     return out
 
 

@@ -151,8 +151,10 @@ def _object_target(opt: str, target: str) -> str:
     if i < 0 and not target.endswith(".o"):
         return target
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise InputError(f"{opt}: {path}: no such file (an object, OBJ.o[:PROGRAM])")
+    if not p.is_file():
+        raise InputError(f"{opt}: {path}: not a regular file (an object, OBJ.o[:PROGRAM])")
     with open(p, "rb") as f:
         if f.read(4) != b"\x7fELF":
             raise InputError(f"{opt}: {path}: not an ELF object")

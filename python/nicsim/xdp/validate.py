@@ -283,11 +283,10 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if not (isinstance(linked, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in linked.items())):
         raise InputError(f"{analysis}/summary.json: object.linked is not a map of path to sha256")
     for path, want in linked.items():
-        try:
-            got = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except OSError as e:
-            raise InputError(f"{analysis}/summary.json: the linked object {path} cannot be read: "
-                             f"{e.strerror or e}") from None
+        try:  # bounded: a regular file of at most an object's size (the summary is an input)
+            got = hashlib.sha256(read_object(Path(path))).hexdigest()
+        except InputError as e:
+            raise InputError(f"{analysis}/summary.json: the linked object {path} cannot be read: {e}") from None
         if got != want:
             raise InputError(f"{analysis}/summary.json: the linked object {path} has changed since the analysis "
                              "(sha256 differs)")
