@@ -715,6 +715,18 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
     assert all(set(k["costs"]) == {"nfp", "x86-jit"} for k in kf.values()), kf
     assert not any(h["helper"].startswith(("bpf_xdp_metadata", "bpf_xdp_ct", "bpf_ct")) for h in s["helpers"])
     assert "bpf_xdp_metadata_rx_hash" in table.stdout and "bpf_xdp_ct_lookup" in table.stdout
+    # Every kfunc the kernel gives XDP is listed with its status per target: the modelled ones with
+    # a cost, each other refused with its reason (issue 32; crates/nicsim-xdp/tests/helper_coverage.rs
+    # checks the running kernel's list against the rows).
+    every_kf = {r["kfunc"]: r for r in s["xdp_kfuncs"]}
+    assert every_kf["bpf_xdp_ct_lookup"]["status"] == {"nfp": "cost", "x86-jit": "cost"}
+    assert every_kf["bpf_obj_new_impl"]["status"]["nfp"].startswith("refused: allocated objects")
+    assert every_kf["bpf_xdp_flow_lookup"]["refused"] and not every_kf["bpf_xdp_flow_lookup"]["modelled"]
+    assert all(r["modelled"] != bool(r["refused"]) for r in s["xdp_kfuncs"])
+    if os.geteuid() == 0:
+        assert every_kf["bpf_xdp_metadata_rx_hash"]["running_kernel"] == "xdp"
+        assert all(r["family"] != "unknown" for r in s["xdp_kfuncs"]), s["xdp_kfuncs"]
+    assert "bpf_rbtree_add_impl" in table.stdout
     # The lookup is estimated as a hash lookup on both targets.
     ct = kf["bpf_xdp_ct_lookup"]["costs"]
     assert "map_lookup_elem.hash" in ct["nfp"]["source"] and "map_lookup_elem.hash" in ct["x86-jit"]["source"], ct

@@ -682,7 +682,14 @@ fn insn_cost(
                 return Err(CostError::UnsupportedKfunc { pc, name, why });
             }
             let Some(h) = t.helper(name.trim_start_matches("bpf_"), None) else {
-                let why = format!("kfunc {name} has no cost on target {}", t.name);
+                let why = format!(
+                    "kfunc {name} has no cost on target {}{}",
+                    t.name,
+                    t.kfunc_rule
+                        .as_ref()
+                        .or(t.helper_rule.as_ref())
+                        .map_or_else(String::new, |r| format!(": {r}"))
+                );
                 return Err(CostError::UnsupportedKfunc { pc, name, why });
             };
             helper_cost(h, (dr, dw, da))

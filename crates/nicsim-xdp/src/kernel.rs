@@ -461,6 +461,107 @@ pub fn xdp_helper_allowed(id: u32) -> Result<bool, KernelError> {
     }
 }
 
+/// The running kernel's BTF (`/sys/kernel/btf/vmlinux`), read once; `None` when it cannot be read.
+pub fn vmlinux_btf() -> Option<&'static [u8]> {
+    static BTF: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| std::fs::read("/sys/kernel/btf/vmlinux").ok())
+        .as_deref()
+}
+
+/// The running kernel's kfuncs, `(name, BTF id in vmlinux)` sorted by name, and whether they
+/// came from the kernel's own tags: every FUNC of `/sys/kernel/btf/vmlinux` that a `bpf_kfunc`
+/// DECL_TAG marks (`__bpf_kfunc`, include/linux/btf.h; pahole 1.26+ emits the tag). A kernel
+/// whose BTF has no such tag (an older pahole) falls back to the documented list
+/// (`helpers::kfuncs::KFUNCS`, the analyzer's rows: Linux 6.18's kfuncs for XDP) as far as its
+/// BTF has those functions. Kfuncs in module BTF (`/sys/kernel/btf/MODULE`, e.g. nf_conntrack
+/// built as a module) are not read: such a call would need the module BTF's fd.
+pub fn vmlinux_kfuncs() -> Result<(Vec<(String, u32)>, bool), KernelError> {
+    let data = vmlinux_btf().ok_or_else(|| {
+        KernelError::Input(
+            "the running kernel's BTF (/sys/kernel/btf/vmlinux) cannot be read".into(),
+        )
+    })?;
+    let types = crate::btf::Types::parse(data).ok_or_else(|| {
+        KernelError::Input("/sys/kernel/btf/vmlinux is not BTF this reader understands".into())
+    })?;
+    let tagged = types.tagged_funcs("bpf_kfunc");
+    if !tagged.is_empty() {
+        return Ok((tagged, true));
+    }
+    let mut listed: Vec<(String, u32)> = crate::helpers::kfuncs::KFUNCS
+        .iter()
+        .filter_map(|k| types.func_id(k.name).map(|id| (k.name.to_string(), id)))
+        .collect();
+    listed.sort();
+    Ok((listed, false))
+}
+
+/// Whether the running kernel lets an XDP program call the kfunc whose vmlinux BTF id is
+/// `btf_id`: `call` with `BPF_PSEUDO_KFUNC_CALL` and that id, then `r0 = 0; exit`, handed to the
+/// verifier. "calling kernel function X is not allowed" (not in any kfunc set registered for
+/// XDP: `register_btf_kfunc_id_set(BPF_PROG_TYPE_XDP, ...)` or for every type), "program must be
+/// sleepable to call sleepable kfunc" (an XDP program never is) and "cannot call kernel function"
+/// / "kernel btf_id N is not a function" mean no; any other refusal (the arguments, which the
+/// probe does not pass; "metadata kfuncs require device-bound program") comes after that
+/// check, so the kfunc is allowed. An error when the kernel cannot be asked.
+pub fn xdp_kfunc_allowed(btf_id: u32) -> Result<bool, KernelError> {
+    let raw = [
+        Raw {
+            code: 0x85,
+            dst: 0,
+            src: crate::insn::PSEUDO_KFUNC_CALL,
+            off: 0,
+            imm: btf_id as i32,
+        },
+        Raw {
+            code: 0xb7,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 0,
+        },
+        Raw {
+            code: 0x95,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 0,
+        },
+    ];
+    match Kernel::load_raw(&raw, &[], "GPL", "nicsim_probe") {
+        Ok(_) => Ok(true),
+        Err(KernelError::Verifier { full_log, .. }) => Ok(![
+            "is not allowed",
+            "must be sleepable",
+            "cannot call kernel function",
+            "is not a function",
+        ]
+        .iter()
+        .any(|m| full_log.contains(m))),
+        Err(e) => Err(e),
+    }
+}
+
+/// The running kernel's kfuncs that an XDP program may call ([`vmlinux_kfuncs`] that
+/// [`xdp_kfunc_allowed`] allows), by name; asked once per process.
+pub fn xdp_kfuncs() -> Result<&'static [(String, u32)], String> {
+    static LIST: std::sync::OnceLock<Result<Vec<(String, u32)>, String>> =
+        std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let (all, _) = vmlinux_kfuncs().map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for (name, id) in all {
+            if xdp_kfunc_allowed(id).map_err(|e| e.to_string())? {
+                out.push((name, id));
+            }
+        }
+        Ok(out)
+    })
+    .as_ref()
+    .map(|v| v.as_slice())
+    .map_err(|e| e.clone())
+}
+
 /// Load `raw` (whose `LD_IMM64` map references hold indices into `maps`) as an XDP program.
 fn load_prog(
     raw: &[Raw],

@@ -589,29 +589,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The string table of the `.BTF` section (header: magic, version, flags, hdr_len, type_off,
-/// type_len, str_off, str_len).
-fn btf_strings(data: &[u8]) -> Option<&[u8]> {
-    let u32_at = |o: usize| Some(u32::from_le_bytes(data.get(o..o + 4)?.try_into().ok()?));
-    if data.get(0..2)? != [0x9f, 0xeb] {
-        return None;
-    }
-    let hdr = u32_at(4)? as usize;
-    let (off, len) = (u32_at(16)? as usize, u32_at(20)? as usize);
-    data.get(hdr.checked_add(off)?..hdr.checked_add(off)?.checked_add(len)?)
-}
-
-fn cstr(tab: &[u8], off: u32) -> String {
-    let tail = tab.get(off as usize..).unwrap_or_default();
-    let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-    String::from_utf8_lossy(&tail[..end]).into_owned()
-}
-
-fn u32_le(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
+use crate::btf::{cstr, strings as btf_strings, u32_le};
 
 /// A BTF-defined map's variable in `.maps`: its name, its place in the section and the byte
 /// offset of its `values` member (the declarative initialisation of a prog array or a map of
@@ -638,86 +616,50 @@ fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
 fn btf_datasec_vars(data: &[u8], sec: &str) -> Vec<MapVar> {
     let mut out = Vec::new();
     let _ = (|| -> Option<()> {
-        if data.get(0..2)? != [0x9f, 0xeb] {
-            return None;
-        }
-        let hdr = u32_le(data, 4)? as usize;
-        let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
-        let strs = btf_strings(data)?;
-        let start = hdr.checked_add(toff)?;
-        let types = data.get(start..start.checked_add(tlen)?)?;
-        // Per type id (from 1): (kind, kflag, name, size or type, its trailing data, and where
-        // that is in `data`).
-        type BtfType<'d> = (u32, bool, u32, u32, &'d [u8], usize);
-        let mut ts: Vec<BtfType> = vec![(0, false, 0, 0, &[], 0)];
-        let mut at = 0usize;
-        while at + 12 <= types.len() {
-            let (name, info, st) = (
-                u32_le(types, at)?,
-                u32_le(types, at + 4)?,
-                u32_le(types, at + 8)?,
-            );
-            let (kind, vlen, kflag) = (
-                (info >> 24) & 0x1f,
-                (info & 0xffff) as usize,
-                info >> 31 == 1,
-            );
-            let extra = match kind {
-                1 | 14 | 17 => 4,
-                3 => 12,
-                4 | 5 | 15 | 19 => 12 * vlen,
-                6 | 13 => 8 * vlen,
-                2 | 7..=12 | 16 | 18 => 0,
-                _ => return None,
-            };
-            let body = types.get(at + 12..at + 12 + extra)?;
-            ts.push((kind, kflag, name, st, body, start + at + 12));
-            at += 12 + extra;
-        }
-        let resolve = |mut id: u32| -> Option<u32> {
-            for _ in 0..32 {
-                match ts.get(id as usize)?.0 {
-                    8..=11 | 18 => id = ts[id as usize].3,
-                    _ => return Some(id),
-                }
-            }
-            None
+        let t = crate::btf::Types::parse(data)?;
+        let strs = t.strs;
+        use crate::btf::{
+            KIND_ARRAY, KIND_DATASEC, KIND_FUNC_PROTO, KIND_PTR, KIND_STRUCT, KIND_VAR,
         };
-        let kind_of = |id: u32| resolve(id).and_then(|t| ts.get(t as usize));
-        for (kind, _, name, _, body, _) in &ts {
-            if *kind != 15 || cstr(strs, *name) != sec {
+        for ds in &t.types {
+            if ds.kind != KIND_DATASEC || cstr(strs, ds.name) != sec {
                 continue;
             }
-            for v in body.chunks_exact(12) {
+            for v in ds.body.chunks_exact(12) {
                 let (ty, off, size) = (u32_le(v, 0)?, u32_le(v, 4)?, u32_le(v, 8)?);
-                let Some(&(14, _, vname, vty, _, _)) = ts.get(ty as usize) else {
+                let Some(var) = t.types.get(ty as usize).filter(|x| x.kind == KIND_VAR) else {
                     continue;
                 };
                 let (mut values, mut values_fn_name_at) = (None, None);
-                if let Some(&(4, kflag, _, _, members, at)) = kind_of(vty) {
-                    for (j, m) in members.chunks_exact(12).enumerate() {
+                if let Some(st) = t
+                    .kind_of(var.size_or_type)
+                    .filter(|x| x.kind == KIND_STRUCT)
+                {
+                    for (j, m) in st.body.chunks_exact(12).enumerate() {
                         if cstr(strs, u32_le(m, 0)?) != "values" {
                             continue;
                         }
                         let bits = u32_le(m, 8)?;
-                        let bits = if kflag { bits & 0xff_ffff } else { bits };
+                        let bits = if st.kflag { bits & 0xff_ffff } else { bits };
                         values = Some(bits as u64 / 8);
                         // values: an array of pointers to functions?
-                        let elem = match kind_of(u32_le(m, 4)?) {
-                            Some(&(3, _, _, _, arr, _)) => u32_le(arr, 0),
+                        let elem = match t.kind_of(u32_le(m, 4)?) {
+                            Some(a) if a.kind == KIND_ARRAY => u32_le(a.body, 0),
                             _ => None,
                         };
-                        let target = match elem.and_then(kind_of) {
-                            Some(&(2, _, _, pointee, _, _)) => kind_of(pointee).map(|t| t.0),
+                        let target = match elem.and_then(|e| t.kind_of(e)) {
+                            Some(p) if p.kind == KIND_PTR => {
+                                t.kind_of(p.size_or_type).map(|x| x.kind)
+                            }
                             _ => None,
                         };
-                        if target == Some(13) {
-                            values_fn_name_at = Some(at + 12 * j);
+                        if target == Some(KIND_FUNC_PROTO) {
+                            values_fn_name_at = Some(st.at + 12 * j);
                         }
                     }
                 }
                 out.push(MapVar {
-                    name: cstr(strs, vname),
+                    name: cstr(strs, var.name),
                     off: off as u64,
                     size: size as u64,
                     values,

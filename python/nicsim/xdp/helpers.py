@@ -5,8 +5,9 @@ A helper is supported when the analyzer models what it does (the interpreter and
 executor: docs/xdp.md, "Helpers") and a target gives it a cost; the targets' `[helpers]` tables
 are the list. A key `NAME.TYPE` is the helper on a map of that type (a map helper on a type
 without a key is an error naming the map's type); `loop` and `loop.iteration` are bpf_loop's call
-and each call of its callback (`PARTS`). kfuncs: the XDP metadata kfuncs are modelled
-(docs/xdp.md, "kfuncs"), listed apart with their costs; any other is refused by name.
+and each call of its callback (`PARTS`). kfuncs: the modelled ones are listed apart with their
+costs, and every kfunc the kernel gives XDP with its status (docs/xdp.md, "kfuncs"); any other is
+refused by name.
 """
 
 from __future__ import annotations
@@ -89,7 +90,31 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
         if r["map_type"] is None and r["helper"] in typed:
             r["map_type"] = "(other types)"
     return {"targets": list(loaded), "helpers": helpers, "map_types": MAP_TYPES,
-            "kfuncs": kfuncs, "xdp_helpers": xdp_helpers(loaded)}
+            "kfuncs": kfuncs, "xdp_helpers": xdp_helpers(loaded), "xdp_kfuncs": xdp_kfuncs(loaded)}
+
+
+def xdp_kfuncs(loaded: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every kfunc an XDP program may call (the kernel's list: crates/nicsim-xdp/src/helpers/kfuncs.rs,
+    and any the running kernel gives XDP without a row), with whether the analyzer models it,
+    whether the running kernel gives it to XDP (`running_kernel`: `xdp`, `absent`, or None when the
+    kernel cannot be asked) and its status on each target: `cost`, `refused: WHY` (whatever the
+    target), or `no cost: WHY` (the target's `kfunc_rule`, else its `helper_rule`)."""
+    from nicsim import _core
+
+    rows = json.loads(_core.xdp_kfunc_rows())
+    for r in rows:
+        short = r["kfunc"].removeprefix("bpf_")
+        r["status"] = {}
+        for tname, t in loaded.items():
+            if r["refused"]:
+                r["status"][tname] = f"refused: {r['refused']}"
+            elif short in t.get("helpers", {}):
+                r["status"][tname] = "cost"
+            else:
+                rule = t.get("kfunc_rule") or t.get("helper_rule") or (
+                    "not measured by the calibration this target came from (re-run `nicsim xdp calibrate`)")
+                r["status"][tname] = f"no cost: {rule}"
+    return rows
 
 
 def xdp_helpers(loaded: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

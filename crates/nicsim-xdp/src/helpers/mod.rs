@@ -14,7 +14,7 @@ pub mod names;
 
 pub(crate) mod csum;
 pub(crate) mod events;
-pub(crate) mod kfuncs;
+pub mod kfuncs;
 pub(crate) mod maps;
 pub(crate) mod packet;
 pub(crate) mod redirect;
