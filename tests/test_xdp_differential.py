@@ -564,6 +564,7 @@ def _extra_helpers(nfp: str) -> list[str]:
     have = set(re.findall(r"^\"?([a-z_0-9.]+)\"? = ", nfp, flags=re.M))
     keys = [r["helper"].removeprefix("bpf_") for r in json.loads(_core.xdp_helper_rows())
             if r["interpreter"] and not r["refused"] and r["family"] != "control"]
+    keys += [r["kfunc"].removeprefix("bpf_") for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]]
     keys += [f"map_lookup_elem.{t}" for t in EXTRA_MAP_LOOKUPS]
     return [f'"{k}" = {{ cycles = 10.0, source = "the differential test" }}' for k in keys if k not in have]
 

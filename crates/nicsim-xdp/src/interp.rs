@@ -119,7 +119,7 @@ pub(crate) const NF_CT_DEFAULT_ZONE_DIR: u8 = 3;
 
 /// Whether the analysis models kfunc `name`.
 pub(crate) fn kfunc_modelled(name: &str) -> bool {
-    kfunc_outputs(name).is_some() || name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE
+    crate::helpers::kfuncs::find(name).is_some_and(|k| k.refused.is_none())
 }
 
 /// The outputs of kfunc `name` if it is an XDP metadata kfunc.
@@ -1613,6 +1613,16 @@ impl<'a> Machine<'a> {
                     let name = self.p.kfunc_name(id);
                     if name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE {
                         self.regs[0] = self.conntrack(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::iter_num::is_iter_num(&name) {
+                        self.regs[0] = self.iter_num(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::kfuncs::NO_VALUE.contains(&name.as_str()) {
+                        self.regs[0] = 0;
                         pc = next;
                         continue;
                     }

@@ -183,7 +183,45 @@ fn map_name(name: &str) -> [u8; 16] {
 /// the kfunc's BTF id from /sys/kernel/btf/vmlinux), and binding needs a device with `ndo_bpf`
 /// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up; the
 /// conntrack kfuncs because they are in nf_conntrack's module BTF, whose fd the call would need.
+///
+/// The kfuncs the interpreter runs as the kernel does ([`crate::helpers::kfuncs::runs_as_kernel`]:
+/// the number iterator) are called by their vmlinux BTF id (`imm`, `off` 0), as libbpf
+/// relocates them.
 fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
+    let as_kernel = !program.kfuncs.is_empty()
+        && program
+            .kfuncs
+            .iter()
+            .all(|k| crate::helpers::kfuncs::runs_as_kernel(k));
+    if as_kernel {
+        let data = vmlinux_btf().ok_or_else(|| {
+            KernelError::Input(
+                "the running kernel's BTF (/sys/kernel/btf/vmlinux), which the program's kfunc \
+                 calls need, cannot be read"
+                    .into(),
+            )
+        })?;
+        let types = crate::btf::Types::parse(data).ok_or_else(|| {
+            KernelError::Input("/sys/kernel/btf/vmlinux is not BTF this reader understands".into())
+        })?;
+        let ids = program
+            .kfuncs
+            .iter()
+            .map(|k| {
+                types.func_id(k).ok_or_else(|| {
+                    KernelError::Input(format!("kfunc {k}: the running kernel has no such function"))
+                })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        let mut raw = program.raw[..program.main_len.min(program.raw.len())].to_vec();
+        for r in raw.iter_mut() {
+            if r.code == 0x85 && r.src == crate::insn::PSEUDO_KFUNC_CALL {
+                r.imm = ids[r.imm as usize] as i32;
+                r.off = 0;
+            }
+        }
+        return Ok(raw);
+    }
     if let Some(k) = program.kfuncs.first() {
         return Err(KernelError::Input(
             program

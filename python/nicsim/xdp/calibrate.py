@@ -189,6 +189,15 @@ def target_toml(m: Calibration) -> str:
               "kfunc, not timed (the benchmarks load no BTF, and the conntrack kfuncs need nf_conntrack's module "
               "BTF): the conntrack table is a hash table, the tuple hashed and its bucket walked (the argument "
               "checks, a few compares, not counted)")
+    for key in ("iter_num_new", "iter_num_next", "iter_num_destroy"):
+        composite(key, ("get_smp_processor_id",),
+                  "kfunc, not timed: a call (the verifier does not inline it) that compares and writes the "
+                  "iterator's two ints on the stack (kernel/bpf/bpf_iter.c), a few ALU operations and stack "
+                  "accesses not counted")
+    for key in ("rcu_read_lock", "rcu_read_unlock", "preempt_disable", "preempt_enable"):
+        composite(key, ("get_smp_processor_id",),
+                  "kfunc, not timed: a call that changes the preemption count (rcu_read_lock() of a preemptible "
+                  "kernel, preempt_disable()), a few instructions not counted")
     composite("ct_release", ("get_smp_processor_id", "atomic"),
               "kfunc, not timed (as bpf_xdp_ct_lookup): a call and the entry's reference count decremented, one "
               "atomic operation")

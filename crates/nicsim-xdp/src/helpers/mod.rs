@@ -14,6 +14,7 @@ pub mod names;
 
 pub(crate) mod csum;
 pub(crate) mod events;
+pub(crate) mod iter_num;
 pub mod kfuncs;
 pub(crate) mod maps;
 pub(crate) mod packet;

@@ -1,0 +1,127 @@
+//! The kfuncs modelled since issue 32 on the test programs that call them (tests/xdp/kf_*.c,
+//! built by `make xdp-suite`): the open-coded number iterator's loops bounded by its count, the
+//! interpreter's runs as the kernel's, and the refusal on `nfp` (the NFP offload runs no kfuncs).
+
+mod common;
+
+use common::{nfp, obj};
+use nicsim_xdp::interp::{run, MapState, RunOptions};
+use nicsim_xdp::{load_with, Analysis, Options, Target};
+
+/// `nfp` with a cost for each kfunc in `names` (costs do not change what is feasible).
+fn with_kfuncs(names: &[&str]) -> Target {
+    let mut t = nfp();
+    let c = t.helpers["get_prandom_u32"].clone();
+    for n in names {
+        t.helpers
+            .insert(n.trim_start_matches("bpf_").to_string(), c.clone());
+    }
+    t
+}
+
+const ITER: [&str; 3] = [
+    "bpf_iter_num_new",
+    "bpf_iter_num_next",
+    "bpf_iter_num_destroy",
+];
+
+#[test]
+fn an_iter_num_loop_is_bounded_by_the_iterators_count() {
+    let a = Analysis::new(&obj("kf_iter_num"), with_kfuncs(&ITER), &Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut bounds: Vec<u32> = a.graph.loops.iter().map(|l| l.bound).collect();
+    bounds.sort();
+    // The constant loop: 8 pointers, the 9th call NULL; the map's: at most 3. clang rotates
+    // each loop (the first `next` before it), so its back edge is taken 7 and 2 times.
+    assert_eq!(bounds, [2, 7], "{:?}", a.graph.loops);
+    assert!(a.graph.loops.iter().all(|l| l.evident && !l.summary));
+
+    // On nfp: one line naming the NFP offload's rule.
+    let e = Analysis::new(&obj("kf_iter_num"), nfp(), &Options::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("kfunc bpf_iter_num_new has no cost on target nfp: the NFP offload runs no kfuncs"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+
+    // The interpreter: the sum of the 8 bytes after the Ethernet header, then (with the map's
+    // value 2) two more rounds of sum * 31 + i for i = 1, 2.
+    let p = load_with(&obj("kf_iter_num"), None, None).unwrap();
+    let mut pkt = vec![0u8; 60];
+    for (i, b) in pkt[14..22].iter_mut().enumerate() {
+        *b = i as u8 + 1;
+    }
+    let mut maps = MapState::new(&p);
+    let out = run(&p, &pkt, &mut maps, &RunOptions::default()).unwrap();
+    let sum: u32 = (1..=8).sum();
+    assert_eq!(out.retval, if sum & 1 == 1 { 1 } else { 2 });
+    let mut maps = MapState::new(&p);
+    maps.set("iter_cfg", &0u32.to_ne_bytes(), &2u32.to_ne_bytes()).unwrap();
+    let out = run(&p, &pkt, &mut maps, &RunOptions::default()).unwrap();
+    let s2 = (sum * 31 + 1) * 31 + 2;
+    assert_eq!(out.retval, if s2 & 1 == 1 { 1 } else { 2 });
+    // A short packet: the loop stops at data_end.
+    let out = run(&p, &pkt[..17], &mut MapState::new(&p), &RunOptions::default()).unwrap();
+    assert_eq!(out.retval, if (1 + 2 + 3) & 1 == 1 { 1 } else { 2 });
+
+    // The kernel (the kfuncs called by their vmlinux BTF ids) gives the interpreter's answers.
+    let k = match nicsim_xdp::kernel::Kernel::load(&p) {
+        Ok(k) => k,
+        Err(nicsim_xdp::kernel::KernelError::Sys { err, .. })
+            if err.raw_os_error() == Some(libc_eperm()) =>
+        {
+            eprintln!("no privileges for bpf(2): the kernel part is not checked");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    for (value, len) in [(0u32, 60), (2, 60), (3, 60), (1, 17), (3, 20)] {
+        k.set("iter_cfg", &0u32.to_ne_bytes(), &value.to_ne_bytes())
+            .unwrap();
+        let mut maps = MapState::new(&p);
+        maps.set("iter_cfg", &0u32.to_ne_bytes(), &value.to_ne_bytes())
+            .unwrap();
+        let want = run(&p, &pkt[..len], &mut maps, &RunOptions::default())
+            .unwrap()
+            .retval;
+        assert_eq!(k.run(&pkt[..len], 1).unwrap().retval as u64, want, "value {value}, {len} bytes");
+    }
+}
+
+fn libc_eperm() -> i32 {
+    1
+}
+
+const NO_VALUE: [&str; 4] = nicsim_xdp::helpers::kfuncs::NO_VALUE;
+
+#[test]
+fn the_kfuncs_without_a_value_change_nothing_and_run_in_the_kernel() {
+    let a = Analysis::new(&obj("kf_rcu"), with_kfuncs(&NO_VALUE), &Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(a.graph.loops.is_empty());
+    let e = Analysis::new(&obj("kf_rcu"), nfp(), &Options::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("has no cost on target nfp: the NFP offload runs no kfuncs"), "{e}");
+    let p = load_with(&obj("kf_rcu"), None, None).unwrap();
+    let mut pkt = vec![0u8; 60];
+    pkt[12] = 0x08;
+    let k = match nicsim_xdp::kernel::Kernel::load(&p) {
+        Ok(k) => Some(k),
+        Err(nicsim_xdp::kernel::KernelError::Sys { err, .. }) if err.raw_os_error() == Some(1) => None,
+        Err(e) => panic!("{e}"),
+    };
+    for allow in [0u32, 1] {
+        let mut maps = MapState::new(&p);
+        maps.set("rcu_allow", &0x0008u16.to_ne_bytes(), &allow.to_ne_bytes())
+            .unwrap();
+        let want = run(&p, &pkt, &mut maps, &RunOptions::default()).unwrap().retval;
+        assert_eq!(want, if allow == 1 { 2 } else { 1 });
+        if let Some(k) = &k {
+            k.set("rcu_allow", &0x0008u16.to_ne_bytes(), &allow.to_ne_bytes())
+                .unwrap();
+            assert_eq!(k.run(&pkt, 1).unwrap().retval as u64, want);
+        }
+    }
+}
