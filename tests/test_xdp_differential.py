@@ -90,6 +90,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
     # bpf_loop with nr_loops from the packet (bytes 14-17): cases past 4 calls are not checked.
     "loop_cb_pktlen": {"loop_bound": 4},
+    # bpf_iter_num with its count from the packet (bytes 14-17): cases past 4 iterations are not checked.
+    "kf_iter_pktlen": {"loop_bound": 4},
     # __kconfig externs: a configuration of the test's own, not the machine's.
     "ld_kconfig": {"kconfig": "CONFIG_HZ=1000\nCONFIG_BPF_SYSCALL=y\n"},
 }

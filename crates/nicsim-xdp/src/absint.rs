@@ -474,16 +474,6 @@ impl State {
                 let (x, y) = if is64 { (x, y) } else { (x.low32(), y.low32()) };
                 decide(op, is64, x, y)
             }
-            // A map value that cannot be NULL, or a stack pointer, tested against NULL.
-            (Val::MapVal(_, false) | Val::Fp(_), Val::Scalar(y))
-                if is64 && y.konst() == Some(0) =>
-            {
-                match op {
-                    JmpOp::Eq => (false, true),
-                    JmpOp::Ne => (true, false),
-                    _ => (true, true),
-                }
-            }
             (Val::MapVal(_, false), Val::Scalar(y)) if is64 && y.konst() == Some(0) => match op {
                 JmpOp::Eq => (false, true),
                 JmpOp::Ne => (true, false),

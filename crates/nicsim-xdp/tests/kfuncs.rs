@@ -125,3 +125,50 @@ fn the_kfuncs_without_a_value_change_nothing_and_run_in_the_kernel() {
         }
     }
 }
+
+#[test]
+fn an_iter_num_count_from_the_packet_needs_a_loop_bound() {
+    let t = || with_kfuncs(&ITER);
+    let e = Analysis::new(&obj("kf_iter_pktlen"), t(), &Options::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("its bpf_iter_num_next may give a number 8388607 more times")
+            && e.ends_with("give a bound with --loop-bound N"),
+        "{e}"
+    );
+    let a = Analysis::new(
+        &obj("kf_iter_pktlen"),
+        t(),
+        &Options {
+            loop_bound: Some(4),
+            ..Options::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(a.graph.loops.iter().all(|l| l.bound == 4 && !l.evident));
+    // The interpreter: n = 3 iterations (0^0x5a + 1^0x5a + 2^0x5a = 0x5a + 0x5b + 0x58, odd:
+    // XDP_DROP); n = -1 (-EINVAL) and n = 2^23 + 1 (-E2BIG): no iteration, XDP_PASS; the kernel
+    // gives the same.
+    let p = load_with(&obj("kf_iter_pktlen"), None, None).unwrap();
+    let pkt = |n: u32| {
+        let mut b = vec![0u8; 60];
+        b[14..18].copy_from_slice(&n.to_be_bytes());
+        b
+    };
+    let act = |n: u32| {
+        run(&p, &pkt(n), &mut MapState::new(&p), &RunOptions::default())
+            .unwrap()
+            .retval
+    };
+    assert_eq!(act(3), 1);
+    assert_eq!(act(0), 3);
+    assert_eq!(act(u32::MAX), 2);
+    assert_eq!(act((1 << 23) + 1), 2);
+    if let Ok(k) = nicsim_xdp::kernel::Kernel::load(&p) {
+        for n in [3, 0, u32::MAX, (1 << 23) + 1, 1000, 77] {
+            assert_eq!(k.run(&pkt(n), 1).unwrap().retval as u64, act(n), "n = {n}");
+        }
+    }
+}

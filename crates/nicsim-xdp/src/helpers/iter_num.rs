@@ -40,8 +40,9 @@ fn int_range(v: Val) -> (i64, i64) {
 /// The abstract values after a call of iterator kfunc `name` from state `s` (before the call):
 /// the iterator's two cells hold, in the upper one (`end`'s), how many more times `next` may
 /// give a non-NULL pointer (a range; the lower one, `cur`, unknown: `next`'s pointer reads it);
-/// `next` gives NULL (0) when none remain, a pointer to `cur` when some surely do, else
-/// unknown. The program cannot read or write the iterator's slots itself (the verifier's
+/// `next` gives NULL (0) when none remain, else the pointer to `cur` (a stack pointer, which
+/// the abstract values do not take for non-NULL: a test of it against NULL may go either way,
+/// so the exit is kept, and the loads through it cost as the stack's). The program cannot read or write the iterator's slots itself (the verifier's
 /// `STACK_ITER`), so the encoding is not data the program sees. An iterator whose place is not
 /// a known stack offset makes the whole stack unknown. r1–r5 are clobbered, as by any call.
 pub(crate) fn absint_step(s: &State, name: &str) -> State {
@@ -79,10 +80,8 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
             };
             t.regs[0] = if rem.hi == 0 {
                 Val::Scalar(Iv::c(0))
-            } else if rem.lo > 0 {
-                s.regs[1]
             } else {
-                Val::Top
+                s.regs[1]
             };
             t.stack[k] = Val::Top;
             t.stack[k + 1] = Val::Scalar(Iv {
@@ -96,6 +95,19 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
         }
     }
     t
+}
+
+/// The most times `bpf_iter_num_next` may still give a pointer, in state `s` before a call
+/// of it (r1 the iterator), if the abstract values say.
+pub(crate) fn count_at(s: &State) -> Option<u64> {
+    let Val::Fp(Some(off)) = s.regs[1] else {
+        return None;
+    };
+    let k = crate::absint::cell_of(off as i64).filter(|&k| k + 1 < crate::absint::SLOTS)?;
+    match s.stack[k + 1] {
+        Val::Scalar(iv) if iv.hi <= BPF_MAX_LOOPS => Some(iv.hi),
+        _ => None,
+    }
 }
 
 /// The interpreter's side.
