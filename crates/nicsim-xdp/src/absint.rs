@@ -421,6 +421,9 @@ impl State {
             if crate::helpers::iter_num::is_iter_num(&name) {
                 return crate::helpers::iter_num::absint_step(self, &name);
             }
+            if crate::helpers::dynptr::is_dynptr(&name) {
+                return crate::helpers::dynptr::absint_step(self, &name);
+            }
             if crate::helpers::kfuncs::NO_VALUE.contains(&name.as_str()) {
                 let mut s = *self;
                 s.regs[..=5].fill(Val::Top);

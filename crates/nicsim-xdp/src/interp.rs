@@ -1138,6 +1138,22 @@ impl<'a> Machine<'a> {
         address(slot, off)
     }
 
+    /// The packet's length now (`data_end - data`: a linear packet).
+    pub(crate) fn packet_len(&self) -> usize {
+        self.data_end - self.data
+    }
+
+    /// The address `off` bytes past the packet's start, as the program's pointers into the
+    /// packet are now.
+    pub(crate) fn packet_ptr(&mut self, off: i64) -> u64 {
+        self.ptr(
+            Region::Packet {
+                generation: self.generation,
+            },
+            off,
+        )
+    }
+
     pub(crate) fn region_of(&self, addr: u64) -> (Region, i64) {
         let (slot, off) = split(addr);
         match self.regions.get(slot as usize) {
@@ -1618,6 +1634,11 @@ impl<'a> Machine<'a> {
                     }
                     if crate::helpers::iter_num::is_iter_num(&name) {
                         self.regs[0] = self.iter_num(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::dynptr::is_dynptr(&name) {
+                        self.regs[0] = self.dynptr(at, &name)?;
                         pc = next;
                         continue;
                     }

@@ -126,6 +126,12 @@ pub(crate) enum Region {
         null: String,
         vals: String,
     },
+    /// A dynptr slice of the packet (`bpf_dynptr_slice`, helpers/dynptr.rs): the packet's
+    /// bytes at its offset (which counts from the packet's start as `Pkt`'s does), or NULL
+    /// when `null` holds.
+    Slice {
+        null: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -437,7 +443,7 @@ impl<'a> Sym<'a> {
     pub(crate) fn load(&mut self, ptr: &V, size: Size) -> V {
         let n = size.bytes() as i64;
         let bytes: Option<Vec<String>> = match ptr {
-            V::P(Region::Pkt, off, k) => Some(
+            V::P(Region::Pkt | Region::Slice { .. }, off, k) => Some(
                 (0..n)
                     .map(|i| format!("(select {} {})", self.pkt, index_at(off, *k, i)))
                     .collect(),
@@ -581,7 +587,7 @@ impl<'a> Sym<'a> {
                 fr.arr = Some(arr);
                 fr.stack.clear();
             }
-            V::P(Region::Pkt, off, k) => {
+            V::P(Region::Pkt | Region::Slice { .. }, off, k) => {
                 let v = self.scalar(val);
                 let mut arr = self.pkt.clone();
                 for i in 0..n {
@@ -793,6 +799,7 @@ impl<'a> Sym<'a> {
                 V::P(
                     Region::Replaced { null, .. }
                     | Region::Record { null }
+                    | Region::Slice { null }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -804,6 +811,7 @@ impl<'a> Sym<'a> {
                 V::P(
                     Region::Replaced { null, .. }
                     | Region::Record { null }
+                    | Region::Slice { null }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -865,7 +873,9 @@ impl<'a> Sym<'a> {
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
     pub(crate) fn havoc(&mut self, ptr: &V) {
         match ptr {
-            V::P(Region::Pkt, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
+            V::P(Region::Pkt | Region::Slice { .. }, _, _) => {
+                self.pkt = self.fresh(BYTES, "pkth")
+            }
             V::P(Region::Stack(f), _, _) => {
                 if let Some(fi) = self.frame_index(*f) {
                     // Pointer spills stay (see `Frame`); every data byte is fresh.

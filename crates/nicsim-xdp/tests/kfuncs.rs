@@ -172,3 +172,51 @@ fn an_iter_num_count_from_the_packet_needs_a_loop_bound() {
         }
     }
 }
+
+const DYNPTR: [&str; 8] = [
+    "bpf_dynptr_from_xdp",
+    "bpf_dynptr_slice",
+    "bpf_dynptr_slice_rdwr",
+    "bpf_dynptr_adjust",
+    "bpf_dynptr_is_null",
+    "bpf_dynptr_is_rdonly",
+    "bpf_dynptr_size",
+    "bpf_dynptr_clone",
+];
+
+#[test]
+fn dynptr_slices_of_the_packet_are_modelled_and_run_as_the_kernel_runs_them() {
+    Analysis::new(&obj("kf_dynptr"), with_kfuncs(&DYNPTR), &Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let p = load_with(&obj("kf_dynptr"), None, None).unwrap();
+    let ipv4 = |ttl: u8, len: usize| {
+        let mut b = vec![0u8; len];
+        b[12] = 0x08;
+        b[14] = 0x45;
+        if len > 22 {
+            b[22] = ttl;
+        }
+        b
+    };
+    let cases = [
+        (ipv4(64, 60), 3, Some(63)),
+        (ipv4(1, 60), 1, None),
+        (ipv4(64, 30), 1, None), // too short for the IPv4 header: NULL
+        (vec![0u8; 60], 2, None),
+    ];
+    let k = nicsim_xdp::kernel::Kernel::load(&p).map_err(|e| e.to_string());
+    if let Err(e) = &k {
+        assert!(e.contains("Operation not permitted"), "{e}");
+    }
+    for (pkt, want, ttl) in cases {
+        let out = run(&p, &pkt, &mut MapState::new(&p), &RunOptions::default()).unwrap();
+        assert_eq!(out.retval, want, "{pkt:?}");
+        if let Some(t) = ttl {
+            assert_eq!(out.packet[22], t);
+        }
+        if let Ok(k) = &k {
+            let r = k.run(&pkt, 1).unwrap();
+            assert_eq!((r.retval as u64, &r.packet), (want, &out.packet), "{pkt:?}");
+        }
+    }
+}

@@ -194,6 +194,12 @@ def target_toml(m: Calibration) -> str:
                   "kfunc, not timed: a call (the verifier does not inline it) that compares and writes the "
                   "iterator's two ints on the stack (kernel/bpf/bpf_iter.c), a few ALU operations and stack "
                   "accesses not counted")
+    for key in ("dynptr_from_xdp", "dynptr_slice", "dynptr_slice_rdwr", "dynptr_adjust", "dynptr_is_null",
+                "dynptr_is_rdonly", "dynptr_size", "dynptr_clone"):
+        composite(key, ("get_smp_processor_id",),
+                  "kfunc, not timed: a call that reads and writes the dynptr's 16 bytes on the stack and, for a "
+                  "slice, checks the offset against the size and returns a pointer into the linear packet "
+                  "(kernel/bpf/helpers.c, net/core/filter.c); a few loads and compares not counted")
     for key in ("rcu_read_lock", "rcu_read_unlock", "preempt_disable", "preempt_enable"):
         composite(key, ("get_smp_processor_id",),
                   "kfunc, not timed: a call that changes the preemption count (rcu_read_lock() of a preemptible "

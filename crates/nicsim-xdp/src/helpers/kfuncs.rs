@@ -119,19 +119,14 @@ pub const KFUNCS: &[Kfunc] = &[
     no("bpf_iter_css_task_next", "iter_kernel", ITER_KERNEL_WHY),
     no("bpf_iter_css_task_destroy", "iter_kernel", ITER_KERNEL_WHY),
     // dynptrs
-    no(
-        "bpf_dynptr_from_xdp",
-        "dynptr",
-        "dynamic pointers are not modelled yet: a dynptr's reads and writes reach the packet, \
-         which the analysis does not follow through it",
-    ),
-    no("bpf_dynptr_slice", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_slice_rdwr", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_adjust", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_is_null", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_is_rdonly", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_size", "dynptr", "as bpf_dynptr_from_xdp"),
-    no("bpf_dynptr_clone", "dynptr", "as bpf_dynptr_from_xdp"),
+    kf("bpf_dynptr_from_xdp", "dynptr"),
+    kf("bpf_dynptr_slice", "dynptr"),
+    kf("bpf_dynptr_slice_rdwr", "dynptr"),
+    kf("bpf_dynptr_adjust", "dynptr"),
+    kf("bpf_dynptr_is_null", "dynptr"),
+    kf("bpf_dynptr_is_rdonly", "dynptr"),
+    kf("bpf_dynptr_size", "dynptr"),
+    kf("bpf_dynptr_clone", "dynptr"),
     no("bpf_dynptr_copy", "dynptr", DYNPTR_MORE_WHY),
     no("bpf_dynptr_memset", "dynptr", DYNPTR_MORE_WHY),
     no("bpf_probe_read_kernel_dynptr", "dynptr", KMEM_WHY),
@@ -253,7 +248,9 @@ pub const KFUNCS: &[Kfunc] = &[
 /// iterator. (The metadata kfuncs need a device-bound program; the conntrack kfuncs' answers
 /// are the kernel's table's.)
 pub fn runs_as_kernel(name: &str) -> bool {
-    crate::helpers::iter_num::is_iter_num(name) || NO_VALUE.contains(&name)
+    crate::helpers::iter_num::is_iter_num(name)
+        || crate::helpers::dynptr::is_dynptr(name)
+        || NO_VALUE.contains(&name)
 }
 
 /// kfuncs that take no argument, give no value and change nothing the program can read: the
@@ -432,6 +429,10 @@ mod sym {
             let name = self.p.kfunc_name(id);
             if crate::helpers::iter_num::is_iter_num(&name) {
                 let r0 = self.iter_num(&name);
+                return self.set(0, r0);
+            }
+            if crate::helpers::dynptr::is_dynptr(&name) {
+                let r0 = self.dynptr(&name);
                 return self.set(0, r0);
             }
             if super::NO_VALUE.contains(&name.as_str()) {

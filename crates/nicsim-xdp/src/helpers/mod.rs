@@ -13,6 +13,7 @@
 pub mod names;
 
 pub(crate) mod csum;
+pub(crate) mod dynptr;
 pub(crate) mod events;
 pub(crate) mod iter_num;
 pub mod kfuncs;
