@@ -74,6 +74,7 @@ REFUSED = {
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
     "ld_maps_unspec": "has type 0 (BPF_MAP_TYPE_UNSPEC)",
+    "kf_dynptr_moved": "is not supported in a program that also calls bpf_xdp_adjust_head",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay

@@ -1,7 +1,7 @@
 /* Dynptrs on XDP's packet: the Ethernet header through a read-only slice (no buffer), then a
- * clone adjusted past it (to the dynptr's size) whose writable slice gives the IPv4 header,
- * whose TTL is decremented (XDP_TX) or, at 1 or less, dropped. A packet too short for a slice
- * gets NULL (XDP_DROP); non-IPv4 passes. */
+ * clone adjusted past it (to the dynptr's size) whose slice gives the IPv4 header: a TTL of 1
+ * or less is dropped, the rest sent back (XDP_TX). A packet too short for a slice gets NULL
+ * (XDP_DROP); non-IPv4 passes. (kf_dynptr_rdwr.c writes through a writable slice.) */
 #include "xdp_common.h"
 
 extern int bpf_dynptr_from_xdp(struct xdp_md *x, __u64 flags, struct bpf_dynptr *ptr__uninit) __ksym;
@@ -36,12 +36,11 @@ int kf_dynptr(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if (bpf_dynptr_is_null(&ip) || bpf_dynptr_is_rdonly(&ip))
 		return XDP_ABORTED;
-	iph = bpf_dynptr_slice_rdwr(&ip, 0, buf, sizeof(buf));
+	iph = bpf_dynptr_slice(&ip, 0, buf, sizeof(buf));
 	if (!iph)
 		return XDP_DROP;
 	if (iph->ttl <= 1)
 		return XDP_DROP;
-	iph->ttl--;
 	return XDP_TX;
 }
 

@@ -132,6 +132,12 @@ pub(crate) enum Region {
     Slice {
         null: String,
     },
+    /// A pointer into frame `frame`'s stack, or NULL when `null` holds (`bpf_iter_num_next`'s
+    /// `&cur`, helpers/iter_num.rs): loads and stores go to the stack as `Stack`'s do.
+    StackOrNull {
+        frame: u32,
+        null: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -441,6 +447,9 @@ impl<'a> Sym<'a> {
 
     /// Load `size` bytes at `ptr` (little-endian), zero-extended to 64 bits.
     pub(crate) fn load(&mut self, ptr: &V, size: Size) -> V {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.load(&V::P(Region::Stack(*frame), off.clone(), *k), size);
+        }
         let n = size.bytes() as i64;
         let bytes: Option<Vec<String>> = match ptr {
             V::P(Region::Pkt | Region::Slice { .. }, off, k) => Some(
@@ -531,6 +540,9 @@ impl<'a> Sym<'a> {
 
     /// Store the low `size` bytes of `val` at `ptr`.
     pub(crate) fn store(&mut self, ptr: &V, size: Size, val: &V) {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.store(&V::P(Region::Stack(*frame), off.clone(), *k), size, val);
+        }
         let n = size.bytes() as i64;
         match ptr {
             V::P(Region::Stack(f), _, Some(k)) => {
@@ -800,6 +812,7 @@ impl<'a> Sym<'a> {
                     Region::Replaced { null, .. }
                     | Region::Record { null }
                     | Region::Slice { null }
+                    | Region::StackOrNull { null, .. }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -812,6 +825,7 @@ impl<'a> Sym<'a> {
                     Region::Replaced { null, .. }
                     | Region::Record { null }
                     | Region::Slice { null }
+                    | Region::StackOrNull { null, .. }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -872,6 +886,9 @@ impl<'a> Sym<'a> {
 
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
     pub(crate) fn havoc(&mut self, ptr: &V) {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.havoc(&V::P(Region::Stack(*frame), off.clone(), *k));
+        }
         match ptr {
             V::P(Region::Pkt | Region::Slice { .. }, _, _) => {
                 self.pkt = self.fresh(BYTES, "pkth")

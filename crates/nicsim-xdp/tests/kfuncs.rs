@@ -186,9 +186,6 @@ const DYNPTR: [&str; 8] = [
 
 #[test]
 fn dynptr_slices_of_the_packet_are_modelled_and_run_as_the_kernel_runs_them() {
-    Analysis::new(&obj("kf_dynptr"), with_kfuncs(&DYNPTR), &Options::default())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let p = load_with(&obj("kf_dynptr"), None, None).unwrap();
     let ipv4 = |ttl: u8, len: usize| {
         let mut b = vec![0u8; len];
         b[12] = 0x08;
@@ -198,25 +195,53 @@ fn dynptr_slices_of_the_packet_are_modelled_and_run_as_the_kernel_runs_them() {
         }
         b
     };
-    let cases = [
-        (ipv4(64, 60), 3, Some(63)),
-        (ipv4(1, 60), 1, None),
-        (ipv4(64, 30), 1, None), // too short for the IPv4 header: NULL
-        (vec![0u8; 60], 2, None),
-    ];
-    let k = nicsim_xdp::kernel::Kernel::load(&p).map_err(|e| e.to_string());
-    if let Err(e) = &k {
-        assert!(e.contains("Operation not permitted"), "{e}");
-    }
-    for (pkt, want, ttl) in cases {
-        let out = run(&p, &pkt, &mut MapState::new(&p), &RunOptions::default()).unwrap();
-        assert_eq!(out.retval, want, "{pkt:?}");
-        if let Some(t) = ttl {
-            assert_eq!(out.packet[22], t);
+    for name in ["kf_dynptr", "kf_dynptr_rdwr"] {
+        Analysis::new(&obj(name), with_kfuncs(&DYNPTR), &Options::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let e = Analysis::new(&obj(name), nfp(), &Options::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("the NFP offload runs no kfuncs"), "{e}");
+        let p = load_with(&obj(name), None, None).unwrap();
+        let rdwr = name == "kf_dynptr_rdwr";
+        let cases = [
+            (ipv4(64, 60), 3, Some(if rdwr { 63 } else { 64 })),
+            (ipv4(1, 60), 1, None),
+            (ipv4(64, 30), 1, None), // too short for the IPv4 header: NULL
+            (vec![0u8; 60], 2, None),
+        ];
+        let k = nicsim_xdp::kernel::Kernel::load(&p);
+        match &k {
+            Ok(_) => assert!(!rdwr, "the kernel now loads {name}: check it as kf_dynptr"),
+            Err(nicsim_xdp::kernel::KernelError::Verifier { log, .. }) if rdwr => {
+                assert!(log.contains("bpf_dynptr_slice_rdwr() is not allowed"), "{log}")
+            }
+            Err(nicsim_xdp::kernel::KernelError::Sys { err, .. }) if err.raw_os_error() == Some(1) => {
+                eprintln!("no privileges for bpf(2): the kernel part is not checked")
+            }
+            Err(e) => panic!("{name}: {e}"),
         }
-        if let Ok(k) = &k {
-            let r = k.run(&pkt, 1).unwrap();
-            assert_eq!((r.retval as u64, &r.packet), (want, &out.packet), "{pkt:?}");
+        for (pkt, want, ttl) in cases {
+            let out = run(&p, &pkt, &mut MapState::new(&p), &RunOptions::default()).unwrap();
+            assert_eq!(out.retval, want, "{name} {pkt:?}");
+            if let Some(t) = ttl {
+                assert_eq!(out.packet[22], t);
+            }
+            if let Ok(k) = &k {
+                let r = k.run(&pkt, 1).unwrap();
+                assert_eq!((r.retval as u64, &r.packet), (want, &out.packet), "{pkt:?}");
+            }
         }
     }
+    // A program that also moves the packet is refused, naming the helper.
+    let e = Analysis::new(&obj("kf_dynptr_moved"), with_kfuncs(&DYNPTR), &Options::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("kfunc bpf_dynptr_from_xdp is not supported in a program that also calls \
+                    bpf_xdp_adjust_head"),
+        "{e}"
+    );
 }

@@ -178,8 +178,8 @@ mod sym {
     impl Sym<'_> {
         /// `bpf_iter_num_new/next/destroy`: the iterator's 8 bytes on the stack hold `cur` and
         /// `end` exactly as the kernel keeps them, so `next`'s NULL is exactly the kernel's
-        /// condition; the pointer it gives reads fresh values (`Region::Record`, whose null
-        /// condition is that one: the loop's index is not followed, which is sound). An `int`
+        /// condition, and the pointer it gives is `&cur` on the stack (`Region::StackOrNull`,
+        /// whose null condition is that one), so the loop's index is the kernel's. An `int`
         /// result's upper 32 bits are fresh (the verifier reads only the low half). r1–r5 are
         /// clobbered.
         pub(crate) fn iter_num(&mut self, name: &str) -> V {
@@ -243,7 +243,12 @@ mod sym {
                         );
                         self.store(&it, Size::W, &V::S(cur));
                         self.store(&end_at, Size::W, &V::S(end));
-                        V::P(Region::Record { null: done }, bv64(0), Some(0))
+                        match it {
+                            V::P(Region::Stack(frame), off, k) => {
+                                V::P(Region::StackOrNull { frame, null: done }, off, k)
+                            }
+                            _ => unreachable!("checked: a stack pointer"),
+                        }
                     }
                     DESTROY => {
                         let z = V::S(bv64(0));
