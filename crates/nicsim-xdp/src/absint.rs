@@ -749,6 +749,15 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
                 hi: x.hi >> c,
             }
         }
+        // An arithmetic shift of numbers whose sign bit is clear is a logical one (clang's
+        // sign extension of an `int`, `<<= 32; s>>= 32`, of a non-negative one).
+        AluOp::Arsh if y.konst().is_some() && x.hi <= max >> 1 => {
+            let c = y.lo & if is64 { 63 } else { 31 };
+            Iv {
+                lo: x.lo >> c,
+                hi: x.hi >> c,
+            }
+        }
         AluOp::Lsh if y.konst().is_some() => {
             let c = y.lo & if is64 { 63 } else { 31 };
             if c < 64 && x.hi.leading_zeros() as u64 >= c && (x.hi << c) <= max {

@@ -39,7 +39,8 @@ fn int_range(v: Val) -> (i64, i64) {
 
 /// The abstract values after a call of iterator kfunc `name` from state `s` (before the call):
 /// the iterator's two cells hold, in the upper one (`end`'s), how many more times `next` may
-/// give a non-NULL pointer (a range; the lower one, `cur`, unknown: `next`'s pointer reads it);
+/// give a non-NULL pointer (a range), and in the lower one (`cur`'s) the numbers `next`'s
+/// pointer may read, [start, end - 1] (unknown when start may be negative);
 /// `next` gives NULL (0) when none remain, else the pointer to `cur` (a stack pointer, which
 /// the abstract values do not take for non-NULL: a test of it against NULL may go either way,
 /// so the exit is kept, and the loads through it cost as the stack's). The program cannot read or write the iterator's slots itself (the verifier's
@@ -70,7 +71,16 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
             } else {
                 0
             };
-            t.stack[k] = Val::Top;
+            // `cur`'s cell: what `next`'s pointer reads, a number in [start, end - 1] (when
+            // start cannot be negative; the program reads `cur` only through that pointer).
+            t.stack[k] = if slo >= 0 && ehi >= 1 {
+                Val::Scalar(Iv {
+                    lo: slo as u64,
+                    hi: (ehi - 1).max(slo) as u64,
+                })
+            } else {
+                Val::Top
+            };
             t.stack[k + 1] = Val::Scalar(Iv { lo: lo.min(hi), hi });
         }
         NEXT => {
@@ -83,7 +93,6 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
             } else {
                 s.regs[1]
             };
-            t.stack[k] = Val::Top;
             t.stack[k + 1] = Val::Scalar(Iv {
                 lo: rem.lo.saturating_sub(1),
                 hi: rem.hi.saturating_sub(1),
