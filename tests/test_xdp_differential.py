@@ -75,6 +75,7 @@ REFUSED = {
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
     "ld_maps_unspec": "has type 0 (BPF_MAP_TYPE_UNSPEC)",
     "kf_dynptr_moved": "is not supported in a program that also calls bpf_xdp_adjust_head",
+    "ld_ksym_typed": "extern variable 'runqueues' (__ksym) is a typed kernel symbol",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay

@@ -183,6 +183,27 @@ impl<'d> Types<'d> {
             .map(|i| i as u32)
     }
 
+    /// The `__ksym` externs of an object's BTF: the VARs of its `.ksyms` DATASEC, each with
+    /// whether it is typeless (`extern const void sym __ksym;`: its type `void`), by name.
+    pub fn ksym_vars(&self) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for ds in &self.types {
+            if ds.kind != KIND_DATASEC || cstr(self.strs, ds.name) != ".ksyms" {
+                continue;
+            }
+            for v in ds.body.chunks_exact(12) {
+                let Some(var) = u32_le(v, 0).and_then(|t| self.types.get(t as usize)) else {
+                    continue;
+                };
+                if var.kind == KIND_VAR {
+                    let typeless = self.resolve(var.size_or_type) == Some(0);
+                    out.push((self.name(var), typeless));
+                }
+            }
+        }
+        out
+    }
+
     /// The id of the VAR named `name`, if there is one.
     pub fn var_id(&self, name: &str) -> Option<u32> {
         self.types

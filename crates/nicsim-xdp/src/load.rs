@@ -1232,6 +1232,31 @@ enum MapAt {
     Kconfig,
 }
 
+/// The address of kernel symbol `name` in `/proc/kallsyms` (a typeless `__ksym`, which libbpf
+/// resolves to it: the `LD_IMM64` becomes that constant). An error when the file has no such
+/// symbol, or shows addresses as 0 (`kptr_restrict`, or a reader without `CAP_SYSLOG`).
+fn kallsyms_address(name: &str) -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/kallsyms")
+        .map_err(|e| format!("extern '{name}' (__ksym): /proc/kallsyms: {e}"))?;
+    let addr = text.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (a, _kind, n) = (f.next()?, f.next()?, f.next()?);
+        (n == name).then(|| u64::from_str_radix(a, 16).ok()).flatten()
+    });
+    match addr {
+        None => Err(format!(
+            "extern '{name}' (__ksym) is not a symbol of the running kernel (/proc/kallsyms): if \
+             another object defines it, link the objects first (bpftool gen object OUT.o THIS.o \
+             OTHER.o) and analyse OUT.o"
+        )),
+        Some(0) => Err(format!(
+            "extern '{name}' (__ksym): /proc/kallsyms shows its address as 0 (kptr_restrict, or \
+             no CAP_SYSLOG): run as root to resolve it as libbpf does"
+        )),
+        Some(a) => Ok(a),
+    }
+}
+
 /// The `.kconfig` map and each `__kconfig` extern's byte offset in its value.
 type KconfigMap = (MapDef, HashMap<String, u64>);
 
@@ -1676,6 +1701,13 @@ fn load_inner(
         };
         maps.push((d, at));
     }
+    let ksyms: Vec<(String, bool)> = elf
+        .file
+        .section_by_name(".BTF")
+        .and_then(|s| s.data().ok())
+        .and_then(crate::btf::Types::parse)
+        .map(|t| t.ksym_vars())
+        .unwrap_or_default();
     let kconfig_offs = match kconfig_map(&elf)? {
         Some((def, offs)) => {
             maps.push((def, MapAt::Kconfig));
@@ -1837,6 +1869,29 @@ fn load_inner(
                             SymbolSection::Undefined => {
                                 let kconfig =
                                     s.name.starts_with("CONFIG_") || s.name.starts_with("LINUX_");
+                                if let Some(&(_, typeless)) =
+                                    ksyms.iter().find(|(n, _)| *n == s.name)
+                                {
+                                    // A __ksym variable, as libbpf resolves it (docs/xdp.md,
+                                    // "Externs").
+                                    if !typeless {
+                                        return Err(bad(format!(
+                                            "extern variable '{}' (__ksym) is a typed kernel \
+                                             symbol (a per-CPU variable, read through \
+                                             bpf_this_cpu_ptr/bpf_per_cpu_ptr): kernel memory \
+                                             is not modelled",
+                                            s.name
+                                        )));
+                                    }
+                                    let addr = kallsyms_address(&s.name).map_err(bad)?;
+                                    raw[i].src = 0;
+                                    raw[i].imm = addr as u32 as i32;
+                                    if let Some(hi) = raw.get_mut(i + 1) {
+                                        hi.imm = (addr >> 32) as u32 as i32;
+                                    }
+                                    i += 2;
+                                    continue;
+                                }
                                 return Err(bad(
                                     if !kconfig
                                         && crate::helpers::kfuncs::kernel_knows(&s.name)

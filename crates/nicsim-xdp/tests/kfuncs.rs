@@ -245,3 +245,43 @@ fn dynptr_slices_of_the_packet_are_modelled_and_run_as_the_kernel_runs_them() {
         "{e}"
     );
 }
+
+#[test]
+fn ksym_externs_are_resolved_as_libbpf_resolves_them() {
+    // Typeless: the address in /proc/kallsyms, a constant (as root; else one line).
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let want = text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"init_net")).then(|| u64::from_str_radix(f[0], 16).unwrap())
+    });
+    match (load_with(&obj("ld_ksym"), None, None), want) {
+        (Ok(p), Some(a)) if a != 0 => {
+            assert!(p.code.iter().flatten().any(|i| matches!(
+                i,
+                nicsim_xdp::insn::Insn::LdImm64 { imm: nicsim_xdp::insn::Imm64::Const(c), .. } if *c == a
+            )));
+            Analysis::new(&obj("ld_ksym"), nfp(), &Options::default()).unwrap();
+            let mut maps = MapState::new(&p);
+            let out = run(&p, &[0u8; 60], &mut maps, &RunOptions::default()).unwrap();
+            assert_eq!(out.retval, if a >> 63 == 1 { 2 } else { 1 });
+            if let Ok(k) = nicsim_xdp::kernel::Kernel::load(&p) {
+                assert_eq!(k.run(&[0u8; 60], 1).unwrap().retval as u64, out.retval);
+                assert_eq!(
+                    k.get("ksym_addr", &0u32.to_ne_bytes()).unwrap(),
+                    Some(a.to_ne_bytes().to_vec())
+                );
+            }
+        }
+        (Err(e), _) => assert!(e.to_string().contains("'init_net' (__ksym)"), "{e}"),
+        (Ok(_), _) => panic!("resolved without an address in /proc/kallsyms"),
+    }
+    // Typed: one line.
+    let e = load_with(&obj("ld_ksym_typed"), None, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("extern variable 'runqueues' (__ksym) is a typed kernel symbol"),
+        "{e}"
+    );
+}
