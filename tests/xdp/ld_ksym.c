@@ -1,8 +1,9 @@
 /* A typeless kernel symbol (`extern const void sym __ksym;`): libbpf resolves it to the
- * symbol's address in /proc/kallsyms, a constant the program stores in a map. */
+ * symbol's address in /proc/kallsyms, a constant the program stores in a map. (A function: a
+ * kernel without CONFIG_KALLSYMS_ALL lists no data symbols there.) */
 #include "xdp_common.h"
 
-extern const void init_net __ksym;
+extern const void xdp_do_redirect __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -19,7 +20,7 @@ int ld_ksym(struct xdp_md *ctx)
 
 	if (!v)
 		return XDP_ABORTED;
-	*v = (__u64)&init_net;
+	*v = (__u64)&xdp_do_redirect;
 	return (*v >> 63) ? XDP_PASS : XDP_DROP;
 }
 

@@ -209,7 +209,9 @@ fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
             .iter()
             .map(|k| {
                 types.func_id(k).ok_or_else(|| {
-                    KernelError::Input(format!("kfunc {k}: the running kernel has no such function"))
+                    KernelError::Input(format!(
+                        "kfunc {k}: the running kernel has no such function"
+                    ))
                 })
             })
             .collect::<Result<Vec<u32>, _>>()?;

@@ -1241,7 +1241,9 @@ fn kallsyms_address(name: &str) -> Result<u64, String> {
     let addr = text.lines().find_map(|l| {
         let mut f = l.split_whitespace();
         let (a, _kind, n) = (f.next()?, f.next()?, f.next()?);
-        (n == name).then(|| u64::from_str_radix(a, 16).ok()).flatten()
+        (n == name)
+            .then(|| u64::from_str_radix(a, 16).ok())
+            .flatten()
     });
     match addr {
         None => Err(format!(

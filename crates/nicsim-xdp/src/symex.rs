@@ -890,9 +890,7 @@ impl<'a> Sym<'a> {
             return self.havoc(&V::P(Region::Stack(*frame), off.clone(), *k));
         }
         match ptr {
-            V::P(Region::Pkt | Region::Slice { .. }, _, _) => {
-                self.pkt = self.fresh(BYTES, "pkth")
-            }
+            V::P(Region::Pkt | Region::Slice { .. }, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
             V::P(Region::Stack(f), _, _) => {
                 if let Some(fi) = self.frame_index(*f) {
                     // Pointer spills stay (see `Frame`); every data byte is fresh.

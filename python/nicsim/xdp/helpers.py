@@ -43,6 +43,14 @@ KFUNCS = {
                          "(-EINVAL, -EPROTO, -EAFNOSUPPORT for bad arguments; -ENONET; -ENOENT)",
     "bpf_ct_release": "releases the entry bpf_xdp_ct_lookup gave; no value changes",
 }
+#: What the other modelled kfuncs give, by family (crates/nicsim-xdp/src/helpers/kfuncs.rs `KFUNCS`).
+KFUNC_FAMILIES = {
+    "iter_num": "the open-coded number iterator (bpf_for): new 0/-EINVAL/-E2BIG, next &cur or NULL after "
+                "end - start numbers, destroy; its loop bounded by the count",
+    "dynptr": "a dynptr on the packet: from_xdp, a slice (a pointer into the packet, or NULL past the dynptr's "
+              "size), adjust, clone, size, is_null, is_rdonly",
+    "rcu": "nothing the program reads changes (RCU read-side section, preemption off/on)",
+}
 
 #: Helpers costed in parts instead of per map type (`map_type` then names the part): bpf_loop's
 #: call, once, and each call of its callback.
@@ -81,9 +89,13 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
             row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
-    kfuncs = [{"kfunc": r["helper"], "what": KFUNCS[r["helper"]], "costs": r["costs"]}
-              for r in sorted(rows.values(), key=lambda r: r["helper"]) if r["helper"] in KFUNCS]
-    helpers = sorted((r for r in rows.values() if r["helper"] not in KFUNCS),
+    from nicsim import _core
+
+    modelled = {r["kfunc"]: r["family"] for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]}
+    kfuncs = [{"kfunc": r["helper"], "what": KFUNCS.get(r["helper"]) or KFUNC_FAMILIES.get(modelled[r["helper"]], ""),
+               "costs": r["costs"]}
+              for r in sorted(rows.values(), key=lambda r: r["helper"]) if r["helper"] in modelled]
+    helpers = sorted((r for r in rows.values() if r["helper"] not in modelled),
                      key=lambda r: (r["helper"], r["map_type"] or ""))
     typed = {r["helper"] for r in helpers if r["map_type"] and r["map_type"] not in PARTS.values()}
     for r in helpers:

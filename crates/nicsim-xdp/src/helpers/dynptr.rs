@@ -278,7 +278,10 @@ mod sym {
                         let ok = self.def("Bool", &format!("(= {f} {})", bv64(0)));
                         let len = self.def(
                             "(_ BitVec 32)",
-                            &format!("((_ extract 31 0) (bvsub {} {}))", self.end_off, self.data_off),
+                            &format!(
+                                "((_ extract 31 0) (bvsub {} {}))",
+                                self.end_off, self.data_off
+                            ),
                         );
                         let d = format!("(ite {ok} {} {})", bv64(1), bv64(0));
                         let s = format!(
@@ -356,8 +359,7 @@ mod sym {
                     }
                     SIZE => {
                         let (d, s, _) = self.dynptr_read(&at);
-                        let low =
-                            format!("(ite (= {d} {}) {einval} (bvand {s} {mask}))", bv64(0));
+                        let low = format!("(ite (= {d} {}) {einval} (bvand {s} {mask}))", bv64(0));
                         self.narrow_result(32, &low)
                     }
                     CLONE => {

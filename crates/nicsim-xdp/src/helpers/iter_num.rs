@@ -52,8 +52,9 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
         t.regs[r] = Val::Top;
     }
     let slot = match s.regs[1] {
-        Val::Fp(Some(off)) => crate::absint::cell_of(off as i64)
-            .filter(|&k| k + 1 < crate::absint::SLOTS),
+        Val::Fp(Some(off)) => {
+            crate::absint::cell_of(off as i64).filter(|&k| k + 1 < crate::absint::SLOTS)
+        }
         _ => None,
     };
     let Some(k) = slot else {
@@ -217,7 +218,9 @@ mod sym {
                         let ok = format!("(and (not {inval}) (not {big}))");
                         let cur = self.def(
                             "(_ BitVec 64)",
-                            &format!("((_ zero_extend 32) (ite {ok} (bvsub {s} #x00000001) {z32}))"),
+                            &format!(
+                                "((_ zero_extend 32) (ite {ok} (bvsub {s} #x00000001) {z32}))"
+                            ),
                         );
                         let end = self.def(
                             "(_ BitVec 64)",
@@ -239,7 +242,10 @@ mod sym {
                         let V::S(e) = self.load(&end_at, Size::W) else {
                             unreachable!("loads give scalars")
                         };
-                        let (c, e) = (format!("((_ extract 31 0) {c})"), format!("((_ extract 31 0) {e})"));
+                        let (c, e) = (
+                            format!("((_ extract 31 0) {c})"),
+                            format!("((_ extract 31 0) {e})"),
+                        );
                         let next = format!("(bvadd {c} #x00000001)");
                         let done = self.def("Bool", &format!("(bvsge {next} {e})"));
                         let cur = self.def(
