@@ -720,13 +720,30 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
     table = nicsim("xdp", "helpers", "-t", "nfp")
     assert table.returncode == 0 and "bpf_tail_call" in table.stdout and "prog_array" in table.stdout
     assert_one_line_error(nicsim("xdp", "helpers", "-t", "nope"), "nope")
-    # The metadata and conntrack kfuncs are listed apart, with a cost on both targets.
+    # The modelled kfuncs are listed apart: the metadata and conntrack ones with a cost on both
+    # targets, the iterator, dynptr, RCU and preemption ones on x86-jit only (nfp: the NFP offload
+    # runs no kfuncs).
     kf = {k["kfunc"]: k for k in s["kfuncs"]}
-    assert set(kf) == {"bpf_xdp_metadata_rx_timestamp", "bpf_xdp_metadata_rx_hash", "bpf_xdp_metadata_rx_vlan_tag",
-                       "bpf_xdp_ct_lookup", "bpf_ct_release"}
-    assert all(set(k["costs"]) == {"nfp", "x86-jit"} for k in kf.values()), kf
-    assert not any(h["helper"].startswith(("bpf_xdp_metadata", "bpf_xdp_ct", "bpf_ct")) for h in s["helpers"])
+    old = {"bpf_xdp_metadata_rx_timestamp", "bpf_xdp_metadata_rx_hash", "bpf_xdp_metadata_rx_vlan_tag",
+           "bpf_xdp_ct_lookup", "bpf_ct_release"}
+    assert old < set(kf) and {"bpf_iter_num_next", "bpf_dynptr_slice", "bpf_rcu_read_lock"} < set(kf), set(kf)
+    assert all(set(kf[k]["costs"]) == {"nfp", "x86-jit"} for k in old), kf
+    assert all(set(k["costs"]) == {"x86-jit"} and k["what"] for n, k in kf.items() if n not in old), kf
+    assert not any(h["helper"].startswith(("bpf_xdp_metadata", "bpf_xdp_ct", "bpf_ct", "bpf_iter", "bpf_dynptr_s"))
+                   for h in s["helpers"])
     assert "bpf_xdp_metadata_rx_hash" in table.stdout and "bpf_xdp_ct_lookup" in table.stdout
+    # Every kfunc the kernel gives XDP is listed with its status per target: the modelled ones with
+    # a cost, each other refused with its reason (issue 32; crates/nicsim-xdp/tests/helper_coverage.rs
+    # checks the running kernel's list against the rows).
+    every_kf = {r["kfunc"]: r for r in s["xdp_kfuncs"]}
+    assert every_kf["bpf_xdp_ct_lookup"]["status"] == {"nfp": "cost", "x86-jit": "cost"}
+    assert every_kf["bpf_obj_new_impl"]["status"]["nfp"].startswith("refused: allocated objects")
+    assert every_kf["bpf_xdp_flow_lookup"]["refused"] and not every_kf["bpf_xdp_flow_lookup"]["modelled"]
+    assert all(r["modelled"] != bool(r["refused"]) for r in s["xdp_kfuncs"])
+    if os.geteuid() == 0:
+        assert every_kf["bpf_xdp_metadata_rx_hash"]["running_kernel"] == "xdp"
+        assert all(r["family"] != "unknown" for r in s["xdp_kfuncs"]), s["xdp_kfuncs"]
+    assert "bpf_rbtree_add_impl" in table.stdout
     # The lookup is estimated as a hash lookup on both targets.
     ct = kf["bpf_xdp_ct_lookup"]["costs"]
     assert "map_lookup_elem.hash" in ct["nfp"]["source"] and "map_lookup_elem.hash" in ct["x86-jit"]["source"], ct

@@ -74,6 +74,8 @@ REFUSED = {
     "ld_kfunc_unknown": "kfunc bpf_nicsim_no_such_kfunc is not supported: supported kfuncs: ",
     "mim_devmap": "bpf_redirect_map on an inner map of 'ports'",
     "ld_maps_unspec": "has type 0 (BPF_MAP_TYPE_UNSPEC)",
+    "kf_dynptr_moved": "is not supported in a program that also calls bpf_xdp_adjust_head",
+    "ld_ksym_typed": "extern variable 'runqueues' (__ksym) is a typed kernel symbol",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay
@@ -90,6 +92,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
     # bpf_loop with nr_loops from the packet (bytes 14-17): cases past 4 calls are not checked.
     "loop_cb_pktlen": {"loop_bound": 4},
+    # bpf_iter_num with its count from the packet (bytes 14-17): cases past 4 iterations are not checked.
+    "kf_iter_pktlen": {"loop_bound": 4},
     # __kconfig externs: a configuration of the test's own, not the machine's.
     "ld_kconfig": {"kconfig": "CONFIG_HZ=1000\nCONFIG_BPF_SYSCALL=y\n"},
 }
@@ -564,6 +568,7 @@ def _extra_helpers(nfp: str) -> list[str]:
     have = set(re.findall(r"^\"?([a-z_0-9.]+)\"? = ", nfp, flags=re.M))
     keys = [r["helper"].removeprefix("bpf_") for r in json.loads(_core.xdp_helper_rows())
             if r["interpreter"] and not r["refused"] and r["family"] != "control"]
+    keys += [r["kfunc"].removeprefix("bpf_") for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]]
     keys += [f"map_lookup_elem.{t}" for t in EXTRA_MAP_LOOKUPS]
     return [f'"{k}" = {{ cycles = 10.0, source = "the differential test" }}' for k in keys if k not in have]
 

@@ -27,3 +27,12 @@ def test_x86_jit_costs_the_helpers_it_does_not_time_by_analogy(x86_jit: Path) ->
     every = {h["helper"]: h for h in json.loads(r.stdout)["xdp_helpers"]}
     for name in ("bpf_map_lookup_percpu_elem", "bpf_map_push_elem", "bpf_strtol", "bpf_get_current_pid_tgid"):
         assert every[name]["status"]["x86-jit"] == "cost", name
+    # The kfuncs modelled since issue 32 (iterator, dynptrs, RCU, preemption): calls the verifier does
+    # not inline, as get_numa_node_id (get_smp_processor_id is inlined: no call), the packet dynptr
+    # ones as xdp_get_buff_len.
+    for key in ("iter_num_new", "iter_num_next", "iter_num_destroy", "rcu_read_lock", "preempt_enable",
+                "dynptr_size", "dynptr_clone"):
+        assert x86[key]["source"].startswith("analogy: get_numa_node_id measured"), key
+        assert x86[key]["cycles"] == x86["get_numa_node_id"]["cycles"], key
+    for key in ("dynptr_from_xdp", "dynptr_slice", "dynptr_slice_rdwr"):
+        assert x86[key]["cycles"] == x86["xdp_get_buff_len"]["cycles"], key

@@ -936,6 +936,13 @@ fn xdp_helper_rows() -> String {
     nicsim_xdp::helpers::listing().to_string()
 }
 
+/// Every kfunc an XDP program may call and what the analyzer does with it, as JSON
+/// (`nicsim_xdp::helpers::kfuncs::listing`).
+#[pyfunction]
+fn xdp_kfunc_rows() -> String {
+    nicsim_xdp::helpers::kfuncs::listing().to_string()
+}
+
 /// Write frames to a pcap file (`nicsim_packet::capture::write_pcap_file`).
 #[pyfunction]
 fn write_pcap(path: PathBuf, packets: Vec<Vec<u8>>) -> PyResult<()> {
@@ -993,6 +1000,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(xdp_builtin_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_check_target, m)?)?;
     m.add_function(wrap_pyfunction!(xdp_helper_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(xdp_kfunc_rows, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;
     Ok(())

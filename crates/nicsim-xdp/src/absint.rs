@@ -72,7 +72,7 @@ impl Iv {
         self.hi <= u32::MAX as u64
     }
     /// The range as a 32-bit operand sees it.
-    fn low32(self) -> Iv {
+    pub(crate) fn low32(self) -> Iv {
         if self.fits32() {
             self
         } else {
@@ -135,6 +135,11 @@ fn cell(off: i64) -> Option<usize> {
         .then_some(off)
         .filter(|o| o % 4 == 0)
         .map(|o| ((o + 512) / 4) as usize)
+}
+
+/// [`cell`], for the helper modules.
+pub(crate) fn cell_of(off: i64) -> Option<usize> {
+    cell(off)
 }
 
 /// The cells that bytes `off .. off + len` from r10 touch.
@@ -411,6 +416,20 @@ impl State {
     /// [`State::step`] knowing the program: a lookup in an array map with a key that is in
     /// range finds a value (the kernel's array lookup returns NULL only past `max_entries`).
     pub fn step_in(&self, insn: &Insn, p: &crate::load::Program) -> State {
+        if let Insn::Kfunc { id } = *insn {
+            let name = p.kfunc_name(id);
+            if crate::helpers::iter_num::is_iter_num(&name) {
+                return crate::helpers::iter_num::absint_step(self, &name);
+            }
+            if crate::helpers::dynptr::is_dynptr(&name) {
+                return crate::helpers::dynptr::absint_step(self, &name);
+            }
+            if crate::helpers::kfuncs::NO_VALUE.contains(&name.as_str()) {
+                let mut s = *self;
+                s.regs[..=5].fill(Val::Top);
+                return s;
+            }
+        }
         let mut s = self.step(insn);
         if let (
             Insn::Call {
@@ -458,7 +477,6 @@ impl State {
                 let (x, y) = if is64 { (x, y) } else { (x.low32(), y.low32()) };
                 decide(op, is64, x, y)
             }
-            // A map value that cannot be NULL, tested against NULL.
             (Val::MapVal(_, false), Val::Scalar(y)) if is64 && y.konst() == Some(0) => match op {
                 JmpOp::Eq => (false, true),
                 JmpOp::Ne => (true, false),
@@ -725,6 +743,15 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
             }
         }
         AluOp::Rsh if y.konst().is_some() => {
+            let c = y.lo & if is64 { 63 } else { 31 };
+            Iv {
+                lo: x.lo >> c,
+                hi: x.hi >> c,
+            }
+        }
+        // An arithmetic shift of numbers whose sign bit is clear is a logical one (clang's
+        // sign extension of an `int`, `<<= 32; s>>= 32`, of a non-negative one).
+        AluOp::Arsh if y.konst().is_some() && x.hi <= max >> 1 => {
             let c = y.lo & if is64 { 63 } else { 31 };
             Iv {
                 lo: x.lo >> c,

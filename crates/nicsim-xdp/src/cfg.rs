@@ -165,6 +165,21 @@ pub enum CfgError {
         /// What is wrong with the callback.
         why: String,
     },
+    /// A loop driven by `bpf_iter_num_next` whose count the abstract values bound only by more
+    /// iterations than can be unrolled (at most `BPF_MAX_LOOPS`).
+    #[error(
+        "loop at instruction {pc}{line}: its bpf_iter_num_next may give a number {bound} more \
+         times (the iterator's end - start, at most BPF_MAX_LOOPS = 8388608), more than can be \
+         unrolled; clamp the count in the program or give a bound with --loop-bound N"
+    )]
+    IterBound {
+        /// Instruction index of the loop's header.
+        pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
+        line: String,
+        /// The largest count the abstract values allow.
+        bound: u64,
+    },
     /// A `bpf_loop` whose iteration count (r1) has no bound.
     #[error("bpf_loop at instruction {pc}{line}: nr_loops (r1) {what}; give a bound with --loop-bound N")]
     LoopCallBound {
@@ -280,10 +295,17 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             None => match limits.loop_bound {
                 Some(b) => (b, None, false),
                 None => {
+                    if let Some(bound) = iter_count(p, &g, &lp) {
+                        return Err(CfgError::IterBound {
+                            pc: header_pc as usize,
+                            line: line_note(p, header_pc as usize),
+                            bound,
+                        });
+                    }
                     return Err(CfgError::Unbounded {
                         pc: header_pc as usize,
                         line: line_note(p, header_pc as usize),
-                    })
+                    });
                 }
             },
         };
@@ -911,6 +933,25 @@ fn loop_call_bound(p: &Program, g: &Graph, lp: &Loop) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+/// The largest count of the `bpf_iter_num` iterator that loop `lp` calls `bpf_iter_num_next`
+/// on, as the abstract values give it on entry (`helpers::iter_num::absint_step`), if the body
+/// makes such a call.
+fn iter_count(p: &Program, g: &Graph, lp: &Loop) -> Option<u64> {
+    let at = states(g, p);
+    let entry = entry_state(p, g, lp, &at)?;
+    lp.body.iter().find_map(|&v| {
+        let pc = g.nodes[v as usize].pc as usize;
+        let Some(Insn::Kfunc { id }) = p.code.get(pc).copied().flatten() else {
+            return None;
+        };
+        if p.kfunc_name(id) != crate::helpers::iter_num::NEXT {
+            return None;
+        }
+        let s = at.get(v as usize).copied().flatten().unwrap_or(entry);
+        Some(crate::helpers::iter_num::count_at(&s).unwrap_or(crate::absint::BPF_MAX_LOOPS))
+    })
 }
 
 /// How many times the loop's back edges can be taken, if the abstract values show it, and for

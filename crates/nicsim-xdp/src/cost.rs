@@ -678,11 +678,20 @@ fn insn_cost(
         Insn::Kfunc { id } => {
             // A modelled kfunc costs as the target's entry of its name without `bpf_`.
             let name = p.kfunc_name(id);
-            if let Some(why) = crate::interp::kfunc_refusal(&name) {
+            if let Some(why) = crate::interp::kfunc_refusal(&name)
+                .or_else(|| crate::helpers::dynptr::refusal(p, &name))
+            {
                 return Err(CostError::UnsupportedKfunc { pc, name, why });
             }
             let Some(h) = t.helper(name.trim_start_matches("bpf_"), None) else {
-                let why = format!("kfunc {name} has no cost on target {}", t.name);
+                let why = format!(
+                    "kfunc {name} has no cost on target {}{}",
+                    t.name,
+                    t.kfunc_rule
+                        .as_ref()
+                        .or(t.helper_rule.as_ref())
+                        .map_or_else(String::new, |r| format!(": {r}"))
+                );
                 return Err(CostError::UnsupportedKfunc { pc, name, why });
             };
             helper_cost(h, (dr, dw, da))

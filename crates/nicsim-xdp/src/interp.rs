@@ -119,7 +119,7 @@ pub(crate) const NF_CT_DEFAULT_ZONE_DIR: u8 = 3;
 
 /// Whether the analysis models kfunc `name`.
 pub(crate) fn kfunc_modelled(name: &str) -> bool {
-    kfunc_outputs(name).is_some() || name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE
+    crate::helpers::kfuncs::find(name).is_some_and(|k| k.refused.is_none())
 }
 
 /// The outputs of kfunc `name` if it is an XDP metadata kfunc.
@@ -130,37 +130,33 @@ pub(crate) fn kfunc_outputs(name: &str) -> Option<&'static [usize]> {
         .map(|(_, o)| *o)
 }
 
-/// The one-line refusal of kfunc `name`, `None` if it is modelled.
+/// The one-line refusal of kfunc `name`, `None` if it is modelled: its row's reason
+/// (`helpers::kfuncs::KFUNCS`), or for a kfunc without a row the modelled ones, and whether the
+/// running kernel has a function of that name (if not, it may live in another object).
 pub fn kfunc_refusal(name: &str) -> Option<String> {
     if kfunc_modelled(name) {
         return None;
     }
-    let why = match name {
-        "bpf_skb_ct_lookup"
-        | "bpf_xdp_ct_alloc"
-        | "bpf_skb_ct_alloc"
-        | "bpf_ct_insert_entry"
-        | "bpf_ct_set_timeout"
-        | "bpf_ct_change_timeout"
-        | "bpf_ct_set_status"
-        | "bpf_ct_change_status"
-        | "bpf_ct_set_nat_info" => {
-            ": only the conntrack lookup is modelled (a new entry, its insertion and its \
-             setters are not); supported kfuncs: bpf_xdp_metadata_rx_timestamp, \
-             bpf_xdp_metadata_rx_hash, bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, \
-             bpf_ct_release"
-        }
-        _ if crate::helpers::kfuncs::kernel_knows(name) == Some(false) => {
-            ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
-             bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release; and the running \
-             kernel has no function of that name (/sys/kernel/btf/vmlinux): if another object \
-             defines it, link the objects first (bpftool gen object OUT.o THIS.o OTHER.o) and \
-             analyse OUT.o"
-        }
-        _ => {
-            ": supported kfuncs: bpf_xdp_metadata_rx_timestamp, bpf_xdp_metadata_rx_hash, \
-             bpf_xdp_metadata_rx_vlan_tag, bpf_xdp_ct_lookup, bpf_ct_release"
-        }
+    if let Some(why) = crate::helpers::kfuncs::find(name).and_then(|k| k.refused) {
+        return Some(format!("kfunc {name} is not supported: {why}"));
+    }
+    let supported: Vec<&str> = crate::helpers::kfuncs::KFUNCS
+        .iter()
+        .filter(|k| k.refused.is_none())
+        .map(|k| k.name)
+        .collect();
+    let supported = supported.join(", ");
+    let why = if crate::helpers::kfuncs::kernel_knows(name) == Some(false) {
+        format!(
+            ": supported kfuncs: {supported}; and the running kernel has no function of that \
+             name (/sys/kernel/btf/vmlinux): if another object defines it, link the objects \
+             first (bpftool gen object OUT.o THIS.o OTHER.o) and analyse OUT.o"
+        )
+    } else {
+        format!(
+            ": supported kfuncs: {supported} (the kernel does not give XDP programs this one: \
+             `nicsim xdp helpers` lists the kfuncs it does)"
+        )
     };
     Some(format!("kfunc {name} is not supported{why}"))
 }
@@ -1142,6 +1138,22 @@ impl<'a> Machine<'a> {
         address(slot, off)
     }
 
+    /// The packet's length now (`data_end - data`: a linear packet).
+    pub(crate) fn packet_len(&self) -> usize {
+        self.data_end - self.data
+    }
+
+    /// The address `off` bytes past the packet's start, as the program's pointers into the
+    /// packet are now.
+    pub(crate) fn packet_ptr(&mut self, off: i64) -> u64 {
+        self.ptr(
+            Region::Packet {
+                generation: self.generation,
+            },
+            off,
+        )
+    }
+
     pub(crate) fn region_of(&self, addr: u64) -> (Region, i64) {
         let (slot, off) = split(addr);
         match self.regions.get(slot as usize) {
@@ -1617,6 +1629,21 @@ impl<'a> Machine<'a> {
                     let name = self.p.kfunc_name(id);
                     if name == KFUNC_CT_LOOKUP || name == KFUNC_CT_RELEASE {
                         self.regs[0] = self.conntrack(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::iter_num::is_iter_num(&name) {
+                        self.regs[0] = self.iter_num(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::dynptr::is_dynptr(&name) {
+                        self.regs[0] = self.dynptr(at, &name)?;
+                        pc = next;
+                        continue;
+                    }
+                    if crate::helpers::kfuncs::NO_VALUE.contains(&name.as_str()) {
+                        self.regs[0] = 0;
                         pc = next;
                         continue;
                     }

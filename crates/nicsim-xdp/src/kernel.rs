@@ -183,7 +183,47 @@ fn map_name(name: &str) -> [u8; 16] {
 /// the kfunc's BTF id from /sys/kernel/btf/vmlinux), and binding needs a device with `ndo_bpf`
 /// (the loopback device is refused with EOPNOTSUPP), which this loader does not set up; the
 /// conntrack kfuncs because they are in nf_conntrack's module BTF, whose fd the call would need.
+///
+/// The kfuncs the interpreter runs as the kernel does ([`crate::helpers::kfuncs::runs_as_kernel`]:
+/// the number iterator) are called by their vmlinux BTF id (`imm`, `off` 0), as libbpf
+/// relocates them.
 fn kernel_insns(program: &Program) -> Result<Vec<Raw>, KernelError> {
+    let as_kernel = !program.kfuncs.is_empty()
+        && program
+            .kfuncs
+            .iter()
+            .all(|k| crate::helpers::kfuncs::runs_as_kernel(k));
+    if as_kernel {
+        let data = vmlinux_btf().ok_or_else(|| {
+            KernelError::Input(
+                "the running kernel's BTF (/sys/kernel/btf/vmlinux), which the program's kfunc \
+                 calls need, cannot be read"
+                    .into(),
+            )
+        })?;
+        let types = crate::btf::Types::parse(data).ok_or_else(|| {
+            KernelError::Input("/sys/kernel/btf/vmlinux is not BTF this reader understands".into())
+        })?;
+        let ids = program
+            .kfuncs
+            .iter()
+            .map(|k| {
+                types.func_id(k).ok_or_else(|| {
+                    KernelError::Input(format!(
+                        "kfunc {k}: the running kernel has no such function"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        let mut raw = program.raw[..program.main_len.min(program.raw.len())].to_vec();
+        for r in raw.iter_mut() {
+            if r.code == 0x85 && r.src == crate::insn::PSEUDO_KFUNC_CALL {
+                r.imm = ids[r.imm as usize] as i32;
+                r.off = 0;
+            }
+        }
+        return Ok(raw);
+    }
     if let Some(k) = program.kfuncs.first() {
         return Err(KernelError::Input(
             program
@@ -475,6 +515,107 @@ impl KernelError {
                 .any(|m| l.contains(m))
         })
     }
+}
+
+/// The running kernel's BTF (`/sys/kernel/btf/vmlinux`), read once; `None` when it cannot be read.
+pub fn vmlinux_btf() -> Option<&'static [u8]> {
+    static BTF: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| std::fs::read("/sys/kernel/btf/vmlinux").ok())
+        .as_deref()
+}
+
+/// The running kernel's kfuncs, `(name, BTF id in vmlinux)` sorted by name, and whether they
+/// came from the kernel's own tags: every FUNC of `/sys/kernel/btf/vmlinux` that a `bpf_kfunc`
+/// DECL_TAG marks (`__bpf_kfunc`, include/linux/btf.h; pahole 1.26+ emits the tag). A kernel
+/// whose BTF has no such tag (an older pahole) falls back to the documented list
+/// (`helpers::kfuncs::KFUNCS`, the analyzer's rows: Linux 6.18's kfuncs for XDP) as far as its
+/// BTF has those functions. Kfuncs in module BTF (`/sys/kernel/btf/MODULE`, e.g. nf_conntrack
+/// built as a module) are not read: such a call would need the module BTF's fd.
+pub fn vmlinux_kfuncs() -> Result<(Vec<(String, u32)>, bool), KernelError> {
+    let data = vmlinux_btf().ok_or_else(|| {
+        KernelError::Input(
+            "the running kernel's BTF (/sys/kernel/btf/vmlinux) cannot be read".into(),
+        )
+    })?;
+    let types = crate::btf::Types::parse(data).ok_or_else(|| {
+        KernelError::Input("/sys/kernel/btf/vmlinux is not BTF this reader understands".into())
+    })?;
+    let tagged = types.tagged_funcs("bpf_kfunc");
+    if !tagged.is_empty() {
+        return Ok((tagged, true));
+    }
+    let mut listed: Vec<(String, u32)> = crate::helpers::kfuncs::KFUNCS
+        .iter()
+        .filter_map(|k| types.func_id(k.name).map(|id| (k.name.to_string(), id)))
+        .collect();
+    listed.sort();
+    Ok((listed, false))
+}
+
+/// Whether the running kernel lets an XDP program call the kfunc whose vmlinux BTF id is
+/// `btf_id`: `call` with `BPF_PSEUDO_KFUNC_CALL` and that id, then `r0 = 0; exit`, handed to the
+/// verifier. "calling kernel function X is not allowed" (not in any kfunc set registered for
+/// XDP: `register_btf_kfunc_id_set(BPF_PROG_TYPE_XDP, ...)` or for every type), "program must be
+/// sleepable to call sleepable kfunc" (an XDP program never is) and "cannot call kernel function"
+/// / "kernel btf_id N is not a function" mean no; any other refusal (the arguments, which the
+/// probe does not pass; "metadata kfuncs require device-bound program") comes after that
+/// check, so the kfunc is allowed. An error when the kernel cannot be asked.
+pub fn xdp_kfunc_allowed(btf_id: u32) -> Result<bool, KernelError> {
+    let raw = [
+        Raw {
+            code: 0x85,
+            dst: 0,
+            src: crate::insn::PSEUDO_KFUNC_CALL,
+            off: 0,
+            imm: btf_id as i32,
+        },
+        Raw {
+            code: 0xb7,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 0,
+        },
+        Raw {
+            code: 0x95,
+            dst: 0,
+            src: 0,
+            off: 0,
+            imm: 0,
+        },
+    ];
+    match Kernel::load_raw(&raw, &[], "GPL", "nicsim_probe") {
+        Ok(_) => Ok(true),
+        Err(KernelError::Verifier { full_log, .. }) => Ok(![
+            "is not allowed",
+            "must be sleepable",
+            "cannot call kernel function",
+            "is not a function",
+        ]
+        .iter()
+        .any(|m| full_log.contains(m))),
+        Err(e) => Err(e),
+    }
+}
+
+/// The running kernel's kfuncs that an XDP program may call ([`vmlinux_kfuncs`] that
+/// [`xdp_kfunc_allowed`] allows), by name; asked once per process.
+pub fn xdp_kfuncs() -> Result<&'static [(String, u32)], String> {
+    static LIST: std::sync::OnceLock<Result<Vec<(String, u32)>, String>> =
+        std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let (all, _) = vmlinux_kfuncs().map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for (name, id) in all {
+            if xdp_kfunc_allowed(id).map_err(|e| e.to_string())? {
+                out.push((name, id));
+            }
+        }
+        Ok(out)
+    })
+    .as_ref()
+    .map(|v| v.as_slice())
+    .map_err(|e| e.clone())
 }
 
 /// Load `raw` (whose `LD_IMM64` map references hold indices into `maps`) as an XDP program.

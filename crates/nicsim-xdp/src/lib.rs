@@ -15,6 +15,7 @@
 
 pub mod absint;
 pub mod analysis;
+pub mod btf;
 pub mod calibrate;
 pub mod cfg;
 pub mod consts;

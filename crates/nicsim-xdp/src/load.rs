@@ -604,29 +604,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The string table of the `.BTF` section (header: magic, version, flags, hdr_len, type_off,
-/// type_len, str_off, str_len).
-fn btf_strings(data: &[u8]) -> Option<&[u8]> {
-    let u32_at = |o: usize| Some(u32::from_le_bytes(data.get(o..o + 4)?.try_into().ok()?));
-    if data.get(0..2)? != [0x9f, 0xeb] {
-        return None;
-    }
-    let hdr = u32_at(4)? as usize;
-    let (off, len) = (u32_at(16)? as usize, u32_at(20)? as usize);
-    data.get(hdr.checked_add(off)?..hdr.checked_add(off)?.checked_add(len)?)
-}
-
-fn cstr(tab: &[u8], off: u32) -> String {
-    let tail = tab.get(off as usize..).unwrap_or_default();
-    let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-    String::from_utf8_lossy(&tail[..end]).into_owned()
-}
-
-fn u32_le(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
+use crate::btf::{cstr, strings as btf_strings, u32_le};
 
 /// A BTF-defined map's variable in `.maps`: its name, its place in the section and the byte
 /// offset of its `values` member (the declarative initialisation of a prog array or a map of
@@ -806,42 +784,50 @@ pub(crate) fn btf_datasec_structs(data: &[u8], sec: &str) -> Vec<BtfStructVar> {
 fn btf_datasec_vars(data: &[u8], sec: &str) -> Vec<MapVar> {
     let mut out = Vec::new();
     let _ = (|| -> Option<()> {
-        let (ts, strs) = btf_types(data)?;
-        let kind_of = |id: u32| btf_resolve(&ts, id).and_then(|t| ts.get(t as usize));
-        for (kind, _, name, _, body, _) in &ts {
-            if *kind != 15 || cstr(strs, *name) != sec {
+        let t = crate::btf::Types::parse(data)?;
+        let strs = t.strs;
+        use crate::btf::{
+            KIND_ARRAY, KIND_DATASEC, KIND_FUNC_PROTO, KIND_PTR, KIND_STRUCT, KIND_VAR,
+        };
+        for ds in &t.types {
+            if ds.kind != KIND_DATASEC || cstr(strs, ds.name) != sec {
                 continue;
             }
-            for v in body.chunks_exact(12) {
+            for v in ds.body.chunks_exact(12) {
                 let (ty, off, size) = (u32_le(v, 0)?, u32_le(v, 4)?, u32_le(v, 8)?);
-                let Some(&(14, _, vname, vty, _, _)) = ts.get(ty as usize) else {
+                let Some(var) = t.types.get(ty as usize).filter(|x| x.kind == KIND_VAR) else {
                     continue;
                 };
                 let (mut values, mut values_fn_name_at) = (None, None);
-                if let Some(&(4, kflag, _, _, members, at)) = kind_of(vty) {
-                    for (j, m) in members.chunks_exact(12).enumerate() {
+                if let Some(st) = t
+                    .kind_of(var.size_or_type)
+                    .filter(|x| x.kind == KIND_STRUCT)
+                {
+                    for (j, m) in st.body.chunks_exact(12).enumerate() {
                         if cstr(strs, u32_le(m, 0)?) != "values" {
                             continue;
                         }
                         let bits = u32_le(m, 8)?;
-                        let bits = if kflag { bits & 0xff_ffff } else { bits };
+                        let bits = if st.kflag { bits & 0xff_ffff } else { bits };
                         values = Some(bits as u64 / 8);
                         // values: an array of pointers to functions?
-                        let elem = match kind_of(u32_le(m, 4)?) {
-                            Some(&(3, _, _, _, arr, _)) => u32_le(arr, 0),
+                        let elem = match t.kind_of(u32_le(m, 4)?) {
+                            Some(a) if a.kind == KIND_ARRAY => u32_le(a.body, 0),
                             _ => None,
                         };
-                        let target = match elem.and_then(kind_of) {
-                            Some(&(2, _, _, pointee, _, _)) => kind_of(pointee).map(|t| t.0),
+                        let target = match elem.and_then(|e| t.kind_of(e)) {
+                            Some(p) if p.kind == KIND_PTR => {
+                                t.kind_of(p.size_or_type).map(|x| x.kind)
+                            }
                             _ => None,
                         };
-                        if target == Some(13) {
-                            values_fn_name_at = Some(at + 12 * j);
+                        if target == Some(KIND_FUNC_PROTO) {
+                            values_fn_name_at = Some(st.at + 12 * j);
                         }
                     }
                 }
                 out.push(MapVar {
-                    name: cstr(strs, vname),
+                    name: cstr(strs, var.name),
                     off: off as u64,
                     size: size as u64,
                     values,
@@ -1432,6 +1418,33 @@ enum MapAt {
     Kconfig,
 }
 
+/// The address of kernel symbol `name` in `/proc/kallsyms` (a typeless `__ksym`, which libbpf
+/// resolves to it: the `LD_IMM64` becomes that constant). An error when the file has no such
+/// symbol, or shows addresses as 0 (`kptr_restrict`, or a reader without `CAP_SYSLOG`).
+fn kallsyms_address(name: &str) -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/kallsyms")
+        .map_err(|e| format!("extern '{name}' (__ksym): /proc/kallsyms: {e}"))?;
+    let addr = text.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (a, _kind, n) = (f.next()?, f.next()?, f.next()?);
+        (n == name)
+            .then(|| u64::from_str_radix(a, 16).ok())
+            .flatten()
+    });
+    match addr {
+        None => Err(format!(
+            "extern '{name}' (__ksym) is not a symbol of the running kernel (/proc/kallsyms): if \
+             another object defines it, link the objects first (bpftool gen object OUT.o THIS.o \
+             OTHER.o) and analyse OUT.o"
+        )),
+        Some(0) => Err(format!(
+            "extern '{name}' (__ksym): /proc/kallsyms shows its address as 0 (kptr_restrict, or \
+             no CAP_SYSLOG): run as root to resolve it as libbpf does"
+        )),
+        Some(a) => Ok(a),
+    }
+}
+
 /// The `.kconfig` map and each `__kconfig` extern's byte offset in its value.
 type KconfigMap = (MapDef, HashMap<String, u64>);
 
@@ -1883,6 +1896,13 @@ fn load_inner(
         };
         maps.push((d, at));
     }
+    let ksyms: Vec<(String, bool)> = elf
+        .file
+        .section_by_name(".BTF")
+        .and_then(|s| s.data().ok())
+        .and_then(crate::btf::Types::parse)
+        .map(|t| t.ksym_vars())
+        .unwrap_or_default();
     let kconfig_offs = match kconfig_map(&elf)? {
         Some((def, offs)) => {
             maps.push((def, MapAt::Kconfig));
@@ -2044,6 +2064,29 @@ fn load_inner(
                             SymbolSection::Undefined => {
                                 let kconfig =
                                     s.name.starts_with("CONFIG_") || s.name.starts_with("LINUX_");
+                                if let Some(&(_, typeless)) =
+                                    ksyms.iter().find(|(n, _)| *n == s.name)
+                                {
+                                    // A __ksym variable, as libbpf resolves it (docs/xdp.md,
+                                    // "Externs").
+                                    if !typeless {
+                                        return Err(bad(format!(
+                                            "extern variable '{}' (__ksym) is a typed kernel \
+                                             symbol (a per-CPU variable, read through \
+                                             bpf_this_cpu_ptr/bpf_per_cpu_ptr): kernel memory \
+                                             is not modelled",
+                                            s.name
+                                        )));
+                                    }
+                                    let addr = kallsyms_address(&s.name).map_err(bad)?;
+                                    raw[i].src = 0;
+                                    raw[i].imm = addr as u32 as i32;
+                                    if let Some(hi) = raw.get_mut(i + 1) {
+                                        hi.imm = (addr >> 32) as u32 as i32;
+                                    }
+                                    i += 2;
+                                    continue;
+                                }
                                 return Err(bad(
                                     if !kconfig
                                         && crate::helpers::kfuncs::kernel_knows(&s.name)

@@ -126,6 +126,18 @@ pub(crate) enum Region {
         null: String,
         vals: String,
     },
+    /// A dynptr slice of the packet (`bpf_dynptr_slice`, helpers/dynptr.rs): the packet's
+    /// bytes at its offset (which counts from the packet's start as `Pkt`'s does), or NULL
+    /// when `null` holds.
+    Slice {
+        null: String,
+    },
+    /// A pointer into frame `frame`'s stack, or NULL when `null` holds (`bpf_iter_num_next`'s
+    /// `&cur`, helpers/iter_num.rs): loads and stores go to the stack as `Stack`'s do.
+    StackOrNull {
+        frame: u32,
+        null: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -435,9 +447,12 @@ impl<'a> Sym<'a> {
 
     /// Load `size` bytes at `ptr` (little-endian), zero-extended to 64 bits.
     pub(crate) fn load(&mut self, ptr: &V, size: Size) -> V {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.load(&V::P(Region::Stack(*frame), off.clone(), *k), size);
+        }
         let n = size.bytes() as i64;
         let bytes: Option<Vec<String>> = match ptr {
-            V::P(Region::Pkt, off, k) => Some(
+            V::P(Region::Pkt | Region::Slice { .. }, off, k) => Some(
                 (0..n)
                     .map(|i| format!("(select {} {})", self.pkt, index_at(off, *k, i)))
                     .collect(),
@@ -525,6 +540,9 @@ impl<'a> Sym<'a> {
 
     /// Store the low `size` bytes of `val` at `ptr`.
     pub(crate) fn store(&mut self, ptr: &V, size: Size, val: &V) {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.store(&V::P(Region::Stack(*frame), off.clone(), *k), size, val);
+        }
         let n = size.bytes() as i64;
         match ptr {
             V::P(Region::Stack(f), _, Some(k)) => {
@@ -581,7 +599,7 @@ impl<'a> Sym<'a> {
                 fr.arr = Some(arr);
                 fr.stack.clear();
             }
-            V::P(Region::Pkt, off, k) => {
+            V::P(Region::Pkt | Region::Slice { .. }, off, k) => {
                 let v = self.scalar(val);
                 let mut arr = self.pkt.clone();
                 for i in 0..n {
@@ -793,6 +811,8 @@ impl<'a> Sym<'a> {
                 V::P(
                     Region::Replaced { null, .. }
                     | Region::Record { null }
+                    | Region::Slice { null }
+                    | Region::StackOrNull { null, .. }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -804,6 +824,8 @@ impl<'a> Sym<'a> {
                 V::P(
                     Region::Replaced { null, .. }
                     | Region::Record { null }
+                    | Region::Slice { null }
+                    | Region::StackOrNull { null, .. }
                     | Region::Inner { null, .. },
                     _,
                     _,
@@ -864,8 +886,11 @@ impl<'a> Sym<'a> {
 
     /// Whatever `ptr`'s object holds becomes unknown (a helper wrote an unknown range of it).
     pub(crate) fn havoc(&mut self, ptr: &V) {
+        if let V::P(Region::StackOrNull { frame, .. }, off, k) = ptr {
+            return self.havoc(&V::P(Region::Stack(*frame), off.clone(), *k));
+        }
         match ptr {
-            V::P(Region::Pkt, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
+            V::P(Region::Pkt | Region::Slice { .. }, _, _) => self.pkt = self.fresh(BYTES, "pkth"),
             V::P(Region::Stack(f), _, _) => {
                 if let Some(fi) = self.frame_index(*f) {
                     // Pointer spills stay (see `Frame`); every data byte is fresh.

@@ -41,6 +41,10 @@ pub struct Target {
     /// Why a map helper on a map type without an entry is not supported on this target.
     #[serde(default)]
     pub map_rule: Option<String>,
+    /// Why a kfunc without an entry in `helpers` is not supported on this target (`nfp`: the
+    /// NFP offload runs no kfuncs); `helper_rule` when absent.
+    #[serde(default)]
+    pub kfunc_rule: Option<String>,
     /// How the constants were obtained (free-form, kept in the summary).
     #[serde(default)]
     pub calibration: Option<toml::Table>,

@@ -134,3 +134,74 @@ fn every_helper_the_running_kernel_gives_xdp_has_semantics() {
         missing.join(", ")
     );
 }
+
+/// Every kfunc the running kernel gives XDP programs has a row (semantics, or a refusal with its
+/// reason): the kernel's kfuncs are the FUNCs its BTF tags `bpf_kfunc`, and which XDP may call
+/// is asked of its verifier (`kernel::xdp_kfunc_allowed`). Without the privileges of `bpf(2)`
+/// or the kernel's BTF, this part says so and passes.
+#[test]
+fn every_kfunc_the_running_kernel_gives_xdp_has_a_row() {
+    use nicsim_xdp::helpers::kfuncs;
+    let (all, tagged) = match nicsim_xdp::kernel::vmlinux_kfuncs() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("the running kernel's kfuncs cannot be read: {e}");
+            return;
+        }
+    };
+    if !tagged {
+        eprintln!(
+            "the running kernel's BTF has no bpf_kfunc tags: checked the documented list only"
+        );
+    }
+    let allowed = match nicsim_xdp::kernel::xdp_kfuncs() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("the running kernel cannot be asked which kfuncs XDP may call: {e}");
+            return;
+        }
+    };
+    // The probe can fail: a kfunc the verifier refuses for XDP (a tracing one) and one it allows.
+    if tagged {
+        let id = |n: &str| all.iter().find(|(k, _)| k == n).map(|(_, i)| *i);
+        if let Some(i) = id("bpf_fentry_test1") {
+            assert!(!nicsim_xdp::kernel::xdp_kfunc_allowed(i).unwrap());
+        }
+        assert!(
+            allowed.iter().any(|(n, _)| n == "bpf_xdp_metadata_rx_hash"),
+            "the probe finds no XDP kfunc: {allowed:?}"
+        );
+    }
+    let missing: Vec<&str> = allowed
+        .iter()
+        .filter(|(n, _)| kfuncs::find(n).is_none())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the running kernel gives XDP programs kfuncs without a row (semantics or a refusal with \
+         its reason) in helpers/kfuncs.rs: {}",
+        missing.join(", ")
+    );
+    // Each row: modelled, or refused with a one-line reason; each name once.
+    let mut seen = std::collections::BTreeSet::new();
+    for k in kfuncs::KFUNCS {
+        assert!(seen.insert(k.name), "{} has two rows", k.name);
+        if let Some(why) = k.refused {
+            assert!(
+                !why.is_empty() && !why.contains('\n'),
+                "{}: {why:?}",
+                k.name
+            );
+            let line = nicsim_xdp::interp::kfunc_refusal(k.name).unwrap();
+            assert!(line.contains(why), "{line}");
+        } else {
+            assert_eq!(
+                nicsim_xdp::interp::kfunc_refusal(k.name),
+                None,
+                "{}",
+                k.name
+            );
+        }
+    }
+}

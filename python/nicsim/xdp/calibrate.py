@@ -205,6 +205,27 @@ def target_toml(m: Calibration) -> str:
               "kfunc, not timed (the benchmarks load no BTF, and the conntrack kfuncs need nf_conntrack's module "
               "BTF): the conntrack table is a hash table, the tuple hashed and its bucket walked (the argument "
               "checks, a few compares, not counted)")
+    # kfuncs the benchmarks do not time (they load no BTF): a kfunc is a direct call the verifier
+    # does not inline, so each is taken as get_numa_node_id, the measured helper that is such a
+    # call and does nothing else (get_smp_processor_id is inlined on x86-64: no call at all).
+    for key in ("iter_num_new", "iter_num_next", "iter_num_destroy"):
+        composite(key, ("get_numa_node_id",),
+                  "kfunc, not timed: a call the verifier does not inline, as get_numa_node_id's, that compares "
+                  "and writes the iterator's two ints on the stack (kernel/bpf/bpf_iter.c), a few ALU operations "
+                  "and stack accesses not counted")
+    for key in ("dynptr_from_xdp", "dynptr_slice", "dynptr_slice_rdwr"):
+        composite(key, ("xdp_get_buff_len",),
+                  "kfunc, not timed: a call that reads the packet's length (as bpf_xdp_get_buff_len) and writes "
+                  "the dynptr, or checks the slice against it and returns a pointer into the linear packet "
+                  "(net/core/filter.c bpf_xdp_pointer); a few compares not counted")
+    for key in ("dynptr_adjust", "dynptr_is_null", "dynptr_is_rdonly", "dynptr_size", "dynptr_clone"):
+        composite(key, ("get_numa_node_id",),
+                  "kfunc, not timed: a call the verifier does not inline, as get_numa_node_id's, that reads or "
+                  "writes the dynptr's 16 bytes on the stack (kernel/bpf/helpers.c); a few loads not counted")
+    for key in ("rcu_read_lock", "rcu_read_unlock", "preempt_disable", "preempt_enable"):
+        composite(key, ("get_numa_node_id",),
+                  "kfunc, not timed: a call that changes the preemption count (rcu_read_lock() of a preemptible "
+                  "kernel, preempt_disable()), a few instructions not counted")
     composite("ct_release", ("get_smp_processor_id", "atomic"),
               "kfunc, not timed (as bpf_xdp_ct_lookup): a call and the entry's reference count decremented, one "
               "atomic operation")

@@ -640,8 +640,9 @@ def xdp_helpers(
     `bpf_map_lookup_elem (hash)` is the helper on a map of that type; the XDP metadata kfuncs are
     listed apart. Then every helper an XDP program may call, with what the interpreter and the
     symbolic executor do with it and its status per target (`cost`; `refused`; `no cost`, with the
-    target's rule in `--json`). Any other helper, map type or kfunc in a program is an error that
-    names it. Each cost's source is in `--json` and in docs/xdp.md.
+    target's rule in `--json`), and every kfunc the kernel gives XDP programs with its status per
+    target (refused ones with their reason in `--json`). Any other helper, map type or kfunc in a
+    program is an error that names it. Each cost's source is in `--json` and in docs/xdp.md.
     """
     from nicsim.xdp.helpers import supported
 
@@ -683,6 +684,16 @@ def xdp_helpers(
         for r in s["kfuncs"]:
             kf.add_row(r["kfunc"], r["what"], *(r["costs"].get(t, {}).get("text", "-") for t in s["targets"]))
         console.print(kf)
+        every_kf = Table(title="Every kfunc an XDP program may call (the kernel's list), and its status")
+        every_kf.add_column("kfunc")
+        every_kf.add_column("family")
+        every_kf.add_column("running kernel")
+        for t in s["targets"]:
+            every_kf.add_column(t)
+        for r in s["xdp_kfuncs"]:
+            every_kf.add_row(r["kfunc"], r["family"], r["running_kernel"] or "?",
+                             *(r["status"][t].split(":")[0] for t in s["targets"]))
+        console.print(every_kf)
 
     ui.result(s, show)
 

@@ -5,8 +5,9 @@ A helper is supported when the analyzer models what it does (the interpreter and
 executor: docs/xdp.md, "Helpers") and a target gives it a cost; the targets' `[helpers]` tables
 are the list. A key `NAME.TYPE` is the helper on a map of that type (a map helper on a type
 without a key is an error naming the map's type); `loop` and `loop.iteration` are bpf_loop's call
-and each call of its callback (`PARTS`). kfuncs: the XDP metadata kfuncs are modelled
-(docs/xdp.md, "kfuncs"), listed apart with their costs; any other is refused by name.
+and each call of its callback (`PARTS`). kfuncs: the modelled ones are listed apart with their
+costs, and every kfunc the kernel gives XDP with its status (docs/xdp.md, "kfuncs"); any other is
+refused by name.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ KFUNCS = {
     "bpf_xdp_ct_lookup": "a conntrack entry (struct nf_conn, read only) or NULL with opts->error set "
                          "(-EINVAL, -EPROTO, -EAFNOSUPPORT for bad arguments; -ENONET; -ENOENT)",
     "bpf_ct_release": "releases the entry bpf_xdp_ct_lookup gave; no value changes",
+}
+#: What the other modelled kfuncs give, by family (crates/nicsim-xdp/src/helpers/kfuncs.rs `KFUNCS`).
+KFUNC_FAMILIES = {
+    "iter_num": "the open-coded number iterator (bpf_for): new 0/-EINVAL/-E2BIG, next &cur or NULL after "
+                "end - start numbers, destroy; its loop bounded by the count",
+    "dynptr": "a dynptr on the packet: from_xdp, a slice (a pointer into the packet, or NULL past the dynptr's "
+              "size), adjust, clone, size, is_null, is_rdonly",
+    "rcu": "nothing the program reads changes (RCU read-side section, preemption off/on)",
 }
 
 #: Helpers costed in parts instead of per map type (`map_type` then names the part): bpf_loop's
@@ -80,16 +89,44 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
             row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
-    kfuncs = [{"kfunc": r["helper"], "what": KFUNCS[r["helper"]], "costs": r["costs"]}
-              for r in sorted(rows.values(), key=lambda r: r["helper"]) if r["helper"] in KFUNCS]
-    helpers = sorted((r for r in rows.values() if r["helper"] not in KFUNCS),
+    from nicsim import _core
+
+    modelled = {r["kfunc"]: r["family"] for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]}
+    kfuncs = [{"kfunc": r["helper"], "what": KFUNCS.get(r["helper"]) or KFUNC_FAMILIES.get(modelled[r["helper"]], ""),
+               "costs": r["costs"]}
+              for r in sorted(rows.values(), key=lambda r: r["helper"]) if r["helper"] in modelled]
+    helpers = sorted((r for r in rows.values() if r["helper"] not in modelled),
                      key=lambda r: (r["helper"], r["map_type"] or ""))
     typed = {r["helper"] for r in helpers if r["map_type"] and r["map_type"] not in PARTS.values()}
     for r in helpers:
         if r["map_type"] is None and r["helper"] in typed:
             r["map_type"] = "(other types)"
     return {"targets": list(loaded), "helpers": helpers, "map_types": MAP_TYPES,
-            "kfuncs": kfuncs, "xdp_helpers": xdp_helpers(loaded)}
+            "kfuncs": kfuncs, "xdp_helpers": xdp_helpers(loaded), "xdp_kfuncs": xdp_kfuncs(loaded)}
+
+
+def xdp_kfuncs(loaded: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every kfunc an XDP program may call (the kernel's list: crates/nicsim-xdp/src/helpers/kfuncs.rs,
+    and any the running kernel gives XDP without a row), with whether the analyzer models it,
+    whether the running kernel gives it to XDP (`running_kernel`: `xdp`, `absent`, or None when the
+    kernel cannot be asked) and its status on each target: `cost`, `refused: WHY` (whatever the
+    target), or `no cost: WHY` (the target's `kfunc_rule`, else its `helper_rule`)."""
+    from nicsim import _core
+
+    rows = json.loads(_core.xdp_kfunc_rows())
+    for r in rows:
+        short = r["kfunc"].removeprefix("bpf_")
+        r["status"] = {}
+        for tname, t in loaded.items():
+            if r["refused"]:
+                r["status"][tname] = f"refused: {r['refused']}"
+            elif short in t.get("helpers", {}):
+                r["status"][tname] = "cost"
+            else:
+                rule = t.get("kfunc_rule") or t.get("helper_rule") or (
+                    "not measured by the calibration this target came from (re-run `nicsim xdp calibrate`)")
+                r["status"][tname] = f"no cost: {rule}"
+    return rows
 
 
 def xdp_helpers(loaded: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

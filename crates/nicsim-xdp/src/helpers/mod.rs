@@ -13,8 +13,10 @@
 pub mod names;
 
 pub(crate) mod csum;
+pub(crate) mod dynptr;
 pub(crate) mod events;
-pub(crate) mod kfuncs;
+pub(crate) mod iter_num;
+pub mod kfuncs;
 pub(crate) mod maps;
 pub(crate) mod packet;
 pub(crate) mod redirect;

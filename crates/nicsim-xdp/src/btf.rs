@@ -1,0 +1,214 @@
+//! A BTF blob's type table, read as the kernel lays it out (include/uapi/linux/btf.h: a header,
+//! then `struct btf_type` records each followed by its kind's trailing data, then the string
+//! table). The loader reads an object's `.BTF` section with it (the `.maps` and `.kconfig`
+//! DATASECs, `load.rs`), and the kernel module reads the running kernel's
+//! `/sys/kernel/btf/vmlinux` with it (its kfuncs: FUNCs tagged `bpf_kfunc`, `kernel.rs`).
+//! aya-obj parses BTF too, but keeps its type table and string lookups private (`Btf::types`,
+//! `string_at` are `pub(crate)` in aya-obj 0.3), so the table is walked here, without
+//! recursion, a malformed blob giving what could be read.
+
+/// `BTF_KIND_*` numbers used here.
+pub const KIND_PTR: u32 = 2;
+/// `BTF_KIND_ARRAY`.
+pub const KIND_ARRAY: u32 = 3;
+/// `BTF_KIND_STRUCT`.
+pub const KIND_STRUCT: u32 = 4;
+/// `BTF_KIND_FUNC`.
+pub const KIND_FUNC: u32 = 12;
+/// `BTF_KIND_FUNC_PROTO`.
+pub const KIND_FUNC_PROTO: u32 = 13;
+/// `BTF_KIND_VAR`.
+pub const KIND_VAR: u32 = 14;
+/// `BTF_KIND_DATASEC`.
+pub const KIND_DATASEC: u32 = 15;
+/// `BTF_KIND_DECL_TAG`.
+pub const KIND_DECL_TAG: u32 = 17;
+
+/// One `struct btf_type`.
+#[derive(Debug, Clone, Copy)]
+pub struct Type<'d> {
+    /// `BTF_KIND_*`.
+    pub kind: u32,
+    /// The `kind_flag` bit.
+    pub kflag: bool,
+    /// Offset of its name in the string table.
+    pub name: u32,
+    /// `size` or `type` (the union).
+    pub size_or_type: u32,
+    /// The kind's trailing data (members, parameters, variables, …).
+    pub body: &'d [u8],
+    /// Where `body` starts in the whole blob.
+    pub at: usize,
+}
+
+/// A BTF blob's types, by id (id 0 is `void`), and its string table.
+pub struct Types<'d> {
+    /// The string table.
+    pub strs: &'d [u8],
+    /// The types; `types[0]` stands for `void`.
+    pub types: Vec<Type<'d>>,
+}
+
+/// The little-endian u32 at `at` of `b`.
+pub fn u32_le(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+/// The NUL-terminated string at `off` of the string table `tab`.
+pub fn cstr(tab: &[u8], off: u32) -> String {
+    let tail = tab.get(off as usize..).unwrap_or_default();
+    let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+    String::from_utf8_lossy(&tail[..end]).into_owned()
+}
+
+/// The string table of a BTF blob (header: magic, version, flags, hdr_len, type_off, type_len,
+/// str_off, str_len).
+pub fn strings(data: &[u8]) -> Option<&[u8]> {
+    if data.get(0..2)? != [0x9f, 0xeb] {
+        return None;
+    }
+    let hdr = u32_le(data, 4)? as usize;
+    let (off, len) = (u32_le(data, 16)? as usize, u32_le(data, 20)? as usize);
+    data.get(hdr.checked_add(off)?..hdr.checked_add(off)?.checked_add(len)?)
+}
+
+impl<'d> Types<'d> {
+    /// Read the type table of `data` (a little-endian BTF blob). A kind this reader does not
+    /// know ends the table there (what came before is kept); `None` when `data` is no BTF.
+    pub fn parse(data: &'d [u8]) -> Option<Types<'d>> {
+        if data.get(0..2)? != [0x9f, 0xeb] {
+            return None;
+        }
+        let hdr = u32_le(data, 4)? as usize;
+        let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
+        let strs = strings(data)?;
+        let start = hdr.checked_add(toff)?;
+        let types = data.get(start..start.checked_add(tlen)?)?;
+        let mut ts = vec![Type {
+            kind: 0,
+            kflag: false,
+            name: 0,
+            size_or_type: 0,
+            body: &[],
+            at: 0,
+        }];
+        let mut at = 0usize;
+        while at + 12 <= types.len() {
+            let (Some(name), Some(info), Some(st)) = (
+                u32_le(types, at),
+                u32_le(types, at + 4),
+                u32_le(types, at + 8),
+            ) else {
+                break;
+            };
+            let (kind, vlen, kflag) = (
+                (info >> 24) & 0x1f,
+                (info & 0xffff) as usize,
+                info >> 31 == 1,
+            );
+            let extra = match kind {
+                1 | 14 | 17 => 4,
+                3 => 12,
+                4 | 5 | 15 | 19 => 12 * vlen,
+                6 | 13 => 8 * vlen,
+                2 | 7..=12 | 16 | 18 => 0,
+                _ => break,
+            };
+            let Some(body) = types.get(at + 12..at + 12 + extra) else {
+                break;
+            };
+            ts.push(Type {
+                kind,
+                kflag,
+                name,
+                size_or_type: st,
+                body,
+                at: start + at + 12,
+            });
+            at += 12 + extra;
+        }
+        Some(Types { strs, types: ts })
+    }
+
+    /// The name of type `t`.
+    pub fn name(&self, t: &Type) -> String {
+        cstr(self.strs, t.name)
+    }
+
+    /// Type `id` past typedefs, qualifiers and type tags (at most 32 of them).
+    pub fn resolve(&self, mut id: u32) -> Option<u32> {
+        for _ in 0..32 {
+            match self.types.get(id as usize)?.kind {
+                8..=11 | 18 => id = self.types[id as usize].size_or_type,
+                _ => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// The type `id` resolves to ([`Types::resolve`]).
+    pub fn kind_of(&self, id: u32) -> Option<&Type<'d>> {
+        self.resolve(id).and_then(|t| self.types.get(t as usize))
+    }
+
+    /// The FUNCs a `DECL_TAG` named `tag` tags as a whole (component_idx -1): `(name, id)`,
+    /// sorted by name, each once. The kernel's kfuncs carry `bpf_kfunc` (`__bpf_kfunc`,
+    /// include/linux/btf.h, emitted by pahole 1.26+).
+    pub fn tagged_funcs(&self, tag: &str) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = self
+            .types
+            .iter()
+            .filter(|t| {
+                t.kind == KIND_DECL_TAG
+                    && u32_le(t.body, 0) == Some(u32::MAX)
+                    && cstr(self.strs, t.name) == tag
+            })
+            .filter_map(|t| {
+                let f = self.types.get(t.size_or_type as usize)?;
+                (f.kind == KIND_FUNC).then(|| (self.name(f), t.size_or_type))
+            })
+            .collect();
+        out.sort();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// The id of the FUNC named `name`, if there is one.
+    pub fn func_id(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| t.kind == KIND_FUNC && cstr(self.strs, t.name) == name)
+            .map(|i| i as u32)
+    }
+
+    /// The `__ksym` externs of an object's BTF: the VARs of its `.ksyms` DATASEC, each with
+    /// whether it is typeless (`extern const void sym __ksym;`: its type `void`), by name.
+    pub fn ksym_vars(&self) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for ds in &self.types {
+            if ds.kind != KIND_DATASEC || cstr(self.strs, ds.name) != ".ksyms" {
+                continue;
+            }
+            for v in ds.body.chunks_exact(12) {
+                let Some(var) = u32_le(v, 0).and_then(|t| self.types.get(t as usize)) else {
+                    continue;
+                };
+                if var.kind == KIND_VAR {
+                    let typeless = self.resolve(var.size_or_type) == Some(0);
+                    out.push((self.name(var), typeless));
+                }
+            }
+        }
+        out
+    }
+
+    /// The id of the VAR named `name`, if there is one.
+    pub fn var_id(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| t.kind == KIND_VAR && cstr(self.strs, t.name) == name)
+            .map(|i| i as u32)
+    }
+}
