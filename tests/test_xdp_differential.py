@@ -86,6 +86,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     # Tail calls: the entry programs (their targets are analysed as part of them) and a target alone.
     "tail_lb": {"sections": ["tail_lb", "lb_slow"]},
     "tail_unknown": {"sections": ["tail_unknown"]},
+    # A chain's second object (tests/test_xdp_chains.py links it into chain_root): both its programs.
+    "chain_next": {"sections": ["chain_next", "chain_tx"]},
     "ld_sections": {"sections": ["xdp_fwd", "xdp_icmp", "xdp_sock"]},
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.

@@ -27,9 +27,9 @@ PATHS = 40
 #: The analysis's memory (MB): enough for every program the suite analyses, and little enough
 #: that those too large for it (`call_fanout`) are refused soon.
 MEMORY_MB = 256
-#: Programs without a query: those the analysis refuses, and `tail_unknown` (unbounded: a tail
+#: Programs without a query: those the analysis refuses, and `tail_unknown` and `chain_root` (unbounded: a tail
 #: call into programs nobody declared, so no search runs).
-NO_QUERY = {*REFUSED, "tail_unknown"}
+NO_QUERY = {*REFUSED, "tail_unknown", "chain_root"}
 _NAMED = re.compile(r":named (a\d+)\)")
 
 
