@@ -32,9 +32,10 @@ def files(folder: Path) -> tuple[Path, Path, Path]:
     return folder / "x86-jit.toml", folder / "x86-jit.json", folder / "x86-jit.rc"
 
 
-def start(folder: Path, python: str = sys.executable) -> subprocess.Popen[bytes] | None:
+def start(folder: Path, python: str = sys.executable, detach: bool = False) -> subprocess.Popen[bytes] | None:
     """Start the calibration in `folder` in a session of its own, unless one was started there
-    already (then None)."""
+    already (then None). `detach`: without the caller's stdout and stderr, so that a log pipe
+    (make's, CI's) is not held open by it once the caller has ended."""
     folder.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(folder / "x86-jit.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -42,8 +43,9 @@ def start(folder: Path, python: str = sys.executable) -> subprocess.Popen[bytes]
         return None
     os.close(fd)
     toml, out, rc = files(folder)
+    quiet = subprocess.DEVNULL if detach else None
     return subprocess.Popen([python, "-c", _WRAPPER, str(toml), str(out), str(rc)], stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            stdout=quiet, stderr=quiet, start_new_session=True)
 
 
 if __name__ == "__main__":
@@ -51,4 +53,4 @@ if __name__ == "__main__":
     # by the caller) and return at once; the calibration goes on in the background.
     if len(sys.argv) != 2:
         sys.exit("usage: python tests/calibration.py DIR")
-    start(Path(sys.argv[1]))
+    start(Path(sys.argv[1]), detach=True)
