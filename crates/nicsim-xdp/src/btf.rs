@@ -148,6 +148,25 @@ impl<'d> Types<'d> {
         None
     }
 
+    /// The size of type `id` in bytes (ints, structs, unions, enums, pointers, arrays of those).
+    pub fn size(&self, id: u32) -> Option<u64> {
+        let mut id = self.resolve(id)?;
+        let mut n: u64 = 1;
+        for _ in 0..32 {
+            let t = self.types.get(id as usize)?;
+            match t.kind {
+                1 | 4 | 5 | 6 | 19 => return Some(n * t.size_or_type as u64),
+                2 => return Some(n * 8),
+                3 => {
+                    n = n.checked_mul(u32_le(t.body, 8)? as u64)?;
+                    id = self.resolve(u32_le(t.body, 0)?)?;
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// The type `id` resolves to ([`Types::resolve`]).
     pub fn kind_of(&self, id: u32) -> Option<&Type<'d>> {
         self.resolve(id).and_then(|t| self.types.get(t as usize))

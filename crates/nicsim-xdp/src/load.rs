@@ -627,60 +627,6 @@ fn btf_map_vars(data: &[u8]) -> Vec<MapVar> {
     btf_datasec_vars(data, ".maps")
 }
 
-/// A BTF type as the readers below need it: (kind, kflag, name, size or type, its trailing
-/// data, and where that is in the `.BTF` section).
-type BtfType<'d> = (u32, bool, u32, u32, &'d [u8], usize);
-
-/// The types of the `.BTF` section `data` (by type id, from 1; id 0 is void) and its strings.
-fn btf_types(data: &[u8]) -> Option<(Vec<BtfType<'_>>, &[u8])> {
-    if data.get(0..2)? != [0x9f, 0xeb] {
-        return None;
-    }
-    let hdr = u32_le(data, 4)? as usize;
-    let (toff, tlen) = (u32_le(data, 8)? as usize, u32_le(data, 12)? as usize);
-    let strs = btf_strings(data)?;
-    let start = hdr.checked_add(toff)?;
-    let types = data.get(start..start.checked_add(tlen)?)?;
-    let mut ts: Vec<BtfType> = vec![(0, false, 0, 0, &[], 0)];
-    let mut at = 0usize;
-    while at + 12 <= types.len() {
-        let (name, info, st) = (
-            u32_le(types, at)?,
-            u32_le(types, at + 4)?,
-            u32_le(types, at + 8)?,
-        );
-        let (kind, vlen, kflag) = (
-            (info >> 24) & 0x1f,
-            (info & 0xffff) as usize,
-            info >> 31 == 1,
-        );
-        let extra = match kind {
-            1 | 14 | 17 => 4,
-            3 => 12,
-            4 | 5 | 15 | 19 => 12 * vlen,
-            6 | 13 => 8 * vlen,
-            2 | 7..=12 | 16 | 18 => 0,
-            _ => return None,
-        };
-        let body = types.get(at + 12..at + 12 + extra)?;
-        ts.push((kind, kflag, name, st, body, start + at + 12));
-        at += 12 + extra;
-    }
-    Some((ts, strs))
-}
-
-/// Type `id` with typedefs, `volatile`, `const`, `restrict` and type tags skipped (at most 32
-/// of them, as a chain in a malformed section could be endless).
-fn btf_resolve(ts: &[BtfType<'_>], mut id: u32) -> Option<u32> {
-    for _ in 0..32 {
-        match ts.get(id as usize)?.0 {
-            8..=11 | 18 => id = ts[id as usize].3,
-            _ => return Some(id),
-        }
-    }
-    None
-}
-
 /// A member of a struct variable of a DATASEC (see [`btf_datasec_structs`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BtfMember {
@@ -705,72 +651,53 @@ pub(crate) struct BtfStructVar {
     pub members: Vec<BtfMember>,
 }
 
-/// The size of type `id` in bytes (ints, structs, unions, enums, pointers, arrays of those).
-fn btf_size(ts: &[BtfType<'_>], id: u32) -> Option<u64> {
-    let mut id = btf_resolve(ts, id)?;
-    let mut n: u64 = 1;
-    for _ in 0..32 {
-        let t = ts.get(id as usize)?;
-        match t.0 {
-            1 | 4 | 5 | 6 | 19 => return Some(n * t.3 as u64),
-            2 => return Some(n * 8),
-            3 => {
-                n = n.checked_mul(u32_le(t.4, 8)? as u64)?;
-                id = btf_resolve(ts, u32_le(t.4, 0)?)?;
-            }
-            _ => return None,
-        }
-    }
-    None
-}
-
 /// The struct variables of the DATASEC `sec` of the `.BTF` section `data` (libxdp's
 /// `.xdp_run_config`, the dispatcher's `.rodata` config, `xdp_metadata`). A malformed section
 /// gives what could be read.
 pub(crate) fn btf_datasec_structs(data: &[u8], sec: &str) -> Vec<BtfStructVar> {
     let mut out = Vec::new();
     let _ = (|| -> Option<()> {
-        let (ts, strs) = btf_types(data)?;
-        for (kind, _, name, _, body, _) in &ts {
-            if *kind != 15 || cstr(strs, *name) != sec {
+        let t = crate::btf::Types::parse(data)?;
+        let strs = t.strs;
+        use crate::btf::{KIND_ARRAY, KIND_DATASEC, KIND_PTR, KIND_STRUCT, KIND_VAR};
+        for ds in &t.types {
+            if ds.kind != KIND_DATASEC || cstr(strs, ds.name) != sec {
                 continue;
             }
-            for v in body.chunks_exact(12) {
+            for v in ds.body.chunks_exact(12) {
                 let (ty, off) = (u32_le(v, 0)?, u32_le(v, 4)?);
-                let Some(&(14, _, vname, vty, _, _)) = ts.get(ty as usize) else {
+                let Some(var) = t.types.get(ty as usize).filter(|x| x.kind == KIND_VAR) else {
                     continue;
                 };
-                let Some(&(4, kflag, sname, _, members, _)) =
-                    btf_resolve(&ts, vty).and_then(|t| ts.get(t as usize))
+                let Some(st) = t
+                    .kind_of(var.size_or_type)
+                    .filter(|x| x.kind == KIND_STRUCT)
                 else {
                     continue;
                 };
                 let mut ms = Vec::new();
-                for m in members.chunks_exact(12) {
+                for m in st.body.chunks_exact(12) {
                     let bits = u32_le(m, 8)?;
-                    let bits = if kflag { bits & 0xff_ffff } else { bits };
+                    let bits = if st.kflag { bits & 0xff_ffff } else { bits };
                     let mty = u32_le(m, 4)?;
                     // `__uint(name, value)`: `int (*name)[value]`.
-                    let uint = match btf_resolve(&ts, mty).and_then(|t| ts.get(t as usize)) {
-                        Some(&(2, _, _, pointee, _, _)) => {
-                            match btf_resolve(&ts, pointee).and_then(|t| ts.get(t as usize)) {
-                                Some(&(3, _, _, _, arr, _)) => u32_le(arr, 8),
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    };
+                    let uint = t
+                        .kind_of(mty)
+                        .filter(|x| x.kind == KIND_PTR)
+                        .and_then(|p| t.kind_of(p.size_or_type))
+                        .filter(|x| x.kind == KIND_ARRAY)
+                        .and_then(|arr| u32_le(arr.body, 8));
                     ms.push(BtfMember {
                         name: cstr(strs, u32_le(m, 0)?),
                         off: bits as u64 / 8,
-                        size: btf_size(&ts, mty),
+                        size: t.size(mty),
                         uint,
                     });
                 }
                 out.push(BtfStructVar {
-                    name: cstr(strs, vname),
+                    name: cstr(strs, var.name),
                     off: off as u64,
-                    type_name: cstr(strs, sname),
+                    type_name: cstr(strs, st.name),
                     members: ms,
                 });
             }
