@@ -14,6 +14,10 @@ import pytest
 from forkserver import run_nicsim
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: Every figure is checked as drawn from its SVG (figcheck.py), so the tests ask for SVGs beside
+#: the PNGs that are the default (`nicsim --figures`); test_output.py checks the default itself.
+os.environ.setdefault("NICSIM_FIGURES", "png,svg")
 PAPER = ROOT / "configs" / "flexpipe_paper.toml"
 #: The XDP suite (`make xdp-suite` builds it into target/xdp) and the analyzer's test programs
 #: (tests/xdp, built into a folder of their own, target/xdp-tests).

@@ -348,3 +348,30 @@ def test_log_axes_tick_labels_are_text_not_raw_math(tmp_path: Path) -> None:
     assert nicsim("flowmem", "reassemble", cap, "--out", tmp_path / "f", "-q").returncode == 0
     svg = (tmp_path / "f" / "stream_sizes.svg").read_text()
     assert "mathdefault" not in svg and "<!-- 1000 -->" in svg
+
+
+def test_figures_are_png_unless_asked(tmp_path: Path) -> None:
+    # A figure is a PNG by default (an SVG doubled what a small analysis's figure cost, issue 35);
+    # `--figures` (or $NICSIM_FIGURES) asks for SVG and PDF beside it, and the marker lists what
+    # was written. An unknown format is one line, exit 2, before any work.
+    env = {k: v for k, v in os.environ.items() if k != "NICSIM_FIGURES"}
+    cap = tmp_path / "s.pcap"
+    assert nicsim("flowmem", "synth", cap, "--flows", "20", "-q").returncode == 0
+
+    def run(*extra: str, out: str, environ: dict[str, str] = env) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nicsim", *extra, "flowmem", "reassemble", str(cap), "--out",
+                               str(tmp_path / out), "-q"], capture_output=True, text=True, env=environ, timeout=300)
+
+    assert run(out="a").returncode == 0
+    written = sorted(p.name for p in (tmp_path / "a").iterdir() if p.name.startswith("stream_sizes"))
+    assert written == ["stream_sizes.png"]
+    assert run("--figures", "svg,pdf", out="b").returncode == 0
+    written = sorted(p.name for p in (tmp_path / "b").iterdir() if p.name.startswith("stream_sizes"))
+    assert written == ["stream_sizes.pdf", "stream_sizes.png", "stream_sizes.svg"]
+    assert (tmp_path / "b" / "stream_sizes.pdf").read_bytes().startswith(b"%PDF")
+    marker = json.loads((tmp_path / "b" / MARKER).read_text())
+    assert {"stream_sizes.pdf", "stream_sizes.svg"} <= set(marker["files"])
+    for extra, environ in ((["--figures", "png,jpg"], env), ([], {**env, "NICSIM_FIGURES": "jpg"})):
+        r = run(*extra, out="c", environ=environ)
+        assert_one_line_error(r, "unknown figure format 'jpg'")
+        assert not (tmp_path / "c").exists()

@@ -148,8 +148,17 @@ def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
     _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
+    figures: Annotated[str | None, typer.Option(
+        "--figures", envvar="NICSIM_FIGURES", metavar="FORMATS", show_envvar=True,
+        help="The formats of every figure a command writes, comma-separated: png (always), svg, pdf. "
+        "The default is png alone.")] = None,
 ) -> None:
     """SmartNIC design and analysis toolkit."""
+    if figures:
+        from nicsim.output import FIGURES_ENV, parse_figure_formats
+
+        # In the environment, so that the command's worker processes draw the same.
+        os.environ[FIGURES_ENV] = ",".join(parse_figure_formats(figures, f"--figures (${FIGURES_ENV})"))
 
 
 #: The longest error line: a message that quotes a huge input (a 100 kB name) is cut.

@@ -28,7 +28,7 @@ configuration's hash, the host and the time. `summary.json` ([`OutputDir.summary
 `nicsim_version` and `schema_version` of these, so that equal results stay equal bytes.
 
 Helpers write JSON (sorted keys, indent 2), CSV tables, Parquet tables and matplotlib figures
-(PNG and SVG).
+(PNG; SVG and PDF as well when `--figures` or `$NICSIM_FIGURES` asks for them).
 
 Results first, pictures second: a command writes summary.json and its tables, then its figures
 and other secondary outputs inside [`OutputDir.optional`], where a failure (a plot matplotlib
@@ -492,29 +492,35 @@ class OutputDir:
                 w.writerow([_cell(r.get(c)) for c in columns])
         return p
 
-    def figure(self, stem: str, fig: Any, dpi: int = 150) -> tuple[Path, Path]:
-        """Save a matplotlib figure as STEM.png and STEM.svg (reproducible bytes) and close it;
-        both or neither (a failure removes what it wrote of them)."""
+    def figure(self, stem: str, fig: Any, dpi: int = 150) -> tuple[Path, ...]:
+        """Save a matplotlib figure as STEM.png (and STEM.svg, STEM.pdf when [`figure_formats`]
+        asks for them; reproducible bytes) and close it; all or none (a failure removes what it
+        wrote of them)."""
         import matplotlib
         import matplotlib.pyplot as plt
 
-        png, svg = self.file(stem + ".png"), self.file(stem + ".svg")
+        paths = tuple(self.file(f"{stem}.{ext}") for ext in figure_formats())
         plain_log_ticks(fig)
         try:
-            # The tight box once, for both files: `bbox_inches="tight"` draws the figure once
-            # more per file to find it (this takes a third off the time a figure costs).
-            fig.canvas.draw()
+            # The tight box once, for every file: `bbox_inches="tight"` draws the figure once
+            # more per file to find it. Laying the figure out without rasterising it is enough to
+            # measure its text (a full draw cost a third of a PNG's time more).
+            fig.draw_without_rendering()
             bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
-            fig.savefig(png, dpi=dpi, bbox_inches=bbox, metadata={"Software": None})
-            with matplotlib.rc_context({"svg.hashsalt": "nicsim"}):
-                fig.savefig(svg, bbox_inches=bbox, metadata={"Date": None, "Creator": None})
+            for p in paths:
+                if p.suffix == ".png":
+                    fig.savefig(p, dpi=dpi, bbox_inches=bbox, metadata={"Software": None})
+                else:
+                    with matplotlib.rc_context({"svg.hashsalt": "nicsim"}):
+                        fig.savefig(p, bbox_inches=bbox, metadata={"Creator": None} | (
+                            {"Date": None} if p.suffix == ".svg" else {"CreationDate": None}))
         except BaseException:
-            png.unlink(missing_ok=True)
-            svg.unlink(missing_ok=True)
+            for p in paths:
+                p.unlink(missing_ok=True)
             raise
         finally:
             plt.close(fig)
-        return png, svg
+        return paths
 
     @contextmanager
     def optional(self, *files: str) -> Iterator[None]:
@@ -587,6 +593,24 @@ def pyplot() -> Any:
     return plt
 
 
+def prefetch_pyplot() -> None:
+    """Import matplotlib (through [`pyplot`]) in a background thread, so that the import (most of
+    what a figure costs: 0.6 s of 0.9 on an idle machine) runs while the command computes its
+    results instead of after them. Only for a command that will not fork a Python process of its
+    own while the thread may still be importing (a fork then leaves the child waiting on a
+    module's import lock forever; `subprocess` execs at once and is safe). Any failure is left to
+    the figure that imports it again, inside [`OutputDir.optional`]."""
+    import threading
+
+    def run() -> None:
+        try:
+            pyplot()
+        except BaseException:  # noqa: BLE001 - the figure's own import reports it
+            pass
+
+    threading.Thread(target=run, name="nicsim-pyplot", daemon=True).start()
+
+
 def plain_log_ticks(fig: Any) -> None:
     """Tick labels of log axes as plain text ("64", "1e+06"), with matplotlib's own plain log
     formatter: its default writes them as math text (`$\\mathdefault{2^{6}}$`), which
@@ -604,9 +628,36 @@ def plain_log_ticks(fig: Any) -> None:
                 axis.set_minor_formatter(LogFormatter(base=base, labelOnlyBase=False))
 
 
+#: The figure formats a user may ask for (`--figures`, `$NICSIM_FIGURES`), and the default: a PNG
+#: only (an SVG doubled what a figure cost, and most readers open the PNG).
+FIGURE_FORMATS = ("png", "svg", "pdf")
+DEFAULT_FIGURES = ("png",)
+#: The environment variable that carries `--figures` to the command and its worker processes.
+FIGURES_ENV = "NICSIM_FIGURES"
+
+
+def parse_figure_formats(value: str, what: str = "--figures") -> tuple[str, ...]:
+    """`png,svg` → ("png", "svg"): the formats in the order of FIGURE_FORMATS, PNG always among
+    them (the one every command's docs name); an unknown one is an InputError."""
+    asked = {f.strip().lower() for f in value.split(",") if f.strip()}
+    bad = sorted(asked - set(FIGURE_FORMATS))
+    if bad:
+        from nicsim.errors import InputError
+
+        raise InputError(f"{what}: unknown figure format {bad[0][:40]!r}; give a comma-separated list of "
+                         + ", ".join(FIGURE_FORMATS))
+    return tuple(f for f in FIGURE_FORMATS if f in asked | {"png"})
+
+
+def figure_formats() -> tuple[str, ...]:
+    """The formats figures are written in: `$NICSIM_FIGURES` (set by `--figures`), else PNG."""
+    value = os.environ.get(FIGURES_ENV)
+    return DEFAULT_FIGURES if not value else parse_figure_formats(value, f"--figures (${FIGURES_ENV})")
+
+
 def figures(*stems: str) -> tuple[str, ...]:
     """The files [`OutputDir.figure`] writes for these stems (for [`OutputDir.optional`])."""
-    return tuple(f"{s}.{ext}" for s in stems for ext in ("png", "svg"))
+    return tuple(f"{s}.{ext}" for s in stems for ext in figure_formats())
 
 
 def _close_figures() -> None:

@@ -229,7 +229,7 @@ def config_inputs(config: Mapping[str, Any]) -> list[str | None]:
 
 
 def write_run(o: OutputDir, config: Mapping[str, Any], summary: dict[str, Any]) -> None:
-    """summary.json, per_flow.csv, fifos.csv, run.png/.svg (both plotted) and config.json (the
+    """summary.json, per_flow.csv, fifos.csv, run.png (both plotted) and config.json (the
     configuration as run)."""
     o.summary(summary)
     o.csv("per_flow.csv", per_flow_rows(summary), columns=PER_FLOW_COLUMNS)

@@ -64,7 +64,7 @@ def run_cmd(config: ConfigArg, out: OutOpt, param: ParamOpt = None,
     """Run one datapath simulation.
 
     Writes OUT/summary.json, per_flow.csv (latency per flow and packet size), fifos.csv (each
-    FIFO's occupancy) and run.png/.svg (both plotted). Shows a progress bar over resolved
+    FIFO's occupancy) and run.png (both plotted). Shows a progress bar over resolved
     (delivered or dropped) packets, then a short table of throughput, latency and drops. Ctrl-C
     stops the run and still writes the summary of what ran, marked `"interrupted": true`.
     """
@@ -204,7 +204,7 @@ def offloads_size(
     count), then searches each offload's count with the others generous, then checks the
     counts together and adds units where they help most until the targets are met. Writes
     OUT/summary.json (every simulated point), sizing.csv (per offload: Eq. 1, alone, joint,
-    saving), points.csv and p99_vs_units.png/.svg. Runs on the local pool, or on Ray with
+    saving), points.csv and p99_vs_units.png. Runs on the local pool, or on Ray with
     `--executor ray`. Exits 1 when even the generous configuration misses the targets.
     """
     from nicsim.datapath import config_inputs

@@ -305,7 +305,7 @@ def point_rows(s: SizingSummary) -> list[dict[str, Any]]:
 
 
 def plot_sizing(o: Any, s: SizingSummary) -> None:
-    """p99_vs_units.png/.svg: per searched offload, p99 latency against its units (others
+    """p99_vs_units.png: per searched offload, p99 latency against its units (others
     generous), with the target, Eq. 1's count and the count found."""
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 

@@ -99,7 +99,7 @@ def flow_reassemble(
     per direction that has a stream byte (holes zero-filled, at most --max-hole-bytes of them per
     direction; a direction without one, as a SYN flood's, has file null and no file),
     OUT/summary.json (every packet accounted for) and
-    stream_sizes.png/.svg (the distribution of the directions' stream sizes).
+    stream_sizes.png (the distribution of the directions' stream sizes).
     """
     from nicsim.flowmem import reassemble
 
@@ -206,7 +206,7 @@ def flow_bench(
 
     Measured on this host (bytes copied and read, seconds, Gbit/s) and in the SmartNIC memory
     model (DRAM bytes, cycles, cache hit rates). Writes OUT/summary.json, designs.csv and
-    bench.png/.svg (the two designs side by side); with several captures, one row per capture
+    bench.png (the two designs side by side); with several captures, one row per capture
     and design.
     """
     from nicsim.flowmem.memory import bench

@@ -4,7 +4,7 @@ Reads like the paper's evaluation section: Table II from Eq. 1, Fig. 3 (throughp
 PANIC and StaticPipe at 64-128 Gbit/s offered), Fig. 4 (mean latency per flow and size at
 90 Gbit/s) and Fig. 5 (latency against the share of recirculated packets at several loads).
 Writes DIR/summary.json with exactly the keys table2, throughput, latency and recirculation,
-DIR/comparison.csv (paper vs nicsim), and the three figures as PNG and SVG.
+DIR/comparison.csv (paper vs nicsim), and the three figures as PNG (SVG and PDF with `--figures`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the packets, Poisson arrivals from 40 Gbit/s (the unloaded reference) to 128 Gbi
 - PANIC, whose PIFO orders by the same priority.
 
 Writes DIR/summary.json (`qos`: one row per variant, rate and class), DIR/qos.csv (the same
-rows) and DIR/qos_latency.png/.svg (p99 latency and p99 sojourn of each class against the
+rows) and DIR/qos_latency.png (p99 latency and p99 sojourn of each class against the
 offered rate).
 """
 

@@ -13,7 +13,7 @@ reassembly, in the SmartNIC memory model of the talk's prototype (`u250-microbla
   row; `steps` holds each step's (receive, assemble, process) DRAM bytes per payload byte.
 
 Writes DIR/summary.json (micro, capture, real, comparison), DIR/comparison.csv (the talk beside
-nicsim) and the figures micro_benchmark and dram_and_throughput (PNG and SVG). Nothing is
+nicsim) and the figures micro_benchmark and dram_and_throughput (PNG; SVG and PDF with `--figures`). Nothing is
 tuned to the talk's figures: the constants and their sources are in docs/flowmem.md.
 """
 

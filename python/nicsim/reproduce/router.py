@@ -17,7 +17,7 @@ performance of PC-based software routers with FPGA-enhanced network interface ca
 Writes DIR/summary.json (settings, setups, fig4, fig5, fig6, beyond, comparison, all_hold),
 DIR/comparison.csv (the paper beside nicsim, holds or not, and the verdict: how far from the paper
 against the band the check allows) and the figures setups,
-fig4_saturation, fig5_qos, fig6_qos and beyond_nics (PNG and SVG). Every number comes from a
+fig4_saturation, fig5_qos, fig6_qos and beyond_nics (PNG; SVG and PDF with `--figures`). Every number comes from a
 simulation with the constants of docs/router.md; none is tuned to the paper's.
 """
 

@@ -13,7 +13,7 @@ slowest satisfiable paths measured in the kernel against their x86-jit estimates
 Writes DIR/summary.json (keys: table, count_min, fig7, checks, settings, and accuracy with
 x86-jit), DIR/table.csv (one row per program and target, the paper's figures beside nicsim's),
 DIR/count_min.csv, DIR/accuracy.csv (one row per measured path), and the figures
-fig7_bound_vs_time, fig8_count_min and accuracy (PNG and SVG). The analyses run one at a time: their
+fig7_bound_vs_time, fig8_count_min and accuracy (PNG; SVG and PDF with `--figures`). The analyses run one at a time: their
 times are part of the result.
 """
 

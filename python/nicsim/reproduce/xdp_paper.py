@@ -20,7 +20,7 @@ for its first satisfiable path), `nfp_pred_status` and `speedup` (nfp-pred's wal
 analysis time, `ssp_s`).
 
 Writes DIR/summary.json (keys: table, count_min, bands, settings), DIR/paper_objects.csv,
-DIR/count_min.csv, and the figures paper_objects and fig8_count_min (PNG and SVG).
+DIR/count_min.csv, and the figures paper_objects and fig8_count_min (PNG; SVG and PDF with `--figures`).
 """
 
 from __future__ import annotations

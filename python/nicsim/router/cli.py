@@ -34,7 +34,7 @@ def router_run(
 
     Writes OUT/summary.json (docs/router.md, "Summary schema"), ports.csv (per port: offered
     and forwarded Mbit/s and kpkt/s, per class, latency, drops), drops.csv (drops by place),
-    router.png/.svg (both plotted) and config.json. Prints a table per port and where packets
+    router.png (both plotted) and config.json. Prints a table per port and where packets
     were dropped. Ctrl-C stops the run and still writes the summary of what ran, marked
     `"interrupted": true`.
     """

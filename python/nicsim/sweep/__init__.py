@@ -676,7 +676,7 @@ def sweep_to_folder(config: str | os.PathLike[str], params: Mapping[str, Sequenc
                     ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str]]]:
     """`nicsim sweep`: run the grid (see [`grid`]) and write OUT/summary.json (`model`, `params`,
     `zipped`, `points`, and `failed` when some points failed), sweep.csv and sweep.parquet (a row
-    per point that ran) and sweep.png/.svg. Returns the summary, the rows and the columns to show
+    per point that ran) and sweep.png. Returns the summary, the rows and the columns to show
     (key, header): the varied parameters and the metrics.
 
     `keep_going` (the default): a point that fails is listed in `failed` with its one-line error

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
-from nicsim.output import OutputDir, figures
+from nicsim.output import OutputDir, figures, prefetch_pyplot
 from nicsim.xdp.explain import SLOWEST_PATH_FILE, slowest_path_text
 from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary
 
@@ -142,6 +142,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
     if out is not None:
         output = OutputDir(out, inputs=[obj, target_file(target)], force=force)
         output.check()  # before the search, not after it
+        prefetch_pyplot()  # the figure's import beside the search (this process forks no Python)
     obj = Path(obj)
     data = read_object(obj)
     text, tname = load_target(target)
