@@ -386,6 +386,12 @@ def test_validate_suite_program(name: str, x86_jit: Path, tmp_path: Path) -> Non
     assert r.returncode == 0, r.stderr
     s = json.loads((a / "summary.json").read_text())
     assert s["guarantee"]["status"] == ("timeout" if name == "path_explosion" else "ssp")
+    # A search that stopped at its time limit says so, even to a quiet command (its exit code is 0:
+    # the bound is a guarantee), and so does the summary.
+    stopped = [w for w in s.get("warnings", []) if w.startswith("the search stopped at its --timeout")]
+    assert len(stopped) == (name == "path_explosion"), s.get("warnings")
+    if name == "path_explosion":
+        assert "the search stopped at its --timeout of 3 s" in r.stderr
     r = nicsim("xdp", "validate", obj(name), "--analysis", a, "--packets", "1000", "--timeout", timeout)
     v = json.loads((a / "validation.json").read_text())
     assert (a / "summary.json").exists()  # the analysis stays beside the validation

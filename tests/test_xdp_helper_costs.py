@@ -18,14 +18,19 @@ def test_x86_jit_costs_the_helpers_it_does_not_time_by_analogy(x86_jit: Path) ->
                "map_lookup_percpu_elem.percpu_hash.large", "map_lookup_percpu_elem.lru_percpu_hash"]
     others = ["map_push_elem", "map_pop_elem", "map_peek_elem", "kptr_xchg", "strtol", "strtoul",
               "get_current_pid_tgid", "get_current_task_btf", "get_current_cgroup_id", "ringbuf_query",
-              "per_cpu_ptr", "this_cpu_ptr"]
+              "per_cpu_ptr", "this_cpu_ptr", "task_pt_regs", "probe_read_kernel", "probe_read_user",
+              "probe_read_kernel_str", "probe_read_user_str"]
     for key in per_cpu + others:
         assert x86[key]["cycles"] > 0 and x86[key]["source"].startswith(("analogy: ", "measured, the worst of")), key
+    # A kernel-memory read costs a copy of a stack frame's 512 bytes: eight of csum_diff's 64-byte passes.
+    for key in ("probe_read_kernel", "probe_read_user", "probe_read_kernel_str", "probe_read_user_str"):
+        assert abs(x86[key]["cycles"] - 8 * x86["csum_diff"]["cycles"]) < 1e-3 * x86[key]["cycles"], key
     # Another CPU's value costs at least this CPU's (a call that the verifier does not inline).
     assert x86["map_lookup_percpu_elem.percpu_hash.large"]["cycles"] >= x86["map_lookup_elem.percpu_hash.large"]["cycles"]
     r = nicsim("xdp", "helpers", "--json")
     every = {h["helper"]: h for h in json.loads(r.stdout)["xdp_helpers"]}
-    for name in ("bpf_map_lookup_percpu_elem", "bpf_map_push_elem", "bpf_strtol", "bpf_get_current_pid_tgid"):
+    for name in ("bpf_map_lookup_percpu_elem", "bpf_map_push_elem", "bpf_strtol", "bpf_get_current_pid_tgid",
+                 "bpf_probe_read_kernel", "bpf_task_pt_regs"):
         assert every[name]["status"]["x86-jit"] == "cost", name
     # The kfuncs modelled since issue 32 (iterator, dynptrs, RCU, preemption): calls the verifier does
     # not inline, as get_numa_node_id (get_smp_processor_id is inlined: no call), the packet dynptr

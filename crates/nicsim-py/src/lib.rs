@@ -461,13 +461,15 @@ impl XdpDifferential {
 
 /// Run `packet` through the XDP program of `obj` (`section`, `program` as for the analyzer) with the map
 /// entries of `maps_json` (the analyzer's summary.json "maps" format; a map may give only
-/// "entries"; empty: none), executing at most `max_insns` instructions. Returns JSON
+/// "entries"; empty: none), executing at most `max_insns` instructions; the environment's
+/// helpers (time, random numbers, CPU) give the values of `replay` first (an example's
+/// `helper_results` as `(id, value)`, in call order). Returns JSON
 /// `{"retval", "trace", "packet_hex", "insns", "maps", "maps_before"}`: `trace` numbers
 /// instructions as `path.insns` does, `maps` is every map's contents afterwards in the input's
 /// format, `maps_before` before the run (the input with the program's global data). A bad
 /// object, map entry or packet, and a fault while running, raise `nicsim.InputError`.
 #[pyfunction]
-#[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None, tail_calls=Vec::new()))]
+#[pyo3(signature = (obj, section, packet, maps_json, max_insns, program=None, tail_calls=Vec::new(), replay=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn xdp_run(
     py: Python<'_>,
@@ -478,6 +480,7 @@ fn xdp_run(
     max_insns: u64,
     program: Option<&str>,
     tail_calls: Vec<(String, u32, String)>,
+    replay: Vec<(u32, u64)>,
 ) -> PyResult<String> {
     use nicsim_xdp::interp::{run, MapState, RunOptions};
     let tail = tail_specs(tail_calls);
@@ -488,6 +491,7 @@ fn xdp_run(
         let mut maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;
         let opts = RunOptions {
             max_insns,
+            replay,
             ..RunOptions::default()
         };
         let before = maps.summary();
@@ -667,7 +671,8 @@ fn xdp_profile<'py>(
 /// `(packet, maps_json, trace, retval)` of the program of `obj` (`section`, `program`,
 /// `tail_calls` as for `xdp_run`), the packet with the header fields its path does not decide
 /// set as in a real packet, each kept only where the interpreter still executes `trace` and
-/// returns `retval` from the map entries of `maps_json`. A bad object or map entry raises
+/// returns `retval` from the map entries of `maps_json`, with the environment's results of
+/// `replay` (the example's `helper_results` as `(id, value)`). A bad object or map entry raises
 /// `nicsim.InputError`.
 #[pyfunction]
 #[pyo3(signature = (obj, section, program, tail_calls, cases))]
@@ -677,17 +682,20 @@ fn xdp_well_formed(
     section: Option<&str>,
     program: Option<&str>,
     tail_calls: Vec<(String, u32, String)>,
-    cases: Vec<(Vec<u8>, String, Vec<u32>, u64)>,
+    cases: Vec<(Vec<u8>, String, Vec<u32>, u64, Vec<(u32, u64)>)>,
 ) -> PyResult<Vec<Vec<u8>>> {
     use nicsim_xdp::interp::{MapState, RunOptions};
     let tail = tail_specs(tail_calls);
     py.detach(|| -> Result<Vec<Vec<u8>>, String> {
         let base =
             nicsim_xdp::load_full(obj, section, program, &tail).map_err(|e| e.to_string())?;
-        let opts = RunOptions::default();
         cases
             .iter()
-            .map(|(packet, maps_json, trace, retval)| {
+            .map(|(packet, maps_json, trace, retval, replay)| {
+                let opts = RunOptions {
+                    replay: replay.clone(),
+                    ..RunOptions::default()
+                };
                 let mut program = base.clone();
                 MapState::size_from_json(&mut program, maps_json).map_err(|e| e.to_string())?;
                 let maps = MapState::from_json(&program, maps_json).map_err(|e| e.to_string())?;

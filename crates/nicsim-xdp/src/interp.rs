@@ -898,6 +898,10 @@ pub struct RunOptions {
     /// Whether `bpf_xdp_ct_lookup` finds a connection (a zeroed `struct nf_conn`) for a tuple
     /// that passes its checks; else it gives NULL with -ENOENT.
     pub ct_found: bool,
+    /// Results the environment gives, in call order, as `(helper id, value)`: an example's
+    /// time, random numbers and CPU (`ssp::Example::env`). Each call of a `time`-family helper
+    /// takes the next one when it is that helper's (its own value otherwise, and from then on).
+    pub replay: Vec<(u32, u64)>,
 }
 
 impl Default for RunOptions {
@@ -909,6 +913,7 @@ impl Default for RunOptions {
             ktime_ns: 1_000_000_000,
             prandom_seed: 0,
             ct_found: true,
+            replay: Vec::new(),
         }
     }
 }
@@ -1056,6 +1061,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) loops: Vec<LoopRun>,
     /// What the `bpf_loop` callback that just returned returned (its call runs again next).
     pub(crate) resumed: Option<u64>,
+    /// The next of `opts.replay` to give; `usize::MAX` once a call did not match.
+    pub(crate) replay_next: usize,
 }
 
 /// Run `packet` through `program` with `maps` (updated in place) until the program exits.
@@ -1111,6 +1118,7 @@ pub fn run(
         tails: 0,
         loops: Vec::new(),
         resumed: None,
+        replay_next: 0,
     };
     m.calls.push(CallFrame {
         id: 0,
@@ -1125,6 +1133,23 @@ pub fn run(
 }
 
 impl<'a> Machine<'a> {
+    /// The environment's result for helper `id`, when the next of
+    /// `opts.replay` is that helper's (see [`RunOptions::replay`]); `None` otherwise, and for
+    /// every later call once one did not match (the run left the example's path).
+    pub(crate) fn replayed(&mut self, id: u32) -> Option<u64> {
+        match self.opts.replay.get(self.replay_next) {
+            Some(&(h, v)) if h == id => {
+                self.replay_next += 1;
+                Some(v)
+            }
+            Some(_) => {
+                self.replay_next = usize::MAX;
+                None
+            }
+            None => None,
+        }
+    }
+
     pub(crate) fn ptr(&mut self, r: Region, off: i64) -> u64 {
         let slot = match self.slots.get(&r) {
             Some(&s) => s,

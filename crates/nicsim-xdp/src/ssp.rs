@@ -124,6 +124,29 @@ pub struct Example {
     pub retval: u32,
     /// Map entries and map sizes the example needs.
     pub entries: Vec<ExampleEntry>,
+    /// What the environment gave on the path (the time, random numbers, the CPU), in call
+    /// order: the interpreter replays them (`interp::RunOptions::replay`); the kernel gives its
+    /// own. Left out of the JSON when the path calls no such helper.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub helper_results: Vec<HelperResult>,
+}
+
+/// A result the environment gave on an example's path: the helper and the model's value.
+#[derive(Debug, Clone, Serialize)]
+pub struct HelperResult {
+    /// The helper's name (`bpf_ktime_get_ns`).
+    pub helper: String,
+    /// Its id.
+    pub id: u32,
+    /// The value it returned.
+    pub value: u64,
+}
+
+impl Example {
+    /// The environment's results as the interpreter replays them: `(helper id, value)`.
+    pub fn replay(&self) -> Vec<(u32, u64)> {
+        self.helper_results.iter().map(|h| (h.id, h.value)).collect()
+    }
 }
 
 /// A satisfiable path: [`Search::current_path`] (with `retval`, and `key`, its rate as the
@@ -672,10 +695,25 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
             value_hex: hex(&value),
         });
     }
+    let terms: Vec<String> = q.env.iter().map(|e| e.term.clone()).collect();
+    let helper_results = if terms.is_empty() {
+        Vec::new()
+    } else {
+        slv.values(&terms)?
+            .iter()
+            .zip(&q.env)
+            .map(|(v, e)| HelperResult {
+                helper: crate::helpers::names::helper_name(e.helper),
+                id: e.helper,
+                value: v.low_u64(),
+            })
+            .collect()
+    };
     Ok(Example {
         packet_hex: hex(&packet),
         retval,
         entries,
+        helper_results,
     })
 }
 

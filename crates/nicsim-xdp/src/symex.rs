@@ -232,6 +232,17 @@ pub struct MapSize {
     pub bits: u32,
 }
 
+/// A result the environment gives the program (the time, a random number, the CPU: the
+/// `time` family's helpers): the term of the value the path's call returned, which the model
+/// gives so that an example can be replayed in the interpreter (`RunOptions::replay`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EnvResult {
+    /// The helper's id.
+    pub helper: u32,
+    /// The term of its result (64 bits).
+    pub term: String,
+}
+
 /// The query for one path, and the terms to read from a model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Query {
@@ -247,6 +258,8 @@ pub struct Query {
     pub lookups: Vec<Lookup>,
     /// The sizes of array maps declared with `max_entries 0`.
     pub sizes: Vec<MapSize>,
+    /// The environment's results on the path (time, randomness, CPU), in call order.
+    pub env: Vec<EnvResult>,
     /// (position on the path, condition text) of every branch assertion; the texts mean the
     /// same on every path (terms are named by their definitions).
     #[serde(skip)]
@@ -269,6 +282,8 @@ pub(crate) struct Sym<'a> {
     pub(crate) present: Vec<String>,
     pub(crate) lookups: Vec<Lookup>,
     pub(crate) sizes: Vec<MapSize>,
+    /// The environment's results so far (crate::helpers::time).
+    pub(crate) env: Vec<EnvResult>,
     pub(crate) ret: Option<String>,
     pub(crate) defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
@@ -1405,6 +1420,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         present: (0..p.maps.len()).map(|m| format!("p{m}_0")).collect(),
         lookups: Vec::new(),
         sizes: Vec::new(),
+        env: Vec::new(),
         ret: None,
         defined: Default::default(),
         asserts: Vec::new(),
@@ -1470,6 +1486,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         ret,
         lookups: s.lookups,
         sizes: s.sizes,
+        env: s.env,
         asserts: s.asserts,
     }
 }

@@ -229,7 +229,12 @@ fn check_example(name: &str, path: &PathInfo, example: &nicsim_xdp::ssp::Example
         }
     }
     let packet = hex(&example.packet_hex);
-    let out = interp(&p, &packet, &mut maps, &InterpOptions::default()).unwrap();
+    // The time, random numbers and CPU the model chose are replayed.
+    let opts = InterpOptions {
+        replay: example.replay(),
+        ..InterpOptions::default()
+    };
+    let out = interp(&p, &packet, &mut maps, &opts).unwrap();
     assert_eq!(
         out.trace, path.insns,
         "{name}: the example does not take its path"
@@ -240,7 +245,7 @@ fn check_example(name: &str, path: &PathInfo, example: &nicsim_xdp::ssp::Example
 
 #[test]
 fn packet_rate_ssp_examples_take_their_paths() {
-    for name in ["parser", "tcp_options", "vlan_stack", "ipv6_ext"] {
+    for name in ["parser", "tcp_options", "vlan_stack", "ipv6_ext", "env_age"] {
         let mut z = Z3::new();
         let out = search(name, false, &mut z, None);
         assert_eq!(
@@ -724,4 +729,20 @@ fn the_tick_is_called_while_paths_are_pruned_and_its_error_ends_the_run() {
     .unwrap_err();
     assert_eq!((err.as_str(), ticks), ("interrupted", 1));
     assert!(t0.elapsed().as_secs_f64() < 30.0, "{:?}", t0.elapsed());
+}
+
+#[test]
+fn examples_carry_the_environment_the_model_chose() {
+    // env_age's slowest path needs a fresh entry (now - seen <= 30 s) and the sample
+    // (prandom & 0xff == 7): the example lists the time and the random number, in call order,
+    // the random number within a u32, and the interpreter replaying them takes the path
+    // (packet_rate_ssp_examples_take_their_paths checks that).
+    let mut z = Z3::new();
+    let out = search("env_age", false, &mut z, None);
+    let ex = &out.ssp.as_ref().expect("an SSP").example;
+    let names: Vec<&str> = ex.helper_results.iter().map(|h| h.helper.as_str()).collect();
+    assert_eq!(names, ["bpf_ktime_get_ns", "bpf_get_prandom_u32"]);
+    let random = ex.helper_results[1].value;
+    assert!(random <= u32::MAX as u64 && random & 0xff == 7, "{random:#x}");
+    assert_eq!(ex.retval, 1, "the sample drops");
 }

@@ -30,7 +30,7 @@ from nicsim.config import core_errors, read_input_file, read_toml_file
 from nicsim.errors import InputError, NicsimError
 from nicsim.output import OutputDir, figures, prefetch_pyplot
 from nicsim.xdp.explain import SLOWEST_PATH_FILE, slowest_path_text
-from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary
+from nicsim.xdp.summary import Outcome, SlowPath, Summary, SweepSummary, replay
 
 #: The share of `--memory-mb` that the core's analysis gets (the rest is the solver process's).
 ANALYSIS_SHARE = 0.5
@@ -196,6 +196,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         summary["path"].update(feasible=True, retval=example["retval"],
                                xdp_action=XDP_ACTIONS.get(example["retval"], "unknown"))
         summary["example_packet_hex"] = example["packet_hex"]
+        summary["example_helper_results"] = example.get("helper_results", [])
         base_maps = copy.deepcopy(summary["maps"])
         summary["maps"] = _merge_maps(summary["maps"], example["entries"])
     else:
@@ -234,6 +235,18 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             "the guarantee is for code the kernel will not run")
     if polished is not None:
         summary.setdefault("warnings", []).append(polished)
+    if g["status"] == "timeout":
+        scale, unit = (1e9, "Gbit/s") if bit else (1e6, "Mpps")
+        ended = {"timeout": f"its --timeout of {timeout_s:g} s", "memory": f"its --memory-mb of {memory_mb:,}"}.get(
+            stopped, f"the solver ({stopped})")
+        summary.setdefault("warnings", []).append(
+            f"the search stopped at {ended} before it found the slowest satisfiable path: the guarantee, "
+            f"{g[key_name] / scale:,.3f} {unit}, is the bound it proved (every slower path refuted), not the "
+            "slowest path's rate; more time or memory may raise it")
+    elif g["status"] == "exhausted":
+        summary.setdefault("warnings", []).append(
+            "the search refuted every path: no packet takes any path of the program, as its query model sees it; "
+            "the guarantee is the naive bound")
     summary["seconds"] = elapsed()
     summary["trace"] = [entry(t, b) for t, b in out["trace"]]
     if paths is not None:
@@ -336,7 +349,8 @@ def _well_formed(data: bytes, analysed: dict[str, Any], tail_calls: Sequence[tup
         program = f"{section}/{program}"  # unique even where a function name is not
     cases = [(bytes.fromhex(p["example"]["packet_hex"]),
               json.dumps(_merge_maps(copy.deepcopy(maps), p["example"]["entries"])),
-              p["path"]["insns"], p["example"]["retval"]) for p in found]
+              p["path"]["insns"], p["example"]["retval"], replay(p["example"].get("helper_results")))
+             for p in found]
     try:
         packets = _core.xdp_well_formed(data, section, program, list(tail_calls or []), cases)
     except _core.InputError as e:
@@ -355,6 +369,7 @@ def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_ma
             "cost": path["cost"], "min_packet_bytes": path["min_packet_bytes"], "insns_count": len(path["insns"]),
             "insns": path["insns"], "retval": ret, "xdp_action": XDP_ACTIONS.get(ret, "unknown"),
             "packet_bytes": len(pkt) // 2, "example_packet_hex": pkt,
+            "helper_results": example.get("helper_results", []),
             "maps": _merge_maps(copy.deepcopy(base_maps), example["entries"])}
 
 

@@ -309,8 +309,13 @@ def target_toml(m: Calibration) -> str:
     for key in ("ringbuf_query", "per_cpu_ptr", "this_cpu_ptr"):
         composite(key, ("get_smp_processor_id",), "a call that reads a counter or computes a per-CPU address, "
                   "without memory work of its own (an estimate)")
+    for key in ("probe_read_kernel", "probe_read_user", "probe_read_kernel_str", "probe_read_user_str"):
+        composite(key, ("csum_diff",) * 8, "copy_from_kernel_nofault / copy_from_user_nofault (or the _str "
+                  "forms' strncpy) of at most the destination's bytes, 512 for a stack buffer, the most a program's "
+                  "stack frame holds: as csum_diff's pass over 64 bytes, eight times (an estimate; a read into a "
+                  "map value of more than 512 bytes may cost more)")
     for key in ("get_current_pid_tgid", "get_current_uid_gid", "get_current_task", "get_current_task_btf",
-                "get_current_cgroup_id", "get_current_ancestor_cgroup_id"):
+                "task_pt_regs", "get_current_cgroup_id", "get_current_ancestor_cgroup_id"):
         composite(key, ("get_smp_processor_id", "map_load"),
                   "a call that reads the current task's fields: as get_smp_processor_id and one map value's load "
                   "(an estimate)")

@@ -4,6 +4,7 @@
 search's result, memory, timing), so that code reading a summary type-checks. docs/xdp.md
 ("`summary.json`") and docs/summary-schema.md say what every field means."""
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = ["Calibration", "ExampleEntry", "FailedAnalysis", "LineCost", "MapSummary", "Outcome", "RunReport", "Summary", "SweepSummary"]
@@ -148,6 +149,15 @@ class TracePoint(TypedDict):
     bps: float
 
 
+class HelperResult(TypedDict):
+    """A value the environment gave on an example's path (`nicsim_xdp::ssp::HelperResult`): the
+    interpreter replays it; the kernel gives its own."""
+
+    helper: str
+    id: int
+    value: int
+
+
 class SlowPath(TypedDict):
     """One of the `--paths K` slowest satisfiable paths."""
 
@@ -163,7 +173,15 @@ class SlowPath(TypedDict):
     xdp_action: str
     packet_bytes: int
     example_packet_hex: str
+    #: What the environment gave on the path (time, random numbers, CPU), in call order.
+    helper_results: list[HelperResult]
     maps: dict[str, MapSummary]
+
+
+def replay(results: Sequence[Mapping[str, Any]] | None) -> list[tuple[int, int]]:
+    """An example's `helper_results` as the interpreter replays them (`_core.xdp_run`'s
+    `replay`): (helper id, value), in call order."""
+    return [(int(h["id"]), int(h["value"])) for h in results or ()]
 
 
 class Verifier(TypedDict):
@@ -188,6 +206,8 @@ class Summary(TypedDict):
     guarantee: Guarantee
     path: PathSummary
     example_packet_hex: str | None
+    #: The example's environment results (time, random numbers, CPU), in call order.
+    example_helper_results: NotRequired[list[HelperResult]]
     maps: dict[str, MapSummary]
     unsized_maps: list[str]
     #: slot → "section/program", or "unknown".

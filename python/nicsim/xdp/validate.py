@@ -35,6 +35,7 @@ from typing import Any
 from nicsim.config import core_errors, read_input_file
 from nicsim.errors import InputError
 from nicsim.output import MARKER, OutputDir, figures
+from nicsim.xdp.summary import replay
 
 
 def _base_packet() -> bytes:
@@ -74,6 +75,9 @@ STREAM_HEADER_BYTES = 64
 
 #: The largest analysis summary read (the suite's are under 1 MB).
 MAX_SUMMARY_BYTES = 64 << 20
+#: The most environment results (`helper_results`) an example may list: one per helper call on
+#: its path, and a path has at most the graph's 4,000,000 instruction instances.
+MAX_HELPER_RESULTS = 4_000_000
 
 
 def analysis_kconfig(analysis: Path) -> str | None:
@@ -148,8 +152,21 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
             raise bad(where, f"a packet of {len(example):,} bytes (an XDP test run takes "
                       f"{ETHERNET_HEADER_BYTES} to {MAX_TEST_RUN_BYTES})")
 
+    def check_results(results: Any, where: str) -> None:
+        if results is None:
+            return
+        if not isinstance(results, list) or len(results) > MAX_HELPER_RESULTS:
+            raise bad(where, f"not a list of at most {MAX_HELPER_RESULTS:,} helper results")
+        for i, h in enumerate(results):
+            table(h, f"{where}[{i}]")
+            for k, top in (("id", 2**32), ("value", 2**64)):
+                v = h.get(k)
+                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < top:
+                    raise bad(f"{where}[{i}].{k}", f"missing, or not an integer from 0 to {top - 1:,}")
+
     check_maps(s.get("maps"), "maps")
     hexed = s.get("example_packet_hex")
+    check_results(s.get("example_helper_results"), "example_helper_results")
     if hexed:
         check_packet(hexed, "example_packet_hex")
         path = table(s.get("path"), "path")
@@ -176,6 +193,7 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
             if not (isinstance(p.get("insns"), list) and all(isinstance(x, int) for x in p["insns"])):
                 raise bad(f"{where}.insns", "missing, or not a list of instruction numbers")
             check_packet(p.get("example_packet_hex"), f"{where}.example_packet_hex")
+            check_results(p.get("helper_results"), f"{where}.helper_results")
             table(p.get("maps"), f"{where}.maps")
             check_maps(p["maps"], f"{where}.maps")
     return s
@@ -299,7 +317,8 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     if example is not None:
         say("interpreter")
         with core_errors(None, about=f"{obj} with {analysis}/summary.json"):
-            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000, program, tail_calls))
+            r = json.loads(_core.xdp_run(data, section, example, maps_json, 10_000_000, program, tail_calls,
+                                         replay(s.get("example_helper_results"))))
         path = s["path"]
         follows = r["trace"] == path["insns"]
         first = next((i for i, (a, b) in enumerate(zip(r["trace"], path["insns"], strict=False)) if a != b),
@@ -541,7 +560,8 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
                            "writes_packet": None, "writes_maps": None, "runs": 0, "fresh_ns": None, "stream_ns": None,
                            "stream_packets": 0, "status": "ok"}
     with core_errors(None, about=f"path {p['rank']}"):
-        r = json.loads(_core.xdp_run(data, section, pkt, maps_json, 10_000_000, program, tail_calls))
+        r = json.loads(_core.xdp_run(data, section, pkt, maps_json, 10_000_000, program, tail_calls,
+                                     replay(p.get("helper_results"))))
     if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
         row["status"] = (f"interpreter takes another path (action {r['retval']}, {r['insns']} insns; the estimate "
                          f"is for {p['retval']}, {len(p['insns'])} insns)")
@@ -628,7 +648,8 @@ def stream_variants(_core: Any, data: bytes, section: str | None, program: str |
             continue
         seen.add(c)
         with core_errors(None, about=f"path {p['rank']}"):
-            r = json.loads(_core.xdp_run(data, section, c, json.dumps(state), 10_000_000, program, tail_calls))
+            r = json.loads(_core.xdp_run(data, section, c, json.dumps(state), 10_000_000, program, tail_calls,
+                                         replay(p.get("helper_results"))))
         if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
             if not out:
                 return []  # the example itself does not take the path: no stream
