@@ -145,7 +145,10 @@ pub struct HelperResult {
 impl Example {
     /// The environment's results as the interpreter replays them: `(helper id, value)`.
     pub fn replay(&self) -> Vec<(u32, u64)> {
-        self.helper_results.iter().map(|h| (h.id, h.value)).collect()
+        self.helper_results
+            .iter()
+            .map(|h| (h.id, h.value))
+            .collect()
     }
 }
 

@@ -740,9 +740,16 @@ fn examples_carry_the_environment_the_model_chose() {
     let mut z = Z3::new();
     let out = search("env_age", false, &mut z, None);
     let ex = &out.ssp.as_ref().expect("an SSP").example;
-    let names: Vec<&str> = ex.helper_results.iter().map(|h| h.helper.as_str()).collect();
+    let names: Vec<&str> = ex
+        .helper_results
+        .iter()
+        .map(|h| h.helper.as_str())
+        .collect();
     assert_eq!(names, ["bpf_ktime_get_ns", "bpf_get_prandom_u32"]);
     let random = ex.helper_results[1].value;
-    assert!(random <= u32::MAX as u64 && random & 0xff == 7, "{random:#x}");
+    assert!(
+        random <= u32::MAX as u64 && random & 0xff == 7,
+        "{random:#x}"
+    );
     assert_eq!(ex.retval, 1, "the sample drops");
 }

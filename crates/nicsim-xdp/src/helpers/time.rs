@@ -10,12 +10,12 @@
 //! against a timeout) or on a random number (sampling) takes its path in the interpreter too.
 
 use crate::helpers::Helper;
-use crate::symex::{EnvResult, Sym, V};
-use std::fmt::Write as _;
 use crate::interp::{
     prandom_u32_state, HELPER_GET_PRANDOM_U32, HELPER_GET_SMP_PROCESSOR_ID,
     HELPER_KTIME_GET_COARSE_NS, HELPER_KTIME_GET_NS,
 };
+use crate::symex::{EnvResult, Sym, V};
+use std::fmt::Write as _;
 
 /// The time, randomness and CPU helpers.
 pub(crate) const HELPERS: &[Helper] = &[
