@@ -667,6 +667,9 @@ fn xdp_profile<'py>(
     Ok((json, d))
 }
 
+/// One example for [`xdp_well_formed`]: packet, maps JSON, path, action, environment replay.
+type WellFormedCase = (Vec<u8>, String, Vec<u32>, u64, Vec<(u32, u64)>);
+
 /// Example packets made well-formed (`nicsim_xdp::wellformed::polish`): for each case
 /// `(packet, maps_json, trace, retval)` of the program of `obj` (`section`, `program`,
 /// `tail_calls` as for `xdp_run`), the packet with the header fields its path does not decide
@@ -682,7 +685,7 @@ fn xdp_well_formed(
     section: Option<&str>,
     program: Option<&str>,
     tail_calls: Vec<(String, u32, String)>,
-    cases: Vec<(Vec<u8>, String, Vec<u32>, u64, Vec<(u32, u64)>)>,
+    cases: Vec<WellFormedCase>,
 ) -> PyResult<Vec<Vec<u8>>> {
     use nicsim_xdp::interp::{MapState, RunOptions};
     let tail = tail_specs(tail_calls);
