@@ -90,6 +90,9 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "chain_next": {"sections": ["chain_next", "chain_tx"]},
     "ld_sections": {"sections": ["xdp_fwd", "xdp_icmp", "xdp_sock"]},
     "loop_nobound": {"loop_bound": 200, "stop_byte": (0xFF, 150)},
+    # Its root alone is unbounded (an undeclared prog array; crates/nicsim-xdp/tests/chains.rs links
+    # the walker into a slot its index never names): the walker, loop_nobound's loop.
+    "tail_dead_slot": {"sections": ["walker"], "loop_bound": 200, "stop_byte": (0xFF, 150)},
     # Each case runs a thousand inner iterations per byte: fewer cases in the short mode.
     "loop_nested": {"loop_bound": 2, "stop_byte": (0xFF, 3), "short_cases": 4},
     # bpf_loop with nr_loops from the packet (bytes 14-17): cases past 4 calls are not checked.

@@ -278,6 +278,7 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             match b {
                 Some(b) if b <= tries as u64 => Some((b as u32, None)),
                 Some(_) | None if limits.loop_bound.is_some() => None,
+                None if drop_unreachable(p, &mut g)? => continue,
                 _ => {
                     let bound = b.unwrap_or(crate::absint::BPF_MAX_LOOPS);
                     summarise(p, &mut g, &lp, bound, b.is_some())?;
@@ -290,6 +291,11 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
                 .map_err(|m| too_much(n + m))?
                 .map(|(b, f)| (b, Some(f)))
         };
+        if found.is_none() && drop_unreachable(p, &mut g)? {
+            // The loop was code no state reaches: gone, and the graph's loops are looked for
+            // again.
+            continue;
+        }
         let (bound, feasible, evident) = match found {
             Some((b, f)) => (b, f, true),
             None => match limits.loop_bound {
@@ -1083,6 +1089,27 @@ fn unroll(g: &mut Graph, lp: &Loop, bound: u32, feasible: Option<&Feasible>) {
             g.nodes[id].succ = succ;
         }
     }
+}
+
+/// Remove the code no state reaches: the edges the abstract values rule out (into a node they
+/// give no state, and out of one), then what `prune` drops. A loop whose bound cannot be found
+/// because nothing reaches it — a tail-call target spliced at a call whose index never names
+/// its slot (ellanetworks' UPF: `--tail-call upf_calls=2:...` where the entry program's index
+/// is 0 or 1), code after a check the values decide — is dead, not unbounded. Returns whether
+/// the graph lost nodes (its loops must then be looked for again).
+fn drop_unreachable(p: &Program, g: &mut Graph) -> Result<bool, CfgError> {
+    let at = states(g, p);
+    let before = g.nodes.len();
+    for (u, node) in g.nodes.iter_mut().enumerate() {
+        if at[u].is_none() {
+            node.succ.clear();
+        } else if node.succ.iter().any(|e| at[e.to as usize].is_some()) {
+            // (A node the values reach keeps an edge: it never becomes an exit.)
+            node.succ.retain(|e| at[e.to as usize].is_some());
+        }
+    }
+    prune(g)?;
+    Ok(g.nodes.len() < before)
 }
 
 /// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber. None

@@ -351,3 +351,30 @@ fn dispatcher_components_replace_its_stubs_in_libxdps_order() {
     assert_eq!(action(&one, &mut maps, &udp(9, &[0; 32])), 1);
     assert_eq!(action(&one, &mut maps, &udp(80, &[0; 32])), 2);
 }
+
+#[test]
+fn a_target_the_index_never_names_is_dead_code_not_an_unbounded_loop() {
+    // tail_dead_slot jumps to slot 0 or 1; slot 2 holds `walker`, whose loop has no evident
+    // bound. Spliced at a call that never names slot 2, the walker is code no state reaches:
+    // dropped, so the analysis neither asks for --loop-bound nor counts the walker's paths.
+    // Slot 1 holding it, the loop is live again and needs its bound, as it does alone.
+    let Some(root) = path("tail_dead_slot") else {
+        return;
+    };
+    let bytes = std::fs::read(root).unwrap();
+    let with = |slot: u32, loop_bound: Option<u32>| {
+        let o = nicsim_xdp::Options {
+            tail_calls: vec![spec("jumps", slot, "walker")],
+            loop_bound,
+            ..nicsim_xdp::Options::default()
+        };
+        nicsim_xdp::Analysis::new(&bytes, common::nfp(), &o)
+    };
+    let dead = with(2, None).expect("the dead walker is dropped");
+    assert!(dead.graph.loops.is_empty(), "{:?}", dead.graph.loops);
+    let err = with(1, None).err().expect("a live walker needs its bound").to_string();
+    assert!(err.contains("no evident bound"), "{err}");
+    let live = with(1, Some(8)).unwrap();
+    assert_eq!(live.graph.loops.len(), 1);
+    assert!(live.graph.nodes.len() > dead.graph.nodes.len());
+}
