@@ -19,6 +19,7 @@ which the reassembler reads as it reads any capture.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import sys
@@ -181,21 +182,68 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _decompressed(stream: BinaryIO, name: str) -> Iterator[BinaryIO]:
-    """`stream`, decompressed when it starts with a gzip or xz magic number."""
-    import gzip
+    """`stream`, decompressed when it starts with a gzip or xz magic number ([`_Inflated`])."""
     import io
-    import lzma
 
     buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
     kind = _compression(buffered.peek(6)[:6])
     if kind is None:
         yield buffered
-    elif kind == "gzip":
-        with gzip.GzipFile(fileobj=buffered, mode="rb") as g:
-            yield g  # type: ignore[misc]
     else:
-        with lzma.LZMAFile(buffered, mode="rb") as x:
-            yield x  # type: ignore[misc]
+        yield io.BufferedReader(_Inflated(buffered, kind), 1 << 20)  # type: ignore[arg-type]
+
+
+class _Inflated(io.RawIOBase):
+    """A gzip (every member) or xz (every stream) stream, decompressed as it is read, at most a
+    read's worth of output at a time. A stream cut short ends where its compressed bytes end,
+    with all they held: the capture then ends inside a record, as a cut plain capture does.
+    (Python's `GzipFile` and `LZMAFile` raise `EOFError` there instead, and the output of that
+    read — up to a MiB, all of a small capture — was lost.) A corrupt stream raises
+    [`_corrupt`]'s errors."""
+
+    def __init__(self, raw: BinaryIO, kind: str) -> None:
+        self._raw, self._gzip = raw, kind == "gzip"
+        self._d: Any = self._decompressor()
+        self._input = b""  # compressed bytes read and not yet given to the decompressor
+        self._ended = False
+
+    def _decompressor(self) -> Any:
+        import lzma
+        import zlib
+
+        return zlib.decompressobj(wbits=31) if self._gzip else lzma.LZMADecompressor()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        while not self._ended:
+            d = self._d
+            if d.eof:  # a member or stream ended: another may follow it
+                self._input = d.unused_data + self._input
+                if not self._input:
+                    self._input = self._raw.read(1 << 16)
+                if not self._input:
+                    self._ended = True
+                    break
+                self._d = d = self._decompressor()
+            if self._gzip:
+                data = d.unconsumed_tail or self._input or self._raw.read(1 << 16)
+                if data is self._input:
+                    self._input = b""
+            elif d.needs_input:
+                data, self._input = self._input or self._raw.read(1 << 16), b""
+            else:
+                data = b""
+            if not data and (self._gzip or d.needs_input):
+                self._ended = True  # cut short: everything decompressed so far was given
+                break
+            out = d.decompress(data, len(view))
+            if out:
+                view[:len(out)] = out
+                return len(out)
+        return 0
 
 
 def _corrupt() -> tuple[type[BaseException], ...]:
@@ -217,12 +265,10 @@ def _read_head(stream: BinaryIO, name: str, n: int) -> bytes:
 
 
 def _copy(src: BinaryIO, dst: Any, name: str) -> None:
+    # A compressed stream cut short ends where its bytes end ([`_Inflated`]): what it held
+    # stays, as tshark reads a cut capture up to the cut.
     try:
         shutil.copyfileobj(src, dst, 1 << 20)
-    except EOFError:
-        # A compressed stream cut short: what it held stays, as tshark reads a cut capture up
-        # to the cut (the reassembler then names the truncated record).
-        pass
     except _corrupt() as e:
         raise InputError(f"{name}: cannot decompress the capture: {e}") from None
 
