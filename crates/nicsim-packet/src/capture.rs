@@ -618,17 +618,12 @@ fn decode_pcap<'a>(
     let (_, raw) = parser
         .next_raw_packet(rec)
         .map_err(|e| invalid("record", at, e))?;
-    let (frac_ns, limit) = match header.ts_resolution {
-        TsResolution::MicroSecond => (u64::from(raw.ts_frac) * 1_000, 1_000_000),
-        TsResolution::NanoSecond => (u64::from(raw.ts_frac), 1_000_000_000),
+    // A fraction of a second at or past one second (a writer that did not carry it into the
+    // seconds) is added as it is, as wiretap reads it: the record is not refused for it.
+    let frac_ns = match header.ts_resolution {
+        TsResolution::MicroSecond => u64::from(raw.ts_frac) * 1_000,
+        TsResolution::NanoSecond => u64::from(raw.ts_frac),
     };
-    if raw.ts_frac >= limit {
-        return Err(invalid(
-            "record",
-            at,
-            format!("timestamp fraction {} is not below {limit}", raw.ts_frac),
-        ));
-    }
     check_lengths("record", at, raw.incl_len, raw.orig_len)?;
     Ok(RecordRef {
         ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,

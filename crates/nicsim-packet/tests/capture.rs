@@ -341,3 +341,39 @@ fn tshark_reads_written_files() {
         assert_eq!(lines, expected, "{format:?}");
     }
 }
+
+#[test]
+fn a_timestamp_fraction_past_one_second_is_added_as_wiretap_adds_it() {
+    // A writer that did not carry the fraction into the seconds (suricata-verify's
+    // transform-base64-7296: 1,011,041 µs): tshark reads the capture, so nicsim does, with the
+    // fraction added as it is; both readers agree.
+    for (ts_resolution, frac, ns) in [
+        (TsResolution::MicroSecond, 1_011_041u32, 1_011_041_000u64),
+        (TsResolution::NanoSecond, u32::MAX, u32::MAX as u64),
+    ] {
+        let header = PcapHeader {
+            ts_resolution,
+            endianness: Endianness::Little,
+            ..PcapHeader::default()
+        };
+        let mut file = PcapWriter::with_header(Vec::new(), header)
+            .unwrap()
+            .into_writer();
+        file.extend_from_slice(&7u32.to_le_bytes());
+        file.extend_from_slice(&frac.to_le_bytes());
+        file.extend_from_slice(&60u32.to_le_bytes());
+        file.extend_from_slice(&60u32.to_le_bytes());
+        file.extend_from_slice(&[1; 60]);
+        let streamed: Vec<Record> = CaptureReader::from_bytes(file.clone())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(streamed.len(), 1, "{ts_resolution:?}");
+        assert_eq!(streamed[0].ts_ns, 7_000_000_000 + ns, "{ts_resolution:?}");
+        let sliced: Vec<Record> = CaptureSlice::new(&file)
+            .unwrap()
+            .map(|r| r.unwrap().to_record())
+            .collect();
+        assert_eq!(sliced, streamed);
+    }
+}

@@ -372,7 +372,10 @@ fn a_target_the_index_never_names_is_dead_code_not_an_unbounded_loop() {
     };
     let dead = with(2, None).expect("the dead walker is dropped");
     assert!(dead.graph.loops.is_empty(), "{:?}", dead.graph.loops);
-    let err = with(1, None).err().expect("a live walker needs its bound").to_string();
+    let err = with(1, None)
+        .err()
+        .expect("a live walker needs its bound")
+        .to_string();
     assert!(err.contains("no evident bound"), "{err}");
     let live = with(1, Some(8)).unwrap();
     assert_eq!(live.graph.loops.len(), 1);
