@@ -452,6 +452,9 @@ PARAMS: list[tuple[str, list[str], list[str]]] = [
     ("index-out-of-range", ["flows[99].weight=1"], ["--param", "flows[99]"]),
     ("index-huge", [f"flows[{HUGE_INT}].weight=1"], ["--param", "flows["]),
     ("index-into-table", ["traffic[0].rate_gbps=1"], ["--param", "traffic"]),
+    # A key path deeper than a configuration file may nest (a RecursionError's traceback before).
+    ("key-1000-deep", [".".join(["a"] * 1000) + "=1"], ["--param", "nested more than 32 deep"]),
+    ("key-index-1000-deep", ["a" + "[0]" * 1000 + "=1"], ["--param", "nested more than 32 deep"]),
     ("index-into-scalar", ["seed[0]=1"], ["--param", "seed"]),
     ("chain-index-beyond", ["flows[0].chain[6]=crc"], ["--param", "flows[0].chain"]),  # [5] appends
     ("key-into-scalar", ["seed.x=1"], ["--param", "seed"]),
@@ -852,6 +855,9 @@ def _target_files(folder: Path) -> dict[str, str]:
         "negative-cores.toml": _sub(nfp, "count = 50", "count = -1"),
         "nan-clock.toml": _sub(nfp, "clock_mhz = 800.0         #", "clock_mhz = nan #"),
         "zero-clock.toml": _sub(nfp, "clock_mhz = 800.0         #", "clock_mhz = 0.0 #"),
+        # Positive, but its nanoseconds overflow to infinity (a TypeError's traceback before).
+        "subnormal-clock.toml": _sub(nfp, "clock_mhz = 800.0         #", "clock_mhz = 5e-324 #"),
+        "subnormal-dram-rate.toml": _sub(nfp, "read_mops = 197.4", "read_mops = 5e-324"),
         "negative-cost.toml": _sub(nfp, "alu = 1.0 ", "alu = -1e300 "),
         "string-count.toml": _sub(nfp, "count = 50", 'count = "fifty"'),
     }
@@ -1282,6 +1288,10 @@ XDP_OPTIONS: list[tuple[str, list[str], list[str]]] = [
     ("target-nan-clock", ["analyze", "{calls}", "--target", "{nan-clock.toml}"], ["nan-clock.toml", "cores.clock_mhz"]),
     ("target-zero-clock", ["analyze", "{calls}", "--target", "{zero-clock.toml}"],
      ["zero-clock.toml", "cores", "clock_mhz"]),
+    ("target-subnormal-clock", ["analyze", "{calls}", "--target", "{subnormal-clock.toml}"],
+     ["subnormal-clock.toml", "cores.clock_mhz", "must be from"]),
+    ("target-subnormal-dram-rate", ["analyze", "{calls}", "--target", "{subnormal-dram-rate.toml}"],
+     ["subnormal-dram-rate.toml", "dram.read_mops", "must be from"]),
     ("target-negative-cost", ["analyze", "{calls}", "--target", "{negative-cost.toml}"],
      ["negative-cost.toml", "insn.alu"]),
     ("target-string-count", ["analyze", "{calls}", "--target", "{string-count.toml}"],

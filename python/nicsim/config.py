@@ -325,6 +325,9 @@ def parse_key(key: str) -> Key:
                 raise ConfigError(f"index {i}: list indices count from 0 (negative ones are not supported)",
                                   path=key, file="--param")
             tokens.append(int(i))
+        if len(tokens) > MAX_DEPTH:  # as deep a table as a configuration file may hold
+            raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=key[:80] + ("…" if len(key) > 80 else ""),
+                              file="--param")
     return tokens
 
 

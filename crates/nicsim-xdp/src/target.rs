@@ -50,6 +50,12 @@ pub struct Target {
     pub calibration: Option<toml::Table>,
 }
 
+/// The slowest and fastest clock a target may have (MHz): 1 kHz to 1 THz.
+pub const MIN_CLOCK_MHZ: f64 = 1e-3;
+/// See [`MIN_CLOCK_MHZ`]; also the largest DRAM-engine rate (Mops/s).
+pub const MAX_CLOCK_MHZ: f64 = 1e6;
+/// The smallest rate a target may give (the MAC's packets/s, the DRAM engine's Mops/s).
+pub const MIN_RATE: f64 = 1e-3;
 /// The smallest MTU a target may have (bytes; Linux's `ETH_MIN_MTU`, the IPv4 minimum).
 pub const MIN_MTU_BYTES: u32 = 68;
 /// The longest target name: it titles tables and figures (a 100,000-character name was printed
@@ -337,6 +343,30 @@ impl Validate for Target {
         }
         if let Some((key, _)) = positives.iter().find(|(_, x)| !positive(*x)) {
             return err(*key, "must be a positive number");
+        }
+        // Clocks and rates within what hardware has, so that the times and rates derived from
+        // them are finite numbers: a clock of 5e-324 MHz passed as positive and its nanoseconds
+        // overflowed to infinity, which the summary cannot hold.
+        let mut ranged = vec![
+            (
+                "cores.clock_mhz",
+                t.cores.clock_mhz,
+                MIN_CLOCK_MHZ,
+                MAX_CLOCK_MHZ,
+            ),
+            ("limits.mac_pps", t.limits.mac_pps, MIN_RATE, f64::INFINITY),
+        ];
+        if let Some(d) = &t.dram {
+            ranged.extend([
+                ("dram.clock_mhz", d.clock_mhz, MIN_CLOCK_MHZ, MAX_CLOCK_MHZ),
+                ("dram.read_mops", d.read_mops, MIN_RATE, MAX_CLOCK_MHZ),
+                ("dram.write_mops", d.write_mops, MIN_RATE, MAX_CLOCK_MHZ),
+                ("dram.atomic_mops", d.atomic_mops, MIN_RATE, MAX_CLOCK_MHZ),
+            ]);
+        }
+        if let Some((key, _, lo, hi)) = ranged.iter().find(|(_, x, lo, hi)| !(lo..=hi).contains(&x))
+        {
+            return err(*key, format!("must be from {lo} to {hi}"));
         }
         // Linux's range for an Ethernet device's MTU (ETH_MIN_MTU, ETH_MAX_MTU): the IPv4
         // minimum of 68 bytes (RFC 791) up to what a 16-bit IP length can carry.
