@@ -107,6 +107,9 @@ def _read_config_bytes(path: str | os.PathLike[str]) -> tuple[bytes, str, Path]:
 
 #: How deep tables and arrays may nest in a configuration (the deepest nicsim reads is 4).
 MAX_DEPTH = 32
+#: The longest name (`flows[].name`, `offloads[].name`, `nics[].name`, ...): names title tables,
+#: plots and per-flow rows, and a 100,000-character one cost the simulation gigabytes.
+MAX_NAME_CHARS = 200
 
 
 def parse_toml(raw: bytes, file: str) -> dict[str, Any]:
@@ -410,6 +413,8 @@ def _check_json(v: Any, path: str, file: str | None) -> None:
         raise ConfigError("must be a finite number", path=path, file=file)
     elif isinstance(v, str) and "\x00" in v:
         raise ConfigError("contains a NUL character", path=path, file=file)
+    elif isinstance(v, str) and len(v) > MAX_NAME_CHARS and path.rsplit(".", 1)[-1].endswith("name"):
+        raise ConfigError(f"a name of {len(v):,} characters: at most {MAX_NAME_CHARS}", path=path, file=file)
     elif not (v is None or isinstance(v, str | int | float | bool)):
         raise ConfigError(f"a {type(v).__name__} is not a valid value here", path=path, file=file)
 
