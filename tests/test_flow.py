@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -552,6 +553,32 @@ def test_a_cut_compressed_capture_keeps_all_it_holds(tmp_path: Path) -> None:
             else (lzma.compress(plain[:half]) + lzma.compress(plain[half:])))
         with capture_file(tmp_path / f"two{suffix}") as p:
             assert p.read_bytes() == plain, suffix
+
+
+def test_a_stream_spool_left_by_a_killed_run_is_removed(tmp_path: Path) -> None:
+    # A capture read from standard input is copied to the temporary folder first; a run killed
+    # with SIGKILL (or by the OOM killer) cannot remove its copy, so the next run that spools
+    # removes the copies of processes that are gone, and only those.
+    import tempfile
+
+    from nicsim import _core
+
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(str(cap), [_frame(100, SYN, b""), _frame(101, ACK, b"hi")])
+    dead = subprocess.Popen(["true"])  # its pid names no process once waited for
+    dead.wait()
+    stale = Path(tempfile.gettempdir()) / f"nicsim-capture-{dead.pid}-test.pcap"
+    alive = Path(tempfile.gettempdir()) / f"nicsim-capture-{os.getpid()}-test.pcap"
+    stale.write_bytes(b"x" * 100)
+    alive.write_bytes(b"y")
+    try:
+        r = subprocess.run([sys.executable, "-m", "nicsim", "flowmem", "reassemble", "-", "--out",
+                            str(tmp_path / "o"), "-q"], input=cap.read_bytes(), capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert not stale.exists() and alive.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        alive.unlink(missing_ok=True)
 
 
 # The package's former name, `nicsim.flow`: a shim over `nicsim.flowmem` that warns.

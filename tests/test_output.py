@@ -246,6 +246,14 @@ def test_a_full_disk_names_out_and_leaves_nothing(tmp_path: Path) -> None:
         (line,) = r.stderr.strip().splitlines()
         assert line.startswith(f"warning: {mnt / 'o'}/: run.png, run.svg not written") and "No space left" in line
         assert [p.name for p in mnt.iterdir()] == ["o"] and (mnt / "o" / "summary.json").is_file()
+        # The disk full while the core writes the results (flowmem's flow files): one line that
+        # names --out as given, not the hidden temporary folder the core was writing into.
+        cap = tmp_path / "s.pcap"
+        assert nicsim("flowmem", "synth", cap, "--flows", "200", "-q").returncode == 0
+        r = nicsim("flowmem", "reassemble", cap, "--out", mnt / "f", "-q")
+        line = assert_one_line_error(r, f"{mnt / 'f'}/", "No space left")
+        assert ".tmp-" not in line
+        assert [p.name for p in mnt.iterdir()] == ["o"]
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
 

@@ -339,6 +339,10 @@ class OutputDir:
             self._discard()
             if isinstance(exc, OSError) and self._is_write_error(exc):
                 raise InputError(f"{self.given}: cannot write the output folder: {exc.strerror}") from None
+            if type(exc) is InputError and str(self.path) in str(exc):
+                # A file of the hidden temporary folder named by the core (a full disk while it
+                # writes flow files): named as the user named the folder.
+                raise InputError(str(exc).replace(str(self.path), str(self.given).rstrip(os.sep))) from None
             return
         try:
             self._write_provenance()

@@ -170,7 +170,8 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
             head += _read_head(plain, name, (24 if head != PCAPNG_MAGIC else 12) - 4)
             if not _plausible_header(head):
                 raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
-            with tempfile.NamedTemporaryFile(prefix="nicsim-capture-", suffix=".pcap") as tmp:
+            _remove_stale_spools()
+            with tempfile.NamedTemporaryFile(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", suffix=".pcap") as tmp:
                 tmp.write(head)
                 _copy(plain, tmp, name)
                 tmp.flush()
@@ -178,6 +179,29 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if close:
             stream.close()
+
+
+#: The temporary copies of captures read as streams: `nicsim-capture-PID-XXXX.pcap` in the
+#: temporary folder.
+SPOOL_PREFIX = "nicsim-capture-"
+
+
+def _remove_stale_spools() -> None:
+    """Remove the temporary copies that processes which are gone left behind (a run killed with
+    SIGKILL or by the OOM killer cannot remove its own), as output folders' debris is removed."""
+    import glob
+
+    for f in glob.glob(os.path.join(tempfile.gettempdir(), f"{SPOOL_PREFIX}*-*.pcap")):
+        pid = os.path.basename(f)[len(SPOOL_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(f)
+        except OSError:
+            pass  # alive (another user's): not ours to remove
 
 
 @contextlib.contextmanager
