@@ -395,6 +395,9 @@ def test_validate_suite_program(name: str, x86_jit: Path, tmp_path: Path) -> Non
     r = nicsim("xdp", "validate", obj(name), "--analysis", a, "--packets", "1000", "--timeout", timeout)
     v = json.loads((a / "validation.json").read_text())
     assert (a / "summary.json").exists()  # the analysis stays beside the validation
+    # ... and so does the record of how the analysis was made, beside the validation's own.
+    assert json.loads((a / "analysis_provenance.json").read_text())["command"][1:3] == ["xdp", "analyze"]
+    assert json.loads((a / "provenance.json").read_text())["command"][1:3] == ["xdp", "validate"]
     assert v["timing"]["packets"] == 2000 + (name != "path_explosion")
     assert v["timing"]["guarantee_ns"] > 0
     names = set(v["checks"])

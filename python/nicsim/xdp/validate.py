@@ -75,6 +75,8 @@ STREAM_HEADER_BYTES = 64
 
 #: The largest analysis summary read (the suite's are under 1 MB).
 MAX_SUMMARY_BYTES = 64 << 20
+#: Where a validation written into the analysis's folder keeps the analysis's provenance.json.
+ANALYSIS_PROVENANCE = "analysis_provenance.json"
 #: The most environment results (`helper_results`) an example may list: one per helper call on
 #: its path, and a path has at most the graph's 4,000,000 instruction instances.
 MAX_HELPER_RESULTS = 4_000_000
@@ -443,10 +445,18 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     report["load"] = machine_load(load_before, os.getloadavg()[0])
     with output as o:
         if out is None:
-            # Keep the analysis's own files: copy them into the new folder.
+            # Keep the analysis's own files: copy them into the new folder (its provenance.json,
+            # which the validation's own replaces, as analysis_provenance.json, once: a folder
+            # validated before has it already).
+            validated_before = (analysis / ANALYSIS_PROVENANCE).is_file()
             for f in analysis.iterdir():
-                if f.is_file() and f.name not in ("validation.json", MARKER):
-                    (o.path / f.name).write_bytes(f.read_bytes())
+                if not f.is_file() or f.name in ("validation.json", MARKER):
+                    continue
+                if f.name == "provenance.json":
+                    if not validated_before:
+                        (o.path / ANALYSIS_PROVENANCE).write_bytes(f.read_bytes())
+                    continue
+                (o.path / f.name).write_bytes(f.read_bytes())
         o.json("validation.json", report)
         o.csv("timing.csv", rows, columns=["kind", "bytes", "ns", "retimed"])
         if study is not None:
