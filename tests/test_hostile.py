@@ -350,7 +350,7 @@ DATAPATH_CONFIGS: list[tuple[str, list[Edit], list[str]]] = [
     ("nested-header-1000", [("$", "[" + ".".join(["a"] * 1000) + "]\nx = 1")], ["nested"]),
     ("empty", [lambda t: ""], ["arch"]),
     ("comments-only", [lambda t: "# nothing here\n\n"], ["arch"]),
-    ("json-instead", [lambda t: '{"seed": 1, "arch": "flexpipe"}'], ["line"]),
+    ("json-instead", [lambda t: '{"seed": 1, "arch": "flexpipe"}'], ["is JSON, not TOML"]),
     ("router-config", [lambda t: (ROUTER / "setup_b.toml").read_text()], []),
 ]
 

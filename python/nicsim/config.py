@@ -121,6 +121,11 @@ def parse_toml(raw: bytes, file: str) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise ConfigError(f"not UTF-8 text (byte {e.start})", file=file) from None
     except tomllib.TOMLDecodeError as e:
+        if text.lstrip().startswith("{"):
+            # A run's config.json (the configuration it ran, as JSON) given back to it.
+            raise ConfigError("is JSON, not TOML: nicsim reads TOML configurations (a run's config.json is "
+                              "the configuration it ran: `nicsim run` the TOML file it came from, with the same "
+                              "--param)", file=file) from None
         raise ConfigError(*_toml_error(str(e)), file=file) from None
     except RecursionError:
         raise ConfigError(f"tables or arrays nested more than {MAX_DEPTH} deep", file=file) from None
