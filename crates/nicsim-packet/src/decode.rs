@@ -752,6 +752,10 @@ fn wifi_header(frame: &[u8], at: usize) -> Result<(Option<usize>, Next), ParseEr
     Ok((Some(at + len), Next::Other))
 }
 
+/// The largest value of an Ethernet header's type field that is an IEEE 802.3 length (1,500
+/// bytes: `ETH_DATA_LEN`); from 1,536 (0x0600) it is an EtherType.
+const MAX_8023_LENGTH: u16 = 1500;
+
 /// An LLC header at `at`: SNAP (AA AA 03, an OUI of zeros or the bridge-tunnel one) gives an
 /// EtherType; anything else is not IP.
 fn llc(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
@@ -792,7 +796,17 @@ impl Walk<'_> {
                 Next::Ethernet => {
                     need(frame, Layer::Ethernet, at, 14)?;
                     at += 14;
-                    Next::Ether(be16(frame, at - 2))
+                    match be16(frame, at - 2) {
+                        // IEEE 802.3: a length, and an LLC header after it (SNAP carries an
+                        // EtherType, as tshark's eth dissector decodes it).
+                        len if len <= MAX_8023_LENGTH && frame.len() >= at + 8 => {
+                            let (a, n) = llc(frame, at)?;
+                            at = a;
+                            n
+                        }
+                        len if len <= MAX_8023_LENGTH => Next::Other, // not even an LLC header
+                        t => Next::Ether(t),
+                    }
                 }
                 Next::Wifi => {
                     let (hdr, n) = wifi_header(frame, at)?;

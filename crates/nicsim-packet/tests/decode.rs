@@ -525,3 +525,27 @@ fn random_frames_of_every_link_type_never_panic() {
         }
     }
 }
+
+#[test]
+fn ieee_802_3_frames_with_llc_snap_carry_ip() {
+    // An 802.3 frame (its type field a length, at most 1,500) whose LLC/SNAP header gives the
+    // EtherType, as tshark's eth and llc dissectors decode it (zeek's snap-tcp.pcap); an LLC that
+    // is not SNAP (spanning tree's 42 42 03), or too short for an LLC header, is not IP.
+    let data = b"hello";
+    let ip = ip4(data, None);
+    let mut llc = vec![0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00];
+    llc.extend_from_slice(&ip);
+    let f = eth(llc.len() as u16, &llc);
+    check(linktype::ETHERNET, &f, data, 0);
+    // With its 802.3 length at the boundary (1,500) it is still a length.
+    let f = eth(1500, &llc);
+    check(linktype::ETHERNET, &f, data, 0);
+    let mut stp = vec![0x42, 0x42, 0x03];
+    stp.extend_from_slice(&[0; 35]);
+    assert!(decode(linktype::ETHERNET, &eth(38, &stp))
+        .unwrap()
+        .is_none());
+    assert!(decode(linktype::ETHERNET, &eth(3, &[0xaa, 0xaa, 0x03]))
+        .unwrap()
+        .is_none());
+}
