@@ -33,6 +33,8 @@ pub mod linktype {
     pub const ETHERNET: u32 = 1;
     /// PPP (RFC 1661), perhaps with the HDLC address and control bytes.
     pub const PPP: u32 = 9;
+    /// FDDI: frame control, destination and source addresses (13 bytes), then an LLC header.
+    pub const FDDI: u32 = 10;
     /// Raw IP on some BSDs (DLT_RAW = 12 or 14); the version nibble selects IPv4 or IPv6.
     pub const RAW_BSD: u32 = 12;
     /// Raw IP, OpenBSD numbering.
@@ -81,6 +83,7 @@ pub mod linktype {
             linktype,
             NULL | ETHERNET
                 | PPP
+                | FDDI
                 | RAW_BSD
                 | RAW_OPENBSD
                 | PPP_HDLC
@@ -110,6 +113,7 @@ pub mod linktype {
             NULL => "NULL",
             ETHERNET => "EN10MB",
             PPP => "PPP",
+            FDDI => "FDDI",
             RAW_BSD | RAW_OPENBSD | RAW => "RAW",
             PPP_HDLC => "PPP_SERIAL",
             PPP_ETHER => "PPP_ETHER",
@@ -585,6 +589,13 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
         lt::PPP_ETHER => {
             need(frame, Layer::Link, 0, 6)?;
             (0, Next::Ether(ethertype::PPPOE_SESSION))
+        }
+        lt::FDDI => {
+            // Frame control, destination, source (wiretap's and tshark's fddi: no padding by
+            // default), then LLC; SNAP gives the EtherType.
+            need(frame, Layer::Link, 0, 13 + 8)?;
+            let (at, next) = llc(frame, 13)?;
+            (if matches!(next, Next::Other) { 0 } else { at }, next)
         }
         lt::ATM_RFC1483 => {
             // LLC/SNAP: AA AA 03, an OUI of zeros, the EtherType.

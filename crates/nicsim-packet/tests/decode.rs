@@ -118,6 +118,12 @@ fn every_link_type_reaches_the_same_segment() {
         ),
         (linktype::PFLOG, with(&pflog)),
         (linktype::MPLS, with(&[0x00, 0x01, 0x01, 0x40])),
+        (
+            linktype::FDDI,
+            with(&[
+                0x50, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00,
+            ]),
+        ),
     ];
     for (lt, frame) in &cases {
         check(*lt, frame, data, 0);
