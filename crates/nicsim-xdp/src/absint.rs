@@ -7,11 +7,18 @@
 //! Everything here over-approximates: a range holds every value the register can have, and a
 //! branch is resolved only when every value in the ranges goes the same way.
 //!
-//! The stack is tracked in 8-byte slots of the current frame, so that a pointer the compiler
+//! The stack is tracked in 8-byte slots per call frame, so that a pointer the compiler
 //! spilled and reloaded is still known for what it points to: a full 8-byte store of a register
 //! at a constant offset from r10 keeps the register's value in the slot, any other store makes
 //! the slots it touches unknown, and a store through a pointer that might point into the stack
-//! makes them all unknown.
+//! makes them all unknown. A stack pointer names its frame by how many calls up it is
+//! ([`Val::Fp`]: 0 the current frame, 1 the caller's, ...): one the caller passes to a
+//! bpf-to-bpf callee (any of r1–r5) or as a `bpf_loop` callback's context stays a stack pointer
+//! there, its loads read the caller's slots (a pointer to a pointer too), and its stores
+//! update them, so that the caller gets them back when the callee returns. The verifier lets a
+//! callee read and write the stacks of its callers through such pointers, and refuses to
+//! spill a stack pointer into a caller's frame or to return one in r0, so no pointer to a
+//! frame outlives it.
 
 use crate::insn::{alu, endian, imm_value, jmp_taken, AluOp, Insn, JmpOp, Size, Src};
 
@@ -94,8 +101,9 @@ pub enum Val {
     Pkt(Iv),
     /// `data_end`.
     PktEnd,
-    /// The stack: r10 plus a constant offset (`None`: an offset not known).
-    Fp(Option<i16>),
+    /// The stack of the frame `up` calls up from the current one (0: the current frame, 1: its
+    /// caller's, ...): that frame's r10 plus a constant offset (`None`: an offset not known).
+    Fp(u8, Option<i16>),
     /// The address of map `m` (an `LD_IMM64` map reference).
     MapPtr(u32),
     /// A pointer into a value of map `m` (from `bpf_map_lookup_elem`, or global data); the
@@ -113,7 +121,25 @@ impl Val {
             (Val::Scalar(a), Val::Scalar(b)) => Val::Scalar(a.join(b)),
             (Val::Pkt(a), Val::Pkt(b)) => Val::Pkt(a.join(b)),
             (Val::MapVal(m, x), Val::MapVal(n, y)) if m == n => Val::MapVal(m, x || y),
+            (Val::Fp(j, _), Val::Fp(k, _)) if j == k => Val::Fp(j, None),
             _ => Val::Top,
+        }
+    }
+    /// The value as a frame `up` calls deeper sees it (a stack pointer counts its frame from
+    /// the one that holds it).
+    pub fn deeper(self, up: u8) -> Val {
+        match self {
+            Val::Fp(k, o) => k.checked_add(up).map_or(Val::Top, |k| Val::Fp(k, o)),
+            v => v,
+        }
+    }
+    /// The value as a frame `up` calls up sees it: a pointer into a frame below that one (gone
+    /// when it returns) is unknown.
+    pub fn shallower(self, up: u8) -> Val {
+        match self {
+            Val::Fp(k, o) if k >= up => Val::Fp(k - up, o),
+            Val::Fp(..) => Val::Top,
+            v => v,
         }
     }
     fn scalar(self) -> Iv {
@@ -149,13 +175,110 @@ fn cells_touched(off: i64, len: i64) -> std::ops::Range<usize> {
     lo.max(0) as usize..(hi.max(lo).min(SLOTS as i64)) as usize
 }
 
-/// Registers r0..=r10, and the current frame's stack slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The stacks of the callers of the current frame, outermost first (shared between the states
+/// of a callee until it writes one: copy on write). Each cell's value is as its own frame sees
+/// it ([`Val::deeper`] turns it into the current frame's view).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Callers(Option<std::sync::Arc<Vec<[Val; SLOTS]>>>);
+
+impl Callers {
+    /// How many callers.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| v.len())
+    }
+    /// The program's own frame (no callers).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn get(&self, up: u8) -> Option<&[Val; SLOTS]> {
+        let v = self.0.as_ref()?;
+        v.len().checked_sub(up as usize).and_then(|i| v.get(i))
+    }
+    fn get_mut(&mut self, up: u8) -> Option<&mut [Val; SLOTS]> {
+        let n = self.len();
+        let i = n.checked_sub(up as usize).filter(|_| up >= 1)?;
+        std::sync::Arc::make_mut(self.0.as_mut()?).get_mut(i)
+    }
+    fn push(&mut self, stack: [Val; SLOTS]) {
+        match &mut self.0 {
+            Some(v) => std::sync::Arc::make_mut(v).push(stack),
+            None => self.0 = Some(std::sync::Arc::new(vec![stack])),
+        }
+    }
+    fn pop(&mut self) -> Option<[Val; SLOTS]> {
+        let v = self.0.as_mut()?;
+        let top = std::sync::Arc::make_mut(v).pop();
+        if v.is_empty() {
+            self.0 = None;
+        }
+        top
+    }
+    /// Frames `up` and above (further out) forgotten.
+    fn forget_from(&mut self, up: u8) {
+        let n = self.len();
+        let Some(v) = self.0.as_mut() else { return };
+        let end = (n + 1).saturating_sub(up.max(1) as usize);
+        if v[..end].iter().all(|f| f.iter().all(|c| *c == Val::Top)) {
+            return;
+        }
+        for f in std::sync::Arc::make_mut(v)[..end].iter_mut() {
+            *f = [Val::Top; SLOTS];
+        }
+    }
+    fn join(&self, o: &Callers) -> Callers {
+        if self == o {
+            return self.clone();
+        }
+        let (a, b) = (self.0.as_deref(), o.0.as_deref());
+        let (a, b) = (a.map_or(&[][..], |v| &v[..]), b.map_or(&[][..], |v| &v[..]));
+        if a.len() != b.len() {
+            // States of different call depths do not meet in a graph inlined per call site;
+            // if they did, nothing is known of the callers' stacks.
+            let n = a.len().max(b.len());
+            return Callers((n > 0).then(|| std::sync::Arc::new(vec![[Val::Top; SLOTS]; n])));
+        }
+        let v = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| {
+                let mut f = *x;
+                for (c, d) in f.iter_mut().zip(y) {
+                    *c = c.join(*d);
+                }
+                f
+            })
+            .collect();
+        Callers(Some(std::sync::Arc::new(v)))
+    }
+    fn widen(&self, newer: &Callers) -> Callers {
+        let mut j = self.join(newer);
+        if j == *self {
+            return j;
+        }
+        if let (Some(v), Some(old)) = (j.0.as_mut(), self.0.as_deref()) {
+            if v.len() == old.len() {
+                for (f, g) in std::sync::Arc::make_mut(v).iter_mut().zip(old) {
+                    for (c, d) in f.iter_mut().zip(g) {
+                        if c != d {
+                            *c = Val::Top;
+                        }
+                    }
+                }
+            }
+        }
+        j
+    }
+}
+
+/// Registers r0..=r10, and the stack slots of the current frame and of its callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
     /// Registers r0..=r10.
     pub regs: [Val; 11],
     /// The current frame's 512-byte stack in 4-byte cells (cell 0 at r10 − 512).
     pub stack: [Val; SLOTS],
+    /// The callers' stacks (empty in the program's own frame).
+    pub callers: Callers,
     /// How far the program moved the packet start with `bpf_xdp_adjust_head` (bytes; `None`
     /// once unknown or once the tail grew, after which checks say nothing of the received
     /// length).
@@ -167,10 +290,11 @@ impl State {
     pub fn entry() -> State {
         let mut regs = [Val::Top; 11];
         regs[1] = Val::Ctx;
-        regs[10] = Val::Fp(Some(0));
+        regs[10] = Val::Fp(0, Some(0));
         State {
             regs,
             stack: [Val::Top; SLOTS],
+            callers: Callers::default(),
             shift: Some(0),
         }
     }
@@ -187,6 +311,7 @@ impl State {
         State {
             regs,
             stack,
+            callers: self.callers.join(&o.callers),
             shift: if self.shift == o.shift {
                 self.shift
             } else {
@@ -207,67 +332,100 @@ impl State {
                 *r = Val::Top;
             }
         }
+        s.callers = self.callers.widen(&newer.callers);
         s
     }
 
-    /// The state a bpf-to-bpf callee starts in: a fresh frame; a pointer into the caller's
-    /// stack is not one into the callee's.
+    /// The state a bpf-to-bpf callee (or a `bpf_loop` callback) starts in: a fresh frame; the
+    /// caller's stack becomes the first of the callers', and a pointer into a stack counts one
+    /// more frame up.
     pub fn enter_call(&mut self) {
-        for r in 1..=5 {
-            if matches!(self.regs[r], Val::Fp(_)) {
-                self.regs[r] = Val::Top;
-            }
+        for r in 0..=9 {
+            self.regs[r] = self.regs[r].deeper(1);
         }
-        self.regs[10] = Val::Fp(Some(0));
-        self.stack = [Val::Top; SLOTS];
+        self.regs[10] = Val::Fp(0, Some(0));
+        let stack = std::mem::replace(&mut self.stack, [Val::Top; SLOTS]);
+        self.callers.push(stack);
     }
 
-    /// Back in the caller (whose state at the call was `caller`): its r6–r10 and stack come
-    /// back, unless it passed a pointer into its stack, through which the callee may have
-    /// written.
-    pub fn return_to(&mut self, caller: &State) {
-        self.regs[6..=10].copy_from_slice(&caller.regs[6..=10]);
-        let passed_stack = caller.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)));
-        self.stack = if passed_stack {
-            [Val::Top; SLOTS]
+    /// Back in the caller (whose state at the call was `caller`, if known): its r6–r10 come
+    /// back from there, and its stack (and its callers') as the callee left them, since the
+    /// callee may have written them through pointers it was passed. r0–r5 count one frame
+    /// less up (r1–r5 are clobbered by the caller of this).
+    pub fn return_to(&mut self, caller: Option<&State>) {
+        for r in 0..=5 {
+            self.regs[r] = self.regs[r].shallower(1);
+        }
+        match caller {
+            Some(c) => self.regs[6..=10].copy_from_slice(&c.regs[6..=10]),
+            None => {
+                self.regs[6..=9].fill(Val::Top);
+                self.regs[10] = Val::Fp(0, Some(0));
+            }
+        }
+        self.stack = self.callers.pop().unwrap_or([Val::Top; SLOTS]);
+    }
+
+    /// Every stack, the current frame's and its callers', unknown.
+    pub fn forget_stacks(&mut self) {
+        self.stack = [Val::Top; SLOTS];
+        self.callers.forget_from(1);
+    }
+
+    /// The stack `up` frames up, if the state has it.
+    pub fn frame(&self, up: u8) -> Option<&[Val; SLOTS]> {
+        if up == 0 {
+            Some(&self.stack)
         } else {
-            caller.stack
-        };
+            self.callers.get(up)
+        }
+    }
+
+    fn frame_mut(&mut self, up: u8) -> Option<&mut [Val; SLOTS]> {
+        if up == 0 {
+            Some(&mut self.stack)
+        } else {
+            self.callers.get_mut(up)
+        }
+    }
+
+    /// The stack `up` frames up unknown (every stack if the state does not have it).
+    fn forget_frame(&mut self, up: u8) {
+        match self.frame_mut(up) {
+            Some(f) => {
+                if f.iter().any(|c| *c != Val::Top) {
+                    *f = [Val::Top; SLOTS];
+                }
+            }
+            None => self.forget_stacks(),
+        }
+    }
+
+    /// Frames `up` calls up and further out unknown: what a callee given a pointer into frame
+    /// `up` may reach (a pointer stored in a frame points into it or one further out).
+    pub fn forget_from(&mut self, up: u8) {
+        if up == 0 {
+            self.forget_stacks();
+        } else {
+            self.callers.forget_from(up);
+        }
     }
 
     /// A store of `len` bytes through a pointer holding `dst`, at offset `off`: what it does to
     /// the tracked slots (`val`: the value of a whole-slot store).
     fn store(&mut self, dst: Val, off: i16, len: i64, val: Val) {
         match dst {
-            Val::Fp(Some(base)) => {
-                let at = base as i64 + off as i64;
-                let range = cells_touched(at, len);
-                // Values that straddle the edges of the store lose their other half.
-                if range.start > 0 && self.stack.get(range.start) == Some(&Val::Upper) {
-                    self.stack[range.start - 1] = Val::Top;
-                }
-                if self.stack.get(range.end) == Some(&Val::Upper) {
-                    self.stack[range.end] = Val::Top;
-                }
-                for k in range {
-                    self.stack[k] = Val::Top;
-                }
-                match (cell(at), len) {
-                    (Some(k), 8) if k + 1 < SLOTS => {
-                        self.stack[k] = val;
-                        self.stack[k + 1] = Val::Upper;
-                    }
-                    (Some(k), 4) => {
-                        self.stack[k] = match val {
-                            Val::Scalar(iv) => Val::Scalar(iv.low32()),
-                            _ => Val::Top,
-                        }
-                    }
-                    _ => {}
+            Val::Fp(up, Some(base)) => {
+                // The value as the frame it is stored in sees it.
+                let val = val.shallower(up);
+                match self.frame_mut(up) {
+                    Some(f) => store_cells(f, base as i64 + off as i64, len, val),
+                    None => self.forget_stacks(),
                 }
             }
-            // Somewhere in the stack, or perhaps in it.
-            Val::Fp(None) | Val::Top | Val::Scalar(_) => self.stack = [Val::Top; SLOTS],
+            Val::Fp(up, None) => self.forget_frame(up),
+            // Somewhere in a stack, or perhaps in one.
+            Val::Top | Val::Scalar(_) => self.forget_stacks(),
             Val::Ctx
             | Val::Pkt(_)
             | Val::PktEnd
@@ -277,14 +435,15 @@ impl State {
         }
     }
 
-    /// A load of `len` bytes from the stack at `at` from r10.
-    fn load_stack(&self, at: i64, len: u32) -> Val {
-        let Some(k) = cell(at) else {
+    /// A load of `len` bytes from the stack `up` frames up at `at` from its r10, as the current
+    /// frame sees it.
+    fn load_frame(&self, up: u8, at: i64, len: u32) -> Val {
+        let (Some(k), Some(f)) = (cell(at), self.frame(up)) else {
             return Val::Scalar(bits_range(len * 8));
         };
-        let upper = self.stack.get(k + 1) == Some(&Val::Upper);
-        match (len, self.stack[k]) {
-            (8, v) if upper => v,
+        let upper = f.get(k + 1) == Some(&Val::Upper);
+        match (len, f[k]) {
+            (8, v) if upper => v.deeper(up),
             (4, Val::Scalar(iv)) => Val::Scalar(iv.low32()),
             _ => Val::Scalar(bits_range(len * 8)),
         }
@@ -299,7 +458,7 @@ impl State {
 
     /// The state after `insn` (for a conditional jump, before the edge refines it).
     pub fn step(&self, insn: &Insn) -> State {
-        let mut s = *self;
+        let mut s = self.clone();
         match *insn {
             Insn::Alu { op, is64, dst, src } => {
                 let d = s.regs[dst as usize];
@@ -325,8 +484,8 @@ impl State {
                 s.regs[dst as usize] = match (s.regs[src as usize], off, size) {
                     (Val::Ctx, 0, Size::W) => Val::Pkt(Iv::c(0)),
                     (Val::Ctx, 4, Size::W) => Val::PktEnd,
-                    (Val::Fp(Some(base)), _, Size::DW | Size::W) => {
-                        s.load_stack(base as i64 + off as i64, size.bytes())
+                    (Val::Fp(up, Some(base)), _, Size::DW | Size::W) => {
+                        s.load_frame(up, base as i64 + off as i64, size.bytes())
                     }
                     _ => Val::Scalar(bits_range(size.bytes() * 8)),
                 };
@@ -341,7 +500,8 @@ impl State {
                     Src::Reg(r) => s.regs[r as usize],
                     Src::Imm(i) => Val::Scalar(Iv::c(imm_value(i))),
                 };
-                s.store(s.regs[dst as usize], off, size.bytes() as i64, val);
+                let d = s.regs[dst as usize];
+                s.store(d, off, size.bytes() as i64, val);
             }
             Insn::Atomic {
                 src,
@@ -351,7 +511,8 @@ impl State {
                 off,
                 size,
             } => {
-                s.store(s.regs[dst as usize], off, size.bytes() as i64, Val::Top);
+                let d = s.regs[dst as usize];
+                s.store(d, off, size.bytes() as i64, Val::Top);
                 if fetch {
                     let r = if op == crate::insn::AtomicOp::CmpXchg {
                         0
@@ -372,11 +533,15 @@ impl State {
             Insn::Call { helper } => {
                 let delta = s.regs[2].scalar().konst().map(|d| d as i32 as i64);
                 let map = s.regs[1];
-                if crate::helpers::writes_args(helper)
-                    && s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_)))
-                {
-                    // It may write into the stack.
-                    s.stack = [Val::Top; SLOTS];
+                // It may write into the stacks its arguments point into (bpf_loop's callback's
+                // writes through its context are the callback's own instructions, which the
+                // graph inlines).
+                if crate::helpers::writes_args(helper) && helper != HELPER_LOOP {
+                    for r in 1..=5 {
+                        if let Val::Fp(up, _) = s.regs[r] {
+                            s.forget_frame(up);
+                        }
+                    }
                 }
                 // r1–r5 are clobbered; helpers that move the packet invalidate its pointers.
                 for r in 0..=5 {
@@ -387,9 +552,20 @@ impl State {
                 }
                 if crate::helpers::moves_packet(helper) {
                     // The verifier makes the program reload data and data_end.
+                    let pkt = |r: &Val| matches!(r, Val::Pkt(_) | Val::PktEnd);
                     for r in s.regs.iter_mut().chain(s.stack.iter_mut()) {
-                        if matches!(r, Val::Pkt(_) | Val::PktEnd) {
+                        if pkt(r) {
                             *r = Val::Top;
+                        }
+                    }
+                    // And in the callers' frames (the verifier clears them in every frame).
+                    for up in 1..=s.callers.len().min(u8::MAX as usize) as u8 {
+                        if s.frame(up).is_some_and(|f| f.iter().any(pkt)) {
+                            if let Some(f) = s.frame_mut(up) {
+                                for r in f.iter_mut().filter(|r| pkt(r)) {
+                                    *r = Val::Top;
+                                }
+                            }
                         }
                     }
                     // A check after adjust_head(δ) of `off` bytes means the received packet
@@ -425,7 +601,7 @@ impl State {
                 return crate::helpers::dynptr::absint_step(self, &name);
             }
             if crate::helpers::kfuncs::NO_VALUE.contains(&name.as_str()) {
-                let mut s = *self;
+                let mut s = self.clone();
                 s.regs[..=5].fill(Val::Top);
                 return s;
             }
@@ -436,11 +612,12 @@ impl State {
                 helper: HELPER_MAP_LOOKUP,
             },
             Val::MapPtr(m),
-            Val::Fp(Some(base)),
+            Val::Fp(up, Some(base)),
         ) = (*insn, self.regs[1], self.regs[2])
         {
             let def = &p.maps[m as usize];
-            if let (true, Val::Scalar(key)) = (def.is_array(), self.load_stack(base as i64, 4)) {
+            let key = self.load_frame(up, base as i64, 4);
+            if let (true, Val::Scalar(key)) = (def.is_array(), key) {
                 if key.hi < def.max_entries as u64 {
                     s.regs[0] = Val::MapVal(m, false);
                 }
@@ -575,6 +752,35 @@ fn mirror(op: JmpOp) -> JmpOp {
     }
 }
 
+/// A store of `len` bytes at `at` from r10 into the frame `stack` (`val`: the value of a
+/// whole-slot store, as that frame sees it).
+fn store_cells(stack: &mut [Val; SLOTS], at: i64, len: i64, val: Val) {
+    let range = cells_touched(at, len);
+    // Values that straddle the edges of the store lose their other half.
+    if range.start > 0 && stack.get(range.start) == Some(&Val::Upper) {
+        stack[range.start - 1] = Val::Top;
+    }
+    if stack.get(range.end) == Some(&Val::Upper) {
+        stack[range.end] = Val::Top;
+    }
+    for k in range {
+        stack[k] = Val::Top;
+    }
+    match (cell(at), len) {
+        (Some(k), 8) if k + 1 < SLOTS => {
+            stack[k] = val;
+            stack[k + 1] = Val::Upper;
+        }
+        (Some(k), 4) => {
+            stack[k] = match val {
+                Val::Scalar(iv) => Val::Scalar(iv.low32()),
+                _ => Val::Top,
+            }
+        }
+        _ => {}
+    }
+}
+
 fn bits_range(bits: u32) -> Iv {
     if bits >= 64 {
         Iv::TOP
@@ -634,7 +840,7 @@ fn decide(op: JmpOp, is64: bool, x: Iv, y: Iv) -> (bool, bool) {
 fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
     // scalar + pointer is pointer + scalar.
     let (d, v) = match (op, d, v) {
-        (AluOp::Add, Val::Scalar(_), Val::Pkt(_) | Val::MapVal(..) | Val::Fp(_)) if is64 => (v, d),
+        (AluOp::Add, Val::Scalar(_), Val::Pkt(_) | Val::MapVal(..) | Val::Fp(..)) if is64 => (v, d),
         _ => (d, v),
     };
     // Packet pointer arithmetic.
@@ -660,7 +866,7 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
                 None => Val::Top,
             }
         }
-        (AluOp::Add | AluOp::Sub, Val::Fp(base), Val::Scalar(x)) if is64 => {
+        (AluOp::Add | AluOp::Sub, Val::Fp(up, base), Val::Scalar(x)) if is64 => {
             let moved = base.zip(x.konst()).and_then(|(b, c)| {
                 let c = c as i64;
                 let o = if op == AluOp::Add {
@@ -670,7 +876,7 @@ fn alu_val(op: AluOp, is64: bool, d: Val, v: Val) -> Val {
                 };
                 i16::try_from(o).ok()
             });
-            return Val::Fp(moved);
+            return Val::Fp(up, moved);
         }
         (AluOp::Add | AluOp::Sub, Val::MapVal(m, n), Val::Scalar(_)) if is64 => {
             return Val::MapVal(m, n)
@@ -859,5 +1065,120 @@ mod tests {
             t.regs[3] = Val::PktEnd;
             assert_eq!(t.len_need(&j, false), need, "adjust_head({delta})");
         }
+    }
+
+    fn ldx(dst: u8, src: u8, off: i16) -> Insn {
+        Insn::Ldx {
+            size: Size::DW,
+            dst,
+            src,
+            off,
+            signed: false,
+        }
+    }
+    fn stx(dst: u8, src: u8, off: i16) -> Insn {
+        Insn::St {
+            size: Size::DW,
+            dst,
+            src: Src::Reg(src),
+            off,
+        }
+    }
+    fn fp_plus(dst: u8, off: i32) -> [Insn; 2] {
+        [
+            Insn::Alu {
+                op: AluOp::Mov,
+                is64: true,
+                dst,
+                src: Src::Reg(10),
+            },
+            Insn::Alu {
+                op: AluOp::Add,
+                is64: true,
+                dst,
+                src: Src::Imm(off),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_pointer_to_the_callers_stack_reads_and_writes_its_slots() {
+        let mut s = State::entry();
+        // fp-8 = 5; fp-16 = fp-8 (a pointer to a pointer); r3 = fp-16; r1 = fp-8.
+        s.regs[2] = Val::Scalar(Iv::c(5));
+        s = s.step(&stx(10, 2, -8));
+        for i in fp_plus(4, -8) {
+            s = s.step(&i);
+        }
+        s = s.step(&stx(10, 4, -16));
+        for i in fp_plus(3, -16).into_iter().chain(fp_plus(1, -8)) {
+            s = s.step(&i);
+        }
+        let caller = s.clone();
+        s.enter_call();
+        assert_eq!(s.regs[1], Val::Fp(1, Some(-8)));
+        assert_eq!(s.regs[3], Val::Fp(1, Some(-16)));
+        // In the callee: r4 = *r3 (the caller's fp-8), r5 = *r4 (5).
+        s = s.step(&ldx(4, 3, 0)).step(&ldx(5, 4, 0));
+        assert_eq!(s.regs[4], Val::Fp(1, Some(-8)));
+        assert_eq!(s.regs[5], Val::Scalar(Iv::c(5)));
+        // A spill of the pointer into the callee's own stack, reloaded.
+        s = s.step(&stx(10, 1, -8)).step(&ldx(6, 10, -8));
+        assert_eq!(s.regs[6], Val::Fp(1, Some(-8)));
+        // A nested call: two frames up.
+        let mid = s.clone();
+        let mut t = s.clone();
+        t.enter_call();
+        assert_eq!(t.regs[6], Val::Fp(2, Some(-8)));
+        // The innermost stores 7 into the outermost's fp-8 (through r6, two frames up).
+        t.regs[2] = Val::Scalar(Iv::c(7));
+        t = t.step(&stx(6, 2, 0));
+        t.return_to(Some(&mid));
+        assert_eq!(t.regs[6], Val::Fp(1, Some(-8)));
+        assert_eq!(t.step(&ldx(0, 6, 0)).regs[0], Val::Scalar(Iv::c(7)));
+        // The callee's own slot is still there.
+        assert_eq!(t.step(&ldx(0, 10, -8)).regs[0], Val::Fp(1, Some(-8)));
+        t.return_to(Some(&caller));
+        // Back in the caller: its slot holds what the callees wrote, not the 5 it stored.
+        assert_eq!(t.step(&ldx(0, 10, -8)).regs[0], Val::Scalar(Iv::c(7)));
+        assert_eq!(t.step(&ldx(0, 10, -16)).regs[0], Val::Fp(0, Some(-8)));
+        assert!(t.callers.is_empty());
+    }
+
+    #[test]
+    fn a_store_the_analysis_cannot_place_forgets_every_frame() {
+        let mut s = State::entry();
+        s.regs[2] = Val::Scalar(Iv::c(5));
+        s = s.step(&stx(10, 2, -8));
+        let caller = s.clone();
+        s.enter_call();
+        s.regs[2] = Val::Scalar(Iv::c(9));
+        s = s.step(&stx(10, 2, -8));
+        // Through an unknown pointer: any stack.
+        s.regs[3] = Val::Top;
+        s = s.step(&stx(3, 2, 0));
+        assert_eq!(s.stack[cell(-8).unwrap()], Val::Top);
+        s.return_to(Some(&caller));
+        assert_eq!(s.step(&ldx(0, 10, -8)).regs[0], Val::Scalar(Iv::TOP));
+        // A helper that writes through a pointer to the caller's stack forgets that frame.
+        let mut s = State::entry();
+        s = s.step(&stx(10, 2, -8));
+        s.regs[2] = Val::Scalar(Iv::c(5));
+        s = s.step(&stx(10, 2, -8));
+        for i in fp_plus(1, -8) {
+            s = s.step(&i);
+        }
+        let caller = s.clone();
+        s.enter_call();
+        s.regs[3] = s.regs[1];
+        s = s.step(&Insn::Call { helper: u32::MAX });
+        s.return_to(Some(&caller));
+        assert_eq!(s.step(&ldx(0, 10, -8)).regs[0], Val::Scalar(Iv::TOP));
+        // A pointer to the callee's frame is gone once it returns.
+        let mut s = State::entry();
+        s.enter_call();
+        s.regs[0] = Val::Fp(0, Some(-8));
+        s.return_to(None);
+        assert_eq!(s.regs[0], Val::Top);
     }
 }

@@ -754,9 +754,11 @@ fn states(g: &Graph, p: &Program) -> Vec<Option<State>> {
     at[0] = Some(State::entry());
     let mut work = vec![0u32];
     while let Some(u) = work.pop() {
-        let Some(s) = at[u as usize] else { continue };
-        for (_, to, out) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
-            let merged = match at[to as usize] {
+        let Some(s) = at[u as usize].clone() else {
+            continue;
+        };
+        for (_, to, out) in out_states(g, p, u, &s, |c| at.get(c as usize).cloned().flatten()) {
+            let merged = match &at[to as usize] {
                 None => out,
                 Some(old) => {
                     let j = if visits[to as usize] > 3 {
@@ -764,7 +766,7 @@ fn states(g: &Graph, p: &Program) -> Vec<Option<State>> {
                     } else {
                         old.join(&out)
                     };
-                    if j == old {
+                    if j == *old {
                         continue;
                     }
                     j
@@ -793,29 +795,51 @@ pub(crate) fn out_states(
         .expect("node on an instruction");
     let after = s.step_in(insn, p);
     let (can_take, can_fall) = s.branch(insn);
+    let loop_call = is_loop_call(p, node.pc as usize);
     let mut out = Vec::with_capacity(node.succ.len());
     for (idx, e) in node.succ.iter().enumerate() {
-        let mut t = after;
+        let mut t = after.clone();
         match e.kind {
             EdgeKind::Taken if !can_take => continue,
             EdgeKind::NotTaken if !can_fall => continue,
             EdgeKind::Taken => t.refine(insn, true),
             EdgeKind::NotTaken => t.refine(insn, false),
             EdgeKind::Return => {
-                // The caller's r6–r10 and stack come back; r1–r5 are clobbered.
-                if let Some(c) = call(e.call) {
-                    t.return_to(&c);
-                } else {
-                    t.regs[6..10].fill(crate::absint::Val::Top);
-                    t.stack = [crate::absint::Val::Top; crate::absint::SLOTS];
+                // The caller's r6–r10 come back, and its stack as the callee left it; r1–r5
+                // are clobbered, except at a `bpf_loop` call that goes on calling its callback
+                // (its next visit of the call), where they are still the call's arguments.
+                let c = call(e.call);
+                t.return_to(c.as_ref());
+                let resumes = c.as_ref().filter(|_| {
+                    e.call != NONE
+                        && g.nodes[e.call as usize].pc == g.nodes[e.to as usize].pc
+                        && is_loop_call(p, g.nodes[e.to as usize].pc as usize)
+                });
+                match resumes {
+                    Some(c) => t.regs[1..6].copy_from_slice(&c.regs[1..6]),
+                    None => t.regs[1..6].fill(crate::absint::Val::Top),
                 }
-                t.regs[1..6].fill(crate::absint::Val::Top);
             }
-            EdgeKind::Call => t.enter_call(),
-            EdgeKind::CallSummary => {
-                // Any call of the callback: its index and what it reads unknown.
+            EdgeKind::Call => {
+                if loop_call {
+                    // bpf_loop calls `callback(index, ctx)`: ctx is its r3.
+                    t.regs[1] = crate::absint::Val::Top;
+                    t.regs[2] = s.regs[3];
+                }
                 t.enter_call();
+            }
+            EdgeKind::CallSummary => {
+                // Any call of the callback: its index unknown, its context as the call's r3,
+                // and what the calls before may have written through it unknown (the frames
+                // it points into and those further out, which pointers stored there reach).
                 t.regs[1..6].fill(crate::absint::Val::Top);
+                if loop_call {
+                    t.regs[2] = s.regs[3];
+                    if let crate::absint::Val::Fp(up, _) = s.regs[3] {
+                        t.forget_from(up);
+                    }
+                }
+                t.enter_call();
             }
             EdgeKind::TailCall { map, slot } => {
                 if !tail_call_possible(s, map, slot) {
@@ -917,10 +941,13 @@ fn entry_state(p: &Program, g: &Graph, lp: &Loop, at: &[Option<State>]) -> Optio
         if lp.in_body[u as usize] {
             continue;
         }
-        let Some(s) = at[u as usize] else { continue };
-        for (_, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
+        let Some(s) = &at[u as usize] else { continue };
+        for (_, to, t) in out_states(g, p, u, s, |c| at.get(c as usize).cloned().flatten()) {
             if to == lp.header {
-                entry = Some(entry.map_or(t, |e| e.join(&t)));
+                entry = Some(match entry {
+                    Some(e) => e.join(&t),
+                    None => t,
+                });
             }
         }
     }
@@ -955,7 +982,11 @@ fn iter_count(p: &Program, g: &Graph, lp: &Loop) -> Option<u64> {
         if p.kfunc_name(id) != crate::helpers::iter_num::NEXT {
             return None;
         }
-        let s = at.get(v as usize).copied().flatten().unwrap_or(entry);
+        let s = at
+            .get(v as usize)
+            .cloned()
+            .flatten()
+            .unwrap_or_else(|| entry.clone());
         Some(crate::helpers::iter_num::count_at(&s).unwrap_or(crate::absint::BPF_MAX_LOOPS))
     })
 }
@@ -983,17 +1014,20 @@ fn find_bound(
     for k in 0..=max_iterations {
         local.clear();
         feasible.push_iteration();
-        local.insert(lp.header, cur);
+        local.insert(lp.header, cur.clone());
         let mut next: Option<State> = None;
         for &u in &order {
             // Visited in topological order: a node's state is not needed after its visit.
             let Some(s) = local.remove(&u) else {
                 continue;
             };
-            for (idx, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).copied().flatten()) {
+            for (idx, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).cloned().flatten()) {
                 feasible.insert(u, idx);
                 if is_back(u, idx) {
-                    next = Some(next.map_or(t, |x| x.join(&t)));
+                    next = Some(match next {
+                        Some(x) => x.join(&t),
+                        None => t,
+                    });
                 } else if lp.in_body[to as usize] {
                     local.entry(to).and_modify(|x| *x = x.join(&t)).or_insert(t);
                 }

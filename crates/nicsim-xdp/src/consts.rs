@@ -229,7 +229,7 @@ impl Facts {
         };
         Facts {
             base,
-            stack_arg: s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(_))),
+            stack_arg: s.regs[1..=5].iter().any(|r| matches!(r, Val::Fp(..))),
         }
     }
 }
@@ -250,7 +250,7 @@ fn tracked_slots(p: &Program, dag: &Dag, facts: &[Option<Facts>]) -> Vec<i64> {
         else {
             continue;
         };
-        if let Some(Val::Fp(Some(b))) = s.map(|s| s.base) {
+        if let Some(Val::Fp(0, Some(b))) = s.map(|s| s.base) {
             let o = b as i64 + off as i64;
             if o % 8 == 0 && !offs.contains(&o) {
                 offs.push(o);
@@ -285,11 +285,14 @@ impl ConstModel {
         let slot_of = |base: Val, off: i16| -> Result<Option<u8>, ()> {
             // Ok(Some(loc)): that tracked slot; Ok(None): no tracked slot; Err: maybe any.
             match base {
-                Val::Fp(Some(b)) => {
+                Val::Fp(0, Some(b)) => {
                     let o = b as i64 + off as i64;
                     Ok(slots.iter().position(|&s| s == o).map(|i| (REGS + i) as u8))
                 }
-                Val::Fp(None) | Val::Top | Val::Scalar(_) => Err(()),
+                // A caller's stack: the tracked slots are the current frame's (a call and a
+                // return forget them all).
+                Val::Fp(_, Some(_)) => Ok(None),
+                Val::Fp(_, None) | Val::Top | Val::Scalar(_) => Err(()),
                 Val::Ctx
                 | Val::Pkt(_)
                 | Val::PktEnd
@@ -301,7 +304,7 @@ impl ConstModel {
         // Tracked slots that bytes off..off+len from r10-relative `base` touch.
         let touched = |base: Val, off: i16, len: i64| -> u32 {
             match base {
-                Val::Fp(Some(b)) => {
+                Val::Fp(0, Some(b)) => {
                     let lo = b as i64 + off as i64;
                     let mut m = 0;
                     for (i, &s) in slots.iter().enumerate() {
@@ -311,7 +314,8 @@ impl ConstModel {
                     }
                     m
                 }
-                Val::Fp(None) | Val::Top | Val::Scalar(_) => SLOT_BITS,
+                Val::Fp(_, Some(_)) => 0,
+                Val::Fp(_, None) | Val::Top | Val::Scalar(_) => SLOT_BITS,
                 _ => 0,
             }
         };

@@ -162,7 +162,7 @@ pub enum CostError {
 pub fn states(p: &Program, g: &Graph, topo: &[u32]) -> Vec<Option<State>> {
     let mut at: Vec<Option<State>> = vec![None; g.nodes.len()];
     let done: Result<(), std::convert::Infallible> = visit_states(p, g, topo, |u, s| {
-        at[u as usize] = s.copied();
+        at[u as usize] = s.cloned();
         Ok(())
     });
     let Ok(()) = done;
@@ -201,9 +201,9 @@ pub fn visit_states<E>(
         let node = &g.nodes[u as usize];
         if let Some(s) = s {
             if uses.contains_key(&u) {
-                calls.insert(u, *s);
+                calls.insert(u, (*s).clone());
             }
-            for (_, to, out) in crate::cfg::out_states(g, p, u, &s, |c| calls.get(&c).copied()) {
+            for (_, to, out) in crate::cfg::out_states(g, p, u, &s, |c| calls.get(&c).cloned()) {
                 match &mut pending[to as usize] {
                     Some(old) => **old = old.join(&out),
                     slot => *slot = Some(Box::new(out)),
@@ -460,7 +460,7 @@ fn insn_cost(
             } + immed,
         ),
         Insn::Ldx { src, off, .. } => match s.regs[src as usize] {
-            Val::Fp(_) | Val::Ctx => plain(c.stack),
+            Val::Fp(..) | Val::Ctx => plain(c.stack),
             // Packet data and read-only tables sit in the cores' local SRAM.
             v @ (Val::Pkt(_) | Val::MapVal(..)) if matches!(v, Val::Pkt(_)) || frozen(v) => {
                 InsnCost {
@@ -488,7 +488,7 @@ fn insn_cost(
             off,
             size,
         } => match s.regs[dst as usize] {
-            Val::Fp(_) | Val::Ctx => plain(c.stack),
+            Val::Fp(..) | Val::Ctx => plain(c.stack),
             // Waited for as a load is, with the latency of where it writes.
             v if m.stores_wait => {
                 let packet = matches!(v, Val::Pkt(_));
@@ -520,7 +520,7 @@ fn insn_cost(
             },
         },
         Insn::Atomic { dst, fetch, .. } => match s.regs[dst as usize] {
-            Val::Fp(_) => plain(c.stack),
+            Val::Fp(..) => plain(c.stack),
             v => {
                 let atomic = m.atomic_cycles.unwrap_or(m.issue_nowait_cycles);
                 InsnCost {
@@ -952,7 +952,7 @@ pub fn costed_with_facts(
         let pc = node.pc as usize;
         let insn = p.code[pc].as_ref().expect("node on an instruction");
         facts[u as usize] = at.map(|s| Facts::of(insn, s));
-        let s = at.copied().unwrap_or_else(State::entry);
+        let s = at.cloned().unwrap_or_else(State::entry);
         let (can_take, can_fall) = s.branch(insn);
         let mut edges: Vec<(u32, EdgeKind)> = node
             .succ

@@ -62,7 +62,9 @@ pub(crate) fn refusal(p: &crate::load::Program, name: &str) -> Option<String> {
 
 /// The stack cells of the 16 bytes at `v` (a known stack offset), if they are whole cells.
 fn cells(v: Val) -> Option<std::ops::Range<usize>> {
-    let Val::Fp(Some(off)) = v else { return None };
+    let Val::Fp(0, Some(off)) = v else {
+        return None;
+    };
     let k = crate::absint::cell_of(off as i64)?;
     (k + 4 <= crate::absint::SLOTS).then_some(k..k + 4)
 }
@@ -73,7 +75,7 @@ fn cells(v: Val) -> Option<std::ops::Range<usize>> {
 /// loads cost as the packet's; a test of it against NULL may go either way); r0–r5 otherwise
 /// unknown.
 pub(crate) fn absint_step(s: &State, name: &str) -> State {
-    let mut t = *s;
+    let mut t = s.clone();
     t.regs[..=5].fill(Val::Top);
     let written = match name {
         FROM_XDP => Some(s.regs[3]),
@@ -84,7 +86,7 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
     if let Some(v) = written {
         match cells(v) {
             Some(r) => t.stack[r].fill(Val::Top),
-            None => t.stack = [Val::Top; crate::absint::SLOTS],
+            None => t.forget_stacks(),
         }
     }
     if matches!(name, SLICE | SLICE_RDWR) {

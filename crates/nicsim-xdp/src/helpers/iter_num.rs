@@ -47,18 +47,18 @@ fn int_range(v: Val) -> (i64, i64) {
 /// `STACK_ITER`), so the encoding is not data the program sees. An iterator whose place is not
 /// a known stack offset makes the whole stack unknown. r1–r5 are clobbered, as by any call.
 pub(crate) fn absint_step(s: &State, name: &str) -> State {
-    let mut t = *s;
+    let mut t = s.clone();
     for r in 0..=5 {
         t.regs[r] = Val::Top;
     }
     let slot = match s.regs[1] {
-        Val::Fp(Some(off)) => {
+        Val::Fp(0, Some(off)) => {
             crate::absint::cell_of(off as i64).filter(|&k| k + 1 < crate::absint::SLOTS)
         }
         _ => None,
     };
     let Some(k) = slot else {
-        t.stack = [Val::Top; crate::absint::SLOTS];
+        t.forget_stacks();
         return t;
     };
     let max = BPF_MAX_LOOPS;
@@ -110,7 +110,7 @@ pub(crate) fn absint_step(s: &State, name: &str) -> State {
 /// The most times `bpf_iter_num_next` may still give a pointer, in state `s` before a call
 /// of it (r1 the iterator), if the abstract values say.
 pub(crate) fn count_at(s: &State) -> Option<u64> {
-    let Val::Fp(Some(off)) = s.regs[1] else {
+    let Val::Fp(0, Some(off)) = s.regs[1] else {
         return None;
     };
     let k = crate::absint::cell_of(off as i64).filter(|&k| k + 1 < crate::absint::SLOTS)?;
