@@ -133,7 +133,6 @@ pub mod linktype {
             ARCNET_BSD => "ARCNET",
             ARCNET_LINUX => "ARCNET_LINUX",
             6 => "IEEE802",
-            10 => "FDDI",
             107 => "FRELAY",
             119 => "PRISM_HEADER",
             163 => "IEEE802_11_RADIO_AVS",

@@ -693,21 +693,26 @@ impl Search {
                 return Next::OutOfMemory;
             }
             let t = &self.a.target.limits;
-            let q = crate::symex::query(
+            // A known conflict, told the assertions as the path's query is built: refuted
+            // without the solver, and without building the rest of the query.
+            let mut conflict = ConflictScan::default();
+            let q = match crate::symex::query_until(
                 &self.a.program,
                 &steps,
                 t.min_packet_bytes as u64,
                 t.mtu_bytes as u64 + 14,
-            );
+                |at, text| conflict.complete(self, at, text),
+            ) {
+                Ok(q) => q,
+                Err(pos) => {
+                    self.merger.refute(&self.a.target, &edges[..=pos]);
+                    self.conflict_skipped += 1;
+                    continue;
+                }
+            };
             if held + QUERY_COPIES * q.smt.len() > self.memory_budget {
                 self.current = Some((f, edges));
                 return Next::OutOfMemory;
-            }
-            if let Some(pos) = self.conflict_position(&q.asserts) {
-                // A known conflict: refuted without the solver.
-                self.merger.refute(&self.a.target, &edges[..=pos]);
-                self.conflict_skipped += 1;
-                continue;
             }
             let key = f.key;
             self.current = Some((f, edges));
@@ -792,25 +797,6 @@ impl Search {
                     .map(|v| v.capacity() * std::mem::size_of::<Option<u64>>())
                     .sum()
             })
-    }
-
-    /// The position on the path at which a known conflict is complete, if one is.
-    fn conflict_position(&self, asserts: &[(usize, String)]) -> Option<usize> {
-        let mut count: std::collections::HashMap<u32, usize> = Default::default();
-        let mut seen: std::collections::HashSet<&str> = Default::default();
-        for (k, text) in asserts {
-            if !seen.insert(text.as_str()) {
-                continue;
-            }
-            for &id in self.conflict_index.get(text).into_iter().flatten() {
-                let c = count.entry(id).or_insert(0);
-                *c += 1;
-                if *c == self.conflict_size[id as usize] {
-                    return Some(*k);
-                }
-            }
-        }
-        None
     }
 
     /// The largest packet length the lemmas require of a path with these assertions (0: none),
@@ -1071,6 +1057,33 @@ impl Search {
             pps: f.rate.pps,
             retval: None,
             source_lines: self.a.path_lines(&self.a.search_dag, edges),
+        })
+    }
+}
+
+/// A path's assertions, told one by one, against the search's known conflicts (the sets of
+/// condition texts unsat cores gave): [`ConflictScan::complete`] says when one is complete.
+#[derive(Default)]
+struct ConflictScan {
+    /// Per conflict, its texts seen so far.
+    count: std::collections::HashMap<u32, usize>,
+    /// The texts seen so far (a text repeated on the path counts once).
+    seen: std::collections::HashSet<String>,
+}
+
+impl ConflictScan {
+    /// Whether assertion `text` (at position `_at`) completes a known conflict of `search`.
+    fn complete(&mut self, search: &Search, _at: usize, text: &str) -> bool {
+        let Some(ids) = search.conflict_index.get(text) else {
+            return false;
+        };
+        if !self.seen.insert(text.to_owned()) {
+            return false;
+        }
+        ids.iter().any(|&id| {
+            let c = self.count.entry(id).or_insert(0);
+            *c += 1;
+            *c == search.conflict_size[id as usize]
         })
     }
 }

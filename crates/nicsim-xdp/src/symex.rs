@@ -1406,6 +1406,24 @@ pub fn sized_by_index(def: &crate::load::MapDef) -> bool {
 /// The SMT-LIB2 query for the path that executes `steps` (instruction index, how it leaves),
 /// in order; `min_len`..=`max_len` bounds the received packet.
 pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64) -> Query {
+    match query_until(p, steps, min_len, max_len, |_, _| false) {
+        Ok(q) => q,
+        Err(_) => unreachable!("a query that is never stopped"),
+    }
+}
+
+/// [`query`], told every branch assertion as it is made (its position on the path and its
+/// text): when `stop` says so, the symbolic execution ends there and the position is returned
+/// (the search stops at a known conflict's last condition, without building the rest of a long
+/// path's query: on a UPF program of 8,000 instructions, 95 % of a search went into the text
+/// of paths that a conflict near their start refuted).
+pub fn query_until(
+    p: &Program,
+    steps: &[(u32, EdgeKind)],
+    min_len: u64,
+    max_len: u64,
+    mut stop: impl FnMut(usize, &str) -> bool,
+) -> Result<Query, usize> {
     let mut s = Sym {
         p,
         out: String::new(),
@@ -1473,13 +1491,20 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
     regs[1] = V::Ctx;
     regs[10] = V::P(Region::Stack(0), bv64(0), Some(0));
     s.frames.push(Frame::new(0, regs, None));
+    let mut told = 0;
     for (k, &(pc, kind)) in steps.iter().enumerate() {
         let insn = p.code[pc as usize].expect("instruction");
         s.step(&insn, kind, k);
+        for (at, text) in &s.asserts[told..] {
+            if stop(*at, text) {
+                return Err(*at);
+            }
+        }
+        told = s.asserts.len();
     }
     let ret = s.ret.clone().unwrap_or_else(|| bv64(0));
     let ret = s.def("(_ BitVec 64)", &ret);
-    Query {
+    Ok(Query {
         smt: s.out,
         len: "len".into(),
         packet: "pkt0".into(),
@@ -1488,7 +1513,7 @@ pub fn query(p: &Program, steps: &[(u32, EdgeKind)], min_len: u64, max_len: u64)
         sizes: s.sizes,
         env: s.env,
         asserts: s.asserts,
-    }
+    })
 }
 
 #[cfg(test)]
