@@ -630,13 +630,42 @@ fn decode_pcap<'a>(
         ));
     }
     check_lengths("record", at, raw.incl_len, raw.orig_len)?;
+    let (linktype, fcs_len) = pcap_linktype(header.datalink.into());
+    let (data, orig_len) = strip_fcs(borrowed(raw.data, "record", at)?, raw.orig_len, fcs_len);
     Ok(RecordRef {
         ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
-        data: borrowed(raw.data, "record", at)?,
+        data,
         data_offset: 0,
-        orig_len: raw.orig_len,
-        linktype: header.datalink.into(),
+        orig_len,
+        linktype,
     })
+}
+
+/// The link type and the FCS length in bytes that a pcap file header's link-type field
+/// announces. As libpcap reads it (`LT_LINKTYPE`, `LT_FCS_LENGTH_PRESENT`, `LT_FCS_LENGTH`;
+/// draft-ietf-opsawg-pcap): the link type is the low 26 bits; when bit 26 (F) is set, the top
+/// four bits give the length of the FCS that ends every frame, in 16-bit words. Bits 26-31
+/// without F mean nothing (tshark reads `0x30000001` as Ethernet).
+pub fn pcap_linktype(field: u32) -> (u32, usize) {
+    let linktype = field & 0x03FF_FFFF;
+    let fcs_len = if field & 0x0400_0000 != 0 {
+        (field >> 28) as usize * 2
+    } else {
+        0
+    };
+    (linktype, fcs_len)
+}
+
+/// A frame without the `fcs_len`-byte FCS that ends it on the wire (`orig_len` bytes long
+/// with it): the bytes before the FCS and the length without it. A record cut by the snap
+/// length keeps the bytes it has up to where the FCS starts.
+pub fn strip_fcs(data: &[u8], orig_len: u32, fcs_len: usize) -> (&[u8], u32) {
+    if fcs_len == 0 {
+        return (data, orig_len);
+    }
+    let fcs = u32::try_from(fcs_len).unwrap_or(u32::MAX);
+    let wire = orig_len.saturating_sub(fcs);
+    (&data[..data.len().min(wire as usize)], wire)
 }
 
 /// The bytes of a `Cow` that `pcap-file` borrowed from the input (it always does).

@@ -341,3 +341,108 @@ fn tshark_reads_written_files() {
         assert_eq!(lines, expected, "{format:?}");
     }
 }
+
+/// A little-endian microsecond pcap whose header's link-type field is `field`, with `frames`.
+fn pcap_with_linktype_field(field: u32, frames: &[(&[u8], u32)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4_u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&field.to_le_bytes());
+    for (i, (data, orig_len)) in frames.iter().enumerate() {
+        for word in [i as u32, 0, data.len() as u32, *orig_len] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// Both readers' records of `bytes` (which must agree).
+fn records_of(bytes: &[u8]) -> Vec<Record> {
+    let streaming: Vec<Record> = CaptureReader::from_bytes(bytes.to_vec())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let in_place: Vec<Record> = CaptureSlice::new(bytes)
+        .unwrap()
+        .map(|r| r.unwrap().to_record())
+        .collect();
+    assert_eq!(streaming, in_place);
+    streaming
+}
+
+/// The pcap header's link-type field as libpcap reads it (LT_LINKTYPE, LT_FCS_LENGTH_PRESENT,
+/// LT_FCS_LENGTH): the low 26 bits are the link type; with bit 26 set, the top 4 bits are the
+/// FCS length in 16-bit words, and tshark leaves that many bytes out of the end of each frame.
+#[test]
+fn pcap_linktype_field_upper_bits_and_fcs_length() {
+    let frame: Vec<u8> = (0..64u8).collect();
+    let cut = &frame[..40];
+    let frames: [(&[u8], u32); 2] = [(&frame, 64), (cut, 64)];
+    // Upper bits without F (tcpdump's tcp-auth-heapoverflow.pcap: 0x30000001): Ethernet, as is.
+    let recs = records_of(&pcap_with_linktype_field(0x3000_0001, &frames));
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].linktype, 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..], 64)
+    );
+    // Raw IPv6 (229) with the same bits (beep-oobr.pcap: 0x300000E5).
+    let recs = records_of(&pcap_with_linktype_field(0x3000_00E5, &frames));
+    assert_eq!(recs[0].linktype, 229);
+    // F set, 2 words: a 4-byte FCS ends each frame and is left out.
+    let recs = records_of(&pcap_with_linktype_field(0x2400_0001, &frames));
+    assert_eq!(recs[0].linktype, 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..60], 60)
+    );
+    // A record cut by the snap length keeps what it has (the FCS was not captured).
+    assert_eq!((recs[1].data.as_slice(), recs[1].orig_len), (cut, 60));
+    // 1 word: 2 bytes.
+    let recs = records_of(&pcap_with_linktype_field(0x1400_0001, &frames));
+    assert_eq!((recs[0].data.len(), recs[0].orig_len), (62, 62));
+    assert_eq!(
+        nicsim_packet::capture::pcap_linktype(0x0400_0065),
+        (101, 0),
+        "F with a length of 0: no FCS"
+    );
+}
+
+/// pcapng's `if_fcslen` (13): the FCS of that many bytes is left out of the interface's packets.
+#[test]
+fn pcapng_if_fcslen_strips_the_fcs() {
+    let le = |v: u32| v.to_le_bytes();
+    let mut ng = Vec::new();
+    // SHB: 28 bytes.
+    for w in [0x0A0D_0D0A_u32, 28, 0x1A2B_3C4D] {
+        ng.extend_from_slice(&le(w));
+    }
+    ng.extend_from_slice(&1u16.to_le_bytes());
+    ng.extend_from_slice(&0u16.to_le_bytes());
+    ng.extend_from_slice(&u64::MAX.to_le_bytes());
+    ng.extend_from_slice(&le(28));
+    // IDB: Ethernet, if_fcslen 4, end of options: 8 + 8 + 8 + 4 + 4 = 32 bytes.
+    for w in [1u32, 32, 1, 0] {
+        ng.extend_from_slice(&le(w));
+    }
+    ng.extend_from_slice(&[13, 0, 1, 0, 4, 0, 0, 0]);
+    ng.extend_from_slice(&[0; 4]);
+    ng.extend_from_slice(&le(32));
+    // EPB with 64 bytes of data: 32 + 64 = 96 bytes.
+    for w in [6u32, 96, 0, 0, 0, 64, 64] {
+        ng.extend_from_slice(&le(w));
+    }
+    let frame: Vec<u8> = (0..64u8).collect();
+    ng.extend_from_slice(&frame);
+    ng.extend_from_slice(&le(96));
+    let recs = records_of(&ng);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..60], 60)
+    );
+}
