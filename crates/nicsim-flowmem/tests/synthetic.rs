@@ -400,13 +400,31 @@ fn zero_copy_path_bad_input_is_a_one_line_error_and_cut_packets_are_counted() {
     ];
     let good = pcap(&frames);
     let run = |bytes: Vec<u8>| Reassembly::from_capture_bytes(Arc::new(bytes), Config::default());
-    // A truncated capture: the last record ends early.
-    let message = run(good[..good.len() - 3].to_vec())
-        .unwrap_err()
-        .to_string();
+    // A capture cut short (the last record ends early): read up to the cut, as tshark reads
+    // it, with a warning naming the offset of the record cut; both paths agree.
+    let cut_short = good[..good.len() - 3].to_vec();
+    let out = run(cut_short.clone()).unwrap();
+    let last_at = (good.len() - 16 - frames[2].len()) as u64;
+    assert_eq!((out.counts.read, out.counts.data), (2, 1));
+    assert_eq!(out.leniency.cut_short_at, Some(last_at));
+    assert!(
+        out.leniency.warnings[0].starts_with(&format!("offset {last_at}: the file ends inside")),
+        "{:?}",
+        out.leniency
+    );
+    let path = std::env::temp_dir().join(format!("nicsim-cut-short-{}.pcap", std::process::id()));
+    std::fs::write(&path, &cut_short).unwrap();
+    let streamed = Reassembly::from_capture(&path, Config::default()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(streamed.leniency, out.leniency);
+    assert_eq!(streamed.counts, out.counts);
+    // An impossible captured length in the middle of the file is still an error.
+    let mut corrupt = good.clone();
+    corrupt[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let message = run(corrupt).unwrap_err().to_string();
     assert!(!message.contains('\n'), "{message}");
     assert!(
-        message.starts_with("truncated record at offset"),
+        message.starts_with("invalid record at offset 24: captured length"),
         "{message}"
     );
     // A bad magic number.

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use nicsim_packet::capture::{
-    CaptureError, CaptureFormat, CaptureReader, CaptureSlice, CaptureWriter, Record,
+    CaptureError, CaptureFormat, CaptureReader, CaptureSlice, CaptureWriter, Leniency, Record,
 };
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -131,19 +131,23 @@ fn snaplen_cut_packets_are_records_not_errors() {
     }
 }
 
+/// Both readers' records of `bytes` and their leniency (which must agree).
+fn read_leniently(bytes: &[u8]) -> (Vec<Record>, Leniency) {
+    let mut streaming = CaptureReader::from_bytes(bytes.to_vec()).unwrap();
+    let records: Vec<Record> = streaming.by_ref().collect::<Result<_, _>>().unwrap();
+    assert!(streaming.next().is_none());
+    let mut in_place = CaptureSlice::new(bytes).unwrap();
+    let refs: Vec<Record> = in_place.by_ref().map(|r| r.unwrap().to_record()).collect();
+    assert!(in_place.next().is_none());
+    assert_eq!(records, refs);
+    assert_eq!(streaming.leniency(), in_place.leniency());
+    (records, streaming.leniency())
+}
+
 #[test]
-fn truncated_files_give_one_line_errors() {
+fn truncated_file_headers_and_impossible_lengths_give_one_line_errors() {
     let bytes = std::fs::read(write_file("trunc.pcap", CaptureFormat::Pcap, 65535)).unwrap();
-    // First record: 16-byte header at offset 24, then 60 bytes of data.
     let error = first_error;
-    assert_eq!(
-        error(&bytes[..24 + 16 + 40]),
-        "truncated record at offset 24: header says 60 bytes, 40 present"
-    );
-    assert_eq!(
-        error(&bytes[..24 + 10]),
-        "truncated pcap record header at offset 24: needs 16 bytes, 10 present"
-    );
     assert_eq!(
         error(&bytes[..20]),
         "truncated pcap file header at offset 0: needs 24 bytes, 20 present"
@@ -156,31 +160,85 @@ fn truncated_files_give_one_line_errors() {
         error(&[0xde, 0xad, 0xbe, 0xef, 0, 0]),
         "bad magic number 0xdeadbeef at offset 0 (not a pcap or pcapng file)"
     );
+    // A captured length no record may have, in the middle of the file: corruption, not a cut
+    // (even when what follows is shorter than the length it claims).
+    let mut huge = bytes.clone();
+    huge[24 + 8..24 + 12].copy_from_slice(&(64u32 << 20).to_le_bytes());
+    assert!(error(&huge).starts_with(
+        "invalid record at offset 24: captured length 67108864 exceeds the 16777216-byte limit"
+    ));
 
     let ng = std::fs::read(write_file("trunc.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
     // SHB is 28 bytes, IDB with if_tsresol 32; the first EPB (60 bytes of data) is 92 bytes.
+    // The section header is the file header: cut short, it is an error.
     assert_eq!(
-        error(&ng[..60 + 50]),
-        "truncated pcapng block at offset 60: header says 92 bytes, 50 present"
+        error(&ng[..20]),
+        "truncated pcapng block at offset 0: header says 28 bytes, 20 present"
     );
     let mut bad_len = ng.clone();
     bad_len[64..68].copy_from_slice(&13u32.to_le_bytes());
     assert!(error(&bad_len)
         .starts_with("invalid pcapng block at offset 60: block length 13 is not a multiple of 4"));
+    let mut short_len = ng.clone();
+    short_len[64..68].copy_from_slice(&8u32.to_le_bytes());
+    assert!(error(&short_len)
+        .starts_with("invalid pcapng block at offset 60: block length 8 is not a multiple of 4"));
+}
 
-    // A truncated record is reported once; the reader then stops.
-    let mut reader = CaptureReader::from_bytes(bytes[..bytes.len() - 1].to_vec()).unwrap();
+/// A file that ends inside its last record (copied while being written, `head -c`, a stray
+/// byte after the last record) is read up to the cut, as tshark reads it ("appears to have
+/// been cut short in the middle of a packet"), with a warning naming the offset.
+#[test]
+fn a_file_cut_short_ends_the_capture_with_a_warning() {
+    let bytes = std::fs::read(write_file("cut.pcap", CaptureFormat::Pcap, 65535)).unwrap();
+    let n = packets().len();
+    let last = bytes.len() - (16 + packets()[n - 1].1.len());
+    // The last record's data cut by one byte.
+    let (records, l) = read_leniently(&bytes[..bytes.len() - 1]);
+    assert_eq!(records.len(), n - 1);
+    assert_eq!(l.cut_short_at, Some(last as u64));
+    assert_eq!(l.warning_count, 1);
+    let len = packets()[n - 1].1.len();
     assert_eq!(
-        reader.by_ref().filter(Result::is_ok).count(),
-        packets().len() - 1
+        l.warnings,
+        [format!(
+            "offset {last}: the file ends inside a record (its record header says {len} bytes, {} \
+             present): the capture was cut short there; the records before it were read",
+            len - 1
+        )]
     );
-    assert!(reader.next().is_none());
-    let mut reader = CaptureSlice::new(&bytes[..bytes.len() - 1]).unwrap();
-    assert_eq!(
-        reader.by_ref().filter(Result::is_ok).count(),
-        packets().len() - 1
-    );
-    assert!(reader.next().is_none());
+    // The first record cut: no records, still no error.
+    let (records, l) = read_leniently(&bytes[..24 + 16 + 40]);
+    assert!(records.is_empty());
+    assert_eq!(l.cut_short_at, Some(24));
+    // A record header cut short.
+    let (records, l) = read_leniently(&bytes[..24 + 10]);
+    assert!(records.is_empty());
+    assert!(l.warnings[0].contains("its pcap record header needs 16 bytes, 10 present"));
+    // A stray byte after the last record.
+    let mut stray = bytes.clone();
+    stray.push(0);
+    let (records, l) = read_leniently(&stray);
+    assert_eq!(records.len(), n);
+    assert_eq!(l.cut_short_at, Some(bytes.len() as u64));
+    // A complete file: nothing to say.
+    let (records, l) = read_leniently(&bytes);
+    assert_eq!((records.len(), l), (n, Leniency::default()));
+
+    let ng = std::fs::read(write_file("cut.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
+    let (records, l) = read_leniently(&ng[..60 + 50]);
+    assert!(records.is_empty());
+    assert_eq!(l.cut_short_at, Some(60));
+    assert!(l.warnings[0].contains("its pcapng block header says 92 bytes, 50 present"));
+    let (records, l) = read_leniently(&ng[..ng.len() - 3]);
+    assert_eq!(records.len(), n - 1);
+    assert_eq!(l.warning_count, 1);
+    let mut stray = ng.clone();
+    stray.extend_from_slice(&[6, 0, 0, 0, 32]);
+    let (records, l) = read_leniently(&stray);
+    assert_eq!(records.len(), n);
+    assert_eq!(l.cut_short_at, Some(ng.len() as u64));
+    assert!(l.warnings[0].contains("its pcapng block header needs 12 bytes, 5 present"));
 }
 
 #[test]
