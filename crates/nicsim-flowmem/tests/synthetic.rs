@@ -543,3 +543,40 @@ fn a_syn_at_a_new_sequence_number_opens_a_new_flow_on_the_same_tuple() {
     // The server's SYN/ACK at the same sequence number every time opens nothing.
     assert!(out.flows.iter().all(|f| f.dirs[1].syn));
 }
+
+/// `frame` (Ethernet, IPv4) with `options` (a multiple of 4 bytes) after its IP header.
+fn with_ipv4_options(frame: &[u8], options: &[u8]) -> Vec<u8> {
+    let mut f = frame[..34].to_vec();
+    f[14] += (options.len() / 4) as u8;
+    let total = u16::from_be_bytes([f[16], f[17]]) + options.len() as u16;
+    f[16..18].copy_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(options);
+    f.extend_from_slice(&frame[34..]);
+    f
+}
+
+/// A packet whose IPv4 options tshark calls malformed (suricata-verify's
+/// tcp-session-decode-malformed-ipv4: a Security option of length 2 in a 32-byte header) has
+/// no TCP in tshark's stream: its payload is not taken, and it is counted `malformed`. An
+/// option of a bad length tshark only notes (below 2) leaves the payload taken.
+#[test]
+fn a_packet_with_ipv4_options_tshark_calls_malformed_is_dropped() {
+    let c = Conn::v4();
+    let security_len_2 = [130, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let frames = vec![
+        c.frame(0, ISN, SYN, b""),
+        c.frame(0, ISN + 1, ACK, b"hello"),
+        with_ipv4_options(&c.frame(0, ISN + 6, ACK, b"X"), &security_len_2),
+        c.frame(0, ISN + 6, FIN | ACK, b""),
+    ];
+    let out = reassemble(&frames, Config::default());
+    assert_eq!((out.counts.malformed, out.counts.data), (1, 1));
+    assert_eq!(out.counts.accounted(), out.counts.read);
+    assert_eq!(out.view(0, 0).unwrap().read(0, 5).unwrap(), b"hello");
+    assert_eq!(out.view(0, 0).unwrap().len(), 5);
+    let mut frames = frames;
+    frames[2] = with_ipv4_options(&c.frame(0, ISN + 6, ACK, b"X"), &[200, 1, 0, 0]);
+    let out = reassemble(&frames, Config::default());
+    assert_eq!((out.counts.malformed, out.counts.data), (0, 2));
+    assert_eq!(out.view(0, 0).unwrap().read(0, 6).unwrap(), b"helloX");
+}

@@ -14,7 +14,10 @@
 //! - the packet ends at the smaller of its IP length and what its encapsulation says (a PPPoE
 //!   payload length, a tunnel's IP length): padding is never payload;
 //! - a frame holding fewer bytes than its IP length (a snaplen cut, or a short record) gives
-//!   the bytes it has, and says how many are missing.
+//!   the bytes it has, and says how many are missing;
+//! - an IPv4 option shorter than the fields tshark reads of it (a Security option of length 2)
+//!   is an error, as tshark marks such a packet malformed and dissects nothing after its IP
+//!   header; other bad option lengths only end the option walk, as in tshark.
 //!
 //! Checksums are not verified.
 
@@ -943,6 +946,7 @@ impl Walk<'_> {
             return Err(ParseError::malformed(Layer::Ipv4, at, "IHL below 5"));
         }
         need(frame, Layer::Ipv4, at, hl)?;
+        ipv4_options(frame, at, hl)?;
         let total = usize::from(be16(frame, at + 2));
         // TSO/GSO frames captured on the sending host carry 0: the frame's length is the packet's.
         let claimed = if total == 0 {
@@ -1127,6 +1131,60 @@ impl Walk<'_> {
         }
         Ok(Step::Done(seg))
     }
+}
+
+/// The shortest length (type and length bytes included) of each IPv4 option tshark 4.0
+/// dissects whose fields it reads: a shorter one makes tshark's option dissector read past the
+/// option, and the packet is malformed. Measured on tshark 4.0.17 (every option type with every
+/// length from 0 to 15); they are the lengths packet-ip.c's option table gives its options
+/// (fixed-length ones: their length; variable ones: their minimum).
+fn ipv4_option_min_len(kind: u8) -> Option<usize> {
+    Some(match kind {
+        7 | 130 | 131 | 133 | 137 => 3, // record route, security, loose/strict source route, extended security
+        11 | 12 | 68 | 136 | 148 => 4,  // MTU probe and reply, timestamp, stream id, router alert
+        134 => 6,                       // commercial security (CIPSO)
+        25 => 8,                        // quick-start
+        82 => 12,                       // traceroute
+        _ => return None,
+    })
+}
+
+/// Walks the options of the IPv4 header at `at` (`hl` bytes long) as tshark's packet-ip.c
+/// does (`dissect_ip_options`): end of options (0) stops the walk, no-operation (1) is one
+/// byte, any other option has a length byte. A length byte past the header, a length below 2
+/// or one that runs past the header only ends the walk (tshark notes it and goes on to the
+/// transport header); a known option shorter than its fields ([`ipv4_option_min_len`]: a
+/// Security option of length 2, say) is an error, as tshark marks the packet malformed and
+/// dissects nothing after the IP header.
+fn ipv4_options(frame: &[u8], at: usize, hl: usize) -> Result<(), ParseError> {
+    let (mut k, end) = (at + 20, at + hl);
+    while k < end {
+        let kind = frame[k];
+        match kind {
+            0 => break,
+            1 => {
+                k += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = frame.get(k + 1).filter(|_| k + 1 < end) else {
+            break;
+        };
+        let len = usize::from(len);
+        if len < 2 || k + len > end {
+            break;
+        }
+        if ipv4_option_min_len(kind).is_some_and(|min| len < min) {
+            return Err(ParseError::malformed(
+                Layer::Ipv4,
+                at,
+                "an option is shorter than its fields (tshark: malformed packet)",
+            ));
+        }
+        k += len;
+    }
+    Ok(())
 }
 
 /// IP protocols that carry a tunnel tshark 4.0 decodes by default (`ip.proto` table).

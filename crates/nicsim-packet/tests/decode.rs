@@ -525,3 +525,65 @@ fn random_frames_of_every_link_type_never_panic() {
         }
     }
 }
+
+/// An IPv4 packet whose header carries `options` (a multiple of 4 bytes), holding the test's
+/// TCP segment with `payload`.
+fn ip4_with_options(options: &[u8], payload: &[u8]) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let body = tcp(payload);
+    let hl = 20 + options.len();
+    let mut p = ip4_proto(6, &[], Some((hl + body.len()) as u16), SRC, DST);
+    p[0] = 0x40 | (hl / 4) as u8;
+    p.extend_from_slice(options);
+    p.extend_from_slice(&body);
+    p
+}
+
+/// IPv4 options as tshark 4.0.17 dissects them (each case checked with it: `tcp.len` shown, or
+/// the packet "Malformed" with no TCP): a known option shorter than the fields tshark reads of
+/// it makes the packet malformed (suricata-verify's tcp-session-decode-malformed-ipv4: IHL 8,
+/// a Security option of length 2); other bad lengths (below 2, past the header, longer than a
+/// fixed length) only end tshark's option walk, and the segment is decoded.
+#[test]
+fn ipv4_options_tshark_calls_malformed_are_errors() {
+    let pad = |o: &[u8]| {
+        let mut o = o.to_vec();
+        o.resize(o.len().div_ceil(4) * 4, 0);
+        o
+    };
+    let malformed: &[&[u8]] = &[
+        &[130, 2],                     // Security, length 2 (the suricata-verify case)
+        &[148, 3, 0],                  // Router alert, 3 (4 fixed)
+        &[68, 3, 5],                   // Timestamp, 3 (at least 4)
+        &[82, 4, 0, 0],                // Traceroute, 4 (12 fixed)
+        &[134, 5, 0, 0, 0],            // Commercial security, 5 (at least 6)
+        &[25, 7, 0, 0, 0, 0, 0],       // Quick-start, 7 (8 fixed)
+        &[7, 2],                       // Record route, 2 (at least 3)
+        &[1, 1, 130, 2],               // after no-operations
+        &[200, 6, 0, 0, 0, 0, 130, 2], // after an unknown option of a good length
+    ];
+    for options in malformed {
+        let frame = eth(0x0800, &ip4_with_options(&pad(options), b"X"));
+        match decode(linktype::ETHERNET, &frame) {
+            Err(ParseError::Malformed { offset: 14, .. }) => {}
+            other => panic!("{options:?}: {other:?}"),
+        }
+    }
+    let decoded: &[&[u8]] = &[
+        &[130, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0], // Security of its length
+        &[130, 10, 0, 0, 0, 0, 0, 0, 0, 0],    // shorter, but tshark reads no field past it
+        &[148, 5, 0, 0, 0],                    // longer than its fixed length
+        &[200, 0],                             // a length below 2: the walk ends
+        &[200, 1, 130, 2],                     // ... and what follows it is not read
+        &[1, 0, 130, 2],                       // nor after the end of options
+        &[200, 8, 0, 0],                       // runs past the header: the walk ends
+        &[130, 11, 0, 0],                      // a known option too
+        &[1, 1, 1, 200],                       // its length byte past the header
+        &[1, 1, 1, 1],                         // no-operations
+        &[200, 2],                             // an unknown option of length 2
+    ];
+    for options in decoded {
+        let frame = eth(0x0800, &ip4_with_options(&pad(options), b"X"));
+        check(linktype::ETHERNET, &frame, b"X", 0);
+    }
+}
