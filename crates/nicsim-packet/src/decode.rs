@@ -15,6 +15,9 @@
 //!   payload length, a tunnel's IP length): padding is never payload;
 //! - a frame holding fewer bytes than its IP length (a snaplen cut, or a short record) gives
 //!   the bytes it has, and says how many are missing;
+//! - a UDP length field below 8 (other than an IPv6 jumbogram's 0) ends the decoding at the UDP
+//!   header, as tshark's "Bad length value < 8" does (no tunnel behind it, no payload); a
+//!   length inside the packet ends the datagram there;
 //! - an IPv4 option shorter than the fields tshark reads of it (a Security option of length 2)
 //!   is an error, as tshark marks such a packet malformed and dissects nothing after its IP
 //!   header; other bad option lengths only end the option walk, as in tshark.
@@ -1065,7 +1068,8 @@ impl Walk<'_> {
         let present_end = claimed_end.min(frame.len());
         let l4 = at + hl;
         if frag.is_none() && l4 <= present_end {
-            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end)? {
+            let ipv6 = info.src.is_ipv6();
+            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end, ipv6)? {
                 self.tunnel.get_or_insert(Tunnel {
                     kind,
                     src: info.src,
@@ -1125,7 +1129,10 @@ impl Walk<'_> {
                     dport: be16(frame, l4 + 2),
                     tcp: None,
                 });
-                seg.payload = l4 + 8..present_end;
+                // The datagram ends where its length says, when that is inside the packet.
+                let end = udp_end(frame, l4, claimed_end, info.src.is_ipv6()).unwrap_or(l4 + 8);
+                seg.payload = l4 + 8..end.min(present_end);
+                seg.missing = end - end.min(present_end);
             }
             _ => {}
         }
@@ -1202,6 +1209,7 @@ fn inner(
     proto: u8,
     l4: usize,
     end: usize,
+    ipv6: bool,
 ) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
     Ok(match proto {
         protocol::IPV4_IN_IP => Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp)),
@@ -1219,6 +1227,10 @@ fn inner(
         ip_proto::L2TP => l2tpv3(frame, l4, end, false),
         ip_proto::ETHERNET => Some((l4, Next::Ethernet, TunnelKind::EthInIp)),
         protocol::UDP if end >= l4 + 8 => {
+            // A length below 8 ends the decoding at the UDP header (no tunnel).
+            let Some(end) = udp_end(frame, l4, end, ipv6) else {
+                return Ok(None);
+            };
             let (sport, dport) = (be16(frame, l4), be16(frame, l4 + 2));
             // tshark tries the lower port's dissector first.
             let (lo, hi) = (sport.min(dport), sport.max(dport));
@@ -1230,6 +1242,20 @@ fn inner(
         }
         _ => None,
     })
+}
+
+/// Where the UDP datagram whose 8-byte header is at `l4` ends, in an IP packet ending at
+/// `end`, as tshark's packet-udp.c reads its length field: `None` for a length below 8 (tshark:
+/// "Bad length value < 8", and it decodes nothing after the header), except 0 over IPv6 (a
+/// jumbogram, RFC 2675: the IP payload's length); a length past the packet is the packet's
+/// (tshark flags it and decodes on); a shorter one ends the datagram before the packet does.
+fn udp_end(frame: &[u8], l4: usize, end: usize, ipv6: bool) -> Option<usize> {
+    let len = usize::from(be16(frame, l4 + 4));
+    match len {
+        0 if ipv6 => Some(end),
+        0..=7 => None,
+        _ => Some(end.min(l4 + len)),
+    }
 }
 
 /// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is.
