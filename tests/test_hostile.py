@@ -12,6 +12,7 @@ objects by mutating the suite's objects); the XDP cases skip without `make xdp-s
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import struct
@@ -728,9 +729,9 @@ CAPTURES: list[tuple[str, bytes, list[str]]] = [
     ("caplen-above-origlen", pcap_header() + pcap_record(F, origlen=10), ["offset"]),
     ("caplen-2^31", pcap_header() + pcap_record(F, caplen=2**31), ["offset"]),
     ("caplen-u32-max", pcap_header() + pcap_record(F, caplen=2**32 - 1), ["offset"]),
-    ("truncated-record-header", pcap_header() + pcap_record(F)[:10], ["offset"]),
-    ("truncated-record-data", pcap_header() + pcap_record(F) + pcap_record(F)[:30], ["offset"]),
-    ("big-endian-truncated", pcap_header(endian=">") + pcap_record(F, endian=">")[:40], ["offset"]),
+    # Cut short inside the first record: read (as tshark reads it) but no flow in it.
+    ("truncated-first-record-header", pcap_header() + pcap_record(F)[:10], ["no TCP flow", "cut short", "offset 24"]),
+    ("big-endian-truncated", pcap_header(endian=">") + pcap_record(F, endian=">")[:40], ["no TCP flow", "cut short"]),
     ("nanosecond-caplen-huge", pcap_header(magic=0xA1B23C4D) + pcap_record(F, caplen=2**31), ["offset"]),
     ("no-tcp", pcap([udp_frame()] * 3), ["no TCP flow"]),
     ("tcp-doff-beyond", pcap([tcp_frame(1, 0x18, b"x", doff=15)] * 2), []),
@@ -746,12 +747,12 @@ CAPTURES: list[tuple[str, bytes, list[str]]] = [
     ("pcapng-unknown-blocks-only", SHB + IDB + block(0x12345678, b"junk") * 3, []),
     ("pcapng-epb-before-idb", SHB + epb(F), []),
     ("pcapng-epb-bad-interface", SHB + IDB + epb(F, iface=5), []),
-    ("pcapng-truncated", (SHB + IDB + epb(F))[:-7], ["offset"]),
+    ("pcapng-truncated", (SHB + IDB + epb(F))[:-7], ["no TCP flow", "cut short"]),
 ]
 
 
 SOME = {"empty", "12-bytes", "wrong-magic", "header-only", "unknown-linktype", "caplen-2^31",
-        "truncated-record-data", "no-tcp", "pcapng-block-length-0", "pcapng-block-length-huge", "pcapng-epb-before-idb"}
+        "truncated-first-record-header", "no-tcp", "pcapng-block-length-0", "pcapng-block-length-huge", "pcapng-epb-before-idb"}
 CAPTURE_CASES = [pytest.param(cmd, data, needles, id=f"{name}-{cmd}") for name, data, needles in CAPTURES
                  for cmd in ("reassemble", "bench", "sizes") if cmd == "reassemble" or name in SOME]
 
@@ -775,6 +776,41 @@ def test_bad_capture(tmp_path: Path, cmd: str, data: bytes, needles: list[str]) 
     out = tmp_path / "o"
     refused(cli("flowmem", cmd, cap, "--out", out, *extra, timeout=30), "cap.pcap", *needles)
     nothing_written(tmp_path, {"cap.pcap"}, out)
+
+
+def _pcap_be(frames: list[bytes]) -> bytes:
+    return pcap_header(endian=">") + b"".join(pcap_record(f, endian=">") for f in frames)
+
+
+# A file that ends inside its last record (copied while being written, `head -c`, a stray byte
+# after the last record): (id, the whole records, what follows them).
+CUT_SHORT: list[tuple[str, bytes, bytes]] = [
+    ("record-header", pcap(), pcap_record(F)[:10]),
+    ("record-data", pcap(), pcap_record(F)[:30]),
+    ("stray-byte", pcap(), b"\0"),
+    ("big-endian", _pcap_be(FRAMES), pcap_record(F, endian=">")[:40]),
+    ("pcapng-block", SHB + IDB + b"".join(epb(f) for f in FRAMES), epb(F)[:-7]),
+    ("pcapng-block-header", SHB + IDB + b"".join(epb(f) for f in FRAMES), epb(F)[:5]),
+]
+
+
+@pytest.mark.parametrize("whole,tail", [c[1:] for c in CUT_SHORT], ids=[c[0] for c in CUT_SHORT])
+def test_capture_cut_short_is_read_up_to_the_cut(tmp_path: Path, whole: bytes, tail: bytes) -> None:
+    """As tshark reads it ("appears to have been cut short in the middle of a packet"): the
+    records before the cut are read, and a warning names the offset; summary.json says where."""
+    ref, cap = tmp_path / "ref.pcap", tmp_path / "cap.pcap"
+    ref.write_bytes(whole)
+    cap.write_bytes(whole + tail)
+    r = cli("flowmem", "reassemble", cap, "--out", tmp_path / "o", timeout=30)
+    assert r.returncode == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if "cut short" in line]
+    assert len(warning) == 1 and f"offset {len(whole)}:" in warning[0], r.stderr
+    assert cli("flowmem", "reassemble", ref, "--out", tmp_path / "r", "-q", timeout=30).returncode == 0
+    got, want = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("o", "r"))
+    assert got["capture_cut_short_at"] == len(whole) and want["capture_cut_short_at"] is None
+    assert got["capture_warnings"] == 1 and want["capture_warnings"] == 0
+    assert got["packets"] == want["packets"] and got["packets"]["read"] == len(FRAMES)
+    assert got["stream_bytes"] == want["stream_bytes"] > 0
 
 
 EXTREME_CAPTURES: list[tuple[str, bytes]] = [

@@ -108,9 +108,9 @@ fn load_capture(path: &str) -> Result<Vec<Captured>, String> {
         CaptureError::Io { .. } => e.to_string(),
         _ => format!("{path}: {e}"),
     };
-    let reader = CaptureReader::open(Path::new(path)).map_err(err)?;
+    let mut reader = CaptureReader::open(Path::new(path)).map_err(err)?;
     let mut out = Vec::new();
-    for rec in reader {
+    while let Some(rec) = reader.next_record() {
         let rec = rec.map_err(err)?;
         // A snap length keeps only the first bytes; the size on the wire is the original
         // length (which a capture may not state below what it kept).
@@ -120,6 +120,12 @@ fn load_capture(path: &str) -> Result<Vec<Captured>, String> {
             frame: rec.data,
             wire_len,
         });
+    }
+    // What the reader skipped or cut without refusing the capture (a file that ends inside
+    // its last record: the traffic is the records before it) is said, not hidden; the run
+    // has no other channel for it than standard error, where `nicsim` prints its warnings.
+    for w in reader.leniency().warnings {
+        eprintln!("warning: {path}: {w}");
     }
     if out.is_empty() {
         return Err(format!("{path}: the capture holds no packets"));

@@ -1015,3 +1015,43 @@ fn an_ipcomp_payload_inflating_beyond_a_datagram_is_not_followed() {
     let out = reassemble(&frames, Config::default());
     assert_eq!(out.counts.non_tcp, 2, "{:?}", out.counts);
 }
+
+/// A UDP length field below 8 ends the decoding at the UDP header, as tshark's "BAD UDP LENGTH
+/// 0 < 8" does: no tunnel, no inner flow (tcpdump's bigtcp-ipv4-vxlan-ipv6.pcap: outer IPv4
+/// with a total length of 0, BIG TCP, and UDP length 0 to the VXLAN port). The same packets
+/// with their UDP length are the inner connection (the total length of 0 taken as the frame's).
+#[test]
+fn a_udp_length_below_8_hides_the_tunnel_as_in_tshark() {
+    let conn = Conn::v4();
+    let capture = |udp_len: Option<u16>| {
+        let frames: Vec<Vec<u8>> = packets(&conn)
+            .iter()
+            .map(|ip| {
+                let mut v = vec![0x08, 0, 0, 0, 0, 0, 0x2a, 0];
+                v.extend(eth(ethertype_of(ip), ip));
+                let mut o = outer(17, &udp(4789, &v));
+                o[2..4].copy_from_slice(&[0, 0]); // IPv4 total length 0 (TSO, BIG TCP)
+                if let Some(len) = udp_len {
+                    o[24..26].copy_from_slice(&len.to_be_bytes());
+                }
+                eth(0x0800, &o)
+            })
+            .collect();
+        ethernet_capture(&frames)
+    };
+    let reassemble =
+        |c: &[u8]| Reassembly::from_capture_bytes(Arc::new(c.to_vec()), Config::default()).unwrap();
+    let tunnelled = reassemble(&capture(None));
+    assert_eq!(tunnelled.flows.len(), 1);
+    for len in [0, 7] {
+        let c = capture(Some(len));
+        let out = reassemble(&c);
+        assert!(out.flows.is_empty(), "UDP length {len}: {:?}", out.counts);
+        assert_eq!(out.counts.non_tcp, out.counts.read);
+        if have_tshark() {
+            let path = tempfile(&c);
+            assert!(tshark(&path, 1).is_empty(), "UDP length {len}");
+            std::fs::remove_file(&path).ok();
+        }
+    }
+}

@@ -322,28 +322,79 @@ pub struct Leniency {
     pub warning_count: u64,
     /// Packet records whose captured length exceeded what their block holds, cut to it.
     pub records_cut: u64,
+    /// The file ends inside the record or block at this offset (a capture copied while it
+    /// was being written, or cut with `head -c`): the capture ended before it, as tshark ends
+    /// it ("appears to have been cut short in the middle of a packet"), with a warning.
+    pub cut_short_at: Option<u64>,
 }
 
 impl Decoder {
-    fn leniency(&self) -> Leniency {
-        match self {
+    /// What was skipped so far; `cut_short`: the warning of a file that ended inside a record.
+    fn leniency(&self, cut_short: Option<&(u64, String)>) -> Leniency {
+        let mut l = match self {
             Decoder::Pcap(_) => Leniency::default(),
             Decoder::PcapNg(r) => Leniency {
                 warnings: r.warnings.clone(),
                 warning_count: r.warning_count,
                 records_cut: r.records_cut,
+                cut_short_at: None,
             },
+        };
+        if let Some((at, warning)) = cut_short {
+            // Always kept, past the limit on kept warnings: it says the capture is incomplete.
+            l.warnings.push(warning.clone());
+            l.warning_count += 1;
+            l.cut_short_at = Some(*at);
         }
+        l
     }
+}
+
+/// A read error that is the end of file inside a record or block, as the warning that ends
+/// the capture there (with the record's offset); any other error as it is. A file header cut
+/// short stays an error (it is read before any record), and so does a record whose header is
+/// impossible (checked before its length is looked for).
+fn cut_short(error: CaptureError) -> Result<(u64, String), CaptureError> {
+    let (offset, what) = match &error {
+        CaptureError::TruncatedHeader {
+            what,
+            offset,
+            needed,
+            present,
+        } => (
+            *offset,
+            format!("its {what} needs {needed} bytes, {present} present"),
+        ),
+        CaptureError::Truncated {
+            what,
+            offset,
+            expected,
+            present,
+        } => (
+            *offset,
+            format!("its {what} header says {expected} bytes, {present} present"),
+        ),
+        _ => return Err(error),
+    };
+    Ok((
+        offset,
+        format!(
+            "offset {offset}: the file ends inside a record ({what}): \
+             the capture was cut short there; the records before it were read"
+        ),
+    ))
 }
 
 /// Streams records from a pcap or pcapng file, holding one record in memory at a time.
 /// pcapng blocks other than enhanced and simple packet blocks are skipped. After the first
-/// error the reader is exhausted.
+/// error the reader is exhausted. A file that ends inside a record or block ends the capture
+/// there, as tshark's does: the records before it are read, and [`CaptureReader::leniency`]
+/// says where and what was cut.
 pub struct CaptureReader {
     source: Source,
     decoder: Decoder,
     failed: bool,
+    cut_short: Option<(u64, String)>,
 }
 
 impl CaptureReader {
@@ -398,6 +449,7 @@ impl CaptureReader {
             source,
             decoder,
             failed: false,
+            cut_short: None,
         })
     }
 
@@ -409,20 +461,27 @@ impl CaptureReader {
         }
     }
 
-    /// What was skipped or cut so far without refusing the capture (pcapng only).
+    /// What was skipped or cut so far without refusing the capture (malformed pcapng options,
+    /// records longer than their block, a file that ends inside a record).
     pub fn leniency(&self) -> Leniency {
-        self.decoder.leniency()
+        self.decoder.leniency(self.cut_short.as_ref())
     }
 
-    /// The next record, `None` at end of file or after an error.
+    /// The next record, `None` at end of file (or where the file ends inside a record: see
+    /// [`Leniency::cut_short_at`]) or after an error.
     pub fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
-        if self.failed {
+        if self.failed || self.cut_short.is_some() {
             return None;
         }
         let result = match &mut self.decoder {
             Decoder::Pcap(parser) => next_pcap(&mut self.source, parser),
             Decoder::PcapNg(parser) => next_pcapng(&mut self.source, parser),
         };
+        let result = result.or_else(|e| {
+            cut_short(e)
+                .map(|cut| self.cut_short = Some(cut))
+                .map(|()| None)
+        });
         self.failed = result.is_err();
         result.transpose()
     }
@@ -446,6 +505,7 @@ pub struct CaptureSlice<'a> {
     offset: usize,
     decoder: Decoder,
     failed: bool,
+    cut_short: Option<(u64, String)>,
 }
 
 impl<'a> CaptureSlice<'a> {
@@ -481,6 +541,7 @@ impl<'a> CaptureSlice<'a> {
             offset,
             decoder,
             failed: false,
+            cut_short: None,
         })
     }
 
@@ -492,17 +553,24 @@ impl<'a> CaptureSlice<'a> {
         }
     }
 
-    /// What was skipped or cut so far without refusing the capture (pcapng only).
+    /// What was skipped or cut so far without refusing the capture (malformed pcapng options,
+    /// records longer than their block, a buffer that ends inside a record).
     pub fn leniency(&self) -> Leniency {
-        self.decoder.leniency()
+        self.decoder.leniency(self.cut_short.as_ref())
     }
 
-    /// The next record, `None` at the end of the buffer or after an error.
+    /// The next record, `None` at the end of the buffer (or where it ends inside a record:
+    /// see [`Leniency::cut_short_at`]) or after an error.
     pub fn next_record(&mut self) -> Option<Result<RecordRef<'a>, CaptureError>> {
-        if self.failed {
+        if self.failed || self.cut_short.is_some() {
             return None;
         }
         let result = self.next_inner();
+        let result = result.or_else(|e| {
+            cut_short(e)
+                .map(|cut| self.cut_short = Some(cut))
+                .map(|()| None)
+        });
         self.failed = result.is_err();
         result.transpose()
     }
@@ -625,13 +693,42 @@ fn decode_pcap<'a>(
         TsResolution::NanoSecond => u64::from(raw.ts_frac),
     };
     check_lengths("record", at, raw.incl_len, raw.orig_len)?;
+    let (linktype, fcs_len) = pcap_linktype(header.datalink.into());
+    let (data, orig_len) = strip_fcs(borrowed(raw.data, "record", at)?, raw.orig_len, fcs_len);
     Ok(RecordRef {
         ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
-        data: borrowed(raw.data, "record", at)?,
+        data,
         data_offset: 0,
-        orig_len: raw.orig_len,
-        linktype: header.datalink.into(),
+        orig_len,
+        linktype,
     })
+}
+
+/// The link type and the FCS length in bytes that a pcap file header's link-type field
+/// announces. As libpcap reads it (`LT_LINKTYPE`, `LT_FCS_LENGTH_PRESENT`, `LT_FCS_LENGTH`;
+/// draft-ietf-opsawg-pcap): the link type is the low 26 bits; when bit 26 (F) is set, the top
+/// four bits give the length of the FCS that ends every frame, in 16-bit words. Bits 26-31
+/// without F mean nothing (tshark reads `0x30000001` as Ethernet).
+pub fn pcap_linktype(field: u32) -> (u32, usize) {
+    let linktype = field & 0x03FF_FFFF;
+    let fcs_len = if field & 0x0400_0000 != 0 {
+        (field >> 28) as usize * 2
+    } else {
+        0
+    };
+    (linktype, fcs_len)
+}
+
+/// A frame without the `fcs_len`-byte FCS that ends it on the wire (`orig_len` bytes long
+/// with it): the bytes before the FCS and the length without it. A record cut by the snap
+/// length keeps the bytes it has up to where the FCS starts.
+pub fn strip_fcs(data: &[u8], orig_len: u32, fcs_len: usize) -> (&[u8], u32) {
+    if fcs_len == 0 {
+        return (data, orig_len);
+    }
+    let fcs = u32::try_from(fcs_len).unwrap_or(u32::MAX);
+    let wire = orig_len.saturating_sub(fcs);
+    (&data[..data.len().min(wire as usize)], wire)
 }
 
 /// The bytes of a `Cow` that `pcap-file` borrowed from the input (it always does).

@@ -14,7 +14,13 @@
 //! - the packet ends at the smaller of its IP length and what its encapsulation says (a PPPoE
 //!   payload length, a tunnel's IP length): padding is never payload;
 //! - a frame holding fewer bytes than its IP length (a snaplen cut, or a short record) gives
-//!   the bytes it has, and says how many are missing.
+//!   the bytes it has, and says how many are missing;
+//! - a UDP length field below 8 (other than an IPv6 jumbogram's 0) ends the decoding at the UDP
+//!   header, as tshark's "Bad length value < 8" does (no tunnel behind it, no payload); a
+//!   length inside the packet ends the datagram there;
+//! - an IPv4 option shorter than the fields tshark reads of it (a Security option of length 2)
+//!   is an error, as tshark marks such a packet malformed and dissects nothing after its IP
+//!   header; other bad option lengths only end the option walk, as in tshark.
 //!
 //! Checksums are not verified.
 
@@ -967,6 +973,7 @@ impl Walk<'_> {
             return Err(ParseError::malformed(Layer::Ipv4, at, "IHL below 5"));
         }
         need(frame, Layer::Ipv4, at, hl)?;
+        ipv4_options(frame, at, hl)?;
         let total = usize::from(be16(frame, at + 2));
         // TSO/GSO frames captured on the sending host carry 0: the frame's length is the packet's.
         let claimed = if total == 0 {
@@ -1085,7 +1092,8 @@ impl Walk<'_> {
         let present_end = claimed_end.min(frame.len());
         let l4 = at + hl;
         if frag.is_none() && l4 <= present_end {
-            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end)? {
+            let ipv6 = info.src.is_ipv6();
+            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end, ipv6)? {
                 self.tunnel.get_or_insert(Tunnel {
                     kind,
                     src: info.src,
@@ -1145,12 +1153,69 @@ impl Walk<'_> {
                     dport: be16(frame, l4 + 2),
                     tcp: None,
                 });
-                seg.payload = l4 + 8..present_end;
+                // The datagram ends where its length says, when that is inside the packet.
+                let end = udp_end(frame, l4, claimed_end, info.src.is_ipv6()).unwrap_or(l4 + 8);
+                seg.payload = l4 + 8..end.min(present_end);
+                seg.missing = end - end.min(present_end);
             }
             _ => {}
         }
         Ok(Step::Done(seg))
     }
+}
+
+/// The shortest length (type and length bytes included) of each IPv4 option tshark 4.0
+/// dissects whose fields it reads: a shorter one makes tshark's option dissector read past the
+/// option, and the packet is malformed. Measured on tshark 4.0.17 (every option type with every
+/// length from 0 to 15); they are the lengths packet-ip.c's option table gives its options
+/// (fixed-length ones: their length; variable ones: their minimum).
+fn ipv4_option_min_len(kind: u8) -> Option<usize> {
+    Some(match kind {
+        7 | 130 | 131 | 133 | 137 => 3, // record route, security, loose/strict source route, extended security
+        11 | 12 | 68 | 136 | 148 => 4,  // MTU probe and reply, timestamp, stream id, router alert
+        134 => 6,                       // commercial security (CIPSO)
+        25 => 8,                        // quick-start
+        82 => 12,                       // traceroute
+        _ => return None,
+    })
+}
+
+/// Walks the options of the IPv4 header at `at` (`hl` bytes long) as tshark's packet-ip.c
+/// does (`dissect_ip_options`): end of options (0) stops the walk, no-operation (1) is one
+/// byte, any other option has a length byte. A length byte past the header, a length below 2
+/// or one that runs past the header only ends the walk (tshark notes it and goes on to the
+/// transport header); a known option shorter than its fields ([`ipv4_option_min_len`]: a
+/// Security option of length 2, say) is an error, as tshark marks the packet malformed and
+/// dissects nothing after the IP header.
+fn ipv4_options(frame: &[u8], at: usize, hl: usize) -> Result<(), ParseError> {
+    let (mut k, end) = (at + 20, at + hl);
+    while k < end {
+        let kind = frame[k];
+        match kind {
+            0 => break,
+            1 => {
+                k += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(&len) = frame.get(k + 1).filter(|_| k + 1 < end) else {
+            break;
+        };
+        let len = usize::from(len);
+        if len < 2 || k + len > end {
+            break;
+        }
+        if ipv4_option_min_len(kind).is_some_and(|min| len < min) {
+            return Err(ParseError::malformed(
+                Layer::Ipv4,
+                at,
+                "an option is shorter than its fields (tshark: malformed packet)",
+            ));
+        }
+        k += len;
+    }
+    Ok(())
 }
 
 /// IP protocols that carry a tunnel tshark 4.0 decodes by default (`ip.proto` table).
@@ -1168,6 +1233,7 @@ fn inner(
     proto: u8,
     l4: usize,
     end: usize,
+    ipv6: bool,
 ) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
     Ok(match proto {
         protocol::IPV4_IN_IP => Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp)),
@@ -1185,6 +1251,10 @@ fn inner(
         ip_proto::L2TP => l2tpv3(frame, l4, end, false),
         ip_proto::ETHERNET => Some((l4, Next::Ethernet, TunnelKind::EthInIp)),
         protocol::UDP if end >= l4 + 8 => {
+            // A length below 8 ends the decoding at the UDP header (no tunnel).
+            let Some(end) = udp_end(frame, l4, end, ipv6) else {
+                return Ok(None);
+            };
             let (sport, dport) = (be16(frame, l4), be16(frame, l4 + 2));
             // tshark tries the lower port's dissector first.
             let (lo, hi) = (sport.min(dport), sport.max(dport));
@@ -1196,6 +1266,20 @@ fn inner(
         }
         _ => None,
     })
+}
+
+/// Where the UDP datagram whose 8-byte header is at `l4` ends, in an IP packet ending at
+/// `end`, as tshark's packet-udp.c reads its length field: `None` for a length below 8 (tshark:
+/// "Bad length value < 8", and it decodes nothing after the header), except 0 over IPv6 (a
+/// jumbogram, RFC 2675: the IP payload's length); a length past the packet is the packet's
+/// (tshark flags it and decodes on); a shorter one ends the datagram before the packet does.
+fn udp_end(frame: &[u8], l4: usize, end: usize, ipv6: bool) -> Option<usize> {
+    let len = usize::from(be16(frame, l4 + 4));
+    match len {
+        0 if ipv6 => Some(end),
+        0..=7 => None,
+        _ => Some(end.min(l4 + len)),
+    }
 }
 
 /// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is.

@@ -9,7 +9,9 @@
 //! a whole capture at the first option string that is not UTF-8 (pcap-file still writes
 //! pcapng). Blocks read: section header (0x0A0D0D0A), interface description (1), enhanced
 //! packet (6), simple packet (3) and the obsolete packet block (2); the rest are skipped. Of
-//! options only `if_tsresol` (9) and `if_tsoffset` (14) of an interface mean anything here.
+//! options only `if_tsresol` (9), `if_fcslen` (13: the FCS ending every frame is left out of
+//! its packets, as tshark leaves it out of the frame it decodes) and `if_tsoffset` (14) of an
+//! interface mean anything here.
 
 use crate::capture::CaptureError;
 
@@ -34,6 +36,8 @@ pub struct Interface {
     pub units_per_second: u64,
     /// Seconds added to every timestamp (`if_tsoffset`).
     pub offset_s: i64,
+    /// Bytes of FCS that end every frame (`if_fcslen`; 0 by default): left out of its packets.
+    pub fcs_len: u8,
     /// `if_tsresol` was valid (a resolution finer than 10^-19 s, or 2^-64, is not).
     resol_ok: bool,
 }
@@ -170,6 +174,7 @@ impl Reader {
                     snaplen: self.u32(body, 4),
                     units_per_second: 1_000_000,
                     offset_s: 0,
+                    fcs_len: 0,
                     resol_ok: true,
                 };
                 let big = self.big_endian;
@@ -194,7 +199,8 @@ impl Reader {
                             i64::from_le_bytes(v)
                         };
                     }
-                    9 | 14 => warn.push(format!(
+                    13 if value.len() == 1 => iface.fcs_len = value[0],
+                    9 | 13 | 14 => warn.push(format!(
                         "interface option {code} of length {} ignored",
                         value.len()
                     )),
@@ -256,11 +262,14 @@ impl Reader {
                         self.options(block, opts, at, |_, _, _| {});
                     }
                 }
+                let orig_len = orig_len.max(u32::try_from(data.len()).unwrap_or(u32::MAX));
+                let (data, orig_len) =
+                    crate::capture::strip_fcs(data, orig_len, iface.fcs_len.into());
                 Ok(Some(Packet {
                     linktype: iface.linktype,
                     ts_ns,
                     data,
-                    orig_len: orig_len.max(u32::try_from(data.len()).unwrap_or(u32::MAX)),
+                    orig_len,
                 }))
             }
             SIMPLE_PACKET => {
@@ -280,10 +289,12 @@ impl Reader {
                     iface.snaplen
                 };
                 let n = (body.len() - 4).min(orig_len.min(snaplen) as usize);
+                let (data, orig_len) =
+                    crate::capture::strip_fcs(&body[4..4 + n], orig_len, iface.fcs_len.into());
                 Ok(Some(Packet {
                     linktype: iface.linktype,
                     ts_ns: 0,
-                    data: &body[4..4 + n],
+                    data,
                     orig_len,
                 }))
             }
@@ -386,6 +397,7 @@ mod tests {
             snaplen: 0,
             units_per_second,
             offset_s,
+            fcs_len: 0,
             resol_ok: true,
         }
     }

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use nicsim_packet::capture::{
-    CaptureError, CaptureFormat, CaptureReader, CaptureSlice, CaptureWriter, Record,
+    CaptureError, CaptureFormat, CaptureReader, CaptureSlice, CaptureWriter, Leniency, Record,
 };
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -131,19 +131,23 @@ fn snaplen_cut_packets_are_records_not_errors() {
     }
 }
 
+/// Both readers' records of `bytes` and their leniency (which must agree).
+fn read_leniently(bytes: &[u8]) -> (Vec<Record>, Leniency) {
+    let mut streaming = CaptureReader::from_bytes(bytes.to_vec()).unwrap();
+    let records: Vec<Record> = streaming.by_ref().collect::<Result<_, _>>().unwrap();
+    assert!(streaming.next().is_none());
+    let mut in_place = CaptureSlice::new(bytes).unwrap();
+    let refs: Vec<Record> = in_place.by_ref().map(|r| r.unwrap().to_record()).collect();
+    assert!(in_place.next().is_none());
+    assert_eq!(records, refs);
+    assert_eq!(streaming.leniency(), in_place.leniency());
+    (records, streaming.leniency())
+}
+
 #[test]
-fn truncated_files_give_one_line_errors() {
+fn truncated_file_headers_and_impossible_lengths_give_one_line_errors() {
     let bytes = std::fs::read(write_file("trunc.pcap", CaptureFormat::Pcap, 65535)).unwrap();
-    // First record: 16-byte header at offset 24, then 60 bytes of data.
     let error = first_error;
-    assert_eq!(
-        error(&bytes[..24 + 16 + 40]),
-        "truncated record at offset 24: header says 60 bytes, 40 present"
-    );
-    assert_eq!(
-        error(&bytes[..24 + 10]),
-        "truncated pcap record header at offset 24: needs 16 bytes, 10 present"
-    );
     assert_eq!(
         error(&bytes[..20]),
         "truncated pcap file header at offset 0: needs 24 bytes, 20 present"
@@ -156,31 +160,85 @@ fn truncated_files_give_one_line_errors() {
         error(&[0xde, 0xad, 0xbe, 0xef, 0, 0]),
         "bad magic number 0xdeadbeef at offset 0 (not a pcap or pcapng file)"
     );
+    // A captured length no record may have, in the middle of the file: corruption, not a cut
+    // (even when what follows is shorter than the length it claims).
+    let mut huge = bytes.clone();
+    huge[24 + 8..24 + 12].copy_from_slice(&(64u32 << 20).to_le_bytes());
+    assert!(error(&huge).starts_with(
+        "invalid record at offset 24: captured length 67108864 exceeds the 16777216-byte limit"
+    ));
 
     let ng = std::fs::read(write_file("trunc.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
     // SHB is 28 bytes, IDB with if_tsresol 32; the first EPB (60 bytes of data) is 92 bytes.
+    // The section header is the file header: cut short, it is an error.
     assert_eq!(
-        error(&ng[..60 + 50]),
-        "truncated pcapng block at offset 60: header says 92 bytes, 50 present"
+        error(&ng[..20]),
+        "truncated pcapng block at offset 0: header says 28 bytes, 20 present"
     );
     let mut bad_len = ng.clone();
     bad_len[64..68].copy_from_slice(&13u32.to_le_bytes());
     assert!(error(&bad_len)
         .starts_with("invalid pcapng block at offset 60: block length 13 is not a multiple of 4"));
+    let mut short_len = ng.clone();
+    short_len[64..68].copy_from_slice(&8u32.to_le_bytes());
+    assert!(error(&short_len)
+        .starts_with("invalid pcapng block at offset 60: block length 8 is not a multiple of 4"));
+}
 
-    // A truncated record is reported once; the reader then stops.
-    let mut reader = CaptureReader::from_bytes(bytes[..bytes.len() - 1].to_vec()).unwrap();
+/// A file that ends inside its last record (copied while being written, `head -c`, a stray
+/// byte after the last record) is read up to the cut, as tshark reads it ("appears to have
+/// been cut short in the middle of a packet"), with a warning naming the offset.
+#[test]
+fn a_file_cut_short_ends_the_capture_with_a_warning() {
+    let bytes = std::fs::read(write_file("cut.pcap", CaptureFormat::Pcap, 65535)).unwrap();
+    let n = packets().len();
+    let last = bytes.len() - (16 + packets()[n - 1].1.len());
+    // The last record's data cut by one byte.
+    let (records, l) = read_leniently(&bytes[..bytes.len() - 1]);
+    assert_eq!(records.len(), n - 1);
+    assert_eq!(l.cut_short_at, Some(last as u64));
+    assert_eq!(l.warning_count, 1);
+    let len = packets()[n - 1].1.len();
     assert_eq!(
-        reader.by_ref().filter(Result::is_ok).count(),
-        packets().len() - 1
+        l.warnings,
+        [format!(
+            "offset {last}: the file ends inside a record (its record header says {len} bytes, {} \
+             present): the capture was cut short there; the records before it were read",
+            len - 1
+        )]
     );
-    assert!(reader.next().is_none());
-    let mut reader = CaptureSlice::new(&bytes[..bytes.len() - 1]).unwrap();
-    assert_eq!(
-        reader.by_ref().filter(Result::is_ok).count(),
-        packets().len() - 1
-    );
-    assert!(reader.next().is_none());
+    // The first record cut: no records, still no error.
+    let (records, l) = read_leniently(&bytes[..24 + 16 + 40]);
+    assert!(records.is_empty());
+    assert_eq!(l.cut_short_at, Some(24));
+    // A record header cut short.
+    let (records, l) = read_leniently(&bytes[..24 + 10]);
+    assert!(records.is_empty());
+    assert!(l.warnings[0].contains("its pcap record header needs 16 bytes, 10 present"));
+    // A stray byte after the last record.
+    let mut stray = bytes.clone();
+    stray.push(0);
+    let (records, l) = read_leniently(&stray);
+    assert_eq!(records.len(), n);
+    assert_eq!(l.cut_short_at, Some(bytes.len() as u64));
+    // A complete file: nothing to say.
+    let (records, l) = read_leniently(&bytes);
+    assert_eq!((records.len(), l), (n, Leniency::default()));
+
+    let ng = std::fs::read(write_file("cut.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
+    let (records, l) = read_leniently(&ng[..60 + 50]);
+    assert!(records.is_empty());
+    assert_eq!(l.cut_short_at, Some(60));
+    assert!(l.warnings[0].contains("its pcapng block header says 92 bytes, 50 present"));
+    let (records, l) = read_leniently(&ng[..ng.len() - 3]);
+    assert_eq!(records.len(), n - 1);
+    assert_eq!(l.warning_count, 1);
+    let mut stray = ng.clone();
+    stray.extend_from_slice(&[6, 0, 0, 0, 32]);
+    let (records, l) = read_leniently(&stray);
+    assert_eq!(records.len(), n);
+    assert_eq!(l.cut_short_at, Some(ng.len() as u64));
+    assert!(l.warnings[0].contains("its pcapng block header needs 12 bytes, 5 present"));
 }
 
 #[test]
@@ -376,4 +434,109 @@ fn a_timestamp_fraction_past_one_second_is_added_as_wiretap_adds_it() {
             .collect();
         assert_eq!(sliced, streamed);
     }
+}
+
+/// A little-endian microsecond pcap whose header's link-type field is `field`, with `frames`.
+fn pcap_with_linktype_field(field: u32, frames: &[(&[u8], u32)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4_u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&field.to_le_bytes());
+    for (i, (data, orig_len)) in frames.iter().enumerate() {
+        for word in [i as u32, 0, data.len() as u32, *orig_len] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// Both readers' records of `bytes` (which must agree).
+fn records_of(bytes: &[u8]) -> Vec<Record> {
+    let streaming: Vec<Record> = CaptureReader::from_bytes(bytes.to_vec())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let in_place: Vec<Record> = CaptureSlice::new(bytes)
+        .unwrap()
+        .map(|r| r.unwrap().to_record())
+        .collect();
+    assert_eq!(streaming, in_place);
+    streaming
+}
+
+/// The pcap header's link-type field as libpcap reads it (LT_LINKTYPE, LT_FCS_LENGTH_PRESENT,
+/// LT_FCS_LENGTH): the low 26 bits are the link type; with bit 26 set, the top 4 bits are the
+/// FCS length in 16-bit words, and tshark leaves that many bytes out of the end of each frame.
+#[test]
+fn pcap_linktype_field_upper_bits_and_fcs_length() {
+    let frame: Vec<u8> = (0..64u8).collect();
+    let cut = &frame[..40];
+    let frames: [(&[u8], u32); 2] = [(&frame, 64), (cut, 64)];
+    // Upper bits without F (tcpdump's tcp-auth-heapoverflow.pcap: 0x30000001): Ethernet, as is.
+    let recs = records_of(&pcap_with_linktype_field(0x3000_0001, &frames));
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].linktype, 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..], 64)
+    );
+    // Raw IPv6 (229) with the same bits (beep-oobr.pcap: 0x300000E5).
+    let recs = records_of(&pcap_with_linktype_field(0x3000_00E5, &frames));
+    assert_eq!(recs[0].linktype, 229);
+    // F set, 2 words: a 4-byte FCS ends each frame and is left out.
+    let recs = records_of(&pcap_with_linktype_field(0x2400_0001, &frames));
+    assert_eq!(recs[0].linktype, 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..60], 60)
+    );
+    // A record cut by the snap length keeps what it has (the FCS was not captured).
+    assert_eq!((recs[1].data.as_slice(), recs[1].orig_len), (cut, 60));
+    // 1 word: 2 bytes.
+    let recs = records_of(&pcap_with_linktype_field(0x1400_0001, &frames));
+    assert_eq!((recs[0].data.len(), recs[0].orig_len), (62, 62));
+    assert_eq!(
+        nicsim_packet::capture::pcap_linktype(0x0400_0065),
+        (101, 0),
+        "F with a length of 0: no FCS"
+    );
+}
+
+/// pcapng's `if_fcslen` (13): the FCS of that many bytes is left out of the interface's packets.
+#[test]
+fn pcapng_if_fcslen_strips_the_fcs() {
+    let le = |v: u32| v.to_le_bytes();
+    let mut ng = Vec::new();
+    // SHB: 28 bytes.
+    for w in [0x0A0D_0D0A_u32, 28, 0x1A2B_3C4D] {
+        ng.extend_from_slice(&le(w));
+    }
+    ng.extend_from_slice(&1u16.to_le_bytes());
+    ng.extend_from_slice(&0u16.to_le_bytes());
+    ng.extend_from_slice(&u64::MAX.to_le_bytes());
+    ng.extend_from_slice(&le(28));
+    // IDB: Ethernet, if_fcslen 4, end of options: 8 + 8 + 8 + 4 + 4 = 32 bytes.
+    for w in [1u32, 32, 1, 0] {
+        ng.extend_from_slice(&le(w));
+    }
+    ng.extend_from_slice(&[13, 0, 1, 0, 4, 0, 0, 0]);
+    ng.extend_from_slice(&[0; 4]);
+    ng.extend_from_slice(&le(32));
+    // EPB with 64 bytes of data: 32 + 64 = 96 bytes.
+    for w in [6u32, 96, 0, 0, 0, 64, 64] {
+        ng.extend_from_slice(&le(w));
+    }
+    let frame: Vec<u8> = (0..64u8).collect();
+    ng.extend_from_slice(&frame);
+    ng.extend_from_slice(&le(96));
+    let recs = records_of(&ng);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        (recs[0].data.as_slice(), recs[0].orig_len),
+        (&frame[..60], 60)
+    );
 }

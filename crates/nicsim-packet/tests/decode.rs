@@ -355,6 +355,8 @@ fn tunnels_give_the_inner_segment_and_the_outer_endpoints() {
         0x30, 0x39, 0x12, 0xb5, 0, 0, 0, 0, 0x08, 0, 0, 0, 0, 0, 0x2a, 0,
     ];
     udp.extend(eth(0x0800, &inner));
+    let udp_len = udp.len() as u16;
+    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
     let s = check(linktype::ETHERNET, &tunnelled(17, udp), data, 0);
     assert_eq!(s.tunnel.unwrap().kind, TunnelKind::Vxlan);
     // IPv4 in IPv4, and IPv6 in IPv4 (6in4).
@@ -554,4 +556,127 @@ fn ieee_802_3_frames_with_llc_snap_carry_ip() {
     assert!(decode(linktype::ETHERNET, &eth(3, &[0xaa, 0xaa, 0x03]))
         .unwrap()
         .is_none());
+}
+
+/// An IPv4 packet whose header carries `options` (a multiple of 4 bytes), holding the test's
+/// TCP segment with `payload`.
+fn ip4_with_options(options: &[u8], payload: &[u8]) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let body = tcp(payload);
+    let hl = 20 + options.len();
+    let mut p = ip4_proto(6, &[], Some((hl + body.len()) as u16), SRC, DST);
+    p[0] = 0x40 | (hl / 4) as u8;
+    p.extend_from_slice(options);
+    p.extend_from_slice(&body);
+    p
+}
+
+/// IPv4 options as tshark 4.0.17 dissects them (each case checked with it: `tcp.len` shown, or
+/// the packet "Malformed" with no TCP): a known option shorter than the fields tshark reads of
+/// it makes the packet malformed (suricata-verify's tcp-session-decode-malformed-ipv4: IHL 8,
+/// a Security option of length 2); other bad lengths (below 2, past the header, longer than a
+/// fixed length) only end tshark's option walk, and the segment is decoded.
+#[test]
+fn ipv4_options_tshark_calls_malformed_are_errors() {
+    let pad = |o: &[u8]| {
+        let mut o = o.to_vec();
+        o.resize(o.len().div_ceil(4) * 4, 0);
+        o
+    };
+    let malformed: &[&[u8]] = &[
+        &[130, 2],                     // Security, length 2 (the suricata-verify case)
+        &[148, 3, 0],                  // Router alert, 3 (4 fixed)
+        &[68, 3, 5],                   // Timestamp, 3 (at least 4)
+        &[82, 4, 0, 0],                // Traceroute, 4 (12 fixed)
+        &[134, 5, 0, 0, 0],            // Commercial security, 5 (at least 6)
+        &[25, 7, 0, 0, 0, 0, 0],       // Quick-start, 7 (8 fixed)
+        &[7, 2],                       // Record route, 2 (at least 3)
+        &[1, 1, 130, 2],               // after no-operations
+        &[200, 6, 0, 0, 0, 0, 130, 2], // after an unknown option of a good length
+    ];
+    for options in malformed {
+        let frame = eth(0x0800, &ip4_with_options(&pad(options), b"X"));
+        match decode(linktype::ETHERNET, &frame) {
+            Err(ParseError::Malformed { offset: 14, .. }) => {}
+            other => panic!("{options:?}: {other:?}"),
+        }
+    }
+    let decoded: &[&[u8]] = &[
+        &[130, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0], // Security of its length
+        &[130, 10, 0, 0, 0, 0, 0, 0, 0, 0],    // shorter, but tshark reads no field past it
+        &[148, 5, 0, 0, 0],                    // longer than its fixed length
+        &[200, 0],                             // a length below 2: the walk ends
+        &[200, 1, 130, 2],                     // ... and what follows it is not read
+        &[1, 0, 130, 2],                       // nor after the end of options
+        &[200, 8, 0, 0],                       // runs past the header: the walk ends
+        &[130, 11, 0, 0],                      // a known option too
+        &[1, 1, 1, 200],                       // its length byte past the header
+        &[1, 1, 1, 1],                         // no-operations
+        &[200, 2],                             // an unknown option of length 2
+    ];
+    for options in decoded {
+        let frame = eth(0x0800, &ip4_with_options(&pad(options), b"X"));
+        check(linktype::ETHERNET, &frame, b"X", 0);
+    }
+}
+
+/// UDP's length field as tshark reads it: below 8 ends the decoding at the UDP header (no
+/// tunnel; tcpdump's bigtcp-ipv4-vxlan-ipv6.pcap: an IPv4 BIG TCP packet, total length 0, with
+/// UDP length 0 to port 4789: "BAD UDP LENGTH 0 < 8"); 0 over IPv6 is a jumbogram's (the
+/// packet's length); a length inside the packet ends the datagram there; one past it is the
+/// packet's. Each case checked with tshark 4.0.17.
+#[test]
+fn udp_length_below_8_ends_the_decoding() {
+    let data = b"inner";
+    let inner = eth(0x0800, &ip4(data, None));
+    let vxlan = |udp_len: Option<u16>| {
+        let mut udp = vec![0x30, 0x39, 0x12, 0xb5, 0, 0, 0, 0];
+        let len = udp_len.unwrap_or((16 + inner.len()) as u16);
+        udp[4..6].copy_from_slice(&len.to_be_bytes());
+        udp.extend_from_slice(&[0x08, 0, 0, 0, 0, 0, 0x2a, 0]);
+        udp.extend_from_slice(&inner);
+        udp
+    };
+    let outer = |udp: Vec<u8>, total: Option<u16>| {
+        eth(
+            0x0800,
+            &ip4_proto(17, &udp, total, [192, 0, 2, 1], [192, 0, 2, 2]),
+        )
+    };
+    // Its own length, a length past the packet, and an IPv4 total length of 0 (TSO, BIG TCP:
+    // the frame's length): the tunnel.
+    for (udp_len, total) in [(None, None), (Some(4000), None), (None, Some(0))] {
+        let s = check(linktype::ETHERNET, &outer(vxlan(udp_len), total), data, 0);
+        assert_eq!(
+            s.tunnel.unwrap().kind,
+            TunnelKind::Vxlan,
+            "{udp_len:?} {total:?}"
+        );
+    }
+    // Below 8 (with a total length of 0 too, as in bigtcp-ipv4-vxlan-ipv6.pcap), and 8 (no
+    // payload): the outer UDP datagram, with nothing after its header.
+    for (udp_len, total) in [(0, None), (7, None), (0, Some(0)), (8, None)] {
+        let frame = outer(vxlan(Some(udp_len)), total);
+        let s = seg(linktype::ETHERNET, &frame);
+        assert!(s.tunnel.is_none(), "{udp_len} {total:?}");
+        assert_eq!(s.ip.proto, 17);
+        assert_eq!(s.l4.map(|l| l.dport), Some(4789));
+        assert!(s.payload.is_empty(), "{udp_len}");
+    }
+    // A length inside the packet: the payload ends there (what follows is not the datagram's).
+    let mut udp = vec![0x30, 0x39, 0x30, 0x3a, 0, 13, 0, 0];
+    udp.extend_from_slice(b"hellotrailer");
+    let frame = outer(udp, None);
+    let s = seg(linktype::ETHERNET, &frame);
+    assert_eq!(&frame[s.payload.clone()], b"hello");
+    // IPv6: 0 is a jumbogram's length (the packet's); 7 ends the decoding.
+    let ip6_udp = |udp: Vec<u8>| {
+        let mut p = ip6(b"", 17, &udp, Some(udp.len() as u16));
+        p.truncate(40 + udp.len()); // without the helper's TCP header
+        eth(0x86dd, &p)
+    };
+    let s = check(linktype::ETHERNET, &ip6_udp(vxlan(Some(0))), data, 0);
+    assert_eq!(s.tunnel.unwrap().kind, TunnelKind::Vxlan);
+    let s = seg(linktype::ETHERNET, &ip6_udp(vxlan(Some(7))));
+    assert!(s.tunnel.is_none());
 }

@@ -183,11 +183,17 @@ impl FlowCapture {
     }
 
     /// What the capture reader skipped or cut without refusing the capture:
-    /// (`warnings`: the first lines, `warning_count`, `records_cut`).
+    /// (`warnings`: the first lines, `warning_count`, `records_cut`, `cut_short_at`: the offset
+    /// of the record inside which the file ends, or `None`).
     #[getter]
-    fn leniency(&self) -> (Vec<String>, u64, u64) {
+    fn leniency(&self) -> (Vec<String>, u64, u64, Option<u64>) {
         let l = &self.inner.leniency;
-        (l.warnings.clone(), l.warning_count, l.records_cut)
+        (
+            l.warnings.clone(),
+            l.warning_count,
+            l.records_cut,
+            l.cut_short_at,
+        )
     }
 
     /// Arena bytes used.

@@ -613,6 +613,7 @@ fn xdp_profile<'py>(
                 "cut": p.cut,
                 "relinked": p.relinked,
                 "not_ethernet": p.not_ethernet,
+                "capture_warnings": p.capture_warnings,
                 "paths": p.paths,
                 "top": p.top,
                 "sustained": {"pps": rate.pps, "bottleneck": rate.bottleneck,

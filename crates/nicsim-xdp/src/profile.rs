@@ -168,6 +168,9 @@ pub struct Profile<'a> {
     pub relinked: u64,
     /// Packets of another link type that give no Ethernet frame (not run).
     pub not_ethernet: u64,
+    /// What the capture reader skipped or cut without refusing the capture, one line each (a
+    /// file that ends inside its last record, malformed pcapng options: the first ones).
+    pub capture_warnings: Vec<String>,
 }
 
 /// FNV-1a over a path's edge indices: with its length, the key of a distinct path.
@@ -264,6 +267,7 @@ impl<'a> Profile<'a> {
             cut: 0,
             relinked: 0,
             not_ethernet: 0,
+            capture_warnings: Vec::new(),
         }
     }
 
@@ -414,12 +418,12 @@ impl<'a> Profile<'a> {
         each: &mut dyn FnMut(u64, &[u8], u32),
     ) -> Result<(), ProfileError> {
         let file = path.display().to_string();
-        let reader = CaptureReader::open(path).map_err(|source| ProfileError::Capture {
+        let mut reader = CaptureReader::open(path).map_err(|source| ProfileError::Capture {
             file: file.clone(),
             source,
         })?;
         let mut frame = Vec::new();
-        for rec in reader {
+        while let Some(rec) = reader.next_record() {
             let rec = rec.map_err(|source| ProfileError::Capture {
                 file: file.clone(),
                 source,
@@ -440,6 +444,7 @@ impl<'a> Profile<'a> {
                 });
             }
         }
+        self.capture_warnings = reader.leniency().warnings;
         Ok(())
     }
 }

@@ -342,6 +342,9 @@ def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
             # Name the link types nicsim does not decode, as tshark and libpcap name them.
             names = ", ".join(f"{n} ({name})" if name else str(n) for n, name in links)
             held += f"; link type{'s' if len(links) > 1 else ''} {names} not supported"
+        cut_at = cap.leniency[3]
+        if cut_at is not None:
+            held += f"; the file was cut short inside the record at offset {cut_at:,}"
         raise InputError(f"{capture_name(capture)}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
 
 
@@ -370,7 +373,7 @@ def reassemble(
         cap = open_capture(capture, overlap, max_flows, max_arena_bytes, max_segments_per_direction, max_hole_bytes,
                            unacked)
     require_tcp(cap, capture)
-    warnings, count, _ = cap.leniency
+    warnings, count, _, _ = cap.leniency
     for w in warnings:
         ui.warn(f"{capture_name(capture)}: {w}")
     if count > len(warnings):
@@ -402,6 +405,7 @@ def reassemble(
             "reused_tuples": cap.reused_tuples,
             "capture_warnings": cap.leniency[1],
             "records_cut": cap.leniency[2],
+            "capture_cut_short_at": cap.leniency[3],
             "tunnelled_flows": w["tunnelled_flows"],
         }
         o.summary(summary)

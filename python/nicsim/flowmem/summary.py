@@ -167,6 +167,7 @@ class ReassembleSummary(TypedDict):
     reused_tuples: int
     capture_warnings: int
     records_cut: int
+    capture_cut_short_at: int | None
     tunnelled_flows: dict[str, int]
     # Added when written (`OutputDir.summary`).
     nicsim_version: str

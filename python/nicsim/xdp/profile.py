@@ -325,6 +325,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
                         "were skipped")
     if p["cut"]:
         warnings.append(f"{p['cut']:,} packets were cut by the capture's snap length; they ran as captured")
+    warnings.extend(f"capture: {w}" for w in p.get("capture_warnings", []))
     if warnings:
         summary["warnings"] = warnings
 

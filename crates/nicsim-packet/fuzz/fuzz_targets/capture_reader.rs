@@ -1,7 +1,8 @@
 //! Fuzz target: arbitrary bytes as a capture. Both readers (streaming `CaptureReader` and
-//! in-place `CaptureSlice`) must never panic, must agree record for record and error for
-//! error, every error must be one line, and the zero-copy reassembler must take whatever they
-//! accept with every packet accounted for.
+//! in-place `CaptureSlice`) must never panic, must agree record for record, error for error
+//! and warning for warning (a file cut short inside a record), every error must be one line,
+//! and the zero-copy reassembler must take whatever they accept with every packet accounted
+//! for.
 
 #![no_main]
 
@@ -12,23 +13,38 @@ use nicsim_flowmem::{Config, Reassembly};
 use nicsim_packet::capture::{CaptureReader, CaptureSlice, Record};
 
 fuzz_target!(|data: &[u8]| {
+    let mut leniency = (None, None);
     let streaming: Vec<Result<Record, String>> = match CaptureReader::from_bytes(data.to_vec()) {
-        Ok(reader) => reader.map(|r| r.map_err(|e| e.to_string())).collect(),
+        Ok(mut reader) => {
+            let records = reader
+                .by_ref()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            leniency.0 = Some(reader.leniency());
+            records
+        }
         Err(e) => vec![Err(e.to_string())],
     };
     let in_place: Vec<Result<Record, String>> = match CaptureSlice::new(data) {
-        Ok(reader) => reader
-            .map(|r| {
-                r.map(|r| {
-                    assert_eq!(&data[r.data_offset..r.data_offset + r.data.len()], r.data);
-                    r.to_record()
+        Ok(mut reader) => {
+            let records = reader
+                .by_ref()
+                .map(|r| {
+                    r.map(|r| {
+                        assert_eq!(&data[r.data_offset..r.data_offset + r.data.len()], r.data);
+                        r.to_record()
+                    })
+                    .map_err(|e| e.to_string())
                 })
-                .map_err(|e| e.to_string())
-            })
-            .collect(),
+                .collect();
+            leniency.1 = Some(reader.leniency());
+            records
+        }
         Err(e) => vec![Err(e.to_string())],
     };
     assert_eq!(streaming, in_place);
+    // The same warnings, and the same offset where the data ends inside a record.
+    assert_eq!(leniency.0, leniency.1);
     for item in &streaming {
         match item {
             Ok(record) => assert!(record.data.len() <= record.orig_len as usize),
@@ -44,7 +60,8 @@ fuzz_target!(|data: &[u8]| {
                 for d in 0..2 {
                     let view = r.view(f, d).expect("a view of every direction");
                     for (start, end) in view.runs() {
-                        view.read(start, (end - start) as usize).expect("runs are readable");
+                        view.read(start, (end - start) as usize)
+                            .expect("runs are readable");
                     }
                 }
             }
