@@ -108,7 +108,8 @@ def _inside(inner: str | os.PathLike[str], outer: str | os.PathLike[str]) -> boo
     return any(_is_within(i, o) for i in _both(inner) for o in _both(outer))
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this host (another user's too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -434,7 +435,7 @@ class OutputDir:
             return
         for name in names:
             m = pattern.fullmatch(name)
-            if not m or _pid_alive(int(m.group(2))):
+            if not m or pid_alive(int(m.group(2))):
                 continue
             p = parent / name
             if p.is_symlink() or not p.is_dir():

@@ -598,9 +598,7 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
         lt::FDDI => {
             // Frame control, destination, source (wiretap's and tshark's fddi: no padding by
             // default), then LLC; SNAP gives the EtherType.
-            need(frame, Layer::Link, 0, 13 + 8)?;
-            let (at, next) = llc(frame, 13)?;
-            (if matches!(next, Next::Other) { 0 } else { at }, next)
+            llc(frame, 13)?
         }
         lt::ATM_RFC1483 => {
             // LLC/SNAP: AA AA 03, an OUI of zeros, the EtherType.

@@ -460,6 +460,26 @@ fn load_btf(btf: &[u8]) -> Result<OwnedFd, KernelError> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Load the probe `call` (a helper's id, or with `src` the kfunc call's pseudo source, a BTF
+/// id); `r0 = 0`; `exit` as an XDP program, for the verifier to say whether it may call it.
+fn load_call_probe(src: u8, imm: i32) -> Result<Kernel, KernelError> {
+    let call = Raw {
+        code: 0x85,
+        dst: 0,
+        src,
+        off: 0,
+        imm,
+    };
+    let zero = |code| Raw {
+        code,
+        dst: 0,
+        src: 0,
+        off: 0,
+        imm: 0,
+    };
+    Kernel::load_raw(&[call, zero(0xb7), zero(0x95)], &[], "GPL", "nicsim_probe")
+}
+
 /// Whether the running kernel lets an XDP program call helper `id`: a program calling it is
 /// handed to the verifier, whose log says whether the helper is one this program type may call
 /// ("program of this type cannot use helper", older kernels "unknown func"; "invalid func" for
@@ -467,30 +487,7 @@ fn load_btf(btf: &[u8]) -> Result<OwnedFd, KernelError> {
 /// comes after that check, so the helper is allowed. An error when the kernel cannot be asked
 /// (no privileges for `bpf(2)`).
 pub fn xdp_helper_allowed(id: u32) -> Result<bool, KernelError> {
-    let raw = [
-        Raw {
-            code: 0x85,
-            dst: 0,
-            src: 0,
-            off: 0,
-            imm: id as i32,
-        },
-        Raw {
-            code: 0xb7,
-            dst: 0,
-            src: 0,
-            off: 0,
-            imm: 0,
-        },
-        Raw {
-            code: 0x95,
-            dst: 0,
-            src: 0,
-            off: 0,
-            imm: 0,
-        },
-    ];
-    match Kernel::load_raw(&raw, &[], "GPL", "nicsim_probe") {
+    match load_call_probe(0, id as i32) {
         Ok(_) => Ok(true),
         Err(e) => match e.refused_helper() {
             Some(_) => Ok(false),
@@ -561,30 +558,7 @@ pub fn vmlinux_kfuncs() -> Result<(Vec<(String, u32)>, bool), KernelError> {
 /// probe does not pass; "metadata kfuncs require device-bound program") comes after that
 /// check, so the kfunc is allowed. An error when the kernel cannot be asked.
 pub fn xdp_kfunc_allowed(btf_id: u32) -> Result<bool, KernelError> {
-    let raw = [
-        Raw {
-            code: 0x85,
-            dst: 0,
-            src: crate::insn::PSEUDO_KFUNC_CALL,
-            off: 0,
-            imm: btf_id as i32,
-        },
-        Raw {
-            code: 0xb7,
-            dst: 0,
-            src: 0,
-            off: 0,
-            imm: 0,
-        },
-        Raw {
-            code: 0x95,
-            dst: 0,
-            src: 0,
-            off: 0,
-            imm: 0,
-        },
-    ];
-    match Kernel::load_raw(&raw, &[], "GPL", "nicsim_probe") {
+    match load_call_probe(crate::insn::PSEUDO_KFUNC_CALL, btf_id as i32) {
         Ok(_) => Ok(true),
         Err(KernelError::Verifier { full_log, .. }) => Ok(![
             "is not allowed",

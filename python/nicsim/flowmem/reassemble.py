@@ -33,7 +33,7 @@ from nicsim.config import core_errors
 from nicsim.errors import InputError
 from nicsim.flowmem import names
 from nicsim.flowmem.summary import ReassembleSummary
-from nicsim.output import OutputDir, figures
+from nicsim.output import OutputDir, figures, pid_alive
 
 # The names each option takes: the core's (nicsim.flowmem.names).
 OVERLAP_POLICIES = names.NAMES["overlap"]
@@ -193,15 +193,9 @@ def _remove_stale_spools() -> None:
 
     for f in glob.glob(os.path.join(tempfile.gettempdir(), f"{SPOOL_PREFIX}*-*.pcap")):
         pid = os.path.basename(f)[len(SPOOL_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 os.unlink(f)
-        except OSError:
-            pass  # alive (another user's): not ours to remove
 
 
 @contextlib.contextmanager
@@ -282,8 +276,6 @@ def _corrupt() -> tuple[type[BaseException], ...]:
 def _read_head(stream: BinaryIO, name: str, n: int) -> bytes:
     try:
         return stream.read(n)
-    except EOFError:
-        return b""
     except _corrupt() as e:
         raise InputError(f"{name}: cannot decompress the capture: {e}") from None
 

@@ -11,7 +11,7 @@
 
 use crate::helpers::Helper;
 use crate::interp::{
-    prandom_u32_state, HELPER_GET_PRANDOM_U32, HELPER_GET_SMP_PROCESSOR_ID,
+    prandom_u32_state, Fault, Machine, HELPER_GET_PRANDOM_U32, HELPER_GET_SMP_PROCESSOR_ID,
     HELPER_KTIME_GET_COARSE_NS, HELPER_KTIME_GET_NS,
 };
 use crate::symex::{EnvResult, Sym, V};
@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 /// The time, randomness and CPU helpers.
 pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_KTIME_GET_NS, "time")
-        .run(|m, _, id| Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns)))
+        .run(clock)
         .sym(env64),
     Helper::new(HELPER_GET_PRANDOM_U32, "time")
         .run(|m, _, id| match m.replayed(id) {
@@ -32,7 +32,7 @@ pub(crate) const HELPERS: &[Helper] = &[
         .run(|m, _, id| Ok(m.replayed(id).unwrap_or(0)))
         .sym(|s, id, _| env32(s, id, Some(MAX_CPUS))),
     Helper::new(HELPER_KTIME_GET_COARSE_NS, "time")
-        .run(|m, _, id| Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns)))
+        .run(clock)
         .sym(env64),
     Helper::new(HELPER_GET_NUMA_NODE_ID, "time")
         .run(|m, _, id| Ok(m.replayed(id).unwrap_or(0)))
@@ -41,12 +41,18 @@ pub(crate) const HELPERS: &[Helper] = &[
         .run(|m, _, id| Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns / NS_PER_JIFFY)))
         .sym(env64),
     Helper::new(HELPER_KTIME_GET_BOOT_NS, "time")
-        .run(|m, _, id| Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns)))
+        .run(clock)
         .sym(env64),
     Helper::new(HELPER_KTIME_GET_TAI_NS, "time")
-        .run(|m, _, id| Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns)))
+        .run(clock)
         .sym(env64),
 ];
+
+/// A clock's reading in the interpreter: the example's time when it is replayed, else the
+/// run's fixed one.
+fn clock(m: &mut Machine<'_>, _: u32, id: u32) -> Result<u64, Fault> {
+    Ok(m.replayed(id).unwrap_or(m.opts.ktime_ns))
+}
 
 /// A 64-bit value the environment gives (a clock): fresh, and an environment result.
 fn env64(s: &mut Sym<'_>, helper: u32, _: [V; 4]) -> V {
