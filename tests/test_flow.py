@@ -498,10 +498,14 @@ def test_tshark_compatible_runs_and_anchor(tmp_path: Path) -> None:
 
 
 def test_compressed_captures_are_read_as_tshark_reads_them(tmp_path: Path) -> None:
-    # gzip (tshark reads it itself) and xz: decompressed to a temporary file, the same flows;
-    # a corrupt stream is one line and exit 2.
+    # gzip, zstd and LZ4 frames (wiretap reads all three; zstd and LZ4 since Wireshark 4.2) and
+    # xz: decompressed to a temporary file, the same flows; a corrupt stream is one line and
+    # exit 2.
     import gzip
     import lzma
+
+    import lz4.frame
+    import zstandard
 
     from nicsim import _core
 
@@ -510,24 +514,30 @@ def test_compressed_captures_are_read_as_tshark_reads_them(tmp_path: Path) -> No
     _core.write_pcap(str(cap), frames)
     (tmp_path / "c.pcap.gz").write_bytes(gzip.compress(cap.read_bytes()))
     (tmp_path / "c.pcap.xz").write_bytes(lzma.compress(cap.read_bytes()))
+    (tmp_path / "c.pcap.zst").write_bytes(zstandard.ZstdCompressor().compress(cap.read_bytes()))
+    (tmp_path / "c.pcap.lz4").write_bytes(lz4.frame.compress(cap.read_bytes()))
     flows = {}
-    for name in ("c.pcap", "c.pcap.gz", "c.pcap.xz"):
+    for name in ("c.pcap", "c.pcap.gz", "c.pcap.xz", "c.pcap.zst", "c.pcap.lz4"):
         out = tmp_path / f"out-{name}"
         assert nicsim("flowmem", "reassemble", tmp_path / name, "--out", out).returncode == 0
         d = json.loads((out / "flows.json").read_text())[0]
         flows[name] = (out / d["file"]).read_bytes()
     assert set(flows.values()) == {b"hello world"}
-    (tmp_path / "bad.pcap.gz").write_bytes(gzip.compress(cap.read_bytes())[:10] + b"\xff" * 40)
-    r = nicsim("flowmem", "reassemble", tmp_path / "bad.pcap.gz", "--out", tmp_path / "bad")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.pcap.gz" in r.stderr, r.stderr
+    for suffix in ("gz", "zst", "lz4"):
+        bad = tmp_path / f"bad.pcap.{suffix}"
+        bad.write_bytes((tmp_path / f"c.pcap.{suffix}").read_bytes()[:12] + b"\xff" * 40)
+        r = nicsim("flowmem", "reassemble", bad, "--out", tmp_path / f"bad-{suffix}")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(bad) in r.stderr, r.stderr
+        assert not (tmp_path / f"bad-{suffix}").exists()
 
 
 def test_a_cut_compressed_capture_keeps_all_it_holds(tmp_path: Path) -> None:
     # A gzip or xz capture cut short (copied while written, a broken download) decompresses to
     # everything its bytes hold, as zlib/lzma give it streaming, and the capture then ends inside
     # a record as a cut plain capture does. Python's GzipFile/LZMAFile raise EOFError instead and
-    # lost that read's output: a small cut capture read as empty ("no TCP flow"). Also: several
-    # gzip members or xz streams one after the other are one capture.
+    # lost that read's output: a small cut capture read as empty ("no TCP flow"). The same for
+    # LZ4 frames, and zstd (whose library gives every whole block before the cut). Also: several
+    # gzip members, xz streams, LZ4 or zstd frames one after the other are one capture.
     import gzip
     import lzma
     import zlib
@@ -539,18 +549,33 @@ def test_a_cut_compressed_capture_keeps_all_it_holds(tmp_path: Path) -> None:
     cap = tmp_path / "c.pcap"
     _core.write_pcap(str(cap), frames)
     plain = cap.read_bytes()
-    for suffix, packed, stream in ((".gz", gzip.compress(plain), lambda: zlib.decompressobj(wbits=31)),
-                                   (".xz", lzma.compress(plain), lzma.LZMADecompressor)):
-        for cut in (len(packed) // 3, len(packed) - 9):
+    import lz4.frame
+    import zstandard
+
+    def zstd_held(packed: bytes) -> bytes:  # every whole block before the cut, one after another
+        out = []
+        with zstandard.ZstdDecompressor().stream_reader(packed) as r:
+            while b := r.read(1 << 16):
+                out.append(b)
+        return b"".join(out)
+
+    frames += [_frame(100_000 + 1000 * i, ACK, bytes(range(256)) * 4) for i in range(200)]  # > 128 KiB
+    _core.write_pcap(str(cap), frames)
+    plain = cap.read_bytes()
+    for suffix, compress, held in (
+            (".gz", gzip.compress, lambda b: zlib.decompressobj(wbits=31).decompress(b)),
+            (".xz", lzma.compress, lambda b: lzma.LZMADecompressor().decompress(b)),
+            (".lz4", lz4.frame.compress, lambda b: lz4.frame.LZ4FrameDecompressor().decompress(b)),
+            (".zst", lambda b: zstandard.ZstdCompressor(level=1).compress(b), zstd_held)):
+        packed = compress(plain)
+        for cut in (len(packed) * 2 // 3, len(packed) - 9):
             (tmp_path / f"cut{suffix}").write_bytes(packed[:cut])
-            held = stream().decompress(packed[:cut])
-            assert len(held) > 24, (suffix, cut)
+            want = held(packed[:cut])
+            assert len(want) > 24 and plain.startswith(want), (suffix, cut)
             with capture_file(tmp_path / f"cut{suffix}") as p:
-                assert p.read_bytes() == held, (suffix, cut)
+                assert p.read_bytes() == want, (suffix, cut)
         half = len(plain) // 2
-        (tmp_path / f"two{suffix}").write_bytes(
-            (gzip.compress(plain[:half]) + gzip.compress(plain[half:])) if suffix == ".gz"
-            else (lzma.compress(plain[:half]) + lzma.compress(plain[half:])))
+        (tmp_path / f"two{suffix}").write_bytes(compress(plain[:half]) + compress(plain[half:]))
         with capture_file(tmp_path / f"two{suffix}") as p:
             assert p.read_bytes() == plain, suffix
 

@@ -118,9 +118,12 @@ def capture_name(capture: str | os.PathLike[str]) -> str:
     return "<stdin>" if os.fspath(capture) == "-" else str(capture)
 
 
-#: Compressed captures, read through as tshark reads them: gzip (wiretap's own) and xz.
+#: Compressed captures, read through as tshark reads them: gzip, zstd and LZ4 frames (wiretap's
+#: file_wrappers.c reads all three, zstd and LZ4 since Wireshark 4.2), and xz.
 GZIP_MAGIC = bytes.fromhex("1f8b")
 XZ_MAGIC = bytes.fromhex("fd377a585a00")
+ZSTD_MAGIC = bytes.fromhex("28b52ffd")
+LZ4_MAGIC = bytes.fromhex("04224d18")
 
 
 def _compression(head: bytes) -> str | None:
@@ -128,13 +131,17 @@ def _compression(head: bytes) -> str | None:
         return "gzip"
     if head[:6] == XZ_MAGIC:
         return "xz"
+    if head[:4] == ZSTD_MAGIC:
+        return "zstd"
+    if head[:4] == LZ4_MAGIC:
+        return "lz4"
     return None
 
 
 @contextlib.contextmanager
 def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
-    """A path to the capture's bytes: the file itself, or (standard input, a pipe, a gzip- or
-    xz-compressed file) a temporary copy, decompressed, that is removed afterwards. The copy
+    """A path to the capture's bytes: the file itself, or (standard input, a pipe, a gzip-, zstd-,
+    LZ4- or xz-compressed file) a temporary copy, decompressed, that is removed afterwards. The copy
     is on disk, never in memory, so a small compressed file that expands a thousandfold costs
     disk, as tshark's reading it costs time."""
     name = capture_name(capture)
@@ -162,20 +169,20 @@ def capture_file(capture: str | os.PathLike[str]) -> Iterator[Path]:
             raise InputError(f"{path}: cannot read the capture: {e.strerror}") from None
         close = True
     try:
-        with _decompressed(stream, name) as plain:
-            head = _read_head(plain, name, 4)
-            if head not in CAPTURE_MAGICS:
-                what = "empty" if not head else f"starts with {head.hex()}"
-                raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
-            head += _read_head(plain, name, (24 if head != PCAPNG_MAGIC else 12) - 4)
-            if not _plausible_header(head):
-                raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
-            _remove_stale_spools()
-            with tempfile.NamedTemporaryFile(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", suffix=".pcap") as tmp:
-                tmp.write(head)
-                _copy(plain, tmp, name)
-                tmp.flush()
-                yield Path(tmp.name)
+        plain, kind = _decompressed(stream)
+        head = _read_head(plain, name, 4)
+        if head not in CAPTURE_MAGICS:
+            what = f"starts with {head.hex()}" if head else f"{kind} data that decompresses to nothing" if kind else "empty"
+            raise InputError(f"{name}: not a pcap or pcapng capture ({what})")
+        head += _read_head(plain, name, (24 if head != PCAPNG_MAGIC else 12) - 4)
+        if not _plausible_header(head):
+            raise InputError(f"{name}: not a pcap or pcapng capture (its file header is not one: {head.hex()})")
+        _remove_stale_spools()
+        with tempfile.NamedTemporaryFile(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", suffix=".pcap") as tmp:
+            tmp.write(head)
+            _copy(plain, tmp, name)
+            tmp.flush()
+            yield Path(tmp.name)
     finally:
         if close:
             stream.close()
@@ -198,38 +205,51 @@ def _remove_stale_spools() -> None:
                 os.unlink(f)
 
 
-@contextlib.contextmanager
-def _decompressed(stream: BinaryIO, name: str) -> Iterator[BinaryIO]:
-    """`stream`, decompressed when it starts with a gzip or xz magic number ([`_Inflated`])."""
+def _decompressed(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
+    """`stream`, decompressed when it starts with a compressed format's magic number
+    ([`_Inflated`]; zstd by the `zstandard` library's reader, which gives at most what is asked
+    of it and, on a stream cut short, every block before the cut), and the format (None: not
+    compressed)."""
     import io
 
     buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
     kind = _compression(buffered.peek(6)[:6])
     if kind is None:
-        yield buffered
-    else:
-        yield io.BufferedReader(_Inflated(buffered, kind), 1 << 20)  # type: ignore[arg-type]
+        return buffered, None
+    if kind == "zstd":
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True, closefd=False)
+        return io.BufferedReader(reader, 1 << 20), kind  # type: ignore[arg-type]
+    return io.BufferedReader(_Inflated(buffered, kind), 1 << 20), kind  # type: ignore[arg-type]
 
 
 class _Inflated(io.RawIOBase):
-    """A gzip (every member) or xz (every stream) stream, decompressed as it is read, at most a
-    read's worth of output at a time. A stream cut short ends where its compressed bytes end,
+    """A gzip (every member), xz (every stream) or LZ4 (every frame) stream, decompressed as it
+    is read, at most a read's worth of output at a time. A stream cut short ends where its compressed bytes end,
     with all they held: the capture then ends inside a record, as a cut plain capture does.
     (Python's `GzipFile` and `LZMAFile` raise `EOFError` there instead, and the output of that
     read — up to a MiB, all of a small capture — was lost.) A corrupt stream raises
     [`_corrupt`]'s errors."""
 
     def __init__(self, raw: BinaryIO, kind: str) -> None:
-        self._raw, self._gzip = raw, kind == "gzip"
+        self._raw, self._kind, self._gzip = raw, kind, kind == "gzip"
         self._d: Any = self._decompressor()
         self._input = b""  # compressed bytes read and not yet given to the decompressor
         self._ended = False
 
     def _decompressor(self) -> Any:
-        import lzma
         import zlib
 
-        return zlib.decompressobj(wbits=31) if self._gzip else lzma.LZMADecompressor()
+        if self._gzip:
+            return zlib.decompressobj(wbits=31)
+        if self._kind == "lz4":
+            import lz4.frame
+
+            return lz4.frame.LZ4FrameDecompressor()
+        import lzma
+
+        return lzma.LZMADecompressor()
 
     def readable(self) -> bool:
         return True
@@ -239,7 +259,7 @@ class _Inflated(io.RawIOBase):
         while not self._ended:
             d = self._d
             if d.eof:  # a member or stream ended: another may follow it
-                self._input = d.unused_data + self._input
+                self._input = (d.unused_data or b"") + self._input  # (LZ4's: None when there is none)
                 if not self._input:
                     self._input = self._raw.read(1 << 16)
                 if not self._input:
@@ -265,12 +285,14 @@ class _Inflated(io.RawIOBase):
 
 
 def _corrupt() -> tuple[type[BaseException], ...]:
-    """What a corrupt gzip or xz stream raises."""
+    """What a corrupt compressed stream raises (LZ4's decompressor: a RuntimeError)."""
     import gzip
     import lzma
     import zlib
 
-    return (gzip.BadGzipFile, lzma.LZMAError, zlib.error)
+    import zstandard
+
+    return (gzip.BadGzipFile, lzma.LZMAError, zlib.error, zstandard.ZstdError, RuntimeError)
 
 
 def _read_head(stream: BinaryIO, name: str, n: int) -> bytes:
