@@ -726,7 +726,6 @@ CAPTURES: list[tuple[str, bytes, list[str]]] = [
     ("snaplen-0-no-records", pcap_header(snaplen=0), []),
     ("snaplen-u32-max-no-records", pcap_header(snaplen=2**32 - 1), []),
     ("unknown-linktype", pcap(linktype=12345), []),
-    ("caplen-above-origlen", pcap_header() + pcap_record(F, origlen=10), ["offset"]),
     ("caplen-2^31", pcap_header() + pcap_record(F, caplen=2**31), ["offset"]),
     ("caplen-u32-max", pcap_header() + pcap_record(F, caplen=2**32 - 1), ["offset"]),
     # Cut short inside the first record: read (as tshark reads it) but no flow in it.
@@ -759,13 +758,29 @@ CAPTURE_CASES = [pytest.param(cmd, data, needles, id=f"{name}-{cmd}") for name, 
 
 def test_caplen_above_the_file_snaplen_is_read(tmp_path: Path) -> None:
     """A record longer than the file header's snaplen is read, as libpcap and tshark read it
-    (writers get the header's snaplen wrong); longer than its own original length is not."""
+    (writers get the header's snaplen wrong); longer than its own original length too (tshark
+    reads its captured bytes, flagging "Frame length is less than captured length"): every
+    record's payload is in the flow, pcap and pcapng alike."""
     cap = tmp_path / "cap.pcap"
     cap.write_bytes(pcap_header(snaplen=40) + pcap_record(F))
     r = cli("flowmem", "reassemble", cap, "--out", tmp_path / "o")
     assert r.returncode in (0, 2) and "Traceback" not in r.stderr
     if r.returncode == 2:
         assert_one_line_error(r, "no TCP flow")
+    frames = [tcp_frame(1 + 5 * i, 0x18, b"abcde") for i in range(4)]
+    for name, data in (
+            ("short-orig.pcap", pcap_header() + b"".join(
+                pcap_record(f, origlen=(0, 10, len(f) - 1, len(f))[i]) for i, f in enumerate(frames))),
+            ("short-orig.pcapng", SHB + IDB + b"".join(
+                block(6, struct.pack("<IIIII", 0, 0, 1, len(f), (0, 10, len(f) - 1, len(f))[i]) + f)
+                for i, f in enumerate(frames)))):
+        cap = tmp_path / name
+        cap.write_bytes(data)
+        out = tmp_path / f"o-{name}"
+        r = cli("flowmem", "reassemble", cap, "--out", out)
+        assert r.returncode == 0, r.stderr
+        flows = json.loads((out / "flows.json").read_text())
+        assert [(out / f["file"]).read_bytes() for f in flows if f["bytes"]] == [b"abcde" * 4], flows
 
 
 @pytest.mark.parametrize("cmd,data,needles", CAPTURE_CASES)

@@ -692,9 +692,9 @@ fn decode_pcap<'a>(
         TsResolution::MicroSecond => u64::from(raw.ts_frac) * 1_000,
         TsResolution::NanoSecond => u64::from(raw.ts_frac),
     };
-    check_lengths("record", at, raw.incl_len, raw.orig_len)?;
     let (linktype, fcs_len) = pcap_linktype(header.datalink.into());
-    let (data, orig_len) = strip_fcs(borrowed(raw.data, "record", at)?, raw.orig_len, fcs_len);
+    let orig_len = frame_len(raw.incl_len, raw.orig_len);
+    let (data, orig_len) = strip_fcs(borrowed(raw.data, "record", at)?, orig_len, fcs_len);
     Ok(RecordRef {
         ts_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
         data,
@@ -778,30 +778,20 @@ fn decode_pcapng<'a>(
         return Ok(None);
     };
     let incl_len = u32::try_from(packet.data.len()).unwrap_or(u32::MAX);
-    check_lengths("pcapng packet block", at, incl_len, packet.orig_len)?;
     Ok(Some(RecordRef {
         ts_ns: packet.ts_ns,
         data: packet.data,
         data_offset: 0,
-        orig_len: packet.orig_len,
+        orig_len: frame_len(incl_len, packet.orig_len),
         linktype: packet.linktype,
     }))
 }
 
-fn check_lengths(
-    what: &'static str,
-    at: u64,
-    incl_len: u32,
-    orig_len: u32,
-) -> Result<(), CaptureError> {
-    if incl_len > orig_len {
-        return Err(invalid(
-            what,
-            at,
-            format!("captured length {incl_len} exceeds original length {orig_len}"),
-        ));
-    }
-    Ok(())
+/// A record's frame length: its original length, or its captured length where that is more (a
+/// writer's error: tshark reads the captured bytes all the same, flagging "Frame length is less
+/// than captured length", so the record is read, and the frame was at least what was captured).
+fn frame_len(incl_len: u32, orig_len: u32) -> u32 {
+    orig_len.max(incl_len)
 }
 
 enum Sink {
