@@ -681,12 +681,12 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
     }
     for lk in &q.lookups {
         let mut terms = vec![lk.key.clone()];
-        terms.extend(lk.value.iter().cloned());
+        terms.extend(lk.value_terms());
         terms.extend(lk.present.iter().cloned());
         let vals = slv.values(&terms)?;
         // The key's term is the concatenation of its bytes, byte 0 lowest.
         let key = vals[0].bytes_le((lk.key_size as usize).max(1));
-        let value: Vec<u8> = vals[1..1 + lk.value.len()]
+        let value: Vec<u8> = vals[1..1 + lk.value_size as usize]
             .iter()
             .map(|b| b.low_u64() as u8)
             .collect();

@@ -550,9 +550,9 @@ mod sym {
                 map: def.name.clone(),
                 key: key.clone(),
                 key_size: def.key_size,
-                value: (0..def.value_size)
-                    .map(|i| format!("(select {vals} (_ bv{i} 32))"))
-                    .collect(),
+                values: vals.clone(),
+                keyed: false,
+                value_size: def.value_size,
                 present: (!sized).then(|| format!("(not {null})")),
             });
             V::P(Region::Inner { m, null, vals }, bv64(0), Some(0))
@@ -564,9 +564,9 @@ mod sym {
                 map: def.name.clone(),
                 key: key.to_string(),
                 key_size: def.key_size,
-                value: (0..def.value_size)
-                    .map(|i| format!("(select m{m}_0 (concat {key} (_ bv{i} 32)))"))
-                    .collect(),
+                values: format!("m{m}_0"),
+                keyed: true,
+                value_size: def.value_size,
                 present,
             });
         }
