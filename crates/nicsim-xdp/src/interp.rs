@@ -431,6 +431,12 @@ impl MapStore {
                 lru: true,
                 in_place: false,
             },
+            // One CPU's copy of an LRU hash: updated in place when present
+            // (htab_lru_percpu_map_update_elem), a new key may evict.
+            crate::load::MAP_LRU_PERCPU_HASH => Kind::Hash {
+                lru: true,
+                in_place: true,
+            },
             MAP_DEVMAP | MAP_CPUMAP | MAP_XSKMAP => Kind::Redirect { indexed: true },
             MAP_DEVMAP_HASH => Kind::Redirect { indexed: false },
             crate::load::MAP_ARRAY_OF_MAPS => Kind::Outer { indexed: true },

@@ -13,7 +13,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::insn::Raw;
 use crate::interp::MapState;
-use crate::load::{MapDef, Program, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH};
+use crate::load::{MapDef, Program, MAP_LRU_PERCPU_HASH, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -126,7 +126,10 @@ struct KMap {
 
 impl KMap {
     fn percpu(&self) -> bool {
-        matches!(self.def.map_type, MAP_PERCPU_ARRAY | MAP_PERCPU_HASH)
+        matches!(
+            self.def.map_type,
+            MAP_PERCPU_ARRAY | MAP_PERCPU_HASH | MAP_LRU_PERCPU_HASH
+        )
     }
     /// Bytes of a value as user space reads and writes it (per-CPU: one 8-byte aligned slot per
     /// possible CPU).

@@ -43,7 +43,7 @@ pub const MAP_PERCPU_ARRAY: u32 = 6;
 /// `BPF_MAP_TYPE_LRU_HASH`.
 pub const MAP_LRU_HASH: u32 = 9;
 /// `BPF_MAP_TYPE_LRU_PERCPU_HASH`.
-const MAP_LRU_PERCPU_HASH: u32 = 10;
+pub const MAP_LRU_PERCPU_HASH: u32 = 10;
 /// Longest-prefix-match trie: keys are `{u32 prefixlen; u8 data[]}`.
 pub const MAP_LPM_TRIE: u32 = 11;
 /// `BPF_MAP_TYPE_DEVMAP`: the devices `bpf_redirect_map` sends to.

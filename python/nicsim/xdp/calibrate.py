@@ -127,11 +127,16 @@ def target_toml(m: Calibration) -> str:
         worst(f"map_lookup_elem.hash{sfx}", hash_lookups)
         worst(f"map_lookup_elem.percpu_hash{sfx}", (*hash_lookups, "map_lookup_elem.percpu_hash.hit"))
         worst(f"map_lookup_elem.lru_hash{sfx}", (*hash_lookups, f"map_lookup_elem.lru_hash.hit{sfx}"))
+        # The LRU per-CPU hash (per-CPU flow counters): an LRU hash's lookup, which marks the
+        # entry, of one CPU's copy.
+        worst(f"map_lookup_elem.lru_percpu_hash{sfx}",
+              (*hash_lookups, f"map_lookup_elem.lru_hash.hit{sfx}", "map_lookup_elem.percpu_hash.hit"))
         inserts = ("map_update_elem", f"map_update_elem.hash.new{sfx}")
         for t in ("hash", "percpu_hash"):
             worst(f"map_update_elem.{t}{sfx}", inserts, "the insert of a new key is measured with its delete, charged whole")
-        worst(f"map_update_elem.lru_hash{sfx}", (*inserts, f"map_update_elem.lru_hash.new{sfx}"))
-        for t in ("hash", "percpu_hash", "lru_hash"):
+        for t in ("lru_hash", "lru_percpu_hash"):
+            worst(f"map_update_elem.{t}{sfx}", (*inserts, f"map_update_elem.lru_hash.new{sfx}"))
+        for t in ("hash", "percpu_hash", "lru_hash", "lru_percpu_hash"):
             worst(f"map_delete_elem.{t}{sfx}", inserts, "a delete as an update, or as an insert of a new key with its delete")
     helper("map_update_elem.array", "map_update_elem.array")
     helper("map_update_elem.percpu_array", "map_update_elem.array", "taken as array")

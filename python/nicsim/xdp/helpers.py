@@ -25,7 +25,8 @@ DEFAULT_TARGETS = ("nfp", "x86-jit")
 MAP_TYPES = {
     "array": "lookup, update, atomics on values", "percpu_array": "as array (one CPU's copy)",
     "hash": "lookup, update, delete", "percpu_hash": "as hash (one CPU's copy)",
-    "lru_hash": "as hash; an update of a full map evicts", "lpm_trie": "lookup (longest prefix); filled by user space",
+    "lru_hash": "as hash; an update of a full map evicts", "lru_percpu_hash": "as lru_hash (one CPU's copy)",
+    "lpm_trie": "lookup (longest prefix); filled by user space",
     "devmap": "bpf_redirect_map", "devmap_hash": "bpf_redirect_map", "cpumap": "bpf_redirect_map",
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",

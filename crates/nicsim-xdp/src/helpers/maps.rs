@@ -359,8 +359,11 @@ mod sym {
             let key = self.stack_bytes(key_ptr, def.key_size.max(1));
             let (ks, sort) = self.map_sort(m);
             let psort = format!("(Array (_ BitVec {ks}) Bool)");
-            let hash = matches!(def.map_type, MAP_HASH | MAP_PERCPU_HASH | MAP_LRU_HASH);
-            let lru = def.map_type == MAP_LRU_HASH;
+            let hash = matches!(
+                def.map_type,
+                MAP_HASH | MAP_PERCPU_HASH | MAP_LRU_HASH | MAP_LRU_PERCPU_HASH
+            );
+            let lru = matches!(def.map_type, MAP_LRU_HASH | MAP_LRU_PERCPU_HASH);
             let pres = self.present[mi].clone();
             let was = format!("(select {pres} {key})");
             let c = |v: i64| bv64(v as u64);
