@@ -961,6 +961,148 @@ pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, LoadError>) -> Result<T, 
     })
 }
 
+/// The object's structure, checked before anything reads it (aya-obj's parser says only "error
+/// parsing section with index 19", or panics on a slice, where a section or a BTF record runs
+/// past its end): every section's bytes within the file, every symbol's name within the string
+/// table, and the `.BTF` and `.BTF.ext` headers' regions, and `.BTF.ext`'s records, within their
+/// sections. The error names the section and the offset.
+fn check_layout(file: &object::File<'_>, file_len: u64) -> Result<(), LoadError> {
+    for s in file.sections() {
+        let name = s.name().unwrap_or("?");
+        if let Some((off, size)) = s.file_range() {
+            if off.checked_add(size).is_none_or(|end| end > file_len) {
+                return Err(LoadError::Parse(format!(
+                    "section '{name}' (index {}): its {size} bytes at file offset {off:#x} run \
+                     past the end of the file ({file_len} bytes)",
+                    s.index().0
+                )));
+            }
+        }
+    }
+    for sym in file.symbols() {
+        if let Err(e) = sym.name_bytes() {
+            return Err(LoadError::Parse(format!(
+                "symbol {} of '.symtab': its name is not in the string table ({e})",
+                sym.index().0
+            )));
+        }
+    }
+    if let Some(s) = file.section_by_name(".BTF") {
+        let data = s
+            .data()
+            .map_err(|e| LoadError::Parse(format!("section '.BTF': {e}")))?;
+        check_btf_header(data)
+            .map_err(|what| LoadError::Parse(format!("section '.BTF': {what}")))?;
+    }
+    if let Some(s) = file.section_by_name(".BTF.ext") {
+        let data = s
+            .data()
+            .map_err(|e| LoadError::Parse(format!("section '.BTF.ext': {e}")))?;
+        check_btf_ext(data)
+            .map_err(|what| LoadError::Parse(format!("section '.BTF.ext': {what}")))?;
+    }
+    Ok(())
+}
+
+/// A `struct btf_header`'s regions (types, strings; offsets after the header) within `data`.
+fn check_btf_header(data: &[u8]) -> Result<(), String> {
+    let hdr_len = btf_hdr_len(data)?;
+    let body = (data.len() - hdr_len) as u64;
+    for (what, at) in [("types", 8), ("strings", 16)] {
+        let (off, len) = (u64::from(u32_at(data, at)), u64::from(u32_at(data, at + 4)));
+        if off + len > body {
+            return Err(format!(
+                "its header puts the {what} at bytes {off}..{} after the header, past the \
+                 {body} bytes there",
+                off + len
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A `struct btf_ext_header`'s regions (function, line and CO-RE records; offsets after the
+/// header) within `data`, and each region's records (a record size, then per section its name
+/// offset, its record count and the records) within the region.
+fn check_btf_ext(data: &[u8]) -> Result<(), String> {
+    let hdr_len = btf_hdr_len(data)?;
+    let body = &data[hdr_len..];
+    let mut regions = vec![("function info", 8), ("line info", 16)];
+    if hdr_len >= 32 {
+        regions.push(("CO-RE relocation", 24));
+    }
+    for (what, at) in regions {
+        let (off, len) = (u32_at(data, at) as usize, u32_at(data, at + 4) as usize);
+        if off as u64 + len as u64 > body.len() as u64 {
+            return Err(format!(
+                "its header puts the {what} records at bytes {off}..{} after the header, past \
+                 the {} bytes there",
+                off as u64 + len as u64,
+                body.len()
+            ));
+        }
+        if len == 0 {
+            continue;
+        }
+        let region = &body[off..off + len];
+        if region.len() < 4 {
+            return Err(format!(
+                "the {what} records have no record size ({len} bytes)"
+            ));
+        }
+        let rec = u32_at(region, 0) as u64;
+        if rec < 4 {
+            return Err(format!("the {what} records are {rec} bytes each"));
+        }
+        let mut at = 4usize;
+        while at < region.len() {
+            if region.len() - at < 8 {
+                return Err(format!(
+                    "the {what} records of a section are cut short at byte {} after the header",
+                    off + at
+                ));
+            }
+            let n = u64::from(u32_at(region, at + 4));
+            let need = n * rec;
+            if need > (region.len() - at - 8) as u64 {
+                return Err(format!(
+                    "{n} {what} records of {rec} bytes at byte {} after the header run past the \
+                     region's end ({} bytes)",
+                    off + at + 8,
+                    off + len
+                ));
+            }
+            at += 8 + need as usize;
+        }
+    }
+    Ok(())
+}
+
+/// The header length of a BTF or BTF.ext section (magic 0xeb9f, little-endian), checked.
+fn btf_hdr_len(data: &[u8]) -> Result<usize, String> {
+    if data.len() < 8 {
+        return Err(format!("{} bytes, shorter than its header", data.len()));
+    }
+    if data[..2] != [0x9f, 0xeb] {
+        return Err(format!(
+            "its magic number is {:#06x}, not 0xeb9f (little-endian BTF)",
+            u16::from_le_bytes([data[0], data[1]])
+        ));
+    }
+    let hdr_len = u32_at(data, 4) as usize;
+    if hdr_len < 24 || hdr_len > data.len() {
+        return Err(format!(
+            "its header says it is {hdr_len} bytes long, in {} bytes (at least 24)",
+            data.len()
+        ));
+    }
+    Ok(hdr_len)
+}
+
+fn u32_at(data: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes"))
+}
+
 /// A function in an executable section: bytes `start..end` of it.
 #[derive(Debug, Clone)]
 struct Func {
@@ -1010,6 +1152,7 @@ impl<'a> Elf<'a> {
                 "a big-endian BPF object (bpfeb): only little-endian objects are analysed".into(),
             ));
         }
+        check_layout(&file, bytes.len() as u64)?;
         // A section without bytes in the file (`.bss`) declares its size: the parser allocates it
         // (a global-data map's value), so a size the kernel could never load is refused first.
         for s in file.sections() {
@@ -1772,7 +1915,16 @@ fn load_inner(
         }
     }
     check_btf_ext_names(&elf)?;
-    let obj = Object::parse(&copy).map_err(|e| LoadError::Parse(chain(&e)))?;
+    let obj = Object::parse(&copy).map_err(|e| {
+        // aya-obj's BTF errors ("BTF error: invalid BTF type info segment") name no section.
+        let what = chain(&e);
+        LoadError::Parse(match what.strip_prefix("BTF error: ") {
+            Some(rest) if !rest.to_ascii_lowercase().contains("ext") => {
+                format!("section '.BTF': {rest}")
+            }
+            _ => what,
+        })
+    })?;
 
     let mut maps: Vec<(MapDef, MapAt)> = Vec::new();
     // BTF maps pinned by name (`__uint(pinning, LIBBPF_PIN_BY_NAME)`).
