@@ -498,8 +498,8 @@ PATHS_COLUMNS = ["rank", "estimate_ns", "measured_ns", "median_ns", "estimate_mp
                  "stream_packets", "machine_excess_ns", "retimed", "status"]
 #: The waits before each round of timing again a path or packet over its limit (seconds): the
 #: machine's other load comes in bursts of milliseconds to some 100 ms (a VM's host, the other
-#: test worker), and rounds back to back fell into one burst: `helpers_syncookie` measured 30 %
-#: over in all four of its rounds, within 50 ms, 4 times in 40 validations of an idle minute.
+#: test worker; the empty program runs 40 % slower in them), and rounds back to back fell into
+#: one burst: `helpers_syncookie`'s paths measured 30 % over in all four rounds, within 50 ms.
 RETIME_WAIT_S = (0.05, 0.25, 1.0)
 #: The shares of paths within these errors (±%) in the summary.
 WITHIN_PCT = (1, 5, 10, 20)
