@@ -987,19 +987,14 @@ fn check_layout(file: &object::File<'_>, file_len: u64) -> Result<(), LoadError>
             )));
         }
     }
-    if let Some(s) = file.section_by_name(".BTF") {
-        let data = s
-            .data()
-            .map_err(|e| LoadError::Parse(format!("section '.BTF': {e}")))?;
-        check_btf_header(data)
-            .map_err(|what| LoadError::Parse(format!("section '.BTF': {what}")))?;
-    }
-    if let Some(s) = file.section_by_name(".BTF.ext") {
-        let data = s
-            .data()
-            .map_err(|e| LoadError::Parse(format!("section '.BTF.ext': {e}")))?;
-        check_btf_ext(data)
-            .map_err(|what| LoadError::Parse(format!("section '.BTF.ext': {what}")))?;
+    let btf: fn(&[u8]) -> Result<(), String> = check_btf_header;
+    for (name, check) in [(".BTF", btf), (".BTF.ext", check_btf_ext)] {
+        if let Some(s) = file.section_by_name(name) {
+            s.data()
+                .map_err(|e| e.to_string())
+                .and_then(check)
+                .map_err(|what| LoadError::Parse(format!("section '{name}': {what}")))?;
+        }
     }
     Ok(())
 }
@@ -1099,8 +1094,9 @@ fn btf_hdr_len(data: &[u8]) -> Result<usize, String> {
     Ok(hdr_len)
 }
 
+/// [`u32_le`] at a place the checks above showed to be within `data`.
 fn u32_at(data: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(data[at..at + 4].try_into().expect("4 bytes"))
+    u32_le(data, at).expect("within the bytes checked")
 }
 
 /// A function in an executable section: bytes `start..end` of it.
