@@ -4,7 +4,8 @@ Most tests run the command line in a process of its own, as users do: a Rust pan
 memory limit, an exit code, the standard streams are all the process's. Starting Python and
 importing typer, rich, numpy and matplotlib took most of the suite's time (about a second per
 command, hundreds of commands), so a *fork server* does that once per pytest worker: a process
-that has imported those libraries (and nothing of nicsim but its Rust extension) forks a child
+that has imported those libraries, and pydantic's, tomllib and the rest every command imports
+(and nothing of nicsim but its Rust extension), forks a child
 per command. The child is set up as `python -m nicsim ARGS` would be (arguments, environment,
 working directory, standard streams from files, a memory limit, default signal handlers, a
 process group of its own), runs `nicsim`'s `__main__` as `-m` does, runs the exit handlers a
@@ -46,12 +47,31 @@ def _serve() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    # The libraries every command imports (its options, configuration, output and metadata):
+    # third-party and standard ones, which read nothing of a command's environment at import.
+    import csv  # noqa: F401
+    import importlib.metadata  # noqa: F401
+    import secrets  # noqa: F401
+    import tomllib  # noqa: F401
+    import zipfile  # noqa: F401
+
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
+    import pydantic  # noqa: F401
+    import pydantic.fields  # noqa: F401
+    import pydantic.functional_validators  # noqa: F401
+    import pydantic.json_schema  # noqa: F401
+    import pydantic.main  # noqa: F401
+    import pydantic.plugin._loader  # noqa: F401
+    import pydantic.type_adapter  # noqa: F401
+    import pydantic.types  # noqa: F401
+    import pydantic_core  # noqa: F401
     import rich.console  # noqa: F401
     import rich.progress  # noqa: F401
     import rich.table  # noqa: F401
     import typer  # noqa: F401
+    import typer._adapters  # noqa: F401
+    import typer._click.decorators  # noqa: F401
 
     import nicsim._core  # noqa: F401
 

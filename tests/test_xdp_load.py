@@ -168,3 +168,59 @@ def test_validate_fills_a_map_of_maps_slots_in_the_kernel(tmp_path: Path, monkey
     assert v["checks"]["example follows the reported path in the interpreter"], v
     assert v["checks"]["kernel returns the reported action"], v
     assert v["kernel"]["retval"] == s["path"]["retval"]
+
+
+def _btf(types: bytes, strings: bytes) -> bytes:
+    """A BTF blob (`struct btf_header`, then the types and the strings)."""
+    import struct
+
+    return struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings)) + types + strings
+
+
+def test_co_re_relocations_take_the_btf_given(tmp_path: Path) -> None:
+    """`--btf FILE` (as libbpf's btf_custom_path): the object's CO-RE relocations are resolved against
+    it. A BTF without `struct xdp_md` leaves the context's loads unresolved and reachable: one line
+    naming the instruction, its source line and the BTF. A file that is not BTF, or none, is one line
+    naming it. The default, the running kernel's, is in tests of the loader (loader.rs) and recorded
+    in `object.btf`."""
+    import struct
+
+    only_int = _btf(struct.pack("<IIII", 1, 1 << 24, 4, 32), b"\0int\0")
+    (tmp_path / "int.btf").write_bytes(only_int)
+    r = analyze(tmp_path, "core_relo", "--btf", str(tmp_path / "int.btf"))
+    assert_one_line_error(r, "instruction 0", "core_relo.c:25", "CO-RE relocation found nothing", "int.btf")
+    (tmp_path / "text.btf").write_text("not BTF\n")
+    r = analyze(tmp_path, "core_relo", "--btf", str(tmp_path / "text.btf"))
+    assert_one_line_error(r, "core_relo.o", "text.btf", "is not BTF", "CO-RE relocations")
+    r = analyze(tmp_path, "core_relo", "--btf", str(tmp_path / "nothere.btf"))
+    assert_one_line_error(r, "--btf", "nothere.btf", "no such file")
+    assert not (tmp_path / "o").exists()
+    r = analyze(tmp_path, "core_relo")
+    assert r.returncode == 0, r.stderr
+    s = summary(tmp_path / "o")
+    assert s["object"]["btf"] == "/sys/kernel/btf/vmlinux"
+    assert s["verifier"].get("loads") is not False and "would reject" not in r.stderr  # unrelocated, it would
+
+
+@pytest.mark.parametrize("what", ["kconfig", "btf", "tail-call"])
+def test_force_never_replaces_a_folder_holding_what_the_loader_reads(tmp_path: Path, what: str) -> None:
+    """The loader's inputs beside the object (the kernel configuration, the BTF of the CO-RE
+    relocations, another object a `--tail-call` links in) are inputs like the object: `--force`
+    never replaces a folder that holds one."""
+    import shutil
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "mine.txt").write_text("a user's file\n")
+    if what == "kconfig":
+        (held / "kconfig").write_text("CONFIG_HZ=250\nCONFIG_BPF_SYSCALL=y\n")
+        args = [obj("ld_kconfig"), "--kconfig", held / "kconfig"]
+    elif what == "btf":
+        shutil.copy("/sys/kernel/btf/vmlinux", held / "vmlinux")
+        args = [obj("core_relo"), "--btf", held / "vmlinux"]
+    else:
+        shutil.copy(obj("chain_next"), held / "chain_next.o")
+        args = [obj("chain_root"), "--tail-call", f"root_progs=0:{held / 'chain_next.o'}:chain_next"]
+    r = nicsim("xdp", "analyze", *args, "--timeout", "30", "--force", "--out", held)
+    assert_one_line_error(r, "held", "holds the input")
+    assert (held / "mine.txt").read_text() == "a user's file\n"

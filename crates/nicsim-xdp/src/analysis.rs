@@ -471,6 +471,7 @@ impl Analysis {
                 section: self.program.section.clone(),
                 program: self.program.name.clone(),
                 insns: self.program.code.iter().filter(|i| i.is_some()).count(),
+                btf: self.program.core_btf.clone(),
             },
             target: t.name.clone(),
             graph: GraphSummary {

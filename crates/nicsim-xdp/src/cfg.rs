@@ -155,6 +155,23 @@ pub enum CfgError {
     /// No path from the entry reaches an `exit`.
     #[error("no path from the entry reaches an exit")]
     NoExit,
+    /// An instruction whose CO-RE relocation the BTF could not satisfy (libbpf, and
+    /// `crate::core_reloc`, write a call of helper 0xbad2310 over it) is reachable: the
+    /// verifier refuses such a program.
+    #[error(
+        "instruction {pc}{line}: its CO-RE relocation found nothing in the BTF {btf} (a field, \
+         type or enum value the kernel lacks), and the code that uses it is reachable: libbpf \
+         poisons it and the kernel refuses the program; guard it with bpf_core_field_exists() \
+         or give the BTF of the kernel the program is for with --btf FILE"
+    )]
+    CoreUnresolved {
+        /// Instruction index of the poisoned instruction.
+        pc: usize,
+        /// Its source line, as ` (file:line: text)`, or empty.
+        line: String,
+        /// The BTF the relocations were resolved against.
+        btf: String,
+    },
     /// A `bpf_loop` whose callback the analyzer cannot follow.
     #[error("bpf_loop at instruction {pc}{line}: {why}")]
     LoopCallback {
@@ -328,7 +345,30 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
         prune(&mut g)?;
     }
     prune(&mut g)?;
+    // Instructions poisoned by an unresolved CO-RE relocation sit behind checks the
+    // relocations made constant (`bpf_core_field_exists` is 0): the verifier, which tracks
+    // constants, never walks them, and neither does the analysis. One still reachable would
+    // be refused by the verifier.
+    if poisoned(p, &g).is_some() {
+        drop_unreachable(p, &mut g)?;
+        if let Some(pc) = poisoned(p, &g) {
+            return Err(CfgError::CoreUnresolved {
+                pc,
+                line: line_note(p, pc),
+                btf: p.core_btf.clone().unwrap_or_default(),
+            });
+        }
+    }
     Ok(g)
+}
+
+/// The first instruction of the graph that a CO-RE relocation poisoned (a call of helper
+/// [`crate::core_reloc::POISON_IMM`]).
+fn poisoned(p: &Program, g: &Graph) -> Option<usize> {
+    g.nodes.iter().map(|n| n.pc as usize).find(|&pc| {
+        matches!(p.code.get(pc), Some(Some(Insn::Call { helper })) if *helper == crate::core_reloc::POISON_IMM as u32)
+            && p.core_btf.is_some()
+    })
 }
 
 /// Summarise the `bpf_loop` call that heads loop `lp` (docs/xdp.md, "`bpf_loop`"): its

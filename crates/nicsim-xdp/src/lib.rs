@@ -19,6 +19,7 @@ pub mod btf;
 pub mod calibrate;
 pub mod cfg;
 pub mod consts;
+pub mod core_reloc;
 pub mod cost;
 pub mod differential;
 pub mod gather;

@@ -430,6 +430,10 @@ fn merge_maps(p: &mut Program, o: &Program, path: &str) -> Result<(Vec<u32>, Vec
 /// as a tail-call target: its index in `p.tail_targets`.
 fn append(p: &mut Program, o: Program, path: &str) -> Result<usize, String> {
     let (map_of, raw) = merge_maps(p, &o, path)?;
+    // Every object's CO-RE relocations take the one BTF (`crate::core_reloc`).
+    if p.core_btf.is_none() {
+        p.core_btf.clone_from(&o.core_btf);
+    }
     let at = p.raw.len() as u32;
     let lines_off = p.lines.len() as u32;
     p.raw.extend(raw);

@@ -291,6 +291,9 @@ pub struct Program {
     /// Maps pinned by name (libbpf's `LIBBPF_PIN_BY_NAME`): pin name and map index. A program
     /// of another object shares such a map instead of getting its own (see `crate::link`).
     pub pins: Vec<(String, u32)>,
+    /// The BTF file the object's CO-RE relocations were resolved against (`crate::core_reloc`);
+    /// `None` for an object without CO-RE relocations.
+    pub core_btf: Option<String>,
 }
 
 /// The name of the synthetic inner map of map of maps `outer` (see [`add_inner_maps`]).
@@ -590,7 +593,7 @@ pub struct Candidate {
 }
 
 /// The error and its causes, joined by ": ".
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -1892,24 +1895,30 @@ fn load_inner(
                 .into(),
         ));
     }
-    let mut copy = hidden_copy(bytes, &hide)
-        .ok_or_else(|| LoadError::Parse("the section header table is not in the file".into()))?;
-    // A prog array's `values` (pointers to functions) is renamed `alues` (the same string, one
-    // byte on) in the copy: aya-obj would take it for a map of maps' inner map and refuse it.
-    // Its programs are read here (`prog_arrays`).
-    if let Some(btf) = elf.file.section_by_name(".BTF") {
-        if let (Ok(data), Some((start, _))) = (btf.data(), btf.file_range()) {
-            for v in btf_map_vars(data) {
-                let Some(at) = v.values_fn_name_at else {
-                    continue;
-                };
-                let name = u32_le(data, at).unwrap_or(0);
-                if let Some(b) = copy.get_mut(start as usize + at..start as usize + at + 4) {
-                    b.copy_from_slice(&name.wrapping_add(1).to_le_bytes());
+    // The object as aya-obj reads it, with the sections `hide` hidden. A prog array's
+    // `values` (pointers to functions) is renamed `alues` (the same string, one byte on) in the
+    // copy: aya-obj would take it for a map of maps' inner map and refuse it. Its programs are
+    // read here (`prog_arrays`).
+    let aya_copy = |hide: &[usize]| -> Result<Vec<u8>, LoadError> {
+        let mut copy = hidden_copy(bytes, hide).ok_or_else(|| {
+            LoadError::Parse("the section header table is not in the file".into())
+        })?;
+        if let Some(btf) = elf.file.section_by_name(".BTF") {
+            if let (Ok(data), Some((start, _))) = (btf.data(), btf.file_range()) {
+                for v in btf_map_vars(data) {
+                    let Some(at) = v.values_fn_name_at else {
+                        continue;
+                    };
+                    let name = u32_le(data, at).unwrap_or(0);
+                    if let Some(b) = copy.get_mut(start as usize + at..start as usize + at + 4) {
+                        b.copy_from_slice(&name.wrapping_add(1).to_le_bytes());
+                    }
                 }
             }
         }
-    }
+        Ok(copy)
+    };
+    let copy = aya_copy(&hide)?;
     check_btf_ext_names(&elf)?;
     let obj = Object::parse(&copy).map_err(|e| {
         // aya-obj's BTF errors ("BTF error: invalid BTF type info segment") name no section.
@@ -1921,6 +1930,43 @@ fn load_inner(
             _ => what,
         })
     })?;
+
+    // CO-RE relocations (`crate::core_reloc`): the code of the sections that have them, as
+    // libbpf hands it to the kernel; aya-obj reads those sections' code for it.
+    let core_counts = match (&strings, elf.file.section_by_name(".BTF.ext")) {
+        (Some(tab), Some(ext)) => ext
+            .data()
+            .map(|d| crate::core_reloc::record_counts(d, tab))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let mut core_code: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let mut core_btf: Option<String> = None;
+    if !core_counts.is_empty() {
+        let with: Vec<(usize, String, &[u8])> = elf
+            .code
+            .iter()
+            .filter_map(|(&i, &c)| {
+                let n = elf.names.get(&i)?;
+                core_counts
+                    .iter()
+                    .any(|(s, _)| s == n)
+                    .then(|| (i, n.clone(), c))
+            })
+            .collect();
+        let mut hide2: Vec<usize> = elf
+            .code
+            .keys()
+            .copied()
+            .filter(|i| !with.iter().any(|w| w.0 == *i))
+            .collect();
+        hide2.extend(&legacy);
+        let n: u64 = core_counts.iter().map(|c| c.1).sum();
+        let (code, path) = crate::core_reloc::relocate(&aya_copy(&hide2)?, &with)
+            .map_err(|e| LoadError::Parse(format!("the object's {n} CO-RE relocations{e}")))?;
+        core_code = code;
+        core_btf = Some(path);
+    }
 
     let mut maps: Vec<(MapDef, MapAt)> = Vec::new();
     // BTF maps pinned by name (`__uint(pinning, LIBBPF_PIN_BY_NAME)`).
@@ -2028,7 +2074,10 @@ fn load_inner(
             return Ok(at);
         }
         let at = raw.len();
-        let code = &elf.code[&sec][f.start as usize..f.end as usize];
+        let code = match core_code.get(&sec) {
+            Some(c) => &c[f.start as usize..f.end as usize],
+            None => &elf.code[&sec][f.start as usize..f.end as usize],
+        };
         raw.extend(Raw::slots(code).map_err(|e| LoadError::Parse(e.to_string()))?);
         origin.extend((0..code.len() as u64 / 8).map(|k| Origin {
             sec,
@@ -2359,6 +2408,7 @@ fn load_inner(
         prog_arrays,
         functions,
         pins,
+        core_btf,
     })
 }
 

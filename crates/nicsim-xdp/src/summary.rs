@@ -66,6 +66,9 @@ pub struct ObjectInfo {
     pub program: String,
     /// Its instructions (an `LD_IMM64` counts once).
     pub insns: usize,
+    /// The BTF file its CO-RE relocations were resolved against (`crate::core_reloc`); null
+    /// for an object without CO-RE relocations.
+    pub btf: Option<String>,
 }
 
 /// The control-flow graph, inlined and unrolled.

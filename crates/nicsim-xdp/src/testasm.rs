@@ -120,6 +120,7 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         prog_arrays: maps_prog_arrays,
         functions: Vec::new(),
         pins: Vec::new(),
+        core_btf: None,
     }
 }
 

@@ -693,3 +693,41 @@ fn a_map_value_too_large_for_the_memory_budget_is_refused_before_the_search() {
     };
     Analysis::new(&bytes, nfp(), &large).unwrap();
 }
+
+/// CO-RE relocations (tests/xdp/core_relo.c), resolved against the running kernel's BTF as
+/// libbpf resolves them: the context's fields, declared 64-bit, are loaded as the kernel's 4-byte
+/// fields at offsets 4 and 0; the missing field's existence check becomes 0 and its load is
+/// poisoned (a call of helper 0xbad2310), which the graph drops as code no state reaches; the
+/// enum value is the kernel's XDP_TX. The object analyses.
+#[test]
+fn core_relocations_rewrite_the_code_as_libbpf_does() {
+    let p = load("core_relo", None, None);
+    assert_eq!(p.core_btf.as_deref(), Some(nicsim_xdp::core_reloc::VMLINUX));
+    let first: Vec<(u8, u8, i16)> = p.raw[..2].iter().map(|r| (r.code, r.src, r.off)).collect();
+    assert_eq!(first, [(0x61, 1, 4), (0x61, 1, 0)], "{:?}", &p.raw[..2]);
+    // `r4 = bpf_core_field_exists(...)`: 0 in the kernel's struct, 1 in the object.
+    assert_eq!((p.raw[2].code, p.raw[2].imm), (0xb7, 0));
+    assert!(p
+        .raw
+        .iter()
+        .any(|r| r.code == 0x85 && r.imm == nicsim_xdp::core_reloc::POISON_IMM));
+    let bytes = obj("core_relo");
+    let unrelocated = object::File::parse(&*bytes).unwrap();
+    let code = unrelocated
+        .section_by_name("xdp")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        (code[0], code[2]),
+        (0x79, 8),
+        "the object's own first load: 8 bytes at 8"
+    );
+    let a = analyse(&bytes, None, None).unwrap();
+    let s = a.summary();
+    assert_eq!(
+        s.object.btf.as_deref(),
+        Some(nicsim_xdp::core_reloc::VMLINUX)
+    );
+}

@@ -140,7 +140,7 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
             raise InputError("--paths needs --rate packet (the paths are ranked and measured by time per packet)")
     output = None
     if out is not None:
-        output = OutputDir(out, inputs=[obj, target_file(target)], force=force)
+        output = OutputDir(out, inputs=[obj, target_file(target), *loader_inputs(tail_calls)], force=force)
         output.check()  # before the search, not after it
         prefetch_pyplot()  # the figure's import beside the search (this process forks no Python)
     obj = Path(obj)
@@ -294,17 +294,32 @@ class SolverFailed(NicsimError):
         self.summary = summary
 
 
-def linked_objects(tail_calls: Sequence[tuple[str, int, str]] | None) -> dict[str, str]:
+def _linked_paths(tail_calls: Sequence[tuple[str, int, str]] | None) -> list[str]:
     """The other objects `--tail-call`/`--dispatch` entries name (`OBJ.o[:PROGRAM]`, the rule of
-    crates/nicsim-xdp/src/link.rs `split_object`): path → sha256 of the file, so that `validate`
-    can tell when one has changed since the analysis."""
-    out: dict[str, str] = {}
+    crates/nicsim-xdp/src/link.rs `split_object`), each once."""
+    out: list[str] = []
     for _, _, target in tail_calls or []:
         i = target.find(".o:")
         path = target[:i + 2] if i >= 0 else target if target.endswith(".o") else ""
-        if path and path not in out and Path(path).is_file():
-            out[path] = hashlib.sha256(read_object(Path(path))).hexdigest()
+        if path and path not in out:
+            out.append(path)
     return out
+
+
+def linked_objects(tail_calls: Sequence[tuple[str, int, str]] | None) -> dict[str, str]:
+    """[`_linked_paths`] that are files: path → sha256 of the file, so that `validate` can tell
+    when one has changed since the analysis."""
+    return {p: hashlib.sha256(read_object(Path(p))).hexdigest() for p in _linked_paths(tail_calls)
+            if Path(p).is_file()}
+
+
+def loader_inputs(tail_calls: Sequence[tuple[str, int, str]] | None = None) -> list[str]:
+    """The files the loader reads beside the object, which an output folder must not hold (`--force`
+    never replaces a folder with an input): the objects `tail_calls` link in, the kernel
+    configuration (`--kconfig`, NICSIM_KCONFIG) and the BTF of the CO-RE relocations (`--btf`,
+    NICSIM_BTF)."""
+    env = [os.environ.get(v) or "" for v in ("NICSIM_KCONFIG", "NICSIM_BTF")]
+    return [*_linked_paths(tail_calls), *(e for e in env if e)]
 
 
 def verifier_check(data: bytes, section: str | None, program: str | None, maps: dict[str, Any],
@@ -515,7 +530,9 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
         if not Path(cap).is_file():
             raise InputError(f"{cap}: " + ("no such capture file" if not os.path.lexists(cap) else
                                            "not a regular file"))
-    output = OutputDir(out, inputs=[*objs, *traffic, *(target_file(t) for t in targets)], force=force)
+    output = OutputDir(out, inputs=[*objs, *traffic, *(target_file(t) for t in targets),
+                               *loader_inputs(opts.get("tail_calls"))],
+                       force=force)
     output.check()
     caps = [os.fspath(c) for c in traffic]
     jobs = [(os.fspath(obj), t, opts, caps) if caps else (os.fspath(obj), t, opts) for obj in objs for t in targets]

@@ -128,6 +128,24 @@ KconfigOpt = Annotated[Path | None, typer.Option(
     "the same as NICSIM_KCONFIG=FILE.", show_default=False)]
 
 
+BtfOpt = Annotated[Path | None, typer.Option(
+    "--btf", metavar="FILE", parser=path_arg, help="The BTF the object's CO-RE relocations (field offsets, type "
+    "and enum checks) are resolved against, as libbpf resolves them before loading, in place of the running "
+    "kernel's (/sys/kernel/btf/vmlinux); the same as NICSIM_BTF=FILE.", show_default=False)]
+
+
+def use_btf(btf: Path | None) -> None:
+    """`--btf FILE`: the loader reads NICSIM_BTF (crates/nicsim-xdp/src/core_reloc.rs), as
+    `use_kconfig` sets NICSIM_KCONFIG."""
+    from nicsim.errors import InputError
+
+    if btf is not None:
+        if not Path(btf).is_file():
+            raise InputError(f"--btf {btf}: " + ("no such file" if not os.path.lexists(btf) else
+                                                 "not a regular file") + " (a BTF file, e.g. a kernel's vmlinux BTF)")
+        os.environ["NICSIM_BTF"] = str(Path(btf).absolute())
+
+
 def use_kconfig(kconfig: Path | None) -> None:
     """`--kconfig FILE`: the loader reads NICSIM_KCONFIG (crates/nicsim-xdp/src/kconfig.rs); one
     command per process, so the CLI sets it for the rest of the process."""
@@ -275,6 +293,7 @@ def xdp_analyze(
     dispatch_actions: DispatchActionsOpt = None,
     paths: PathsAnalyzeOpt = None,
     kconfig: KconfigOpt = None,
+    btf: BtfOpt = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> None:
     """Guarantee the packet or bit rate an XDP program sustains for every packet.
@@ -298,6 +317,7 @@ def xdp_analyze(
     key = "bps" if rate == Rate.bit else "pps"
     tail_calls = parse_tail_calls(tail_call, dispatch, dispatch_prio, dispatch_actions)
     use_kconfig(kconfig)
+    use_btf(btf)
     with ui.Progress("searching", transient=True) as bar:
         s = analyze(obj, out, target=target, section=section, program=program, loop_bound=loop_bound, rate=rate.value,
                     timeout_s=timeout, solver=solver.value, memory_mb=memory_mb, mac_limit=mac_limit,
@@ -728,6 +748,9 @@ def xdp_validate(
         "--kconfig", metavar="FILE", parser=path_arg, help="The kernel configuration for the object's `__kconfig` "
         "externs (default: the one the analysis took, `object.kconfig`, else the running kernel's).",
         show_default=False)] = None,
+    btf: Annotated[Path | None, typer.Option(
+        "--btf", metavar="FILE", parser=path_arg, help="The BTF for the object's CO-RE relocations (default: the one "
+        "the analysis took, `object.btf`).", show_default=False)] = None,
     force: ForceOpt = False, _json: JsonOpt = False, _quiet: QuietOpt = False, _verbose: VerboseOpt = 0,
 ) -> int:
     """Check an analysis against the interpreter and the running kernel.
@@ -743,7 +766,7 @@ def xdp_validate(
     error distribution in validation.json); a path the kernel does not take as the interpreter
     does is reported as a mismatch. Exit code 1 if a check fails. Needs root for the kernel.
     """
-    from nicsim.xdp.validate import analysis_kconfig, load_warning, validate
+    from nicsim.xdp.validate import analysis_btf, analysis_kconfig, load_warning, validate
 
     program = either(program, program_p, "--program", "-p")
     if kconfig is None:  # the configuration the analysis took (a file it names), unless NICSIM_KCONFIG says
@@ -751,6 +774,11 @@ def xdp_validate(
         if kconfig_used is not None and "NICSIM_KCONFIG" not in os.environ:
             kconfig = Path(kconfig_used)
     use_kconfig(kconfig)
+    if btf is None and "NICSIM_BTF" not in os.environ:  # the BTF the analysis's relocations took
+        btf_used = analysis_btf(analysis)
+        if btf_used is not None:
+            btf = Path(btf_used)
+    use_btf(btf)
     with ui.Progress("validating", transient=True) as bar:
         r = validate(obj, analysis, out, packets=packets, runs=runs, seed=seed, timeout_s=timeout,
                      progress=lambda what: bar.update(detail=what), force=force, section=section, program=program,

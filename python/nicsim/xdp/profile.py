@@ -170,7 +170,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     import numpy as np
 
     from nicsim import _core
-    from nicsim.xdp.analyze import analyze, load_target, read_object, target_file
+    from nicsim.xdp.analyze import analyze, load_target, loader_inputs, read_object, target_file
 
     say = progress or (lambda _m: None)
     obj, capture = Path(obj), Path(capture)
@@ -187,7 +187,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     output = None
     if out is not None:
         output = OutputDir(out, inputs=[obj, capture, analysis if not isinstance(analysis, dict) else None,
-                                        target_file(target), *(
+                                        target_file(target), *loader_inputs(tail_calls), *(
             m.partition("=")[2] or m for m in maps or [])], force=force)
         output.check()
 

@@ -14,7 +14,7 @@ Bottleneck = Literal["mac", "cores", "dram"]
 
 
 class ObjectInfo(TypedDict):
-    """`object`: Rust's `ObjectInfo` (`section`, `program`, `insns`), and the file analysed."""
+    """`object`: Rust's `ObjectInfo` (`section`, `program`, `insns`, `btf`), and the file analysed."""
 
     section: str
     program: str
@@ -28,6 +28,9 @@ class ObjectInfo(TypedDict):
     #: The kernel configuration file the `__kconfig` externs took (`--kconfig`, NICSIM_KCONFIG);
     #: null: the running kernel's.
     kconfig: str | None
+    #: The BTF file the object's CO-RE relocations were resolved against (`--btf`, NICSIM_BTF, else
+    #: the running kernel's /sys/kernel/btf/vmlinux); null: the object has no CO-RE relocations.
+    btf: str | None
 
 
 class LoopSummary(TypedDict):

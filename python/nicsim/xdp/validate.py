@@ -87,8 +87,19 @@ def analysis_kconfig(analysis: Path) -> str | None:
     """The kernel configuration file the analysis in folder `analysis` took (`object.kconfig`), or
     None: none, or a summary that cannot be read (read as [`_read_analysis`] reads it, within its
     bounds; `validate` then reports what is wrong with it)."""
+    return _analysis_file(analysis, "kconfig")
+
+
+def analysis_btf(analysis: Path) -> str | None:
+    """The BTF file the analysis's CO-RE relocations took (`object.btf`) when it is not the running
+    kernel's (which the loader takes by default), as [`analysis_kconfig`]."""
+    b = _analysis_file(analysis, "btf")
+    return None if b == "/sys/kernel/btf/vmlinux" else b
+
+
+def _analysis_file(analysis: Path, key: str) -> str | None:
     try:
-        k = (_read_analysis(analysis).get("object") or {}).get("kconfig")
+        k = (_read_analysis(analysis).get("object") or {}).get(key)
     except (InputError, AttributeError):
         return None
     return k if isinstance(k, str) else None
@@ -280,7 +291,10 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     obj, analysis = Path(obj), Path(analysis)
     data = read_object(obj)
     s = _read_analysis(analysis)
-    inputs = [obj, default_path()] + ([] if out is None else [analysis])  # the calibration is read too
+    from nicsim.xdp.analyze import loader_inputs
+
+    linked = [tuple(t) for t in (s.get("object") or {}).get("tail_calls") or [] if isinstance(t, list) and len(t) == 3]
+    inputs = [obj, default_path(), *loader_inputs(linked)] + ([] if out is None else [analysis])  # the calibration too
     output = OutputDir(out if out is not None else analysis, inputs=inputs, force=force)
     output.check()  # before the kernel runs, not after them
     sha = hashlib.sha256(data).hexdigest()
