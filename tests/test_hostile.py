@@ -1461,6 +1461,11 @@ ANALYSES: list[tuple[str, object, list[str]]] = [
     ("pps-infinity", lambda s: _with(s, "guarantee.pps", float("inf")), ["guarantee.pps"]),
     ("pps-bool", lambda s: _with(s, "guarantee.pps", True), ["guarantee.pps"]),
     ("status-missing", lambda s: _with(s, "guarantee.status", KeyError), ["guarantee.status"]),
+    # What `xdp profile --analysis` reads too (it multiplied a string, and called .get on null).
+    ("bps-string", lambda s: _with(s, "guarantee.bps", "fast"), ["guarantee.bps"]),
+    ("naive-null", lambda s: _with(s, "naive", None), ["naive"]),
+    ("naive-pps-string", lambda s: _with(s, "naive.pps", "x"), ["naive.pps"]),
+    ("rate-int", lambda s: _with(s, "rate", 3), ["rate"]),
     ("object-missing", lambda s: _with(s, "object", KeyError), ["object"]),
     ("object-other-sha", lambda s: _with(s, "object.sha256", "0" * 64), ["another object"]),
     ("object-section-int", lambda s: _with(s, "object.section", 5), ["object.section"]),
@@ -1748,3 +1753,15 @@ def test_objects_and_summaries_that_are_not_files(tmp_path: Path) -> None:
     (a / "summary.json").symlink_to("/dev/zero")
     refused(cli("xdp", "validate", obj("calls"), "--analysis", a, "--out", tmp_path / "v", timeout=60),
             "summary.json", "not a regular file")
+
+
+@pytest.mark.parametrize("frames", [[], [tcp_frame(0, 0x02, b""), tcp_frame(0, 0x12, b"", reverse=True),
+                                          tcp_frame(1, 0x10, b"")]], ids=["no-flow", "no-payload"])
+def test_reproduce_flowmem_capture_without_payload(tmp_path: Path, frames: list[bytes]) -> None:
+    """`reproduce flowmem --capture`: its comparison is per byte of payload; a capture with no TCP
+    flow, or flows without payload, is one line (it divided by zero)."""
+    cap = tmp_path / "c.pcap"
+    cap.write_bytes(pcap(frames))
+    r = cli("reproduce", "flowmem", "--quick", "--capture", cap, "--out", tmp_path / "o", timeout=120)
+    refused(r, "c.pcap", "no TCP flow" if not frames else "no payload")
+    nothing_written(tmp_path, {"c.pcap"}, tmp_path / "o")

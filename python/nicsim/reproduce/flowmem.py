@@ -30,7 +30,7 @@ from rich.table import Table
 from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.flowmem.memory import DEFAULT_PATTERN, STEPS, dram_steps, load_mem_target, model, model_micro, synth
-from nicsim.flowmem.reassemble import open_capture
+from nicsim.flowmem.reassemble import capture_name, open_capture, require_tcp
 from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
 
@@ -83,8 +83,12 @@ def _derive(m: dict[str, Any], payload: int) -> dict[str, Any]:
 def _model_capture(path: Path, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(setup, per-workload results) of the model on every flow direction of a capture."""
     cap = open_capture(path)
+    require_tcp(cap, path)
     directions = cap.directions()
     payload = sum(d["bytes"] - sum(h[1] for h in d["holes"]) for d in directions)
+    if payload == 0:  # every comparison is per byte of payload
+        raise InputError(f"{capture_name(path)}: its {len(directions):,} TCP flow directions carry no payload "
+                         "(the comparison is per byte reassembled)")
     out = {}
     for w, pattern in WORKLOADS.items():
         m = model(cap, w, pattern, text)

@@ -138,6 +138,15 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
                          "know): there is no guarantee to validate; analyse with --tail-call MAP=INDEX:PROGRAM or MAP=none")
     if not (number(g.get("pps")) and 0 < g["pps"] < float("inf")):
         raise bad("guarantee.pps", "missing, or not a positive finite number")
+    if g.get("bps") is not None and not (number(g["bps"]) and 0 < g["bps"] < float("inf")):
+        raise bad("guarantee.bps", "not a positive finite number")
+    if not isinstance(s.get("rate", ""), str):
+        raise bad("rate", "not a string")
+    naive = s.get("naive", {})
+    if not isinstance(naive, dict):
+        raise bad("naive", "not a table")
+    if naive.get("pps") is not None and not (number(naive["pps"]) and 0 <= naive["pps"] < float("inf")):
+        raise bad("naive.pps", "not a finite number")
     obj = table(s.get("object"), "object")
     if not isinstance(obj.get("section", ""), str | None) or not isinstance(obj.get("sha256", ""), str | None):
         raise bad("object.section", "not a string")
