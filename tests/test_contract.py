@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -363,27 +364,49 @@ def test_killed_resource_tracker_prints_nothing(tmp_path: Path) -> None:
     assert len(json.loads((out / "summary.json").read_text())["points"]) == 4
 
 
-def test_sigterm_during_a_large_sweep(tmp_path: Path) -> None:
-    """A SIGTERM while a sweep's pool runs printed an InvalidStateError traceback."""
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_during_a_large_sweep(tmp_path: Path, sig: signal.Signals) -> None:
+    """A SIGTERM while a sweep's pool runs printed an InvalidStateError traceback. A SIGHUP (the
+    terminal closed) killed the command by the signal and left its pool's workers running, orphaned,
+    and its temporary folder behind: it ends the command as SIGTERM does."""
     out = tmp_path / "o"
     seeds = ",".join(str(i) for i in range(1, 2001))
     p = start("sweep", PAPER, "--out", out, *TINY, "-p", f"seed={seeds}", "--workers", "2",
               extra_env={"NICSIM_PROGRESS_SECONDS": "0.2"})
+    workers: list[int] = []
     try:
         _wait_for(lambda: p.poll() is not None or any(".o.tmp-" in x.name for x in tmp_path.iterdir()) or True)
         time.sleep(4)
+        workers = _children(p.pid)
         t0 = time.monotonic()
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(sig)
         p.wait(20)
         took = time.monotonic() - t0
     finally:
         p.kill()
         _, err = p.communicate()
-    assert p.returncode == 143, err
+    assert p.returncode == 128 + sig, err
     assert "Traceback" not in err and "InvalidStateError" not in err, err
     assert err.strip().splitlines()[-1] == "nicsim: terminated"
     assert took < 5, took
     assert not out.exists() and debris(tmp_path) == []
+    assert workers, "the sweep's pool had started"
+    with contextlib.suppress(AssertionError):  # the check below names what is left
+        _wait_for(lambda: not any(Path(f"/proc/{w}").exists() for w in workers), 10)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "workers left running"
 
 
 # --------------------------------------------------------------------------------------------

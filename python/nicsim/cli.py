@@ -176,6 +176,8 @@ def _fail(msg: str, code: int = 2) -> NoReturn:
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point of the `nicsim` command; the one place where errors become exit codes."""
     signal.signal(signal.SIGTERM, on_sigterm)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # not under nohup, which ignores it
+        signal.signal(signal.SIGHUP, on_sigterm)
     try:
         rv = app(args=argv, prog_name="nicsim", standalone_mode=False)
     except typer.Abort:

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM as exceptions, raised only where no library holds a lock.
+"""Ctrl-C, SIGTERM and SIGHUP as exceptions, raised only where no library holds a lock.
 
 `nicsim` turns SIGTERM into [`Terminated`] (Python turns Ctrl-C into KeyboardInterrupt), so that
 the output folders under way are removed as the exception unwinds. An exception that a signal
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 #: Signals whose exceptions [`deferred`] holds back (when their handler is one that raises).
-DEFERRED = (signal.SIGINT, signal.SIGTERM)
+DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(SystemExit):
@@ -30,7 +30,8 @@ class Terminated(SystemExit):
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
-    """The CLI's SIGTERM handler."""
+    """The CLI's SIGTERM handler, and SIGHUP's (the terminal closed, an ssh session dropped: a
+    pool's workers were left running and output under way was left behind)."""
     raise Terminated(128 + signum)
 
 

@@ -6,7 +6,7 @@
 //! sequence number, GRE and MPLS over UDP, EtherIP, MPLS with and without a control word, LISP
 //! data, AYIYA, TZSP, Jmirror, AMT, NSH, WCCP, Ethernet in IP, IPComp; each also at depth 2,
 //! inside GRE and around GTP-U; a tunnel in a tunnel in a tunnel, a tunnel whose outer datagram
-//! was fragmented), Ethernet's shims (802.1ah, VN-Tag, E-Tag, Cisco MetaData, TRILL), a pcapng with a Latin-1
+//! was fragmented), Ethernet's shims (802.1ah, VN-Tag, E-Tag, Cisco MetaData, TRILL, FabricPath), a pcapng with a Latin-1
 //! comment and a non-UTF-8 interface name, interfaces of different link types in one file, a
 //! packet block whose captured length exceeds its block.
 //!
@@ -563,8 +563,8 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
         }
     }
     // Ethernet's own encapsulations: 802.1ah (MAC-in-MAC), VN-Tag, E-Tag, Cisco MetaData,
-    // TRILL (with a 4-byte option).
-    let shims: [(&str, u16, &[u8]); 5] = [
+    // TRILL (with a 4-byte option), Cisco FabricPath (its forwarding tag and TTL).
+    let shims: [(&str, u16, &[u8]); 6] = [
         (
             "pbb",
             0x88e7,
@@ -582,6 +582,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
             0x22f3,
             &[0x00, 0x7f, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0],
         ),
+        ("fabricpath", 0x8903, &[0x00, 0x3f]),
     ];
     for (name, ethertype, shim) in shims {
         let ((v4, p4), (v6, p6)) = (fresh4(), fresh6());
@@ -590,10 +591,10 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
                 .iter()
                 .map(|p| {
                     let mut body = shim.to_vec();
-                    if name == "trill" || name == "pbb" {
+                    if name == "trill" || name == "pbb" || name == "fabricpath" {
                         // An Ethernet frame follows (PBB: its addresses are in the I-TAG's
                         // 16 bytes, then its EtherType).
-                        if name == "trill" {
+                        if name != "pbb" {
                             body.extend(eth(ethertype_of(p), p));
                         } else {
                             body.extend(ethertype_of(p).to_be_bytes());
@@ -602,6 +603,10 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
                     } else {
                         body.extend(ethertype_of(p).to_be_bytes());
                         body.extend(p);
+                    }
+                    if name == "fabricpath" {
+                        // The inner frame's FCS (tshark does not check it by default).
+                        body.extend([0xde, 0xad, 0xbe, 0xef]);
                     }
                     eth(ethertype, &body)
                 })

@@ -185,6 +185,9 @@ mod ethertype {
     pub const CISCO_METADATA: u16 = 0x8909;
     /// TRILL (RFC 6325): a 6-byte header and its options, then an Ethernet frame.
     pub const TRILL: u16 = 0x22f3;
+    /// Cisco FabricPath (MAC-in-MAC, "DCE"): the outer addresses, this EtherType, the
+    /// forwarding tag and TTL (2 bytes), then the Ethernet frame and its FCS (tshark's `cfp`).
+    pub const FABRICPATH: u16 = 0x8903;
 }
 
 /// UDP ports on which tshark 4.0 decodes a tunnel by default (its `udp.port` dissector table,
@@ -907,6 +910,14 @@ impl Walk<'_> {
                         Next::Ppp
                     }
                     ethertype::TEB => Next::Ethernet,
+                    ethertype::FABRICPATH => {
+                        // The frame inside ends with its own FCS, which tshark (`eth_withfcs`)
+                        // takes off.
+                        need(frame, Layer::Link, at, 2)?;
+                        at += 2;
+                        self.end = self.end.min(frame.len().saturating_sub(4)).max(at);
+                        Next::Ethernet
+                    }
                     ethertype::PBB => {
                         // The I-TAG (flags, service id), then the customer's addresses.
                         need(frame, Layer::Link, at, 4)?;

@@ -104,7 +104,16 @@ fn read_limited(r: impl Read, what: &str) -> Result<String, String> {
 pub fn config() -> Result<(Config, String), String> {
     if let Some(p) = std::env::var_os(KCONFIG_ENV) {
         let path = std::path::PathBuf::from(p);
-        let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let named = |e: &dyn std::fmt::Display| {
+            format!(
+                "{KCONFIG_ENV}={} (the kernel configuration): {e}",
+                path.display()
+            )
+        };
+        if path.is_dir() {
+            return Err(named(&"a folder, not a .config file"));
+        }
+        let f = std::fs::File::open(&path).map_err(|e| named(&e))?;
         let text = read_limited(f, &path.display().to_string())?;
         return Ok((parse_config(&text), path.display().to_string()));
     }

@@ -268,6 +268,11 @@ pub struct EnvResult {
     pub term: String,
 }
 
+/// The largest writable global-data section (`.data`, `.bss`: one map value) whose bytes an
+/// example gives (a path that reads it takes its contents to be what user space set; a larger one
+/// is left out of the example, which then may take another path in `validate`).
+pub const MAX_GLOBAL_EXAMPLE_BYTES: u32 = 4096;
+
 /// The query for one path, and the terms to read from a model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Query {
@@ -1193,15 +1198,30 @@ impl<'a> Sym<'a> {
                     Imm64::Const(c) => V::S(bv64(c)),
                     Imm64::Map(m) => V::MapPtr(m),
                     Imm64::Func(f) => V::S(bv64(f as u64)),
-                    Imm64::MapValue { map, off } => V::P(
-                        Region::Map {
-                            m: map,
-                            key: format!("(_ bv0 {})", self.map_sort(map).0),
-                            null: "false".into(),
-                        },
-                        bv64(off as u64),
-                        Some(off as i64),
-                    ),
+                    Imm64::MapValue { map, off } => {
+                        let key = format!("(_ bv0 {})", self.map_sort(map).0);
+                        // Writable global data (`.data`, `.bss`) is what user space set before
+                        // the load: free, so the example must say what the path took it to be.
+                        let def = &self.p.maps[map as usize];
+                        if !def.frozen
+                            && def.value_size <= MAX_GLOBAL_EXAMPLE_BYTES
+                            && !self
+                                .lookups
+                                .iter()
+                                .any(|l| l.map == def.name && l.key == key)
+                        {
+                            self.record_lookup(map, &key, None);
+                        }
+                        V::P(
+                            Region::Map {
+                                m: map,
+                                key,
+                                null: "false".into(),
+                            },
+                            bv64(off as u64),
+                            Some(off as i64),
+                        )
+                    }
                 };
                 self.set(dst, v);
             }

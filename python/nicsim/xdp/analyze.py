@@ -66,6 +66,9 @@ def _target_text(target: str | os.PathLike[str]) -> tuple[str, str]:
         from nicsim.xdp.calibrate import default_path
 
         path = default_path()
+        if os.path.lexists(path) and not path.is_file():
+            raise InputError(f"{path}: the x86-jit target's calibration is not a regular file"
+                             + (" (NICSIM_X86_JIT)" if os.environ.get("NICSIM_X86_JIT") else ""))
         if not path.is_file():
             raise InputError(f"the x86-jit target is not calibrated on this machine ({path} is missing): "
                              "run `nicsim xdp calibrate` first")

@@ -153,7 +153,8 @@ def use_kconfig(kconfig: Path | None) -> None:
 
     if kconfig is not None:
         if not Path(kconfig).is_file():
-            raise InputError(f"--kconfig {kconfig}: no such file (a kernel .config)")
+            raise InputError(f"--kconfig {kconfig}: " + ("no such file" if not os.path.lexists(kconfig) else
+                                                         "not a regular file") + " (a kernel .config)")
         os.environ["NICSIM_KCONFIG"] = str(Path(kconfig).absolute())
 
 
