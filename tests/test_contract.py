@@ -493,6 +493,17 @@ def test_paper_objects_with_a_non_utf8_name(tmp_path: Path, quick: list[str]) ->
     assert_one_line_error(r, str(folder), "not UTF-8")
 
 
+def test_paper_objects_quick_without_the_papers_objects(tmp_path: Path) -> None:
+    """`reproduce xdp --quick --paper-objects DIR` analyses the paper's objects only: a folder of
+    other objects gave an empty table, exit 0, saying nothing."""
+    folder = tmp_path / "programs"
+    folder.mkdir()
+    shutil.copy(xdp_object("calls"), folder / "calls.bpf.o")
+    r = nicsim("reproduce", "xdp", "--quick", "--nfp-only", "--paper-objects", folder, "--out", tmp_path / "o")
+    assert_one_line_error(r, str(folder), "none of the paper's objects", "--quick")
+    assert not (tmp_path / "o").exists()
+
+
 def test_ray_address_empty_is_refused(tmp_path: Path) -> None:
     """`--ray-address ''` silently ran locally."""
     for cmd in (["sweep", PAPER, *TINY, "-p", "seed=1,2"], ["offloads", "size", PAPER, "--p99-us", "100"]):

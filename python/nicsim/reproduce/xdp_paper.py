@@ -131,6 +131,9 @@ def run(folder: Path, out: OutputDir | None = None, quick: bool = False, timeout
     papers = paper_table()
     if quick:
         objs = [o for o in objs if o.name in papers]
+        if not objs:  # the quick run is of the paper's objects only: say so, not an empty table
+            raise InputError(f"{folder}: none of the paper's objects ({', '.join(sorted(papers)[:3])}, ...) is in "
+                             "the folder, and --quick analyses only those; run without --quick to analyse the others")
     cm = {int(m.group(1)): o for o in objects(folder) if (m := _CM.search(o.name))}
     stages = [n for n in sorted(cm) if 1 <= n <= 20 and (not quick or n in QUICK_STAGES)]
     jobs = [(os.fspath(o), "nfp", {"rate": "bit", "mac_limit": False,

@@ -63,6 +63,27 @@ pub struct Helper {
     /// Why the analysis refuses the helper (a cost it cannot bound, memory it cannot follow):
     /// `None` for a helper it analyses.
     pub refused: Option<&'static str>,
+    /// Where a helper that `writes_args` writes, when its prototype says: (the register of a
+    /// pointer argument, how many bytes from it). Empty: anywhere its pointer arguments reach.
+    pub(crate) writes_to: &'static [(u8, WriteLen)],
+}
+
+/// How many bytes a helper writes through a pointer argument, by its prototype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteLen {
+    /// The value of this register (`ARG_PTR_TO_UNINIT_MEM` then `ARG_CONST_SIZE`: the verifier
+    /// checks the memory holds that many bytes).
+    Arg(u8),
+    /// A fixed size (`ARG_PTR_TO_LONG` 8, `ARG_PTR_TO_INT` 4).
+    Bytes(u32),
+}
+
+/// Where helper `id` writes through its pointer arguments, when its prototype bounds it
+/// ([`Helper::writes_to`]); `None` when it may write anywhere they reach.
+pub(crate) fn writes_to(id: u32) -> Option<&'static [(u8, WriteLen)]> {
+    find(id)
+        .filter(|h| h.writes_args && !h.writes_to.is_empty())
+        .map(|h| h.writes_to)
 }
 
 impl Helper {
@@ -76,6 +97,7 @@ impl Helper {
             interp: None,
             symex: None,
             refused: None,
+            writes_to: &[],
         }
     }
     pub(crate) const fn refuse(mut self, why: &'static str) -> Helper {
@@ -84,6 +106,12 @@ impl Helper {
     }
     pub(crate) const fn writes(mut self) -> Helper {
         self.writes_args = true;
+        self
+    }
+    /// [`Helper::writes`], only where its prototype lets it ([`Helper::writes_to`]).
+    pub(crate) const fn writes_only(mut self, to: &'static [(u8, WriteLen)]) -> Helper {
+        self.writes_args = true;
+        self.writes_to = to;
         self
     }
     pub(crate) const fn moves(mut self) -> Helper {

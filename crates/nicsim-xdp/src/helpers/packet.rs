@@ -5,7 +5,7 @@
 //! so `data_end - data`), for the interpreter and for the symbolic executor.
 
 use crate::absint::{HELPER_ADJUST_HEAD, HELPER_ADJUST_TAIL};
-use crate::helpers::Helper;
+use crate::helpers::{Helper, WriteLen};
 use crate::interp::{HELPER_ADJUST_META, HELPER_XDP_LOAD_BYTES, HELPER_XDP_STORE_BYTES};
 use crate::symex::V;
 
@@ -25,7 +25,7 @@ pub(crate) const HELPERS: &[Helper] = &[
         .run(|m, pc, id| m.adjust_tail(pc, id))
         .sym(|s, _, [_, r2, _, _]| s.adjust_tail(&r2)),
     Helper::new(HELPER_XDP_LOAD_BYTES, "packet")
-        .writes()
+        .writes_only(&[(3, WriteLen::Arg(4))])
         .run(|m, pc, id| m.xdp_bytes(pc, id))
         .sym(|s, _, [_, r2, r3, r4]| s.xdp_bytes(false, &r2, &r3, &r4)),
     Helper::new(HELPER_XDP_STORE_BYTES, "packet")

@@ -8,7 +8,7 @@
 //! packet arrived on, the loopback device `BPF_PROG_TEST_RUN` runs on: MTU 65,536, a
 //! 14-byte header).
 
-use crate::helpers::Helper;
+use crate::helpers::{Helper, WriteLen};
 use crate::interp::HELPER_FIB_LOOKUP;
 
 /// `bpf_check_mtu(ctx, ifindex, *mtu_len, len_diff, flags)`.
@@ -20,11 +20,11 @@ const RUN_HARD_HEADER: i64 = 14;
 /// The routing helpers.
 pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_FIB_LOOKUP, "route")
-        .writes()
+        .writes_only(&[(2, WriteLen::Arg(3))])
         .run(|m, pc, id| m.fib_lookup(pc, id))
         .sym(|s, _, [_, r2, r3, _]| s.fib_lookup(&r2, &r3)),
     Helper::new(HELPER_CHECK_MTU, "route")
-        .writes()
+        .writes_only(&[(3, WriteLen::Bytes(4))])
         .run(|m, pc, id| m.check_mtu(pc, id))
         .sym(|s, _, [_, _, r3, _]| s.check_mtu(&r3)),
 ];

@@ -7,20 +7,24 @@
 //! buffers their pointer arguments give) as fresh bytes; the interpreter, which has no kernel
 //! memory, refuses them in one line.
 
-use crate::helpers::Helper;
+use crate::helpers::{Helper, WriteLen};
+
+/// `bpf_probe_read_*(dst, size, src)`: `size` bytes at `dst` (`ARG_PTR_TO_UNINIT_MEM`,
+/// `ARG_CONST_SIZE_OR_ZERO`).
+const PROBE_READ: &[(u8, WriteLen)] = &[(1, WriteLen::Arg(2))];
 
 /// The kernel-memory helpers of Linux 6.1's `bpf_base_func_proto` (ids: include/uapi/linux/bpf.h).
 pub(crate) const HELPERS: &[Helper] = &[
-    Helper::new(35, "task"),           // get_current_task
-    Helper::new(112, "task").writes(), // probe_read_user
-    Helper::new(113, "task").writes(), // probe_read_kernel
-    Helper::new(114, "task").writes(), // probe_read_user_str
-    Helper::new(115, "task").writes(), // probe_read_kernel_str
-    Helper::new(149, "task").writes(), // snprintf_btf
-    Helper::new(153, "task"),          // per_cpu_ptr
-    Helper::new(154, "task"),          // this_cpu_ptr
-    Helper::new(158, "task"),          // get_current_task_btf
-    Helper::new(175, "task"),          // task_pt_regs
+    Helper::new(35, "task"),                          // get_current_task
+    Helper::new(112, "task").writes_only(PROBE_READ), // probe_read_user
+    Helper::new(113, "task").writes_only(PROBE_READ), // probe_read_kernel
+    Helper::new(114, "task").writes_only(PROBE_READ), // probe_read_user_str
+    Helper::new(115, "task").writes_only(PROBE_READ), // probe_read_kernel_str
+    Helper::new(149, "task").writes(),                // snprintf_btf
+    Helper::new(153, "task"),                         // per_cpu_ptr
+    Helper::new(154, "task"),                         // this_cpu_ptr
+    Helper::new(158, "task"),                         // get_current_task_btf
+    Helper::new(175, "task"),                         // task_pt_regs
     // Later kernels give XDP programs these too (bpf_base_func_proto): the current cgroup's
     // ids, the namespace's pid and tgid, cgroup storage.
     Helper::new(80, "task"),           // get_current_cgroup_id

@@ -9,7 +9,7 @@
 //! otherwise). The symbolic executor takes the result as a fresh value (the trace pipe is not
 //! the program's), and `bpf_snprintf`'s buffer as fresh bytes.
 
-use crate::helpers::Helper;
+use crate::helpers::{Helper, WriteLen};
 
 /// `bpf_trace_printk`, `bpf_snprintf`, `bpf_trace_vprintk`.
 pub(crate) const HELPER_TRACE_PRINTK: u32 = 6;
@@ -25,7 +25,7 @@ const MAX_BUF_BYTES: usize = 512;
 pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_TRACE_PRINTK, "trace").run(|m, pc, id| m.trace_printk(pc, id)),
     Helper::new(HELPER_SNPRINTF, "trace")
-        .writes()
+        .writes_only(&[(1, WriteLen::Arg(2))])
         .run(|m, pc, id| m.snprintf(pc, id))
         .sym(|s, _, [r1, r2, _, _]| s.snprintf(&r1, &r2)),
     Helper::new(HELPER_TRACE_VPRINTK, "trace").run(|m, pc, id| m.trace_printk(pc, id)),
