@@ -1110,6 +1110,22 @@ def _fill(name: str, make: Callable[[int], bytes]) -> Callable[[bytes], bytes]:
     return f
 
 
+def _core_record(**fields: int) -> Callable[[bytes], bytes]:
+    """Set fields (insn_off, type_id, access_str_off, kind) of `.BTF.ext`'s first CO-RE
+    relocation record (the header's CO-RE region at 24/28, then the record size, a section's name
+    and count, its records)."""
+    def f(data: bytes) -> bytes:
+        e = Elf(data)
+        _, off, _ = e.section(".BTF.ext")
+        hdr, core = struct.unpack_from("<I", e.b, off + 4)[0], struct.unpack_from("<I", e.b, off + 24)[0]
+        rec = off + hdr + core + 12
+        for k, name in enumerate(("insn_off", "type_id", "access_str_off", "kind")):
+            if name in fields:
+                struct.pack_into("<I", e.b, rec + 4 * k, fields[name])
+        return bytes(e.b)
+    return f
+
+
 def _rename(old: str, new: str) -> Callable[[bytes], bytes]:
     def f(data: bytes) -> bytes:
         assert len(new) <= len(old)
@@ -1212,6 +1228,11 @@ OBJECTS: list[tuple[str, str, Callable[[bytes], bytes], list[str]]] = [
     ("btf-ext-random", "calls", _fill(".BTF.ext", lambda n: b"\x9f\xeb\x01\x00" + random.Random(6).randbytes(n)),
      []),
     ("btf-size-2^62", "calls", _sec(".BTF", 32, "Q", 1 << 62), []),
+    # CO-RE relocation records (tests/xdp/core_relo.c), resolved against the kernel's BTF.
+    ("core-relo-kind-99", "core_relo", _core_record(kind=99), ["section '.BTF.ext'", "relocation kind"]),
+    ("core-relo-insn-beyond", "core_relo", _core_record(insn_off=1 << 20), ["section '.BTF.ext'", "not one of its"]),
+    ("core-relo-type-unknown", "core_relo", _core_record(type_id=99_999), ["CO-RE relocations"]),
+    ("core-relo-access-beyond", "core_relo", _core_record(access_str_off=1 << 30), ["CO-RE relocations"]),
     ("rel-info-beyond", "calls", _sec(".relxdp", 44, "I", 99), []),
     ("rel-link-beyond", "calls", _sec(".relxdp", 40, "I", 99), []),
     ("rel-offset-huge", "calls", _rel_entries(".relxdp", lambda o, i: (1 << 40, i)), []),

@@ -36,10 +36,10 @@ pub const POISON_IMM: i32 = 0xbad2310;
 /// The largest BTF file read (a distribution kernel's vmlinux BTF is 5-10 MB).
 const MAX_BTF_BYTES: u64 = 256 << 20;
 
-/// The number of CO-RE records of each section, by section name, in `.BTF.ext` (`ext`) whose
-/// names are `.BTF` strings `strings`. The layout was checked before (`load::check_btf_ext`);
-/// what cannot be read counts nothing.
-pub(crate) fn record_counts(ext: &[u8], strings: &[u8]) -> Vec<(String, u64)> {
+/// The instruction offsets of the CO-RE records of each section, by section name, in `.BTF.ext`
+/// (`ext`) whose names are `.BTF` strings `strings`. The layout was checked before
+/// (`load::check_btf_ext`); what cannot be read gives nothing.
+pub(crate) fn records(ext: &[u8], strings: &[u8]) -> Vec<(String, Vec<u32>)> {
     let mut out = Vec::new();
     let mut walk = || -> Option<()> {
         let hdr = u32_le(ext, 4)? as usize;
@@ -54,8 +54,16 @@ pub(crate) fn record_counts(ext: &[u8], strings: &[u8]) -> Vec<(String, u64)> {
         while at + 8 <= region.len() {
             let name = cstr(strings, u32_le(region, at)?);
             let n = u64::from(u32_le(region, at + 4)?);
-            if n > 0 {
-                out.push((name, n));
+            let offs: Vec<u32> = (0..n)
+                .map_while(|k| {
+                    let r = usize::try_from(k.checked_mul(rec)?)
+                        .ok()?
+                        .checked_add(at + 8)?;
+                    u32_le(region, r)
+                })
+                .collect();
+            if !offs.is_empty() {
+                out.push((name, offs));
             }
             at = at
                 .checked_add(8)?

@@ -1922,12 +1922,20 @@ fn load_inner(
     check_btf_ext_names(&elf)?;
     let obj = Object::parse(&copy).map_err(|e| {
         // aya-obj's BTF errors ("BTF error: invalid BTF type info segment") name no section.
+        // Its relocation, line and function records are `.BTF.ext`'s.
         let what = chain(&e);
         LoadError::Parse(match what.strip_prefix("BTF error: ") {
-            Some(rest) if !rest.to_ascii_lowercase().contains("ext") => {
-                format!("section '.BTF': {rest}")
+            Some(rest) => {
+                let low = rest.to_ascii_lowercase();
+                let ext = ["ext", "relocation", "line info", "btf info"]
+                    .iter()
+                    .any(|w| low.contains(w));
+                format!(
+                    "section '{}': {rest}",
+                    if ext { ".BTF.ext" } else { ".BTF" }
+                )
             }
-            _ => what,
+            None => what,
         })
     })?;
 
@@ -1936,7 +1944,7 @@ fn load_inner(
     let core_counts = match (&strings, elf.file.section_by_name(".BTF.ext")) {
         (Some(tab), Some(ext)) => ext
             .data()
-            .map(|d| crate::core_reloc::record_counts(d, tab))
+            .map(|d| crate::core_reloc::records(d, tab))
             .unwrap_or_default(),
         _ => Vec::new(),
     };
@@ -1961,7 +1969,27 @@ fn load_inner(
             .filter(|i| !with.iter().any(|w| w.0 == *i))
             .collect();
         hide2.extend(&legacy);
-        let n: u64 = core_counts.iter().map(|c| c.1).sum();
+        // Each record names an instruction of a section with code (aya-obj says "function not
+        // found" of one that does not).
+        for (sec, offs) in &core_counts {
+            let Some(&(_, _, code)) = with.iter().find(|w| &w.1 == sec) else {
+                return Err(LoadError::Parse(format!(
+                    "section '.BTF.ext': CO-RE relocation records name section '{sec}', which \
+                     holds no code"
+                )));
+            };
+            if let Some(o) = offs
+                .iter()
+                .find(|&&o| o % 8 != 0 || o as usize >= code.len())
+            {
+                return Err(LoadError::Parse(format!(
+                    "section '.BTF.ext': a CO-RE relocation record of section '{sec}' names its \
+                     byte {o}, which is not one of its {} instructions",
+                    code.len() / 8
+                )));
+            }
+        }
+        let n: usize = core_counts.iter().map(|c| c.1.len()).sum();
         let (code, path) = crate::core_reloc::relocate(&aya_copy(&hide2)?, &with)
             .map_err(|e| LoadError::Parse(format!("the object's {n} CO-RE relocations{e}")))?;
         core_code = code;
