@@ -522,7 +522,7 @@ impl Analysis {
 /// What the search has next.
 pub enum Next {
     /// A path to check: its rate key and its query.
-    Query(f64, crate::symex::Query),
+    Query(f64, Box<crate::symex::Query>),
     /// Every path has been handed out.
     Exhausted,
     /// The deadline passed before the next query was ready.
@@ -720,7 +720,7 @@ impl Search {
             (self.current_min_len, self.current_min_len_at) = self.lemma_min_len(&q.asserts);
             self.current_asserts = q.asserts.clone();
             self.queried += 1;
-            return Next::Query(key, q);
+            return Next::Query(key, Box::new(q));
         }
     }
 

@@ -631,11 +631,17 @@ impl Run<'_> {
 ///
 /// An array declared with `max_entries 0` has the size the model gives; a model with every
 /// such size at most [`EXAMPLE_MAP_ENTRIES`] is sought first, so that the example's maps are
-/// ones the kernel can create (`nicsim xdp validate`).
+/// ones the kernel can create (`nicsim xdp validate`); and one whose context is the one
+/// `BPF_PROG_TEST_RUN` gives (and the interpreter by default): the loopback's ifindex 1, queue 0
+/// (calico's counters are keyed by `ingress_ifindex`: its free value made `validate`'s runs take
+/// another path). The path stays feasible for every value the program may see; this only
+/// chooses the example.
 fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, SolverError> {
-    if q.sizes.is_empty() {
-        return model_values(slv, q);
-    }
+    let ctx_pref = q.ctx.iter().filter_map(|(off, t)| match off {
+        12 => Some(format!("(assert (= {t} #x00000001))\n")),
+        16 => Some(format!("(assert (= {t} #x00000000))\n")),
+        _ => None,
+    });
     let small: String = q
         .sizes
         .iter()
@@ -645,7 +651,11 @@ fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, Solve
                 s.size, s.bits
             )
         })
+        .chain(ctx_pref)
         .collect();
+    if small.is_empty() {
+        return model_values(slv, q);
+    }
     if slv.check_also(&small, Some(5.0))? != Sat::Sat {
         slv.done()?;
         slv.check_also("", None)?; // the model without the bound again, at a level of its own

@@ -290,6 +290,9 @@ pub struct Query {
     pub sizes: Vec<MapSize>,
     /// The environment's results on the path (time, randomness, CPU), in call order.
     pub env: Vec<EnvResult>,
+    /// The context's fields the path read (`ingress_ifindex` at 12, `rx_queue_index` at 16,
+    /// `egress_ifindex` at 20): offset and term, one per field.
+    pub ctx: Vec<(i16, String)>,
     /// (position on the path, condition text) of every branch assertion; the texts mean the
     /// same on every path (terms are named by their definitions).
     #[serde(skip)]
@@ -311,6 +314,7 @@ pub(crate) struct Sym<'a> {
     pub(crate) mem: Vec<String>,
     pub(crate) present: Vec<String>,
     pub(crate) lookups: Vec<Lookup>,
+    pub(crate) ctx: Vec<(i16, String)>,
     pub(crate) sizes: Vec<MapSize>,
     /// The environment's results so far (crate::helpers::time).
     pub(crate) env: Vec<EnvResult>,
@@ -1125,6 +1129,19 @@ impl<'a> Sym<'a> {
                             V::P(Region::Pkt, self.meta_off.clone(), k)
                         }
                         4 => V::P(Region::Pkt, self.end_off.clone(), None),
+                        // The receive queue's device and index, and the egress device: one
+                        // value each for the whole run (every load of a field reads it).
+                        12 | 16 | 20 if size == Size::W => {
+                            let t = match self.ctx.iter().find(|c| c.0 == off) {
+                                Some(c) => c.1.clone(),
+                                None => {
+                                    let t = self.fresh("(_ BitVec 32)", "ctx");
+                                    self.ctx.push((off, t.clone()));
+                                    t
+                                }
+                            };
+                            V::S(self.def("(_ BitVec 64)", &format!("((_ zero_extend 32) {t})")))
+                        }
                         _ => {
                             let t = self.fresh("(_ BitVec 32)", "ctx");
                             V::S(self.def("(_ BitVec 64)", &format!("((_ zero_extend 32) {t})")))
@@ -1482,6 +1499,7 @@ pub fn query_until(
         mem: (0..p.maps.len()).map(|m| format!("m{m}_0")).collect(),
         present: (0..p.maps.len()).map(|m| format!("p{m}_0")).collect(),
         lookups: Vec::new(),
+        ctx: Vec::new(),
         sizes: Vec::new(),
         env: Vec::new(),
         ret: None,
@@ -1557,6 +1575,7 @@ pub fn query_until(
         lookups: s.lookups,
         sizes: s.sizes,
         env: s.env,
+        ctx: s.ctx,
         asserts: s.asserts,
     })
 }
