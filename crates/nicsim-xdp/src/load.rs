@@ -1941,7 +1941,7 @@ fn load_inner(
 
     // CO-RE relocations (`crate::core_reloc`): the code of the sections that have them, as
     // libbpf hands it to the kernel; aya-obj reads those sections' code for it.
-    let core_counts = match (&strings, elf.file.section_by_name(".BTF.ext")) {
+    let core_records = match (&strings, elf.file.section_by_name(".BTF.ext")) {
         (Some(tab), Some(ext)) => ext
             .data()
             .map(|d| crate::core_reloc::records(d, tab))
@@ -1950,13 +1950,13 @@ fn load_inner(
     };
     let mut core_code: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let mut core_btf: Option<String> = None;
-    if !core_counts.is_empty() {
+    if !core_records.is_empty() {
         let with: Vec<(usize, String, &[u8])> = elf
             .code
             .iter()
             .filter_map(|(&i, &c)| {
                 let n = elf.names.get(&i)?;
-                core_counts
+                core_records
                     .iter()
                     .any(|(s, _)| s == n)
                     .then(|| (i, n.clone(), c))
@@ -1971,7 +1971,7 @@ fn load_inner(
         hide2.extend(&legacy);
         // Each record names an instruction of a section with code (aya-obj says "function not
         // found" of one that does not).
-        for (sec, offs) in &core_counts {
+        for (sec, offs) in &core_records {
             let Some(&(_, _, code)) = with.iter().find(|w| &w.1 == sec) else {
                 return Err(LoadError::Parse(format!(
                     "section '.BTF.ext': CO-RE relocation records name section '{sec}', which \
@@ -1989,7 +1989,7 @@ fn load_inner(
                 )));
             }
         }
-        let n: usize = core_counts.iter().map(|c| c.1.len()).sum();
+        let n: usize = core_records.iter().map(|c| c.1.len()).sum();
         let (code, path) = crate::core_reloc::relocate(&aya_copy(&hide2)?, &with)
             .map_err(|e| LoadError::Parse(format!("the object's {n} CO-RE relocations{e}")))?;
         core_code = code;
