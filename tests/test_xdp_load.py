@@ -224,3 +224,21 @@ def test_force_never_replaces_a_folder_holding_what_the_loader_reads(tmp_path: P
     r = nicsim("xdp", "analyze", *args, "--timeout", "30", "--force", "--out", held)
     assert_one_line_error(r, "held", "holds the input")
     assert (held / "mine.txt").read_text() == "a user's file\n"
+
+
+@pytest.mark.parametrize("var,name", [("NICSIM_BTF", "core_relo"), ("NICSIM_KCONFIG", "ld_kconfig")])
+def test_the_loaders_files_named_by_the_environment_must_be_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   var: str, name: str) -> None:
+    """A pipe (or a folder) named by NICSIM_BTF or NICSIM_KCONFIG is one line naming it, not a read
+    that waits for ever for a writer."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv(var, str(fifo))
+    r = analyze(tmp_path, name)
+    assert_one_line_error(r, str(fifo), "not a regular file")
+    monkeypatch.setenv(var, str(tmp_path))
+    r = analyze(tmp_path, name)
+    assert_one_line_error(r, str(tmp_path), "not a regular file" if var == "NICSIM_BTF" else "a folder")
+    assert not (tmp_path / "o").exists()

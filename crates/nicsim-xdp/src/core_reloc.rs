@@ -92,8 +92,9 @@ fn target() -> Result<(String, Arc<Btf>), String> {
         format!("the running kernel's BTF, {path}")
     };
     let meta = std::fs::metadata(&path).map_err(|e| format!("{how} cannot be read: {e}"))?;
-    if !meta.is_file() && !named {
-        return Err(format!("{how} is not a file"));
+    if !meta.is_file() {
+        // (A pipe or a device would be read until it ends, if it ends.)
+        return Err(format!("{how} is not a regular file"));
     }
     if meta.len() > MAX_BTF_BYTES {
         return Err(format!(

@@ -110,8 +110,15 @@ pub fn config() -> Result<(Config, String), String> {
                 path.display()
             )
         };
-        if path.is_dir() {
-            return Err(named(&"a folder, not a .config file"));
+        if !path.is_file() {
+            // (A pipe or a device would be read until it ends, if it ends.)
+            return Err(named(&if path.is_dir() {
+                "a folder, not a .config file"
+            } else if path.exists() {
+                "not a regular file"
+            } else {
+                "no such file"
+            }));
         }
         let f = std::fs::File::open(&path).map_err(|e| named(&e))?;
         let text = read_limited(f, &path.display().to_string())?;
