@@ -82,6 +82,20 @@ pub mod linktype {
     pub const ARCNET_BSD: u32 = 7;
     /// ARCNET (Linux): source, destination, a 2-byte offset, then a protocol id.
     pub const ARCNET_LINUX: u32 = 129;
+    /// 802.11 behind a Prism monitor-mode header (its length at 4, little-endian: 144).
+    pub const PRISM: u32 = 119;
+    /// SunATM: a 4-byte pseudo-header (flags, VPI, VCI), then the cell payload (LLC/SNAP).
+    pub const SUNATM: u32 = 123;
+    /// 802.11 behind an AVS header (magic 0x8021100x, its length at 4, big-endian).
+    pub const AVS: u32 = 163;
+    /// Per-Packet Information: a header (its length at 2 and the inner link type at 4, both
+    /// little-endian), then a frame of that link type.
+    pub const PPI: u32 = 192;
+    /// Solaris ipnet: a 24-byte header (the address family at 1: 2 IPv4, 26 IPv6), then IP.
+    pub const IPNET: u32 = 226;
+    /// Apple PKTAP: a header (its length at 0 and the inner link type at 4, little-endian),
+    /// then a frame of that link type.
+    pub const PKTAP: u32 = 258;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -110,6 +124,12 @@ pub mod linktype {
                 | LINUX_SLL2
                 | ARCNET_BSD
                 | ARCNET_LINUX
+                | PRISM
+                | SUNATM
+                | AVS
+                | PPI
+                | IPNET
+                | PKTAP
         )
     }
 
@@ -140,9 +160,12 @@ pub mod linktype {
             ARCNET_LINUX => "ARCNET_LINUX",
             6 => "IEEE802",
             107 => "FRELAY",
-            119 => "PRISM_HEADER",
-            163 => "IEEE802_11_RADIO_AVS",
-            192 => "PPI",
+            PRISM => "PRISM_HEADER",
+            SUNATM => "SUNATM",
+            AVS => "IEEE802_11_RADIO_AVS",
+            PPI => "PPI",
+            IPNET => "IPNET",
+            PKTAP => "PKTAP",
             195 => "IEEE802_15_4",
             201 => "BLUETOOTH_HCI_H4_WITH_PHDR",
             220 => "USB_LINUX_MMAPPED",
@@ -188,6 +211,8 @@ mod ethertype {
     /// Cisco FabricPath (MAC-in-MAC, "DCE"): the outer addresses, this EtherType, the
     /// forwarding tag and TTL (2 bytes), then the Ethernet frame and its FCS (tshark's `cfp`).
     pub const FABRICPATH: u16 = 0x8903;
+    /// An 802.2 LLC frame longer than 802.3's length field allows ("jumbo LLC").
+    pub const JUMBO_LLC: u16 = 0x8870;
 }
 
 /// UDP ports on which tshark 4.0 decodes a tunnel by default (its `udp.port` dissector table,
@@ -562,13 +587,82 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
         lt::IPV4 => (0, Next::Ether(ethertype::IPV4)),
         lt::IPV6 => (0, Next::Ether(ethertype::IPV6)),
         lt::MPLS => (0, Next::Ether(ethertype::MPLS)),
-        lt::LINUX_SLL => {
-            need(frame, Layer::Link, 0, 16)?;
-            (16, Next::Ether(be16(frame, 14)))
+        lt::LINUX_SLL | lt::LINUX_SLL2 => {
+            let (len, proto) = if kind == lt::LINUX_SLL {
+                need(frame, Layer::Link, 0, 16)?;
+                (16, be16(frame, 14))
+            } else {
+                need(frame, Layer::Link, 0, 20)?;
+                (20, be16(frame, 0))
+            };
+            match proto {
+                // Linux's ETH_P_* pseudo-protocols below 0x0600 (tshark's sll dissector): a
+                // whole Ethernet frame, or an 802.2 LLC frame.
+                SLL_P_ETHERNET => (len, Next::Ethernet),
+                SLL_P_802_2 => llc(frame, len)?,
+                p => (len, Next::Ether(p)),
+            }
         }
-        lt::LINUX_SLL2 => {
-            need(frame, Layer::Link, 0, 20)?;
-            (20, Next::Ether(be16(frame, 0)))
+        lt::IPNET => {
+            need(frame, Layer::Link, 0, 24)?;
+            match frame[1] {
+                2 => (24, Next::Ether(ethertype::IPV4)),
+                26 => (24, Next::Ether(ethertype::IPV6)),
+                _ => (24, Next::Other),
+            }
+        }
+        lt::PRISM | lt::AVS => {
+            // The header's own length: little-endian for Prism, big-endian for AVS.
+            need(frame, Layer::Link, 0, 8)?;
+            let raw = [frame[4], frame[5], frame[6], frame[7]];
+            let len = if kind == lt::PRISM {
+                u32::from_le_bytes(raw)
+            } else {
+                u32::from_be_bytes(raw)
+            } as usize;
+            if len < 8 {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    4,
+                    "header length below 8",
+                ));
+            }
+            need(frame, Layer::Link, 0, len)?;
+            (len, Next::Wifi)
+        }
+        lt::SUNATM => {
+            // The pseudo-header, then LLC/SNAP as RFC 1483 has it.
+            need(frame, Layer::Link, 0, 12)?;
+            if frame[4..10] == [0xaa, 0xaa, 0x03, 0, 0, 0] {
+                (12, Next::Ether(be16(frame, 10)))
+            } else {
+                (4, Next::Other)
+            }
+        }
+        lt::PPI | lt::PKTAP => {
+            // A header of its own length, then a frame of the link type it names (one level:
+            // a PPI or PKTAP frame inside is not walked).
+            need(frame, Layer::Link, 0, 8)?;
+            let len = if kind == lt::PPI {
+                usize::from(u16::from_le_bytes([frame[2], frame[3]]))
+            } else {
+                u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize
+            };
+            let inner = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            if len < 8 {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    0,
+                    "header length below 8",
+                ));
+            }
+            need(frame, Layer::Link, 0, len)?;
+            if matches!(inner, lt::PPI | lt::PKTAP) || !lt::is_supported(inner) {
+                (len, Next::Other)
+            } else {
+                let (a, n, end) = link(inner, &frame[len..])?;
+                return Ok((len + a, n, end.saturating_add(len)));
+            }
         }
         lt::IPOIB => {
             // A 40-byte pseudo-header (the Global Route Header, or zeros and the destination
@@ -773,6 +867,11 @@ fn wifi_header(frame: &[u8], at: usize) -> Result<(Option<usize>, Next), ParseEr
 /// bytes: `ETH_DATA_LEN`); from 1,536 (0x0600) it is an EtherType.
 const MAX_8023_LENGTH: u16 = 1500;
 
+/// Linux cooked captures' protocol for a whole Ethernet frame (`ETH_P_ALL`'s neighbour
+/// `LINUX_SLL_P_ETHERNET`, 3) and for an 802.2 LLC frame (`LINUX_SLL_P_802_2`, 4).
+const SLL_P_ETHERNET: u16 = 0x0003;
+const SLL_P_802_2: u16 = 0x0004;
+
 /// An LLC header at `at`: SNAP (AA AA 03, an OUI of zeros or the bridge-tunnel one) gives an
 /// EtherType; anything else is not IP.
 fn llc(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
@@ -910,6 +1009,11 @@ impl Walk<'_> {
                         Next::Ppp
                     }
                     ethertype::TEB => Next::Ethernet,
+                    ethertype::JUMBO_LLC => {
+                        let (a, n) = llc(frame, at)?;
+                        at = a;
+                        n
+                    }
                     ethertype::FABRICPATH => {
                         // The frame inside ends with its own FCS, which tshark (`eth_withfcs`)
                         // takes off.
