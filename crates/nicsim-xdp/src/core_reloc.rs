@@ -132,7 +132,17 @@ pub(crate) fn relocate(
     let (path, btf) = target().map_err(|e| format!(" need a BTF to be resolved against: {e}"))?;
     let mut obj = Object::parse(copy)
         .map_err(|e| format!(": aya-obj cannot read the code they rewrite: {e}"))?;
-    obj.relocate_btf(&btf)
+    // aya-obj slices some records' fields without checking them (an access string's index past
+    // its type): a panic there is a malformed record (the loader's `guarded` keeps it quiet).
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| obj.relocate_btf(&btf)))
+        .map_err(|p| {
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            format!(" against {path}: a malformed record in section '.BTF.ext' ({what})")
+        })?
         .map_err(|e| format!(" against {path}: {}", chain(&e)))?;
     let by_index: HashMap<usize, usize> =
         sections.iter().enumerate().map(|(k, s)| (s.0, k)).collect();
