@@ -231,3 +231,44 @@ impl<'d> Types<'d> {
             .map(|i| i as u32)
     }
 }
+
+/// The records of one region of a `.BTF.ext` section (`struct btf_ext_header`, then at header
+/// offset `at` the region's offset and length after the header: 8 function, 16 line, 24 CO-RE
+/// information; the region a record size, then per section its name, a `.BTF` string offset, its
+/// record count and the records): for each section, its name offset and its records, each its
+/// record size long. A malformed region gives what could be read (`load::check_btf_ext` names
+/// what is wrong before anything reads it).
+pub(crate) fn ext_records(ext: &[u8], at: usize) -> Vec<(u32, Vec<&[u8]>)> {
+    let mut out: Vec<(u32, Vec<&[u8]>)> = Vec::new();
+    let mut walk = || -> Option<()> {
+        if ext.get(0..2)? != [0x9f, 0xeb] {
+            return None;
+        }
+        let hdr = u32_le(ext, 4)? as usize;
+        if hdr < at + 8 {
+            return None;
+        }
+        let (off, len) = (u32_le(ext, at)? as usize, u32_le(ext, at + 4)? as usize);
+        let start = hdr.checked_add(off)?;
+        let region = ext.get(start..start.checked_add(len)?)?;
+        let rec = u32_le(region, 0)? as usize;
+        if rec == 0 {
+            return None;
+        }
+        let mut k = 4usize;
+        while k + 8 <= region.len() {
+            let name = u32_le(region, k)?;
+            let n = u32_le(region, k + 4)? as usize;
+            k += 8;
+            out.push((name, Vec::new()));
+            let recs = &mut out.last_mut()?.1;
+            for _ in 0..n {
+                recs.push(region.get(k..k.checked_add(rec)?)?);
+                k += rec;
+            }
+        }
+        Some(())
+    };
+    let _ = walk();
+    out
+}

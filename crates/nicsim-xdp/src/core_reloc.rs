@@ -37,42 +37,16 @@ pub const POISON_IMM: i32 = 0xbad2310;
 const MAX_BTF_BYTES: u64 = 256 << 20;
 
 /// The instruction offsets of the CO-RE records of each section, by section name, in `.BTF.ext`
-/// (`ext`) whose names are `.BTF` strings `strings`. The layout was checked before
-/// (`load::check_btf_ext`); what cannot be read gives nothing.
+/// (`ext`) whose names are `.BTF` strings `strings` (its region at header offset 24).
 pub(crate) fn records(ext: &[u8], strings: &[u8]) -> Vec<(String, Vec<u32>)> {
-    let mut out = Vec::new();
-    let mut walk = || -> Option<()> {
-        let hdr = u32_le(ext, 4)? as usize;
-        if hdr < 32 {
-            return None;
-        }
-        let (off, len) = (u32_le(ext, 24)? as usize, u32_le(ext, 28)? as usize);
-        let start = hdr.checked_add(off)?;
-        let region = ext.get(start..start.checked_add(len)?)?;
-        let rec = u64::from(u32_le(region, 0)?);
-        let mut at = 4usize;
-        while at + 8 <= region.len() {
-            let name = cstr(strings, u32_le(region, at)?);
-            let n = u64::from(u32_le(region, at + 4)?);
-            let offs: Vec<u32> = (0..n)
-                .map_while(|k| {
-                    let r = usize::try_from(k.checked_mul(rec)?)
-                        .ok()?
-                        .checked_add(at + 8)?;
-                    u32_le(region, r)
-                })
-                .collect();
-            if !offs.is_empty() {
-                out.push((name, offs));
-            }
-            at = at
-                .checked_add(8)?
-                .checked_add(usize::try_from(n.checked_mul(rec)?).ok()?)?;
-        }
-        Some(())
-    };
-    let _ = walk();
-    out
+    crate::btf::ext_records(ext, 24)
+        .into_iter()
+        .map(|(name, recs)| {
+            let offs = recs.iter().filter_map(|r| u32_le(r, 0)).collect();
+            (cstr(strings, name), offs)
+        })
+        .filter(|(_, offs): &(String, Vec<u32>)| !offs.is_empty())
+        .collect()
 }
 
 /// A BTF file as the cache knows it: path, size and modification time.

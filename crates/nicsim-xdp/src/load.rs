@@ -780,43 +780,22 @@ struct LineRec {
     line_col: u32,
 }
 
-/// The line records of `.BTF.ext` by section name (`struct btf_ext_header`, then
-/// `line_info_off`: the record size, then per section its name, count and records). A
-/// malformed block gives what could be read.
+/// The line records of `.BTF.ext` by section name (its region at header offset 16), each
+/// section's in instruction order. A malformed block gives what could be read.
 fn btf_ext_lines(ext: &[u8], strings: &[u8]) -> HashMap<String, Vec<LineRec>> {
     let mut out: HashMap<String, Vec<LineRec>> = HashMap::new();
-    let mut f = || -> Option<()> {
-        if ext.get(0..2)? != [0x9f, 0xeb] {
-            return None;
-        }
-        let hdr = u32_le(ext, 4)? as usize;
-        let (off, len) = (u32_le(ext, 16)? as usize, u32_le(ext, 20)? as usize);
-        let start = hdr.checked_add(off)?;
-        let block = ext.get(start..start.checked_add(len)?)?;
-        let rec = u32_le(block, 0)? as usize;
-        if rec < 16 {
-            return None;
-        }
-        let mut at = 4;
-        while at + 8 <= block.len() {
-            let name = cstr(strings, u32_le(block, at)?);
-            let n = u32_le(block, at + 4)? as usize;
-            at += 8;
-            let v = out.entry(name).or_default();
-            for _ in 0..n {
-                let r = block.get(at..at.checked_add(rec)?)?;
-                v.push(LineRec {
+    for (name, recs) in crate::btf::ext_records(ext, 16) {
+        out.entry(cstr(strings, name))
+            .or_default()
+            .extend(recs.iter().map_while(|r| {
+                Some(LineRec {
                     insn_off: u32_le(r, 0)?,
                     file: u32_le(r, 4)?,
                     text: u32_le(r, 8)?,
                     line_col: u32_le(r, 12)?,
-                });
-                at += rec;
-            }
-        }
-        Some(())
-    };
-    let _ = f();
+                })
+            }));
+    }
     for v in out.values_mut() {
         v.sort_by_key(|r| r.insn_off);
     }

@@ -134,28 +134,26 @@ BtfOpt = Annotated[Path | None, typer.Option(
     "kernel's (/sys/kernel/btf/vmlinux); the same as NICSIM_BTF=FILE.", show_default=False)]
 
 
-def use_btf(btf: Path | None) -> None:
-    """`--btf FILE`: the loader reads NICSIM_BTF (crates/nicsim-xdp/src/core_reloc.rs), as
-    `use_kconfig` sets NICSIM_KCONFIG."""
+def _use_loader_file(option: str, path: Path | None, env: str, what: str) -> None:
+    """`option FILE`: the loader reads the file the environment variable `env` names (one command
+    per process, so the CLI sets it for the rest of the process); `what` says what it is."""
     from nicsim.errors import InputError
 
-    if btf is not None:
-        if not Path(btf).is_file():
-            raise InputError(f"--btf {btf}: " + ("no such file" if not os.path.lexists(btf) else
-                                                 "not a regular file") + " (a BTF file, e.g. a kernel's vmlinux BTF)")
-        os.environ["NICSIM_BTF"] = str(Path(btf).absolute())
+    if path is not None:
+        if not Path(path).is_file():
+            raise InputError(f"{option} {path}: " + ("no such file" if not os.path.lexists(path) else
+                                                    "not a regular file") + f" ({what})")
+        os.environ[env] = str(Path(path).absolute())
+
+
+def use_btf(btf: Path | None) -> None:
+    """`--btf FILE`: NICSIM_BTF (crates/nicsim-xdp/src/core_reloc.rs)."""
+    _use_loader_file("--btf", btf, "NICSIM_BTF", "a BTF file, e.g. a kernel's vmlinux BTF")
 
 
 def use_kconfig(kconfig: Path | None) -> None:
-    """`--kconfig FILE`: the loader reads NICSIM_KCONFIG (crates/nicsim-xdp/src/kconfig.rs); one
-    command per process, so the CLI sets it for the rest of the process."""
-    from nicsim.errors import InputError
-
-    if kconfig is not None:
-        if not Path(kconfig).is_file():
-            raise InputError(f"--kconfig {kconfig}: " + ("no such file" if not os.path.lexists(kconfig) else
-                                                         "not a regular file") + " (a kernel .config)")
-        os.environ["NICSIM_KCONFIG"] = str(Path(kconfig).absolute())
+    """`--kconfig FILE`: NICSIM_KCONFIG (crates/nicsim-xdp/src/kconfig.rs)."""
+    _use_loader_file("--kconfig", kconfig, "NICSIM_KCONFIG", "a kernel .config")
 
 
 def _object_target(opt: str, target: str) -> str:
