@@ -185,6 +185,121 @@ def test_reordered_overlapping_fragmented_streams_equal_tshark(case: Any, tmp_pa
         _same(ours, tshark_follow(path, 2))
 
 
+def follow_model(events: list[tuple[int, ...]], data: bytes) -> bytes:
+    """One direction as tshark's follow writes it (epan/dissectors/packet-tcp.c,
+    `follow_tcp_tap_listener`, `check_follow_fragments`), written out independently of nicsim:
+    `events` in capture order, `(lo, hi)` a segment of this direction's data (offsets from the
+    SYN's sequence number + 1) or `(ack,)` a packet of the peer acknowledging offset `ack`. A run
+    after a hole waits until the hole's data arrives or a *later* acknowledgement is *beyond* the
+    run's start; then the hole is written as tshark's marker."""
+    nxt, queued, out = 0, {}, bytearray()
+
+    def drain() -> None:
+        nonlocal nxt
+        while queued and min(queued) <= nxt:
+            hi = queued.pop(min(queued))
+            if hi > nxt:
+                out.extend(data[nxt:hi])
+                nxt = hi
+
+    for event in events:
+        if len(event) == 1:
+            while queued and event[0] > min(queued):
+                lo = min(queued)
+                out.extend(f"[{lo - nxt} bytes missing in capture file]".encode() + b"\0")
+                nxt = lo
+                drain()
+        elif event[0] <= nxt:
+            if event[1] > nxt:
+                out.extend(data[nxt:event[1]])
+                nxt = event[1]
+                drain()
+        else:
+            queued[event[0]] = max(queued.get(event[0], 0), event[1])
+    return bytes(out)
+
+
+@st.composite
+def lost_and_acknowledged(draw: Any) -> tuple[bytes, list[tuple[int, ...]], list[bytes]]:
+    """One connection whose capture misses some of the client's segments (some retransmitted
+    later, some never), the others in a drawn order, with the server's acknowledgements at drawn
+    places: each acknowledges a drawn offset, a run's start, one byte beyond it, or the end."""
+    data = bytes((i * 5 + 1) % 253 for i in range(draw(st.integers(2, 400))))
+    cuts = sorted(draw(st.sets(st.integers(1, len(data) - 1), max_size=6)))
+    bounds = [0, *cuts, len(data)]
+    segs = list(zip(bounds, bounds[1:]))
+    lost = draw(st.sets(st.integers(0, len(segs) - 1), max_size=len(segs) - 1))
+    sent = [segs[i] for i in draw(st.permutations([i for i in range(len(segs)) if i not in lost]))]
+    sent += [segs[i] for i in sorted(lost) if draw(st.booleans())]  # retransmitted late
+    acks = st.sampled_from(sorted({*bounds, *(b + 1 for b in bounds[:-1])}))
+    events: list[tuple[int, ...]] = []
+    for seg in sent:
+        events += [(draw(acks),) for _ in range(draw(st.integers(0, 2)))]
+        events.append(seg)
+    events += [(draw(acks),) for _ in range(draw(st.integers(0, 2)))]
+    isn_c, isn_s = draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 2**32 - 1))
+    ips = [packet(False, True, isn_c, 0, SYN), packet(False, False, isn_s, isn_c + 1, SYN | ACK),
+           packet(False, True, isn_c + 1, isn_s + 1, ACK)]
+    for event in events:
+        if len(event) == 1:
+            ips.append(packet(False, False, isn_s + 1, isn_c + 1 + event[0], ACK))
+        else:
+            lo, hi = event
+            ips.append(packet(False, True, isn_c + 1 + lo, isn_s + 1, ACK | PSH, data[lo:hi]))
+    return data, events, ips
+
+
+@props(8)
+@given(case=lost_and_acknowledged())
+def test_runs_after_holes_are_written_when_tshark_writes_them(case: Any, tmp_path_factory: Any) -> None:
+    # tshark writes a run after a hole only on an acknowledgement beyond its start that arrives
+    # after it (not one equal to its start, nor one before it): nicsim follows it packet by packet.
+    data, events, ips = case
+    path = tmp_path_factory.mktemp("a") / "a.pcap"
+    write_pcap(path, ips)
+    ours = nicsim_follow(path)
+    assert [(n, a) for n, a, _ in ours] == [(("10.1.0.1", CPORT), follow_model(events, data))]
+    if TSHARK:
+        _same(ours, tshark_follow(path, 2))
+
+
+def test_an_acknowledgement_equal_to_a_runs_start_or_before_it_writes_nothing_after_the_hole(
+        tmp_path: Path) -> None:
+    data = bytes(range(60))
+    for events, written in (([(0, 20), (40, 60), (40,)], 20), ([(0, 20), (41,), (40, 60)], 20),
+                            ([(0, 20), (40, 60), (41,)], 20 + 35 + 20)):
+        ips = [packet(False, True, 99, 0, SYN), packet(False, False, 7, 100, SYN | ACK)]
+        for event in events:
+            ips.append(packet(False, False, 8, 100 + event[0], ACK) if len(event) == 1
+                       else packet(False, True, 100 + event[0], 8, ACK | PSH, data[event[0]:event[1]]))
+        path = tmp_path / f"{len(ips)}-{written}.pcap"
+        write_pcap(path, ips)
+        ours = nicsim_follow(path)
+        assert len(ours[0][1]) == written, events
+        if TSHARK:
+            _same(ours, tshark_follow(path, 1))
+
+
+@pytest.mark.parametrize("data_after", ["second", "first"])
+def test_a_later_syn_ack_at_another_sequence_number_is_the_new_base_as_in_tshark(data_after: str,
+                                                                                  tmp_path: Path) -> None:
+    # Two SYN-ACKs at different sequence numbers (nDPI's tls_multiple_synack_different_seq):
+    # tshark numbers the server's stream from the later one, so data that follows it is written
+    # and data that follows the first is not.
+    first, second = 238755595, 2829651200
+    base = second if data_after == "second" else first
+    ips = [packet(False, True, 3420771758, 0, SYN), packet(False, False, first, 3420771759, SYN | ACK),
+           packet(False, False, second, 3420771759, SYN | ACK),
+           packet(False, True, 3420771759, second + 1, ACK | PSH, b"q" * 30),
+           packet(False, False, base + 1, 3420771789, ACK | PSH, b"r" * 20)]
+    path = tmp_path / "s.pcap"
+    write_pcap(path, ips)
+    ours = nicsim_follow(path)
+    assert ours == [(("10.1.0.1", CPORT), b"q" * 30, b"r" * 20 if data_after == "second" else b"")]
+    if TSHARK:
+        _same(ours, tshark_follow(path, 1))
+
+
 @st.composite
 def reused_tuples(draw: Any) -> tuple[list[bytes], list[bytes]]:
     """Connections one after another on one 5-tuple, each with its own initial sequence numbers,

@@ -57,9 +57,9 @@ pub enum UnackedPolicy {
     /// (before a RST, or at the capture's end) is left out, and so is a hole that no captured
     /// data follows.
     Drop,
-    /// As tshark's `follow,tcp` shows a stream: data after the first hole only as far as the
-    /// peer acknowledged it (nothing, when the capture holds no acknowledgement from the peer:
-    /// a capture of one direction), and no hole at the end; data before the first hole all.
+    /// As tshark's `follow,tcp` shows a stream: data before the first hole all; a run after a
+    /// hole once the hole's data arrives, or once a later packet of the peer acknowledges
+    /// beyond the run's start (never, in a capture of one direction); no hole at the end.
     Tshark,
 }
 
@@ -203,7 +203,9 @@ pub struct ByteCounts {
     pub conflict_bytes: u64,
     /// Bytes that lay before the stream start (sequence numbers before SYN + 1), left out.
     pub before_start_bytes: u64,
-    /// Bytes left out as never acknowledged by the peer ([`UnackedPolicy::Drop`]).
+    /// Bytes left out as never acknowledged by the peer ([`UnackedPolicy::Drop`]), or as
+    /// tshark's follow leaves them out ([`UnackedPolicy::Tshark`]: a run after a hole that no
+    /// later acknowledgement reached, data arriving in a hole it had passed).
     pub unacked_bytes: u64,
     /// Payload bytes the capture did not hold (a snap length cut, a record shorter than its
     /// IP length): each cut segment's rest is a hole. tshark's follow leaves them out without a
@@ -474,6 +476,72 @@ struct DirState {
     max_ack: Option<u32>,
 }
 
+/// One direction as tshark's `follow,tcp` writes it, in capture order
+/// (epan/dissectors/packet-tcp.c, `follow_tcp_tap_listener` and `check_follow_fragments`): the
+/// stream written so far ends at `next` (set at the direction's first packet, data or not);
+/// data beyond a hole waits in `queued` until the hole's data arrives, or until a later packet
+/// of the peer acknowledges *beyond* its start, and then tshark writes a marker in the hole's
+/// place and goes on from the lowest run queued. What is still queued at the end is not written.
+#[derive(Debug)]
+struct Follow {
+    next: i64,
+    /// Runs waiting after a hole: start offset -> end offset.
+    queued: BTreeMap<i64, i64>,
+    /// The holes passed with a marker, `[from, to)` in offset order: data that arrives in one
+    /// later is not written.
+    passed: Vec<(i64, i64)>,
+}
+
+impl Follow {
+    /// The direction's first packet, whose data (if any) starts at offset `lo`.
+    fn new(lo: i64) -> Self {
+        Follow {
+            next: lo,
+            queued: BTreeMap::new(),
+            passed: Vec::new(),
+        }
+    }
+
+    /// A packet of this direction whose data starts at offset `lo` and ends at `hi`.
+    fn packet(&mut self, lo: i64, hi: i64) {
+        if hi <= lo {
+            return;
+        }
+        if lo <= self.next {
+            if hi > self.next {
+                self.next = hi;
+                self.drain();
+            }
+        } else {
+            let end = self.queued.entry(lo).or_insert(hi);
+            *end = (*end).max(hi);
+        }
+    }
+
+    /// A packet of the peer acknowledging up to offset `ack` of this direction.
+    fn ack(&mut self, ack: i64) {
+        while let Some((&lo, _)) = self.queued.first_key_value() {
+            if ack <= lo {
+                break;
+            }
+            self.passed.push((self.next, lo));
+            self.next = lo;
+            self.drain();
+        }
+    }
+
+    /// Writes every queued run the stream now reaches.
+    fn drain(&mut self) {
+        while let Some((&lo, &hi)) = self.queued.first_key_value() {
+            if lo > self.next {
+                break;
+            }
+            self.next = self.next.max(hi);
+            self.queued.pop_first();
+        }
+    }
+}
+
 /// The known part of a stream, `[lo, hi)`, and the bytes missing in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Extent {
@@ -694,6 +762,9 @@ pub struct Reassembler {
     unsupported_links: BTreeSet<u32>,
     defrag: Defragmenter,
     reused_tuples: u64,
+    /// tshark's follow of each flow's two directions, by flow index ([`UnackedPolicy::Tshark`]
+    /// only, else empty: the other policies spend nothing on it).
+    follows: Vec<[Option<Follow>; 2]>,
 }
 
 impl Reassembler {
@@ -708,6 +779,7 @@ impl Reassembler {
             unsupported_links: BTreeSet::new(),
             reused_tuples: 0,
             defrag: Defragmenter::new(config.limits.defrag),
+            follows: Vec::new(),
         }
     }
 
@@ -868,12 +940,49 @@ impl Reassembler {
                     dirs: [None, None],
                 });
                 self.index.insert(key, idx);
+                if self.config.unacked == UnackedPolicy::Tshark {
+                    self.follows.push([None, None]);
+                }
                 (idx, 0)
             }
         };
         let (seq, tcp_flags) = (tcp.seq, tcp.flags);
         let syn = tcp_flags & flags::SYN != 0;
-        let state = self.flows[flow_idx].dirs[dir].get_or_insert_with(|| DirState::new(seq, syn));
+        let tshark = self.config.unacked == UnackedPolicy::Tshark;
+        let [d0, d1] = &mut self.flows[flow_idx].dirs;
+        let (state, peer) = if dir == 0 { (d0, d1) } else { (d1, d0) };
+        let mut no_follows = [None, None];
+        let [f0, f1] = match self.follows.get_mut(flow_idx) {
+            Some(f) => f,
+            None => &mut no_follows,
+        };
+        let (follow, peer_follow) = if dir == 0 { (f0, f1) } else { (f1, f0) };
+        if let (Some(peer), Some(peer_follow), true) = (
+            peer.as_ref(),
+            peer_follow.as_mut(),
+            tcp_flags & flags::ACK != 0,
+        ) {
+            // tshark looks at the peer's runs waiting after a hole before this packet's data.
+            let t = peer.tracker;
+            peer_follow.ack(t.last_off + i64::from(tcp.ack.wrapping_sub(t.last_seq) as i32));
+        }
+        let state = state.get_or_insert_with(|| DirState::new(seq, syn));
+        if tshark
+            && tcp_flags & (flags::SYN | flags::ACK) == flags::SYN | flags::ACK
+            && state.base_seq != seq
+            && state.table.is_empty()
+            && state.extent.is_none_or(|x| x.hi == x.lo)
+        {
+            // tshark takes a SYN-ACK at another sequence number as the direction's new base
+            // (its relative numbers start there): the direction starts again at it, while it
+            // has no data (what it wrote before would stay; not modelled).
+            let mut again = DirState::new(seq, true);
+            (again.packets, again.bytes, again.max_ack) =
+                (state.packets, state.bytes, state.max_ack);
+            (again.rst, again.cut) = (state.rst, state.cut);
+            *state = again;
+            *follow = None;
+        }
         state.packets += 1;
         if tcp_flags & flags::ACK != 0 {
             // The highest acknowledgement, in sequence order (32-bit wrap-around).
@@ -889,6 +998,9 @@ impl Reassembler {
         let syn_refused = syn && state.syn_off.is_none() && !state.accept_syn(seq_off, max_hole);
         if tcp_flags & flags::RST != 0 {
             state.rst = true;
+        }
+        if tshark && follow.is_none() {
+            *follow = Some(Follow::new(data_off));
         }
         if payload.is_empty() && missing == 0 {
             if syn_refused || (fin && !state.accept_fin(data_off, max_hole)) {
@@ -920,6 +1032,18 @@ impl Reassembler {
         {
             outcome = state.refuse_hole(data_off + payload.len() as i64);
         }
+        if tshark
+            && !payload.is_empty()
+            && matches!(
+                outcome,
+                Outcome::Data | Outcome::Retransmission | Outcome::OverlapDiscarded
+            )
+        {
+            // tshark's stream moves on by the segment's length, captured or not.
+            if let Some(follow) = follow {
+                follow.packet(data_off, end);
+            }
+        }
         if fin && !matches!(outcome, Outcome::HoleTooLarge) {
             // The FIN ends where the segment does (also when a memory limit dropped the payload,
             // leaving a hole): checked like any FIN; past a cut it is left out.
@@ -941,10 +1065,12 @@ impl Reassembler {
         // The flow table's index is not needed to close the flows: freed before the finished
         // flows are allocated, which is the peak of a capture of many flows.
         drop(self.index);
+        let mut follows = self.follows.into_iter();
         let flows = self
             .flows
             .into_iter()
             .map(|flow| {
+                let [f0, f1] = follows.next().unwrap_or_default();
                 let reversed = FiveTuple {
                     src: flow.tuple.dst,
                     dst: flow.tuple.src,
@@ -955,10 +1081,8 @@ impl Reassembler {
                 let [d0, d1] = flow.dirs;
                 // What each direction's peer acknowledged, when unacknowledged data is dropped.
                 let acked = |peer: &Option<DirState>| match unacked {
-                    UnackedPolicy::Keep => None,
-                    UnackedPolicy::Drop | UnackedPolicy::Tshark => {
-                        peer.as_ref().and_then(|p| p.max_ack)
-                    }
+                    UnackedPolicy::Keep | UnackedPolicy::Tshark => None,
+                    UnackedPolicy::Drop => peer.as_ref().and_then(|p| p.max_ack),
                 };
                 let after_hole = unacked == UnackedPolicy::Tshark;
                 let (a0, a1) = (acked(&d1), acked(&d0));
@@ -967,8 +1091,8 @@ impl Reassembler {
                     tunnel: flow.tunnel,
                     tunnels: flow.tunnels,
                     dirs: [
-                        finish_direction(d0, flow.tuple, a0, after_hole),
-                        finish_direction(d1, reversed, a1, after_hole),
+                        finish_direction(d0, flow.tuple, a0, after_hole, f0),
+                        finish_direction(d1, reversed, a1, after_hole, f1),
                     ],
                 }
             })
@@ -1336,15 +1460,43 @@ fn put(table: &mut BTreeMap<i64, Entry>, start: i64, addr: u64, len: u64, coales
     table.insert(start, Entry { addr, len });
 }
 
+/// Puts `len` stream bytes at sequence offset `k` (arena address `addr`) into `direction`,
+/// whose stream starts at offset `start` and is laid out up to `cursor`: bytes before the start
+/// are left out and counted, a gap before them is a hole.
+fn place(direction: &mut Direction, cursor: &mut u64, start: i64, k: i64, addr: u64, len: u64) {
+    let k_end = k + len as i64;
+    if k_end <= start {
+        direction.bytes.before_start_bytes += len;
+        return;
+    }
+    let skip = (start - k).max(0) as u64;
+    direction.bytes.before_start_bytes += skip;
+    let offset = (k - start).max(0) as u64;
+    if offset > *cursor {
+        direction.holes.push(Hole {
+            offset: *cursor,
+            len_bytes: offset - *cursor,
+        });
+    }
+    direction.segments.push(Segment {
+        offset,
+        addr: addr + skip,
+        len_bytes: len - skip,
+    });
+    *cursor = offset + len - skip;
+}
+
 /// The direction's stream as the reassembler kept it; with `acked` (the highest sequence
 /// number its peer acknowledged: [`UnackedPolicy::Drop`]), only up to there, and up to the last
-/// byte captured before it; `after_hole` ([`UnackedPolicy::Tshark`]): that limit applies only
-/// past the first hole.
+/// byte captured before it; `after_hole` ([`UnackedPolicy::Tshark`]): up to where tshark's
+/// `follow` got (all the data before the first hole, and each run after a hole that the hole's
+/// data or an acknowledgement beyond the run's start reached), less the holes it passed.
 fn finish_direction(
     state: Option<DirState>,
     tuple: FiveTuple,
     acked: Option<u32>,
     after_hole: bool,
+    follow: Option<Follow>,
 ) -> Direction {
     let mut direction = Direction {
         src: tuple.src,
@@ -1386,47 +1538,20 @@ fn finish_direction(
         return direction;
     };
     direction.start_seq = Some(state.anchor_seq.wrapping_add(start as u32));
-    // Where the peer's acknowledgements end, as a sequence offset (no limit: i64::MAX).
-    // tshark's way (`after_hole`) without a single acknowledgement from the peer (a capture of
-    // one direction): nothing past the first hole.
+    // Where the stream ends, as a sequence offset (no limit: i64::MAX): where the peer's
+    // acknowledgements end, or where tshark's follow got to, packet by packet (`Follow`).
     let limited = acked.is_some() || after_hole;
-    let mut limit = match acked {
+    let limit = match acked {
+        _ if after_hole => follow.as_ref().map_or(start, |f| f.next),
         Some(a) => {
             state.tracker.last_off + i64::from(a.wrapping_sub(state.tracker.last_seq) as i32)
         }
-        None if after_hole => i64::MIN,
         None => i64::MAX,
     };
-    if after_hole {
-        // tshark writes data up to the first hole, and each run of data after a hole once the
-        // peer acknowledged up to the run's start (the hole was received), the run whole.
-        let acked_off = acked.map(|_| limit);
-        let mut shown = start;
-        let mut run: Option<(i64, i64)> = None;
-        let mut runs = Vec::new();
-        for (&k, e) in state.table.range(..) {
-            let (a, b) = (k.max(start), k + e.len as i64);
-            if b <= start {
-                continue;
-            }
-            match &mut run {
-                Some(r) if a <= r.1 => r.1 = r.1.max(b),
-                _ => {
-                    runs.extend(run.take());
-                    run = Some((a, b));
-                }
-            }
-        }
-        runs.extend(run);
-        for (a, b) in runs {
-            if a > shown && acked_off.is_none_or(|ack| ack < a) {
-                break;
-            }
-            shown = b;
-        }
-        limit = shown;
-    }
     let mut cursor = 0_u64;
+    // The holes tshark's follow passed with a marker before their data arrived (sorted).
+    let passed = follow.as_ref().map_or(&[][..], |f| &f.passed[..]);
+    let mut p = 0;
     for (&k, e) in &state.table {
         let mut e = *e;
         if k + e.len as i64 > limit {
@@ -1438,26 +1563,32 @@ fn finish_direction(
                 continue;
             }
         }
-        let k_end = k + e.len as i64;
-        if k_end <= start {
-            direction.bytes.before_start_bytes += e.len;
-            continue;
+        // The entry less the passed holes' bytes (left out as tshark leaves them out).
+        let (mut lo, hi) = (k, k + e.len as i64);
+        while lo < hi {
+            while passed.get(p).is_some_and(|&(_, b)| b <= lo) {
+                p += 1;
+            }
+            let end = match passed.get(p) {
+                Some(&(a, b)) if a <= lo => {
+                    let to = b.min(hi);
+                    direction.bytes.unacked_bytes += (to - lo) as u64;
+                    lo = to;
+                    continue;
+                }
+                Some(&(a, _)) => a.min(hi),
+                None => hi,
+            };
+            place(
+                &mut direction,
+                &mut cursor,
+                start,
+                lo,
+                e.addr + (lo - k) as u64,
+                (end - lo) as u64,
+            );
+            lo = end;
         }
-        let skip = (start - k).max(0) as u64;
-        direction.bytes.before_start_bytes += skip;
-        let offset = (k - start).max(0) as u64;
-        if offset > cursor {
-            direction.holes.push(Hole {
-                offset: cursor,
-                len_bytes: offset - cursor,
-            });
-        }
-        direction.segments.push(Segment {
-            offset,
-            addr: e.addr + skip,
-            len_bytes: e.len - skip,
-        });
-        cursor = offset + e.len - skip;
     }
     // Bytes announced by a FIN, or by a segment's length, but never captured are a hole at
     // the end (not when unacknowledged data is dropped: the stream ends with its last byte).
