@@ -177,6 +177,24 @@ fn every_link_type_and_encapsulation_gives_the_stream_sent() {
         f
     };
     let snap = |ip: &[u8]| [&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00][..], ip].concat();
+    // An ERF record of `kind` around `body`, with `ext` extension headers, padded to 8 bytes
+    // (its length, rlen, counts the padding).
+    let erf = |kind: u8, ext: usize, body: Vec<u8>| {
+        let mut f = vec![0; 8];
+        f.push(kind | if ext > 0 { 0x80 } else { 0 });
+        f.push(0x04); // flags: varying-length record
+        let rlen = (16 + 8 * ext + body.len()).next_multiple_of(8);
+        f.extend_from_slice(&(rlen as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        for i in 0..ext {
+            // A host-id extension header (type 3), bit 7 set on all but the last.
+            f.extend_from_slice(&[3 | if i + 1 < ext { 0x80 } else { 0 }, 0, 0, 0, 0, 0, 0, 1]);
+        }
+        f.extend(body);
+        f.resize(rlen, 0);
+        f
+    };
     let cases: Vec<(&str, u32, Wrap)> = vec![
         // Link types tshark decodes by default that a probe of unseen captures found refused
         // (2026-12-07): tshark follows each of these generated captures to the bytes sent.
@@ -184,6 +202,38 @@ fn every_link_type_and_encapsulation_gives_the_stream_sent() {
         ("avs", linktype::AVS, avs),
         ("ppi_80211", linktype::PPI, ppi),
         ("pktap_ethernet", linktype::PKTAP, pktap),
+        (
+            // Endace ERF, Ethernet (with its FCS) behind the 2-byte offset and pad.
+            "erf_ethernet",
+            linktype::ERF,
+            Box::new(move |ip: &[u8]| {
+                erf(
+                    2,
+                    0,
+                    [&[0, 0][..], &eth(0x0800, ip), &[0xde, 0xad, 0xbe, 0xef]].concat(),
+                )
+            }),
+        ),
+        (
+            "erf_color_ethernet_two_extension_headers",
+            linktype::ERF,
+            Box::new(move |ip: &[u8]| erf(11, 2, [&[0, 0][..], &eth(0x0800, ip)].concat())),
+        ),
+        (
+            "erf_ipv4",
+            linktype::ERF,
+            Box::new(move |ip: &[u8]| erf(22, 0, ip.to_vec())),
+        ),
+        (
+            "erf_pos_ppp",
+            linktype::ERF,
+            Box::new(move |ip: &[u8]| erf(1, 1, wrapped(&[0xff, 0x03, 0x00, 0x21], ip))),
+        ),
+        (
+            "erf_pos_chdlc",
+            linktype::ERF,
+            Box::new(move |ip: &[u8]| erf(1, 0, wrapped(&[0x0f, 0, 8, 0], ip))),
+        ),
         (
             "ipnet",
             linktype::IPNET,

@@ -96,6 +96,9 @@ pub mod linktype {
     /// Apple PKTAP: a header (its length at 0 and the inner link type at 4, little-endian),
     /// then a frame of that link type.
     pub const PKTAP: u32 = 258;
+    /// Endace ERF records: a 16-byte header (the record type at 8, its length at 10), extension
+    /// headers, then the packet (Ethernet behind 2 bytes, PoS HDLC, or IP).
+    pub const ERF: u32 = 197;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -130,6 +133,7 @@ pub mod linktype {
                 | PPI
                 | IPNET
                 | PKTAP
+                | ERF
         )
     }
 
@@ -166,6 +170,7 @@ pub mod linktype {
             PPI => "PPI",
             IPNET => "IPNET",
             PKTAP => "PKTAP",
+            ERF => "ERF",
             195 => "IEEE802_15_4",
             201 => "BLUETOOTH_HCI_H4_WITH_PHDR",
             220 => "USB_LINUX_MMAPPED",
@@ -664,6 +669,7 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
                 return Ok((len + a, n, end.saturating_add(len)));
             }
         }
+        lt::ERF => return erf(frame),
         lt::IPOIB => {
             // A 40-byte pseudo-header (the Global Route Header, or zeros and the destination
             // address), then RFC 4391's header: a 2-byte EtherType and 2 reserved bytes.
@@ -767,6 +773,46 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
         }
     };
     Ok((at, next, usize::MAX))
+}
+
+/// An Endace ERF record (`LINKTYPE_ERF`, wiretap's erf.c and tshark's `erf` dissector): a
+/// 16-byte header — timestamp, type (bit 7: extension headers follow), flags, the record's
+/// length (`rlen`, big-endian, with this header), a loss counter or colour, the wire length —
+/// then 8-byte extension headers while each one's bit 7 is set, then the packet by type:
+/// Ethernet (2, 11, 16, 20) behind a 2-byte offset and pad, PoS HDLC (1, 10, 15, 19: PPP or
+/// Cisco HDLC, guessed from the first bytes as tshark does), multichannel HDLC (5, 17) behind a
+/// 4-byte header, IPv4 (22) and IPv6 (23). The record ends at `rlen`; other types (ATM,
+/// InfiniBand, padding, metadata) carry no IP packet this walk follows.
+fn erf(frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
+    need(frame, Layer::Link, 0, 16)?;
+    let rlen = usize::from(be16(frame, 10));
+    let mut at = 16;
+    let mut more = frame[8] & 0x80 != 0;
+    while more {
+        need(frame, Layer::Link, at, 8)?;
+        more = frame[at] & 0x80 != 0;
+        at += 8;
+    }
+    let end = if rlen >= at { rlen } else { usize::MAX };
+    let body = &frame[..frame.len().min(end)];
+    let (skip, next) = match frame[8] & 0x7f {
+        2 | 11 | 16 | 20 => (2, Next::Ethernet),
+        22 => (0, Next::Ether(ethertype::IPV4)),
+        23 => (0, Next::Ether(ethertype::IPV6)),
+        1 | 10 | 15 | 19 | 5 | 17 => {
+            let skip = if matches!(frame[8] & 0x7f, 5 | 17) {
+                4
+            } else {
+                0
+            };
+            need(body, Layer::Link, at + skip, 2)?;
+            let (a, n, _) = link(linktype::PPP_HDLC, &body[at + skip..])?;
+            return Ok((at + skip + a, n, end));
+        }
+        _ => (0, Next::Other),
+    };
+    need(body, Layer::Link, at, skip)?;
+    Ok((at + skip, next, end))
 }
 
 /// NFLOG (`LINKTYPE_NFLOG`): a 4-byte header (address family, version, resource id), then
