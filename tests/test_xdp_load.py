@@ -27,6 +27,7 @@ def analyze(tmp_path: Path, name: str, *args: str, out: str = "o"):
     ("ld_text_legacy", ".text", "ld_text_legacy"),  # the paper's objects: .text, no BTF, legacy maps
     ("ld_iproute2", "prog", "xdp_drop_vlan"),  # iproute2: `prog`, struct bpf_elf_map; a tc program beside
     ("ld_globals", "xdp", "ld_globals"),  # .data, .bss, .rodata, .rodata.str1.1
+    ("ld_kv_pair", "xdp", "ld_kv_pair"),  # BPF_ANNOTATE_KV_PAIR's .maps.stats; empty .data and .bss (GCC)
 ])
 def test_loader_conventions_are_analysed(tmp_path: Path, name: str, section: str, program: str) -> None:
     r = analyze(tmp_path, name)
@@ -34,6 +35,8 @@ def test_loader_conventions_are_analysed(tmp_path: Path, name: str, section: str
     s = summary(tmp_path / "o")
     assert (s["object"]["section"], s["object"]["program"]) == (section, program)
     assert s["guarantee"]["status"] == "ssp"
+    # The kernel was asked (its maps created as a loader creates them), unless BPF is not allowed.
+    assert s["verifier"].get("loads") or "not permitted" in s["verifier"].get("why", ""), s["verifier"]
 
 
 def test_several_programs_are_listed_and_every_listed_name_is_accepted(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-/* A hash map and a per-CPU array, and nothing else of note: the maps that
+/* A hash map and a per-CPU array (and a socket storage no code uses): the maps that
  * crates/nicsim-xdp/tests/interp.rs (`kernel_map_entries_are_set_read_and_deleted`) sets, reads
  * and deletes entries of in the kernel, through `nicsim_xdp::kernel::Kernel`, as the accuracy
  * study writes back a path's map entries between runs. It calls no helper a kernel may withhold
@@ -18,6 +18,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* Socket storage the program does not use (kmesh's objects declare one beside their XDP
+ * programs): created as libbpf creates it, with 0 entries and BTF for its key and value. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} sock_marks SEC(".maps");
 
 SEC("xdp")
 int kernel_maps(struct xdp_md *ctx)

@@ -850,6 +850,9 @@ impl MapState {
             serde_json::from_str(maps_json).map_err(|e| MapError::Json(format!("not JSON: {e}")))?
         };
         for m in program.maps.iter_mut() {
+            if m.is_local_storage() {
+                continue; // 0 entries: the only size the kernel takes
+            }
             let given = &v[m.name.as_str()]["max_entries"];
             m.max_entries = match given {
                 Value::Null => m.max_entries,

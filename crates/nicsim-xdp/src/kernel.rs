@@ -318,10 +318,19 @@ impl Kernel {
                 .u32(16, def.flags)
                 .u32(20, inner_fd);
             a.bytes()[28..44].copy_from_slice(&map_name(&def.name));
-            a.call(BPF_MAP_CREATE).map_err(|err| KernelError::Sys {
-                what: format!("map '{}' ({})", def.name, def.type_name()),
-                err,
-            })
+            let what = || format!("map '{}' ({})", def.name, def.type_name());
+            // Local storage takes only a map with BTF for its key (an int) and value (of the
+            // value's size): what the object's BTF says, as far as the kernel checks it.
+            let _btf = match def.is_local_storage() {
+                true => {
+                    let fd = load_btf(&storage_btf(def.value_size), &what())?;
+                    a.u32(48, fd.as_raw_fd() as u32).u32(52, 1).u32(56, 3);
+                    Some(fd)
+                }
+                false => None,
+            };
+            a.call(BPF_MAP_CREATE)
+                .map_err(|err| KernelError::Sys { what: what(), err })
         };
         for def in map_defs {
             // A map of maps is created with a template of its inner maps.
@@ -414,6 +423,36 @@ fn func_btf(starts: &[u32]) -> (Vec<u8>, Vec<u8>) {
         info.extend_from_slice(&at.to_ne_bytes());
         info.extend_from_slice(&(3 + k as u32).to_ne_bytes());
     }
+    (btf_blob(&types, &strings), info)
+}
+
+/// BTF for a local-storage map's key and value: [1] `int` (4 bytes, the key), [2] `char`,
+/// [3] `char[value_size]` (the value).
+fn storage_btf(value_size: u32) -> Vec<u8> {
+    const KIND_INT: u32 = 1;
+    const KIND_ARRAY: u32 = 3;
+    let strings = b"\0int\0char\0";
+    let types: [u32; 14] = [
+        1,
+        KIND_INT << 24,
+        4,
+        (1 << 24) | 32,
+        5,
+        KIND_INT << 24,
+        1,
+        8,
+        0,
+        KIND_ARRAY << 24,
+        0,
+        2,
+        1,
+        value_size,
+    ];
+    btf_blob(&types, strings)
+}
+
+/// A BTF blob of `types` (each a 32-bit word) and `strings`.
+fn btf_blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
     let type_bytes: Vec<u8> = types.iter().flat_map(|x| x.to_ne_bytes()).collect();
     let mut btf: Vec<u8> = Vec::new();
     btf.extend_from_slice(&0xeb9fu16.to_ne_bytes()); // magic
@@ -425,12 +464,12 @@ fn func_btf(starts: &[u32]) -> (Vec<u8>, Vec<u8>) {
     btf.extend_from_slice(&(type_bytes.len() as u32).to_ne_bytes()); // str_off
     btf.extend_from_slice(&(strings.len() as u32).to_ne_bytes());
     btf.extend_from_slice(&type_bytes);
-    btf.extend_from_slice(&strings);
-    (btf, info)
+    btf.extend_from_slice(strings);
+    btf
 }
 
-/// Load `btf` into the kernel (`BPF_BTF_LOAD`).
-fn load_btf(btf: &[u8]) -> Result<OwnedFd, KernelError> {
+/// Load `btf` into the kernel (`BPF_BTF_LOAD`); `what` needs it (for the error).
+fn load_btf(btf: &[u8], what: &str) -> Result<OwnedFd, KernelError> {
     let mut log = vec![0u8; 1 << 16];
     let mut a = Attr::new();
     a.u64(0, ptr(btf))
@@ -448,8 +487,7 @@ fn load_btf(btf: &[u8]) -> Result<OwnedFd, KernelError> {
             .unwrap_or("");
         KernelError::Sys {
             what: format!(
-                "the BTF that bpf_loop's callback needs (function information; the verifier \
-                 takes a callback only with it){}",
+                "the BTF that {what} needs{}",
                 if why.is_empty() {
                     String::new()
                 } else {
@@ -635,7 +673,9 @@ fn load_prog(
     let (btf_fd, func_info, n_funcs) = if has_callback {
         let starts = subprogram_starts(&raw);
         let (btf, info) = func_btf(&starts);
-        (Some(load_btf(&btf)?), info, starts.len() as u32)
+        let what = "bpf_loop's callback (function information; the verifier takes a callback \
+                    only with it)";
+        (Some(load_btf(&btf, what)?), info, starts.len() as u32)
     } else {
         (None, Vec::new(), 0)
     };

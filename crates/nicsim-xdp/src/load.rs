@@ -137,6 +137,13 @@ impl MapDef {
     pub fn is_prog_array(&self) -> bool {
         self.map_type == MAP_PROG_ARRAY
     }
+    /// Local storage of a socket, inode, task or cgroup (`BPF_MAP_TYPE_SK_STORAGE` 24,
+    /// `INODE_STORAGE` 28, `TASK_STORAGE` 29, `CGRP_STORAGE` 32): no entries of its own (its
+    /// `max_entries` is 0, the only size the kernel takes), a value per object, and BTF for its
+    /// key and value (kernel/bpf/bpf_local_storage.c, `bpf_local_storage_map_alloc_check`).
+    pub fn is_local_storage(&self) -> bool {
+        matches!(self.map_type, 24 | 28 | 29 | 32)
+    }
 }
 
 /// The kernel's `KMALLOC_MAX_SIZE` (x86-64, 4 KiB pages: `1 << (MAX_PAGE_ORDER + PAGE_SHIFT)`,
@@ -355,7 +362,7 @@ impl Program {
     pub fn unsized_maps(&self) -> Vec<String> {
         self.maps
             .iter()
-            .filter(|m| m.max_entries == 0)
+            .filter(|m| m.max_entries == 0 && !m.is_local_storage())
             .map(|m| m.name.clone())
             .collect()
     }
@@ -1117,7 +1124,11 @@ const SHF_EXECINSTR: u64 = 0x4;
 impl<'a> Elf<'a> {
     fn parse(bytes: &'a [u8]) -> Result<Elf<'a>, LoadError> {
         let file = object::File::parse(bytes).map_err(|e| LoadError::NotElf(e.to_string()))?;
-        if file.architecture() != object::Architecture::Bpf {
+        // e_machine 0 (EM_NONE) is what old LLVM wrote for BPF: libbpf accepts it too
+        // (`bpf_object__check_endianness` and its ELF check take `e_machine && e_machine !=
+        // EM_BPF` as foreign).
+        let em_none = bytes.get(18..20) == Some(&[0, 0]);
+        if file.architecture() != object::Architecture::Bpf && !em_none {
             return Err(LoadError::NotBpf(format!("{:?}", file.architecture())));
         }
         if !file.is_64() {
@@ -1858,8 +1869,19 @@ fn load_inner(
         .filter(|(i, n)| n.starts_with("maps") && !elf.code.contains_key(i))
         .map(|(&i, _)| i)
         .collect();
+    // Hidden from aya-obj besides the code: the legacy maps, and `.maps.NAME` sections
+    // (iproute2's and old libbpf's BPF_ANNOTATE_KV_PAIR: a struct naming a legacy map's key
+    // and value types), which define no map: libbpf reads only `.maps` as BTF maps and skips
+    // them, while aya-obj would read any `.maps*` as such.
+    let mut not_aya = legacy.clone();
+    not_aya.extend(
+        elf.names
+            .iter()
+            .filter(|(_, n)| n.starts_with(".maps."))
+            .map(|(&i, _)| i),
+    );
     let mut hide: Vec<usize> = elf.code.keys().copied().collect();
-    hide.extend(&legacy);
+    hide.extend(&not_aya);
     let strings = elf
         .file
         .section_by_name(".BTF")
@@ -1947,7 +1969,7 @@ fn load_inner(
             .copied()
             .filter(|i| !with.iter().any(|w| w.0 == *i))
             .collect();
-        hide2.extend(&legacy);
+        hide2.extend(&not_aya);
         // Each record names an instruction of a section with code (aya-obj says "function not
         // found" of one that does not).
         for (sec, offs) in &core_records {
@@ -1993,6 +2015,11 @@ fn load_inner(
                 | aya_obj::EbpfSectionKind::Rodata
                 | aya_obj::EbpfSectionKind::Bss
         );
+        if data_section && m.value_size() == 0 {
+            // An empty `.data` or `.bss` (GCC's BPF backend writes them always): libbpf makes
+            // no map of it, and the kernel refuses a map value of 0 bytes.
+            continue;
+        }
         let def = |name: &str, m: &aya_obj::Map| MapDef {
             name: name.to_string(),
             map_type: m.map_type(),

@@ -76,6 +76,27 @@ fn unsized_symbols(bytes: &[u8], sec: &str) -> Vec<u8> {
 }
 
 #[test]
+fn an_object_of_machine_none_is_read_as_old_llvm_wrote_bpf() {
+    // Old LLVM wrote e_machine 0 (EM_NONE) for BPF; libbpf reads such objects.
+    let mut bytes = obj("ld_kv_pair");
+    assert_eq!(bytes[18..20], [247, 0]);
+    let p = load_with(&bytes, None, None).unwrap();
+    bytes[18..20].copy_from_slice(&[0, 0]);
+    assert_eq!(load_with(&bytes, None, None).unwrap().raw, p.raw);
+    // Any other machine is not BPF.
+    bytes[18..20].copy_from_slice(&[62, 0]);
+    let e = load_err(&bytes, None, None);
+    assert!(e.contains("not a BPF object"), "{e}");
+}
+
+#[test]
+fn annotations_and_empty_data_sections_are_no_maps_as_libbpf_reads_them() {
+    // `.maps.stats` (BPF_ANNOTATE_KV_PAIR) and empty `.data`/`.bss` (GCC) make no map.
+    let p = load("ld_kv_pair", None, None);
+    assert_eq!(maps(&p), [("stats", "hash", 4, 8, 16)]);
+}
+
+#[test]
 fn a_global_function_in_text_is_the_program_as_in_the_papers_objects() {
     let bytes = obj("ld_text_legacy");
     let f = object::File::parse(&*bytes).unwrap();
