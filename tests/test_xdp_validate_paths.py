@@ -188,3 +188,36 @@ def test_a_packet_the_kernel_writes_otherwise_names_the_bytes() -> None:
     assert packet_difference(b"ab", b"abc") == "2 bytes, the interpreter's 3"
     assert packet_difference(bytes(10), bytes([1, 0, 1, 0, 1, 0, 1, 0, 0, 0])) == \
         "bytes 0, 2, 4 and 1 more ranges differ"
+
+
+def test_a_map_value_the_kernel_stamps_with_its_own_clock_is_no_mismatch(x86_jit: Path, tmp_path: Path) -> None:
+    # env_stamp stores bpf_ktime_get_ns() in a map: the interpreter stores the model's time,
+    # the kernel its own; the path is timed, with a note, not reported as a wrong map write.
+    a = tmp_path / "a"
+    _analyze("env_stamp", a, 1)
+    r = nicsim("xdp", "validate", obj("env_stamp"), "--analysis", a, "--paths", "1", "--packets", "0",
+               "--out", tmp_path / "v", "--json")
+    row = json.loads(r.stdout)["paths"]["rows"][0]
+    assert not row["status"].startswith(("kernel leaves map", "interpreter takes", "kernel takes")), row
+    assert row["measured_ns"] and "its own clock or random value" in row["notes"][0], row
+
+
+def test_only_bytes_holding_an_environment_result_may_differ() -> None:
+    from nicsim.xdp.validate import environment_stored
+
+    t = 123_456_789_012
+    helpers = [{"helper": "bpf_ktime_get_ns", "id": 5, "value": t}]
+    # A time at byte 2 is no aligned word of it: not excused.
+    want = bytes(2) + t.to_bytes(8, "little") + bytes(6)
+    assert not environment_stored(bytes(2) + (t + 9).to_bytes(8, "little") + bytes(6), want, helpers)
+    want = t.to_bytes(8, "little") + b"\x01\x02\x03\x04\x00\x00\x00\x00"
+    assert environment_stored((t + 9).to_bytes(8, "little") + want[8:], want, helpers)
+    # A difference outside the stored time is a wrong write.
+    assert not environment_stored((t + 9).to_bytes(8, "little") + b"\x01\x02\x03\x05" + bytes(4), want, helpers)
+    assert not environment_stored(want[:8] + b"\x09" + want[9:], want, helpers)
+    # Without environment results, or of another size, or an absent entry: no excuse.
+    assert not environment_stored((t + 9).to_bytes(8, "little") + want[8:], want, [])
+    assert not environment_stored(None, want, helpers) and not environment_stored(want[:8], want, helpers)
+    # The low 32 bits of a result, as a 4-byte word (a u32 timestamp).
+    w4 = (t & 0xFFFFFFFF).to_bytes(4, "little") + b"zz"
+    assert environment_stored(b"\x00\x01\x02\x03zz", w4, helpers)

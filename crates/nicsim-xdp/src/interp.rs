@@ -149,8 +149,10 @@ pub fn kfunc_refusal(name: &str) -> Option<String> {
     let why = if crate::helpers::kfuncs::kernel_knows(name) == Some(false) {
         format!(
             ": supported kfuncs: {supported}; and the running kernel has no function of that \
-             name (/sys/kernel/btf/vmlinux): if another object defines it, link the objects \
-             first (bpftool gen object OUT.o THIS.o OTHER.o) and analyse OUT.o"
+             name (/sys/kernel/btf/vmlinux; libbpf refuses it too): a macro whose header was not \
+             included (clang takes `likely(x)` for a call of an external function), or a \
+             function of another object: link the objects first (bpftool gen object OUT.o \
+             THIS.o OTHER.o) and analyse OUT.o"
         )
     } else {
         format!(

@@ -611,17 +611,24 @@ fn dispatch_into(
     objs: &BTreeMap<String, String>,
 ) -> Result<(), LoadError> {
     let first = comps[0];
-    // The config: `.rodata` variable `conf` of type `struct xdp_dispatcher_config`.
+    // The config: `.rodata` variable `conf` of type `struct xdp_dispatcher_config` (libxdp's),
+    // or `struct xdp_dispatcher_conf` (bpfman's copy of it: the same members and layout).
     let btf = load::btf_section(bytes).unwrap_or_default();
     let conf = load::btf_datasec_structs(&btf, ".rodata")
         .into_iter()
-        .find(|v| v.type_name == "xdp_dispatcher_config")
+        .find(|v| {
+            matches!(
+                v.type_name.as_str(),
+                "xdp_dispatcher_config" | "xdp_dispatcher_conf"
+            )
+        })
         .ok_or_else(|| {
             bad(
                 first,
                 format!(
                     "program {} is not a libxdp dispatcher (its object has no `.rodata` \
-                     variable of type struct xdp_dispatcher_config)",
+                     variable of type struct xdp_dispatcher_config, nor bpfman's \
+                     xdp_dispatcher_conf)",
                     p.name
                 ),
             )

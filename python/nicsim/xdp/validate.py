@@ -626,7 +626,15 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
                                 else "") + f"; the interpreter returns {r['retval']})")
             return row
         for name, key, want in expect:
-            if k.get_entry(name, key) != want:
+            got = k.get_entry(name, key)
+            if got != want:
+                if environment_stored(got, want, p.get("helper_results") or []):
+                    # The path stored what the environment gave (a clock, a random number):
+                    # the kernel stored its own value there, as it must.
+                    row.setdefault("notes", []).append(
+                        f"map '{name}' key {key.hex()}: the kernel stored its own clock or random value "
+                        "where the interpreter stored the model's")
+                    continue
                 row["status"] = f"kernel leaves map '{name}' key {key.hex()} otherwise than the interpreter"
                 return row
         times, diverged = k.fresh_times(pkt, runs, restore, r["retval"], out_pkt)
@@ -822,6 +830,26 @@ def run_time(times: list[int]) -> float:
     cut = ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
     kept = [t for t in ts if t <= cut]
     return sum(kept) / len(kept)
+
+
+def environment_stored(got: bytes | None, want: bytes | None, helper_results: list[dict[str, Any]]) -> bool:
+    """Whether map value `got` (the kernel's) differs from `want` (the interpreter's) only where
+    the interpreter's value holds one of the path's replayed environment results (`helper_results`:
+    a clock, a random number, the CPU), whole, as a little-endian 8- or 4-byte word at a multiple
+    of its size: the kernel's own value of that helper is stored there instead."""
+    if got is None or want is None or len(got) != len(want) or not helper_results:
+        return False
+    words = set()
+    for h in helper_results:
+        v = int(h.get("value", 0)) & (2**64 - 1)
+        words.add(v.to_bytes(8, "little"))
+        words.add((v & 0xFFFFFFFF).to_bytes(4, "little"))
+    explained = [g == w for g, w in zip(got, want)]
+    for size in (8, 4):
+        for at in range(0, len(want) - size + 1, size):
+            if want[at:at + size] in words and got[at:at + size] != want[at:at + size]:
+                explained[at:at + size] = [True] * size
+    return all(explained)
 
 
 def _changed_entries(before: dict[str, Any], after: dict[str, Any]) \
