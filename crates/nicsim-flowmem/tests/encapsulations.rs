@@ -698,6 +698,48 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Conn)> {
     );
     frames.extend(p4[3..].iter().map(|p| eth(0x0800, &gtp(p))));
     out.push(("gtpu_outer_fragments", ethernet_capture(&frames), v4));
+    // TSO captures (the NIC fills in the IPv4 total length: 0 in the capture), with bytes after
+    // the encapsulation's end: a trailer after the UDP datagram (inside the outer packet), or
+    // after an 802.3 frame's length. tshark hands the inner packet only the encapsulation's
+    // bytes; the trailer must not become stream bytes.
+    let tso = |p: &Vec<u8>| {
+        let mut q = p.clone();
+        q[2..4].copy_from_slice(&[0, 0]);
+        q
+    };
+    let with_trailer = |mut o: Vec<u8>| {
+        o.extend(b"TRLR");
+        let n = o.len() as u16;
+        o[2..4].copy_from_slice(&n.to_be_bytes());
+        o
+    };
+    for (name, wrap) in [
+        ("vxlan", &vxlan as &dyn Fn(&[u8]) -> Vec<u8>),
+        ("gtpu", &gtp),
+    ] {
+        let (v4, p4) = fresh4();
+        let frames: Vec<Vec<u8>> = p4
+            .iter()
+            .map(|p| eth(0x0800, &with_trailer(wrap(&tso(p)))))
+            .collect();
+        out.push((
+            leak(format!("tso_{name}_udp_trailer")),
+            ethernet_capture(&frames),
+            v4,
+        ));
+    }
+    let (v4, p4) = fresh4();
+    let frames: Vec<Vec<u8>> = p4
+        .iter()
+        .map(|p| {
+            let mut llc = vec![0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00];
+            llc.extend(tso(p));
+            let mut f = eth(llc.len() as u16, &llc);
+            f.extend(b"TRLR");
+            f
+        })
+        .collect();
+    out.push(("tso_8023_trailer", ethernet_capture(&frames), v4));
     // pcapng: a Latin-1 section and packet comment, a non-UTF-8 interface name; interfaces of
     // three link types (Ethernet, raw IP, Linux SLL) carrying one connection.
     let (v4, p4) = fresh4();
@@ -908,6 +950,7 @@ fn tunnel_stacks_are_recorded() {
     for (name, capture, _) in cases() {
         let out = Reassembly::from_capture_bytes(Arc::new(capture), Config::default()).unwrap();
         let names = out.flows[0].tunnels.names();
+        let name = name.strip_prefix("tso_").unwrap_or(name);
         let want = match name.strip_prefix("deep_") {
             Some(rest) => match rest.strip_prefix("gtpu_in_") {
                 Some(t) => format!("{}/gtp-u", stack_of(t)),

@@ -757,12 +757,18 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
                 ));
             }
             need(frame, Layer::Link, 0, len)?;
-            if radiotap_datapad(&frame[..len]) {
+            let flags = radiotap_flags(&frame[..len]);
+            // The frame ends with its FCS when the flags say so (tshark leaves it out).
+            let end = match flags & RADIOTAP_F_FCS {
+                0 => usize::MAX,
+                _ => frame.len().saturating_sub(4).max(len),
+            };
+            if flags & RADIOTAP_F_DATAPAD != 0 {
                 // The 802.11 header is padded to 4 bytes.
                 let (at, next) = wifi_padded(frame, len)?;
-                return Ok((at, next, usize::MAX));
+                return Ok((at, next, end));
             }
-            (len, Next::Wifi)
+            return Ok((len, Next::Wifi, end));
         }
         _ => {
             return Err(ParseError::malformed(
@@ -856,9 +862,13 @@ fn nflog(frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
     Ok((frame.len(), Next::Other, usize::MAX))
 }
 
-/// Whether a radiotap header's Flags field says the 802.11 header is padded to 32 bits
-/// (`IEEE80211_RADIOTAP_F_DATAPAD`, 0x20).
-fn radiotap_datapad(rt: &[u8]) -> bool {
+/// Radiotap's flags: the frame includes its FCS (`IEEE80211_RADIOTAP_F_FCS`).
+const RADIOTAP_F_FCS: u8 = 0x10;
+/// Radiotap's flags: the 802.11 header is padded to 32 bits (`IEEE80211_RADIOTAP_F_DATAPAD`).
+const RADIOTAP_F_DATAPAD: u8 = 0x20;
+
+/// The radiotap header `rt`'s flags field (0 when absent).
+fn radiotap_flags(rt: &[u8]) -> u8 {
     // The present bitmaps: a chain of 32-bit words while bit 31 is set.
     let mut at = 4;
     let present = u32::from_le_bytes([rt[4], rt[5], rt[6], rt[7]]);
@@ -873,7 +883,10 @@ fn radiotap_datapad(rt: &[u8]) -> bool {
         field = (field + 7) & !7;
         field += 8;
     }
-    present & 2 != 0 && rt.get(field).is_some_and(|f| f & 0x20 != 0)
+    match present & 2 {
+        0 => 0,
+        _ => rt.get(field).copied().unwrap_or(0),
+    }
 }
 
 /// An 802.11 frame at `at` whose header is padded to 4 bytes: where its LLC header starts.
@@ -962,6 +975,9 @@ impl Walk<'_> {
                         // IEEE 802.3: a length, and an LLC header after it (SNAP carries an
                         // EtherType, as tshark's eth dissector decodes it).
                         len if len <= MAX_8023_LENGTH && frame.len() >= at + 8 => {
+                            // The frame ends where its length says: what follows is padding
+                            // or a trailer (tshark's eth dissector cuts the LLC payload there).
+                            self.end = self.end.min(at + usize::from(len));
                             let (a, n) = llc(frame, at)?;
                             at = a;
                             n
@@ -1259,7 +1275,10 @@ impl Walk<'_> {
                     dst: info.dst,
                 });
                 self.tunnels.push(kind);
-                self.end = claimed_end;
+                // The tunnel's payload ends where the packet does, or before, where a length
+                // of the tunnel says (a TSO packet inside, of IP length 0, takes what is left:
+                // not the trailer after the tunnel's end).
+                self.end = tunnel_end(frame, info.proto, l4, kind, claimed_end, ipv6);
                 return Ok(Step::Inner(inner_at, next));
             }
         }
@@ -1425,6 +1444,41 @@ fn inner(
         }
         _ => None,
     })
+}
+
+/// Where the payload of tunnel `kind`, found by [`inner`] at the IP payload `l4` of protocol
+/// `proto` in a packet ending at `end`, ends: at the UDP datagram's length, and within it at
+/// GTP-U's length (after its 8-byte header) or L2TPv2's (its L bit set), as tshark's
+/// dissectors hand the inner packet only those bytes (a shorter length: bytes missing).
+fn tunnel_end(
+    frame: &[u8],
+    proto: u8,
+    l4: usize,
+    kind: TunnelKind,
+    end: usize,
+    ipv6: bool,
+) -> usize {
+    if proto != protocol::UDP {
+        return end;
+    }
+    let Some(end) = udp_end(frame, l4, end, ipv6) else {
+        return end;
+    };
+    let at = l4 + 8;
+    let field = |off: usize| {
+        frame
+            .get(at + off..at + off + 2)
+            .map(|b| usize::from(be16(b, 0)))
+    };
+    match kind {
+        TunnelKind::GtpU => field(2).map_or(end, |len| end.min(at + 8 + len)),
+        TunnelKind::L2tp
+            if frame.get(at).is_some_and(|f| f & 0x40 != 0) && frame[at + 1] & 0x0f == 2 =>
+        {
+            field(2).map_or(end, |len| end.min(at + len))
+        }
+        _ => end,
+    }
 }
 
 /// Where the UDP datagram whose 8-byte header is at `l4` ends, in an IP packet ending at

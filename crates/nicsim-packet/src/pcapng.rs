@@ -11,7 +11,8 @@
 //! packet (6), simple packet (3) and the obsolete packet block (2); the rest are skipped. Of
 //! options only `if_tsresol` (9), `if_fcslen` (13: the FCS ending every frame is left out of
 //! its packets, as tshark leaves it out of the frame it decodes) and `if_tsoffset` (14) of an
-//! interface mean anything here.
+//! interface, and an enhanced packet's `epb_flags` (2: its own FCS length, bits 5-8), mean
+//! anything here.
 
 use crate::capture::CaptureError;
 
@@ -154,7 +155,7 @@ impl Reader {
             }
             self.check_trailer(block, at)?;
             self.interfaces.clear();
-            self.options(block, 24, at, |_, _, _| {});
+            self.options(block, 24, at, &[1, 2, 3, 4], |_, _, _| {});
             return Ok(None);
         }
         let kind = self.u32(block, 0);
@@ -178,34 +179,40 @@ impl Reader {
                     resol_ok: true,
                 };
                 let big = self.big_endian;
-                self.options(block, 16, at, |code, value, warn| match code {
-                    9 if value.len() == 1 => {
-                        let r = value[0];
-                        let units = if r & 0x80 == 0 {
-                            10_u64.checked_pow(r.into())
-                        } else {
-                            1_u64.checked_shl((r & 0x7f).into())
-                        };
-                        match units {
-                            Some(u) => iface.units_per_second = u,
-                            None => iface.resol_ok = false,
+                self.options(
+                    block,
+                    16,
+                    at,
+                    &[1, 2, 3, 12, 15],
+                    |code, value, warn| match code {
+                        9 if value.len() == 1 => {
+                            let r = value[0];
+                            let units = if r & 0x80 == 0 {
+                                10_u64.checked_pow(r.into())
+                            } else {
+                                1_u64.checked_shl((r & 0x7f).into())
+                            };
+                            match units {
+                                Some(u) => iface.units_per_second = u,
+                                None => iface.resol_ok = false,
+                            }
                         }
-                    }
-                    14 if value.len() == 8 => {
-                        let v = crate::bytes::<8>(value, 0);
-                        iface.offset_s = if big {
-                            i64::from_be_bytes(v)
-                        } else {
-                            i64::from_le_bytes(v)
-                        };
-                    }
-                    13 if value.len() == 1 => iface.fcs_len = value[0],
-                    9 | 13 | 14 => warn.push(format!(
-                        "interface option {code} of length {} ignored",
-                        value.len()
-                    )),
-                    _ => {}
-                });
+                        14 if value.len() == 8 => {
+                            let v = crate::bytes::<8>(value, 0);
+                            iface.offset_s = if big {
+                                i64::from_be_bytes(v)
+                            } else {
+                                i64::from_le_bytes(v)
+                            };
+                        }
+                        13 if value.len() == 1 => iface.fcs_len = value[0],
+                        9 | 13 | 14 => warn.push(format!(
+                            "interface option {code} of length {} ignored",
+                            value.len()
+                        )),
+                        _ => {}
+                    },
+                );
                 self.interfaces.push(iface);
                 Ok(None)
             }
@@ -256,15 +263,29 @@ impl Reader {
                     );
                     nearest
                 });
+                // The FCS ending the frame: the interface's (`if_fcslen`), or the packet's own
+                // (`epb_flags`, bits 5-8), as wiretap takes it.
+                let mut fcs_len = iface.fcs_len;
                 if kind == ENHANCED_PACKET {
                     let opts = 28 + data_len.div_ceil(4) * 4;
                     if opts < block.len() - 4 {
-                        self.options(block, opts, at, |_, _, _| {});
+                        let big = self.big_endian;
+                        self.options(block, opts, at, &[1], |code, value, _| {
+                            if let (2, Ok(b)) = (code, <[u8; 4]>::try_from(value)) {
+                                let flags = if big {
+                                    u32::from_be_bytes(b)
+                                } else {
+                                    u32::from_le_bytes(b)
+                                };
+                                if (flags >> 5) & 0xf != 0 {
+                                    fcs_len = ((flags >> 5) & 0xf) as u8;
+                                }
+                            }
+                        });
                     }
                 }
                 let orig_len = orig_len.max(u32::try_from(data.len()).unwrap_or(u32::MAX));
-                let (data, orig_len) =
-                    crate::capture::strip_fcs(data, orig_len, iface.fcs_len.into());
+                let (data, orig_len) = crate::capture::strip_fcs(data, orig_len, fcs_len.into());
                 Ok(Some(Packet {
                     linktype: iface.linktype,
                     ts_ns,
@@ -345,6 +366,7 @@ impl Reader {
         block: &[u8],
         from: usize,
         at: u64,
+        strings: &[u16],
         mut each: impl FnMut(u16, &[u8], &mut Vec<String>),
     ) {
         let end = block.len() - 4;
@@ -362,9 +384,11 @@ impl Reader {
                 ));
                 break;
             };
-            // Comments (1) and every string option of SHB (2-4) and IDB (2-4, 12, 15) are
-            // UTF-8 by the format; tshark shows them either way, and nothing here needs them.
-            let string = matches!(code, 1..=4 | 12 | 15);
+            // Comments (1) and the block's string options (`strings`: SHB 2-4, IDB 2, 3, 12,
+            // 15) are UTF-8 by the format; tshark shows them either way, and nothing here needs
+            // them. The others (an EPB's flags, hash, drop count; an IDB's addresses) are not
+            // text.
+            let string = strings.contains(&code);
             if string && std::str::from_utf8(value).is_err() {
                 warnings.push(format!("option {code} is not UTF-8: skipped"));
             } else {
