@@ -202,6 +202,74 @@ fn every_link_type_and_encapsulation_gives_the_stream_sent() {
         ("avs", linktype::AVS, avs),
         ("ppi_80211", linktype::PPI, ppi),
         ("pktap_ethernet", linktype::PKTAP, pktap),
+        // More that a probe of tshark's default dissectors found refused (2026-12-07, cap4).
+        (
+            "frame_relay_nlpid",
+            linktype::FRELAY,
+            Box::new(|ip: &[u8]| wrapped(&[0x18, 0x41, 0x03, 0xcc], ip)),
+        ),
+        (
+            "frame_relay_snap",
+            linktype::FRELAY,
+            Box::new(|ip: &[u8]| wrapped(&[0x18, 0x41, 0x03, 0, 0x80, 0, 0, 0, 8, 0], ip)),
+        ),
+        (
+            "frame_relay_cisco",
+            linktype::FRELAY,
+            Box::new(|ip: &[u8]| wrapped(&[0x18, 0x41, 8, 0], ip)),
+        ),
+        (
+            "atm_clip",
+            linktype::LINUX_ATM_CLIP,
+            Box::new(|ip: &[u8]| ip.to_vec()),
+        ),
+        (
+            "ppp_with_direction",
+            linktype::PPP_WITH_DIR,
+            Box::new(|ip: &[u8]| wrapped(&[1, 0xff, 0x03, 0x00, 0x21], ip)),
+        ),
+        (
+            "netanalyzer",
+            linktype::NETANALYZER,
+            Box::new(|ip: &[u8]| [&[0, 4, 0x3a, 0][..], &eth(0x0800, ip), &[0; 4]].concat()),
+        ),
+        (
+            "llc_dsap_06",
+            linktype::ETHERNET,
+            Box::new(|ip: &[u8]| eth(ip.len() as u16 + 3, &wrapped(&[0x06, 0x06, 0x03], ip))),
+        ),
+        (
+            "vlan_8023_snap",
+            linktype::ETHERNET,
+            Box::new(move |ip: &[u8]| {
+                let body = snap(ip);
+                let mut tag = vec![0, 5];
+                tag.extend((body.len() as u16).to_be_bytes());
+                let mut f = eth(0x8100, &[tag, body].concat());
+                f.extend(b"PADDING-TRAILER");
+                f
+            }),
+        ),
+        (
+            "hsr",
+            linktype::ETHERNET,
+            Box::new(|ip: &[u8]| eth(0x892f, &wrapped(&[0, 0x40, 0, 1, 8, 0], ip))),
+        ),
+        (
+            "r_tag",
+            linktype::ETHERNET,
+            Box::new(|ip: &[u8]| eth(0xf1c1, &wrapped(&[0, 0, 0, 1, 8, 0], ip))),
+        ),
+        (
+            "macsec_clear_with_sci",
+            linktype::ETHERNET,
+            Box::new(|ip: &[u8]| {
+                let mut sectag = vec![0x20, 0, 0, 0, 0, 1];
+                sectag.extend([2, 0, 0, 0, 0, 1, 0, 1]); // the SCI
+                sectag.extend([8, 0]);
+                [eth(0x88e5, &wrapped(&sectag, ip)), vec![0xee; 16]].concat()
+            }),
+        ),
         (
             // Endace ERF, Ethernet (with its FCS) behind the 2-byte offset and pad.
             "erf_ethernet",

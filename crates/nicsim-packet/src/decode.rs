@@ -99,6 +99,14 @@ pub mod linktype {
     /// Endace ERF records: a 16-byte header (the record type at 8, its length at 10), extension
     /// headers, then the packet (Ethernet behind 2 bytes, PoS HDLC, or IP).
     pub const ERF: u32 = 197;
+    /// Frame Relay: a Q.922 address, then RFC 2427's control and NLPID, or Cisco's EtherType.
+    pub const FRELAY: u32 = 107;
+    /// Linux Classical IP over ATM: IP.
+    pub const LINUX_ATM_CLIP: u32 = 106;
+    /// PPP with a 1-byte direction pseudo-header (pppd's captures).
+    pub const PPP_WITH_DIR: u32 = 204;
+    /// Hilscher netANALYZER: a 4-byte header, then the Ethernet frame with its FCS.
+    pub const NETANALYZER: u32 = 240;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -134,6 +142,10 @@ pub mod linktype {
                 | IPNET
                 | PKTAP
                 | ERF
+                | FRELAY
+                | LINUX_ATM_CLIP
+                | PPP_WITH_DIR
+                | NETANALYZER
         )
     }
 
@@ -163,7 +175,6 @@ pub mod linktype {
             ARCNET_BSD => "ARCNET",
             ARCNET_LINUX => "ARCNET_LINUX",
             6 => "IEEE802",
-            107 => "FRELAY",
             PRISM => "PRISM_HEADER",
             SUNATM => "SUNATM",
             AVS => "IEEE802_11_RADIO_AVS",
@@ -171,6 +182,10 @@ pub mod linktype {
             IPNET => "IPNET",
             PKTAP => "PKTAP",
             ERF => "ERF",
+            FRELAY => "FRELAY",
+            LINUX_ATM_CLIP => "LINUX_ATM_CLIP",
+            PPP_WITH_DIR => "PPP_WITH_DIR",
+            NETANALYZER => "NETANALYZER",
             195 => "IEEE802_15_4",
             201 => "BLUETOOTH_HCI_H4_WITH_PHDR",
             220 => "USB_LINUX_MMAPPED",
@@ -218,6 +233,13 @@ mod ethertype {
     pub const FABRICPATH: u16 = 0x8903;
     /// An 802.2 LLC frame longer than 802.3's length field allows ("jumbo LLC").
     pub const JUMBO_LLC: u16 = 0x8870;
+    /// High-availability Seamless Redundancy (IEC 62439-3): a 4-byte tag, then an EtherType.
+    pub const HSR: u16 = 0x892f;
+    /// IEEE 802.1CB redundancy tag: 4 bytes (reserved, sequence), then an EtherType.
+    pub const R_TAG: u16 = 0xf1c1;
+    /// MACsec (IEEE 802.1AE): the SecTAG, then (not encrypted) an EtherType and the data, and
+    /// the 16-byte ICV.
+    pub const MACSEC: u16 = 0x88e5;
 }
 
 /// UDP ports on which tshark 4.0 decodes a tunnel by default (its `udp.port` dissector table,
@@ -670,6 +692,41 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
             }
         }
         lt::ERF => return erf(frame),
+        lt::LINUX_ATM_CLIP => (0, Next::Ip),
+        lt::NETANALYZER => {
+            need(frame, Layer::Link, 0, 4)?;
+            (4, Next::Ethernet)
+        }
+        lt::PPP_WITH_DIR => {
+            // The direction, then PPP as in link type 9.
+            need(frame, Layer::Link, 0, 1)?;
+            let (a, n, end) = link(lt::PPP, &frame[1..])?;
+            return Ok((1 + a, n, end.saturating_add(1)));
+        }
+        lt::FRELAY => {
+            // The Q.922 address (2 to 4 bytes: its last has the EA bit), then RFC 2427's UI
+            // control (3) and NLPID (0xcc IPv4, 0x8e IPv6, 0x80 SNAP after a pad byte), or
+            // Cisco's encapsulation: an EtherType (tshark's fr dissector tells them apart so).
+            let Some(ea) = frame.iter().take(4).position(|b| b & 1 == 1) else {
+                return Err(ParseError::malformed(
+                    Layer::Link,
+                    0,
+                    "Frame Relay address without its end",
+                ));
+            };
+            let at = ea + 1;
+            need(frame, Layer::Link, at, 2)?;
+            match (frame[at], frame[at + 1]) {
+                (0x03, 0xcc) => (at + 2, Next::Ether(ethertype::IPV4)),
+                (0x03, 0x8e) => (at + 2, Next::Ether(ethertype::IPV6)),
+                (0x03, 0x00) if frame.get(at + 2) == Some(&0x80) => {
+                    need(frame, Layer::Link, at, 8)?;
+                    (at + 8, Next::Ether(be16(frame, at + 6)))
+                }
+                (0x03, _) => (at + 2, Next::Other),
+                _ => (at + 2, Next::Ether(be16(frame, at))),
+            }
+        }
         lt::IPOIB => {
             // A 40-byte pseudo-header (the Global Route Header, or zeros and the destination
             // address), then RFC 4391's header: a 2-byte EtherType and 2 reserved bytes.
@@ -939,6 +996,9 @@ fn llc(frame: &[u8], at: usize) -> Result<(usize, Next), ParseError> {
         && (frame[at + 3..at + 6] == [0, 0, 0] || frame[at + 3..at + 6] == [0, 0, 0xf8]);
     Ok(if snap {
         (at + 8, Next::Ether(be16(frame, at + 6)))
+    } else if frame[at..at + 3] == [0x06, 0x06, 0x03] {
+        // DSAP and SSAP 0x06: IP (RFC 1042's other form; tshark's llc decodes it).
+        (at + 3, Next::Ether(ethertype::IPV4))
     } else {
         (at, Next::Other)
     })
@@ -1031,7 +1091,16 @@ impl Walk<'_> {
                         need(frame, Layer::Vlan, at, 4)?;
                         self.vlan = Some(be16(frame, at) & 0x0fff);
                         at += 4;
-                        Next::Ether(be16(frame, at - 2))
+                        match be16(frame, at - 2) {
+                            // An 802.3 length and an LLC header after the tag.
+                            len if len <= MAX_8023_LENGTH => {
+                                self.end = self.end.min(at + usize::from(len));
+                                let (a, n) = llc(frame, at)?;
+                                at = a;
+                                n
+                            }
+                            t => Next::Ether(t),
+                        }
                     }
                     ethertype::MPLS | ethertype::MPLS_MULTICAST => {
                         // Labels to the bottom of the stack (its S bit).
@@ -1090,8 +1159,31 @@ impl Walk<'_> {
                         at += 4;
                         Next::Ethernet
                     }
-                    ethertype::VN_TAG | ethertype::E_TAG | ethertype::CISCO_METADATA => {
-                        let len = if t == ethertype::VN_TAG { 4 } else { 6 };
+                    ethertype::MACSEC => {
+                        // TCI/AN (E: encrypted, SC: an 8-byte SCI follows), short length,
+                        // packet number; then, unless encrypted, the data and a 16-byte ICV.
+                        need(frame, Layer::Link, at, 6)?;
+                        let tci = frame[at];
+                        at += if tci & 0x20 != 0 { 14 } else { 6 };
+                        if tci & 0x08 != 0 {
+                            Next::Other
+                        } else {
+                            need(frame, Layer::Link, at, 2)?;
+                            self.end = self.end.min(frame.len().saturating_sub(16)).max(at);
+                            at += 2;
+                            Next::Ether(be16(frame, at - 2))
+                        }
+                    }
+                    ethertype::VN_TAG
+                    | ethertype::E_TAG
+                    | ethertype::CISCO_METADATA
+                    | ethertype::HSR
+                    | ethertype::R_TAG => {
+                        let len = if matches!(t, ethertype::E_TAG | ethertype::CISCO_METADATA) {
+                            6
+                        } else {
+                            4
+                        };
                         need(frame, Layer::Link, at, len + 2)?;
                         at += len + 2;
                         Next::Ether(be16(frame, at - 2))
