@@ -35,6 +35,23 @@ pub const MAX_RECORD_LEN: u32 = 16 << 20;
 
 const PCAP_HEADER_LEN: usize = 24;
 const PCAP_RECORD_HEADER_LEN: usize = 16;
+/// The bytes a "modified" pcap record header (Alexey Kuznetzov's libpcap patch, magic
+/// 0xa1b2cd34, which Red Hat's tcpdump wrote) adds after the standard 16: the interface index,
+/// the protocol, the packet type and a pad byte. wiretap reads them (`PCAP_SS990417`).
+const PCAP_MODIFIED_EXTRA: usize = 8;
+
+/// The file header of a pcap file whose magic is `magic` (as read big-endian), as `pcap-file`
+/// parses it: a modified pcap's with the standard magic of the same byte order; and the bytes
+/// each record header adds to the standard 16.
+fn pcap_header_as_standard(header: &[u8], magic: u32) -> (Vec<u8>, usize) {
+    let mut h = header.to_vec();
+    match magic {
+        0xa1b2_cd34 => h[..4].copy_from_slice(&0xa1b2_c3d4_u32.to_be_bytes()),
+        0x34cd_b2a1 => h[..4].copy_from_slice(&0xd4c3_b2a1_u32.to_be_bytes()),
+        _ => return (h, 0),
+    }
+    (h, PCAP_MODIFIED_EXTRA)
+}
 const PCAPNG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 
 /// One captured packet.
@@ -308,7 +325,8 @@ fn read_u32(buf: &[u8], at: usize, endianness: Endianness) -> u32 {
 }
 
 enum Decoder {
-    Pcap(PcapParser),
+    /// A pcap parser, and the bytes each record header has beyond the standard 16.
+    Pcap(PcapParser, usize),
     PcapNg(crate::pcapng::Reader),
 }
 
@@ -332,7 +350,7 @@ impl Decoder {
     /// What was skipped so far; `cut_short`: the warning of a file that ended inside a record.
     fn leniency(&self, cut_short: Option<&(u64, String)>) -> Leniency {
         let mut l = match self {
-            Decoder::Pcap(_) => Leniency::default(),
+            Decoder::Pcap(..) => Leniency::default(),
             Decoder::PcapNg(r) => Leniency {
                 warnings: r.warnings.clone(),
                 warning_count: r.warning_count,
@@ -432,12 +450,14 @@ impl CaptureReader {
             });
         }
         let decoder = match read_u32(&source.buf, 0, Endianness::Big) {
-            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => {
+            magic @ (0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 | 0xa1b2_cd34
+            | 0x34cd_b2a1) => {
                 source.header(PCAP_HEADER_LEN, "pcap file header")?;
                 source.offset = PCAP_HEADER_LEN as u64;
+                let (header, extra) = pcap_header_as_standard(&source.buf, magic);
                 let (_, parser) =
-                    PcapParser::new(&source.buf).map_err(|e| invalid("pcap file header", 0, e))?;
-                Decoder::Pcap(parser)
+                    PcapParser::new(&header).map_err(|e| invalid("pcap file header", 0, e))?;
+                Decoder::Pcap(parser, extra)
             }
             SECTION_HEADER_BLOCK => {
                 source.pcapng_block(Endianness::Big)?;
@@ -456,7 +476,7 @@ impl CaptureReader {
     /// The detected file format.
     pub fn format(&self) -> CaptureFormat {
         match self.decoder {
-            Decoder::Pcap(_) => CaptureFormat::Pcap,
+            Decoder::Pcap(..) => CaptureFormat::Pcap,
             Decoder::PcapNg(_) => CaptureFormat::PcapNg,
         }
     }
@@ -474,7 +494,7 @@ impl CaptureReader {
             return None;
         }
         let result = match &mut self.decoder {
-            Decoder::Pcap(parser) => next_pcap(&mut self.source, parser),
+            Decoder::Pcap(parser, extra) => next_pcap(&mut self.source, parser, *extra),
             Decoder::PcapNg(parser) => next_pcapng(&mut self.source, parser),
         };
         let result = result.or_else(|e| {
@@ -520,12 +540,14 @@ impl<'a> CaptureSlice<'a> {
             });
         };
         let (decoder, offset) = match read_u32(magic, 0, Endianness::Big) {
-            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 => {
+            magic @ (0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 | 0xa1b2_cd34
+            | 0x34cd_b2a1) => {
                 let header = slice_header(bytes, 0, PCAP_HEADER_LEN, "pcap file header")?
                     .unwrap_or_default();
+                let (header, extra) = pcap_header_as_standard(header, magic);
                 let (_, parser) =
-                    PcapParser::new(header).map_err(|e| invalid("pcap file header", 0, e))?;
-                (Decoder::Pcap(parser), PCAP_HEADER_LEN)
+                    PcapParser::new(&header).map_err(|e| invalid("pcap file header", 0, e))?;
+                (Decoder::Pcap(parser, extra), PCAP_HEADER_LEN)
             }
             SECTION_HEADER_BLOCK => {
                 let head = slice_header(bytes, 0, 12, "pcapng block header")?.unwrap_or_default();
@@ -548,7 +570,7 @@ impl<'a> CaptureSlice<'a> {
     /// The detected file format.
     pub fn format(&self) -> CaptureFormat {
         match self.decoder {
-            Decoder::Pcap(_) => CaptureFormat::Pcap,
+            Decoder::Pcap(..) => CaptureFormat::Pcap,
             Decoder::PcapNg(_) => CaptureFormat::PcapNg,
         }
     }
@@ -580,19 +602,20 @@ impl<'a> CaptureSlice<'a> {
         loop {
             let at = self.offset;
             let found = match &mut self.decoder {
-                Decoder::Pcap(parser) => {
-                    let header_len = PCAP_RECORD_HEADER_LEN;
+                Decoder::Pcap(parser, extra) => {
+                    let header_len = PCAP_RECORD_HEADER_LEN + *extra;
                     let Some(head) = slice_header(bytes, at, header_len, "pcap record header")?
                     else {
                         return Ok(None);
                     };
-                    let total = pcap_record_len(head, parser.header().endianness, at as u64)?;
+                    let total = pcap_record_len(head, parser.header().endianness, at as u64)?
+                        + *extra as u64;
                     let rec = slice_record(bytes, at, total, "record", header_len as u64)?;
                     self.offset += rec.len();
                     // The next record's header and frame headers are one or two lines away.
                     prefetch(bytes.get(self.offset..).unwrap_or_default());
                     prefetch(bytes.get(self.offset + 64..).unwrap_or_default());
-                    Some(decode_pcap(parser, rec, at as u64)?)
+                    Some(decode_pcap(parser, rec, at as u64, *extra)?)
                 }
                 Decoder::PcapNg(parser) => {
                     let Some(head) = slice_header(bytes, at, 12, "pcapng block header")? else {
@@ -666,26 +689,48 @@ fn slice_record<'a>(
     Ok(&rest[..total as usize])
 }
 
-fn next_pcap(source: &mut Source, parser: &PcapParser) -> Result<Option<Record>, CaptureError> {
+fn next_pcap(
+    source: &mut Source,
+    parser: &PcapParser,
+    extra: usize,
+) -> Result<Option<Record>, CaptureError> {
     source.buf.clear();
-    if !source.header(PCAP_RECORD_HEADER_LEN, "pcap record header")? {
+    let header_len = PCAP_RECORD_HEADER_LEN + extra;
+    if !source.header(header_len, "pcap record header")? {
         return Ok(None);
     }
     let total = pcap_record_len(&source.buf, parser.header().endianness, source.offset)?;
-    let at = source.record(total, "record", PCAP_RECORD_HEADER_LEN as u64)?;
-    decode_pcap(parser, &source.buf, at).map(|r| Some(r.to_record()))
+    let at = source.record(total + extra as u64, "record", header_len as u64)?;
+    decode_pcap(parser, &source.buf, at, extra).map(|r| Some(r.to_record()))
 }
 
-/// Decodes one complete pcap record (`rec`: header and data) found at file offset `at`.
+/// Decodes one complete pcap record (`rec`: header and data) found at file offset `at`; its
+/// header has `extra` bytes beyond the standard 16 (a modified pcap's), which are skipped.
 fn decode_pcap<'a>(
     parser: &PcapParser,
     rec: &'a [u8],
     at: u64,
+    extra: usize,
 ) -> Result<RecordRef<'a>, CaptureError> {
     let header = parser.header();
-    let (_, raw) = parser
-        .next_raw_packet(rec)
-        .map_err(|e| invalid("record", at, e))?;
+    let raw = if extra == 0 {
+        parser
+            .next_raw_packet(rec)
+            .map_err(|e| invalid("record", at, e))?
+            .1
+    } else {
+        // The standard fields, then the extra bytes, then the data (`rec` holds it whole).
+        let e = header.endianness;
+        let incl_len = read_u32(rec, 8, e);
+        let start = PCAP_RECORD_HEADER_LEN + extra;
+        pcap_file::pcap::RawPcapPacket {
+            ts_sec: read_u32(rec, 0, e),
+            ts_frac: read_u32(rec, 4, e),
+            incl_len,
+            orig_len: read_u32(rec, 12, e),
+            data: std::borrow::Cow::Borrowed(&rec[start..start + incl_len as usize]),
+        }
+    };
     // A fraction of a second at or past one second (a writer that did not carry it into the
     // seconds) is added as it is, as wiretap reads it: the record is not refused for it.
     let frac_ns = match header.ts_resolution {

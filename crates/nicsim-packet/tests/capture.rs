@@ -277,6 +277,47 @@ fn reads_microsecond_and_big_endian_pcap() {
 }
 
 #[test]
+fn reads_modified_pcap_of_either_byte_order() {
+    // Kuznetzov's "modified" pcap (magic 0xa1b2cd34; Red Hat's tcpdump wrote it): each record
+    // header has 8 more bytes (interface index, protocol, packet type, pad), which wiretap skips.
+    let standard = std::fs::read(write_file("modified.pcap", CaptureFormat::Pcap, 65535)).unwrap();
+    let want = read_all(&temp_path("modified.pcap"));
+    let mut modified = standard[..24].to_vec();
+    modified[..4].copy_from_slice(&[0x34, 0xcd, 0xb2, 0xa1]); // little-endian, as written
+                                                              // The writer writes nanosecond pcap; the modified format has microseconds.
+    let mut at = 24;
+    let mut micro = Vec::new();
+    while at < standard.len() {
+        let incl = u32::from_le_bytes(standard[at + 8..at + 12].try_into().unwrap()) as usize;
+        let mut head = standard[at..at + 16].to_vec();
+        let frac = u32::from_le_bytes(head[4..8].try_into().unwrap()) / 1000;
+        head[4..8].copy_from_slice(&frac.to_le_bytes());
+        modified.extend(&head);
+        modified.extend([2, 0, 0, 0, 0x08, 0x00, 0, 0]);
+        modified.extend(&standard[at + 16..at + 16 + incl]);
+        micro.push(frac);
+        at += 16 + incl;
+    }
+    let path = temp_path("modified-a1b2cd34.pcap");
+    std::fs::write(&path, &modified).unwrap();
+    let got = read_all(&path);
+    assert_eq!(got.len(), want.len());
+    for ((g, w), frac) in got.iter().zip(&want).zip(micro) {
+        assert_eq!(
+            (&g.data, g.orig_len, g.linktype),
+            (&w.data, w.orig_len, w.linktype)
+        );
+        assert_eq!(
+            g.ts_ns,
+            w.ts_ns / 1_000_000_000 * 1_000_000_000 + u64::from(frac) * 1000
+        );
+    }
+    // Cut inside a record's extra bytes: the capture ends there, as any cut record does.
+    let cut = &modified[..24 + 16 + 4];
+    assert_eq!(CaptureReader::from_bytes(cut.to_vec()).unwrap().count(), 0);
+}
+
+#[test]
 fn reads_pcapng_with_default_resolution_and_either_byte_order() {
     for endianness in [Endianness::Big, Endianness::Little] {
         let mut writer = PcapNgWriter::with_endianness(Vec::new(), endianness).unwrap();

@@ -93,8 +93,10 @@ class FlowCapture(_Core):
             return FlowView(self._core.view(flow, direction))
 
 
-#: The first four bytes of a capture: pcap (micro- and nanosecond, both byte orders) and pcapng.
-CAPTURE_MAGICS = {bytes.fromhex(m) for m in ("a1b2c3d4", "d4c3b2a1", "a1b23c4d", "4d3cb2a1", "0a0d0d0a")}
+#: The first four bytes of a capture: pcap (micro- and nanosecond, both byte orders; and the
+#: "modified" pcap of Kuznetzov's libpcap patch) and pcapng.
+CAPTURE_MAGICS = {bytes.fromhex(m) for m in ("a1b2c3d4", "d4c3b2a1", "a1b23c4d", "4d3cb2a1", "a1b2cd34", "34cdb2a1",
+                                             "0a0d0d0a")}
 
 
 PCAPNG_MAGIC = bytes.fromhex("0a0d0d0a")
@@ -108,7 +110,7 @@ def _plausible_header(head: bytes) -> bool:
         return len(head) == 12 and head[8:12] in (bytes.fromhex("1a2b3c4d"), bytes.fromhex("4d3c2b1a"))
     if len(head) < 24:
         return False
-    big = head[:4] in (bytes.fromhex("a1b2c3d4"), bytes.fromhex("a1b23c4d"))
+    big = head[:4] in (bytes.fromhex("a1b2c3d4"), bytes.fromhex("a1b23c4d"), bytes.fromhex("a1b2cd34"))
     major = int.from_bytes(head[4:6], "big" if big else "little")
     return major == 2
 
