@@ -153,7 +153,10 @@ pub enum CfgError {
         need_bytes: usize,
     },
     /// No path from the entry reaches an `exit`.
-    #[error("no path from the entry reaches an exit")]
+    #[error(
+        "no path from the entry reaches an exit (every path ends in a loop that cannot end, or at \
+         an instruction the abstract values do not get past)"
+    )]
     NoExit,
     /// An instruction whose CO-RE relocation the BTF could not satisfy (libbpf, and
     /// `crate::core_reloc`, write a call of helper 0xbad2310 over it) is reachable: the
@@ -299,7 +302,7 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
                 _ => {
                     let bound = b.unwrap_or(crate::absint::BPF_MAX_LOOPS);
                     summarise(p, &mut g, &lp, bound, b.is_some())?;
-                    prune(&mut g)?;
+                    prune(&mut g, p)?;
                     continue;
                 }
             }
@@ -342,9 +345,9 @@ pub fn build(p: &Program, limits: Limits) -> Result<Graph, CfgError> {
             evident,
             summary: false,
         });
-        prune(&mut g)?;
+        prune(&mut g, p)?;
     }
-    prune(&mut g)?;
+    prune(&mut g, p)?;
     // Instructions poisoned by an unresolved CO-RE relocation sit behind checks the
     // relocations made constant (`bpf_core_field_exists` is 0): the verifier, which tracks
     // constants, never walks them, and neither does the analysis. One still reachable would
@@ -1178,18 +1181,20 @@ fn drop_unreachable(p: &Program, g: &mut Graph) -> Result<bool, CfgError> {
         if at[u].is_none() {
             node.succ.clear();
         } else if node.succ.iter().any(|e| at[e.to as usize].is_some()) {
-            // (A node the values reach keeps an edge: it never becomes an exit.)
             node.succ.retain(|e| at[e.to as usize].is_some());
         }
     }
-    prune(g)?;
+    prune(g, p)?;
     Ok(g.nodes.len() < before)
 }
 
 /// Keep only nodes reachable from the entry that reach a top-level `exit`; renumber. None
 /// left (the entry does not reach an exit, as when a loop that cannot end is all that remains
-/// once the loops inside it are unrolled) is an error.
-fn prune(g: &mut Graph) -> Result<(), CfgError> {
+/// once the loops inside it are unrolled) is an error. Only an `exit` instruction ends a path:
+/// a node left without successors otherwise (no abstract state reaches it, or its edges were
+/// found infeasible) is no end of the program, and a path through it is dropped, not cut short
+/// there (which would cost it less than the program runs).
+fn prune(g: &mut Graph, p: &Program) -> Result<(), CfgError> {
     let n = g.nodes.len();
     let mut reach = vec![false; n];
     let mut work = vec![0u32];
@@ -1209,6 +1214,10 @@ fn prune(g: &mut Graph) -> Result<(), CfgError> {
             reach[u as usize]
                 && g.nodes[u as usize].succ.is_empty()
                 && g.nodes[u as usize].depth == 0
+                && matches!(
+                    p.code.get(g.nodes[u as usize].pc as usize),
+                    Some(Some(Insn::Exit))
+                )
         })
         .collect();
     for &u in &work {
