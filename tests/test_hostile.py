@@ -1786,3 +1786,16 @@ def test_reproduce_flowmem_capture_without_payload(tmp_path: Path, frames: list[
     r = cli("reproduce", "flowmem", "--quick", "--capture", cap, "--out", tmp_path / "o", timeout=120)
     refused(r, "c.pcap", "no TCP flow" if not frames else "no payload")
     nothing_written(tmp_path, {"c.pcap"}, tmp_path / "o")
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"},
+                                 {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}])
+def test_a_terminal_that_cannot_show_the_tables_characters_gets_them_escaped(env: dict[str, str],
+                                                                              tmp_path: Path) -> None:
+    # The table's arrow ("1 insns → ...") on an ASCII stdout: escaped, not a UnicodeEncodeError
+    # traceback after the results were written. A process of its own: the encoding is set at
+    # start-up.
+    r = subprocess.run([sys.executable, "-m", "nicsim", "xdp", "analyze", xdp_object("flags"), "--timeout", "10",
+                        "--out", tmp_path / "o"], capture_output=True, env={**os.environ, **env}, timeout=300)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr.decode(errors="replace")
+    assert b"\\u2192" in r.stdout or b"->" in r.stdout, r.stdout[:2000]

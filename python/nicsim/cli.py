@@ -178,6 +178,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     signal.signal(signal.SIGTERM, on_sigterm)
     if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # not under nohup, which ignores it
         signal.signal(signal.SIGHUP, on_sigterm)
+    # A terminal or pipe whose encoding cannot show a character of a table (LC_ALL=C, ASCII):
+    # the character is escaped, as `ls` and tshark do, rather than the command failing.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         rv = app(args=argv, prog_name="nicsim", standalone_mode=False)
     except typer.Abort:

@@ -110,11 +110,21 @@ def wrote(out: str | os.PathLike[str], files: Iterable[str] | None = None) -> No
                     f"  {f.relative_to(out)}  {f.stat().st_size:,} bytes", highlight=False)
 
 
+#: The bounds of `NICSIM_PROGRESS_SECONDS`: a line at most ten times a second (a smaller value
+#: would flood a CI log), at least once a day (a thread cannot wait much longer: `inf` raised).
+PROGRESS_SECONDS_RANGE = (0.1, 86_400.0)
+
+
 def _interval_s() -> float:
+    """`NICSIM_PROGRESS_SECONDS`, within `PROGRESS_SECONDS_RANGE` (5 when not a number)."""
     try:
-        return max(0.0, float(os.environ.get("NICSIM_PROGRESS_SECONDS", "5")))
+        v = float(os.environ.get("NICSIM_PROGRESS_SECONDS", "5"))
     except ValueError:
         return 5.0
+    if v != v:  # NaN
+        return 5.0
+    lo, hi = PROGRESS_SECONDS_RANGE
+    return min(max(v, lo), hi)
 
 
 class Progress:

@@ -124,6 +124,19 @@ impl RecordRef<'_> {
     }
 }
 
+/// What a file that is no capture starts with: a compressed file's format (the commands that
+/// take a capture path as an argument decompress it; a configuration's capture paths, read
+/// again by every run, must be decompressed first), else nothing known.
+fn what_magic(magic: u32) -> &'static str {
+    match magic {
+        m if m >> 16 == 0x1f8b => "a gzip-compressed file: decompress it first",
+        0xfd37_7a58 => "an xz-compressed file: decompress it first",
+        0x28b5_2ffd => "a zstd-compressed file: decompress it first",
+        0x0422_4d18 => "an LZ4-compressed file: decompress it first",
+        _ => "not a pcap or pcapng file",
+    }
+}
+
 /// Capture file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CaptureFormat {
@@ -145,7 +158,7 @@ pub enum CaptureError {
         source: io::Error,
     },
     /// The file starts with neither a pcap nor a pcapng magic number.
-    #[error("bad magic number {magic:#010x} at offset 0 (not a pcap or pcapng file)")]
+    #[error("bad magic number {magic:#010x} at offset 0 ({})", what_magic(*magic))]
     BadMagic {
         /// The first four bytes, big-endian.
         magic: u32,

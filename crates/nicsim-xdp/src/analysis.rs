@@ -199,6 +199,22 @@ impl Analysis {
             e => e.into(),
         })?;
         let (dag, facts) = cost::costed_with_facts(&program, &graph, &target)?;
+        // Every sum of path costs is at most the costliest path's: refused when that comes near
+        // what a u64 of millionths of a cycle holds (a target of absurd costs, which would wrap).
+        let max_units = u64::MAX / 4;
+        for (c, component) in cost::COMPONENTS.iter().enumerate() {
+            let (best, _) = crate::paths::longest_to_sink(&dag, c, u32::MAX);
+            let worst = best.iter().flatten().copied().max().unwrap_or(0);
+            if worst >= max_units {
+                return Err(cost::CostError::TooCostly {
+                    target: target.name.clone(),
+                    component,
+                    cycles: (worst as f64 / cost::UNITS_PER_CYCLE) as u64,
+                    max: (max_units as f64 / cost::UNITS_PER_CYCLE) as u64,
+                }
+                .into());
+            }
+        }
         let model = crate::consts::ConstModel::from_facts(&program, &dag, &facts);
         drop(facts);
         // The split only where it fits beside what is kept (it is an optimisation: without it

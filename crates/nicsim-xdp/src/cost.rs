@@ -106,6 +106,22 @@ impl Dag {
 /// Why a graph could not be costed on a target.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CostError {
+    /// The target's costs make the costliest path more than the analysis's fixed-point sums hold.
+    #[error(
+        "target {target}: its costs make the costliest path of this program at least {cycles} \
+         cycles ({component}), more than the analysis adds up ({max}): a cost of the target is \
+         far beyond what any machine takes"
+    )]
+    TooCostly {
+        /// The target's name.
+        target: String,
+        /// `cores` or `dram`.
+        component: &'static str,
+        /// The costliest path, in cycles (saturated).
+        cycles: u64,
+        /// The most the sums hold, in cycles.
+        max: u64,
+    },
     /// A helper the target has no cost for.
     #[error("instruction {pc}: unsupported helper {name} (id {id}) on target {target}{why}")]
     UnsupportedHelper {

@@ -25,7 +25,7 @@ pub fn longest_to_sink(dag: &Dag, c: usize, max_need: u32) -> (Vec<Option<u64>>,
                 continue;
             }
             if let Some(d) = best[dag.to[e] as usize] {
-                let v = d + dag.cost[e][c];
+                let v = d.saturating_add(dag.cost[e][c]);
                 if best[u as usize].is_none_or(|b| v > b) {
                     best[u as usize] = Some(v);
                     via[u as usize] = e as u32;

@@ -215,8 +215,11 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     g = s["guarantee"]
 
     say("profiling")
-    with core_errors(None, about=f"{obj} on {capture}"):
-        raw, cols = _core.xdp_profile(data, text, where, str(capture), json.dumps(initial), section, program,
+    from nicsim.flowmem.reassemble import capture_file
+
+    # A compressed capture (gzip, zstd, LZ4, xz) is read as the flowmem commands read it.
+    with capture_file(capture) as readable, core_errors(None, about=f"{obj} on {capture}"):
+        raw, cols = _core.xdp_profile(data, text, where, str(readable), json.dumps(initial), section, program,
                                       loop_bound, mac_limit, sorted((map_sizes or {}).items()),
                                       list(tail_calls or []), maps_about=f"--maps {maps_label}", kernel=kernel)
     p = json.loads(raw)
