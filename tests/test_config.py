@@ -94,6 +94,19 @@ def test_override_errors_name_the_key() -> None:
         nicsim.load_config(PAPER, ["traffic.rate_gbps=nan"])
 
 
+def test_a_protocol_is_a_name_or_a_number_as_text_or_as_a_number() -> None:
+    # config-reference.md: "`tcp`, `udp`, `icmp` (any case) or a protocol number".
+    for v in ('"udp"', '"17"', "17", '"TCP"'):
+        nicsim.load_config(PAPER, [f"flows[0].proto={v}", f"flows[1].match.proto={v}"])
+    with pytest.raises(nicsim.ConfigError, match=r"flows\[0\]\.proto"):
+        nicsim.load_config(PAPER, ["flows[0].proto=256"])
+    with pytest.raises(nicsim.ConfigError, match=r"flows\[0\]\.proto"):
+        nicsim.load_config(PAPER, ["flows[0].proto=1.5"])
+    # An integer beyond TOML's 64 bits is named as such, not as a float.
+    with pytest.raises(nicsim.ConfigError, match="integer out of TOML's 64-bit range"):
+        nicsim.load_config(PAPER, ["seed=18446744073709551616"])
+
+
 def test_toml_syntax_error_has_file_line_and_column(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('seed = 1\narch = "flexpipe"\n[traffic\n')

@@ -202,6 +202,10 @@ def test_maps_from_json_and_from_bpftool(tmp_path: Path) -> None:
     assert "--maps NAME=" in bad("--maps", nic)
     nic.write_text(json.dumps({"no_such_map": {"entries": {}}}))
     assert "no_such_map" in bad("--maps", nic)
+    # An empty spec, a NAME= without its file, a file that is not there: named as such.
+    assert "--maps: an empty path" in bad("--maps", "")
+    assert f"--maps {name}=: no FILE after '='" in bad("--maps", f"{name}=")
+    assert bad("--maps", tmp_path / "none.json").endswith("none.json: no such maps file")
     garbage = tmp_path / "garbage.pcap"
     garbage.write_bytes(b"\x01\x02\x03\x04" * 10)
     line = assert_one_line_error(nicsim("xdp", "profile", obj, "--traffic", garbage, "--analysis", a, "--out",

@@ -159,7 +159,7 @@ def read_input_file(path: str | os.PathLike[str], what: str, max_bytes: int) -> 
     `max_bytes`, so that a device or an endless file is refused instead of read forever."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{path}: " + (f"no such {what} file" if not os.path.lexists(p) else
+        raise InputError(f"{path}: " + (f"no such {what.removesuffix(' file')} file" if not os.path.lexists(p) else
                                         f"not a regular file (the {what} must be a file, not a pipe, "
                                         "device or folder)"))
     too_large = InputError(f"{path}: larger than {max_bytes >> 20} MiB: not a {what}")
@@ -314,6 +314,8 @@ def parse_value(text: str) -> Any:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40] + "…", file="--param") from None
     if _too_deep(doc["v"] if "v" in doc else doc, MAX_DEPTH) is not None:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40], file="--param")
+    if _int_out_of_range(doc) is not None:  # as in a file: TOML integers are 64-bit
+        raise ConfigError("integer out of TOML's 64-bit range", path=text[:40], file="--param")
     return doc["v"] if len(doc) == 1 else text
 
 

@@ -527,7 +527,8 @@ pub struct MatchCfg {
     pub sport: Option<PortSpec>,
     /// Destination port or port range.
     pub dport: Option<PortSpec>,
-    /// Protocol: `tcp`, `udp`, `icmp` (any case) or a protocol number.
+    /// Protocol: `tcp`, `udp`, `icmp` (any case) or a protocol number (as text or a number).
+    #[serde(default, deserialize_with = "de_opt_proto")]
     pub proto: Option<String>,
     /// Type-of-service byte.
     pub tos: Option<u8>,
@@ -556,8 +557,9 @@ pub struct FlowCfg {
     /// Destination IPv4 or IPv6 address of generated packets.
     #[serde(default = "d_dst")]
     pub dst: String,
-    /// Protocol of generated packets: `tcp`, `udp`, `icmp` (any case) or a protocol number.
-    #[serde(default = "d_proto")]
+    /// Protocol of generated packets: `tcp`, `udp`, `icmp` (any case) or a protocol number (as
+    /// text or a number).
+    #[serde(default = "d_proto", deserialize_with = "de_proto")]
     pub proto: String,
     /// Source port of generated packets.
     #[serde(default = "d_sport")]
@@ -586,6 +588,33 @@ fn d_dst() -> String {
 }
 fn d_proto() -> String {
     "udp".into()
+}
+
+/// A protocol given by name (`"udp"`) or by number (`17`, or `"17"`), kept as its text for
+/// `nicsim_packet::ip::protocol::from_name`, which checks it.
+fn de_proto<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    struct Proto;
+    impl serde::de::Visitor<'_> for Proto {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a protocol name (tcp, udp, icmp) or number")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(Proto)
+}
+
+/// [`de_proto`] of an optional field.
+fn de_opt_proto<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    de_proto(d).map(Some)
 }
 fn d_sport() -> u16 {
     1024

@@ -500,6 +500,10 @@ pub enum LoadError {
     /// it (`crate::link`): the whole line.
     #[error("{0}")]
     Link(String),
+    /// An input beside the object that the loader reads (the kernel configuration that
+    /// `NICSIM_KCONFIG` or `--kconfig` names) is bad: the line names it, not the object.
+    #[error("{0}")]
+    Input(String),
     /// An instruction the decoder rejects.
     #[error("{err} ({at})")]
     Decode {
@@ -1527,7 +1531,13 @@ fn kconfig_map(elf: &Elf) -> Result<Option<KconfigMap>, LoadError> {
         .iter()
         .map(|m| (m.name.clone(), m.size, weak(&m.name)))
         .collect();
-    let k = crate::kconfig::resolve(&v).map_err(LoadError::Parse)?;
+    let k = crate::kconfig::resolve(&v).map_err(|e| {
+        if e.starts_with(crate::kconfig::KCONFIG_ENV) {
+            LoadError::Input(e)
+        } else {
+            LoadError::Parse(e)
+        }
+    })?;
     let def = MapDef {
         name: ".kconfig".into(),
         map_type: MAP_ARRAY,

@@ -21,6 +21,7 @@ from nicsim.options import (
     VerboseOpt,
     WorkersOpt,
     in_range,
+    path_arg,
 )
 
 reproduce_app = typer.Typer(help="Reproduce a seed paper's results with one command.", no_args_is_help=True,
@@ -70,11 +71,11 @@ def reproduce_xdp(
     nfp_only: Annotated[bool, typer.Option("--nfp-only", help="Leave out the x86-jit analyses (and the "
                                            "calibration they need on a new machine).")] = False,
     paper_objects: Annotated[Path | None, typer.Option(
-        "--paper-objects", metavar="DIR", help="Analyse the paper's own objects (its artifacts' "
+        "--paper-objects", metavar="DIR", parser=path_arg, help="Analyse the paper's own objects (its artifacts' "
         "data-paper/programs/*.bpf.o) on nfp beside Tables 2 and 3, with bands checked, and Fig. 8 from its "
         "Count-Min objects, instead of the suite.")] = None,
     nfp_pred: Annotated[Path | None, typer.Option(
-        "--nfp-pred", metavar="PATH", help="With --paper-objects: also run the paper's own estimator (the "
+        "--nfp-pred", metavar="PATH", parser=path_arg, help="With --paper-objects: also run the paper's own estimator (the "
         "artifacts' build/nfp-estimator, which you build) on each Table 2 object's .asm beside it, and list its "
         "wall time beside nicsim's.")] = None,
     executor: ExecutorOpt = Executor.local,
@@ -112,7 +113,7 @@ def reproduce_flowmem(
     quick: Annotated[bool, typer.Option("--quick", help="A fast smoke run: 200 connections.")] = False,
     seed: Annotated[int, typer.Option("--seed", metavar="N", callback=in_range(0, U64_MAX),
                                       help="Seed of the synthetic capture.")] = 1,
-    capture: Annotated[Path | None, typer.Option("--capture", metavar="CAPTURE",
+    capture: Annotated[Path | None, typer.Option("--capture", metavar="CAPTURE", parser=path_arg,
                                                  help="The real capture beside the micro-benchmark [default: the "
                                                  "veth recording `make veth-captures` makes, in a source tree].",
                                                  show_default=False)] = None,

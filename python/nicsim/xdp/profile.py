@@ -90,7 +90,11 @@ def read_maps(specs: Sequence[str] | None) -> tuple[dict[str, Any], str]:
     maps: dict[str, Any] = {}
     files: list[str] = []
     for spec in specs or []:
+        if not spec:
+            raise InputError("--maps: an empty path (give FILE or NAME=FILE)")
         name, eq, f = spec.partition("=")
+        if eq and name and not f and not os.path.lexists(spec):
+            raise InputError(f"--maps {spec}: no FILE after '=' (give NAME=FILE: a `bpftool map dump -j` of map {name})")
         if not (eq and name and f and not os.path.lexists(spec)):  # FILE, else NAME=FILE
             name, f = "", spec
         raw = read_input_file(Path(f), "maps file", MAX_MAPS_BYTES)
