@@ -261,7 +261,7 @@ def parse_override(text: str) -> Override:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"expected KEY=VALUE (e.g. traffic.rate_gbps=96), got '{text}'", file="--param")
-    return key.strip(), parse_value(value)
+    return key.strip(), parse_value(value, key.strip())
 
 
 def parse_sweep_param(text: str) -> tuple[str, list[Any]]:
@@ -273,7 +273,7 @@ def parse_sweep_param(text: str) -> tuple[str, list[Any]]:
     parts = split_top_level(values)
     if any(not p.strip() for p in parts):
         raise ConfigError(f"empty value in '{values}'", path=key.strip(), file="--param")
-    return key.strip(), [parse_value(p) for p in parts]
+    return key.strip(), [parse_value(p, key.strip()) for p in parts]
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -300,7 +300,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, key: str | None = None) -> Any:
     """A TOML value (`96`, `1.5`, `true`, `"x"`, `[1, 2]`, `{dist = "fixed", bytes = 64}`) or,
     when the text is not one, the text itself (so `arch=panic` needs no quotes)."""
     text = text.strip()
@@ -315,7 +315,7 @@ def parse_value(text: str) -> Any:
     if _too_deep(doc["v"] if "v" in doc else doc, MAX_DEPTH) is not None:
         raise ConfigError(f"nested more than {MAX_DEPTH} deep", path=text[:40], file="--param")
     if _int_out_of_range(doc) is not None:  # as in a file: TOML integers are 64-bit
-        raise ConfigError("integer out of TOML's 64-bit range", path=text[:40], file="--param")
+        raise ConfigError(f"{text[:40]}: integer out of TOML's 64-bit range", path=key or "", file="--param")
     return doc["v"] if len(doc) == 1 else text
 
 

@@ -224,6 +224,51 @@ fn every_link_type_and_encapsulation_gives_the_stream_sent() {
             Box::new(|ip: &[u8]| ip.to_vec()),
         ),
         (
+            "token_ring",
+            linktype::TOKEN_RING,
+            Box::new(move |ip: &[u8]| {
+                let mut f = vec![
+                    0x10, 0x40, 0, 0, 0x0c, 0x11, 0x22, 0x33, 0, 0x1b, 0x21, 0xaa,
+                ];
+                f.extend([0xbb, 0xcc]);
+                f.extend(snap(ip));
+                f
+            }),
+        ),
+        (
+            "token_ring_source_routed",
+            linktype::TOKEN_RING,
+            Box::new(move |ip: &[u8]| {
+                let mut f = vec![
+                    0x10, 0x40, 0, 0, 0x0c, 0x11, 0x22, 0x33, 0x80, 0x1b, 0x21, 0xaa,
+                ];
+                f.extend([0xbb, 0xcc, 0x04, 0x30, 0x01, 0x10]); // a 4-byte routing field
+                f.extend(snap(ip));
+                f
+            }),
+        ),
+        (
+            "tzsp",
+            linktype::TZSP,
+            Box::new(|ip: &[u8]| wrapped(&[1, 0, 0, 1, 1], &eth(0x0800, ip))),
+        ),
+        (
+            "exported_pdu_eth",
+            linktype::WIRESHARK_UPPER_PDU,
+            Box::new(|ip: &[u8]| {
+                let mut f = vec![0, 12, 0, 16];
+                f.extend(b"eth_withoutfcs\0\0");
+                f.extend([0, 0, 0, 0]);
+                f.extend(eth(0x0800, ip));
+                f
+            }),
+        ),
+        (
+            "exported_pdu_ip",
+            linktype::WIRESHARK_UPPER_PDU,
+            Box::new(|ip: &[u8]| wrapped(&[0, 12, 0, 4, b'i', b'p', 0, 0, 0, 0, 0, 0], ip)),
+        ),
+        (
             "ppp_with_direction",
             linktype::PPP_WITH_DIR,
             Box::new(|ip: &[u8]| wrapped(&[1, 0xff, 0x03, 0x00, 0x21], ip)),

@@ -107,6 +107,15 @@ pub mod linktype {
     pub const PPP_WITH_DIR: u32 = 204;
     /// Hilscher netANALYZER: a 4-byte header, then the Ethernet frame with its FCS.
     pub const NETANALYZER: u32 = 240;
+    /// IEEE 802.5 Token Ring: access and frame control, the addresses (a source-routing field
+    /// when the source's top bit is set), then LLC.
+    pub const TOKEN_RING: u32 = 6;
+    /// TZSP (TaZmen Sniffer Protocol) as a link type: its header and tagged fields, then
+    /// Ethernet.
+    pub const TZSP: u32 = 128;
+    /// Wireshark's exported PDUs: tag-length-value fields (big-endian; tag 12 names the
+    /// dissector: `eth`, `eth_withoutfcs`, `ip`, ...), then the PDU.
+    pub const WIRESHARK_UPPER_PDU: u32 = 252;
 
     /// Whether [`super::decode`] decodes frames of this link type.
     pub fn is_supported(linktype: u32) -> bool {
@@ -146,6 +155,9 @@ pub mod linktype {
                 | LINUX_ATM_CLIP
                 | PPP_WITH_DIR
                 | NETANALYZER
+                | TOKEN_RING
+                | TZSP
+                | WIRESHARK_UPPER_PDU
         )
     }
 
@@ -174,7 +186,6 @@ pub mod linktype {
             LINUX_SLL2 => "LINUX_SLL2",
             ARCNET_BSD => "ARCNET",
             ARCNET_LINUX => "ARCNET_LINUX",
-            6 => "IEEE802",
             PRISM => "PRISM_HEADER",
             SUNATM => "SUNATM",
             AVS => "IEEE802_11_RADIO_AVS",
@@ -186,6 +197,9 @@ pub mod linktype {
             LINUX_ATM_CLIP => "LINUX_ATM_CLIP",
             PPP_WITH_DIR => "PPP_WITH_DIR",
             NETANALYZER => "NETANALYZER",
+            TOKEN_RING => "IEEE802",
+            TZSP => "TZSP",
+            WIRESHARK_UPPER_PDU => "WIRESHARK_UPPER_PDU",
             195 => "IEEE802_15_4",
             201 => "BLUETOOTH_HCI_H4_WITH_PHDR",
             220 => "USB_LINUX_MMAPPED",
@@ -696,6 +710,50 @@ fn link(kind: u32, frame: &[u8]) -> Result<(usize, Next, usize), ParseError> {
         lt::NETANALYZER => {
             need(frame, Layer::Link, 0, 4)?;
             (4, Next::Ethernet)
+        }
+        lt::TOKEN_RING => {
+            // AC, FC, destination, source; a routing field (its length in the low 5 bits of
+            // its first byte) when the source's top bit is set; then LLC.
+            need(frame, Layer::Link, 0, 14)?;
+            let mut at = 14;
+            if frame[8] & 0x80 != 0 {
+                need(frame, Layer::Link, 14, 1)?;
+                at += usize::from(frame[14] & 0x1f);
+            }
+            llc(frame, at)?
+        }
+        lt::TZSP => {
+            need(frame, Layer::Link, 0, 4)?;
+            match tzsp(frame, 0, frame.len()) {
+                Some((at, next, _)) => (at, next),
+                None => (0, Next::Other),
+            }
+        }
+        lt::WIRESHARK_UPPER_PDU => {
+            // Tags until the end-of-options tag (0): the dissector's name (12) says what the
+            // PDU is.
+            let mut at = 0;
+            let mut next = Next::Other;
+            loop {
+                need(frame, Layer::Link, at, 4)?;
+                let (tag, len) = (be16(frame, at), usize::from(be16(frame, at + 2)));
+                need(frame, Layer::Link, at + 4, len)?;
+                if tag == 0 {
+                    break (at + 4 + len, next);
+                }
+                if tag == 12 {
+                    let name = &frame[at + 4..at + 4 + len];
+                    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(len)];
+                    next = match name {
+                        b"eth" | b"eth_withoutfcs" | b"eth_withfcs" | b"eth_maybefcs" => {
+                            Next::Ethernet
+                        }
+                        b"ip" | b"ipv6" | b"raw_ip" => Next::Ip,
+                        _ => Next::Other,
+                    };
+                }
+                at += 4 + len;
+            }
         }
         lt::PPP_WITH_DIR => {
             // The direction, then PPP as in link type 9.
