@@ -221,3 +221,13 @@ def test_only_bytes_holding_an_environment_result_may_differ() -> None:
     # The low 32 bits of a result, as a 4-byte word (a u32 timestamp).
     w4 = (t & 0xFFFFFFFF).to_bytes(4, "little") + b"zz"
     assert environment_stored(b"\x00\x01\x02\x03zz", w4, helpers)
+    # Only clocks and random numbers, and never a word of zeros: a CPU number of 0 excuses
+    # no zero word the kernel wrote otherwise.
+    cpu = [{"helper": "bpf_get_smp_processor_id", "id": 8, "value": 0}]
+    assert not environment_stored(b"\x05\x00\x00\x00", bytes(4), cpu)
+    zero_time = [{"helper": "bpf_ktime_get_ns", "id": 5, "value": 0}]
+    assert not environment_stored(b"\x05" + bytes(7), bytes(8), zero_time)
+    # ... but a clock the model read as 0, where the kernel stored a reading of its clock just now.
+    import time
+
+    assert environment_stored(time.monotonic_ns().to_bytes(8, "little"), bytes(8), zero_time)

@@ -835,19 +835,36 @@ def run_time(times: list[int]) -> float:
 def environment_stored(got: bytes | None, want: bytes | None, helper_results: list[dict[str, Any]]) -> bool:
     """Whether map value `got` (the kernel's) differs from `want` (the interpreter's) only where
     the interpreter's value holds one of the path's replayed environment results (`helper_results`:
-    a clock, a random number, the CPU), whole, as a little-endian 8- or 4-byte word at a multiple
-    of its size: the kernel's own value of that helper is stored there instead."""
-    if got is None or want is None or len(got) != len(want) or not helper_results:
+    a clock or a random number, not zero), whole, as a little-endian 8- or 4-byte word at a
+    multiple of its size: the kernel's own value of that helper is stored there instead."""
+    if got is None or want is None or len(got) != len(want):
         return False
+    import time
+
     words = set()
+    zero_clock = False
     for h in helper_results:
+        # The clocks and the random numbers only (the kernel's differ from the model's on
+        # every run).
+        name = str(h.get("helper", ""))
+        if not any(w in name for w in ("ktime", "jiffies", "prandom")):
+            continue
         v = int(h.get("value", 0)) & (2**64 - 1)
-        words.add(v.to_bytes(8, "little"))
-        words.add((v & 0xFFFFFFFF).to_bytes(4, "little"))
+        # A word of zeros excuses nothing (it could hide a wrong write of 0), except a clock
+        # the model read as 0 where the kernel's word is a reading of its clock made just now.
+        zero_clock |= v == 0 and "ktime" in name
+        words.update(w for w in (v.to_bytes(8, "little"), (v & 0xFFFFFFFF).to_bytes(4, "little")) if any(w))
+    now = [time.clock_gettime_ns(c) for c in (time.CLOCK_MONOTONIC, time.CLOCK_BOOTTIME)]
+
+    def clock_reading(word: bytes) -> bool:
+        t = int.from_bytes(word, "little")
+        return any(n - 3_600_000_000_000 <= t <= n for n in now)
+
     explained = [g == w for g, w in zip(got, want)]
     for size in (8, 4):
         for at in range(0, len(want) - size + 1, size):
-            if want[at:at + size] in words and got[at:at + size] != want[at:at + size]:
+            w, g = want[at:at + size], got[at:at + size]
+            if g != w and (w in words or (zero_clock and size == 8 and not any(w) and clock_reading(g))):
                 explained[at:at + size] = [True] * size
     return all(explained)
 
