@@ -320,7 +320,7 @@ impl Kernel {
             a.bytes()[28..44].copy_from_slice(&map_name(&def.name));
             let what = || format!("map '{}' ({})", def.name, def.type_name());
             // Local storage takes only a map with BTF for its key (an int) and value (of the
-            // value's size): what the object's BTF says, as far as the kernel checks it.
+            // value's size): BTF of the shape the kernel checks, in place of the object's.
             let _btf = match def.is_local_storage() {
                 true => {
                     let fd = load_btf(&storage_btf(def.value_size), &what())?;
