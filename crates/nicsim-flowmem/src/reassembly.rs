@@ -906,6 +906,7 @@ impl Reassembler {
         tunnels: TunnelStack,
     ) -> Bucket {
         let key = FlowKey::new(tuple.src, tuple.sport, tuple.dst, tuple.dport);
+        let tshark = self.config.unacked == UnackedPolicy::Tshark;
         let mut found = self.index.get(&key).copied();
         if let Some(f) = found {
             // A SYN (without ACK) at another sequence number than its direction's base opens a
@@ -940,7 +941,7 @@ impl Reassembler {
                     dirs: [None, None],
                 });
                 self.index.insert(key, idx);
-                if self.config.unacked == UnackedPolicy::Tshark {
+                if tshark {
                     self.follows.push([None, None]);
                 }
                 (idx, 0)
@@ -948,7 +949,6 @@ impl Reassembler {
         };
         let (seq, tcp_flags) = (tcp.seq, tcp.flags);
         let syn = tcp_flags & flags::SYN != 0;
-        let tshark = self.config.unacked == UnackedPolicy::Tshark;
         let [d0, d1] = &mut self.flows[flow_idx].dirs;
         let (state, peer) = if dir == 0 { (d0, d1) } else { (d1, d0) };
         let mut no_follows = [None, None];

@@ -1418,17 +1418,17 @@ impl Walk<'_> {
         let l4 = at + hl;
         if frag.is_none() && l4 <= present_end {
             let ipv6 = info.src.is_ipv6();
-            if let Some((inner_at, next, kind)) = inner(frame, info.proto, l4, present_end, ipv6)? {
+            let found = inner(frame, info.proto, l4, present_end, claimed_end, ipv6)?;
+            if let Some((inner_at, next, kind, end)) = found {
                 self.tunnel.get_or_insert(Tunnel {
                     kind,
                     src: info.src,
                     dst: info.dst,
                 });
                 self.tunnels.push(kind);
-                // The tunnel's payload ends where the packet does, or before, where a length
-                // of the tunnel says (a TSO packet inside, of IP length 0, takes what is left:
-                // not the trailer after the tunnel's end).
-                self.end = tunnel_end(frame, info.proto, l4, kind, claimed_end, ipv6);
+                // A TSO packet inside (of IP length 0) takes what is left of the tunnel's
+                // payload: not the trailer after the tunnel's end.
+                self.end = end;
                 return Ok(Step::Inner(inner_at, next));
             }
         }
@@ -1554,16 +1554,21 @@ mod ip_proto {
     pub const ETHERNET: u8 = 143;
 }
 
-/// The tunnel an IP packet's payload at `l4` (ending at `end`) is, when it is one tshark
-/// decodes by default: where the inner packet starts, what it is, and the tunnel's kind.
+/// The tunnel an IP packet's payload at `l4` is, when it is one tshark decodes by default:
+/// where the inner packet starts, what it is, the tunnel's kind, and where the tunnel's
+/// payload ends. `end`: where the packet's captured bytes end; `claimed_end`: where its length
+/// says it ends. The payload ends where the packet does, or before it at the UDP datagram's
+/// length and within that at the tunnel's own length (GTP-U's, L2TPv2's), as tshark's
+/// dissectors hand the inner packet only those bytes (a shorter length: bytes missing).
 fn inner(
     frame: &[u8],
     proto: u8,
     l4: usize,
     end: usize,
+    claimed_end: usize,
     ipv6: bool,
-) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
-    Ok(match proto {
+) -> Result<Option<(usize, Next, TunnelKind, usize)>, ParseError> {
+    let found = match proto {
         protocol::IPV4_IN_IP => Some((l4, Next::Ether(ethertype::IPV4), TunnelKind::IpInIp)),
         protocol::IPV6_IN_IP => Some((l4, Next::Ether(ethertype::IPV6), TunnelKind::IpInIp)),
         protocol::GRE => gre(frame, l4)?,
@@ -1580,55 +1585,25 @@ fn inner(
         ip_proto::ETHERNET => Some((l4, Next::Ethernet, TunnelKind::EthInIp)),
         protocol::UDP if end >= l4 + 8 => {
             // A length below 8 ends the decoding at the UDP header (no tunnel).
-            let Some(end) = udp_end(frame, l4, end, ipv6) else {
+            let Some(udp_claimed_end) = udp_end(frame, l4, claimed_end, ipv6) else {
                 return Ok(None);
             };
+            let end = udp_claimed_end.min(end);
             let (sport, dport) = (be16(frame, l4), be16(frame, l4 + 2));
             // tshark tries the lower port's dissector first.
             let (lo, hi) = (sport.min(dport), sport.max(dport));
-            match udp_tunnel(frame, lo, l4 + 8, end)? {
+            let found = match udp_tunnel(frame, lo, l4 + 8, end)? {
                 Some(t) => Some(t),
                 None if hi != lo => udp_tunnel(frame, hi, l4 + 8, end)?,
                 None => None,
-            }
+            };
+            return Ok(
+                found.map(|(at, next, kind, limit)| (at, next, kind, udp_claimed_end.min(limit)))
+            );
         }
         _ => None,
-    })
-}
-
-/// Where the payload of tunnel `kind`, found by [`inner`] at the IP payload `l4` of protocol
-/// `proto` in a packet ending at `end`, ends: at the UDP datagram's length, and within it at
-/// GTP-U's length (after its 8-byte header) or L2TPv2's (its L bit set), as tshark's
-/// dissectors hand the inner packet only those bytes (a shorter length: bytes missing).
-fn tunnel_end(
-    frame: &[u8],
-    proto: u8,
-    l4: usize,
-    kind: TunnelKind,
-    end: usize,
-    ipv6: bool,
-) -> usize {
-    if proto != protocol::UDP {
-        return end;
-    }
-    let Some(end) = udp_end(frame, l4, end, ipv6) else {
-        return end;
     };
-    let at = l4 + 8;
-    let field = |off: usize| {
-        frame
-            .get(at + off..at + off + 2)
-            .map(|b| usize::from(be16(b, 0)))
-    };
-    match kind {
-        TunnelKind::GtpU => field(2).map_or(end, |len| end.min(at + 8 + len)),
-        TunnelKind::L2tp
-            if frame.get(at).is_some_and(|f| f & 0x40 != 0) && frame[at + 1] & 0x0f == 2 =>
-        {
-            field(2).map_or(end, |len| end.min(at + len))
-        }
-        _ => end,
-    }
+    Ok(found.map(|(at, next, kind)| (at, next, kind, claimed_end)))
 }
 
 /// Where the UDP datagram whose 8-byte header is at `l4` ends, in an IP packet ending at
@@ -1645,15 +1620,17 @@ fn udp_end(frame: &[u8], l4: usize, end: usize, ipv6: bool) -> Option<usize> {
     }
 }
 
-/// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is.
+/// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is, as [`inner`] gives
+/// it, the last its payload's end where the tunnel's own length puts it (`usize::MAX`: it has
+/// none).
 fn udp_tunnel(
     frame: &[u8],
     port: u16,
     at: usize,
     end: usize,
-) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+) -> Result<Option<(usize, Next, TunnelKind, usize)>, ParseError> {
     let has = |n: usize| end >= at.saturating_add(n);
-    Ok(match port {
+    let found = match port {
         udp_port::VXLAN if has(8) => {
             // The 8-byte VXLAN header (flags with I set), an Ethernet frame.
             (frame[at] & 0x08 != 0).then_some((at + 8, Next::Ethernet, TunnelKind::Vxlan))
@@ -1682,10 +1659,10 @@ fn udp_tunnel(
                 TunnelKind::Geneve,
             ))
         }
-        udp_port::GTP_U if has(8) => gtp_u(frame, at, end)?,
+        udp_port::GTP_U if has(8) => return gtp_u(frame, at, end),
         udp_port::TEREDO => teredo(frame, at, end),
         udp_port::L2TP if has(2) => match be16(frame, at) & 0x000f {
-            2 => l2tpv2(frame, at, end)?,
+            2 => return l2tpv2(frame, at, end),
             3 => l2tpv3(frame, at, end, true),
             _ => None,
         },
@@ -1727,17 +1704,19 @@ fn udp_tunnel(
             (frame[at] == 0x06).then_some((at + 2, Next::Ip, TunnelKind::Amt))
         }
         _ => None,
-    })
+    };
+    Ok(found.map(|(at, next, kind)| (at, next, kind, usize::MAX)))
 }
 
 /// A GTP-U header at `at` (3GPP TS 29.281): version 1, G-PDU (message type 255), perhaps
 /// with the sequence number, N-PDU number and a chain of extension headers; then the user's
-/// IPv4 or IPv6 packet (by its version nibble, as tshark's "TPDU heuristic" takes it).
+/// IPv4 or IPv6 packet (by its version nibble, as tshark's "TPDU heuristic" takes it), which
+/// ends where the header's length (of what follows its first 8 bytes) says.
 fn gtp_u(
     frame: &[u8],
     at: usize,
     end: usize,
-) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+) -> Result<Option<(usize, Next, TunnelKind, usize)>, ParseError> {
     let flags = frame[at];
     if flags >> 5 != 1 || flags & 0x10 == 0 || frame[at + 1] != 0xff {
         return Ok(None); // not version 1 GTP (PT set), or not a G-PDU (echo, end marker, ...)
@@ -1767,7 +1746,8 @@ fn gtp_u(
     if inner >= end {
         return Ok(None);
     }
-    Ok(Some((inner, Next::Ip, TunnelKind::GtpU)))
+    let payload_end = at + 8 + usize::from(be16(frame, at + 2));
+    Ok(Some((inner, Next::Ip, TunnelKind::GtpU, payload_end)))
 }
 
 /// A Teredo packet at `at` (RFC 4380): an optional authentication header (0x0001) and origin
@@ -1788,12 +1768,13 @@ fn teredo(frame: &[u8], mut at: usize, end: usize) -> Option<(usize, Next, Tunne
     ))
 }
 
-/// An L2TP version 2 header at `at` (RFC 2661): data messages (T clear) carry PPP.
+/// An L2TP version 2 header at `at` (RFC 2661): data messages (T clear) carry PPP, which
+/// ends where the header's length says, when it has one (L set).
 fn l2tpv2(
     frame: &[u8],
     at: usize,
     end: usize,
-) -> Result<Option<(usize, Next, TunnelKind)>, ParseError> {
+) -> Result<Option<(usize, Next, TunnelKind, usize)>, ParseError> {
     let flags = be16(frame, at);
     if flags & 0x8000 != 0 {
         return Ok(None); // a control message
@@ -1811,11 +1792,16 @@ fn l2tpv2(
         len += 2 + usize::from(be16(frame, at + len));
     }
     need(frame, Layer::Link, at, len)?;
+    let payload_end = if flags & 0x4000 != 0 {
+        at + usize::from(be16(frame, at + 2))
+    } else {
+        usize::MAX
+    };
     let mut inner = at + len;
     if frame.get(inner..inner + 2) == Some(&[0xff, 0x03]) {
         inner += 2; // PPP's HDLC address and control
     }
-    Ok((inner < end).then_some((inner, Next::Ppp, TunnelKind::L2tp)))
+    Ok((inner < end).then_some((inner, Next::Ppp, TunnelKind::L2tp, payload_end)))
 }
 
 /// L2TP version 3 data (RFC 3931) at `at`, over UDP (`udp`: flags and version, 2 reserved
