@@ -205,19 +205,29 @@ PYTEST_WORKERS ?= auto
 # The Rust build, the system packages' download and Ray's install go side by side (a sub-make with
 # -j2), then the XDP programs' build, the veth captures and the wheel. The
 # x86-jit calibration that pytest's XDP tests share (tests/calibration.py, about 50 s) starts in
-# the background once the Rust tests are built, and runs beside them, so that no pytest worker
-# waits for it; pytest finds it in $(TEST_CALIBRATION).
+# the background once the Rust tests are built, and pytest finds it in $(TEST_CALIBRATION).
+# The Rust tests then run beside pytest (their output, in $(RUST_TEST_LOG), is shown after
+# pytest's; either failing fails `make test`): each leaves time the other fills (a test binary
+# whose tests run one at a time, a pytest worker waiting for Ray or a subprocess), about a minute
+# on the 2-core machine (BENCHMARKS.md, "make test from a clean clone").
 TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
+RUST_TEST_LOG := $(CARGO_TARGET_DIR)/cargo-test.log
 test:
 	$(MAKE) -j2 develop system-tools $(VENV)/.deps-ray PGO=$(PGO) CARGO_PROFILE=test-release
 	$(MAKE) -j2 test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
 	  $(CARGO) test --profile test-release --workspace --no-run
 	rm -rf $(TEST_CALIBRATION) && $(PY) tests/calibration.py $(TEST_CALIBRATION)
-	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  $(CARGO) test --profile test-release --workspace
-	NICSIM_TEST_CALIBRATION=$(TEST_CALIBRATION) NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
-	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests
+	@echo "nicsim: cargo test runs beside pytest; its output follows pytest's (and is in $(RUST_TEST_LOG))"
+	@NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
+	  $(CARGO) test --profile test-release --workspace >$(RUST_TEST_LOG) 2>&1 & rust=$$!; \
+	py=0; NICSIM_TEST_CALIBRATION=$(TEST_CALIBRATION) NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
+	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests || py=$$?; \
+	rs=0; wait $$rust || rs=$$?; \
+	echo "nicsim: cargo test's output:"; cat $(RUST_TEST_LOG); \
+	if [ $$rs -ne 0 ]; then echo "nicsim: cargo test failed (exit $$rs): see above or $(RUST_TEST_LOG)" >&2; fi; \
+	if [ $$py -ne 0 ]; then echo "nicsim: pytest failed (exit $$py)" >&2; fi; \
+	test $$rs -eq 0 -a $$py -eq 0
 
 # The same pytest suite with every command in a real `python -m nicsim` process instead of a fork
 # of the tests' fork server (tests/forkserver.py): slower, and a check that the two agree.
