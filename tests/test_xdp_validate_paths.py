@@ -4,6 +4,7 @@ paper's section 6.1 (issue 17, section 5), shortened: a few paths, a few dozen k
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,35 @@ def test_validate_paths_measures_each_path_from_a_fresh_state(x86_jit: Path, tmp
     header = (out / "accuracy.csv").read_text().splitlines()[0].split(",")
     assert {"rank", "estimate_ns", "measured_ns", "error_pct", "bottleneck", "xdp_action", "packet_bytes"} <= set(header)
     assert (out / "accuracy.png").stat().st_size > 0
+
+
+def test_csum_diff_is_the_running_kernels(x86_jit: Path, tmp_path: Path) -> None:
+    # bpf_csum_diff as the running kernel computes it (folded to 16 bits since Linux 6.12,
+    # csum_partial's 32 bits before): csum_nat's slowest paths, checksum updates whose carries
+    # the packet's bytes decide, end in the kernel as in the interpreter (action, packet, the
+    # 'carries' counters). A result taken for any number made the third and fourth fold steps,
+    # which no such sum needs, the slowest path, and its example one no packet runs.
+    from nicsim import _core
+
+    a = tmp_path / "a"
+    s = _analyze("csum_nat", a, 4)
+    r = nicsim("xdp", "validate", obj("csum_nat"), "--analysis", a, "--paths", "4", "--path-runs", "31",
+               "--packets", "0", "--out", tmp_path / "v", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["paths"]["rows"]
+    assert [x["status"] for x in rows] == ["ok"] * 4, rows
+    # The carries the slowest path's example makes: at most two per fold of a 32-bit sum, none
+    # of a 16-bit one.
+    run = json.loads(_core.xdp_run(obj("csum_nat").read_bytes(), None, bytes.fromhex(s["example_packet_hex"]),
+                                   json.dumps(s["maps"]), 1_000_000))
+    assert run["trace"] == s["path"]["insns"]
+    before = {k: int.from_bytes(bytes.fromhex(v), "little") for k, v in s["maps"]["carries"]["entries"].items()}
+    after = {k: int.from_bytes(bytes.fromhex(v), "little") for k, v in run["maps"]["carries"]["entries"].items()}
+    carries = {int.from_bytes(bytes.fromhex(k), "little"): after[k] - before.get(k, 0) for k in after}
+    release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+    assert all(carries.get(step, 0) == 0 for step in (2, 3)), carries
+    if release >= (6, 12):
+        assert not any(carries.values()), carries
 
 
 def test_fresh_runs_leave_the_maps_as_one_run_does(x86_jit: Path, tmp_path: Path) -> None:

@@ -1956,11 +1956,40 @@ impl<'a> Machine<'a> {
 /// congruent modulo 0xffff (the same checksum once folded to 16 bits), not always the same 32
 /// bits.
 pub fn csum_partial(buf: &[u8], seed: u32) -> u32 {
+    csum_partial_from(buf, u64::from(seed))
+}
+
+/// [`csum_partial`] of a buffer that starts at an odd address, as x86-64's does (its `odd`
+/// case): the first byte is the high byte of a 16-bit word added to the seed rotated by 8 bits,
+/// the rest is summed as at an even address, and the result is folded to 16 bits and its two
+/// bytes swapped. An empty buffer gives the seed.
+pub fn csum_partial_odd(buf: &[u8], seed: u32) -> u32 {
+    let Some((&first, rest)) = buf.split_first() else {
+        return seed;
+    };
+    let start = u64::from(seed.rotate_right(8)) + (u64::from(first) << 8);
+    u32::from(csum_from32to16(csum_partial_from(rest, start)).swap_bytes())
+}
+
+/// `csum_from32to16` (include/net/checksum.h): the two 16-bit halves added with end-around
+/// carry.
+pub fn csum_from32to16(x: u32) -> u16 {
+    (x.wrapping_add(x.rotate_right(16)) >> 16) as u16
+}
+
+/// `csum_add` (include/net/checksum.h): 32-bit addition with end-around carry.
+pub fn csum_add(a: u32, b: u32) -> u32 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u32::from(carry)
+}
+
+/// The loop of [`csum_partial`] from the running 64-bit sum `start`.
+fn csum_partial_from(buf: &[u8], start: u64) -> u32 {
     fn add(sum: u64, x: u64) -> u64 {
         let (s, carry) = sum.overflowing_add(x);
         s + carry as u64
     }
-    let mut sum = seed as u64;
+    let mut sum = start;
     let mut words = buf.chunks_exact(8);
     for w in &mut words {
         let mut b = [0u8; 8];
@@ -2837,8 +2866,10 @@ mod tests {
         // The diff of a field: from ^ to folded into a checksum update, as RFC 1624 does.
         assert_eq!(csum_partial(&[0xff; 4], 0), 0xffff_ffff);
         assert_eq!(csum_partial(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0], 5), 8);
-        // Sizes must be multiples of 4 and fit the 512-byte scratch buffer.
-        let p = prog(
+        // Before Linux 6.12 the sizes must be multiples of 4 and fit the 512-byte scratch
+        // buffer, and the result is csum_partial's 32 bits; since, any size is summed and the
+        // result folded to 16 bits.
+        let mut p = prog(
             &[
                 ldx(W, 3, 1, 0),
                 mov(1, 0),
@@ -2850,6 +2881,12 @@ mod tests {
             ],
             Vec::new(),
         );
+        let folded = u64::from(csum_from32to16(csum_partial(&hdr[..18], 0)));
+        assert_eq!(
+            run_with(&p, &pkt, &mut MapState::new(&p)).unwrap().retval,
+            folded
+        );
+        p.kernel_version = crate::kconfig::kernel_version_code("6.1.0");
         assert_eq!(
             run_with(&p, &pkt, &mut MapState::new(&p)).unwrap().retval as i64,
             -22

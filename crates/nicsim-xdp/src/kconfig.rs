@@ -81,6 +81,13 @@ fn release() -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The running kernel's `KERNEL_VERSION` code ([`kernel_version_code`] of `uname -r`, read
+/// once per process); `None` when its release does not parse.
+pub fn running_version_code() -> Option<u32> {
+    static CODE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *CODE.get_or_init(|| release().as_deref().and_then(kernel_version_code))
+}
+
 /// `KERNEL_VERSION(a, b, c)` of a release such as `6.18.44-fc-v1272` (libbpf's
 /// `get_kernel_version`: the patch level saturates at 255).
 pub fn kernel_version_code(release: &str) -> Option<u32> {

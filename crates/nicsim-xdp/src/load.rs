@@ -301,6 +301,11 @@ pub struct Program {
     /// The BTF file the object's CO-RE relocations were resolved against (`crate::core_reloc`);
     /// `None` for an object without CO-RE relocations.
     pub core_btf: Option<String>,
+    /// The `KERNEL_VERSION` code of the kernel the program is analysed for: the running
+    /// kernel's (`uname -r`), whose verifier checks it and on which x86-jit is calibrated;
+    /// `None` when its release does not parse (taken for a recent kernel). It decides the
+    /// helpers whose results changed between kernels (`bpf_csum_diff`: `crate::helpers::csum`).
+    pub kernel_version: Option<u32>,
 }
 
 /// The name of the synthetic inner map of map of maps `outer` (see [`add_inner_maps`]).
@@ -2453,6 +2458,7 @@ fn load_inner(
         functions,
         pins,
         core_btf,
+        kernel_version: crate::kconfig::running_version_code(),
     })
 }
 

@@ -8,8 +8,8 @@
 //! computed offset (`buf[i]`), its stack also becomes an array term (see `Frame`), so such
 //! loads read exactly what was stored. Helper results the kernel defines exactly (map lookups,
 //! updates and deletes, `adjust_head`/`_tail`/`_meta`, `redirect`, `xdp_load_bytes`/
-//! `_store_bytes`, a ring buffer reservation's null check) are modelled; the others
-//! (`ktime_get_ns` and `_coarse_ns`, random numbers, `csum_diff`, `perf_event_output`,
+//! `_store_bytes`, `csum_diff`, a ring buffer reservation's null check) are modelled; the
+//! others (`ktime_get_ns` and `_coarse_ns`, random numbers, `perf_event_output`,
 //! `ringbuf_output`) are fresh values.
 //!
 //! Principle: never under-approximate feasibility. Whatever is not modelled exactly becomes a
@@ -67,7 +67,7 @@ pub(crate) fn bv64(v: u64) -> String {
 /// folded to one as they are built (the interpreter's arithmetic, `crate::insn`), so a
 /// parser's header offsets reach the solver as numbers: its packet reads are then at constant
 /// indices, which Bitwuzla checks several times faster than the same reads behind sums.
-fn konst(t: &str) -> Option<u64> {
+pub(crate) fn konst(t: &str) -> Option<u64> {
     let h = t.strip_prefix("#x")?;
     if h.len() != 2 && h.len() != 16 {
         return None;

@@ -121,6 +121,7 @@ pub(crate) fn prog(slots: &[Slot], maps: Vec<MapDef>) -> Program {
         functions: Vec::new(),
         pins: Vec::new(),
         core_btf: None,
+        kernel_version: None,
     }
 }
 
