@@ -390,6 +390,26 @@ fn benches() -> Vec<Bench> {
         ],
         vec![("alu64", 6.0)],
     ));
+    // The same over 512 bytes (a map value's): what each byte beyond 64 costs (the target's
+    // `cycles_per_byte` of csum_diff; bpf_csum_diff sums up to 512 bytes before Linux 6.12, any
+    // size since).
+    v.push(Bench {
+        value: true,
+        ..helper(
+            "csum_diff.512",
+            "bpf_csum_diff(512 bytes of an array value, 0 bytes, 0)",
+            vec![map("a", MAP_ARRAY, 4, 512)],
+            vec![
+                mov64_reg(1, 8),
+                mov64_imm(2, 512),
+                mov64_imm(3, 0),
+                mov64_imm(4, 0),
+                mov64_imm(5, 0),
+                call(28),
+            ],
+            vec![("alu64", 5.0)],
+        )
+    });
     v.push(helper(
         "xdp_get_buff_len",
         "bpf_xdp_get_buff_len(ctx)",

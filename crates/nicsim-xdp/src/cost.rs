@@ -654,6 +654,7 @@ fn insn_cost(
                             dram_writes: w.dram_writes.max(c.dram_writes),
                             dram_atomics: w.dram_atomics.max(c.dram_atomics),
                             source: "the worst of the program's maps".into(),
+                            ..Default::default()
                         }
                     });
                     h = Some(&worst);
@@ -688,7 +689,16 @@ fn insn_cost(
                     why,
                 });
             };
-            helper_cost(h, (dr, dw, da))
+            match sized_bytes(p, helper, s) {
+                Some(bytes) => {
+                    let c = helper_cost(h, (dr, dw, da));
+                    InsnCost {
+                        cycles: h.cycles_for_bytes(bytes),
+                        ..c
+                    }
+                }
+                None => helper_cost(h, (dr, dw, da)),
+            }
         }
         Insn::LdAbs => plain(c.alu),
         Insn::Kfunc { id } => {
@@ -804,6 +814,38 @@ fn gathered_cost(
 
 /// A helper's (or kfunc's) cost entry as an instruction's cost: its cycles, and its DRAM
 /// reads, writes and atomics at the target's DRAM cycles for each (`dram_cycles`).
+/// The most bytes a helper whose work grows with a size argument works on at this call (`None`
+/// for other helpers): `csum_diff`'s two sizes (r2 + r4), `xdp_load_bytes`' and
+/// `xdp_store_bytes`' length (r4), as the abstract state bounds them. What the state does not
+/// bound is the most the kernel works on: `csum_diff` 512 bytes before Linux 6.12 (-EINVAL
+/// above), since then the largest buffer the program can pass (a 64 KiB packet, or a larger
+/// map value); the packet helpers 0xffff bytes (-EFAULT above).
+pub(crate) fn sized_bytes(p: &Program, helper: u32, s: &State) -> Option<u64> {
+    let most = |r: usize, cap: u64| match s.regs[r] {
+        Val::Scalar(iv) => iv.hi.min(cap),
+        _ => cap,
+    };
+    match helper {
+        crate::interp::HELPER_CSUM_DIFF => {
+            let cap = if crate::helpers::csum::folds(p.kernel_version) {
+                p.maps
+                    .iter()
+                    .map(|m| u64::from(m.value_size))
+                    .max()
+                    .unwrap_or(0)
+                    .max(1 << 16)
+            } else {
+                u64::from(crate::interp::CSUM_DIFF_MAX_BYTES)
+            };
+            Some((most(2, cap) + most(4, cap)).min(cap))
+        }
+        crate::interp::HELPER_XDP_LOAD_BYTES | crate::interp::HELPER_XDP_STORE_BYTES => {
+            Some(most(4, crate::interp::XDP_BYTES_MAX))
+        }
+        _ => None,
+    }
+}
+
 fn helper_cost(h: &crate::target::HelperCost, (dr, dw, da): (f64, f64, f64)) -> InsnCost {
     let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
     InsnCost {

@@ -241,6 +241,32 @@ pub struct HelperCost {
     /// Where the figure comes from (`paper`, `estimate`, `measured`).
     #[serde(default)]
     pub source: String,
+    /// For a helper whose work grows with a size argument (`csum_diff`, `xdp_load_bytes`,
+    /// `xdp_store_bytes`: `crate::cost::sized_bytes`): the bytes `cycles` covers (default
+    /// [`SIZED_HELPER_BYTES`], what `nicsim xdp calibrate` measures them with).
+    #[serde(default)]
+    pub bytes: Option<u32>,
+    /// ... and the core cycles each byte beyond those costs (default `cycles / bytes`: the
+    /// call's whole cost spread over its bytes, more than a byte costs, never less).
+    #[serde(default)]
+    pub cycles_per_byte: Option<f64>,
+}
+
+/// The bytes a size-dependent helper's `cycles` covers when its entry does not say
+/// ([`HelperCost::bytes`]): the size `nicsim xdp calibrate` times `csum_diff`, `xdp_load_bytes`
+/// and `xdp_store_bytes` with.
+pub const SIZED_HELPER_BYTES: u32 = 64;
+
+impl HelperCost {
+    /// The core cycles of a call that works on `bytes` bytes: `cycles` up to [`HelperCost::bytes`],
+    /// then [`HelperCost::cycles_per_byte`] for each byte more.
+    pub fn cycles_for_bytes(&self, bytes: u64) -> f64 {
+        let covered = self.bytes.unwrap_or(SIZED_HELPER_BYTES).max(1);
+        let per_byte = self
+            .cycles_per_byte
+            .unwrap_or(self.cycles / f64::from(covered));
+        self.cycles + per_byte * bytes.saturating_sub(u64::from(covered)) as f64
+    }
 }
 
 /// A target file that cannot be read or does not describe a target.
@@ -441,11 +467,41 @@ impl Validate for Target {
                 (format!("helpers.{name}.dram_reads"), h.dram_reads),
                 (format!("helpers.{name}.dram_writes"), h.dram_writes),
                 (format!("helpers.{name}.dram_atomics"), h.dram_atomics),
+                (
+                    format!("helpers.{name}.cycles_per_byte"),
+                    h.cycles_per_byte.unwrap_or(0.0),
+                ),
             ]);
+            if h.bytes == Some(0) {
+                return err(format!("helpers.{name}.bytes"), "must be at least 1");
+            }
         }
         if let Some((key, _)) = numbers.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
             return err(key.as_str(), "must be a finite number, not negative");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HelperCost;
+
+    #[test]
+    fn a_sized_helper_costs_its_bytes_beyond_those_measured() {
+        let h = |bytes, cycles_per_byte| HelperCost {
+            cycles: 20.0,
+            bytes,
+            cycles_per_byte,
+            ..HelperCost::default()
+        };
+        // Up to the bytes measured, the call's cost; beyond, the measured cost per byte.
+        let measured = h(None, Some(0.01));
+        assert_eq!(measured.cycles_for_bytes(4), 20.0);
+        assert_eq!(measured.cycles_for_bytes(64), 20.0);
+        assert!((measured.cycles_for_bytes(1024) - 29.6).abs() < 1e-9);
+        // A target that does not say: each byte as the call's bytes cost, 1,024 bytes as 16 calls.
+        assert!((h(None, None).cycles_for_bytes(1024) - 320.0).abs() < 1e-9);
+        assert!((h(Some(128), Some(1.0)).cycles_for_bytes(256) - 148.0).abs() < 1e-9);
     }
 }

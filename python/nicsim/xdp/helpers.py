@@ -58,8 +58,18 @@ KFUNC_FAMILIES = {
 PARTS = {"loop": "(the call, once)", "loop.iteration": "(each callback call)"}
 
 
-def _cost(entry: dict[str, Any], unit: str) -> str:
+#: Helpers whose cost grows with a size argument (nicsim_xdp::cost::sized_bytes): their entry's
+#: `cycles` covers `bytes` (default 64, what the calibration measures), each byte more costs
+#: `cycles_per_byte` (default: the call's cost over its bytes).
+SIZED = {"csum_diff", "xdp_load_bytes", "xdp_store_bytes"}
+
+
+def _cost(entry: dict[str, Any], unit: str, helper: str = "") -> str:
     parts = [f"{entry.get('cycles', 0):g} {unit}"]
+    if helper in SIZED:
+        covered = entry.get("bytes", 64)
+        per_byte = entry.get("cycles_per_byte", entry.get("cycles", 0) / max(covered, 1))
+        parts[0] += f" up to {covered} bytes, {per_byte:.3g} a byte more"
     for key, what in (("dram_reads", "DRAM reads"), ("dram_writes", "DRAM writes"), ("dram_atomics", "DRAM atomics")):
         if entry.get(key):
             parts.append(f"{entry[key]:g} {what}")
@@ -89,7 +99,7 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
                 map_type = f"{map_type.removesuffix('.large')} (over 4,096 entries)"
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
-            row["costs"][tname] = {"text": _cost(entry, unit), "source": entry.get("source", "")}
+            row["costs"][tname] = {"text": _cost(entry, unit, key), "source": entry.get("source", "")}
     from nicsim import _core
 
     modelled = {r["kfunc"]: r["family"] for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]}
