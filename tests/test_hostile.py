@@ -1800,3 +1800,18 @@ def test_a_terminal_that_cannot_show_the_tables_characters_gets_them_escaped(env
                         "--out", tmp_path / "o"], capture_output=True, env={**os.environ, **env}, timeout=300)
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr.decode(errors="replace")
     assert b"\\u2192" in r.stdout or b"->" in r.stdout, r.stdout[:2000]
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    (["xdp", "analyze", "{obj}", "--map-size", "{long}"], "expected NAME=N"),
+    (["run", "{long}.toml"], "too long"),
+])
+def test_a_long_value_is_cut_and_the_reason_kept(args: list[str], reason: str, tmp_path: Path) -> None:
+    # A 5,000-character value quoted whole filled the error line (cut at 1,000 characters,
+    # before it said what was wrong); the value is cut, the reason stays.
+    long = "x" * 5000
+    argv = [a.format(obj=xdp_object("count_min_5"), long=long) for a in args] + ["--out", str(tmp_path / "o")]
+    r = cli(*argv)
+    line = refused(r, reason)
+    assert "more characters" in line and len(line) < 800, line
+    assert not (tmp_path / "o").exists()

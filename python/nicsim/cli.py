@@ -163,10 +163,19 @@ def _root(
 
 #: The longest error line: a message that quotes a huge input (a 100 kB name) is cut.
 MAX_ERROR_CHARS = 1000
+#: The longest word of an error line: a long value it quotes is cut there, so that what the
+#: message says after it (why the value is refused) stays on the line.
+MAX_ERROR_WORD_CHARS = 160
+
+
+def _short_word(w: str) -> str:
+    if len(w) <= MAX_ERROR_WORD_CHARS:
+        return w
+    return w[:MAX_ERROR_WORD_CHARS] + f"…({len(w) - MAX_ERROR_WORD_CHARS:,} more characters)"
 
 
 def _fail(msg: str, code: int = 2) -> NoReturn:
-    msg = " ".join(msg.split())  # one line, whatever the message quoted
+    msg = " ".join(_short_word(w) for w in msg.split())  # one line, whatever the message quoted
     if len(msg) > MAX_ERROR_CHARS:
         msg = msg[:MAX_ERROR_CHARS] + f"… ({len(msg) - MAX_ERROR_CHARS:,} more characters)"
     print(f"nicsim: error: {msg}", file=sys.stderr)

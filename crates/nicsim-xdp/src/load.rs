@@ -1130,9 +1130,64 @@ struct Elf<'a> {
 
 const SHF_EXECINSTR: u64 = 0x4;
 
+/// The first relocation (section, offset) whose target is not a symbol (aya-obj's
+/// "unsupported relocation target", which names neither).
+fn not_symbol_relocation(elf: &Elf) -> Option<(String, u64)> {
+    elf.file.sections().find_map(|sec| {
+        let (offset, _) = sec
+            .relocations()
+            .find(|(_, r)| !matches!(r.target(), object::RelocationTarget::Symbol(_)))?;
+        Some((sec.name().unwrap_or("?").to_string(), offset))
+    })
+}
+
+/// The ELF parser's message `msg` about `bytes`, with where in the file it is when the ELF64
+/// header says: the section header table's offset and size against the file's, or the header of
+/// the section-name table and its type.
+fn elf_error_at(bytes: &[u8], msg: &str) -> String {
+    if bytes.len() < 64 || bytes[..4] != *b"\x7fELF" || bytes[4] != 2 {
+        return msg.to_string();
+    }
+    let le = bytes[5] != 2;
+    let num = |at: usize, n: usize| -> Option<u64> {
+        let b = bytes.get(at..at + n)?;
+        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
+            let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
+            v | (u64::from(x) << shift)
+        }))
+    };
+    let (Some(shoff), Some(entsize), Some(count), Some(names)) =
+        (num(0x28, 8), num(0x3a, 2), num(0x3c, 2), num(0x3e, 2))
+    else {
+        return msg.to_string();
+    };
+    if msg.contains("section header offset") {
+        return format!(
+            "{msg}: the section headers at byte {shoff} ({count} of {entsize} bytes) and the \
+             file of {} bytes (cut short?)",
+            bytes.len()
+        );
+    }
+    if msg.contains("string section type") {
+        let at = shoff.saturating_add(names.saturating_mul(entsize));
+        let kind = usize::try_from(at)
+            .ok()
+            .and_then(|at| num(at.checked_add(4)?, 4));
+        return match kind {
+            Some(t) => format!(
+                "{msg}: section {names} (the section names; its header at byte {at}) has type {t}, \
+                 not 3 (SHT_STRTAB)"
+            ),
+            None => format!("{msg}: section {names} (the section names; its header at byte {at})"),
+        };
+    }
+    msg.to_string()
+}
+
 impl<'a> Elf<'a> {
     fn parse(bytes: &'a [u8]) -> Result<Elf<'a>, LoadError> {
-        let file = object::File::parse(bytes).map_err(|e| LoadError::NotElf(e.to_string()))?;
+        let file = object::File::parse(bytes)
+            .map_err(|e| LoadError::NotElf(elf_error_at(bytes, &e.to_string())))?;
         // e_machine 0 (EM_NONE) is what old LLVM wrote for BPF: libbpf accepts it too
         // (`bpf_object__check_endianness` and its ELF check take `e_machine && e_machine !=
         // EM_BPF` as foreign).
@@ -1950,6 +2005,14 @@ fn load_inner(
                     "section '{}': {rest}",
                     if ext { ".BTF.ext" } else { ".BTF" }
                 )
+            }
+            None if what == "unsupported relocation target" => {
+                not_symbol_relocation(&elf).map_or(what, |(section, offset)| {
+                    format!(
+                        "section '{section}': the relocation at offset {offset:#x} is not to a \
+                         symbol (unsupported relocation target)"
+                    )
+                })
             }
             None => what,
         })

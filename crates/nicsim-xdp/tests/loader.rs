@@ -752,3 +752,59 @@ fn core_relocations_rewrite_the_code_as_libbpf_does() {
         Some(nicsim_xdp::core_reloc::VMLINUX)
     );
 }
+
+#[test]
+fn a_broken_elf_header_table_is_named_by_its_offset() {
+    // Cut before its section headers (which sit at the end of an object), or with the section
+    // names' header made another type: the parser's message, and where in the file.
+    let bytes = obj("count_min_5");
+    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+    let e = nicsim_xdp::load(&bytes[..shoff + 10], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("section headers at byte {shoff}"))
+            && e.contains(&format!("file of {} bytes", shoff + 10)),
+        "{e}"
+    );
+    let mut names_not_strtab = bytes.clone();
+    let names = usize::from(u16::from_le_bytes(bytes[0x3e..0x40].try_into().unwrap()));
+    let at = shoff + 64 * names;
+    names_not_strtab[at + 4..at + 8].copy_from_slice(&1u32.to_le_bytes());
+    let e = nicsim_xdp::load(&names_not_strtab, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "section {names} (the section names; its header at byte {at}) has type 1"
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_relocation_to_no_symbol_is_named_by_its_section_and_offset() {
+    // A relocation of the debug information whose symbol index is 0 (no symbol): aya-obj's
+    // "unsupported relocation target" named neither where nor what. (The program's own
+    // relocations are checked before, naming theirs.)
+    let bytes = obj("count_min_5");
+    let file = object::File::parse(&*bytes).unwrap();
+    let rel = file
+        .sections()
+        .find(|s| s.name().is_ok_and(|n| n.starts_with(".rel.debug")))
+        .expect("a relocation section of the debug information");
+    let (start, _) = rel.file_range().unwrap();
+    let name = rel.name().unwrap().to_string();
+    let mut broken = bytes.clone();
+    // Elf64_Rel: r_offset, then r_info (symbol index in its upper 32 bits).
+    let info = start as usize + 8;
+    broken[info + 4..info + 8].copy_from_slice(&0u32.to_le_bytes());
+    let e = nicsim_xdp::load(&broken, None).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "section '{}': the relocation at offset 0x",
+            name.trim_start_matches(".rel")
+        )) && e.contains("is not to a symbol"),
+        "{e}"
+    );
+}
