@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from pathlib import Path
 
@@ -339,6 +340,12 @@ def test_adjust_meta_is_measured_on_x86_and_refused_with_the_nfp_rule(x86_jit: P
     # (XDP_DROP), p[1] = 0xff -EFAULT (XDP_ABORTED); the packet afterwards compared too.
     ("xdp_bytes", [bytes([o, b1]) + bytes(range(2, 64)) for o in (0, 3, 50, 51, 200) for b1 in (1, 0xff)],
      {0, 1, 3}),
+    # bpf_csum_diff's four results (odd offsets, sizes not multiples of 4, each kind of call)
+    # written into the packet (XDP_TX), from bytes of all ones and zeros (sums of 0 and of 0xffff:
+    # the representations differ) and random ones; a packet too short, XDP_PASS.
+    ("csum_odd", [bytes(63)] + [bytes(random.Random(k).choice(pick) for _ in range(64 + k % 3))
+                                for k, pick in enumerate([(0, 0xff), range(256), (0, 1, 0xfe, 0xff)] * 80)],
+     {2, 3}),
 ])
 def test_helper_programs_return_what_the_kernel_returns(name: str, cases: list[bytes], actions: set[int]) -> None:
     from nicsim import _core

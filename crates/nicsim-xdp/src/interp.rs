@@ -1950,27 +1950,6 @@ impl<'a> Machine<'a> {
 // Arithmetic the helpers share with the kernel
 // ---------------------------------------------------------------------------------------------
 
-/// `csum_partial(buf, len, seed)` as Linux computes it on x86-64 (`csum-partial_64.c`): the
-/// bytes as little-endian 64-bit words (a shorter tail zero-padded) added with end-around
-/// carry to the seed, folded to 32 bits. Other architectures' implementations return a value
-/// congruent modulo 0xffff (the same checksum once folded to 16 bits), not always the same 32
-/// bits.
-pub fn csum_partial(buf: &[u8], seed: u32) -> u32 {
-    csum_partial_from(buf, u64::from(seed))
-}
-
-/// [`csum_partial`] of a buffer that starts at an odd address, as x86-64's does (its `odd`
-/// case): the first byte is the high byte of a 16-bit word added to the seed rotated by 8 bits,
-/// the rest is summed as at an even address, and the result is folded to 16 bits and its two
-/// bytes swapped. An empty buffer gives the seed.
-pub fn csum_partial_odd(buf: &[u8], seed: u32) -> u32 {
-    let Some((&first, rest)) = buf.split_first() else {
-        return seed;
-    };
-    let start = u64::from(seed.rotate_right(8)) + (u64::from(first) << 8);
-    u32::from(csum_from32to16(csum_partial_from(rest, start)).swap_bytes())
-}
-
 /// `csum_from32to16` (include/net/checksum.h): the two 16-bit halves added with end-around
 /// carry.
 pub fn csum_from32to16(x: u32) -> u16 {
@@ -1983,13 +1962,17 @@ pub fn csum_add(a: u32, b: u32) -> u32 {
     s + u32::from(carry)
 }
 
-/// The loop of [`csum_partial`] from the running 64-bit sum `start`.
-fn csum_partial_from(buf: &[u8], start: u64) -> u32 {
+/// `csum_partial(buf, len, seed)` as Linux computes it on x86-64 (`csum-partial_64.c`): the
+/// bytes as little-endian 64-bit words (a shorter tail zero-padded) added with end-around
+/// carry to the seed, folded to 32 bits. Other architectures' implementations return a value
+/// congruent modulo 0xffff (the same checksum once folded to 16 bits), not always the same 32
+/// bits.
+pub fn csum_partial(buf: &[u8], seed: u32) -> u32 {
     fn add(sum: u64, x: u64) -> u64 {
         let (s, carry) = sum.overflowing_add(x);
         s + carry as u64
     }
-    let mut sum = start;
+    let mut sum = u64::from(seed);
     let mut words = buf.chunks_exact(8);
     for w in &mut words {
         let mut b = [0u8; 8];

@@ -6,7 +6,8 @@
 //!   `csum_partial`, x86-64's 32-bit sum (sizes not multiples of 4, or above 512 bytes
 //!   together, -EINVAL);
 //! - since 6.12 (net/core/filter.c, "bpf: bpf_csum_diff: optimize and homogenize for all
-//!   archs"): `csum_partial` of the buffers themselves, `to` less `from`, folded to 16 bits
+//!   archs"): `csum_partial` of the buffers themselves (wherever they lie: x86-64 sums a
+//!   buffer at an odd address as any other since Linux 6.8), `to` less `from`, folded to 16 bits
 //!   (`csum_from32to16`), whatever the sizes.
 
 use crate::helpers::Helper;
@@ -41,14 +42,11 @@ mod run {
             let (to, to_size) = (self.regs[3], self.regs[4] as u32);
             let seed = self.regs[5] as u32;
             if super::folds(self.p.kernel_version) {
-                // csum_partial of each buffer where it lies (an odd address: x86-64's odd case).
+                // csum_partial of each buffer where it lies (x86-64's has summed a buffer at an
+                // odd address as any other since "x86/csum: Remove unnecessary odd handling",
+                // Linux 6.8, before 6.12's bpf_csum_diff passed it one).
                 let partial = |m: &mut Self, at: u64, size: u32, seed: u32| {
-                    let bytes = m.read(pc, at, size as usize)?;
-                    Ok::<u32, Fault>(if at & 1 == 1 {
-                        csum_partial_odd(&bytes, seed)
-                    } else {
-                        csum_partial(&bytes, seed)
-                    })
+                    Ok::<u32, Fault>(csum_partial(&m.read(pc, at, size as usize)?, seed))
                 };
                 let ret = match (from_size > 0, to_size > 0) {
                     (true, true) => {
@@ -94,8 +92,8 @@ mod sym {
 
     impl Sym<'_> {
         /// bpf_csum_diff(from, from_size, to, to_size, seed), as the module says, from the
-        /// bytes the pointers reach; sizes that are not constants, or (since 6.12) a buffer at
-        /// an odd or unknown offset, give a fresh value (16 bits since 6.12).
+        /// bytes the pointers reach; sizes that are not constants give a fresh value (16 bits
+        /// since 6.12).
         ///
         /// x86-64's `csum_partial` of 32-bit words (a shorter tail zero-padded) and a seed is
         /// their sum folded twice, high half onto low (`folded`): both give 0 for a sum of 0
@@ -126,13 +124,6 @@ mod sym {
                 let mut words = self.words(from, from_size, true);
                 words.extend(self.words(to, to_size, false));
                 return V::S(self.partial(&seed, &words));
-            }
-            // Each buffer where it lies: its offset must be even (x86-64 sums an odd one
-            // otherwise) and known.
-            let even =
-                |v: &V, size: u64| size == 0 || matches!(v, V::P(_, _, Some(k)) if k % 2 == 0);
-            if !even(from, from_size) || !even(to, to_size) {
-                return self.fresh_csum(folds);
             }
             let ret = match (from_size > 0, to_size > 0) {
                 (true, true) => {
