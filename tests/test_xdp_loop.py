@@ -67,6 +67,23 @@ def test_the_slowest_path_walks_every_option(tmp_path: Path) -> None:
     assert fast["guarantee"]["pps"] > slow["guarantee"]["pps"]
 
 
+def test_a_counter_kept_across_a_call_bounds_its_loop(tmp_path: Path) -> None:
+    # loop_call_counter: `for (i = 0; i < 4; i++)` with a bpf-to-bpf call in its body, the counter
+    # in a callee-saved register. Each return restores it from its own iteration's call site:
+    # the bound is evident (the loop runs its body at most 4 times: 3 back edges), and the
+    # slowest path runs it four times, its example doing so in the interpreter.
+    from nicsim import _core
+
+    s = analyze("loop_call_counter", tmp_path / "a")
+    assert [(lp["bound"], lp["evident"]) for lp in s["graph"]["loops"]] == [(3, True)]
+    assert s["guarantee"]["status"] == "ssp"
+    assert s["path"]["insns"].count(call_pc(s)[0]) == 4  # the loop's head, once an iteration
+    data = xdp_object("loop_call_counter").read_bytes()
+    run = json.loads(_core.xdp_run(data, None, bytes.fromhex(s["example_packet_hex"]), json.dumps(s["maps"]),
+                                   100_000))
+    assert run["trace"] == s["path"]["insns"]
+
+
 BPF_MAX_LOOPS = 1 << 23
 
 

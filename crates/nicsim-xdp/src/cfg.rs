@@ -1053,9 +1053,14 @@ fn find_bound(
     let order = body_order(g, lp);
     let is_back = |u: u32, k: usize| lp.back.contains(&(u, k));
     let mut local: HashMap<u32, State> = HashMap::new();
+    // The states of this iteration's bpf-to-bpf call sites, which their callees' returns
+    // restore r6-r10 from (the whole graph's state there joins every iteration's: a counter
+    // kept in r9 across a call came back unknown, and the loop had "no evident bound").
+    let mut callers: HashMap<u32, State> = HashMap::new();
     let mut feasible = Feasible::new(g, lp);
     for k in 0..=max_iterations {
         local.clear();
+        callers.clear();
         feasible.push_iteration();
         local.insert(lp.header, cur.clone());
         let mut next: Option<State> = None;
@@ -1064,7 +1069,21 @@ fn find_bound(
             let Some(s) = local.remove(&u) else {
                 continue;
             };
-            for (idx, to, t) in out_states(g, p, u, &s, |c| at.get(c as usize).cloned().flatten()) {
+            let caller = |c: u32| {
+                callers
+                    .get(&c)
+                    .cloned()
+                    .or_else(|| at.get(c as usize).cloned().flatten())
+            };
+            let outs = out_states(g, p, u, &s, caller);
+            if g.nodes[u as usize]
+                .succ
+                .iter()
+                .any(|e| e.kind == EdgeKind::Call)
+            {
+                callers.insert(u, s);
+            }
+            for (idx, to, t) in outs {
                 feasible.insert(u, idx);
                 if is_back(u, idx) {
                     next = Some(match next {
@@ -1075,9 +1094,9 @@ fn find_bound(
                     local.entry(to).and_modify(|x| *x = x.join(&t)).or_insert(t);
                 }
             }
-            // (The table's capacity: what it holds allocated.)
-            if local.capacity() > max_local {
-                return Err(local.capacity());
+            // (The tables' capacity: what they hold allocated.)
+            if local.capacity() + callers.capacity() > max_local {
+                return Err(local.capacity() + callers.capacity());
             }
         }
         match next {
