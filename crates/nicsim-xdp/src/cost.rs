@@ -812,8 +812,6 @@ fn gathered_cost(
     })
 }
 
-/// A helper's (or kfunc's) cost entry as an instruction's cost: its cycles, and its DRAM
-/// reads, writes and atomics at the target's DRAM cycles for each (`dram_cycles`).
 /// The most bytes a helper whose work grows with a size argument works on at this call (`None`
 /// for other helpers): `csum_diff`'s two sizes (r2 + r4), `xdp_load_bytes`' and
 /// `xdp_store_bytes`' length (r4), as the abstract state bounds them. What the state does not
@@ -846,6 +844,8 @@ pub(crate) fn sized_bytes(p: &Program, helper: u32, s: &State) -> Option<u64> {
     }
 }
 
+/// A helper's (or kfunc's) cost entry as an instruction's cost: its cycles, and its DRAM
+/// reads, writes and atomics at the target's DRAM cycles for each (`dram_cycles`).
 fn helper_cost(h: &crate::target::HelperCost, (dr, dw, da): (f64, f64, f64)) -> InsnCost {
     let dram = h.dram_reads * dr + h.dram_writes * dw + h.dram_atomics * da;
     InsnCost {
