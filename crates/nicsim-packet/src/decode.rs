@@ -1621,8 +1621,8 @@ fn udp_end(frame: &[u8], l4: usize, end: usize, ipv6: bool) -> Option<usize> {
 }
 
 /// The tunnel a UDP payload at `at` (ending at `end`) on port `port` is, as [`inner`] gives
-/// it, the last its payload's end where the tunnel's own length puts it (`usize::MAX`: it has
-/// none).
+/// it, but with, last, where the tunnel's own length field ends its payload (`usize::MAX`: it
+/// has none).
 fn udp_tunnel(
     frame: &[u8],
     port: u16,
