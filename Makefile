@@ -209,7 +209,8 @@ PYTEST_WORKERS ?= auto
 # The Rust tests then run beside pytest (their output, in $(RUST_TEST_LOG), is shown after
 # pytest's; either failing fails `make test`): each leaves time the other fills (a test binary
 # whose tests run one at a time, a pytest worker waiting for Ray or a subprocess), about a minute
-# on the 2-core machine (BENCHMARKS.md, "make test from a clean clone").
+# on the 2-core machine (BENCHMARKS.md, "make test from a clean clone"). They run at a lower
+# priority (nice 5), so that pytest's Ray cluster, slow to start on a busy machine, comes first.
 TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
 RUST_TEST_LOG := $(CARGO_TARGET_DIR)/cargo-test.log
 test:
@@ -220,7 +221,7 @@ test:
 	rm -rf $(TEST_CALIBRATION) && $(PY) tests/calibration.py $(TEST_CALIBRATION)
 	@echo "nicsim: cargo test runs beside pytest; its output follows pytest's (and is in $(RUST_TEST_LOG))"
 	@NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  $(CARGO) test --profile test-release --workspace >$(RUST_TEST_LOG) 2>&1 & rust=$$!; \
+	  nice -n 5 $(CARGO) test --profile test-release --workspace >$(RUST_TEST_LOG) 2>&1 & rust=$$!; \
 	py=0; NICSIM_TEST_CALIBRATION=$(TEST_CALIBRATION) NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
 	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests || py=$$?; \
 	rs=0; wait $$rust || rs=$$?; \
