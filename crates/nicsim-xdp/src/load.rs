@@ -1150,7 +1150,7 @@ fn elf_error_at(bytes: &[u8], msg: &str) -> String {
     }
     let le = bytes[5] != 2;
     let num = |at: usize, n: usize| -> Option<u64> {
-        let b = bytes.get(at..at + n)?;
+        let b = bytes.get(at..at.checked_add(n)?)?;
         Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
             let shift = if le { 8 * i } else { 8 * (n - 1 - i) };
             v | (u64::from(x) << shift)
