@@ -96,7 +96,7 @@ mod sym {
         /// since 6.12).
         ///
         /// x86-64's `csum_partial` of 32-bit words (a shorter tail zero-padded) and a seed is
-        /// their sum folded twice, high half onto low (`folded`): both give 0 for a sum of 0
+        /// their sum folded twice, high half onto low: both give 0 for a sum of 0
         /// and otherwise the number in 1..=2^32-1 congruent to the sum modulo 2^32-1, as the
         /// adds with end-around carry keep it (`csum_diff_is_csum_partial` tests it).
         pub(crate) fn csum_diff(&mut self, from: &V, from_size: &V, to: &V, to_size: &V) -> V {
@@ -217,26 +217,32 @@ mod sym {
 mod tests {
     use crate::interp::{csum_add, csum_from32to16, csum_partial};
 
-    /// The symbolic executor's number for `words` and `seed`: their sum folded twice.
-    fn folded(words: &[u32], seed: u32) -> u32 {
-        let mut sum = u64::from(seed) + words.iter().map(|&w| u64::from(w)).sum::<u64>();
-        for _ in 0..2 {
-            sum = (sum & 0xffff_ffff) + (sum >> 32);
+    /// Numbers drawn by xorshift from `seed`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
         }
-        u32::try_from(sum).expect("two folds leave 32 bits")
+    }
+
+    fn fold(x: u64, bits: u32) -> u64 {
+        (x & ((1 << bits) - 1)) + (x >> bits)
+    }
+
+    /// The symbolic executor's x86-64 `csum_partial`: the words and the seed summed, folded
+    /// twice.
+    fn partial(words: &[u32], seed: u32) -> u64 {
+        let sum = u64::from(seed) + words.iter().map(|&w| u64::from(w)).sum::<u64>();
+        fold(fold(sum, 32), 32)
     }
 
     #[test]
     fn csum_diff_is_csum_partial() {
         // Buffers of 0 to 128 words (bpf_csum_diff's 512 bytes), drawn by xorshift: random
         // words, and words of all zeros and all ones (a sum of 0, carries at every add).
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for case in 0..20_000 {
             let n = (next() % 129) as usize;
             let words: Vec<u32> = (0..n)
@@ -254,42 +260,25 @@ mod tests {
             };
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             assert_eq!(
-                csum_partial(&bytes, seed),
-                folded(&words, seed),
+                u64::from(csum_partial(&bytes, seed)),
+                partial(&words, seed),
                 "words {words:x?}, seed {seed:#x}"
             );
         }
-    }
-
-    fn fold(x: u64, bits: u32) -> u64 {
-        (x & ((1 << bits) - 1)) + (x >> bits)
-    }
-
-    /// The symbolic executor's x86-64 `csum_partial`: the words and the seed summed, folded
-    /// twice.
-    fn partial(words: &[u32], seed: u32) -> u64 {
-        let sum = u64::from(seed) + words.iter().map(|&w| u64::from(w)).sum::<u64>();
-        fold(fold(sum, 32), 32)
     }
 
     #[test]
     fn the_symbolic_form_since_6_12_is_the_kernels() {
         // to less from, to alone, from alone, neither: the symbolic executor's arithmetic
         // against the interpreter's (csum_partial, csum_add, csum_from32to16 as the kernel's).
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for case in 0..20_000 {
             let (fl, tl) = ((next() % 41) as usize, (next() % 41) as usize);
             let mut draw = |n: usize| -> Vec<u8> {
                 (0..n)
                     .map(|_| match case % 3 {
                         0 => 0xff,
-                        1 if next() % 2 == 0 => 0,
+                        1 if next().is_multiple_of(2) => 0,
                         _ => next() as u8,
                     })
                     .collect()
