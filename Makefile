@@ -213,15 +213,19 @@ PYTEST_WORKERS ?= auto
 # priority (nice 5), so that pytest's Ray cluster, slow to start on a busy machine, comes first.
 TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
 RUST_TEST_LOG := $(CARGO_TARGET_DIR)/cargo-test.log
+# The libraries' unit tests and the integration tests: not the examples (profiling tools that no
+# test runs, a quarter of the test build's time; `make lint` checks them with clippy) nor
+# doc-tests (there are none).
+RUST_TEST_TARGETS := --lib --tests
 test:
 	$(MAKE) -j2 develop system-tools $(VENV)/.deps-ray PGO=$(PGO) CARGO_PROFILE=test-release
 	$(MAKE) -j2 test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
 	NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  $(CARGO) test --profile test-release --workspace --no-run
+	  $(CARGO) test --profile test-release --workspace $(RUST_TEST_TARGETS) --no-run
 	rm -rf $(TEST_CALIBRATION) && $(PY) tests/calibration.py $(TEST_CALIBRATION)
 	@echo "nicsim: cargo test runs beside pytest; its output follows pytest's (and is in $(RUST_TEST_LOG))"
 	@NICSIM_FLOW_CAPTURES=$(VETH_CAPTURES) RUSTFLAGS="$(BUILD_RUSTFLAGS)" \
-	  nice -n 5 $(CARGO) test --profile test-release --workspace >$(RUST_TEST_LOG) 2>&1 & rust=$$!; \
+	  nice -n 5 $(CARGO) test --profile test-release --workspace $(RUST_TEST_TARGETS) >$(RUST_TEST_LOG) 2>&1 & rust=$$!; \
 	py=0; NICSIM_TEST_CALIBRATION=$(TEST_CALIBRATION) NICSIM_WHEEL_DIR=$(WHEEL_DIR) \
 	  $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests || py=$$?; \
 	rs=0; wait $$rust || rs=$$?; \
@@ -240,7 +244,7 @@ bench: develop xdp-suite
 	$(PY) benches/run.py
 
 lint: $(VENV)/.deps
-	$(CARGO) clippy --workspace --release -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	$(CARGO) fmt --all --check
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace -q
 	$(VENV)/bin/ruff check python tests benches

@@ -62,7 +62,7 @@ def test_the_installed_package_is_not_the_checkout(installed: tuple[Path, dict[s
     ["flexpipe", "--quick", "-j", "2"],
     ["router", "--quick", "--no-beyond", "-j", "2"],
     ["flowmem", "--quick"],
-    ["xdp", "--quick", "--nfp-only", "--timeout", "10"],
+    ["xdp", "--quick", "--nfp-only", "--timeout", "3"],
 ])
 def test_every_reproduce_runs_from_the_wheel(installed: tuple[Path, dict[str, str]], tmp_path: Path,
                                              args: list[str]) -> None:

@@ -67,7 +67,7 @@ def reproduce_xdp(
                                         "and 20 stages).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=in_range(0, MAX_SECONDS),
                                            help="Seconds each analysis may search for its SSP (path explosion: "
-                                           "see --quick).")] = 60.0,
+                                           "60 s, 5 s with --quick, never more than this).")] = 60.0,
     nfp_only: Annotated[bool, typer.Option("--nfp-only", help="Leave out the x86-jit analyses (and the "
                                            "calibration they need on a new machine).")] = False,
     paper_objects: Annotated[Path | None, typer.Option(

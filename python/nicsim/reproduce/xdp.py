@@ -30,7 +30,7 @@ from nicsim import ui
 from nicsim.errors import InputError
 from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
-from nicsim.xdp.suite import FIG7, FIG8_STAGES, SUITE, object_path
+from nicsim.xdp.suite import FIG7, FIG8_STAGES, SUITE, explosion_search_s, object_path
 
 TARGETS = ("nfp", "x86-jit")
 #: Within this share, a guarantee "equals" the naive bound (Table 2's equal rows differ by < 0.5 %).
@@ -303,17 +303,16 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"{mark}  {c['claim']}: {c['detail']}")
 
 
-def main(out: Path, quick: bool = False, timeout_s: float = 60.0, explosion_timeout_s: float | None = None,
-         targets: tuple[str, ...] = TARGETS, force: bool = False) -> dict[str, Any]:
+def main(out: Path, quick: bool = False, timeout_s: float = 60.0, targets: tuple[str, ...] = TARGETS,
+         force: bool = False) -> dict[str, Any]:
     console = report_console()
     from nicsim.xdp.calibrate import default_path
     from nicsim.xdp.suite import objects_dir
 
     output = OutputDir(out, inputs=[objects_dir(), default_path()], force=force)
     output.check()  # before the analyses, not after them
-    if explosion_timeout_s is None:
-        explosion_timeout_s = 5.0 if quick else 60.0
-    summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_timeout_s, targets=targets, quick=quick)
+    summary = run(timeout_s=timeout_s, explosion_timeout_s=explosion_search_s(quick, timeout_s), targets=targets,
+                  quick=quick)
     with output as o:
         o.summary(summary)
         o.csv("table.csv", summary["table"])

@@ -38,6 +38,7 @@ from rich.table import Table
 from nicsim.errors import InputError
 from nicsim.output import OutputDir, figures
 from nicsim.reproduce import report_console
+from nicsim.xdp.suite import explosion_search_s
 
 TABLE_CSV = Path(__file__).resolve().parents[1] / "xdp" / "paper_table2.csv"
 EQUAL = 0.01  # within this share, a guarantee equals the naive bound (as in nicsim.reproduce.xdp)
@@ -249,7 +250,7 @@ def main(out: Path, folder: Path, quick: bool = False, timeout_s: float = 60.0, 
         raise InputError(f"{nfp_pred}: not an executable file (--nfp-pred takes the artifacts' build/nfp-estimator)")
     output = OutputDir(out, inputs=[*objs, *filter(None, [target_file("nfp")]), TABLE_CSV], force=force)
     output.check()
-    summary = run(folder, quick=quick, timeout_s=timeout_s, explosion_timeout_s=5.0 if quick else 60.0,
+    summary = run(folder, quick=quick, timeout_s=timeout_s, explosion_timeout_s=explosion_search_s(quick, timeout_s),
                   workers=workers, executor=executor, nfp_pred=nfp_pred)
     killed = summary.pop("_killed", None)
     with output as o:

@@ -52,6 +52,12 @@ FIG7 = ("parser", "quic_lb_v6", "dns_cache", "path_explosion")
 FIG8_STAGES = tuple(range(1, 21))
 
 
+def explosion_search_s(quick: bool, timeout_s: float) -> float:
+    """How long `nicsim reproduce xdp` searches the path-explosion program: the paper's 60 s
+    (Table 3: it times out), 5 s with --quick; never longer than --timeout gives the others."""
+    return min(timeout_s, 5.0 if quick else 60.0)
+
+
 def objects_dir() -> Path:
     """Where the suite's objects are: $NICSIM_XDP_OBJS; else, in a source checkout,
     <repo>/target/xdp (`make xdp-suite`); else, installed, nicsim's cache
