@@ -79,14 +79,19 @@ impl LatStats {
             };
         }
         let us = |t: f64| t / tb.ticks_per_us() as f64;
+        let (min, max) = (us(self.min as f64), us(self.max as f64));
+        // The histogram gives the highest value of the percentile's bucket (3 significant
+        // digits), which for few samples can lie past the largest one recorded: a percentile
+        // of the recorded values lies within [min, max], and the bucket's value is cut to it.
+        let pct = |q: f64| (self.hist.value_at_quantile(q) as f64 / 1e3).clamp(min, max);
         LatSummary {
             packets: self.n,
             us: Some(LatUs {
                 mean: us(self.mean_ticks()),
-                min: us(self.min as f64),
-                p50: self.hist.value_at_quantile(0.5) as f64 / 1e3,
-                p99: self.hist.value_at_quantile(0.99) as f64 / 1e3,
-                max: us(self.max as f64),
+                min,
+                p50: pct(0.5),
+                p99: pct(0.99),
+                max,
             }),
         }
     }
@@ -127,6 +132,35 @@ pub struct LatUs {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn percentiles_lie_between_min_and_max() {
+        // A few samples whose histogram bucket reaches past the largest (9,496 ns: the bucket
+        // of 3 significant digits ends at 9,503 ns), and drawn ones (xorshift).
+        let tb = Timebase::for_clocks_mhz(&[1000]);
+        let per_ns = tb.ticks_per_us() as f64 / 1e3;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for case in 0..2_000 {
+            let mut s = LatStats::default();
+            let n = if case == 0 { 1 } else { 1 + (x % 5) as usize };
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let ns = if case == 0 { 9_496 } else { 1 + x % 50_000_000 };
+                s.record((ns as f64 * per_ns) as u64, ns);
+            }
+            let u = s.summary(&tb).us.unwrap();
+            assert!(
+                u.min <= u.p50 && u.p50 <= u.p99 && u.p99 <= u.max,
+                "{case}: {} {} {} {}",
+                u.min,
+                u.p50,
+                u.p99,
+                u.max
+            );
+        }
+    }
 
     #[test]
     fn empty_and_filled() {
