@@ -187,6 +187,8 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
     "map_in_map_acl", "ld_map_in_map", "mim_zero", "mim_fallback",  # maps of maps
     "xdp_bytes",  # not fib_router: its slowest path needs a route, and the interpreter has no FIB
     "csum_nat",  # bpf_csum_diff's result, as the kernel computes it
+    "map_presence",  # keys a delete or an update needs present (or absent) before the run
+    "map_insert_fails",  # an insert that fails: a present key, not a full map, which no example can give
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim import _core
@@ -360,6 +362,29 @@ def test_helper_programs_return_what_the_kernel_returns(name: str, cases: list[b
         assert bytes.fromhex(got["packet_hex"]) == bytes(want_pkt), pkt.hex()
         seen.add(want)
     assert seen == actions
+
+
+def test_queue_stack_and_bloom_maps_are_the_kernels() -> None:
+    # Queue, stack and bloom filter maps through bpf_map_push_elem, _pop_elem and _peek_elem
+    # (tests/xdp/queue_stack.c writes every result and value into the packet): each count of
+    # pushes (0 to 7, into maps of 4) with each flag (BPF_ANY; BPF_NOEXIST and 3, -EINVAL; BPF_EXIST,
+    # the oldest dropped when full), a bloom filter asked for a member and for another value, then
+    # random packets; each run on a freshly loaded program (a bloom filter keeps its members).
+    from nicsim import _core
+
+    data = obj("queue_stack").read_bytes()
+    rng = random.Random(3)
+    results = set()
+    for k in range(96):
+        pkt = bytearray(rng.randrange(256) for _ in range(64))
+        if k < 64:
+            pkt[0], pkt[1], pkt[12], pkt[13] = k & 7, (k >> 3) & 3, (k >> 5) & 1, (k >> 2) & 1
+        want, _dur, want_pkt = _core.XdpKernel(data, None, "").run(bytes(pkt), 1)
+        got = json.loads(_core.xdp_run(data, None, bytes(pkt), "{}", 100_000))
+        assert (got["retval"], bytes.fromhex(got["packet_hex"])) == (want, bytes(want_pkt)), pkt.hex()
+        results |= {b - 256 if b > 127 else b for b in bytes(want_pkt)[14:32]}
+    # Every outcome was met: success, -ENOENT (empty, not a member), -E2BIG (full), -EINVAL.
+    assert {0, -2, -7, -22} <= results, results
 
 
 def test_kfunc_programs_are_not_loaded_into_the_kernel() -> None:

@@ -179,3 +179,19 @@ def test_a_sweep_keeps_an_analysis_whose_solver_failed_and_warns(tmp_path: Path)
     for p in s["points"]:
         assert p["summary"]["stopped"] == "error" and p["summary"]["guarantee"]["status"] == "timeout"
         assert any(w.startswith(p["object"]) and "the solver failed on path" in w for w in warnings), r.stderr
+
+
+@pytest.mark.parametrize("solver", ["bitwuzla", "z3"])
+def test_a_check_that_adds_nothing_checks_the_same_query(solver: str) -> None:
+    # The example's model is sought with preferences first and, when they cannot hold, again
+    # with nothing added (ssp.rs `model`): Bitwuzla's parser refused the empty text, and the
+    # analysis of two test programs stopped there ("argument 'input' must not be an empty string").
+    from nicsim.xdp.solver import Z3, Bitwuzla
+
+    slv = Bitwuzla() if solver == "bitwuzla" else Z3()
+    assert slv.check("(declare-const x (_ BitVec 8))\n(assert (= x #x07))\n") == "sat"
+    assert slv.check_also("(assert (= x #x08))\n") == "unsat"
+    slv.done()
+    assert slv.check_also("") == "sat"
+    assert slv.values(["x"]) == [7]
+    slv.done()

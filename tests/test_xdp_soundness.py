@@ -131,14 +131,14 @@ def test_stream_variants_take_the_path_in_the_state_they_evolve(x86_jit: Path, t
 # The sweep: the suite (path explosion's search times out before any path, so it has none to
 # validate), the load balancer and option walker, and test programs of mechanisms the
 # suite does not have (packet growth, maps of maps and a map picked by CPU, tail calls, a VLAN
-# walk, configuration in writable global data; bpf_loop's paths, costed at their bound of
+# walk, configuration in writable global data, queue, stack and bloom filter maps; bpf_loop's paths, costed at their bound of
 # iterations, measure 95 % under: make soundness). Each: an x86-jit analysis with its 5 slowest paths, and `validate --paths 5` with
 # 21 fresh runs and the stream of each path. Measured: 3 to 10 s a program on the 2-core VM.
 # `make soundness` (NICSIM_SOUNDNESS_ALL=1) sweeps every test program of tests/xdp/ as well;
 # docs/xdp.md, "The soundness sweep", has what it found.
 SWEEP = ("parser", "dos_filter", "quic_lb_v4", "quic_lb_v6", "rtp_alaw", "rtp_alaw_opt", "dns_cache", "count_min_5",
          "count_min_10", "l4_lb", "tcp_opts_walk", "ipip_encap", "map_in_map_acl", "mim_fallback", "tail_lb",
-         "vlan_stack", "helpers_syncookie", "data_config")
+         "vlan_stack", "helpers_syncookie", "data_config", "queue_stack")
 SWEEP_ALL = os.environ.get("NICSIM_SOUNDNESS_ALL") == "1"
 TEST_PROGRAMS = sorted(p.stem for p in (Path(__file__).parent / "xdp").glob("*.c"))
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::insn::Raw;
 use crate::kernel::{Kernel, KernelError};
 use crate::load::{
-    MapDef, MAP_ARRAY, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY, MAP_PERCPU_HASH,
+    MapDef, MAP_ARRAY, MAP_BLOOM_FILTER, MAP_DEVMAP, MAP_HASH, MAP_LRU_HASH, MAP_PERCPU_ARRAY,
+    MAP_PERCPU_HASH, MAP_QUEUE,
 };
 
 /// A measured class: nanoseconds per instruction (or helper call) and what was run.
@@ -328,6 +329,72 @@ fn benches() -> Vec<Bench> {
         update(8),
         setup_update,
     ));
+    // Queue and bloom filter maps (kernel/bpf/queue_stack_maps.c, bloom_filter.c): helper
+    // `id` on map 0 with the 8-byte value at fp-64 and flags r3 = `flags`.
+    let qcall = |id: i32, flags: i32| {
+        let mut b = ld_map(1, 0).to_vec();
+        b.extend([
+            mov64_reg(2, 10),
+            add64_imm(2, -64),
+            mov64_imm(3, flags),
+            call(id),
+        ]);
+        b
+    };
+    let setup_q = vec![("ld_imm64", 1.0), ("alu64", 3.0)];
+    // A push into a full queue of one entry with BPF_EXIST: the oldest dropped, the value copied.
+    let mut h = helper(
+        "map_push_elem.queue",
+        "bpf_map_push_elem(queue of 1 entry, full, BPF_EXIST: the oldest dropped)",
+        vec![map("q", MAP_QUEUE, 0, 8)],
+        qcall(87, 2),
+        setup_q.clone(),
+    );
+    h.entries = vec![(0, Vec::new(), vec![0; 8])];
+    v.push(h);
+    // A pop of the entry just pushed (the push's cost, measured above, subtracted).
+    let mut body = qcall(87, 2);
+    body.extend(qcall(88, 0));
+    let mut setup = setup_q.clone();
+    setup.extend([
+        ("map_push_elem.queue", 1.0),
+        ("ld_imm64", 1.0),
+        ("alu64", 3.0),
+    ]);
+    v.push(helper(
+        "map_pop_elem.queue",
+        "bpf_map_pop_elem(queue of one entry) after a push",
+        vec![map("q", MAP_QUEUE, 0, 8)],
+        body,
+        setup,
+    ));
+    let mut h = helper(
+        "map_peek_elem.queue",
+        "bpf_map_peek_elem(queue of 1 entry)",
+        vec![map("q", MAP_QUEUE, 0, 8)],
+        qcall(89, 0),
+        setup_q.clone(),
+    );
+    h.entries = vec![(0, Vec::new(), vec![0; 8])];
+    v.push(h);
+    // A bloom filter of the kernel's default 5 hash functions: a push sets 5 bits, a peek of a
+    // member tests all 5 (a value not pushed stops at its first clear bit).
+    v.push(helper(
+        "map_push_elem.bloom_filter",
+        "bpf_map_push_elem(bloom filter, 8-byte value, 5 hash functions)",
+        vec![map("b", MAP_BLOOM_FILTER, 0, 8)],
+        qcall(87, 0),
+        setup_q.clone(),
+    ));
+    let mut h = helper(
+        "map_peek_elem.bloom_filter",
+        "bpf_map_peek_elem(bloom filter, a member: 5 bits tested)",
+        vec![map("b", MAP_BLOOM_FILTER, 0, 8)],
+        qcall(89, 0),
+        setup_q,
+    );
+    h.entries = vec![(0, Vec::new(), vec![0; 8])];
+    v.push(h);
     for (name, id) in [
         ("ktime_get_ns", 5),
         ("ktime_get_coarse_ns", 160),

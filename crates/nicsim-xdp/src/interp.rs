@@ -390,6 +390,15 @@ pub(crate) enum Kind {
     /// perf event array, ring buffer: events for user space; the program only outputs to them
     /// (`bpf_perf_event_output`, `bpf_ringbuf_*`), nothing it reads. They hold no entries.
     Events,
+    /// queue (`lifo` false) and stack: values without keys (kernel/bpf/queue_stack_maps.c).
+    /// Entries are kept under 8-byte big-endian sequence numbers, oldest first; user space
+    /// and the maps' JSON name them by position (4 bytes big-endian, 0 the oldest).
+    Queue { lifo: bool },
+    /// bloom_filter (kernel/bpf/bloom_filter.c): the values pushed, as an exact set, under the
+    /// value itself (the kernel's bit array may also answer "maybe present" for a value never
+    /// pushed, at the filter's false-positive rate; its hash seed is random, so which values
+    /// those are cannot be known here). Named by position as a queue is.
+    Bloom,
     /// Not modelled, or larger than the kernel allows (`MapStore::unsupported` says which).
     Unsupported,
 }
@@ -445,6 +454,9 @@ impl MapStore {
             crate::load::MAP_HASH_OF_MAPS => Kind::Outer { indexed: false },
             MAP_PERF_EVENT_ARRAY | MAP_RINGBUF => Kind::Events,
             MAP_LPM_TRIE if def.key_size > 4 => Kind::Lpm,
+            crate::load::MAP_QUEUE => Kind::Queue { lifo: false },
+            crate::load::MAP_STACK => Kind::Queue { lifo: true },
+            crate::load::MAP_BLOOM_FILTER => Kind::Bloom,
             _ => Kind::Unsupported,
         };
         let (kind, unsupported) = if kind == Kind::Unsupported {
@@ -506,6 +518,21 @@ impl MapStore {
         self.tick = self.tick.wrapping_add(1);
         if let Some(u) = self.used.get_mut(e as usize) {
             *u = self.tick;
+        }
+    }
+
+    /// Queues and stacks: `value` after the newest entry.
+    pub(crate) fn queue_push(&mut self, value: Vec<u8>) {
+        let next = self.index.keys().next_back().map_or(0, |k| {
+            u64::from_be_bytes(k.as_slice().try_into().expect("8-byte sequence numbers")) + 1
+        });
+        self.push(next.to_be_bytes().to_vec(), value);
+    }
+
+    /// Bloom filters: `value` is a member (kept under itself).
+    pub(crate) fn bloom_add(&mut self, value: &[u8]) {
+        if !self.index.contains_key(value) {
+            self.push(value.to_vec(), value.to_vec());
         }
     }
 
@@ -673,6 +700,27 @@ impl MapState {
                 ),
             });
         }
+        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+            // User space's push (`bpf_map_update_elem` without a key): `key` is empty or the
+            // entry's position, which orders the entries of the maps' JSON.
+            if !(key.is_empty() || key.len() == 4) {
+                return Err(size_err("key", key.len(), def.key_size));
+            }
+            if value.len() != def.value_size as usize {
+                return Err(size_err("value", value.len(), def.value_size));
+            }
+            if m.kind == Kind::Bloom {
+                m.bloom_add(value);
+            } else if m.index.len() >= def.max_entries as usize {
+                return Err(MapError::Full {
+                    map: def.name.clone(),
+                    max_entries: def.max_entries,
+                });
+            } else {
+                m.queue_push(value.to_vec());
+            }
+            return Ok(());
+        }
         if key.len() != def.key_size as usize {
             return Err(size_err("key", key.len(), def.key_size));
         }
@@ -724,8 +772,14 @@ impl MapState {
 
     /// The value of entry `key` of map `map` (arrays: zeros for an index never written; `None`
     /// for an index out of range or a key not present).
+    /// Queues, stacks and bloom filters: the entry at position `key` (4 bytes big-endian).
     pub fn get(&self, map: &str, key: &[u8]) -> Result<Option<Vec<u8>>, MapError> {
         let m = &self.maps[self.find(map)?];
+        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+            let pos = <[u8; 4]>::try_from(key).ok().map(u32::from_be_bytes);
+            let e = pos.and_then(|p| m.index.values().nth(p as usize));
+            return Ok(e.map(|&e| m.arena[e as usize].clone()));
+        }
         if let Some(&e) = m.index.get(key) {
             return Ok(Some(m.arena[e as usize].clone()));
         }
@@ -741,6 +795,20 @@ impl MapState {
     }
 
     fn entries_of(m: &MapStore) -> Entries {
+        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+            // By position (4 bytes big-endian): a queue's or stack's oldest first.
+            return m
+                .index
+                .values()
+                .enumerate()
+                .map(|(i, &e)| {
+                    (
+                        (i as u32).to_be_bytes().to_vec(),
+                        m.arena[e as usize].clone(),
+                    )
+                })
+                .collect();
+        }
         m.index
             .iter()
             .map(|(k, &e)| (k.clone(), m.arena[e as usize].clone()))
@@ -3066,16 +3134,44 @@ mod tests {
             vec![
                 map("rb", 27, 0, 0, 4096),
                 map("big", MAP_ARRAY, 4, 5 << 20, 1),
-                map("queue", 22, 0, 4, 4),
+                map("urb", 31, 0, 0, 4096),
                 map("lpm", 11, 8, 4, 4),
+                map("queue", 22, 0, 4, 2),
+                map("bloom", 30, 0, 4, 8),
             ],
         );
         let mut m2 = MapState::new(&p2);
-        let e = m2.set("queue", &[], &[0; 4]).unwrap_err();
+        let e = m2.set("urb", &[], &[]).unwrap_err();
         assert!(
-            e.to_string().contains("type 22 (queue) are not modelled"),
+            e.to_string()
+                .contains("type 31 (user_ringbuf) are not modelled"),
             "{e}"
         );
+        // A queue takes values without keys (or under their positions), oldest first, up to
+        // its size; a bloom filter holds each value once, and never fills.
+        m2.set("queue", &[], &[1; 4]).unwrap();
+        m2.set("queue", &1u32.to_be_bytes(), &[2; 4]).unwrap();
+        assert!(matches!(
+            m2.set("queue", &[], &[3; 4]),
+            Err(MapError::Full { max_entries: 2, .. })
+        ));
+        let e = m2.entries("queue").unwrap();
+        assert_eq!(
+            e,
+            vec![
+                (0u32.to_be_bytes().to_vec(), vec![1; 4]),
+                (1u32.to_be_bytes().to_vec(), vec![2; 4])
+            ]
+        );
+        assert_eq!(
+            m2.get("queue", &1u32.to_be_bytes()).unwrap(),
+            Some(vec![2; 4])
+        );
+        assert_eq!(m2.get("queue", &2u32.to_be_bytes()).unwrap(), None);
+        for v in [5u8, 5, 6, 7, 8, 9, 10, 11, 12, 13] {
+            m2.set("bloom", &[], &[v; 4]).unwrap();
+        }
+        assert_eq!(m2.entries("bloom").unwrap().len(), 9);
         // An lpm_trie's prefix is at most its data's bits.
         m2.set("lpm", &[32, 0, 0, 0, 1, 2, 3, 4], &[0; 4]).unwrap();
         let e = m2

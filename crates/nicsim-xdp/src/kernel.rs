@@ -22,6 +22,7 @@ const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_MAP_FREEZE: libc::c_long = 22;
+const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_MAP_VALUE: u8 = 2;
@@ -805,9 +806,35 @@ impl Kernel {
         self.write(m, key, value)
     }
 
-    /// Delete entry `key` of map `name` (a hash map's; an absent key is no error).
+    /// A queue's or stack's entries, oldest first, read by popping them all and pushing them
+    /// back in their order (the kernel offers no other way to read past the first).
+    fn queue_entries(&self, m: &KMap) -> Result<Vec<Vec<u8>>, KernelError> {
+        let mut popped = Vec::new();
+        while let Some(v) = pop(m)? {
+            popped.push(v);
+        }
+        if m.def.map_type == crate::load::MAP_STACK {
+            popped.reverse(); // a stack pops its newest first
+        }
+        for v in &popped {
+            update(m, &[], v)?;
+        }
+        Ok(popped)
+    }
+
+    /// Delete entry `key` of map `name` (a hash map's; an absent key is no error). A queue or
+    /// stack is emptied (`key` empty); a bloom filter cannot be.
     pub fn delete(&self, name: &str, key: &[u8]) -> Result<(), KernelError> {
         let m = self.map(name)?;
+        if m.def.key_size == 0 {
+            if m.def.map_type == crate::load::MAP_BLOOM_FILTER {
+                return Err(KernelError::Input(format!(
+                    "map '{name}': a bloom filter's members cannot be removed"
+                )));
+            }
+            while pop(m)?.is_some() {}
+            return Ok(());
+        }
         let mut a = Attr::new();
         a.u32(0, m.fd.as_raw_fd() as u32).u64(8, ptr(key));
         match a.call(BPF_MAP_DELETE_ELEM) {
@@ -820,9 +847,24 @@ impl Kernel {
         }
     }
 
-    /// The value of `key` in map `name` (per-CPU maps: CPU 0's), or None when absent.
+    /// The value of `key` in map `name` (per-CPU maps: CPU 0's), or None when absent. A queue's
+    /// or stack's `key` is a position (4 bytes big-endian, 0 the oldest); a bloom filter's
+    /// members cannot be listed.
     pub fn get(&self, name: &str, key: &[u8]) -> Result<Option<Vec<u8>>, KernelError> {
         let m = self.map(name)?;
+        if m.def.key_size == 0 {
+            let (Ok(pos), false) = (
+                <[u8; 4]>::try_from(key).map(u32::from_be_bytes),
+                m.def.map_type == crate::load::MAP_BLOOM_FILTER,
+            ) else {
+                return Err(KernelError::Input(format!(
+                    "map '{name}': entries of a {} are read by position (4 bytes), and a bloom \
+                     filter's not at all",
+                    m.def.type_name()
+                )));
+            };
+            return Ok(self.queue_entries(m)?.into_iter().nth(pos as usize));
+        }
         let mut value = vec![0u8; m.user_value_bytes(self.cpus)];
         let mut a = Attr::new();
         a.u32(0, m.fd.as_raw_fd() as u32)
@@ -874,10 +916,31 @@ impl Kernel {
     }
 }
 
-fn update(m: &KMap, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
+/// A queue's oldest or a stack's newest value, removed (BPF_MAP_LOOKUP_AND_DELETE_ELEM), or None
+/// when the map is empty.
+fn pop(m: &KMap) -> Result<Option<Vec<u8>>, KernelError> {
+    let mut value = vec![0u8; m.def.value_size as usize];
     let mut a = Attr::new();
     a.u32(0, m.fd.as_raw_fd() as u32)
-        .u64(8, ptr(key))
+        .u64(8, 0)
+        .u64(16, value.as_mut_ptr() as u64);
+    match a.call(BPF_MAP_LOOKUP_AND_DELETE_ELEM) {
+        Ok(_) => Ok(Some(value)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(err) => Err(KernelError::Sys {
+            what: format!("a pop from map '{}'", m.def.name),
+            err,
+        }),
+    }
+}
+
+fn update(m: &KMap, key: &[u8], value: &[u8]) -> Result<(), KernelError> {
+    // A map without keys (queue, stack, bloom filter) takes a push: no key pointer at all (the
+    // kernel refuses one), whatever position the entry had in the maps' JSON.
+    let key_ptr = if m.def.key_size == 0 { 0 } else { ptr(key) };
+    let mut a = Attr::new();
+    a.u32(0, m.fd.as_raw_fd() as u32)
+        .u64(8, key_ptr)
         .u64(16, ptr(value))
         .u64(24, 0);
     a.call(BPF_MAP_UPDATE_ELEM)

@@ -52,6 +52,13 @@ pub const MAP_DEVMAP: u32 = 14;
 pub const MAP_ARRAY_OF_MAPS: u32 = 12;
 /// `BPF_MAP_TYPE_HASH_OF_MAPS`.
 pub const MAP_HASH_OF_MAPS: u32 = 13;
+/// `BPF_MAP_TYPE_QUEUE`: values without keys, first in first out (`bpf_map_push_elem`,
+/// `_pop_elem`, `_peek_elem`).
+pub const MAP_QUEUE: u32 = 22;
+/// `BPF_MAP_TYPE_STACK`: as a queue, last in first out.
+pub const MAP_STACK: u32 = 23;
+/// `BPF_MAP_TYPE_BLOOM_FILTER`: values pushed and tested (`bpf_map_peek_elem`), never removed.
+pub const MAP_BLOOM_FILTER: u32 = 30;
 
 /// The names of `enum bpf_map_type` (Linux 6.9), by value.
 const MAP_TYPE_NAMES: [&str; 34] = [

@@ -634,8 +634,9 @@ impl Run<'_> {
 /// ones the kernel can create (`nicsim xdp validate`); and one whose context is the one
 /// `BPF_PROG_TEST_RUN` gives (and the interpreter by default): the loopback's ifindex 1, queue 0
 /// (calico's counters are keyed by `ingress_ifindex`: its free value made `validate`'s runs take
-/// another path). The path stays feasible for every value the program may see; this only
-/// chooses the example.
+/// another path); and one where every hash map insert the path makes had room
+/// ([`crate::symex::Query::inserts`]). The path stays feasible for every value the program may
+/// see; this only chooses the example.
 fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, SolverError> {
     let ctx_pref = q.ctx.iter().filter_map(|(off, t)| match off {
         12 => Some(format!("(assert (= {t} #x00000001))\n")),
@@ -653,13 +654,31 @@ fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, Solve
         })
         .chain(ctx_pref)
         .collect();
-    if small.is_empty() {
+    // Hash map inserts that succeed (the map had room) first: an example's maps cannot make
+    // a map full (validate's runs would take another path), so a path that fails an insert
+    // is best shown by a present key (-EEXIST) where the program allows it.
+    let room: String = q
+        .inserts
+        .iter()
+        .map(|t| format!("(assert (= {t} #x0000000000000000))\n"))
+        .collect();
+    let mut tries = vec![format!("{small}{room}")];
+    if !room.is_empty() && !small.is_empty() {
+        tries.push(small);
+    }
+    tries.retain(|t| !t.is_empty());
+    for t in &tries {
+        if slv.check_also(t, Some(5.0))? == Sat::Sat {
+            let out = model_values(slv, q);
+            slv.done()?;
+            return out;
+        }
+        slv.done()?;
+    }
+    if tries.is_empty() {
         return model_values(slv, q);
     }
-    if slv.check_also(&small, Some(5.0))? != Sat::Sat {
-        slv.done()?;
-        slv.check_also("", None)?; // the model without the bound again, at a level of its own
-    }
+    slv.check_also("", None)?; // the model without the preferences, at a level of its own
     let out = model_values(slv, q);
     slv.done()?;
     out

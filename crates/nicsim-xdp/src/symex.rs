@@ -293,6 +293,10 @@ pub struct Query {
     /// The context's fields the path read (`ingress_ifindex` at 12, `rx_queue_index` at 16,
     /// `egress_ifindex` at 20): offset and term, one per field.
     pub ctx: Vec<(i16, String)>,
+    /// The results of hash map inserts (a new key) that the query leaves free because the map
+    /// may be full: an example is sought first with each 0 (the map had room), which the
+    /// example's maps can give, and only then with the map full, which they cannot.
+    pub inserts: Vec<String>,
     /// (position on the path, condition text) of every branch assertion; the texts mean the
     /// same on every path (terms are named by their definitions).
     #[serde(skip)]
@@ -318,6 +322,8 @@ pub(crate) struct Sym<'a> {
     pub(crate) sizes: Vec<MapSize>,
     /// The environment's results so far (crate::helpers::time).
     pub(crate) env: Vec<EnvResult>,
+    /// Fresh results of hash map inserts ([`Query::inserts`]).
+    pub(crate) inserts: Vec<String>,
     pub(crate) ret: Option<String>,
     pub(crate) defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
@@ -1502,6 +1508,7 @@ pub fn query_until(
         ctx: Vec::new(),
         sizes: Vec::new(),
         env: Vec::new(),
+        inserts: Vec::new(),
         ret: None,
         defined: Default::default(),
         asserts: Vec::new(),
@@ -1575,6 +1582,7 @@ pub fn query_until(
         lookups: s.lookups,
         sizes: s.sizes,
         env: s.env,
+        inserts: s.inserts,
         ctx: s.ctx,
         asserts: s.asserts,
     })

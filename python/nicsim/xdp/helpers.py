@@ -30,6 +30,9 @@ MAP_TYPES = {
     "devmap": "bpf_redirect_map", "devmap_hash": "bpf_redirect_map", "cpumap": "bpf_redirect_map",
     "xskmap": "bpf_redirect_map", "prog_array": "bpf_tail_call (declared slots or --tail-call)",
     "perf_event_array": "bpf_perf_event_output", "ringbuf": "bpf_ringbuf_output/reserve/submit/discard",
+    "queue": "bpf_map_push_elem, _pop_elem, _peek_elem (first in, first out)", "stack": "as queue, last in first out",
+    "bloom_filter": "bpf_map_push_elem, bpf_map_peek_elem (interpreter: an exact set; the kernel may also say "
+                    "\"maybe\" for a value never pushed)",
     "array_of_maps": "lookup (costs as array): the inner map or NULL; lookup/update/delete through it",
     "hash_of_maps": "lookup (costs as hash): the inner map or NULL; lookup/update/delete through it",
 }

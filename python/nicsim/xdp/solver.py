@@ -148,7 +148,8 @@ class Bitwuzla:
     def check_also(self, smt: str, timeout_s: float | None = None) -> str:
         self._solver.push(1)
         self._levels += 1
-        self._parser.parse(smt, True, False)
+        if smt.strip():  # Bitwuzla's parser refuses an empty input: nothing to add, the same query
+            self._parser.parse(smt, True, False)
         return self._run(timeout_s)
 
     def core(self) -> list[str]:

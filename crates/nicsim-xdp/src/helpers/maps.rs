@@ -18,11 +18,16 @@ pub(crate) const HELPERS: &[Helper] = &[
     Helper::new(HELPER_MAP_DELETE, "maps")
         .run(|m, pc, id| m.map_delete(pc, id))
         .sym(|s, id, a| s.map_call(id, a)),
-    // Queue and stack maps (push, pop, peek) are not modelled as maps (their calls have no
-    // cost): the values pop and peek write are fresh.
-    Helper::new(87, "maps"),          // map_push_elem
-    Helper::new(88, "maps").writes(), // map_pop_elem
-    Helper::new(89, "maps").writes(), // map_peek_elem
+    // Queue, stack and bloom filter maps: push, pop and peek as kernel/bpf/queue_stack_maps.c
+    // and bloom_filter.c do them in the interpreter; in the symbolic executor their results,
+    // and the values pop and peek write, are fresh (any contents).
+    Helper::new(87, "maps").run(|m, pc, id| m.map_push(pc, id)), // map_push_elem
+    Helper::new(88, "maps")
+        .writes()
+        .run(|m, pc, id| m.map_pop_peek(pc, id, true)), // map_pop_elem
+    Helper::new(89, "maps")
+        .writes()
+        .run(|m, pc, id| m.map_pop_peek(pc, id, false)), // map_peek_elem
     Helper::new(164, "maps").writes().refuse(
         "bpf_for_each_map_elem calls its callback once per element of the map, which the \
          graph does not unroll (its cost grows with the map's contents)",
@@ -99,7 +104,9 @@ mod run {
                     };
                     return Ok(self.ptr(Region::Map { map: inner as u32 }, 0));
                 }
-                Kind::Unsupported | Kind::Events => return Err(self.unmodelled_map(pc, id, m)),
+                Kind::Unsupported | Kind::Events | Kind::Queue { .. } | Kind::Bloom => {
+                    return Err(self.unmodelled_map(pc, id, m))
+                }
             };
             Ok(self.ptr(
                 Region::Value {
@@ -137,7 +144,10 @@ mod run {
             let err = |e: i64| Ok((-e) as u64);
             let m = self.map_arg(pc, id, 1)?;
             let kind = self.maps.maps[m].kind;
-            if matches!(kind, Kind::Unsupported | Kind::Events) {
+            if matches!(
+                kind,
+                Kind::Unsupported | Kind::Events | Kind::Queue { .. } | Kind::Bloom
+            ) {
                 return Err(self.unmodelled_map(pc, id, m));
             }
             self.writable_map(pc, id, m)?;
@@ -221,8 +231,91 @@ mod run {
                 | Kind::Outer { .. }
                 | Kind::Lpm
                 | Kind::Unsupported
-                | Kind::Events => Err(self.unmodelled_map(pc, id, m)),
+                | Kind::Events
+                | Kind::Queue { .. }
+                | Kind::Bloom => Err(self.unmodelled_map(pc, id, m)),
             }
+        }
+
+        /// `bpf_map_push_elem(map, value, flags)`: a queue or stack (`queue_stack_map_push_elem`:
+        /// flags BPF_ANY or BPF_EXIST, else -EINVAL; a full map -E2BIG, or with BPF_EXIST its
+        /// oldest entry dropped to make room) or a bloom filter (`bloom_map_push_elem`: flags
+        /// BPF_ANY, else -EINVAL; the value becomes a member).
+        pub(crate) fn map_push(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
+            let err = |e: i64| Ok((-e) as u64);
+            let m = self.map_arg(pc, id, 1)?;
+            let kind = self.maps.maps[m].kind;
+            if !matches!(kind, Kind::Queue { .. } | Kind::Bloom) {
+                return Err(self.unmodelled_map(pc, id, m));
+            }
+            self.writable_map(pc, id, m)?;
+            let flags = self.regs[3];
+            let (value_size, max_entries) = {
+                let d = &self.maps.maps[m].def;
+                (d.value_size as usize, d.max_entries as usize)
+            };
+            if kind == Kind::Bloom {
+                if flags != 0 {
+                    return err(EINVAL);
+                }
+                let value = self.read(pc, self.regs[2], value_size)?;
+                self.maps.maps[m].bloom_add(&value);
+                return Ok(0);
+            }
+            if flags & BPF_NOEXIST != 0 || flags > BPF_EXIST {
+                return err(EINVAL);
+            }
+            let value = self.read(pc, self.regs[2], value_size)?;
+            let s = &mut self.maps.maps[m];
+            if s.index.len() >= max_entries {
+                if flags & BPF_EXIST == 0 {
+                    return err(E2BIG);
+                }
+                // Both a queue and a stack drop their oldest entry (the tail).
+                s.index.pop_first();
+            }
+            s.queue_push(value);
+            Ok(0)
+        }
+
+        /// `bpf_map_pop_elem(map, value)` (`pop`) and `bpf_map_peek_elem(map, value)`: a queue's
+        /// oldest entry or a stack's newest written to `value` (and removed by a pop), or, when
+        /// the map is empty, zeros written and -ENOENT (`__queue_map_get`, `__stack_map_get`); a
+        /// bloom filter's peek reads `value` and gives 0 when it is a member, else -ENOENT
+        /// (`bloom_map_peek_elem`; the verifier allows no pop of one).
+        pub(crate) fn map_pop_peek(&mut self, pc: u32, id: u32, pop: bool) -> Result<u64, Fault> {
+            let m = self.map_arg(pc, id, 1)?;
+            let kind = self.maps.maps[m].kind;
+            let value_size = self.maps.maps[m].def.value_size as usize;
+            let lifo = match kind {
+                Kind::Queue { lifo } => lifo,
+                Kind::Bloom if !pop => {
+                    let value = self.read(pc, self.regs[2], value_size)?;
+                    let member = self.maps.maps[m].index.contains_key(&value);
+                    return Ok(if member { 0 } else { (-ENOENT) as u64 });
+                }
+                _ => return Err(self.unmodelled_map(pc, id, m)),
+            };
+            if pop {
+                self.writable_map(pc, id, m)?;
+            }
+            let buf = self.place(pc, self.regs[2], value_size, Access::Store)?;
+            let s = &mut self.maps.maps[m];
+            let entry = match lifo {
+                true => s.index.iter().next_back(),
+                false => s.index.iter().next(),
+            }
+            .map(|(k, &e)| (k.clone(), e));
+            let Some((key, e)) = entry else {
+                self.bytes_mut(buf, value_size).fill(0);
+                return Ok((-ENOENT) as u64);
+            };
+            let value = s.arena[e as usize].clone();
+            if pop {
+                s.index.remove(&key);
+            }
+            self.bytes_mut(buf, value_size).copy_from_slice(&value);
+            Ok(0)
         }
 
         pub(crate) fn map_delete(&mut self, pc: u32, id: u32) -> Result<u64, Fault> {
@@ -235,6 +328,8 @@ mod run {
                     | Kind::Outer { .. }
                     | Kind::Lpm
                     | Kind::Events
+                    | Kind::Queue { .. }
+                    | Kind::Bloom
             ) {
                 return Err(self.unmodelled_map(pc, id, m));
             }
@@ -366,6 +461,12 @@ mod sym {
             let lru = matches!(def.map_type, MAP_LRU_HASH | MAP_LRU_PERCPU_HASH);
             let pres = self.present[mi].clone();
             let was = format!("(select {pres} {key})");
+            if hash {
+                // Whether the key had an entry before the run decides the result (a delete's 0,
+                // BPF_EXIST's 0, BPF_NOEXIST's -EEXIST): the example gives the entry when the
+                // model has one, as for a lookup.
+                self.record_lookup(m, &key, Some(format!("(select p{m}_0 {key})")));
+            }
             let c = |v: i64| bv64(v as u64);
             if helper == HELPER_MAP_DELETE {
                 if def.is_array() {
@@ -427,6 +528,7 @@ mod sym {
                 // Replacing a present key's value needs no new element, unless the map allocates
                 // its elements on demand (BPF_F_NO_PREALLOC), which may fail.
                 let fresh = self.fresh("(_ BitVec 64)", "upd");
+                self.inserts.push(fresh.clone());
                 let replace = if def.map_type == MAP_HASH && def.flags & 1 != 0 {
                     self.fresh("(_ BitVec 64)", "upd")
                 } else {
@@ -444,6 +546,7 @@ mod sym {
                 )
             } else if lru {
                 let fresh = self.fresh("(_ BitVec 64)", "upd");
+                self.inserts.push(fresh.clone());
                 format!(
                     "(ite (bvugt {flags} {}) {} {fresh})",
                     c(BPF_EXIST as i64),
