@@ -1815,3 +1815,25 @@ def test_a_long_value_is_cut_and_the_reason_kept(args: list[str], reason: str, t
     line = refused(r, reason)
     assert "more characters" in line and len(line) < 800, line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["flowmem", "reassemble", "{tmp}/bad\x1b[2J\x1b[31mname\u202e.pcap"],
+    ["run", str(ROOT / "configs" / "flexpipe_paper.toml"), "-p", "bad\x1b[2Jkey=1"],
+])
+def test_control_characters_of_an_input_are_shown_escaped(args: list[str], tmp_path: Path) -> None:
+    # A file name or key carrying escape sequences (clear the screen, recolour, reverse the text
+    # after it) reached the error line as it was (a hostile probe): the terminal acted on it.
+    r = cli(*[a.format(tmp=tmp_path) for a in args], "--out", str(tmp_path / "o"))
+    line = refused(r, "\\x1b[2J")
+    assert "\x1b" not in r.stderr and "\u202e" not in r.stderr, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_standard_input_is_one_input_only(tmp_path: Path) -> None:
+    # `offloads size - --traffic -` handed the configuration's text to the capture reader ("not a
+    # pcap or pcapng capture"); standard input is one input, and the line says which two asked.
+    r = cli("offloads", "size", "-", "--traffic", "-", "--p99-us", "20", "--out", str(tmp_path / "o"),
+            stdin=PAPER.read_bytes())
+    refused(r, "standard input", "not both")
+    assert not (tmp_path / "o").exists()

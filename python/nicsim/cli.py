@@ -176,6 +176,7 @@ def _short_word(w: str) -> str:
 
 def _fail(msg: str, code: int = 2) -> NoReturn:
     msg = " ".join(_short_word(w) for w in msg.split())  # one line, whatever the message quoted
+    msg = ui.printable(msg)  # an input's control characters shown, not acted on
     if len(msg) > MAX_ERROR_CHARS:
         msg = msg[:MAX_ERROR_CHARS] + f"… ({len(msg) - MAX_ERROR_CHARS:,} more characters)"
     print(f"nicsim: error: {msg}", file=sys.stderr)

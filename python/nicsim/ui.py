@@ -90,9 +90,20 @@ def note(text: str) -> None:
     (err_console if state.json else out_console).print(text, highlight=False, soft_wrap=True)
 
 
+def printable(text: str) -> str:
+    """`text` with what a terminal would act on instead of showing written as escapes (`\\x1b`):
+    ESC and the other control codes, bidirectional overrides, unassigned code points. File names,
+    keys and values of an input reach warnings and error lines, and must not clear or recolour the
+    terminal or reorder what follows them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def warn(text: str, label: str = "warning:") -> None:
     """A warning (or another `label`): printed even with --quiet."""
-    err_console.print(Text.assemble((label, "yellow"), " ", text), highlight=False, soft_wrap=True)  # one line
+    err_console.print(Text.assemble((label, "yellow"), " ", printable(text)), highlight=False,
+                      soft_wrap=True)  # one line
 
 
 def wrote(out: str | os.PathLike[str], files: Iterable[str] | None = None) -> None:

@@ -33,14 +33,14 @@ pub struct Interface {
     pub linktype: u32,
     /// Snap length (0: none).
     pub snaplen: u32,
-    /// Timestamp units per second (`if_tsresol`; microseconds by default).
-    pub units_per_second: u64,
+    /// Timestamp units per second (`if_tsresol`; microseconds by default). A decimal resolution
+    /// past 128 bits (finer than 10^-38 s) is held as `u128::MAX`: any 64-bit timestamp of it is
+    /// below a nanosecond, as it is of 10^-38 s.
+    pub units_per_second: u128,
     /// Seconds added to every timestamp (`if_tsoffset`).
     pub offset_s: i64,
     /// Bytes of FCS that end every frame (`if_fcslen`; 0 by default): left out of its packets.
     pub fcs_len: u8,
-    /// `if_tsresol` was valid (a resolution finer than 10^-19 s, or 2^-64, is not).
-    resol_ok: bool,
 }
 
 /// A packet of a pcapng block, its bytes borrowed from the block.
@@ -176,7 +176,6 @@ impl Reader {
                     units_per_second: 1_000_000,
                     offset_s: 0,
                     fcs_len: 0,
-                    resol_ok: true,
                 };
                 let big = self.big_endian;
                 self.options(
@@ -187,15 +186,13 @@ impl Reader {
                     |code, value, warn| match code {
                         9 if value.len() == 1 => {
                             let r = value[0];
-                            let units = if r & 0x80 == 0 {
-                                10_u64.checked_pow(r.into())
+                            // Up to 10^-127 s and 2^-127 s, as the option allows (tshark
+                            // reads them all: times below a nanosecond are 0 ns here).
+                            iface.units_per_second = if r & 0x80 == 0 {
+                                10_u128.checked_pow(r.into()).unwrap_or(u128::MAX)
                             } else {
-                                1_u64.checked_shl((r & 0x7f).into())
+                                1_u128 << (r & 0x7f)
                             };
-                            match units {
-                                Some(u) => iface.units_per_second = u,
-                                None => iface.resol_ok = false,
-                            }
                         }
                         14 if value.len() == 8 => {
                             let v = crate::bytes::<8>(value, 0);
@@ -347,13 +344,6 @@ impl Reader {
                 format!("undeclared interface {id}"),
             )
         })?;
-        if !iface.resol_ok {
-            return Err(invalid(
-                "pcapng packet block",
-                at,
-                "its interface's timestamp resolution (if_tsresol) is finer than 10^-19 s or 2^-64 s",
-            ));
-        }
         Ok(iface)
     }
 
@@ -405,9 +395,9 @@ impl Reader {
 /// Nanoseconds since the epoch of a timestamp of `units` in the interface's resolution; `Err`
 /// with the nearest value when 64 bits cannot hold it.
 fn ts_ns(units: u64, iface: &Interface) -> Result<u64, u64> {
-    // At most 2^64 * 10^9 / 1 and 2^63 * 10^9: both fit i128.
-    let ns = i128::from(units) * 1_000_000_000 / i128::from(iface.units_per_second.max(1))
-        + i128::from(iface.offset_s) * 1_000_000_000;
+    // At most 2^64 * 10^9 / 1 (below 2^94) and 2^63 * 10^9: both fit i128.
+    let whole = u128::from(units) * 1_000_000_000 / iface.units_per_second.max(1);
+    let ns = whole as i128 + i128::from(iface.offset_s) * 1_000_000_000;
     u64::try_from(ns).map_err(|_| if ns < 0 { 0 } else { u64::MAX })
 }
 
@@ -415,14 +405,13 @@ fn ts_ns(units: u64, iface: &Interface) -> Result<u64, u64> {
 mod tests {
     use super::*;
 
-    fn iface(units_per_second: u64, offset_s: i64) -> Interface {
+    fn iface(units_per_second: u128, offset_s: i64) -> Interface {
         Interface {
             linktype: 1,
             snaplen: 0,
             units_per_second,
             offset_s,
             fcs_len: 0,
-            resol_ok: true,
         }
     }
 
@@ -434,5 +423,9 @@ mod tests {
         assert_eq!(ts_ns(3_000_000, &iface(1_000_000, -2)), Ok(1_000_000_000));
         assert_eq!(ts_ns(1, &iface(1_000_000, -2)), Err(0));
         assert_eq!(ts_ns(u64::MAX, &iface(1_000_000, 0)), Err(u64::MAX));
+        // Resolutions finer than 64 bits hold (10^-20 s, 2^-100 s, 10^-127 s: u128::MAX).
+        assert_eq!(ts_ns(u64::MAX, &iface(10_u128.pow(20), 0)), Ok(184_467_440));
+        assert_eq!(ts_ns(u64::MAX, &iface(1 << 100, 5)), Ok(5_000_000_000));
+        assert_eq!(ts_ns(u64::MAX, &iface(u128::MAX, 0)), Ok(0));
     }
 }

@@ -581,3 +581,33 @@ fn pcapng_if_fcslen_strips_the_fcs() {
         (&frame[..60], 60)
     );
 }
+
+/// `if_tsresol` finer than 64 bits of units a second (10^-20 s, 2^-127 s, 10^-127 s): the
+/// capture is read as tshark reads it, each time the whole nanoseconds its units make (a
+/// hostile probe: the whole capture was refused).
+#[test]
+fn pcapng_resolutions_past_64_bits_are_read() {
+    let ng = std::fs::read(write_file("tsresol.pcapng", CaptureFormat::PcapNg, 65535)).unwrap();
+    // The writer's interface block follows the 28-byte section header; its if_tsresol option
+    // (code 9, length 1) is the first, its value at byte 16 of the block.
+    assert_eq!(&ng[28 + 16..28 + 20], &[9, 0, 1, 0]);
+    let units = read_all(&write_file("tsresol9.pcapng", CaptureFormat::PcapNg, 65535));
+    for (r, divide_by) in [(20u8, 10u128.pow(11)), (0x80 | 127, 0), (127, 0)] {
+        let mut b = ng.clone();
+        b[28 + 20] = r;
+        let records: Vec<Record> = CaptureReader::from_bytes(b)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(records.len(), units.len(), "if_tsresol {r:#x}");
+        for (got, was) in records.iter().zip(&units) {
+            assert_eq!(got.data, was.data);
+            // The writer's nanoseconds as units of the finer resolution: 10^-20 s is 10^11 of
+            // them a nanosecond; 2^-127 and 10^-127 s make less than one nanosecond in all.
+            let want = u128::from(was.ts_ns)
+                .checked_div(divide_by)
+                .map_or(0, |n| n as u64);
+            assert_eq!(got.ts_ns, want, "if_tsresol {r:#x}");
+        }
+    }
+}

@@ -185,7 +185,9 @@ pub fn witness(p: &Program, maps: &MapState, packet: &[u8]) -> Witness {
         ));
     }
     for (m, def) in p.maps.iter().enumerate() {
-        if !maps.is_modelled(&def.name) {
+        // Queues, stacks and bloom filters: the symbolic executor's pops and peeks are fresh
+        // (any contents), so their entries constrain nothing.
+        if !maps.is_modelled(&def.name) || def.is_keyless() {
             continue;
         }
         let Ok(entries) = maps.entries(&def.name) else {

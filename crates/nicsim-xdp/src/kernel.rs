@@ -826,7 +826,7 @@ impl Kernel {
     /// stack is emptied (`key` empty); a bloom filter cannot be.
     pub fn delete(&self, name: &str, key: &[u8]) -> Result<(), KernelError> {
         let m = self.map(name)?;
-        if m.def.key_size == 0 {
+        if m.def.is_keyless() {
             if m.def.map_type == crate::load::MAP_BLOOM_FILTER {
                 return Err(KernelError::Input(format!(
                     "map '{name}': a bloom filter's members cannot be removed"
@@ -852,7 +852,7 @@ impl Kernel {
     /// members cannot be listed.
     pub fn get(&self, name: &str, key: &[u8]) -> Result<Option<Vec<u8>>, KernelError> {
         let m = self.map(name)?;
-        if m.def.key_size == 0 {
+        if m.def.is_keyless() {
             let (Ok(pos), false) = (
                 <[u8; 4]>::try_from(key).map(u32::from_be_bytes),
                 m.def.map_type == crate::load::MAP_BLOOM_FILTER,

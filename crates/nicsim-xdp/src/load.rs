@@ -151,6 +151,12 @@ impl MapDef {
     pub fn is_local_storage(&self) -> bool {
         matches!(self.map_type, 24 | 28 | 29 | 32)
     }
+
+    /// A queue, stack or bloom filter: values without keys, pushed, popped and peeked (their
+    /// entries are named by position: 4 bytes big-endian, the oldest first).
+    pub fn is_keyless(&self) -> bool {
+        matches!(self.map_type, MAP_QUEUE | MAP_STACK | MAP_BLOOM_FILTER)
+    }
 }
 
 /// The kernel's `KMALLOC_MAX_SIZE` (x86-64, 4 KiB pages: `1 << (MAX_PAGE_ORDER + PAGE_SHIFT)`,

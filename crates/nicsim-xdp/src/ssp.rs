@@ -635,7 +635,7 @@ impl Run<'_> {
 /// `BPF_PROG_TEST_RUN` gives (and the interpreter by default): the loopback's ifindex 1, queue 0
 /// (calico's counters are keyed by `ingress_ifindex`: its free value made `validate`'s runs take
 /// another path); and one where every hash map insert the path makes had room
-/// ([`crate::symex::Query::inserts`]). The path stays feasible for every value the program may
+/// ([`crate::symex::Query::prefer`]). The path stays feasible for every value the program may
 /// see; this only chooses the example.
 fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, SolverError> {
     let ctx_pref = q.ctx.iter().filter_map(|(off, t)| match off {
@@ -654,13 +654,13 @@ fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, Solve
         })
         .chain(ctx_pref)
         .collect();
-    // Hash map inserts that succeed (the map had room) first: an example's maps cannot make
-    // a map full (validate's runs would take another path), so a path that fails an insert
-    // is best shown by a present key (-EEXIST) where the program allows it.
+    // The preferred results first (`Query::prefer`): an example's maps cannot make a map full
+    // (validate's runs would take another path), so a path that fails an insert is best shown
+    // by a present key (-EEXIST) where the program allows it.
     let room: String = q
-        .inserts
+        .prefer
         .iter()
-        .map(|t| format!("(assert (= {t} #x0000000000000000))\n"))
+        .map(|(t, v)| format!("(assert (= {t} {v}))\n"))
         .collect();
     let mut tries = vec![format!("{small}{room}")];
     if !room.is_empty() && !small.is_empty() {

@@ -293,10 +293,11 @@ pub struct Query {
     /// The context's fields the path read (`ingress_ifindex` at 12, `rx_queue_index` at 16,
     /// `egress_ifindex` at 20): offset and term, one per field.
     pub ctx: Vec<(i16, String)>,
-    /// The results of hash map inserts (a new key) that the query leaves free because the map
-    /// may be full: an example is sought first with each 0 (the map had room), which the
-    /// example's maps can give, and only then with the map full, which they cannot.
-    pub inserts: Vec<String>,
+    /// Results the query leaves free that an example is sought with first (term, value), where
+    /// what the model chooses decides the example's maps: a hash map insert's 0 (the map had
+    /// room: no example's maps can make it full, so a failed insert is best shown by a present
+    /// key).
+    pub prefer: Vec<(String, String)>,
     /// (position on the path, condition text) of every branch assertion; the texts mean the
     /// same on every path (terms are named by their definitions).
     #[serde(skip)]
@@ -322,8 +323,8 @@ pub(crate) struct Sym<'a> {
     pub(crate) sizes: Vec<MapSize>,
     /// The environment's results so far (crate::helpers::time).
     pub(crate) env: Vec<EnvResult>,
-    /// Fresh results of hash map inserts ([`Query::inserts`]).
-    pub(crate) inserts: Vec<String>,
+    /// Free results and the values an example is sought with first ([`Query::prefer`]).
+    pub(crate) prefer: Vec<(String, String)>,
     pub(crate) ret: Option<String>,
     pub(crate) defined: std::collections::HashSet<u64>,
     /// (position on the path, condition) of every branch assertion.
@@ -1508,7 +1509,7 @@ pub fn query_until(
         ctx: Vec::new(),
         sizes: Vec::new(),
         env: Vec::new(),
-        inserts: Vec::new(),
+        prefer: Vec::new(),
         ret: None,
         defined: Default::default(),
         asserts: Vec::new(),
@@ -1582,7 +1583,7 @@ pub fn query_until(
         lookups: s.lookups,
         sizes: s.sizes,
         env: s.env,
-        inserts: s.inserts,
+        prefer: s.prefer,
         ctx: s.ctx,
         asserts: s.asserts,
     })

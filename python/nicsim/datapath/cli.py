@@ -216,6 +216,8 @@ def offloads_size(
     check_executor(where, workers)
     if timing is not None and traffic is None:
         raise InputError("--timing says how --traffic's capture is used; give --traffic CAPTURE too")
+    if str(config) == "-" and traffic is not None and str(traffic) == "-":
+        raise InputError("-: standard input can be the configuration or --traffic's capture, not both")
     # `-` or a pipe: every run reads the capture, so it is read once into a temporary file.
     with _traffic_capture(traffic) as capture:
         cfg = with_traffic(load_config(config, param or []), capture, (timing or Timing.sizes).value)

@@ -528,7 +528,7 @@ mod sym {
                 // Replacing a present key's value needs no new element, unless the map allocates
                 // its elements on demand (BPF_F_NO_PREALLOC), which may fail.
                 let fresh = self.fresh("(_ BitVec 64)", "upd");
-                self.inserts.push(fresh.clone());
+                self.prefer.push((fresh.clone(), bv64(0)));
                 let replace = if def.map_type == MAP_HASH && def.flags & 1 != 0 {
                     self.fresh("(_ BitVec 64)", "upd")
                 } else {
@@ -546,7 +546,7 @@ mod sym {
                 )
             } else if lru {
                 let fresh = self.fresh("(_ BitVec 64)", "upd");
-                self.inserts.push(fresh.clone());
+                self.prefer.push((fresh.clone(), bv64(0)));
                 format!(
                     "(ite (bvugt {flags} {}) {} {fresh})",
                     c(BPF_EXIST as i64),
