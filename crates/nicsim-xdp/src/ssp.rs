@@ -657,13 +657,13 @@ fn model(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example, Solve
     // The preferred results first (`Query::prefer`): an example's maps cannot make a map full
     // (validate's runs would take another path), so a path that fails an insert is best shown
     // by a present key (-EEXIST) where the program allows it.
-    let room: String = q
+    let preferred: String = q
         .prefer
         .iter()
         .map(|(t, v)| format!("(assert (= {t} {v}))\n"))
         .collect();
-    let mut tries = vec![format!("{small}{room}")];
-    if !room.is_empty() && !small.is_empty() {
+    let mut tries = vec![format!("{small}{preferred}")];
+    if !preferred.is_empty() && !small.is_empty() {
         tries.push(small);
     }
     tries.retain(|t| !t.is_empty());
