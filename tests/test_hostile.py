@@ -1723,6 +1723,10 @@ def test_stream_and_argument_edge_cases(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     refused(cli("run", PAPER, *TINY, "--param", f"traffic.replay.path={fifo}", "--out", tmp_path / "o", timeout=30),
             "--param", "traffic.replay.path", "not a regular file")
+    # A link to nothing is named so (it was "not a regular file (a pipe or a device)").
+    (tmp_path / "dangling.pcap").symlink_to(tmp_path / "gone.pcap")
+    refused(cli("run", PAPER, *TINY, "--param", f"traffic.replay.path={tmp_path / 'dangling.pcap'}", "--out",
+                tmp_path / "o", timeout=30), "traffic.replay.path", "symbolic link", "does not exist")
     values = ",".join(str(v) for v in range(1, 101))
     packets = ",".join(str(v) for v in range(300, 311))
     refused(cli("sweep", PAPER, "-p", f"seed={values}", "-p", f"traffic.rate_gbps={values}", "-p",
@@ -1836,4 +1840,14 @@ def test_standard_input_is_one_input_only(tmp_path: Path) -> None:
     r = cli("offloads", "size", "-", "--traffic", "-", "--p99-us", "20", "--out", str(tmp_path / "o"),
             stdin=PAPER.read_bytes())
     refused(r, "standard input", "not both")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_full_stderr_keeps_the_exit_code(tmp_path: Path) -> None:
+    # With stderr on a full device the error line cannot be written; the exit code must still say
+    # "bad input" (it was 1: the failed write's own exception).
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "nicsim", "run", str(tmp_path / "none.toml"), "--out",
+                            str(tmp_path / "o")], stdout=subprocess.DEVNULL, stderr=full, timeout=120)
+    assert r.returncode == 2
     assert not (tmp_path / "o").exists()

@@ -9,6 +9,7 @@ code 2 and no traceback; Ctrl-C exits with 130 after writing what can be written
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -179,7 +180,11 @@ def _fail(msg: str, code: int = 2) -> NoReturn:
     msg = ui.printable(msg)  # an input's control characters shown, not acted on
     if len(msg) > MAX_ERROR_CHARS:
         msg = msg[:MAX_ERROR_CHARS] + f"… ({len(msg) - MAX_ERROR_CHARS:,} more characters)"
-    print(f"nicsim: error: {msg}", file=sys.stderr)
+    try:
+        print(f"nicsim: error: {msg}", file=sys.stderr, flush=True)
+    except OSError:  # stderr is full or closed: the exit code still says what happened
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
     sys.exit(code)
 
 

@@ -461,7 +461,10 @@ def validate(config: Mapping[str, Any]) -> None:
         if not value:
             raise ConfigError("an empty path", path=key, file=file)
         if os.path.lexists(value) and not os.path.isfile(value):
-            what = "a folder" if os.path.isdir(value) else "not a regular file (a pipe or a device)"
+            if os.path.islink(value) and not os.path.exists(value):
+                what = f"a symbolic link to {os.readlink(value)}, which does not exist"
+            else:
+                what = "a folder" if os.path.isdir(value) else "not a regular file (a pipe or a device)"
             raise ConfigError(f"{value}: {what}; a capture file is needed", path=key, file=file)
     with core_errors(getattr(config, "source", None)):
         _core.offload_units(payload)
