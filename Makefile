@@ -213,10 +213,11 @@ PYTEST_WORKERS ?= auto
 # priority (nice 5), so that pytest's Ray cluster, slow to start on a busy machine, comes first.
 TEST_CALIBRATION := $(CARGO_TARGET_DIR)/test-calibration
 RUST_TEST_LOG := $(CARGO_TARGET_DIR)/cargo-test.log
-# The libraries' unit tests and the integration tests: not the examples (profiling tools that no
-# test runs, a quarter of the test build's time; `make lint` checks them with clippy) nor
-# doc-tests (there are none).
-RUST_TEST_TARGETS := --lib --tests
+# The libraries' unit tests and the integration tests (`--tests`: the targets with `test = true`):
+# not the examples (profiling tools that no test runs, a quarter of the test build's time; `make
+# lint` checks them with clippy), not doc-tests (there are none), and not the extension's crate,
+# which has no test harness (`--lib` would build it as a test all the same: 25 s more).
+RUST_TEST_TARGETS := --tests
 test:
 	$(MAKE) -j2 develop system-tools $(VENV)/.deps-ray PGO=$(PGO) CARGO_PROFILE=test-release
 	$(MAKE) -j2 test-tools xdp-suite veth-captures wheel PGO=$(PGO) CARGO_PROFILE=test-release
