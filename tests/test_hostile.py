@@ -1851,3 +1851,17 @@ def test_a_full_stderr_keeps_the_exit_code(tmp_path: Path) -> None:
                             str(tmp_path / "o")], stdout=subprocess.DEVNULL, stderr=full, timeout=120)
     assert r.returncode == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_does() -> None:
+    # `nicsim xdp helpers | head -1` exited 1 (rich's own way out); the convention of the tools
+    # users know is 141, as a process SIGPIPE ended, quietly. The reader is gone before the
+    # first write here, so the write fails whatever the pipe's buffer holds.
+    r_fd, w_fd = os.pipe()
+    os.close(r_fd)
+    try:
+        p = subprocess.run([sys.executable, "-m", "nicsim", "xdp", "helpers"], stdout=w_fd, stderr=subprocess.PIPE,
+                           timeout=120)
+    finally:
+        os.close(w_fd)
+    assert p.returncode == 141 and b"Traceback" not in p.stderr, p.stderr[-2000:]

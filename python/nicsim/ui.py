@@ -28,13 +28,23 @@ from rich.progress import Progress as RichProgress
 from rich.text import Text
 
 
+class PipeConsole(Console):
+    """rich's console, except when its reader goes away (`nicsim ... | head`): rich ends the
+    process with exit code 1; this one raises `BrokenPipeError`, which `nicsim.cli.main` ends
+    quietly with 141, as a process killed by SIGPIPE does (bpftool's, tshark's)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _console(stderr: bool = False) -> Console:
     """A console; for a log or a pipe (where rich assumes 80 columns) 140 columns, unless
     COLUMNS says otherwise, so that tables are not crushed. Without markup: what it prints holds
     the user's names (flows, NICs, files), and `[/]` in a name is a name, not a style; styles are
     given as `Text` styles."""
-    c = Console(stderr=stderr, markup=False)
-    return c if c.is_terminal or os.environ.get("COLUMNS") else Console(stderr=stderr, width=140, markup=False)
+    c = PipeConsole(stderr=stderr, markup=False)
+    return c if c.is_terminal or os.environ.get("COLUMNS") else PipeConsole(stderr=stderr, width=140, markup=False)
 
 
 out_console = _console()

@@ -9,5 +9,5 @@ def report_console(width: int = 120) -> Console:
     crushed. With --json, stdout carries the summary: the tables go to stderr."""
     from nicsim import ui
 
-    console = Console(stderr=ui.state.json)
-    return console if console.is_terminal else Console(width=width, stderr=ui.state.json)
+    console = ui.PipeConsole(stderr=ui.state.json)
+    return console if console.is_terminal else ui.PipeConsole(width=width, stderr=ui.state.json)

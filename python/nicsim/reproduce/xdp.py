@@ -136,7 +136,7 @@ def run(timeout_s: float = 60.0, explosion_timeout_s: float = 60.0, targets: tup
     """Every analysis of the reproduction, one at a time; the summary (not written)."""
     from nicsim.xdp.analyze import analyze, load_target
 
-    console = console or Console(stderr=True)
+    console = console or ui.PipeConsole(stderr=True)
     for p in SUITE:  # fail before starting anything
         object_path(p.name)
     for n in FIG8_STAGES:
