@@ -216,7 +216,7 @@ RUST_TEST_LOG := $(CARGO_TARGET_DIR)/cargo-test.log
 # The libraries' unit tests and the integration tests (`--tests`: the targets with `test = true`):
 # not the examples (profiling tools that no test runs, a quarter of the test build's time; `make
 # lint` checks them with clippy), not doc-tests (there are none), and not the extension's crate,
-# which has no test harness (`--lib` would build it as a test all the same: 25 s more).
+# which has no test harness (`--lib` would build it as a test all the same: 27 s more in run AN).
 RUST_TEST_TARGETS := --tests
 test:
 	$(MAKE) -j2 develop system-tools $(VENV)/.deps-ray PGO=$(PGO) CARGO_PROFILE=test-release

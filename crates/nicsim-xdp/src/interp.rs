@@ -700,7 +700,7 @@ impl MapState {
                 ),
             });
         }
-        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+        if m.def.is_keyless() {
             // User space's push (`bpf_map_update_elem` without a key): `key` is empty or the
             // entry's position, which orders the entries of the maps' JSON.
             if !(key.is_empty() || key.len() == 4) {
@@ -775,7 +775,7 @@ impl MapState {
     /// Queues, stacks and bloom filters: the entry at position `key` (4 bytes big-endian).
     pub fn get(&self, map: &str, key: &[u8]) -> Result<Option<Vec<u8>>, MapError> {
         let m = &self.maps[self.find(map)?];
-        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+        if m.def.is_keyless() {
             let pos = <[u8; 4]>::try_from(key).ok().map(u32::from_be_bytes);
             let e = pos.and_then(|p| m.index.values().nth(p as usize));
             return Ok(e.map(|&e| m.arena[e as usize].clone()));
@@ -795,7 +795,7 @@ impl MapState {
     }
 
     fn entries_of(m: &MapStore) -> Entries {
-        if matches!(m.kind, Kind::Queue { .. } | Kind::Bloom) {
+        if m.def.is_keyless() {
             // By position (4 bytes big-endian): a queue's or stack's oldest first.
             return m
                 .index
