@@ -334,6 +334,31 @@ def test_adjust_meta_is_measured_on_x86_and_refused_with_the_nfp_rule(x86_jit: P
     assert_one_line_error(r, "bpf_xdp_adjust_meta", "nfp_bpf_check_helper_call")
 
 
+@pytest.mark.parametrize(("name", "refused"), [
+    # The suite's versions of programs the paper ran on the Agilio CX: the NFP offload loads them.
+    ("count_min_5", []), ("dns_cache", []), ("quic_lb_v6", []), ("parser", []),
+    ("env_age", ["nfp_bpf_check_helper_call", "bpf_ktime_get_ns (instruction "]),
+    ("lpm_acl", ["nfp_bpf_map_alloc", "'acl' (lpm_trie)"]),
+    ("tail_lb", ["nfp_bpf_check_helper_call", "bpf_tail_call (instruction "]),
+    ("kf_rx_meta", ["nfp_bpf_check_helper_call", "kfunc bpf_xdp_metadata_rx_hash (instruction "]),
+])
+def test_nfp_says_what_the_nfp_offload_would_not_load(name: str, refused: list[str]) -> None:
+    """`nfp` prices some helpers and maps the kernel's NFP offload refuses (estimates for firmware
+    that would run them): the summary says the offload would not load such a program, naming each
+    rule and what it refuses (targets/nfp.toml `[offload]`), and says nothing of one it loads."""
+    from nicsim import _core
+    from nicsim.xdp.analyze import load_target
+
+    text, where = load_target("nfp")
+    search = _core.XdpSearch(obj(name).read_bytes(), text, where, None, None, False, 1024, True, None, [], [])
+    s = json.loads(search.naive())
+    assert s["offload"]["loads"] == (not refused), s["offload"]
+    lines = " ".join(s["offload"]["refused"])
+    assert all(r in lines for r in refused), s["offload"]
+    warned = [w for w in s["warnings"] if w.startswith("the kernel's offload for nfp would not load this program")]
+    assert len(warned) == bool(refused), s["warnings"]
+
+
 @pytest.mark.parametrize(("name", "cases", "actions"), [
     # No perf event is open (-ENOENT: XDP_DROP), the ring buffer has room (XDP_PASS), a
     # discarded record XDP_TX.
@@ -747,6 +772,13 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
         assert key in by, key
         assert set(by[key]["costs"]) == {"nfp", "x86-jit"} and by[key]["costs"]["nfp"]["source"], key
     assert {"prog_array", "xskmap", "ringbuf", "lpm_trie", "array_of_maps", "hash_of_maps"} <= set(s["map_types"])
+    # nfp prices helpers and maps the kernel's NFP offload does not load (estimates): said so.
+    refuses = "(the kernel's offload refuses it)"
+    for key, offloaded in [(("bpf_map_lookup_elem", "hash"), True), (("bpf_xdp_adjust_head", None), True),
+                           (("bpf_map_lookup_elem", "lru_hash"), False), (("bpf_tail_call", None), False),
+                           (("bpf_ktime_get_ns", None), False)]:
+        assert by[key]["costs"]["nfp"]["text"].endswith(refuses) != offloaded, by[key]
+        assert refuses not in by[key]["costs"]["x86-jit"]["text"], by[key]
     # bpf_trace_printk is measured on x86-jit; nfp has no cost for it, and a program calling it
     # is refused there naming the NFP offload's rule.
     assert set(by[("bpf_trace_printk", None)]["costs"]) == {"x86-jit"}

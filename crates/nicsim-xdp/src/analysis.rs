@@ -17,7 +17,7 @@ use crate::load::{self, Program};
 use crate::paths;
 use crate::summary::{
     ClassCost, Cost, GraphSummary, Guarantee, LineCost, LoopSummary, MapSummary, Naive, ObjectInfo,
-    PathInfo, PathSummary, ProgArraySlots, Summary,
+    OffloadCheck, PathInfo, PathSummary, ProgArraySlots, Summary,
 };
 use crate::target::Target;
 
@@ -479,6 +479,23 @@ impl Analysis {
                     .join(", ")
             ));
         }
+        // What the hardware's own offload would refuse of what the analysis priced (`nfp`: the
+        // kernel's NFP offload; docs/xdp.md, "What the NFP offload loads").
+        let offload = t.offload.as_ref().map(|o| {
+            let refused = o.refusals(&self.program);
+            if !refused.is_empty() {
+                warnings.push(format!(
+                    "the kernel's offload for {} would not load this program: {}; the guarantee \
+                     prices what it refuses with this target's estimates, for firmware that would run it",
+                    t.name,
+                    refused.join("; ")
+                ));
+            }
+            OffloadCheck {
+                loads: refused.is_empty(),
+                refused,
+            }
+        });
         // No number when unbounded: the rate depends on programs the analysis cannot see.
         let bounded = unbounded.is_empty();
         let rate = |x: f64| bounded.then_some(x);
@@ -528,6 +545,7 @@ impl Analysis {
             unsized_maps,
             prog_arrays,
             unbounded,
+            offload,
             warnings,
             paths_enumerated: 0,
             paths_unsat: 0,

@@ -42,12 +42,25 @@ pub struct Summary {
     pub prog_arrays: BTreeMap<String, ProgArraySlots>,
     /// The prog arrays whose contents nobody declared: the answer is unbounded.
     pub unbounded: Vec<String>,
+    /// On a target with an offload ([`crate::target::Target::offload`]): whether the kernel's
+    /// offload would load the program; absent on other targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadCheck>,
     /// Warnings, one line each.
     pub warnings: Vec<String>,
     /// Paths handed out by the enumeration (0 before the search).
     pub paths_enumerated: u64,
     /// Paths the solver refuted (0 before the search).
     pub paths_unsat: u64,
+}
+
+/// What the kernel's offload for a target's hardware says of a program ([`Summary::offload`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct OffloadCheck {
+    /// Whether it loads every helper, kfunc and map the program uses.
+    pub loads: bool,
+    /// What it refuses, one line per rule, naming the rule and what it refuses.
+    pub refused: Vec<String>,
 }
 
 impl Summary {

@@ -45,6 +45,12 @@ pub struct Target {
     /// NFP offload runs no kfuncs); `helper_rule` when absent.
     #[serde(default)]
     pub kfunc_rule: Option<String>,
+    /// What the kernel's offload for this hardware loads (`nfp`: the NFP offload's verifier
+    /// and map allocator), when the target models offload-capable hardware. The costs above
+    /// may price more than it loads (estimates for firmware that would run them): an analysis
+    /// then says what the offload refuses ([`Offload::refusals`]).
+    #[serde(default)]
+    pub offload: Option<Offload>,
     /// How the constants were obtained (free-form, kept in the summary).
     #[serde(default)]
     pub calibration: Option<toml::Table>,
@@ -63,6 +69,68 @@ pub const MIN_MTU_BYTES: u32 = 68;
 pub const MAX_NAME_CHARS: usize = 200;
 /// The largest MTU a target may have (bytes; Linux's `ETH_MAX_MTU`).
 pub const MAX_MTU_BYTES: u32 = 65_535;
+
+/// What the kernel's offload for the hardware a target models loads ([`Target::offload`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Offload {
+    /// The helpers its verifier accepts, by name without `bpf_` (any other call is refused:
+    /// kfuncs and tail calls included).
+    pub helpers: Vec<String>,
+    /// The map types it offloads, by their `BPF_MAP_TYPE_*` names in lower case (`hash`).
+    pub maps: Vec<String>,
+    /// Where the helper list comes from (the kernel function that applies it).
+    pub helper_rule: String,
+    /// Where the map list comes from.
+    pub map_rule: String,
+}
+
+impl Offload {
+    /// What of `p` the offload refuses, one phrase each (the helpers and kfuncs its code calls
+    /// outside [`Offload::helpers`], each once with its first instruction; the maps its code
+    /// refers to whose types are not in [`Offload::maps`]), in the order of the code and of
+    /// the maps. Empty: the offload loads what the analysis priced.
+    pub fn refusals(&self, p: &crate::load::Program) -> Vec<String> {
+        use crate::insn::Insn;
+        let mut calls: Vec<(String, usize)> = Vec::new();
+        for (pc, insn) in p.code.iter().enumerate() {
+            let name = match insn {
+                Some(Insn::Call { helper }) => {
+                    let short = crate::helpers::names::HELPER_NAMES
+                        .get(*helper as usize)
+                        .copied()
+                        .unwrap_or("unknown");
+                    if self.helpers.iter().any(|h| h == short) {
+                        continue;
+                    }
+                    format!("helper bpf_{short}")
+                }
+                Some(Insn::Kfunc { id }) => format!("kfunc {}", p.kfunc_name(*id)),
+                _ => continue,
+            };
+            if !calls.iter().any(|(n, _)| *n == name) {
+                calls.push((name, pc));
+            }
+        }
+        let mut out: Vec<String> = calls
+            .into_iter()
+            .map(|(n, pc)| format!("{n} (instruction {pc})"))
+            .collect();
+        if !out.is_empty() {
+            out = vec![format!("{} refuses {}", self.helper_rule, out.join(", "))];
+        }
+        let maps: Vec<String> = p
+            .maps
+            .iter()
+            .filter(|m| !self.maps.iter().any(|t| t == m.type_name()))
+            .map(|m| format!("'{}' ({})", m.name, m.type_name()))
+            .collect();
+        if !maps.is_empty() {
+            out.push(format!("{} refuses map {}", self.map_rule, maps.join(", ")));
+        }
+        out
+    }
+}
 
 /// Limits that hold whatever the program.
 #[derive(Debug, Clone, Deserialize)]

@@ -79,6 +79,16 @@ def _cost(entry: dict[str, Any], unit: str, helper: str = "") -> str:
     return ", ".join(parts)
 
 
+def _offload_loads(t: dict[str, Any], helper: str, map_type: str) -> bool:
+    """Whether the kernel's offload for target `t`'s hardware (its `[offload]`: the NFP offload's
+    helpers and map types) loads `helper` (on `map_type`); True for a target without one."""
+    o = t.get("offload")
+    if o is None:
+        return True
+    base = map_type.partition(" ")[0]  # "hash (over 4,096 entries)"
+    return helper in o.get("helpers", []) and (not base or base in o.get("maps", []))
+
+
 def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
     """The helpers and map types with a cost on each of `targets` (default: nfp, and x86-jit if
     calibrated here; a target named explicitly must load). Returns {targets, helpers: [{helper,
@@ -102,7 +112,10 @@ def supported(targets: tuple[str, ...] | list[str] | None = None) -> dict[str, A
                 map_type = f"{map_type.removesuffix('.large')} (over 4,096 entries)"
             row = rows.setdefault((helper, map_type or None), {"helper": f"bpf_{helper}", "map_type": map_type or None,
                                                                 "costs": {}})
-            row["costs"][tname] = {"text": _cost(entry, unit, key), "source": entry.get("source", "")}
+            text = _cost(entry, unit, key)
+            if not _offload_loads(t, helper, map_type if key not in PARTS else ""):
+                text += " (the kernel's offload refuses it)"
+            row["costs"][tname] = {"text": text, "source": entry.get("source", "")}
     from nicsim import _core
 
     modelled = {r["kfunc"]: r["family"] for r in json.loads(_core.xdp_kfunc_rows()) if r["modelled"]}

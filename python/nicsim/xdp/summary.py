@@ -199,6 +199,15 @@ class Verifier(TypedDict):
     text: NotRequired[str | None]
 
 
+class Offload(TypedDict):
+    """What the kernel's offload for the target's hardware loads of the program (`nfp`: the NFP
+    offload; Rust's `OffloadCheck`)."""
+
+    loads: bool
+    #: One line per rule: the rule and what it refuses.
+    refused: list[str]
+
+
 class Summary(TypedDict):
     """`nicsim xdp analyze`'s `summary.json`: Rust's `Summary` and what the search adds."""
 
@@ -216,6 +225,8 @@ class Summary(TypedDict):
     #: slot → "section/program", or "unknown".
     prog_arrays: dict[str, dict[str, str] | Literal["unknown"]]
     unbounded: list[str]
+    #: On a target with an offload (`nfp`) only.
+    offload: NotRequired[Offload]
     warnings: list[str]
     paths_enumerated: int
     #: Paths whose query went to the solver (of the enumerated; the others were pruned).
