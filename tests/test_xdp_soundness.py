@@ -138,7 +138,7 @@ def test_stream_variants_take_the_path_in_the_state_they_evolve(x86_jit: Path, t
 # docs/xdp.md, "The soundness sweep", has what it found.
 SWEEP = ("parser", "dos_filter", "quic_lb_v4", "quic_lb_v6", "rtp_alaw", "rtp_alaw_opt", "dns_cache", "count_min_5",
          "count_min_10", "l4_lb", "tcp_opts_walk", "ipip_encap", "map_in_map_acl", "mim_fallback", "tail_lb",
-         "vlan_stack", "helpers_syncookie", "data_config", "queue_stack")
+         "vlan_stack", "helpers_syncookie", "data_config", "queue_stack", "spin_lock")
 SWEEP_ALL = os.environ.get("NICSIM_SOUNDNESS_ALL") == "1"
 TEST_PROGRAMS = sorted(p.stem for p in (Path(__file__).parent / "xdp").glob("*.c"))
 

@@ -1,8 +1,9 @@
 /* A per-flow counter and timestamp updated under the value's spin lock (bpf_spin_lock,
  * bpf_spin_unlock), the timestamp from bpf_ktime_get_coarse_ns; the packet is passed when the
  * flow had been seen before (the counter, read under the lock, was not 0), else dropped. The
- * verifier needs the map's BTF for the lock, which nicsim's kernel loader does not pass: the
- * program is checked by analysis and the interpreter only. */
+ * verifier needs the map's BTF for the lock: nicsim's kernel loader creates the map with BTF
+ * that places it (kernel.rs `value_btf`), so `validate` runs it, and the soundness sweep times
+ * its paths. */
 #include "xdp_common.h"
 
 struct flow {

@@ -782,6 +782,16 @@ impl XdpKernel {
             .map_err(|e| InputError::new_err(e.to_string()))
     }
 
+    /// `value` of map `map` as the kernel shows a value to user space: its kernel-managed
+    /// fields (a lock, a timer) zeroed (`Kernel::hide_special`).
+    fn hide_special(&self, map: &str, value: Vec<u8>) -> PyResult<Vec<u8>> {
+        let mut value = value;
+        self.k
+            .hide_special(map, &mut value)
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        Ok(value)
+    }
+
     /// `runs` single runs of `packet`, each from a fresh state: before each, the map entries of
     /// `restore` are written back (`(map, key, value)`; no value: delete the key). Runs are back
     /// to back, with nothing but those writes between them. Returns the kernel's time of each run

@@ -24,6 +24,16 @@ pub const KIND_DATASEC: u32 = 15;
 /// `BTF_KIND_DECL_TAG`.
 pub const KIND_DECL_TAG: u32 = 17;
 
+/// The structs the kernel manages inside a map value, by name and size (kernel/bpf/btf.c,
+/// `btf_get_field_type`): a value holding one needs map BTF ([`Types::special_fields`]).
+pub const SPECIAL_STRUCTS: &[(&str, u32)] = &[
+    ("bpf_spin_lock", 4),
+    ("bpf_res_spin_lock", 4),
+    ("bpf_timer", 16),
+    ("bpf_wq", 16),
+    ("bpf_task_work", 8),
+];
+
 /// One `struct btf_type`.
 #[derive(Debug, Clone, Copy)]
 pub struct Type<'d> {
@@ -165,6 +175,58 @@ impl<'d> Types<'d> {
             }
         }
         None
+    }
+
+    /// The kernel-managed fields in a value of type `id` whose type the kernel recognises by
+    /// its struct's name and size (`SPECIAL_STRUCTS`: a lock, a timer, a work item), in
+    /// members of structs, unions and arrays at any depth: (name, byte offset), in order of
+    /// offset. The kernel creates a map whose values hold one only with BTF that says where it
+    /// is (kernel/bpf/btf.c, `btf_parse_fields`). Walked with a work list of at most
+    /// `MAX_FIELD_WALK` members, so a malformed or huge type ends the walk, not the process.
+    pub fn special_fields(&self, id: u32) -> Vec<(&'static str, u32)> {
+        const MAX_FIELD_WALK: usize = 65_536;
+        let mut out = Vec::new();
+        let mut work: Vec<(u32, u64)> = vec![(id, 0)];
+        let mut walked = 0usize;
+        while let Some((id, base)) = work.pop() {
+            walked += 1;
+            if walked > MAX_FIELD_WALK || base > u32::MAX as u64 {
+                break;
+            }
+            let Some(t) = self.kind_of(id) else { continue };
+            match t.kind {
+                KIND_STRUCT | 5 => {
+                    let name = self.name(t);
+                    if let Some(&(n, size)) = SPECIAL_STRUCTS.iter().find(|(n, _)| *n == name) {
+                        if t.size_or_type == size {
+                            out.push((n, base as u32));
+                        }
+                        continue;
+                    }
+                    for m in t.body.chunks_exact(12) {
+                        let (Some(mty), Some(bits)) = (u32_le(m, 4), u32_le(m, 8)) else {
+                            continue;
+                        };
+                        let bits = if t.kflag { bits & 0xff_ffff } else { bits };
+                        work.push((mty, base + bits as u64 / 8));
+                    }
+                }
+                KIND_ARRAY => {
+                    let (Some(elem), Some(n)) = (u32_le(t.body, 0), u32_le(t.body, 8)) else {
+                        continue;
+                    };
+                    let Some(size) = self.size(elem).filter(|&s| s > 0) else {
+                        continue;
+                    };
+                    for i in 0..(n as u64).min(MAX_FIELD_WALK as u64) {
+                        work.push((elem, base + i * size));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.sort_by_key(|&(_, off)| off);
+        out
     }
 
     /// The type `id` resolves to ([`Types::resolve`]).

@@ -101,6 +101,7 @@ fn map(name: &str, map_type: u32, key_size: u32, value_size: u32) -> MapDef {
         data: Vec::new(),
         frozen: false,
         inner: None,
+        special_fields: Vec::new(),
     }
 }
 
@@ -232,6 +233,22 @@ fn benches() -> Vec<Bench> {
             "atomic",
             "lock *(u64 *)(array value + 8) += r1",
             vec![r(0xdb, 8, 1, 8, 0)],
+        )
+    });
+    // An uncontended lock and unlock of a bpf_spin_lock at the start of an array value (the map
+    // created with BTF that places the lock: kernel.rs `value_btf`). The verifier pairs them on
+    // every path, so the pair is timed and each costs half (python/nicsim/xdp/calibrate.py).
+    v.push(Bench {
+        maps: vec![MapDef {
+            special_fields: vec![("bpf_spin_lock", 0)],
+            ..map("l", MAP_ARRAY, 4, 16)
+        }],
+        value: true,
+        setup: vec![("alu64", 2.0)],
+        ..plain(
+            "spin_lock.pair",
+            "bpf_spin_lock(&value->lock); bpf_spin_unlock(&value->lock) (an array value, uncontended)",
+            vec![mov64_reg(1, 8), call(93), mov64_reg(1, 8), call(94)],
         )
     });
     // Helpers. Keys and values at fp-72..fp-8 (zeroed by the prologue).
@@ -395,6 +412,114 @@ fn benches() -> Vec<Bench> {
     );
     h.entries = vec![(0, Vec::new(), vec![0; 8])];
     v.push(h);
+    // Timers (helpers/timers.rs) on a bpf_timer at the start of an array value (the map created
+    // with BTF that places it), r8 the value; the callback is `r0 = 0; exit`. `timer_start.now`
+    // arms it to expire at once (delay 0: it fires on this CPU within the run, its interrupt
+    // and callback counted), `.later` one second ahead (it never fires during the runs; each
+    // start re-arms it). A cancel is timed after a start 1 s ahead (it disarms: 1), an init
+    // after an update that replaces the value (which frees the timer the init before made),
+    // each with those calls' cost subtracted as measured.
+    let timer_map = || MapDef {
+        special_fields: vec![("bpf_timer", 0)],
+        ..map("t", MAP_ARRAY, 4, 16)
+    };
+    let callback = [r(0x18, 2, 4, 0, 0), r(0, 0, 0, 0, 0)];
+    let mut armed = vec![mov64_reg(1, 8)];
+    armed.extend(ld_map(2, 0));
+    armed.extend([mov64_imm(3, 1), call(169), mov64_reg(1, 8)]); // bpf_timer_init(.., CLOCK_MONOTONIC)
+    armed.extend(callback);
+    armed.push(call(170)); // bpf_timer_set_callback
+    let start = |delay_ns: i32| {
+        vec![
+            mov64_reg(1, 8),
+            mov64_imm(2, delay_ns),
+            mov64_imm(3, 0),
+            call(171),
+        ]
+    };
+    for (name, what, delay_ns) in [
+        (
+            "timer_start.now",
+            "bpf_timer_start(timer, 0, 0): it expires at once and its callback runs",
+            0,
+        ),
+        (
+            "timer_start.later",
+            "bpf_timer_start(timer, 1 s, 0): re-armed, it does not fire",
+            1_000_000_000,
+        ),
+    ] {
+        v.push(Bench {
+            prologue: armed.clone(),
+            tail: vec![mov64_imm(0, 0), exit()],
+            value: true,
+            ..helper(
+                name,
+                what,
+                vec![timer_map()],
+                start(delay_ns),
+                vec![("alu64", 3.0)],
+            )
+        });
+    }
+    let mut body = start(1_000_000_000);
+    body.extend([mov64_reg(1, 8), call(172)]);
+    v.push(Bench {
+        prologue: armed.clone(),
+        tail: vec![mov64_imm(0, 0), exit()],
+        value: true,
+        ..helper(
+            "timer_cancel",
+            "bpf_timer_cancel(timer armed 1 s ahead): it disarms it (after a start, subtracted)",
+            vec![timer_map()],
+            body,
+            vec![("alu64", 4.0), ("timer_start.later", 1.0)],
+        )
+    });
+    let mut body = vec![mov64_reg(1, 8)];
+    body.extend(callback);
+    body.push(call(170));
+    v.push(Bench {
+        prologue: armed.clone(),
+        tail: vec![mov64_imm(0, 0), exit()],
+        value: true,
+        ..helper(
+            "timer_set_callback",
+            "bpf_timer_set_callback(timer, callback) on an initialised timer",
+            vec![timer_map()],
+            body,
+            vec![("alu64", 1.0), ("ld_imm64", 1.0)],
+        )
+    });
+    // bpf_map_update_elem(timers, &0 at fp-8, zeros at fp-72, BPF_ANY), then an init of the
+    // fresh timer.
+    let mut body = ld_map(1, 0).to_vec();
+    body.extend([
+        mov64_reg(2, 10),
+        add64_imm(2, -8),
+        mov64_reg(3, 10),
+        add64_imm(3, -72),
+        mov64_imm(4, 0),
+        call(2),
+        mov64_reg(1, 8),
+    ]);
+    body.extend(ld_map(2, 0));
+    body.extend([mov64_imm(3, 1), call(169)]);
+    v.push(Bench {
+        value: true,
+        ..helper(
+            "timer_init",
+            "bpf_timer_init(timer, map, CLOCK_MONOTONIC) of a fresh timer, after an update that \
+             replaces the value and frees the timer before (the update's own cost subtracted)",
+            vec![timer_map()],
+            body,
+            vec![
+                ("ld_imm64", 2.0),
+                ("alu64", 7.0),
+                ("map_update_elem.array", 1.0),
+            ],
+        )
+    });
     for (name, id) in [
         ("ktime_get_ns", 5),
         ("ktime_get_coarse_ns", 160),
@@ -897,25 +1022,27 @@ impl Bench {
     /// `r0 = XDP_PASS; exit`, then the tail (a subprogram the body calls).
     fn program(&self, n: usize) -> Vec<Raw> {
         let (mut out, exits) = prologue(self.value);
-        out.extend(self.prologue.iter().copied());
-        let epilogue = out.len() + self.body.len() * n;
+        let epilogue = out.len() + self.prologue.len() + self.body.len() * n;
         for i in exits {
             out[i].off = (epilogue - i - 1) as i16;
         }
-        for _ in 0..n {
-            for b in &self.body {
-                let mut b = *b;
-                if (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4) {
-                    // A bpf-to-bpf call, or the address (a bpf_loop callback), of the
-                    // subprogram right after the epilogue.
-                    b.imm = (epilogue + 2) as i32 - out.len() as i32 - 1;
-                }
-                out.push(b);
+        let body = std::iter::repeat_n(&self.body, n).flatten();
+        for b in self.prologue.iter().chain(body) {
+            let mut b = *b;
+            if (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4) {
+                // A bpf-to-bpf call, or the address (a bpf_loop or timer callback), of the
+                // subprogram right after the epilogue.
+                b.imm = (epilogue + 2) as i32 - out.len() as i32 - 1;
             }
+            out.push(b);
         }
         out.push(mov64_imm(0, 2)); // XDP_PASS
         out.push(exit());
-        if n > 0 {
+        let prologue_calls = self
+            .prologue
+            .iter()
+            .any(|b| (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4));
+        if n > 0 || prologue_calls {
             out.extend(self.tail.iter().copied()); // unreachable code is refused
         }
         out

@@ -571,6 +571,7 @@ fn insn_cost(
             // array_of_map_gen_lookup / htab_of_map_gen_lookup).
             let map_type = match s.regs[1] {
                 Val::MapPtr(i) => Some(map_kind(&p.maps[i as usize])),
+                _ if timer_starts_later(helper, s) => Some("later"),
                 _ => None,
             };
             let unsupported_map =
@@ -818,6 +819,23 @@ fn gathered_cost(
 /// bound is the most the kernel works on: `csum_diff` 512 bytes before Linux 6.12 (-EINVAL
 /// above), since then the largest buffer the program can pass (a 64 KiB packet, or a larger
 /// map value); the packet helpers 0xffff bytes (-EFAULT above).
+/// The least delay (ns) of a `bpf_timer_start` whose cost is the target's `timer_start.later`:
+/// a timer armed this far ahead does not expire within the packet's run (`timer_start`, the
+/// worse of a start that expires at once and one that does not, is the cost otherwise).
+pub const TIMER_LATER_NS: u64 = 1_000_000;
+
+/// Whether a call of `helper` is a `bpf_timer_start` shown to expire later: its delay (r2) at
+/// least [`TIMER_LATER_NS`] on every path here, relative (r3's `BPF_F_TIMER_ABS`, bit 0, clear).
+fn timer_starts_later(helper: u32, s: &State) -> bool {
+    let (Val::Scalar(delay), Val::Scalar(flags)) = (s.regs[2], s.regs[3]) else {
+        return false;
+    };
+    helper == crate::helpers::timers::HELPER_TIMER_START
+        && delay.lo >= TIMER_LATER_NS
+        && flags.lo == flags.hi
+        && flags.lo & 1 == 0
+}
+
 pub(crate) fn sized_bytes(p: &Program, helper: u32, s: &State) -> Option<u64> {
     let most = |r: usize, cap: u64| match s.regs[r] {
         Val::Scalar(iv) => iv.hi.min(cap),

@@ -322,13 +322,20 @@ impl Kernel {
             let what = || format!("map '{}' ({})", def.name, def.type_name());
             // Local storage takes only a map with BTF for its key (an int) and value (of the
             // value's size): BTF of the shape the kernel checks, in place of the object's.
-            let _btf = match def.is_local_storage() {
-                true => {
-                    let fd = load_btf(&storage_btf(def.value_size), &what())?;
-                    a.u32(48, fd.as_raw_fd() as u32).u32(52, 1).u32(56, 3);
-                    Some(fd)
-                }
-                false => None,
+            // A value holding a lock, a timer or a work item takes BTF that places them.
+            let _btf = if def.is_local_storage() {
+                let fd = load_btf(&storage_btf(def.value_size), &what())?;
+                a.u32(48, fd.as_raw_fd() as u32).u32(52, 1).u32(56, 3);
+                Some(fd)
+            } else if !def.special_fields.is_empty() {
+                let (btf, key_id, value_id) = value_btf(def);
+                let fd = load_btf(&btf, &what())?;
+                a.u32(48, fd.as_raw_fd() as u32)
+                    .u32(52, key_id)
+                    .u32(56, value_id);
+                Some(fd)
+            } else {
+                None
             };
             a.call(BPF_MAP_CREATE)
                 .map_err(|err| KernelError::Sys { what: what(), err })
@@ -450,6 +457,71 @@ fn storage_btf(value_size: u32) -> Vec<u8> {
         value_size,
     ];
     btf_blob(&types, strings)
+}
+
+/// BTF for a map whose values hold kernel-managed fields ([`MapDef::special_fields`]): [1]
+/// `int` (a 4-byte key), [2] `char`, [3] `char[key_size]` (any other key), then each field's
+/// struct by its name and size (what the kernel recognises it by: kernel/bpf/btf.c,
+/// `btf_find_struct`), then the value, a struct of `value_size` bytes with one member per
+/// field at its offset. Returns the blob and the key's and the value's type ids (a key of 0
+/// bytes: 0).
+fn value_btf(def: &MapDef) -> (Vec<u8>, u32, u32) {
+    const KIND_INT: u32 = 1;
+    const KIND_ARRAY: u32 = 3;
+    const KIND_STRUCT: u32 = 4;
+    let mut strings: Vec<u8> = b"\0int\0char\0nicsim_value\0".to_vec();
+    let name_at = |strings: &mut Vec<u8>, name: &str| {
+        let at = strings.len() as u32;
+        strings.extend_from_slice(name.as_bytes());
+        strings.push(0);
+        at
+    };
+    let mut types: Vec<u32> = vec![
+        1,
+        KIND_INT << 24,
+        4,
+        (1 << 24) | 32,
+        5,
+        KIND_INT << 24,
+        1,
+        8,
+        0,
+        KIND_ARRAY << 24,
+        0,
+        2,
+        1,
+        def.key_size,
+    ];
+    let mut struct_ids: Vec<(&str, u32)> = Vec::new();
+    for &(name, _) in &def.special_fields {
+        if struct_ids.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let size = crate::btf::SPECIAL_STRUCTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |&(_, s)| s);
+        let at = name_at(&mut strings, name);
+        types.extend([at, KIND_STRUCT << 24, size]);
+        struct_ids.push((name, 4 + struct_ids.len() as u32));
+    }
+    let value_id = 4 + struct_ids.len() as u32;
+    let n = def.special_fields.len() as u32;
+    types.extend([10, (KIND_STRUCT << 24) | n, def.value_size]);
+    for (i, &(name, off)) in def.special_fields.iter().enumerate() {
+        let at = name_at(&mut strings, &format!("f{i}"));
+        let id = struct_ids
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |&(_, id)| id);
+        types.extend([at, id, off.saturating_mul(8)]);
+    }
+    let key_id = match def.key_size {
+        0 => 0,
+        4 => 1,
+        _ => 3,
+    };
+    (btf_blob(&types, &strings), key_id, value_id)
 }
 
 /// A BTF blob of `types` (each a 32-bit word) and `strings`.
@@ -847,9 +919,27 @@ impl Kernel {
         }
     }
 
-    /// The value of `key` in map `name` (per-CPU maps: CPU 0's), or None when absent. A queue's
-    /// or stack's `key` is a position (4 bytes big-endian, 0 the oldest); a bloom filter's
-    /// members cannot be listed.
+    /// `value`, a value of map `name`, as the kernel shows one to user space: its kernel-managed
+    /// fields ([`MapDef::special_fields`]: a lock, a timer) zeroed (kernel/bpf/syscall.c: a
+    /// lookup's copy skips them, `check_and_init_map_value` zeroes them).
+    pub fn hide_special(&self, name: &str, value: &mut [u8]) -> Result<(), KernelError> {
+        let m = self.map(name)?;
+        for &(field, off) in &m.def.special_fields {
+            let size = crate::btf::SPECIAL_STRUCTS
+                .iter()
+                .find(|(n, _)| *n == field)
+                .map_or(0, |&(_, s)| s as usize);
+            let off = off as usize;
+            if let Some(b) = value.get_mut(off..off.saturating_add(size)) {
+                b.fill(0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of `key` in map `name` (per-CPU maps: CPU 0's; kernel-managed fields zeroed,
+    /// as the kernel shows them), or None when absent. A queue's or stack's `key` is a position
+    /// (4 bytes big-endian, 0 the oldest); a bloom filter's members cannot be listed.
     pub fn get(&self, name: &str, key: &[u8]) -> Result<Option<Vec<u8>>, KernelError> {
         let m = self.map(name)?;
         if m.def.is_keyless() {
@@ -1025,14 +1115,16 @@ pub fn verify(program: &Program, targets: &[Program]) -> Result<Option<Rejection
     }
     match Kernel::load_with_tails(&program, &targets) {
         Ok(_) => Ok(None),
-        // A timer or a spin lock in a map value needs the map's BTF, which this loader does
-        // not pass (libbpf does): the kernel was not asked about the program itself.
+        // A timer or a spin lock in a map value needs the map's BTF, which this loader gives
+        // only where the object's BTF places the field (a BTF-defined map's value type): the
+        // kernel was not asked about the program itself.
         Err(KernelError::Verifier { full_log, .. })
             if full_log.contains("has to have BTF in order to use bpf_") =>
         {
             Err(KernelError::Input(
-                "a map holds a bpf_timer or bpf_spin_lock, whose map BTF nicsim's kernel loader \
-                 does not pass; the verifier was not asked"
+                "a map holds a bpf_timer or bpf_spin_lock that the object's BTF does not place \
+                 (a map defined without BTF types), so it cannot be created as the verifier \
+                 needs; the verifier was not asked"
                     .into(),
             ))
         }

@@ -121,6 +121,10 @@ pub struct MapDef {
     /// `values`, iproute2's `inner_id`, or the samples' `inner_map_idx`), when the object
     /// gives it.
     pub inner: Option<Box<MapDef>>,
+    /// The kernel-managed fields of its values (a `bpf_spin_lock`, a `bpf_timer`, …) by struct
+    /// name and byte offset, from the object's BTF ([`crate::btf::Types::special_fields`]):
+    /// the kernel creates such a map only with BTF that places them (`kernel.rs`).
+    pub special_fields: Vec<(&'static str, u32)>,
 }
 
 impl MapDef {
@@ -1621,6 +1625,7 @@ fn kconfig_map(elf: &Elf) -> Result<Option<KconfigMap>, LoadError> {
         data: k.data,
         frozen: true,
         inner: None,
+        special_fields: Vec::new(),
     };
     Ok(Some((
         def,
@@ -1713,6 +1718,7 @@ fn legacy_maps(elf: &Elf, sec: usize) -> Result<Vec<(MapDef, MapAt)>, LoadError>
             data: Vec::new(),
             frozen: false,
             inner: None,
+            special_fields: Vec::new(),
         };
         if d.map_type == 0 {
             // Zeros where the type belongs: most often a BTF map definition (`__uint(type,
@@ -2099,6 +2105,8 @@ fn load_inner(
     for &sec in &legacy {
         maps.extend(legacy_maps(&elf, sec)?);
     }
+    let btf_data = elf.file.section_by_name(".BTF").and_then(|s| s.data().ok());
+    let btf_types = btf_data.and_then(crate::btf::Types::parse);
     for (name, m) in &obj.maps {
         let data_section = matches!(
             m.section_kind(),
@@ -2121,6 +2129,13 @@ fn load_inner(
             data: m.data().to_vec(),
             frozen: name.starts_with(".rodata"),
             inner: None,
+            // A lock or a timer in its values, where the object's BTF gives the value's type.
+            special_fields: match (m, &btf_types) {
+                (aya_obj::Map::Btf(b), Some(t)) if b.def.btf_value_type_id != 0 => {
+                    t.special_fields(b.def.btf_value_type_id)
+                }
+                _ => Vec::new(),
+            },
         };
         let mut d = def(name, m);
         if d.is_prog_array() {
@@ -2142,11 +2157,8 @@ fn load_inner(
         };
         maps.push((d, at));
     }
-    let ksyms: Vec<(String, bool)> = elf
-        .file
-        .section_by_name(".BTF")
-        .and_then(|s| s.data().ok())
-        .and_then(crate::btf::Types::parse)
+    let ksyms: Vec<(String, bool)> = btf_types
+        .as_ref()
         .map(|t| t.ksym_vars())
         .unwrap_or_default();
     let kconfig_offs = match kconfig_map(&elf)? {
@@ -2553,6 +2565,7 @@ mod tests {
             data: Vec::new(),
             frozen: false,
             inner: inner.map(Box::new),
+            special_fields: Vec::new(),
         }
     }
 

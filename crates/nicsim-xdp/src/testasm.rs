@@ -89,6 +89,7 @@ pub(crate) fn map(
         data: Vec::new(),
         frozen: false,
         inner: None,
+        special_fields: Vec::new(),
     }
 }
 

@@ -627,6 +627,8 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
             return row
         for name, key, want in expect:
             got = k.get_entry(name, key)
+            if want is not None:  # a lock's or a timer's bytes are the kernel's own, shown as zeros
+                want = bytes(k.hide_special(name, want))
             if got != want:
                 if environment_stored(got, want, p.get("helper_results") or []):
                     # The path stored what the environment gave (a clock, a random number):

@@ -42,6 +42,7 @@ fn map(name: &str, map_type: u32, key_size: u32, value_size: u32, data: Vec<u8>)
         frozen: name.starts_with(".rodata"),
         data,
         inner: None,
+        special_fields: Vec::new(),
     }
 }
 
