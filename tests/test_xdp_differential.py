@@ -76,6 +76,7 @@ REFUSED = {
     "ld_maps_unspec": "has type 0 (BPF_MAP_TYPE_UNSPEC)",
     "kf_dynptr_moved": "is not supported in a program that also calls bpf_xdp_adjust_head",
     "ld_ksym_typed": "extern variable 'runqueues' (__ksym) is a typed kernel symbol",
+    "lpm_update": "models a program's lookups of an LPM trie only",
 }
 #: Per program: the sections to check (default: the only one), the --loop-bound, a byte that
 #: packets carry early in half the cases (loops that walk to a 0xff byte, so that they stay
