@@ -278,3 +278,16 @@ def test_only_bytes_holding_an_environment_result_may_differ() -> None:
     import time
 
     assert environment_stored(time.monotonic_ns().to_bytes(8, "little"), bytes(8), zero_time)
+
+
+def test_an_example_of_zeros_in_writable_global_data_reaches_the_kernel(x86_jit: Path, tmp_path: Path) -> None:
+    # data_counter writes .data's port (10000 in the object) into the packet: the example's value
+    # of .data must be the one the kernel runs with, zeros included (an entry of zeros was taken
+    # for an array's untouched entry and not written, so the kernel wrote 10000).
+    a = tmp_path / "a"
+    s = _analyze("data_counter", a, 1)
+    assert ".data" in s["maps"], s["maps"]
+    r = nicsim("xdp", "validate", obj("data_counter"), "--analysis", a, "--paths", "1", "--packets", "0",
+               "--out", tmp_path / "v", "--json")
+    row = json.loads(r.stdout)["paths"]["rows"][0]
+    assert row["status"] == "ok" or row["status"].startswith("BEATEN"), row

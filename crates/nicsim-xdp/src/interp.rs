@@ -812,8 +812,19 @@ impl MapState {
         m.index
             .iter()
             .map(|(k, &e)| (k.clone(), m.arena[e as usize].clone()))
-            .filter(|(_, v)| m.kind != Kind::Array || v.iter().any(|&b| b != 0))
+            .filter(|(_, v)| m.kind != Kind::Array || !Self::initial_value(m, v))
             .collect()
+    }
+
+    /// Whether `v` is what an array's entry holds before anything writes it: zeros, or a
+    /// global-data map's initial bytes (`.data`: an entry of zeros there is a write to keep, or
+    /// the kernel runs with the object's initial value).
+    fn initial_value(m: &MapStore, v: &[u8]) -> bool {
+        if m.def.data.is_empty() {
+            return v.iter().all(|&b| b == 0);
+        }
+        let n = m.def.data.len().min(v.len());
+        v[..n] == m.def.data[..n] && v[n..].iter().all(|&b| b == 0)
     }
 
     /// All maps in the format of the analyzer's `summary.json` "maps" key, by name.
