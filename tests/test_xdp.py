@@ -147,6 +147,21 @@ def _analyze_peak(*args: str | os.PathLike[str]) -> tuple[int, str, float]:
         return r.returncode, r.stderr, int(peak.read_text()) / 1024
 
 
+def test_a_large_map_values_example_gives_the_bytes_its_path_reads(tmp_path: Path) -> None:
+    # big_value reads three bytes of a 1 MB array value: the model is asked for those (and their
+    # positions), not for a million bytes (on a 4 MB value that took the analysis to 1.5 GB with
+    # --memory-mb 1024, and the solver out of memory). The example's value is whole, zeros but
+    # for the bytes read, and the interpreter takes its path on it
+    # (test_example_packet_follows_the_reported_path).
+    out = tmp_path / "bv"
+    rc, err, peak_mb = _analyze_peak(obj("big_value"), "--memory-mb", 128, "--out", out)
+    assert rc == 0, err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["guarantee"]["status"] == "ssp" and s["stopped"] != "memory", s["guarantee"]
+    assert len(s["maps"]["sketch"]["entries"]["00000000"]) == 2 * (1 << 20)
+    assert peak_mb <= 128 + PROCESS_OVERHEAD_MB, peak_mb
+
+
 def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
     # The fixed overhead: a small program, each process with its interpreter and little else.
     rc, err, base_mb = _analyze_peak(obj("count_min_5"), "--out", tmp_path / "cm")
@@ -189,6 +204,7 @@ def test_memory_mb_bounds_the_whole_analysis(tmp_path: Path) -> None:
     "csum_nat",  # bpf_csum_diff's result, as the kernel computes it
     "map_presence",  # keys a delete or an update needs present (or absent) before the run
     "map_insert_fails",  # an insert that fails: a present key, not a full map, which no example can give
+    "big_value",  # the bytes read of a 1 MB value, the others zeros
 ])
 def test_example_packet_follows_the_reported_path(name: str) -> None:
     from nicsim import _core

@@ -286,6 +286,11 @@ def writable_maps(maps: dict[str, Any]) -> dict[str, Any]:
 
 
 def _value(rng: random.Random, size: int, pkt: bytes) -> bytes:
+    if size > 4096:  # a large value (a sketch's array): zeros but for a few bytes anywhere
+        v = bytearray(size)
+        for _ in range(rng.randint(0, 64)):
+            v[rng.randrange(size)] = rng.randrange(256)
+        return bytes(v)
     r = rng.random()
     if r < 0.2:
         return bytes(size)

@@ -104,7 +104,14 @@ pub const MAP_BYTE_TERM_BYTES: usize = 96;
 
 /// Bytes the terms of one lookup of map `m` take ([`MAP_BYTE_TERM_BYTES`] per key and value byte).
 fn map_term_bytes(m: &load::MapDef) -> usize {
-    (m.key_size as usize + m.value_size as usize).saturating_mul(MAP_BYTE_TERM_BYTES)
+    // A value larger than an example gives whole is asked of a model by the bytes a path reads
+    // (symex.rs `Lookup::reads`, at most MAX_EXAMPLE_VALUE_READS of them, a position and a byte each).
+    let value_terms = if m.value_size > crate::symex::MAX_EXAMPLE_VALUE_BYTES {
+        2 * crate::symex::MAX_EXAMPLE_VALUE_READS
+    } else {
+        m.value_size as usize
+    };
+    (m.key_size as usize + value_terms).saturating_mul(MAP_BYTE_TERM_BYTES)
 }
 
 /// A loaded, unrolled and costed program.
@@ -158,15 +165,17 @@ impl Analysis {
             need_mb: need_bytes.div_ceil(1 << 20),
             budget_mb: budget >> 20,
         };
-        // A lookup's key and value are a term per byte in the search's queries: a map whose
-        // key and value cannot be held once within the budget is refused before they are.
+        // A lookup's key and value are a term per byte when a model is read (of a large value,
+        // per byte read): a map whose terms cannot be held once within the budget is refused
+        // before they are.
         if let Some(m) = program.maps.iter().max_by_key(|m| map_term_bytes(m)) {
             let need = map_term_bytes(m);
             if need > budget {
                 return Err(memory_error(
                     format!(
                         "map '{}': its key_size {} and value_size {} (a term per byte, about \
-                         {MAP_BYTE_TERM_BYTES} bytes each, in every query that looks it up)",
+                         {MAP_BYTE_TERM_BYTES} bytes each, when a model of a path that looks it \
+                         up is read)",
                         m.name, m.key_size, m.value_size
                     ),
                     need,

@@ -203,17 +203,26 @@ pub fn witness(p: &Program, maps: &MapState, packet: &[u8]) -> Witness {
         }
         let vsort = format!("(Array (_ BitVec {}) (_ BitVec 8))", ks + 32);
         let psort = format!("(Array (_ BitVec {ks}) Bool)");
-        let mut values = format!("((as const {vsort}) #x00)");
+        // The stores nest (each around the ones before): their openings first, then the base,
+        // then each store's index and byte (built in one pass: wrapping the text store by store
+        // copied it once per non-zero byte, quadratic in a 1 MB value's bytes).
+        let mut stores = String::new();
+        let mut n_stores = 0usize;
         let mut present = format!("((as const {psort}) false)");
         for (key, value) in &entries {
             let k = bv(ks, key);
             for (i, b) in value.iter().enumerate() {
                 if *b != 0 {
-                    values = format!("(store {values} (concat {k} (_ bv{i} 32)) #x{b:02x})");
+                    n_stores += 1;
+                    stores.push_str(&format!(" (concat {k} (_ bv{i} 32)) #x{b:02x})"));
                 }
             }
             present = format!("(store {present} {k} true)");
         }
+        let values = format!(
+            "{}((as const {vsort}) #x00){stores}",
+            "(store ".repeat(n_stores)
+        );
         w.defines.push((format!("m{m}_0"), vsort, values));
         if uses_presence(def) {
             w.defines.push((format!("p{m}_0"), psort, present));

@@ -715,10 +715,22 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
         let vals = slv.values(&terms)?;
         // The key's term is the concatenation of its bytes, byte 0 lowest.
         let key = vals[0].bytes_le((lk.key_size as usize).max(1));
-        let value: Vec<u8> = vals[1..1 + lk.value_size as usize]
-            .iter()
-            .map(|b| b.low_u64() as u8)
-            .collect();
+        let n_value = terms.len() - 1 - lk.present.iter().count();
+        let value: Vec<u8> = if lk.sparse() {
+            // The bytes the path reads, at the model's positions; the others zeros.
+            let mut v = vec![0u8; lk.value_size as usize];
+            for pair in vals[1..1 + n_value].chunks_exact(2) {
+                if let Some(b) = v.get_mut(pair[0].low_u64() as usize) {
+                    *b = pair[1].low_u64() as u8;
+                }
+            }
+            v
+        } else {
+            vals[1..1 + n_value]
+                .iter()
+                .map(|b| b.low_u64() as u8)
+                .collect()
+        };
         let present = lk.present.is_none() || vals.last().is_some_and(|p| p.low_u64() != 0);
         entries.push(ExampleEntry::Lookup {
             key_hex: hex(&key),

@@ -224,24 +224,49 @@ pub struct Lookup {
     pub value_size: u32,
     /// Whether the key was present (term), for hash maps.
     pub present: Option<String>,
+    /// For a value of more than [`MAX_EXAMPLE_VALUE_BYTES`]: the positions (32-bit terms) of
+    /// the bytes the path reads of it, at most [`MAX_EXAMPLE_VALUE_READS`]; the model gives
+    /// those bytes only (the others are zeros in the example).
+    pub reads: Vec<String>,
 }
 
+/// The largest map value whose every byte an example gives; of a larger one (a 4 MB sketch's
+/// array value), the bytes its path reads ([`Lookup::reads`]): asking a model for 4 million
+/// bytes took the solver past its memory budget, and the analysis's process to 1.5 GB.
+pub const MAX_EXAMPLE_VALUE_BYTES: u32 = 4096;
+/// The most byte positions of a large value recorded for one path ([`Lookup::reads`]).
+pub const MAX_EXAMPLE_VALUE_READS: usize = 4096;
+
 impl Lookup {
-    /// The initial value's bytes, each a term, byte 0 first: built when a model is read, not for
-    /// every path's query (a path through a UPF program made hundreds of lookups of values of
-    /// hundreds of bytes each, and 65 % of its query-building time went into their text).
+    /// Whether the model gives only the bytes the path reads ([`Lookup::reads`]).
+    pub fn sparse(&self) -> bool {
+        self.value_size > MAX_EXAMPLE_VALUE_BYTES
+    }
+
+    /// The initial value's byte at position `pos` (a 32-bit term).
+    fn byte_at(&self, pos: &str) -> String {
+        if self.keyed {
+            format!("(select {} (concat {} {pos}))", self.values, self.key)
+        } else {
+            format!("(select {} {pos})", self.values)
+        }
+    }
+
+    /// The terms a model gives of the initial value: every byte, byte 0 first; or, for a
+    /// [`Lookup::sparse`] one, each read position followed by its byte. Built when a model is
+    /// read, not for every path's query (a path through a UPF program made hundreds of lookups
+    /// of values of hundreds of bytes each, and 65 % of its query-building time went into their
+    /// text).
     pub fn value_terms(&self) -> Vec<String> {
+        if self.sparse() {
+            return self
+                .reads
+                .iter()
+                .flat_map(|pos| [pos.clone(), self.byte_at(pos)])
+                .collect();
+        }
         (0..self.value_size)
-            .map(|i| {
-                if self.keyed {
-                    format!(
-                        "(select {} (concat {} (_ bv{i} 32)))",
-                        self.values, self.key
-                    )
-                } else {
-                    format!("(select {} (_ bv{i} 32))", self.values)
-                }
-            })
+            .map(|i| self.byte_at(&format!("(_ bv{i} 32)")))
             .collect()
     }
 }
@@ -319,6 +344,9 @@ pub(crate) struct Sym<'a> {
     pub(crate) mem: Vec<String>,
     pub(crate) present: Vec<String>,
     pub(crate) lookups: Vec<Lookup>,
+    /// Bytes read of large values ([`Lookup::reads`]): (the initial array and key they come
+    /// from, their position term).
+    pub(crate) value_reads: Vec<((String, String), String)>,
     pub(crate) ctx: Vec<(i16, String)>,
     pub(crate) sizes: Vec<MapSize>,
     /// The environment's results so far (crate::helpers::time).
@@ -548,17 +576,25 @@ impl<'a> Sym<'a> {
                 }
                 (None, _) => None,
             },
-            V::P(Region::Inner { vals, .. }, off, _) => Some(
-                (0..n)
-                    .map(|i| {
-                        format!(
-                            "(select {vals} ((_ extract 31 0) (bvadd {off} {})))",
-                            bv64(i as u64)
-                        )
-                    })
-                    .collect(),
-            ),
+            V::P(Region::Inner { m, vals, .. }, off, _) => {
+                if self.p.maps[*m as usize].value_size > MAX_EXAMPLE_VALUE_BYTES {
+                    self.record_value_reads((vals.clone(), String::new()), off, n);
+                }
+                Some(
+                    (0..n)
+                        .map(|i| {
+                            format!(
+                                "(select {vals} ((_ extract 31 0) (bvadd {off} {})))",
+                                bv64(i as u64)
+                            )
+                        })
+                        .collect(),
+                )
+            }
             V::P(Region::Map { m, key, .. }, off, _) => {
+                if self.p.maps[*m as usize].value_size > MAX_EXAMPLE_VALUE_BYTES {
+                    self.record_value_reads((format!("m{m}_0"), key.clone()), off, n);
+                }
                 let mem = self.mem[*m as usize].clone();
                 Some(
                     (0..n)
@@ -592,6 +628,18 @@ impl<'a> Sym<'a> {
             t
         };
         V::S(self.def("(_ BitVec 64)", &e))
+    }
+
+    /// Record that the path reads `n` bytes at offset `off` of a large value (`from`: its
+    /// initial array and key), for the example ([`Lookup::reads`]).
+    fn record_value_reads(&mut self, from: (String, String), off: &str, n: i64) {
+        for i in 0..n {
+            if self.value_reads.len() >= MAX_EXAMPLE_VALUE_READS {
+                return;
+            }
+            let pos = format!("((_ extract 31 0) (bvadd {off} {}))", bv64(i as u64));
+            self.value_reads.push((from.clone(), pos));
+        }
     }
 
     /// Store the low `size` bytes of `val` at `ptr`.
@@ -1506,6 +1554,7 @@ pub fn query_until(
         mem: (0..p.maps.len()).map(|m| format!("m{m}_0")).collect(),
         present: (0..p.maps.len()).map(|m| format!("p{m}_0")).collect(),
         lookups: Vec::new(),
+        value_reads: Vec::new(),
         ctx: Vec::new(),
         sizes: Vec::new(),
         env: Vec::new(),
@@ -1575,6 +1624,22 @@ pub fn query_until(
     }
     let ret = s.ret.clone().unwrap_or_else(|| bv64(0));
     let ret = s.def("(_ BitVec 64)", &ret);
+    for lk in s.lookups.iter_mut().filter(|lk| lk.sparse()) {
+        let at = (
+            lk.values.clone(),
+            if lk.keyed {
+                lk.key.clone()
+            } else {
+                String::new()
+            },
+        );
+        lk.reads = s
+            .value_reads
+            .iter()
+            .filter(|(from, _)| *from == at)
+            .map(|(_, pos)| pos.clone())
+            .collect();
+    }
     Ok(Query {
         smt: s.out,
         len: "len".into(),

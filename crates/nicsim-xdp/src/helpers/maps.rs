@@ -660,6 +660,7 @@ mod sym {
                 keyed: false,
                 value_size: def.value_size,
                 present: (!sized).then(|| format!("(not {null})")),
+                reads: Vec::new(),
             });
             V::P(Region::Inner { m, null, vals }, bv64(0), Some(0))
         }
@@ -674,6 +675,7 @@ mod sym {
                 keyed: true,
                 value_size: def.value_size,
                 present,
+                reads: Vec::new(),
             });
         }
     }
