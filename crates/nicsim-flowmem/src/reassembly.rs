@@ -412,10 +412,13 @@ impl RunTo for Feed<'_> {
                     return true;
                 }
                 Some(Ok(record)) => {
-                    let cut = record.cut_len() > 0;
                     let addr = record.data_offset as u64;
-                    self.reassembler
-                        .push_frame_at(record.linktype, record.data, cut, Some(addr));
+                    self.reassembler.push_frame_at(
+                        record.linktype,
+                        record.data,
+                        record.cut_len() as usize,
+                        Some(addr),
+                    );
                     self.fed += 1;
                 }
             }
@@ -790,24 +793,34 @@ impl Reassembler {
 
     /// Feeds one captured record.
     pub fn push(&mut self, record: &Record) {
-        self.push_frame(record.linktype, &record.data, record.cut_len() > 0);
+        let cut = record.cut_len() as usize;
+        self.push_frame_at(record.linktype, &record.data, cut, None);
     }
 
     /// Feeds one borrowed record (its payload is appended to the arena).
     pub fn push_ref(&mut self, record: &RecordRef<'_>) {
-        self.push_frame(record.linktype, record.data, record.cut_len() > 0);
+        let cut = record.cut_len() as usize;
+        self.push_frame_at(record.linktype, record.data, cut, None);
     }
 
-    /// Feeds one frame of pcap link type `linktype`; `cut` says the capture cut it short.
+    /// Feeds one frame of pcap link type `linktype`; `cut` says the capture cut it short (by
+    /// an amount not known: what its IP length claims beyond the frame is taken as cut).
     pub fn push_frame(&mut self, linktype: u32, frame: &[u8], cut: bool) {
-        self.push_frame_at(linktype, frame, cut, None);
+        self.push_frame_at(linktype, frame, if cut { usize::MAX } else { 0 }, None);
     }
 
-    /// Feeds one frame; `frame_addr` is its address in a capture-backed arena (payloads are
-    /// referenced there), `None` to append payloads.
-    fn push_frame_at(&mut self, linktype: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) {
+    /// Feeds one frame the capture cut by `cut_bytes` (its original length less what it holds);
+    /// `frame_addr` is its address in a capture-backed arena (payloads are referenced there),
+    /// `None` to append payloads.
+    fn push_frame_at(
+        &mut self,
+        linktype: u32,
+        frame: &[u8],
+        cut_bytes: usize,
+        frame_addr: Option<u64>,
+    ) {
         self.counts.read += 1;
-        let bucket = self.classify(linktype, frame, cut, frame_addr);
+        let bucket = self.classify(linktype, frame, cut_bytes, frame_addr);
         let counts = &mut self.counts;
         *match bucket {
             Bucket::Data => &mut counts.data,
@@ -827,7 +840,14 @@ impl Reassembler {
         } += 1;
     }
 
-    fn classify(&mut self, lt: u32, frame: &[u8], cut: bool, frame_addr: Option<u64>) -> Bucket {
+    fn classify(
+        &mut self,
+        lt: u32,
+        frame: &[u8],
+        cut_bytes: usize,
+        frame_addr: Option<u64>,
+    ) -> Bucket {
+        let cut = cut_bytes > 0;
         if !linktype::is_supported(lt) {
             if self.unsupported_links.len() < 16 {
                 self.unsupported_links.insert(lt); // (a few name the capture's problem)
@@ -890,7 +910,10 @@ impl Reassembler {
             Some(_) => None,
             None => frame_addr.map(|a| a + seg.payload.start as u64),
         };
-        let (missing, tunnel, tunnels) = (seg.missing, seg.tunnel, seg.tunnels);
+        // Missing are the bytes the capture cut, at most: an IP length that claims more than an
+        // uncut frame holds is the packet's own error (tshark: "IPv4 total length exceeds packet
+        // length"), and its payload is what the frame holds.
+        let (missing, tunnel, tunnels) = (seg.missing.min(cut_bytes), seg.tunnel, seg.tunnels);
         self.segment(tuple, tcp, payload, payload_addr, missing, tunnel, tunnels)
     }
 

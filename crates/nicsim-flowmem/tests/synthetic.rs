@@ -580,3 +580,44 @@ fn a_packet_with_ipv4_options_tshark_calls_malformed_is_dropped() {
     assert_eq!((out.counts.malformed, out.counts.data), (0, 2));
     assert_eq!(out.view(0, 0).unwrap().read(0, 6).unwrap(), b"helloX");
 }
+
+#[test]
+fn an_ip_length_beyond_an_uncut_frame_is_the_packets_error_not_a_cut() {
+    // A frame whose IPv4 total length claims 10 bytes more than it holds, though the capture
+    // cut nothing (captured length = original): its payload is what it holds, and no hole
+    // follows (tshark: "IPv4 total length exceeds packet length"); it was taken for a snaplen
+    // cut, and 10 missing bytes pushed the rest of the stream along. Cut by 3 bytes, the same
+    // frame misses 3, what the capture cut, not the 10 its header claims.
+    use std::sync::Arc;
+    let c = Conn::v4();
+    let mut claims_more = c.frame(0, ISN + 1, ACK | PSH, b"hello");
+    claims_more.truncate(claims_more.len() - 4); // no FCS: the frame ends with the payload
+    let total = u16::from_be_bytes([claims_more[16], claims_more[17]]) + 10;
+    claims_more[16..18].copy_from_slice(&total.to_be_bytes());
+    claims_more[24..26].copy_from_slice(&[0, 0]); // the header checksum is not checked
+    let frames = vec![
+        c.frame(0, ISN, SYN, &[]),
+        claims_more.clone(),
+        c.frame(0, ISN + 6, ACK, b"world"),
+    ];
+    let out = Reassembly::from_capture_bytes(Arc::new(pcap(&frames)), Config::default()).unwrap();
+    assert_eq!((out.counts.snaplen_cut, out.counts.data), (0, 2));
+    let view = out.view(0, 0).unwrap();
+    assert_eq!(view.len(), 10);
+    assert_eq!(view.read(0, 10).unwrap(), b"helloworld");
+    assert!(out.flows[0].dirs[0].holes.is_empty());
+    // The same frame cut by 3 bytes: "he" kept, 3 bytes missing (not the 13 its header claims).
+    let mut cut = pcap(&frames[..1]);
+    let keep = claims_more.len() - 3;
+    for word in [9_u32, 0, keep as u32, claims_more.len() as u32] {
+        cut.extend_from_slice(&word.to_le_bytes());
+    }
+    cut.extend_from_slice(&claims_more[..keep]);
+    let out = Reassembly::from_capture_bytes(Arc::new(cut), Config::default()).unwrap();
+    let holes: Vec<(u64, u64)> = out.flows[0].dirs[0]
+        .holes
+        .iter()
+        .map(|h| (h.offset, h.len_bytes))
+        .collect();
+    assert_eq!(holes, [(2, 3)]);
+}
