@@ -1461,6 +1461,16 @@ def _with(s: dict, path: str, value: object) -> dict:
 
 NAN = float("nan")
 # (id, summary.json contents: bytes, or a function of the real summary; needles)
+#: Malformed `object.tail_calls` and `mac_limit` of an analysis (`validate` and `profile` read them:
+#: a traceback each, before the check).
+BAD_TAIL_CALLS: list[tuple[str, object, list[str]]] = [
+    (f"tail-calls-{name}", (lambda v: lambda s: _with(s, "object.tail_calls", v))(value), ["object.tail_calls"])
+    for name, value in [("int", 7), ("ints", [5]), ("strings", ["abc"]), ("negative", [["m", -1, "y"]]),
+                        ("huge", [["m", 2**70, "y"]]), ("nulls", [[None, None, None]]), ("dict", [{"a": 1}]),
+                        ("bool-index", [["m", True, "y"]]), ("index-string", [["m", "x", "y"]])]
+] + [("mac-limit-string", lambda s: _with(s, "mac_limit", "no"), ["mac_limit"]),
+     ("target-int", lambda s: _with(s, "target", 5), ["target"])]
+
 ANALYSES: list[tuple[str, object, list[str]]] = [
     ("missing", None, ["summary.json"]),
     ("empty-object", b"{}", ["summary.json", "guarantee"]),
@@ -1515,6 +1525,7 @@ ANALYSES: list[tuple[str, object, list[str]]] = [
      ["slowest_paths[0].pps"]),
     ("slowest-paths-maps-list", lambda s: _with(s, "slowest_paths", [_SLOW | {"maps": []}]),
      ["slowest_paths[0].maps"]),
+    *BAD_TAIL_CALLS,
 ]
 
 
@@ -1538,6 +1549,25 @@ def test_bad_analysis(tmp_path: Path, analysis_dir: Path, analysis: dict, conten
     refused(r, *needles)
     nothing_written(a, before)
     nothing_written(tmp_path, {"a"})
+
+
+@pytest.mark.parametrize("contents,needles", [c[1:] for c in BAD_TAIL_CALLS], ids=[c[0] for c in BAD_TAIL_CALLS])
+def test_bad_analysis_for_a_profile(tmp_path: Path, analysis_dir: Path, analysis: dict, contents: object,
+                                    needles: list[str]) -> None:
+    """`xdp profile --analysis` reads the summary as validate does: one line, nothing written."""
+    import json
+    import shutil
+
+    from nicsim import _core
+
+    a = tmp_path / "a"
+    shutil.copytree(analysis_dir, a)
+    (a / "summary.json").write_text(json.dumps(contents(analysis)))
+    cap = tmp_path / "c.pcap"
+    _core.write_pcap(cap, [bytes(60)])
+    r = cli("xdp", "profile", obj("calls"), "--traffic", cap, "--analysis", a, "--out", tmp_path / "p", timeout=120)
+    refused(r, *needles)
+    nothing_written(tmp_path, {"a", "c.pcap"})
 
 
 @pytest.mark.parametrize("args,needles", [

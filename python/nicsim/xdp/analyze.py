@@ -16,6 +16,7 @@ way). Each process has its interpreter besides (docs/xdp.md, "Memory").
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -529,23 +530,34 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
             raise InputError(f"{obj}: " + ("no such object file" if not os.path.lexists(obj) else
                                            "not a regular file (the object must be a file, not a pipe, device or "
                                            "folder)"))
-    for cap in traffic:
-        if not Path(cap).is_file():
-            raise InputError(f"{cap}: " + ("no such capture file" if not os.path.lexists(cap) else
-                                           "not a regular file"))
+    for cap in traffic:  # standard input (-), a pipe or a compressed file is copied first (below)
+        if os.fspath(cap) != "-" and not os.path.lexists(cap):
+            raise InputError(f"{cap}: no such capture file")
+        if os.path.isdir(cap):
+            raise InputError(f"{cap}: is a folder, not a capture file")
     output = OutputDir(out, inputs=[*objs, *traffic, *(target_file(t) for t in targets),
                                *loader_inputs(opts.get("tail_calls"))],
                        force=force)
     output.check()
-    caps = [os.fspath(c) for c in traffic]
-    jobs = [(os.fspath(obj), t, opts, caps) if caps else (os.fspath(obj), t, opts) for obj in objs for t in targets]
+    from nicsim.flowmem.reassemble import capture_file, capture_name
+
+    caps = [capture_name(c) for c in traffic]  # as given (the summary's `traffic`, profiles.csv)
     labels = object_labels(objs)
     killed = None
-    try:
-        results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
-                            ray_address=ray_address, keep_going=keep_going)
-    except WorkerKilled as e:  # keep the analyses that finished
-        killed, results = e, e.results
+    with contextlib.ExitStack() as spool:
+        # Every analysis profiles every capture: one that can be read once (standard input, a
+        # pipe) or is compressed is copied to a temporary file first, which they all read.
+        read = [os.fspath(spool.enter_context(capture_file(c))) for c in traffic]
+        given = dict(zip(read, caps, strict=True))
+        jobs = [(os.fspath(obj), t, opts, read) if read else (os.fspath(obj), t, opts) for obj in objs for t in targets]
+        try:
+            results = run_tasks(analyze_job, jobs, executor=executor, workers=workers, description="analysing",
+                                ray_address=ray_address, keep_going=keep_going)
+        except WorkerKilled as e:  # keep the analyses that finished
+            killed, results = e, e.results
+    for s in results:
+        for prof in (s or {}).get("profiles", []) if isinstance(s, dict) else []:
+            prof["capture"] = given.get(prof.get("capture"), prof.get("capture"))
     failed = [failed_entry(i, {"object": j[0], "target": j[1]}, s) for i, (j, s) in enumerate(zip(jobs, results, strict=True))
               if isinstance(s, NicsimError)]
     points = [{"object": j[0], "target": j[1], "summary": s} for j, s in zip(jobs, results, strict=True)

@@ -179,7 +179,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     say = progress or (lambda _m: None)
     obj, capture = Path(obj), Path(capture)
     data = read_object(obj)
-    if not os.path.lexists(capture):
+    if os.fspath(capture) != "-" and not os.path.lexists(capture):  # -: standard input
         raise InputError(f"{capture}: cannot read the capture: No such file or directory")
     if packets_table not in (None, "parquet"):
         raise InputError(f"--packets {packets_table}: the only per-packet table is parquet")
@@ -219,7 +219,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     g = s["guarantee"]
 
     say("profiling")
-    from nicsim.flowmem.reassemble import capture_file
+    from nicsim.flowmem.reassemble import capture_file, capture_name
 
     # A compressed capture (gzip, zstd, LZ4, xz) is read as the flowmem commands read it.
     with capture_file(capture) as readable, core_errors(None, about=f"{obj} on {capture}"):
@@ -297,7 +297,7 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
     summary: dict[str, Any] = {
         "object": {"path": str(obj), "sha256": hashlib.sha256(data).hexdigest(), "program": p["program"],
                    "section": p["section"]},
-        "capture": str(capture), "target": tname, "mac_limit": mac_limit, "maps": maps_label or None,
+        "capture": capture_name(capture), "target": tname, "mac_limit": mac_limit, "maps": maps_label or None,
         "packets": {"total": n, "costed": p["costed"], "faults": p["faults"], "no_path_in_graph": p["unmatched"],
                     "skipped_too_long": p["skipped_long"], "padded": p["padded"], "cut_by_snaplen": p["cut"],
                     "made_ethernet": p["relinked"], "skipped_no_ethernet": p["not_ethernet"]},

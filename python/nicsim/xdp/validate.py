@@ -152,6 +152,15 @@ def _read_analysis(analysis: Path) -> dict[str, Any]:
         raise bad("object.section", "not a string")
     if not isinstance(obj.get("program", ""), str | None):
         raise bad("object.program", "not a string")
+    tail = obj.get("tail_calls")
+    if tail is not None and not (isinstance(tail, list) and all(
+            isinstance(t, list) and len(t) == 3 and isinstance(t[0], str) and type(t[1]) is int
+            and 0 <= t[1] < 2**32 and isinstance(t[2], str) for t in tail)):
+        raise bad("object.tail_calls", "not a list of [map, index from 0 to 2^32 - 1, program]")
+    if not isinstance(s.get("mac_limit", True), bool):
+        raise bad("mac_limit", "not true or false")
+    if not isinstance(s.get("target", ""), str):
+        raise bad("target", "not a string")
     def check_maps(maps: Any, where: str) -> None:
         if maps is not None and not isinstance(maps, dict):
             raise bad(where, "not a table")
@@ -302,7 +311,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     s = _read_analysis(analysis)
     from nicsim.xdp.analyze import loader_inputs
 
-    linked = [tuple(t) for t in (s.get("object") or {}).get("tail_calls") or [] if isinstance(t, list) and len(t) == 3]
+    linked = [tuple(t) for t in s["object"].get("tail_calls") or []]  # checked by _read_analysis
     inputs = [obj, default_path(), *loader_inputs(linked)] + ([] if out is None else [analysis])  # the calibration too
     output = OutputDir(out if out is not None else analysis, inputs=inputs, force=force)
     output.check()  # before the kernel runs, not after them
@@ -318,11 +327,7 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     program = analysed.get("program") if program is None else program
     if program is not None and section is not None:
         program = f"{section}/{program}"  # unique even where a function name is not
-    tail = analysed.get("tail_calls") or []
-    if not (isinstance(tail, list) and all(isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)
-                                           and isinstance(t[1], int) and isinstance(t[2], str) for t in tail)):
-        raise InputError(f"{analysis}/summary.json: object.tail_calls is not a list of [map, index, program]")
-    tail_calls = [tuple(t) for t in tail]
+    tail_calls = [tuple(t) for t in analysed.get("tail_calls") or []]
     linked = analysed.get("linked") or {}
     if not (isinstance(linked, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in linked.items())):
         raise InputError(f"{analysis}/summary.json: object.linked is not a map of path to sha256")
