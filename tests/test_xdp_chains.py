@@ -118,6 +118,7 @@ def test_dispatcher_with_components_is_analysed_as_libxdp_runs_it(tmp_path: Path
     (["--tail-call", "root_progs=0:NEXT:chain_next", "--tail-call", "chain_next.o:nosuch=0:chain_tx"],
      ["--tail-call", "nosuch"]),
     (["--tail-call", "chain_next.o:next_progs=none"], ["--tail-call", "no map 'chain_next.o:next_progs'"]),
+    (["--tail-call", "nosuch=none"], ["--tail-call nosuch=none: the object has no map 'nosuch'"]),  # as given
     (["--dispatch", "NEXT:chain_tx"], ["--dispatch", "not a libxdp dispatcher"]),
     (["--dispatch", "chain_tx"], ["--dispatch", "expected OBJ.o or OBJ.o:PROGRAM"]),
     (["--dispatch", "NEXT:"], ["--dispatch", "no program after"]),

@@ -242,11 +242,14 @@ def test_other_link_types_and_long_packets(tmp_path: Path) -> None:
 
 
 def test_an_empty_capture_and_a_random_one(tmp_path: Path) -> None:
+    from nicsim.errors import InputError
     from nicsim.xdp.profile import profile
 
     a = analysis_dir(tmp_path, "parser", "nfp")
-    r = profile(xdp_object("parser"), write_pcap(tmp_path / "e.pcap", []), tmp_path / "o", analysis=a)
-    assert r["packets"]["total"] == 0 and r["cost_ns"]["max"] is None and r["check"]["ok"]
+    # An empty capture has nothing to profile (a rate of no packets was the MAC's, its check ok).
+    with pytest.raises(InputError, match="e.pcap: the capture holds no packets"):
+        profile(xdp_object("parser"), write_pcap(tmp_path / "e.pcap", []), tmp_path / "o", analysis=a)
+    assert not (tmp_path / "o").exists()
     rng = random.Random(3)
     frames = [rng.randbytes(rng.randint(1, 1600)) for _ in range(200)]
     r = profile(xdp_object("parser"), write_pcap(tmp_path / "r.pcap", frames), None, analysis=a)
@@ -333,3 +336,14 @@ def test_a_capture_on_standard_input_or_a_pipe_is_profiled_and_swept(tmp_path: P
                        env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "pipe" / "summary.json").read_text())["points"][0]["profiles"][0]["packets"] == 2
+
+
+def test_an_empty_capture_is_refused_not_given_the_macs_rate(tmp_path: Path) -> None:
+    # A capture of no packets was "sustained" at the MAC's 54.4 Mpps with its check ok.
+    from nicsim import _core
+
+    cap = tmp_path / "empty.pcap"
+    _core.write_pcap(cap, [])
+    r = nicsim("xdp", "profile", xdp_object("calls"), "--traffic", cap, "--out", tmp_path / "p")
+    assert_one_line_error(r, "empty.pcap: the capture holds no packets")
+    assert not (tmp_path / "p").exists()

@@ -1851,7 +1851,11 @@ fn prog_arrays(
     let mut given: HashMap<String, BTreeMap<u32, Candidate>> = HashMap::new();
     for t in tail {
         let err = |why: String| LoadError::TailCall {
-            spec: format!("{}={}:{}", t.map, t.index, t.program),
+            spec: if t.program.is_empty() {
+                format!("{}=none", t.map) // what `MAP=none` gives: no program
+            } else {
+                format!("{}={}:{}", t.map, t.index, t.program)
+            },
             why,
         };
         let arrays: Vec<&str> = maps

@@ -555,7 +555,8 @@ def xdp_profile(
         t.add_column(justify="right")
         su, g = s["sustained"], s["guarantee"]
         t.add_row("packets", f"{n['total']:,} ({n['costed']:,} costed, {s['distinct_paths']:,} distinct paths)")
-        t.add_row("on this traffic", f"{su['pps'] / 1e6:,.3f} Mpps, {su['bps'] / 1e9:,.3f} Gbit/s "
+        t.add_row("on this traffic", "no rate: no packet took a costed path" if su["pps"] is None else
+                  f"{su['pps'] / 1e6:,.3f} Mpps, {su['bps'] / 1e9:,.3f} Gbit/s "
                   f"({su['bottleneck']}; mean packet {su['mean_packet_bytes']:,.1f} B)")
         if g.get("pps"):
             t.add_row("guarantee", f"{g['pps'] / 1e6:,.3f} Mpps ({g['status']}; {g['source']})")

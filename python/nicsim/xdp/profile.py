@@ -131,7 +131,8 @@ def short(s: dict[str, Any]) -> dict[str, Any]:
     """A profile's figures in one flat row (`nicsim xdp sweep --traffic`'s profiles.csv)."""
     c, ck = s["cost_ns"], s["check"]
     return {"capture": s["capture"], "packets": s["packets"]["total"], "costed": s["packets"]["costed"],
-            "distinct_paths": s["distinct_paths"], "sustained_mpps": s["sustained"]["pps"] / 1e6,
+            "distinct_paths": s["distinct_paths"],
+            "sustained_mpps": s["sustained"]["pps"] / 1e6 if s["sustained"]["pps"] is not None else None,
             "guarantee_mpps": s["guarantee"]["pps"] / 1e6 if s["guarantee"]["pps"] else None,
             "mean_ns": c["mean"], "p50_ns": c["p50"], "p99_ns": c["p99"], "max_ns": c["max"],
             "guarantee_ns": s["guarantee"]["ns"], "check_ok": ck["ok"],
@@ -227,6 +228,8 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
                                       loop_bound, mac_limit, sorted((map_sizes or {}).items()),
                                       list(tail_calls or []), maps_about=f"--maps {maps_label}", kernel=kernel)
     p = json.loads(raw)
+    if p["packets"] == 0 and not p["skipped_long"] and not p["not_ethernet"]:
+        raise InputError(f"{capture_name(capture)}: the capture holds no packets: there is nothing to profile")
     ts = np.frombuffer(cols["ts_ns"], dtype="<u8")
     nbytes = np.frombuffer(cols["bytes"], dtype="<u4")
     action = np.frombuffer(cols["action"], dtype="<u4")
@@ -321,6 +324,11 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
             check["ok"] = False
             check["kernel_action_mismatches"] = kern["action_mismatches"]
     warnings = []
+    if not p["costed"]:
+        # No packet took a costed path: a rate of no packets would be the MAC's, not this traffic's.
+        summary["sustained"] = {k: None for k in summary["sustained"]}
+        warnings.append("no packet took a costed path (each faulted, or took no path of the analysis's graph): "
+                        "there is no sustained rate on this traffic")
     if p["faults"]:
         warnings.append(f"{p['faults']:,} packets faulted in the interpreter (first: packet "
                         f"{p['fault_notes'][0]['index']}: {p['fault_notes'][0]['what']}); they are not costed")
