@@ -604,17 +604,22 @@ fn insn_cost(
                     ));
                 }
                 if let Some(o) = p.outer_of(i) {
+                    // Lookups, updates and deletes; on a queue, stack or bloom filter the push,
+                    // pop and peek (bpf_map_push_elem 87, _pop_elem 88, _peek_elem 89), whose
+                    // results and popped values the symbolic executor takes as fresh, inner or not.
+                    let keyless = [87, 88, 89];
                     let ok = [
                         crate::absint::HELPER_MAP_LOOKUP,
                         crate::absint::HELPER_MAP_UPDATE,
                         crate::absint::HELPER_MAP_DELETE,
                     ];
-                    if !ok.contains(&helper) {
+                    if !(ok.contains(&helper) || m.is_keyless() && keyless.contains(&helper)) {
                         return Err(unsupported_map(
                             m,
                             format!(
                                 "{name} on an inner map of '{}': the analysis models lookups, \
-                                 updates and deletes through a map of maps' inner maps only",
+                                 updates and deletes through a map of maps' inner maps (and a \
+                                 queue's, stack's or bloom filter's push, pop and peek) only",
                                 p.maps[o as usize].name
                             ),
                         ));

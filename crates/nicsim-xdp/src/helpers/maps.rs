@@ -21,7 +21,9 @@ pub(crate) const HELPERS: &[Helper] = &[
     // Queue, stack and bloom filter maps: push, pop and peek as kernel/bpf/queue_stack_maps.c
     // and bloom_filter.c do them in the interpreter; in the symbolic executor their results,
     // and the values pop and peek write, are fresh (any contents).
-    Helper::new(87, "maps").run(|m, pc, id| m.map_push(pc, id)), // map_push_elem
+    Helper::new(87, "maps")
+        .run(|m, pc, id| m.map_push(pc, id))
+        .sym(|s, _, [r1, _, r3, _]| s.push_call(&r1, &r3)), // map_push_elem
     Helper::new(88, "maps")
         .writes()
         .run(|m, pc, id| m.map_pop_peek(pc, id, true)), // map_pop_elem
@@ -358,6 +360,25 @@ mod sym {
     use crate::symex::*;
 
     impl Sym<'_> {
+        /// `bpf_map_push_elem` on the map r1 points to: on a bloom filter, 0 with flags 0 and
+        /// -EINVAL with any others (`bloom_map_push_elem` cannot fail otherwise: it sets bits);
+        /// on a queue or stack (which may be full: -E2BIG) or anything else, a fresh value.
+        pub(crate) fn push_call(&mut self, r1: &V, flags: &V) -> V {
+            match r1 {
+                V::MapPtr(m) if self.p.maps[*m as usize].map_type == MAP_BLOOM_FILTER => {
+                    let f = self.scalar(flags);
+                    let t = format!(
+                        "(ite (= {f} {}) {} {})",
+                        bv64(0),
+                        bv64(0),
+                        bv64((-EINVAL) as u64)
+                    );
+                    V::S(self.def("(_ BitVec 64)", &t))
+                }
+                _ => self.fresh64("h"),
+            }
+        }
+
         /// A map helper on the map r1 points to; on anything else (the verifier requires a map) a
         /// fresh value.
         pub(crate) fn map_call(&mut self, helper: u32, [r1, r2, r3, r4]: [V; 4]) -> V {
