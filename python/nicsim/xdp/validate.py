@@ -387,8 +387,10 @@ def validate(obj: str | os.PathLike[str], analysis: str | os.PathLike[str], out:
     pkts = packets_to_time(example, packets, seed)
     if not pkts and not (study or {}).get("slowest_paths"):
         stopped = (study or {}).get("slowest_paths_stopped")
+        # Whose search stopped: the analysis given, or the x86-jit one this validation ran.
+        whose = "the analysis's" if study is s else "the x86-jit search this validation ran"
         raise InputError(f"{obj}: nothing to time: --packets 0 and no example packet, and the analysis has no path "
-                         "to measure" + (f" (its path search stopped: {stopped})" if stopped else "")
+                         "to measure" + (f" ({whose} path search stopped: {stopped})" if stopped else "")
                          + "; give --packets N, or a longer --timeout")
     say(f"timing {len(pkts)} packets")
     load_before = os.getloadavg()[0]
