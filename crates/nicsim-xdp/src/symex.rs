@@ -956,6 +956,22 @@ impl<'a> Sym<'a> {
                     _ => self.fresh("Bool", "c"),
                 };
             }
+            // A pointer (null or an address) against another constant below 2^32: a kernel
+            // address lies in the upper half of the address space (x86-64 from
+            // 0xffff8000_00000000, arm64 from 0xffff0000_00000000), and the interpreter's start
+            // at 2^32, so the two are never equal. (A parser's `if (ptr == 1)` was taken either
+            // way, and examples of the equal branch did not replay: an uplink GTP program's two
+            // slowest paths.)
+            (V::P(..) | V::Ctx | V::MapPtr(_) | V::Inner(..), V::S(c))
+            | (V::S(c), V::P(..) | V::Ctx | V::MapPtr(_) | V::Inner(..))
+                if is64 && konst(c).is_some_and(|c| c > 0 && c < 1 << 32) =>
+            {
+                return match op {
+                    JmpOp::Eq => "false".into(),
+                    JmpOp::Ne => "true".into(),
+                    _ => self.fresh("Bool", "c"),
+                };
+            }
             _ => return self.fresh("Bool", "c"),
         };
         if let (Some(p), Some(q)) = (konst(&x), konst(&y)) {
