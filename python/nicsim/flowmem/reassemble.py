@@ -361,7 +361,8 @@ def require_tcp(cap: FlowCapture, capture: str | os.PathLike[str]) -> None:
         cut_at = cap.leniency[3]
         if cut_at is not None:
             held += f"; the file was cut short inside the record at offset {cut_at:,}"
-        raise InputError(f"{capture_name(capture)}: no TCP flow in the capture ({cap.counts()['read']:,} packets: {held})")
+        read = cap.counts()["read"]
+        raise InputError(f"{capture_name(capture)}: no TCP flow in the capture ({read:,} packet{'s' * (read != 1)}: {held})")
 
 
 def reassemble(
