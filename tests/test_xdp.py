@@ -855,3 +855,15 @@ def test_helpers_lists_what_the_analyzer_supports(x86_jit: Path, tmp_path: Path)
     # The lookup is estimated as a hash lookup on both targets.
     ct = kf["bpf_xdp_ct_lookup"]["costs"]
     assert "map_lookup_elem.hash" in ct["nfp"]["source"] and "map_lookup_elem.hash" in ct["x86-jit"]["source"], ct
+
+
+def test_a_program_the_kernel_was_not_asked_about_is_warned_of(x86_jit: Path, tmp_path: Path) -> None:
+    # The metadata kfuncs need a device-bound program, which nicsim's kernel loader does not set
+    # up: the verifier is not asked, and the user is told (it was only in summary.json).
+    r = nicsim("xdp", "analyze", obj("kf_rx_meta"), "--target", "x86-jit", "--rate", "packet", "--timeout", "5",
+               "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert not s["verifier"]["checked"]
+    assert "the running kernel's verifier was not asked (kfunc bpf_xdp_metadata_rx_hash" in " ".join(r.stderr.split())
+    assert any(w.startswith("the running kernel's verifier was not asked") for w in s["warnings"])

@@ -237,6 +237,12 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
         summary.setdefault("warnings", []).append(
             f"the kernel would reject this program: its verifier refuses it{where}: {v['reason']}; "
             "the guarantee is for code the kernel will not run")
+    elif not summary["verifier"]["checked"] and not any(
+            w in summary["verifier"]["why"] for w in ("Operation not permitted", "Permission denied")):
+        # Not for want of privileges (then no analysis could ask): something of the program's.
+        summary.setdefault("warnings", []).append(
+            f"the running kernel's verifier was not asked ({summary['verifier']['why']}): whether the kernel "
+            "loads this program is not known")
     if polished is not None:
         summary.setdefault("warnings", []).append(polished)
     if g["status"] == "timeout":
