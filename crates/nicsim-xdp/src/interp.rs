@@ -816,15 +816,12 @@ impl MapState {
             .collect()
     }
 
-    /// Whether `v` is what an array's entry holds before anything writes it: zeros, or a
-    /// global-data map's initial bytes (`.data`: an entry of zeros there is a write to keep, or
-    /// the kernel runs with the object's initial value).
+    /// Whether `v` is an array entry nobody needs told: zeros, what an array holds before
+    /// anything writes it. A global-data map's entry is always told (its contents are the
+    /// section's, not zeros: an entry of zeros in `.data` is a write to keep, or the kernel runs
+    /// with the object's initial value; and the differential test defines the map from them).
     fn initial_value(m: &MapStore, v: &[u8]) -> bool {
-        if m.def.data.is_empty() {
-            return v.iter().all(|&b| b == 0);
-        }
-        let n = m.def.data.len().min(v.len());
-        v[..n] == m.def.data[..n] && v[n..].iter().all(|&b| b == 0)
+        m.def.data.is_empty() && v.iter().all(|&b| b == 0)
     }
 
     /// All maps in the format of the analyzer's `summary.json` "maps" key, by name.
