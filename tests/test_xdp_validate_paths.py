@@ -291,3 +291,17 @@ def test_an_example_of_zeros_in_writable_global_data_reaches_the_kernel(x86_jit:
                "--out", tmp_path / "v", "--json")
     row = json.loads(r.stdout)["paths"]["rows"][0]
     assert row["status"] == "ok" or row["status"].startswith("BEATEN"), row
+
+
+def test_a_path_that_needs_another_interface_says_so(x86_jit: Path, tmp_path: Path) -> None:
+    # ctx_ifindex's slowest path needs ingress_ifindex 7; a test run is on the loopback
+    # (ifindex 1), so validate cannot replay it, and its row names the field and the value.
+    a = tmp_path / "a"
+    s = _analyze("ctx_ifindex", a, 2)
+    assert {"field": "ingress_ifindex", "value": 7} in s["slowest_paths"][0]["context"], s["slowest_paths"][0]
+    assert s["example_context"] == s["slowest_paths"][0]["context"]
+    r = nicsim("xdp", "validate", obj("ctx_ifindex"), "--analysis", a, "--paths", "2", "--packets", "0",
+               "--out", tmp_path / "v", "--json")
+    rows = json.loads(r.stdout)["paths"]["rows"]
+    assert rows[0]["status"].startswith("interpreter takes another path"), rows[0]
+    assert "needs ctx->ingress_ifindex 7, which a test run on the loopback" in rows[0]["status"], rows[0]

@@ -129,6 +129,21 @@ pub struct Example {
     /// own. Left out of the JSON when the path calls no such helper.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub helper_results: Vec<HelperResult>,
+    /// The context's fields the path read whose values the run cannot choose
+    /// (`ingress_ifindex`, `rx_queue_index`), as the model gives them: `BPF_PROG_TEST_RUN` and
+    /// the interpreter run on the loopback (ifindex 1, queue 0), so an example needing others
+    /// is not one `validate` can replay, and says so. Left out when the path reads none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextField>,
+}
+
+/// A field of `struct xdp_md` an example's path read, and the model's value of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextField {
+    /// The field's name (`ingress_ifindex`).
+    pub field: String,
+    /// Its value.
+    pub value: u64,
 }
 
 /// A result the environment gave on an example's path: the helper and the model's value.
@@ -753,11 +768,34 @@ fn model_values(slv: &mut dyn Solver, q: &crate::symex::Query) -> Result<Example
             })
             .collect()
     };
+    let fields: Vec<(&str, &String)> = q
+        .ctx
+        .iter()
+        .filter_map(|(off, t)| match off {
+            12 => Some(("ingress_ifindex", t)),
+            16 => Some(("rx_queue_index", t)),
+            _ => None,
+        })
+        .collect();
+    let context = if fields.is_empty() {
+        Vec::new()
+    } else {
+        let terms: Vec<String> = fields.iter().map(|(_, t)| (*t).clone()).collect();
+        slv.values(&terms)?
+            .iter()
+            .zip(&fields)
+            .map(|(v, (field, _))| ContextField {
+                field: field.to_string(),
+                value: v.low_u64(),
+            })
+            .collect()
+    };
     Ok(Example {
         packet_hex: hex(&packet),
         retval,
         entries,
         helper_results,
+        context,
     })
 }
 

@@ -201,6 +201,8 @@ def analyze(obj: str | os.PathLike[str], out: str | os.PathLike[str] | None = No
                                xdp_action=XDP_ACTIONS.get(example["retval"], "unknown"))
         summary["example_packet_hex"] = example["packet_hex"]
         summary["example_helper_results"] = example.get("helper_results", [])
+        if example.get("context"):
+            summary["example_context"] = example["context"]
         base_maps = copy.deepcopy(summary["maps"])
         summary["maps"] = _merge_maps(summary["maps"], example["entries"])
     else:
@@ -394,7 +396,7 @@ def _slow_path(rank: int, path: dict[str, Any], example: dict[str, Any], base_ma
             "cost": path["cost"], "min_packet_bytes": path["min_packet_bytes"], "insns_count": len(path["insns"]),
             "insns": path["insns"], "retval": ret, "xdp_action": XDP_ACTIONS.get(ret, "unknown"),
             "packet_bytes": len(pkt) // 2, "example_packet_hex": pkt,
-            "helper_results": example.get("helper_results", []),
+            "helper_results": example.get("helper_results", []), "context": example.get("context", []),
             "maps": _merge_maps(copy.deepcopy(base_maps), example["entries"])}
 
 

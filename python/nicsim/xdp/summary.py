@@ -161,6 +161,14 @@ class HelperResult(TypedDict):
     value: int
 
 
+class ContextField(TypedDict):
+    """A field of `struct xdp_md` an example's path read (`ingress_ifindex`, `rx_queue_index`)
+    and the model's value: a test run gives the loopback's (1, queue 0)."""
+
+    field: str
+    value: int
+
+
 class SlowPath(TypedDict):
     """One of the `--paths K` slowest satisfiable paths."""
 
@@ -178,6 +186,8 @@ class SlowPath(TypedDict):
     example_packet_hex: str
     #: What the environment gave on the path (time, random numbers, CPU), in call order.
     helper_results: list[HelperResult]
+    #: The context's fields the path read and the model's values (empty when none).
+    context: NotRequired[list[ContextField]]
     maps: dict[str, MapSummary]
 
 
@@ -220,6 +230,8 @@ class Summary(TypedDict):
     example_packet_hex: str | None
     #: The example's environment results (time, random numbers, CPU), in call order.
     example_helper_results: NotRequired[list[HelperResult]]
+    #: The context's fields the example's path read and the model's values.
+    example_context: NotRequired[list[ContextField]]
     maps: dict[str, MapSummary]
     unsized_maps: list[str]
     #: slot → "section/program", or "unknown".

@@ -614,7 +614,7 @@ def _measure_path(_core: Any, data: bytes, section: str | None, program: str | N
                                      replay(p.get("helper_results"))))
     if r["trace"] != p["insns"] or r["retval"] != p["retval"]:
         row["status"] = (f"interpreter takes another path (action {r['retval']}, {r['insns']} insns; the estimate "
-                         f"is for {p['retval']}, {len(p['insns'])} insns)")
+                         f"is for {p['retval']}, {len(p['insns'])} insns)" + off_loopback(p.get("context")))
         return row
     out_pkt = bytes.fromhex(r["packet_hex"])
     restore, expect = _changed_entries(r["maps_before"], r["maps"])
@@ -839,6 +839,22 @@ def run_time(times: list[int]) -> float:
     cut = ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
     kept = [t for t in ts if t <= cut]
     return sum(kept) / len(kept)
+
+
+#: The context a test run gives (`BPF_PROG_TEST_RUN` on the loopback; the interpreter likewise).
+LOOPBACK_CONTEXT = {"ingress_ifindex": 1, "rx_queue_index": 0}
+
+
+def off_loopback(context: list[dict[str, Any]] | None) -> str:
+    """What of an example's context (`context`: the model's values of the fields its path read)
+    a test run cannot give, as a clause to add to a status ("" when it can give all of it)."""
+    need = [f"ctx->{c['field']} {c['value']}" for c in context or []
+            if isinstance(c, dict) and c.get("field") in LOOPBACK_CONTEXT
+            and c.get("value") != LOOPBACK_CONTEXT[c["field"]]]
+    if not need:
+        return ""
+    return (f"; the path needs {', '.join(need)}, which a test run on the loopback (ingress_ifindex 1, "
+            "rx_queue_index 0) cannot give")
 
 
 def environment_stored(got: bytes | None, want: bytes | None, helper_results: list[dict[str, Any]]) -> bool:
