@@ -57,6 +57,9 @@ def test_kconfig_externs_of_the_running_kernel(tmp_path: Path, monkeypatch: pyte
     monkeypatch.delenv("NICSIM_KCONFIG", raising=False)
     s = _analyze(tmp_path, "a")
     assert s["guarantee"]["status"] == "ssp", s["guarantee"]
+    # Set but empty is unset (as NICSIM_BTF=""): it was "NICSIM_KCONFIG=: no such file".
+    monkeypatch.setenv("NICSIM_KCONFIG", "")
+    assert _analyze(tmp_path, "b")["guarantee"] == s["guarantee"]
 
 
 def test_kconfig_option_names_the_configuration_and_validate_takes_it(tmp_path: Path,

@@ -347,3 +347,22 @@ def test_an_empty_capture_is_refused_not_given_the_macs_rate(tmp_path: Path) -> 
     r = nicsim("xdp", "profile", xdp_object("calls"), "--traffic", cap, "--out", tmp_path / "p")
     assert_one_line_error(r, "empty.pcap: the capture holds no packets")
     assert not (tmp_path / "p").exists()
+
+
+def test_an_analysis_folder_is_checked_for_what_profile_takes_of_it(tmp_path: Path) -> None:
+    # A profile's own folder is no analysis (it was taken as one), and an explicit --no-mac-limit
+    # against an analysis with the MAC limit is refused (it was dropped silently).
+    cap = write_pcap(tmp_path / "c.pcap", [udp_frame()] * 3)
+    a = analysis_dir(tmp_path, "count_min_5", "nfp")
+    r = nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--analysis", a, "--out", tmp_path / "p")
+    assert r.returncode == 0, r.stderr
+    r = nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--analysis", tmp_path / "p",
+               "--out", tmp_path / "q")
+    assert_one_line_error(r, "not the summary of `nicsim xdp analyze`", "a profile's")
+    with_mac = tmp_path / "b"  # (analysis_dir's analyses are without the MAC limit)
+    assert nicsim("xdp", "analyze", xdp_object("count_min_5"), "--rate", "packet", "--timeout", "5",
+                  "--out", with_mac).returncode == 0
+    r = nicsim("xdp", "profile", xdp_object("count_min_5"), "--traffic", cap, "--analysis", with_mac,
+               "--no-mac-limit", "--out", tmp_path / "r")
+    assert_one_line_error(r, "--no-mac-limit", "an analysis with the MAC limit")
+    assert not (tmp_path / "q").exists() and not (tmp_path / "r").exists()

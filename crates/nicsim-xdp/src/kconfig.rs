@@ -106,10 +106,11 @@ fn read_limited(r: impl Read, what: &str) -> Result<String, String> {
     Ok(s)
 }
 
-/// The configuration the externs take and where it came from: `NICSIM_KCONFIG`'s file, else
-/// the running kernel's (read once per process).
+/// The configuration the externs take and where it came from: `NICSIM_KCONFIG`'s file (when
+/// set and not empty), else the running kernel's (read once per process).
 pub fn config() -> Result<(Config, String), String> {
-    if let Some(p) = std::env::var_os(KCONFIG_ENV) {
+    // Set but empty is unset, as `NICSIM_BTF` and a shell's `VAR= cmd` mean.
+    if let Some(p) = std::env::var_os(KCONFIG_ENV).filter(|p| !p.is_empty()) {
         let path = std::path::PathBuf::from(p);
         let named = |e: &dyn std::fmt::Display| {
             format!(

@@ -771,7 +771,7 @@ def xdp_validate(
     program = either(program, program_p, "--program", "-p")
     if kconfig is None:  # the configuration the analysis took (a file it names), unless NICSIM_KCONFIG says
         kconfig_used = analysis_kconfig(analysis)  # None for a summary validate() then refuses
-        if kconfig_used is not None and "NICSIM_KCONFIG" not in os.environ:
+        if kconfig_used is not None and not os.environ.get("NICSIM_KCONFIG"):
             kconfig = Path(kconfig_used)
     use_kconfig(kconfig)
     if btf is None and "NICSIM_BTF" not in os.environ:  # the BTF the analysis's relocations took

@@ -144,6 +144,9 @@ def _guarantee_from(analysis: Path, data: bytes) -> dict[str, Any]:
     from nicsim.xdp.validate import _read_analysis
 
     s = _read_analysis(analysis)
+    if "sustained" in s or not isinstance(s.get("path"), dict):  # a profile's own folder, say
+        raise InputError(f"{analysis}/summary.json: not the summary of `nicsim xdp analyze` (no `path`"
+                         + ("; it is a profile's" if "sustained" in s else "") + ")")
     if s.get("object", {}).get("sha256") not in (None, hashlib.sha256(data).hexdigest()):
         raise InputError(f"{analysis}/summary.json: the analysis is of another object (sha256 differs)")
     return s
@@ -210,6 +213,9 @@ def profile(obj: str | os.PathLike[str], capture: str | os.PathLike[str], out: s
             program = f"{section}/{program}"
         if not tail_calls and isinstance(o.get("tail_calls"), list):
             tail_calls = [tuple(t) for t in o["tail_calls"]]
+        if not mac_limit and s.get("mac_limit", True):
+            raise InputError(f"--no-mac-limit: {analysis}/summary.json is an analysis with the MAC limit, and the "
+                             "profile takes the analysis's: analyse with --no-mac-limit, or leave it out here")
         mac_limit = bool(s.get("mac_limit", mac_limit))
         source = "the sweep's analysis" if isinstance(analysis, dict) else str(analysis)
     else:
