@@ -215,6 +215,14 @@ impl<'d> Types<'d> {
                     let (Some(elem), Some(n)) = (u32_le(t.body, 0), u32_le(t.body, 8)) else {
                         continue;
                     };
+                    // Only arrays of structs, unions or arrays can hold one (a byte array of a
+                    // megabyte would spend the walk's budget before a lock after it).
+                    if !self
+                        .kind_of(elem)
+                        .is_some_and(|e| matches!(e.kind, KIND_STRUCT | 5 | KIND_ARRAY))
+                    {
+                        continue;
+                    }
                     let Some(size) = self.size(elem).filter(|&s| s > 0) else {
                         continue;
                     };
@@ -333,4 +341,102 @@ pub(crate) fn ext_records(ext: &[u8], at: usize) -> Vec<(u32, Vec<&[u8]>)> {
     };
     let _ = walk();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A BTF blob of `types` (32-bit words) and `strings`, little-endian.
+    fn blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
+        let tb: Vec<u8> = types.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        for w in [
+            24u32,
+            0,
+            tb.len() as u32,
+            tb.len() as u32,
+            strings.len() as u32,
+        ] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(&tb);
+        b.extend_from_slice(strings);
+        b
+    }
+
+    #[test]
+    fn special_fields_are_found_past_large_arrays_and_in_nested_structs() {
+        // [1] int; [2] struct bpf_spin_lock { int val; } (4); [3] unsigned char; [4] u8[100000];
+        // [5] struct bpf_timer (16, no members); [6] struct inner { struct bpf_timer t; } (16);
+        // [7] struct inner[2]; [8] struct value { u8 data[100000]; struct bpf_spin_lock lock;
+        // struct inner in[2] at 100008 } (100040).
+        let strings =
+            b"\0int\0bpf_spin_lock\0val\0uchar\0bpf_timer\0inner\0t\0value\0data\0lock\0in\0";
+        let at = |name: &str| {
+            let s = std::str::from_utf8(strings).unwrap();
+            s.find(&format!("\0{name}\0")).unwrap() as u32 + 1
+        };
+        let types = [
+            at("int"),
+            1 << 24,
+            4,
+            (1 << 24) | 32,
+            at("bpf_spin_lock"),
+            (4 << 24) | 1,
+            4,
+            at("val"),
+            1,
+            0,
+            at("uchar"),
+            1 << 24,
+            1,
+            8,
+            0,
+            3 << 24,
+            0,
+            3,
+            1,
+            100_000,
+            at("bpf_timer"),
+            4 << 24,
+            16,
+            at("inner"),
+            (4 << 24) | 1,
+            16,
+            at("t"),
+            5,
+            0,
+            0,
+            3 << 24,
+            0,
+            6,
+            1,
+            2,
+            at("value"),
+            (4 << 24) | 3,
+            100_040,
+            at("data"),
+            4,
+            0,
+            at("lock"),
+            2,
+            100_000 * 8,
+            at("in"),
+            7,
+            100_008 * 8,
+        ];
+        let b = blob(&types, strings);
+        let t = Types::parse(&b).unwrap();
+        assert_eq!(
+            t.special_fields(8),
+            [
+                ("bpf_spin_lock", 100_000),
+                ("bpf_timer", 100_008),
+                ("bpf_timer", 100_024)
+            ]
+        );
+        // A struct named as a kernel one but of another size is not it.
+        assert!(t.special_fields(4).is_empty());
+    }
 }
