@@ -34,6 +34,14 @@ pub const SPECIAL_STRUCTS: &[(&str, u32)] = &[
     ("bpf_task_work", 8),
 ];
 
+/// The size of the kernel-managed struct `name` ([`SPECIAL_STRUCTS`]; 0 for another name).
+pub fn special_struct_size(name: &str) -> u32 {
+    SPECIAL_STRUCTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |&(_, size)| size)
+}
+
 /// One `struct btf_type`.
 #[derive(Debug, Clone, Copy)]
 pub struct Type<'d> {

@@ -493,16 +493,8 @@ fn benches() -> Vec<Bench> {
     });
     // bpf_map_update_elem(timers, &0 at fp-8, zeros at fp-72, BPF_ANY), then an init of the
     // fresh timer.
-    let mut body = ld_map(1, 0).to_vec();
-    body.extend([
-        mov64_reg(2, 10),
-        add64_imm(2, -8),
-        mov64_reg(3, 10),
-        add64_imm(3, -72),
-        mov64_imm(4, 0),
-        call(2),
-        mov64_reg(1, 8),
-    ]);
+    let mut body = update(8);
+    body.push(mov64_reg(1, 8));
     body.extend(ld_map(2, 0));
     body.extend([mov64_imm(3, 1), call(169)]);
     v.push(Bench {
@@ -1029,7 +1021,7 @@ impl Bench {
         let body = std::iter::repeat_n(&self.body, n).flatten();
         for b in self.prologue.iter().chain(body) {
             let mut b = *b;
-            if (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4) {
+            if refers_to_tail(&b) {
                 // A bpf-to-bpf call, or the address (a bpf_loop or timer callback), of the
                 // subprogram right after the epilogue.
                 b.imm = (epilogue + 2) as i32 - out.len() as i32 - 1;
@@ -1038,15 +1030,18 @@ impl Bench {
         }
         out.push(mov64_imm(0, 2)); // XDP_PASS
         out.push(exit());
-        let prologue_calls = self
-            .prologue
-            .iter()
-            .any(|b| (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4));
+        let prologue_calls = self.prologue.iter().any(refers_to_tail);
         if n > 0 || prologue_calls {
             out.extend(self.tail.iter().copied()); // unreachable code is refused
         }
         out
     }
+}
+
+/// Whether instruction `b` is a bpf-to-bpf call or a callback's address (a `bpf_loop` or timer
+/// callback): in a benchmark, of the subprogram after the epilogue (`Bench::tail`).
+fn refers_to_tail(b: &Raw) -> bool {
+    (b.code == 0x85 && b.src == 1) || (b.code == 0x18 && b.src == 4)
 }
 
 /// Whether a micro-benchmark's body calls a helper (a `call` of a helper id, not of a

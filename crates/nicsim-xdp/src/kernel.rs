@@ -497,10 +497,7 @@ fn value_btf(def: &MapDef) -> (Vec<u8>, u32, u32) {
         if struct_ids.iter().any(|(n, _)| *n == name) {
             continue;
         }
-        let size = crate::btf::SPECIAL_STRUCTS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |&(_, s)| s);
+        let size = crate::btf::special_struct_size(name);
         let at = name_at(&mut strings, name);
         types.extend([at, KIND_STRUCT << 24, size]);
         struct_ids.push((name, 4 + struct_ids.len() as u32));
@@ -925,10 +922,7 @@ impl Kernel {
     pub fn hide_special(&self, name: &str, value: &mut [u8]) -> Result<(), KernelError> {
         let m = self.map(name)?;
         for &(field, off) in &m.def.special_fields {
-            let size = crate::btf::SPECIAL_STRUCTS
-                .iter()
-                .find(|(n, _)| *n == field)
-                .map_or(0, |&(_, s)| s as usize);
+            let size = crate::btf::special_struct_size(field) as usize;
             let off = off as usize;
             if let Some(b) = value.get_mut(off..off.saturating_add(size)) {
                 b.fill(0);

@@ -563,9 +563,10 @@ def analyze_many(objs: Sequence[str | os.PathLike[str]], targets: Sequence[str],
                                 ray_address=ray_address, keep_going=keep_going)
         except WorkerKilled as e:  # keep the analyses that finished
             killed, results = e, e.results
-    for s in results:
-        for prof in (s or {}).get("profiles", []) if isinstance(s, dict) else []:
-            prof["capture"] = given.get(prof.get("capture"), prof.get("capture"))
+    for s in results:  # the profiles name each capture as given, not by its copy
+        if isinstance(s, dict):
+            for prof in s.get("profiles", []):
+                prof["capture"] = given.get(prof["capture"], prof["capture"])
     failed = [failed_entry(i, {"object": j[0], "target": j[1]}, s) for i, (j, s) in enumerate(zip(jobs, results, strict=True))
               if isinstance(s, NicsimError)]
     points = [{"object": j[0], "target": j[1], "summary": s} for j, s in zip(jobs, results, strict=True)
